@@ -1,0 +1,7 @@
+"""Entry point for ``python -m perflab``."""
+
+import sys
+
+from perflab.cli import main
+
+sys.exit(main())

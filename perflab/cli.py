@@ -1,0 +1,52 @@
+"""The ``python -m perflab <command>`` dispatcher.
+
+Each command lives in its own module exposing ``configure(parser)`` and ``run(args) -> int``; the
+module is imported only when its command is used, so ``python -m perflab bench`` never loads the
+database or the web stack.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Optional, Sequence
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "bench": ("perflab.bench.cli", "benchmark an OpenAI-compatible server"),
+    "sim": ("perflab.sim.cli", "serve a simulated engine (OpenAI API, Prometheus metrics)"),
+    "hosts": ("perflab.hosts_cli", "list and probe the hosts of hosts.yaml"),
+    "run": ("perflab.runner.cli", "launch one engine config on a host and benchmark it"),
+    "worker": ("perflab.worker.cli", "execute queued runs and studies"),
+    "import": ("perflab.importers.cli", "store existing benchmark results as runs"),
+    "study": ("perflab.study.cli", "run an optimization study"),
+    "report": ("perflab.report.cli", "export a study report"),
+    "db": ("perflab.db_cli", "create or upgrade the database schema"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m perflab",
+        description="perflab: measure and tune LLM serving configurations.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="commands:\n"
+        + "\n".join(f"  {name:<8} {help_text}" for name, (_, help_text) in COMMANDS.items()),
+    )
+    parser.add_argument("command", choices=sorted(COMMANDS), metavar="command")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    top = build_parser().parse_args(argv if argv is not None else sys.argv[1:])
+    module_name, help_text = COMMANDS[top.command]
+    module = importlib.import_module(module_name)
+    sub = argparse.ArgumentParser(prog=f"python -m perflab {top.command}", description=help_text)
+    module.configure(sub)
+    args = sub.parse_args(top.args)
+    try:
+        return int(module.run(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

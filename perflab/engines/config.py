@@ -1,0 +1,118 @@
+"""The engine configuration model: one typed description of how to serve a model.
+
+Every adapter in :mod:`perflab.engines` turns an :class:`EngineConfig` into its engine's real argv; the
+runner, the database, studies and the UI all pass this model around. A knob left at ``None`` means
+"the engine's default" and produces no flag.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+EngineName = Literal["vllm", "sglang", "trtllm", "mindie", "vllm-ascend"]
+
+ENGINE_NAMES: tuple[str, ...] = ("vllm", "sglang", "trtllm", "mindie", "vllm-ascend")
+
+# Typed knobs an adapter may or may not support; the order is the order flags are rendered in.
+KNOBS: tuple[str, ...] = (
+    "tp",
+    "dp",
+    "ep",
+    "quantization",
+    "attention_backend",
+    "max_num_batched_tokens",
+    "max_num_seqs",
+    "enable_prefix_caching",
+    "kv_cache_dtype",
+    "enable_chunked_prefill",
+    "speculative_config",
+    "performance_mode",
+    "max_model_len",
+    "gpu_memory_utilization",
+    "reasoning_parser",
+)
+
+
+class EngineConfig(BaseModel):
+    """One serving configuration of one engine for one model."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    engine: EngineName
+    model: str = Field(min_length=1, description="hub id or path; quantized variants are other ids")
+    served_model_name: Optional[str] = None
+    tp: int = Field(1, ge=1, description="tensor parallel size")
+    dp: int = Field(1, ge=1, description="data parallel size")
+    ep: int = Field(1, ge=1, description="expert parallel size (1 = off)")
+    quantization: Optional[str] = None
+    attention_backend: Optional[str] = None
+    max_num_batched_tokens: Optional[int] = Field(None, ge=1)
+    max_num_seqs: Optional[int] = Field(None, ge=1)
+    enable_prefix_caching: Optional[bool] = None
+    kv_cache_dtype: Optional[str] = None
+    enable_chunked_prefill: Optional[bool] = None
+    speculative_config: Optional[dict[str, Any]] = None
+    performance_mode: Optional[str] = None
+    max_model_len: Optional[int] = Field(None, ge=1)
+    gpu_memory_utilization: Optional[float] = Field(None, gt=0, le=1)
+    reasoning_parser: Optional[str] = None
+    extra_args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)
+    gpu_ids: Optional[tuple[int, ...]] = None
+    port: Optional[int] = Field(None, ge=1, le=65535)
+    replicas: int = Field(1, ge=1)
+
+    @field_validator("model")
+    @classmethod
+    def _model_is_one_line(cls, value: str) -> str:
+        if any(ch in value for ch in "\r\n\0"):
+            raise ValueError("model must be a single line")
+        return value.strip()
+
+    @field_validator("gpu_ids")
+    @classmethod
+    def _gpu_ids_unique(cls, value: Optional[tuple[int, ...]]) -> Optional[tuple[int, ...]]:
+        if value is not None:
+            if len(set(value)) != len(value):
+                raise ValueError("gpu_ids must not repeat")
+            if any(gpu < 0 for gpu in value):
+                raise ValueError("gpu_ids must be >= 0")
+        return value
+
+    @model_validator(mode="after")
+    def _gpu_ids_cover_replicas(self) -> "EngineConfig":
+        if self.gpu_ids is not None and len(self.gpu_ids) != self.gpus_needed:
+            raise ValueError(
+                f"gpu_ids lists {len(self.gpu_ids)} devices but tp×dp×replicas needs {self.gpus_needed}"
+            )
+        return self
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.tp * self.dp
+
+    @property
+    def gpus_needed(self) -> int:
+        return self.gpus_per_replica * self.replicas
+
+    def knob_values(self) -> dict[str, Any]:
+        """The typed knobs that differ from the engine default (parallelism 1 counts as default)."""
+        values = {}
+        for knob in KNOBS:
+            value = getattr(self, knob)
+            if knob in ("tp", "dp", "ep"):
+                if value != 1:
+                    values[knob] = value
+            elif value is not None:
+                values[knob] = value
+        return values
+
+    def fingerprint(self) -> str:
+        """Stable hash of everything that changes what is launched (not the port or GPU ids)."""
+        payload = self.model_dump(mode="json", exclude={"port", "gpu_ids"})
+        blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]

@@ -1,0 +1,3 @@
+"""Shared pytest configuration: fixture plugins for the real servers the suite starts."""
+
+pytest_plugins: list[str] = []
