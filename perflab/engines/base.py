@@ -1,0 +1,304 @@
+"""The engine adapter contract and the behaviour every adapter shares.
+
+An adapter turns one :class:`~perflab.engines.config.EngineConfig` into what a host executes (argv, files
+for the run directory, environment) and what a user would type (the display command), knows where the
+engine answers health checks and Prometheus metrics, recognises its readiness line, and classifies its
+failure logs. Subclasses declare their engine's facts as class attributes (a :class:`FlagTable` for the
+typed knobs, the knobs it lacks with a hint each) and override hooks only for what a table cannot say.
+
+Launch contract: the runner writes :meth:`EngineAdapter.files` into the run directory and starts
+:meth:`EngineAdapter.serve_argv` with that directory as working directory and :meth:`EngineAdapter.env`
+added to the environment, so argv may name those files by relative path.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from perflab.engines.config import EngineConfig
+from perflab.engines.errors import EngineConfigError, InvalidKnobValue, UnsupportedKnob
+from perflab.engines.failures import COMMON_SIGNATURES, FailureInfo, Signature, classify
+from perflab.engines.flags import Flag, FlagTable, parse_int
+
+_WORD = re.compile(r"^[A-Za-z0-9_.:/+\-]+$")
+_WORD_KNOBS = ("quantization", "attention_backend", "kv_cache_dtype", "performance_mode", "reasoning_parser")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class EngineMetrics:
+    """Where an engine publishes Prometheus gauges and what the three gauges perflab samples are called.
+
+    KV-cache usage is a fraction in [0, 1] on every engine listed here.
+    """
+
+    running: str
+    waiting: str
+    kv_cache_usage: str
+    path: str = "/metrics"
+
+
+@dataclass(frozen=True)
+class SpeculativeRequest:
+    """The engine-neutral part of a speculative config, written the vLLM way (``--speculative-config``)."""
+
+    method: str
+    num_tokens: int
+    draft_model: str | None
+    extra: Mapping[str, Any]
+
+
+class EngineAdapter:
+    """Base adapter: table-driven flags, validation, display command, env, readiness and failure logs."""
+
+    name: ClassVar[str]
+    display_name: ClassVar[str]
+    default_port: ClassVar[int]
+    health_path: ClassVar[str]
+    visible_devices_env: ClassVar[str]
+    metrics: ClassVar[EngineMetrics | None]
+    program: ClassVar[tuple[str, ...]]
+    model_flag: ClassVar[str | None] = None
+    host_flag: ClassVar[str] = "--host"
+    port_flag: ClassVar[str] = "--port"
+    flags: ClassVar[FlagTable]
+    special_knobs: ClassVar[frozenset[str]] = frozenset()
+    file_knobs: ClassVar[frozenset[str]] = frozenset()
+    unsupported: ClassVar[Mapping[str, str]] = {}
+    plumbing_args: ClassVar[tuple[str, ...]] = ()
+    bare_switches: ClassVar[tuple[str, ...]] = ()
+    default_env: ClassVar[Mapping[str, str]] = {}
+    ready_markers: ClassVar[tuple[str, ...]]
+    signatures: ClassVar[tuple[Signature, ...]] = COMMON_SIGNATURES
+
+    # ----- validation -------------------------------------------------------------------------------
+
+    def validate(self, config: EngineConfig) -> None:
+        """Raise an :class:`EngineConfigError` when this engine cannot run ``config`` as given."""
+        if config.engine != self.name:
+            raise InvalidKnobValue(self.display_name, "engine", f"is {config.engine!r}, not {self.name!r}")
+        for knob in self._set_knobs(config):
+            if knob in self.unsupported:
+                raise UnsupportedKnob(self.display_name, knob, self.unsupported[knob])
+        for knob in _WORD_KNOBS:
+            value = getattr(config, knob)
+            if value is not None and not _WORD.match(value):
+                raise InvalidKnobValue(self.display_name, knob, f"must be a single word, got {value!r}")
+        self._check_extra_args(config)
+        self._check_env(config)
+        self.check_values(config)
+
+    def check_values(self, config: EngineConfig) -> None:
+        """Engine-specific value formats and knob combinations (hook)."""
+
+    def covered_knobs(self) -> frozenset[str]:
+        """Every knob this adapter either renders or rejects; tests hold this equal to all knobs."""
+        return self.flags.knobs() | self.special_knobs | self.file_knobs | frozenset(self.unsupported)
+
+    def _set_knobs(self, config: EngineConfig) -> list[str]:
+        knobs = list(config.knob_values())
+        return [*knobs, "served_model_name"] if config.served_model_name else knobs
+
+    def reserved_flags(self) -> frozenset[str]:
+        """Flags perflab writes itself; ``extra_args`` may not repeat them."""
+        own = {self.host_flag, self.port_flag, *self.plumbing_args, *self.file_flags()}
+        if self.model_flag:
+            own.update((self.model_flag, *self.model_flag_aliases()))
+        return self.flags.spellings() | frozenset(own)
+
+    def file_flags(self) -> tuple[str, ...]:
+        """Flags that point the engine at files from :meth:`files` (hook)."""
+        return ()
+
+    def _check_extra_args(self, config: EngineConfig) -> None:
+        reserved = self.reserved_flags()
+        for item in config.extra_args:
+            if any(ch in item for ch in "\r\n\0"):
+                raise InvalidKnobValue(
+                    self.display_name, "extra_args", f"item {item!r} must be a single line"
+                )
+            flag = item.partition("=")[0]
+            if flag in reserved:
+                owner = self._knob_of_flag(flag)
+                hint = f"set {owner} instead" if owner else "perflab sets it itself"
+                raise InvalidKnobValue(self.display_name, "extra_args", f"repeats {flag}; {hint}")
+
+    def _knob_of_flag(self, flag: str) -> str | None:
+        knob = next((f.knob for f in self.flags.flags if flag in f.spellings()), None)
+        return knob.partition(".")[0] if knob else None
+
+    def _check_env(self, config: EngineConfig) -> None:
+        for key, value in config.env.items():
+            if not _ENV_NAME.match(key):
+                raise InvalidKnobValue(self.display_name, "env", f"name {key!r} is not a valid variable name")
+            if any(ch in value for ch in "\r\n\0"):
+                raise InvalidKnobValue(self.display_name, "env", f"{key} must be a single line")
+        if self.visible_devices_env in config.env:
+            raise InvalidKnobValue(
+                self.display_name,
+                "env",
+                f"sets {self.visible_devices_env}; perflab sets it from the GPU ids, use gpu_ids instead",
+            )
+
+    # ----- argv -------------------------------------------------------------------------------------
+
+    def model_words(self, model: str) -> list[str]:
+        return [self.model_flag, model] if self.model_flag else [model]
+
+    def knob_args(self, config: EngineConfig) -> list[str]:
+        """The typed knobs that differ from the engine default, as flags, in :data:`KNOBS` order."""
+        args: list[str] = []
+        for knob, value in config.knob_values().items():
+            args.extend(self.render_knob(knob, value, config))
+        if config.served_model_name:
+            args.extend(self.render_knob("served_model_name", config.served_model_name, config))
+        return args
+
+    def render_knob(self, knob: str, value: Any, config: EngineConfig) -> list[str]:
+        """Argv items for one knob; knobs carried by :meth:`files` render nothing here."""
+        flag = self.flags.for_knob(knob)
+        return flag.render(value) if flag else []
+
+    def file_args(self, config: EngineConfig) -> list[str]:
+        """Argv items naming the run-directory files (hook); shown in the display command too."""
+        return []
+
+    def serve_argv(self, config: EngineConfig, *, port: int, host: str = "127.0.0.1") -> list[str]:
+        """The argv the host executes for one replica listening on ``host:port``."""
+        self.validate(config)
+        return [
+            *self.program,
+            *self.model_words(config.model),
+            self.host_flag,
+            host,
+            self.port_flag,
+            str(port),
+            *self.knob_args(config),
+            *self.file_args(config),
+            *self.plumbing_args,
+            *config.extra_args,
+        ]
+
+    def display_words(self, config: EngineConfig) -> list[str]:
+        """The words of the command a user would type (hook for engines launched another way)."""
+        words = [*self.program, *self.model_words(config.model)]
+        if config.port is not None:
+            words += [self.port_flag, str(config.port)]
+        return [*words, *self.knob_args(config), *self.file_args(config), *config.extra_args]
+
+    def display_command(self, config: EngineConfig) -> str:
+        """The serve command as a user would type it (env assignments first), shell-quoted."""
+        self.validate(config)
+        env_words = [f"{key}={value}" for key, value in config.env.items()]
+        return shlex.join([*env_words, *self.display_words(config)])
+
+    def files(self, config: EngineConfig, *, port: int, host: str = "127.0.0.1") -> dict[str, str]:
+        """Files (relative name → content) to write into the run directory before starting."""
+        self.validate(config)
+        return {}
+
+    def env(
+        self, config: EngineConfig, *, gpu_ids: Sequence[int] | None = None, run_dir: str = "."
+    ) -> dict[str, str]:
+        """Environment for one replica: engine defaults, visible devices, the config's env, then
+        :meth:`launch_env`. ``gpu_ids`` are this replica's devices (default: the config's own)."""
+        self.validate(config)
+        values = dict(self.default_env)
+        ids = tuple(gpu_ids) if gpu_ids is not None else config.gpu_ids
+        if ids is not None:
+            if len(ids) != config.gpus_per_replica:
+                raise InvalidKnobValue(
+                    self.display_name,
+                    "gpu_ids",
+                    f"gives {len(ids)} devices to a replica that needs tp×dp = {config.gpus_per_replica}",
+                )
+            values[self.visible_devices_env] = ",".join(str(gpu) for gpu in ids)
+        values.update(config.env)
+        values.update(self.launch_env(config, run_dir))
+        return values
+
+    def launch_env(self, config: EngineConfig, run_dir: str) -> dict[str, str]:
+        """Variables perflab sets last: pointers to files in ``run_dir``, knobs carried by env (hook)."""
+        return {}
+
+    # ----- logs -------------------------------------------------------------------------------------
+
+    def is_ready_line(self, line: str) -> bool:
+        return any(marker in line for marker in self.ready_markers)
+
+    def classify_failure(self, log_text: str) -> FailureInfo | None:
+        return classify(log_text, self.signatures, self.display_name)
+
+    # ----- parsing ----------------------------------------------------------------------------------
+
+    def parse_args(self, tokens: Sequence[str], *, env: Mapping[str, str] | None = None) -> EngineConfig:
+        """Build a config from the words after the program name (the inverse of :meth:`display_words`)."""
+        plumbing = set(self.plumbing_args)
+        words = [token for token in tokens if token not in plumbing]
+        launch_flags = [Flag("port", self.port_flag, convert=parse_int), Flag("host", self.host_flag)]
+        if self.model_flag:
+            launch_flags.append(Flag("model", self.model_flag, aliases=self.model_flag_aliases()))
+        table = FlagTable((*self.flags.flags, *launch_flags))
+        parsed = table.parse(words, self.bare_switches)
+        for flag in self.file_flags():
+            if any(item.partition("=")[0] == flag for item in parsed.unknown):
+                raise ValueError(
+                    f"{flag} names a file whose content is not part of the command; cannot import it"
+                )
+        values = dict(parsed.values)
+        values.pop("host", None)
+        positionals = list(parsed.positionals)
+        if not self.model_flag:
+            if not positionals:
+                raise ValueError(f"{self.display_name} command has no model")
+            values["model"] = positionals.pop(0)
+        if positionals:
+            raise ValueError(f"unexpected argument(s) {' '.join(positionals)!r}")
+        if "model" not in values:
+            raise ValueError(f"{self.display_name} command has no {self.model_flag}")
+        values = self.finish_parse(values)
+        try:
+            return EngineConfig(
+                engine=self.name, extra_args=tuple(parsed.unknown), env=dict(env or {}), **values
+            )
+        except ValueError as exc:
+            raise EngineConfigError(self.display_name, "command", str(exc)) from None
+
+    def model_flag_aliases(self) -> tuple[str, ...]:
+        return ()
+
+    def finish_parse(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Turn parsed flag values into config fields where the mapping is not one-to-one (hook)."""
+        return values
+
+    # ----- speculative decoding ---------------------------------------------------------------------
+
+    def speculative_request(self, config: EngineConfig, allowed_extra: frozenset[str]) -> SpeculativeRequest:
+        """Read ``config.speculative_config`` (vLLM's JSON shape) for engines that translate it."""
+        spec = dict(config.speculative_config or {})
+        method = spec.pop("method", None)
+        tokens = spec.pop("num_speculative_tokens", None)
+        draft = spec.pop("model", None)
+        if not isinstance(method, str) or not method:
+            raise InvalidKnobValue(self.display_name, "speculative_config", 'needs a "method" string')
+        if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 1:
+            raise InvalidKnobValue(
+                self.display_name,
+                "speculative_config",
+                'needs "num_speculative_tokens" as a positive integer',
+            )
+        if draft is not None and not isinstance(draft, str):
+            raise InvalidKnobValue(self.display_name, "speculative_config", '"model" must be a string')
+        unknown = sorted(set(spec) - allowed_extra)
+        if unknown:
+            allowed = ", ".join(sorted({"method", "num_speculative_tokens", "model", *allowed_extra}))
+            raise InvalidKnobValue(
+                self.display_name,
+                "speculative_config",
+                f"has keys {unknown} it cannot map; allowed: {allowed}",
+            )
+        return SpeculativeRequest(method.lower(), tokens, draft, spec)

@@ -1,0 +1,202 @@
+"""SGLang (``python3 -m sglang.launch_server``).
+
+Flag names follow SGLang's server arguments reference (``docs/advanced_features/server_arguments.md``):
+``--model-path``, ``--tp-size``, ``--dp-size``, ``--ep-size``, ``--attention-backend`` (fa3, flashinfer,
+triton, …), ``--max-running-requests``, ``--chunked-prefill-size`` (-1 disables chunked prefill),
+``--disable-radix-cache`` (prefix caching is on by default), ``--kv-cache-dtype`` (fp8_e4m3/fp8_e5m2/…),
+``--context-length``, ``--mem-fraction-static``, ``--reasoning-parser`` and the
+``--speculative-algorithm`` family. Default port 30000; ``GET /health`` answers 503 until warm-up ends and
+the log says "The server is fired up and ready to roll!". Prometheus gauges need ``--enable-metrics``,
+which perflab always adds at launch (not shown in the display command).
+
+Mappings from the engine-neutral knobs: ``max_num_batched_tokens`` is the chunked-prefill budget
+(``--chunked-prefill-size``, the tokens one prefill step may take, as vLLM's budget is);
+``kv_cache_dtype="fp8"`` means vLLM's fp8 (= e4m3) and is written ``fp8_e4m3``; a vLLM-shaped
+``speculative_config`` ``{"method", "num_speculative_tokens", "model"}`` becomes
+``--speculative-algorithm`` (mtp→NEXTN, eagle→EAGLE, eagle3→EAGLE3, draft_model→STANDALONE, ngram→NGRAM),
+``--speculative-num-steps`` n, ``--speculative-eagle-topk`` 1 and ``--speculative-num-draft-tokens`` n+1
+(SGLang-specific ``eagle_topk`` / ``num_draft_tokens`` keys override the last two).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perflab.engines.base import EngineAdapter, EngineMetrics
+from perflab.engines.config import EngineConfig
+from perflab.engines.errors import InvalidKnobValue
+from perflab.engines.failures import COMMON_SIGNATURES, Signature
+from perflab.engines.flags import Flag, FlagTable, parse_float, parse_int
+
+SGLANG_KV_CACHE_DTYPES = ("auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16", "fp4_e2m1")
+SPECULATIVE_ALGORITHMS = {
+    "mtp": "NEXTN",
+    "eagle": "EAGLE",
+    "eagle3": "EAGLE3",
+    "draft_model": "STANDALONE",
+    "ngram": "NGRAM",
+}
+_DRAFT_MODEL_ALGORITHMS = frozenset({"EAGLE", "EAGLE3", "STANDALONE"})
+
+SGLANG_FLAGS = FlagTable(
+    (
+        Flag("tp", "--tp-size", aliases=("--tensor-parallel-size", "--tp"), convert=parse_int),
+        Flag("dp", "--dp-size", aliases=("--data-parallel-size", "--dp"), convert=parse_int),
+        Flag("ep", "--ep-size", aliases=("--expert-parallel-size", "--ep"), convert=parse_int),
+        Flag("quantization", "--quantization"),
+        Flag("attention_backend", "--attention-backend"),
+        Flag("max_num_batched_tokens", "--chunked-prefill-size", convert=parse_int),
+        Flag("max_num_seqs", "--max-running-requests", convert=parse_int),
+        Flag("enable_prefix_caching", "--disable-radix-cache", kind="off_switch"),
+        Flag("kv_cache_dtype", "--kv-cache-dtype"),
+        Flag("max_model_len", "--context-length", convert=parse_int),
+        Flag("gpu_memory_utilization", "--mem-fraction-static", convert=parse_float),
+        Flag("reasoning_parser", "--reasoning-parser"),
+        Flag("served_model_name", "--served-model-name"),
+        # parse-only parts of speculative_config, assembled by SglangAdapter.finish_parse
+        Flag("speculative_config.algorithm", "--speculative-algorithm"),
+        Flag("speculative_config.num_steps", "--speculative-num-steps", convert=parse_int),
+        Flag("speculative_config.eagle_topk", "--speculative-eagle-topk", convert=parse_int),
+        Flag("speculative_config.num_draft_tokens", "--speculative-num-draft-tokens", convert=parse_int),
+        Flag(
+            "speculative_config.draft_model",
+            "--speculative-draft-model-path",
+            aliases=("--speculative-draft-model",),
+        ),
+    )
+)
+
+
+class SglangAdapter(EngineAdapter):
+    name = "sglang"
+    display_name = "SGLang"
+    default_port = 30000
+    health_path = "/health"
+    visible_devices_env = "CUDA_VISIBLE_DEVICES"
+    metrics = EngineMetrics(
+        running="sglang:num_running_reqs",
+        waiting="sglang:num_queue_reqs",
+        kv_cache_usage="sglang:token_usage",
+    )
+    program = ("python3", "-m", "sglang.launch_server")
+    model_flag = "--model-path"
+    flags = SGLANG_FLAGS
+    special_knobs = frozenset({"enable_chunked_prefill", "speculative_config"})
+    unsupported = {
+        "performance_mode": "tune max_num_seqs and max_num_batched_tokens instead",
+    }
+    plumbing_args = ("--enable-metrics",)
+    bare_switches = ("--trust-remote-code", "--enable-dp-attention", "--disable-cuda-graph")
+    ready_markers = ("The server is fired up and ready to roll",)
+    signatures = (
+        *COMMON_SIGNATURES,
+        Signature.of("oom", r"Not enough memory\. Please try to increase --mem-fraction-static"),
+        Signature.of("unsupported_hardware", r"Only SM [\d.x]+(?: and [\d.x]+)? (?:is|are) supported"),
+    )
+
+    def model_flag_aliases(self) -> tuple[str, ...]:
+        return ("--model",)
+
+    def check_values(self, config: EngineConfig) -> None:
+        if config.tp % config.ep:
+            raise InvalidKnobValue(
+                self.display_name,
+                "ep",
+                f"({config.ep}) must divide tp ({config.tp}): experts are split "
+                "within the tensor-parallel group",
+            )
+        dtype = self._kv_cache_dtype(config)
+        if dtype is not None and dtype not in SGLANG_KV_CACHE_DTYPES:
+            raise InvalidKnobValue(
+                self.display_name,
+                "kv_cache_dtype",
+                f"must be fp8 or one of {', '.join(SGLANG_KV_CACHE_DTYPES)}",
+            )
+        if config.max_num_batched_tokens is not None and config.enable_chunked_prefill is False:
+            raise InvalidKnobValue(
+                self.display_name,
+                "max_num_batched_tokens",
+                "is the chunked-prefill size, which --chunked-prefill-size -1 (chunked prefill off) "
+                "replaces; set only one of max_num_batched_tokens and enable_chunked_prefill=False",
+            )
+        if config.speculative_config is not None:
+            self._speculative_args(config)
+
+    @staticmethod
+    def _kv_cache_dtype(config: EngineConfig) -> str | None:
+        return "fp8_e4m3" if config.kv_cache_dtype == "fp8" else config.kv_cache_dtype
+
+    def render_knob(self, knob: str, value: Any, config: EngineConfig) -> list[str]:
+        if knob == "kv_cache_dtype":
+            return ["--kv-cache-dtype", str(self._kv_cache_dtype(config))]
+        if knob == "enable_chunked_prefill":
+            return [] if value else ["--chunked-prefill-size", "-1"]
+        if knob == "speculative_config":
+            return self._speculative_args(config)
+        return super().render_knob(knob, value, config)
+
+    def _speculative_args(self, config: EngineConfig) -> list[str]:
+        request = self.speculative_request(config, frozenset({"eagle_topk", "num_draft_tokens"}))
+        algorithm = SPECULATIVE_ALGORITHMS.get(request.method)
+        if algorithm is None:
+            raise InvalidKnobValue(
+                self.display_name,
+                "speculative_config",
+                f"method {request.method!r} has no SGLang algorithm; "
+                f"use one of {', '.join(SPECULATIVE_ALGORITHMS)}",
+            )
+        if algorithm in _DRAFT_MODEL_ALGORITHMS and request.draft_model is None:
+            raise InvalidKnobValue(
+                self.display_name, "speculative_config", f'method {request.method!r} needs a draft "model"'
+            )
+        args = ["--speculative-algorithm", algorithm]
+        if algorithm == "NGRAM":
+            args += [
+                "--speculative-num-draft-tokens",
+                str(request.extra.get("num_draft_tokens", request.num_tokens)),
+            ]
+        else:
+            topk = request.extra.get("eagle_topk", 1)
+            draft_tokens = request.extra.get("num_draft_tokens", request.num_tokens + 1)
+            args += [
+                "--speculative-num-steps",
+                str(request.num_tokens),
+                "--speculative-eagle-topk",
+                str(topk),
+                "--speculative-num-draft-tokens",
+                str(draft_tokens),
+            ]
+        if request.draft_model is not None:
+            args += ["--speculative-draft-model-path", request.draft_model]
+        return args
+
+    def finish_parse(self, values: dict[str, Any]) -> dict[str, Any]:
+        if values.get("max_num_batched_tokens") == -1:
+            del values["max_num_batched_tokens"]
+            values["enable_chunked_prefill"] = False
+        algorithm = values.pop("speculative_config.algorithm", None)
+        steps = values.pop("speculative_config.num_steps", None)
+        topk = values.pop("speculative_config.eagle_topk", None)
+        draft_tokens = values.pop("speculative_config.num_draft_tokens", None)
+        draft_model = values.pop("speculative_config.draft_model", None)
+        if algorithm is None:
+            return values
+        methods = {algo: method for method, algo in SPECULATIVE_ALGORITHMS.items()}
+        method = methods.get(algorithm.upper())
+        if method is None:
+            raise ValueError(f"--speculative-algorithm {algorithm} has no engine-neutral equivalent")
+        spec: dict[str, Any] = {"method": method}
+        if method == "ngram":
+            spec["num_speculative_tokens"] = draft_tokens
+        else:
+            spec["num_speculative_tokens"] = steps
+            if topk not in (None, 1):
+                spec["eagle_topk"] = topk
+            if draft_tokens is not None and steps is not None and draft_tokens != steps + 1:
+                spec["num_draft_tokens"] = draft_tokens
+        if spec["num_speculative_tokens"] is None:
+            raise ValueError(f"--speculative-algorithm {algorithm} without a step/draft-token count")
+        if draft_model is not None:
+            spec["model"] = draft_model
+        values["speculative_config"] = spec
+        return values

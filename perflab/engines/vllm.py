@@ -1,0 +1,118 @@
+"""vLLM (``vllm serve``) and vLLM-Ascend, which is the same CLI with Ascend environment defaults.
+
+Flag names follow ``vllm/engine/arg_utils.py`` (v0.11–v0.17): ``-tp``/``--tensor-parallel-size``,
+``-dp``/``--data-parallel-size``, ``--enable-expert-parallel`` (EP size is then TP×DP),
+``--attention-backend`` (AttentionConfig, v0.12+), ``--performance-mode`` (v0.17+),
+``--speculative-config`` (a JSON object), negatable ``--[no-]enable-prefix-caching`` and
+``--[no-]enable-chunked-prefill``. Health is ``GET /health``; readiness is uvicorn's
+"Application startup complete." line, which vLLM's API server prints after its routes are mounted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perflab.engines.base import EngineAdapter, EngineMetrics
+from perflab.engines.config import EngineConfig
+from perflab.engines.errors import InvalidKnobValue
+from perflab.engines.flags import Flag, FlagTable, parse_float, parse_int, parse_json_object
+
+VLLM_KV_CACHE_DTYPES = ("auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla")
+VLLM_PERFORMANCE_MODES = ("balanced", "interactivity", "throughput")
+
+VLLM_FLAGS = FlagTable(
+    (
+        Flag("tp", "-tp", aliases=("--tensor-parallel-size",), convert=parse_int),
+        Flag("dp", "-dp", aliases=("--data-parallel-size",), convert=parse_int),
+        Flag("ep", "--enable-expert-parallel", kind="switch"),
+        Flag("quantization", "--quantization", aliases=("-q",)),
+        Flag("attention_backend", "--attention-backend"),
+        Flag("max_num_batched_tokens", "--max-num-batched-tokens", convert=parse_int),
+        Flag("max_num_seqs", "--max-num-seqs", convert=parse_int),
+        Flag(
+            "enable_prefix_caching",
+            "--enable-prefix-caching",
+            kind="negatable",
+            negative="--no-enable-prefix-caching",
+        ),
+        Flag("kv_cache_dtype", "--kv-cache-dtype"),
+        Flag(
+            "enable_chunked_prefill",
+            "--enable-chunked-prefill",
+            kind="negatable",
+            negative="--no-enable-chunked-prefill",
+        ),
+        Flag("speculative_config", "--speculative-config", convert=parse_json_object),
+        Flag("performance_mode", "--performance-mode"),
+        Flag("max_model_len", "--max-model-len", convert=parse_int),
+        Flag("gpu_memory_utilization", "--gpu-memory-utilization", convert=parse_float),
+        Flag("reasoning_parser", "--reasoning-parser"),
+        Flag("served_model_name", "--served-model-name"),
+    )
+)
+
+
+class VllmAdapter(EngineAdapter):
+    name = "vllm"
+    display_name = "vLLM"
+    default_port = 8000
+    health_path = "/health"
+    visible_devices_env = "CUDA_VISIBLE_DEVICES"
+    metrics = EngineMetrics(
+        running="vllm:num_requests_running",
+        waiting="vllm:num_requests_waiting",
+        kv_cache_usage="vllm:kv_cache_usage_perc",
+    )
+    program = ("vllm", "serve")
+    flags = VLLM_FLAGS
+    bare_switches = ("--trust-remote-code", "--enforce-eager")
+    ready_markers = ("Application startup complete",)
+
+    def check_values(self, config: EngineConfig) -> None:
+        workers = config.tp * config.dp
+        if config.ep not in (1, workers):
+            raise InvalidKnobValue(
+                self.display_name,
+                "ep",
+                f"must be 1 or TP×DP = {workers}: --enable-expert-parallel makes the expert-parallel size "
+                "equal to the number of TP×DP workers",
+            )
+        if config.kv_cache_dtype is not None and config.kv_cache_dtype not in VLLM_KV_CACHE_DTYPES:
+            raise InvalidKnobValue(
+                self.display_name, "kv_cache_dtype", f"must be one of {', '.join(VLLM_KV_CACHE_DTYPES)}"
+            )
+        if config.performance_mode is not None and config.performance_mode not in VLLM_PERFORMANCE_MODES:
+            raise InvalidKnobValue(
+                self.display_name, "performance_mode", f"must be one of {', '.join(VLLM_PERFORMANCE_MODES)}"
+            )
+        spec = config.speculative_config
+        if spec is not None and "method" not in spec and "model" not in spec:
+            raise InvalidKnobValue(self.display_name, "speculative_config", 'needs a "method" or a "model"')
+
+    def finish_parse(self, values: dict[str, Any]) -> dict[str, Any]:
+        if values.pop("ep", False):
+            values["ep"] = values.get("tp", 1) * values.get("dp", 1)
+        return values
+
+
+class VllmAscendAdapter(VllmAdapter):
+    """vLLM with the vllm-ascend platform plugin: same argv, NPU visibility and Ascend tuning defaults.
+
+    The defaults are the environment the vllm-ascend deployment guides export (user ``env`` wins):
+    expandable NPU allocator segments, AIV HCCL op expansion, task queue and CPU affinity on.
+    """
+
+    name = "vllm-ascend"
+    display_name = "vLLM-Ascend"
+    flags = FlagTable(tuple(flag for flag in VLLM_FLAGS.flags if flag.knob != "attention_backend"))
+    visible_devices_env = "ASCEND_RT_VISIBLE_DEVICES"
+    default_env = {
+        "PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True",
+        "HCCL_OP_EXPANSION_MODE": "AIV",
+        "TASK_QUEUE_ENABLE": "1",
+        "CPU_AFFINITY_CONF": "1",
+        "OMP_PROC_BIND": "false",
+    }
+    unsupported = {
+        "attention_backend": "it always uses its Ascend attention backend; remove attention_backend",
+    }

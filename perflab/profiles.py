@@ -1,0 +1,287 @@
+"""Benchmark profiles: what traffic a run sends, the seeds' presets, and the argv that sends it.
+
+A :class:`BenchmarkProfile` describes one load: dataset (random token lengths, ShareGPT, or a custom
+dataset), prompt count, arrival process (request rate, burstiness, concurrency cap), warm-up, goodput SLOs
+and reported percentiles, optionally a :class:`Sweep` for load curves. It renders the ``perflab bench`` argv
+the runner executes on the host (:meth:`BenchmarkProfile.bench_args`) and the equivalent
+``vllm bench serve`` command reports print (:meth:`BenchmarkProfile.vllm_bench_command`).
+
+:data:`PRESETS` are the seeds' profiles. Seeds 000/001/003/004 use ``vllm bench serve`` defaults (all
+prompts at once, ``--request-rate inf``) with ``--seed 42`` on random datasets; seed 004 adds ShareGPT at
+concurrency 4 ("ShareGPT batch size 4"). Seed 002's GPUStack/guidellm profiles send at a constant
+``request_rate: 1000`` and its results report "Maximum request concurrency: 512", so those presets cap
+concurrency at 512.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from perflab.engines.flags import format_value
+
+SHAREGPT_FILE = "ShareGPT_V3_unfiltered_cleaned_split.json"
+DEFAULT_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0)
+SEED_002_CONCURRENCY = 512
+ENDPOINT_PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
+VLLM_BACKENDS = {"chat": "openai-chat", "completions": "openai"}
+
+
+class GoodputSLOs(BaseModel):
+    """Per-request service-level objectives; goodput counts requests meeting all that are set."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ttft_ms: float | None = Field(None, gt=0)
+    tpot_ms: float | None = Field(None, gt=0)
+    e2el_ms: float | None = Field(None, gt=0)
+
+    def as_pairs(self) -> list[str]:
+        """``metric:milliseconds`` words, as ``--goodput`` takes them."""
+        pairs = (("ttft", self.ttft_ms), ("tpot", self.tpot_ms), ("e2el", self.e2el_ms))
+        return [f"{name}:{format_value(value)}" for name, value in pairs if value is not None]
+
+
+class Sweep(BaseModel):
+    """A load curve: the same profile at several request rates or concurrency caps, lowest first."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["request_rate", "max_concurrency"]
+    values: tuple[float, ...] = Field(min_length=1)
+    stop_when_flat: bool = True
+
+    @field_validator("values")
+    @classmethod
+    def _positive_ascending(cls, values: tuple[float, ...]) -> tuple[float, ...]:
+        if any(value <= 0 for value in values):
+            raise ValueError("sweep values must be > 0")
+        return tuple(sorted(values))
+
+    @model_validator(mode="after")
+    def _whole_concurrency(self) -> Sweep:
+        if self.kind == "max_concurrency" and any(not float(value).is_integer() for value in self.values):
+            raise ValueError("max_concurrency sweep values must be whole numbers")
+        return self
+
+
+class BenchmarkProfile(BaseModel):
+    """One benchmark load. Token lengths apply to random datasets; ShareGPT may override output length.
+
+    An infinite request rate is written to JSON as the string ``"Infinity"`` and read back as ``inf``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="strings")
+
+    name: str = Field(min_length=1, pattern=r"^[a-z0-9][a-z0-9_\-]*$")
+    title: str = Field(min_length=1)
+    dataset: Literal["random", "sharegpt", "custom"]
+    dataset_ref: str | None = Field(
+        None, description="custom: dataset id, content hash or path; sharegpt: file name of the dump"
+    )
+    input_len: int | None = Field(None, ge=1)
+    output_len: int | None = Field(None, ge=1)
+    num_prompts: int = Field(ge=1)
+    request_rate: float = Field(math.inf, gt=0, description="requests/s; inf sends all at once")
+    burstiness: float = Field(1.0, gt=0, description="gamma shape of arrivals; 1 = Poisson")
+    max_concurrency: int | None = Field(None, ge=1)
+    seed: int | None = None
+    warmup: int = Field(0, ge=0, description="requests sent and discarded before measuring")
+    range_ratio: float = Field(0.0, ge=0, lt=1)
+    prefix_len: int = Field(0, ge=0)
+    endpoint: Literal["chat", "completions"] = "chat"
+    goodput: GoodputSLOs = GoodputSLOs()
+    percentiles: tuple[float, ...] = DEFAULT_PERCENTILES
+    sweep: Sweep | None = None
+    scale: float = Field(1.0, gt=0, description="fraction of the preset's prompts (demo runs)")
+
+    @field_validator("percentiles")
+    @classmethod
+    def _percentiles_in_range(cls, values: tuple[float, ...]) -> tuple[float, ...]:
+        if not values or any(not 0 < value < 100 for value in values):
+            raise ValueError("percentiles must be a non-empty list of values between 0 and 100")
+        return tuple(sorted(set(values)))
+
+    @model_validator(mode="after")
+    def _dataset_fields(self) -> BenchmarkProfile:
+        if self.dataset == "random" and (self.input_len is None or self.output_len is None):
+            raise ValueError("a random dataset needs input_len and output_len")
+        if self.dataset != "random":
+            if self.input_len is not None:
+                raise ValueError(f"input_len comes from the {self.dataset} dataset; leave it unset")
+            if self.range_ratio or self.prefix_len:
+                raise ValueError("range_ratio and prefix_len apply to random datasets only")
+        if self.dataset == "custom" and not self.dataset_ref:
+            raise ValueError("a custom dataset needs dataset_ref (dataset id, content hash or path)")
+        return self
+
+    # ----- load curves ------------------------------------------------------------------------------
+
+    def at(self, value: float) -> BenchmarkProfile:
+        """This profile at one sweep point (the request rate or the concurrency cap set to ``value``)."""
+        if self.sweep is None:
+            raise ValueError(f"profile {self.name!r} has no sweep")
+        field_name = self.sweep.kind
+        point = int(value) if field_name == "max_concurrency" else float(value)
+        return self.model_copy(update={field_name: point, "sweep": None})
+
+    def sweep_points(self) -> list[BenchmarkProfile]:
+        """One profile per sweep value, lowest load first (just this profile without a sweep)."""
+        return [self.at(value) for value in self.sweep.values] if self.sweep else [self]
+
+    # ----- rendering --------------------------------------------------------------------------------
+
+    def _dataset_path(self, dataset_path: str | None) -> str | None:
+        if dataset_path is not None:
+            return dataset_path
+        if self.dataset == "sharegpt":
+            return self.dataset_ref or SHAREGPT_FILE
+        return self.dataset_ref if self.dataset == "custom" else None
+
+    def bench_args(
+        self,
+        *,
+        base_urls: Sequence[str],
+        model: str,
+        dataset_path: str | None = None,
+        tokenizer: str | None = None,
+        save_result: str | None = None,
+    ) -> list[str]:
+        """The ``perflab bench`` arguments for this profile against ``base_urls`` (one per replica)."""
+        if not base_urls:
+            raise ValueError("bench_args needs at least one base URL")
+        args: list[str] = []
+        for url in base_urls:
+            args += ["--base-url", url]
+        args += ["--model", model, "--endpoint", self.endpoint, "--dataset", self.dataset]
+        path = self._dataset_path(dataset_path)
+        if path is not None:
+            args += ["--dataset-path", path]
+        if self.input_len is not None:
+            args += ["--input-len", str(self.input_len)]
+        if self.output_len is not None:
+            args += ["--output-len", str(self.output_len)]
+        args += [
+            "--num-prompts",
+            str(self.num_prompts),
+            "--request-rate",
+            format_value(self.request_rate),
+            "--burstiness",
+            format_value(self.burstiness),
+        ]
+        if self.max_concurrency is not None:
+            args += ["--max-concurrency", str(self.max_concurrency)]
+        if self.seed is not None:
+            args += ["--seed", str(self.seed)]
+        args += ["--warmup", str(self.warmup)]
+        if self.dataset == "random":
+            args += ["--range-ratio", format_value(self.range_ratio), "--prefix-len", str(self.prefix_len)]
+        args += ["--percentiles", ",".join(format_value(value) for value in self.percentiles)]
+        goodput = self.goodput.as_pairs()
+        if goodput:
+            args += ["--goodput", *goodput]
+        if tokenizer is not None:
+            args += ["--tokenizer", tokenizer]
+        if save_result is not None:
+            args += ["--save-result", save_result]
+        return args
+
+    def vllm_bench_command(self, model: str, *, base_url: str | None = None) -> str:
+        """The equivalent ``vllm bench serve`` command, worded as the seeds' "Benchmark Script".
+
+        Percentiles are left out: they only choose which quantiles vLLM prints.
+        """
+        words = ["vllm", "bench", "serve", "--model", model]
+        if base_url is not None:
+            words += ["--base-url", base_url]
+        words += ["--backend", VLLM_BACKENDS[self.endpoint], "--endpoint", ENDPOINT_PATHS[self.endpoint]]
+        words += ["--dataset-name", self.dataset]
+        path = self._dataset_path(None)
+        if path is not None:
+            words += ["--dataset-path", path]
+        if self.dataset == "random":
+            words += ["--random-input-len", str(self.input_len), "--random-output-len", str(self.output_len)]
+            if self.range_ratio:
+                words += ["--random-range-ratio", format_value(self.range_ratio)]
+            if self.prefix_len:
+                words += ["--random-prefix-len", str(self.prefix_len)]
+        elif self.dataset == "sharegpt" and self.output_len is not None:
+            words += ["--sharegpt-output-len", str(self.output_len)]
+        words += ["--num-prompts", str(self.num_prompts)]
+        if math.isfinite(self.request_rate):
+            words += ["--request-rate", format_value(self.request_rate)]
+        if self.burstiness != 1.0:
+            words += ["--burstiness", format_value(self.burstiness)]
+        if self.max_concurrency is not None:
+            words += ["--max-concurrency", str(self.max_concurrency)]
+        if self.seed is not None:
+            words += ["--seed", str(self.seed)]
+        if self.warmup:
+            words += ["--num-warmups", str(self.warmup)]
+        goodput = self.goodput.as_pairs()
+        if goodput:
+            words += ["--goodput", *goodput]
+        return shlex.join(words)
+
+
+def scaled(profile: BenchmarkProfile, factor: float) -> BenchmarkProfile:
+    """``profile`` with ``factor`` of its prompts and warm-up (at least one prompt), for quick demo runs."""
+    if factor <= 0:
+        raise ValueError("scale factor must be > 0")
+    return profile.model_copy(
+        update={
+            "num_prompts": max(1, round(profile.num_prompts * factor)),
+            "warmup": round(profile.warmup * factor),
+            "scale": profile.scale * factor,
+        }
+    )
+
+
+def _random(
+    name: str, title: str, input_len: int, output_len: int, num_prompts: int, **load: Any
+) -> BenchmarkProfile:
+    return BenchmarkProfile(
+        name=name,
+        title=title,
+        dataset="random",
+        input_len=input_len,
+        output_len=output_len,
+        num_prompts=num_prompts,
+        seed=42,
+        **load,
+    )
+
+
+_SEED_002_LOAD = {"request_rate": 1000.0, "max_concurrency": SEED_002_CONCURRENCY}
+
+PRESETS: dict[str, BenchmarkProfile] = {
+    profile.name: profile
+    for profile in (
+        BenchmarkProfile(name="sharegpt", title="ShareGPT", dataset="sharegpt", num_prompts=1000),
+        _random("short", "Short Prompt", 128, 4, 1000),
+        _random("medium", "Medium Prompt", 2000, 100, 500),
+        _random("long", "Long Prompt", 4000, 200, 500),
+        _random("very_long", "Very Long Prompt", 32000, 100, 100),
+        BenchmarkProfile(
+            name="sharegpt_concurrency_4",
+            title="ShareGPT batch size 4",
+            dataset="sharegpt",
+            num_prompts=1000,
+            max_concurrency=4,
+        ),
+        BenchmarkProfile(
+            name="sharegpt_profile",
+            title="ShareGPT Profile",
+            dataset="sharegpt",
+            num_prompts=1000,
+            **_SEED_002_LOAD,
+        ),
+        _random("throughput", "Throughput Profile", 1024, 128, 1000, **_SEED_002_LOAD),
+        _random("long_context", "Long Context Profile", 32000, 100, 100, **_SEED_002_LOAD),
+        _random("generation_heavy", "Generation Heavy Profile", 1000, 2000, 200, **_SEED_002_LOAD),
+    )
+}

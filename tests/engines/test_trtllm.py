@@ -1,0 +1,101 @@
+"""TensorRT-LLM: click flags, the extra_llm_api_options YAML, refused knobs."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from perflab.engines import EngineConfig, InvalidKnobValue, UnsupportedKnob, get_adapter, parse_serve_command
+
+TRTLLM = get_adapter("trtllm")
+
+
+def test_flag_knobs() -> None:
+    config = EngineConfig(
+        engine="trtllm", model="Qwen/Qwen3-30B-A3B", tp=4, ep=2, max_num_batched_tokens=16384,
+        max_num_seqs=256, enable_chunked_prefill=True, max_model_len=40960, reasoning_parser="qwen3",
+    )  # fmt: skip
+    assert TRTLLM.serve_argv(config, port=8000) == [
+        "trtllm-serve", "Qwen/Qwen3-30B-A3B", "--host", "127.0.0.1", "--port", "8000", "--tp_size", "4",
+        "--ep_size", "2", "--max_num_tokens", "16384", "--max_batch_size", "256", "--enable_chunked_prefill",
+        "--max_seq_len", "40960", "--reasoning_parser", "qwen3",
+    ]  # fmt: skip
+    assert TRTLLM.files(config, port=8000) == {}
+
+
+def test_yaml_knobs_go_to_extra_llm_api_options() -> None:
+    config = EngineConfig(
+        engine="trtllm", model="Qwen/Qwen3-32B", attention_backend="flashinfer", enable_prefix_caching=False,
+        kv_cache_dtype="fp8", speculative_config={"method": "mtp", "num_speculative_tokens": 3},
+    )  # fmt: skip
+    argv = TRTLLM.serve_argv(config, port=8000)
+    assert argv[-2:] == ["--extra_llm_api_options", "extra_llm_api_options.yaml"]
+    files = TRTLLM.files(config, port=8000)
+    assert yaml.safe_load(files["extra_llm_api_options.yaml"]) == {
+        "attn_backend": "FLASHINFER",
+        "kv_cache_config": {"enable_block_reuse": False, "dtype": "fp8"},
+        "speculative_config": {"decoding_type": "MTP", "num_nextn_predict_layers": 3},
+    }
+    assert TRTLLM.display_command(config) == (
+        "trtllm-serve Qwen/Qwen3-32B --extra_llm_api_options extra_llm_api_options.yaml"
+    )
+
+
+def test_ngram_speculation() -> None:
+    config = EngineConfig(
+        engine="trtllm", model="m", speculative_config={"method": "ngram", "num_speculative_tokens": 4,
+                                                        "prompt_lookup_max": 3}
+    )  # fmt: skip
+    options = yaml.safe_load(TRTLLM.files(config, port=8000)["extra_llm_api_options.yaml"])
+    assert options["speculative_config"] == {
+        "decoding_type": "NGram",
+        "max_draft_len": 4,
+        "max_matching_ngram_size": 3,
+    }
+
+
+@pytest.mark.parametrize(
+    ("update", "knob"),
+    [
+        ({"attention_backend": "fa3"}, "attention_backend"),
+        ({"kv_cache_dtype": "fp8_e5m2"}, "kv_cache_dtype"),
+        (
+            {"speculative_config": {"method": "eagle3", "num_speculative_tokens": 3, "model": "d"}},
+            "speculative_config",
+        ),
+        ({"tp": 4, "ep": 3}, "ep"),
+    ],
+)
+def test_values_trtllm_rejects(update: dict, knob: str) -> None:
+    with pytest.raises(InvalidKnobValue) as caught:
+        TRTLLM.files(EngineConfig(engine="trtllm", model="m", **update), port=8000)
+    assert caught.value.knob == knob
+
+
+@pytest.mark.parametrize(
+    ("knob", "value", "hint"),
+    [
+        ("quantization", "fp8", "pick a quantized model id"),
+        ("dp", 2, "run replicas"),
+        ("gpu_memory_utilization", 0.9, "--kv_cache_free_gpu_memory_fraction"),
+    ],
+)
+def test_refused_knobs(knob: str, value: object, hint: str) -> None:
+    with pytest.raises(UnsupportedKnob, match=hint):
+        TRTLLM.serve_argv(EngineConfig(engine="trtllm", model="m", **{knob: value}), port=8000)
+
+
+def test_kv_fraction_may_be_passed_as_extra_args() -> None:
+    config = EngineConfig(
+        engine="trtllm", model="m", extra_args=("--kv_cache_free_gpu_memory_fraction", "0.8")
+    )
+    assert TRTLLM.serve_argv(config, port=8000)[-2:] == ["--kv_cache_free_gpu_memory_fraction", "0.8"]
+
+
+def test_a_command_naming_an_options_file_cannot_be_imported() -> None:
+    with pytest.raises(ValueError, match="names a file"):
+        parse_serve_command("trtllm-serve m --extra_llm_api_options opts.yaml")
+
+
+def test_trtllm_has_no_prometheus_gauges() -> None:
+    assert TRTLLM.metrics is None
