@@ -1,0 +1,206 @@
+"""The runs page's read model: filtered, sorted, paged runs with their first result's figures.
+
+One query selects only the scalar columns a list needs (no JSON blobs) and joins each run's first
+profile result (position 0); a second query counts the matches. Both use the run table's indexes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlmodel import Session
+
+from db.models import HEADLINE_COLUMNS, ProfileResult, Run
+
+RUN_LIST_COLUMNS: tuple[str, ...] = (
+    "id",
+    "status",
+    "source",
+    "simulated",
+    "host_name",
+    "accelerator",
+    "engine",
+    "model",
+    "knobs_summary",
+    "replicas",
+    "label",
+    "queued_by",
+    "study_id",
+    "imported_from",
+    "failure_class",
+    "cancel_requested",
+    "created_at",
+    "finished_at",
+)
+RUN_SORT_COLUMNS: tuple[str, ...] = (
+    "created_at",
+    "finished_at",
+    "id",
+    "status",
+    "host_name",
+    "accelerator",
+    "engine",
+    "model",
+    "label",
+)
+SORT_KEYS: tuple[str, ...] = RUN_SORT_COLUMNS + HEADLINE_COLUMNS
+MAX_PAGE_SIZE = 1000
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One line of the runs list: the run's scalar columns and its first result's headline figures."""
+
+    id: int
+    status: str
+    source: str
+    simulated: bool
+    host_name: str | None
+    accelerator: str | None
+    engine: str | None
+    model: str | None
+    knobs_summary: str | None
+    replicas: int
+    label: str | None
+    queued_by: str | None
+    study_id: int | None
+    imported_from: str | None
+    failure_class: str | None
+    cancel_requested: bool
+    created_at: datetime
+    finished_at: datetime | None
+    profile_name: str | None = None
+    figures: dict[str, float | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunPage:
+    """A page of runs and the number of runs matching the filters on all pages."""
+
+    rows: list[RunRow]
+    total: int
+
+
+def _as_list(value: str | Sequence[str] | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _filters(
+    *,
+    status: str | Sequence[str] | None,
+    host: str | Sequence[str] | None,
+    accelerator: str | Sequence[str] | None,
+    engine: str | Sequence[str] | None,
+    model_text: str | None,
+    source: str | None,
+    simulated: bool | None,
+    study_id: int | None,
+) -> list[sa.ColumnElement[bool]]:
+    conditions: list[sa.ColumnElement[bool]] = []
+    for column, wanted in (
+        (Run.status, _as_list(status)),
+        (Run.host_name, _as_list(host)),
+        (Run.accelerator, _as_list(accelerator)),
+        (Run.engine, _as_list(engine)),
+    ):
+        if wanted is not None:
+            conditions.append(column.in_(wanted))
+    if model_text and model_text.strip():
+        conditions.append(sa.func.lower(Run.model).contains(model_text.strip().lower(), autoescape=True))
+    if source is not None:
+        conditions.append(Run.source == source)
+    if simulated is not None:
+        conditions.append(Run.simulated == simulated)
+    if study_id is not None:
+        conditions.append(Run.study_id == study_id)
+    return conditions
+
+
+def list_runs(
+    session: Session,
+    *,
+    status: str | Sequence[str] | None = None,
+    host: str | Sequence[str] | None = None,
+    accelerator: str | Sequence[str] | None = None,
+    engine: str | Sequence[str] | None = None,
+    model_text: str | None = None,
+    source: str | None = None,
+    simulated: bool | None = None,
+    study_id: int | None = None,
+    sort: str = "created_at",
+    descending: bool = True,
+    offset: int = 0,
+    limit: int = 50,
+) -> RunPage:
+    """Runs matching every given filter, sorted by ``sort`` (a run column or a headline figure of
+    the first result; runs without a value sort last), ``limit`` of them from ``offset``.
+
+    ``model_text`` matches any part of the model name, ignoring case; ``simulated`` keeps only runs on
+    simulated (True) or real (False) hosts; the other filters take one value or a list of accepted
+    values.
+    """
+    if sort not in SORT_KEYS:
+        raise ValueError(f"cannot sort runs by {sort!r}; choose one of {', '.join(SORT_KEYS)}")
+    if offset < 0 or not 0 < limit <= MAX_PAGE_SIZE:
+        raise ValueError(f"need offset >= 0 and 0 < limit <= {MAX_PAGE_SIZE}")
+    conditions = _filters(
+        status=status,
+        host=host,
+        accelerator=accelerator,
+        engine=engine,
+        model_text=model_text,
+        source=source,
+        simulated=simulated,
+        study_id=study_id,
+    )
+    first_result = sa.orm.aliased(ProfileResult)
+    sort_column = getattr(Run, sort) if sort in RUN_SORT_COLUMNS else getattr(first_result, sort)
+    order = sort_column.desc() if descending else sort_column.asc()
+    if sort_column.nullable:
+        # Runs without a value sort last either way (NOT NULL columns keep their index order).
+        order = order.nulls_last()
+    tie_break = Run.id.desc() if descending else Run.id.asc()
+    query = (
+        sa.select(
+            *(getattr(Run, name) for name in RUN_LIST_COLUMNS),
+            first_result.profile_name,
+            *(getattr(first_result, name) for name in HEADLINE_COLUMNS),
+        )
+        .outerjoin(first_result, sa.and_(first_result.run_id == Run.id, first_result.position == 0))
+        .where(*conditions)
+        .order_by(order, tie_break)
+        .offset(offset)
+        .limit(limit)
+    )
+    rows = [_row(record) for record in session.execute(query)]
+    total = session.execute(sa.select(sa.func.count()).select_from(Run).where(*conditions)).scalar_one()
+    return RunPage(rows=rows, total=int(total))
+
+
+def _row(record: sa.Row[Any]) -> RunRow:
+    values = record._mapping
+    run_values = {name: values[name] for name in RUN_LIST_COLUMNS}
+    figures = {name: values[name] for name in HEADLINE_COLUMNS}
+    return RunRow(**run_values, profile_name=values["profile_name"], figures=figures)
+
+
+def run_filter_choices(session: Session) -> dict[str, list[str]]:
+    """The distinct hosts, accelerators, engines, models, statuses and sources of stored runs."""
+    choices: dict[str, list[str]] = {}
+    for key, column in (
+        ("host", Run.host_name),
+        ("accelerator", Run.accelerator),
+        ("engine", Run.engine),
+        ("model", Run.model),
+        ("status", Run.status),
+        ("source", Run.source),
+    ):
+        query = sa.select(column).where(column.is_not(None)).distinct().order_by(column)
+        choices[key] = list(session.execute(query).scalars())
+    return choices

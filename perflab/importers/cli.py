@@ -1,0 +1,56 @@
+"""``python -m perflab import FILE… [--json] [--label L]``: store existing benchmark results as runs.
+
+Each file is parsed completely first; a file that fails is reported (file and line) and stores
+nothing, the others are still imported. The exit status is 1 if any file failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import sqlalchemy as sa
+
+from db import session as db_session
+from perflab.importers.model import ImportFileError
+from perflab.importers.store import read_file, run_record, store_parsed
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "files", nargs="+", metavar="FILE", help="vllm bench JSON/text results or guidellm reports"
+    )
+    parser.add_argument("--json", action="store_true", help="print the stored runs as a JSON list")
+    parser.add_argument("--label", help="label for every imported run (default: from each result's context)")
+    parser.add_argument("--queued-by", help="who imported the runs")
+    parser.add_argument("--url", help="database URL (default: $PERFLAB_DATABASE_URL or var/perflab.db)")
+
+
+def run(args: argparse.Namespace) -> int:
+    url = db_session.normalize_url(args.url) if args.url else db_session.database_url()
+    try:
+        db_session.upgrade(url)
+    except sa.exc.SQLAlchemyError as error:
+        reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+        print(f"database {db_session.describe(url)}: {reason}", file=sys.stderr)
+        return 1
+    records = []
+    failed = 0
+    with db_session.new_session(db_session.get_engine(url)) as session:
+        for path in args.files:
+            try:
+                parsed = read_file(path)
+            except ImportFileError as error:
+                print(f"error: {error}", file=sys.stderr)
+                failed += 1
+                continue
+            runs = store_parsed(session, parsed, queued_by=args.queued_by, label=args.label)
+            if args.json:
+                records.extend(run_record(session, stored) for stored in runs)
+            else:
+                ids = ", ".join(str(stored.id) for stored in runs)
+                print(f"{path}: stored {len(runs)} run{'s' if len(runs) != 1 else ''} ({ids})")
+    if args.json:
+        print(json.dumps(records, indent=2, ensure_ascii=False, default=str))
+    return 1 if failed else 0

@@ -1,0 +1,171 @@
+"""Storing parsed results as runs with source ``imported``.
+
+Every file is parsed completely before anything of it is stored, so a file with an error stores
+nothing. Each result becomes one run (status ``done`` with one profile result, or ``failed`` with
+the recorded message) whose engine, model and config come from its serving command when that
+command can be read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlmodel import Session
+
+from db import crud
+from db.models import Run
+from perflab.engines import get_adapter
+from perflab.importers.commands import config_from_command, engine_named_in
+from perflab.importers.detect import parse_content
+from perflab.importers.model import ImportedResult, ImportFileError
+
+
+class ImportFailed(ValueError):
+    """One or more files could not be parsed; nothing was stored."""
+
+    def __init__(self, errors: list[ImportFileError]) -> None:
+        self.errors = errors
+        super().__init__("\n".join(str(error) for error in errors))
+
+
+@dataclass(frozen=True)
+class ParsedFile:
+    """A file's name (as stored in ``imported_from``) and the results parsed from it."""
+
+    name: str
+    results: list[ImportedResult]
+
+
+def read_file(path: str | Path) -> ParsedFile:
+    """Read and parse one file; raises :class:`ImportFileError` naming it."""
+    path = Path(path)
+    try:
+        content = path.read_bytes()
+    except OSError as error:
+        raise ImportFileError(str(path), f"cannot read: {error.strerror or error}") from None
+    return ParsedFile(path.name, parse_content(str(path), content))
+
+
+def _failure_class(engine: str | None, message: str) -> str:
+    if engine is not None:
+        info = get_adapter(engine).classify_failure(message)
+        if info is not None:
+            return info.failure_class
+    return "crash"
+
+
+def _create_run(
+    session: Session, item: ImportedResult, *, imported_from: str, queued_by: str | None, label: str | None
+) -> Run:
+    command = item.serve_command
+    config = config_from_command(command) if command and not item.serve_args_only else None
+    fields: dict[str, Any] = {
+        "status": "failed" if item.failure_message else "done",
+        "source": "imported",
+        "imported_from": imported_from,
+        "label": label or item.label,
+        "queued_by": queued_by,
+        "profiles": [item.profile],
+        "serve_commands": [command] if command else [],
+        "bench_commands": [item.bench_command] if item.bench_command else [],
+    }
+    if config is None:
+        fields["engine"] = item.engine or (
+            engine_named_in(" ".join(command.split()[:3])) if command else None
+        )
+        fields["model"] = (
+            item.result.get("model_id") if isinstance(item.result.get("model_id"), str) else None
+        )
+    if item.failure_message:
+        engine = config.engine if config else fields["engine"]
+        fields["failure_class"] = _failure_class(engine, item.failure_message)
+        fields["failure_message"] = item.failure_message
+    return crud.create_run(session, config=config, **fields)
+
+
+def store_parsed(
+    session: Session, parsed: ParsedFile, *, queued_by: str | None = None, label: str | None = None
+) -> list[Run]:
+    """Store a parsed file's results as runs, in file order (all of them or, on error, none)."""
+    runs: list[Run] = []
+    try:
+        for item in parsed.results:
+            run = _create_run(session, item, imported_from=parsed.name, queued_by=queued_by, label=label)
+            runs.append(run)
+            if not item.failure_message:
+                crud.add_profile_result(
+                    session,
+                    run_id=run.id,
+                    profile=item.profile,
+                    result=item.result,
+                    text_block=item.text_block,
+                    bench_mode=None,
+                )
+    except BaseException:
+        session.rollback()
+        for run in runs:
+            crud.delete_run(session, run_id=run.id)
+        raise
+    return runs
+
+
+def import_content(
+    session: Session,
+    *,
+    name: str,
+    content: bytes | str,
+    queued_by: str | None = None,
+    label: str | None = None,
+) -> list[Run]:
+    """Parse and store one uploaded file's content; raises :class:`ImportFileError`."""
+    parsed = ParsedFile(Path(name).name, parse_content(name, content))
+    return store_parsed(session, parsed, queued_by=queued_by, label=label)
+
+
+def import_files(
+    session: Session,
+    paths: Iterable[str | Path],
+    *,
+    queued_by: str | None = None,
+    label: str | None = None,
+) -> list[Run]:
+    """Import every file, runs in file order; if any file fails to parse, store nothing at all.
+
+    Raises :class:`ImportFailed` listing every file that failed.
+    """
+    parsed: list[ParsedFile] = []
+    errors: list[ImportFileError] = []
+    for path in paths:
+        try:
+            parsed.append(read_file(path))
+        except ImportFileError as error:
+            errors.append(error)
+    if errors:
+        raise ImportFailed(errors)
+    runs: list[Run] = []
+    for parsed_file in parsed:
+        runs.extend(store_parsed(session, parsed_file, queued_by=queued_by, label=label))
+    return runs
+
+
+def run_record(session: Session, run: Run) -> dict[str, Any]:
+    """A stored imported run as one JSON-able dict: run facts, then its result's fields."""
+    record: dict[str, Any] = {
+        "run_id": run.id,
+        "status": run.status,
+        "source": run.source,
+        "imported_from": run.imported_from,
+        "label": run.label,
+        "engine": run.engine,
+        "model": run.model,
+        "serve_command": run.serve_commands[0] if run.serve_commands else None,
+    }
+    if run.failure_message is not None:
+        record["failure_class"] = run.failure_class
+        record["failure_message"] = run.failure_message
+    for profile_result in crud.list_profile_results(session, run_id=run.id)[:1]:
+        record.update(profile_result.result)
+    return record
