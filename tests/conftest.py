@@ -1,3 +1,12 @@
 """Shared pytest configuration: fixture plugins for the real servers the suite starts."""
 
-pytest_plugins: list[str] = []
+pytest_plugins: list[str] = [
+    "tests.fixtures.database",
+    "tests.fixtures.sshd",
+    "tests.fixtures.sim_server",
+    "tests.fixtures.streaming_server",
+    "tests.fixtures.tokenizer",
+    "tests.fixtures.runs",
+    "tests.fixtures.ui_data",
+    "tests.fixtures.study_data",
+]

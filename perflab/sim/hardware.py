@@ -1,0 +1,114 @@
+"""Accelerators the simulator models: memory, bandwidth, compute, interconnect, and how tools name them.
+
+Figures are the vendors' dense peak numbers (no sparsity). ``fp8_tflops`` is 0 where the chip has no
+FP8 tensor cores (A100 is SM80: engines either refuse FP8 or fall back to weight-only FP8).
+``memory_mib`` is what ``nvidia-smi``/``npu-smi`` report as total memory.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Optional
+
+MIB = 1024 * 1024
+
+
+class Accelerator:
+    """One accelerator model."""
+
+    def __init__(
+        self,
+        key: str,
+        vendor: str,
+        name: str,
+        memory_mib: int,
+        bf16_tflops: float,
+        fp8_tflops: float,
+        int8_tops: float,
+        bandwidth_gbs: float,
+        link_gbs: float,
+        compute_cap: str,
+        power_limit_w: int,
+        idle_power_w: int,
+    ) -> None:
+        self.key = key
+        self.vendor = vendor
+        self.name = name
+        self.memory_mib = memory_mib
+        self.bf16_tflops = bf16_tflops
+        self.fp8_tflops = fp8_tflops
+        self.int8_tops = int8_tops
+        self.bandwidth_gbs = bandwidth_gbs
+        self.link_gbs = link_gbs
+        self.compute_cap = compute_cap
+        self.power_limit_w = power_limit_w
+        self.idle_power_w = idle_power_w
+
+    @property
+    def memory_bytes(self) -> int:
+        return self.memory_mib * MIB
+
+    @property
+    def is_npu(self) -> bool:
+        return self.vendor == "ascend"
+
+    @property
+    def supports_fp8(self) -> bool:
+        return self.fp8_tflops > 0
+
+    @property
+    def sm_version(self) -> int:
+        """CUDA SM version as an integer (80, 89, 90); 0 for NPUs."""
+        return int(self.compute_cap.replace(".", "")) if self.compute_cap else 0
+
+
+ACCELERATORS: Dict[str, Accelerator] = {
+    "A100": Accelerator(
+        "A100", "nvidia", "NVIDIA A100-SXM4-80GB", 81920, 312.0, 0.0, 624.0, 2039.0, 300.0, "8.0", 400, 62
+    ),
+    "A100-40GB": Accelerator(
+        "A100-40GB",
+        "nvidia",
+        "NVIDIA A100-SXM4-40GB",
+        40960,
+        312.0,
+        0.0,
+        624.0,
+        1555.0,
+        300.0,
+        "8.0",
+        400,
+        55,
+    ),
+    "H100": Accelerator(
+        "H100", "nvidia", "NVIDIA H100 80GB HBM3", 81559, 989.0, 1979.0, 1979.0, 3350.0, 450.0, "9.0", 700, 69
+    ),
+    "H200": Accelerator(
+        "H200", "nvidia", "NVIDIA H200", 143771, 989.0, 1979.0, 1979.0, 4800.0, 450.0, "9.0", 700, 75
+    ),
+    "L40S": Accelerator(
+        "L40S", "nvidia", "NVIDIA L40S", 46068, 362.0, 733.0, 733.0, 864.0, 32.0, "8.9", 350, 35
+    ),
+    "910B": Accelerator("910B", "ascend", "910B3", 65536, 313.0, 0.0, 640.0, 1600.0, 196.0, "", 400, 95),
+}
+_ALIASES = {
+    "A100-80GB": "A100",
+    "A100-SXM4-80GB": "A100",
+    "A100-SXM4-40GB": "A100-40GB",
+    "H100-SXM": "H100",
+    "H100-80GB": "H100",
+    "H200-141GB": "H200",
+    "910B3": "910B",
+    "ASCEND-910B": "910B",
+    "ASCEND910B": "910B",
+}
+
+
+def find_accelerator(name: str) -> Optional[Accelerator]:
+    """The accelerator called ``name`` (case-insensitive; ``A100``, ``h100``, ``Ascend 910B``…)."""
+    key = name.strip().upper().replace(" ", "-").replace("_", "-")
+    key = _ALIASES.get(key, key)
+    return ACCELERATORS.get(key)
+
+
+def accelerator_names() -> str:
+    return ", ".join(sorted(ACCELERATORS))

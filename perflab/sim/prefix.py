@@ -1,0 +1,49 @@
+"""Prefix cache of the continuous-batching scheduler.
+
+Prompts are cut into blocks of :data:`BLOCK_TOKENS` token ids; each full block is identified by a
+hash chained over all blocks before it, as vLLM's automatic prefix caching does. A request's cached
+prefix is the run of leading blocks already in the cache; its prefill then only computes the rest.
+Cached blocks are kept in LRU order up to a capacity and evicted beyond it.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import List, Sequence
+
+BLOCK_TOKENS = 16
+
+
+def block_hashes(token_ids: Sequence[int]) -> List[int]:
+    """Chained hashes of the full blocks of ``token_ids``."""
+    hashes = []
+    previous = 0
+    for start in range(0, len(token_ids) - BLOCK_TOKENS + 1, BLOCK_TOKENS):
+        previous = hash((previous, tuple(token_ids[start : start + BLOCK_TOKENS])))
+        hashes.append(previous)
+    return hashes
+
+
+class PrefixCache:
+    """LRU set of cached block hashes."""
+
+    def __init__(self, capacity_blocks: int) -> None:
+        self._capacity = max(1, capacity_blocks)
+        self._blocks: "OrderedDict[int, None]" = OrderedDict()
+
+    def cached_tokens(self, hashes: Sequence[int]) -> int:
+        """Tokens of the longest cached prefix (touching its blocks)."""
+        matched = 0
+        for block_hash in hashes:
+            if block_hash not in self._blocks:
+                break
+            self._blocks.move_to_end(block_hash)
+            matched += 1
+        return matched * BLOCK_TOKENS
+
+    def insert(self, hashes: Sequence[int]) -> None:
+        for block_hash in hashes:
+            self._blocks[block_hash] = None
+            self._blocks.move_to_end(block_hash)
+        while len(self._blocks) > self._capacity:
+            self._blocks.popitem(last=False)

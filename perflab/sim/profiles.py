@@ -1,0 +1,93 @@
+"""Per-engine behaviour of the performance model.
+
+Each :class:`EngineProfile` holds what differs between engines on the same hardware: a kernel
+efficiency factor, the fixed and per-sequence scheduling overhead of one engine step, the KV block
+size, the attention backends it accepts (with their speed factors, and the SM versions they need),
+and its default speculative acceptance. The numbers are the simulator's calibration, chosen so the
+engines rank the way the seed studies found them (SGLang and TensorRT-LLM ahead of vLLM on NVIDIA
+at high concurrency, MindIE well ahead of vLLM-Ascend on 910B); they are documented in
+``docs/simulator.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Optional, Tuple
+
+# Attention backend → (speed factor, minimum SM version, maximum SM version); 0 = no bound.
+_VLLM_BACKENDS = {
+    "FLASH_ATTN": (1.0, 80, 0),
+    "FLASHINFER": (1.0, 80, 0),
+    "TRITON_ATTN": (0.93, 0, 0),
+    "FLEX_ATTENTION": (0.85, 0, 0),
+    "TREE_ATTN": (0.9, 0, 0),
+    "XFORMERS": (0.9, 0, 0),
+}
+_SGLANG_BACKENDS = {
+    "fa3": (1.0, 80, 90),
+    "flashinfer": (0.98, 0, 0),
+    "triton": (0.94, 0, 0),
+    "torch_native": (0.5, 0, 0),
+    "flex_attention": (0.85, 0, 0),
+    "ascend": (1.0, 0, 0),
+    "trtllm_mha": (1.02, 100, 0),
+    "fa4": (1.03, 100, 0),
+}
+_TRTLLM_BACKENDS = {"TRTLLM": (1.0, 0, 0), "FLASHINFER": (0.97, 0, 0), "VANILLA": (0.7, 0, 0)}
+
+
+class EngineProfile:
+    """Calibration of one engine."""
+
+    def __init__(
+        self,
+        name: str,
+        efficiency: float,
+        step_overhead_ms: float,
+        per_seq_overhead_us: float,
+        block_size: int,
+        backends: Dict[str, Tuple[float, int, int]],
+        version: str,
+    ) -> None:
+        self.name = name
+        self.efficiency = efficiency
+        self.step_overhead_s = step_overhead_ms / 1000.0
+        self.per_seq_overhead_s = per_seq_overhead_us / 1e6
+        self.block_size = block_size
+        self.backends = backends
+        self.version = version
+
+    def backend_factor(self, backend: Optional[str], sm_version: int) -> float:
+        """Speed factor of an attention backend; raises ValueError if this engine or GPU lacks it."""
+        if not backend or not self.backends:
+            return 1.0
+        if backend not in self.backends:
+            raise ValueError(backend)
+        factor, min_sm, max_sm = self.backends[backend]
+        if (min_sm and sm_version < min_sm) or (max_sm and sm_version > max_sm):
+            raise ValueError(backend)
+        return factor
+
+
+PROFILES: Dict[str, EngineProfile] = {
+    "vllm": EngineProfile("vllm", 1.0, 3.0, 8.0, 16, _VLLM_BACKENDS, "0.11.0"),
+    "sglang": EngineProfile("sglang", 1.06, 2.5, 6.0, 16, _SGLANG_BACKENDS, "0.5.5.post1"),
+    "trtllm": EngineProfile("trtllm", 1.08, 2.0, 5.0, 32, _TRTLLM_BACKENDS, "1.0.0"),
+    "mindie": EngineProfile("mindie", 1.0, 4.0, 10.0, 128, {}, "2.1.RC1"),
+    "vllm-ascend": EngineProfile("vllm-ascend", 0.5, 8.0, 15.0, 128, {}, "0.11.0rc0"),
+}
+
+# Speculative methods → default per-token acceptance rate of the drafts.
+SPEC_ACCEPTANCE = {
+    "mtp": 0.75,
+    "nextn": 0.75,
+    "deepseek_mtp": 0.75,
+    "qwen3_next_mtp": 0.75,
+    "eagle3": 0.7,
+    "eagle": 0.65,
+    "ngram": 0.35,
+    "draft_model": 0.6,
+    "medusa": 0.6,
+    "standalone": 0.6,
+}
+# Speculative methods whose draft is a single extra layer (cheap to run).
+LIGHT_DRAFTS = ("mtp", "nextn", "deepseek_mtp", "qwen3_next_mtp", "eagle", "eagle3")

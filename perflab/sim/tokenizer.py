@@ -1,0 +1,110 @@
+"""Tokenizers of the simulated engines.
+
+Two implementations share one small interface:
+
+- :class:`WordTokenizer` (default, standard library only): a deterministic word-level tokenizer.
+  A token is a run of word characters or one punctuation character (``\\w+|[^\\w\\s]``). Its
+  vocabulary starts with :data:`BUILTIN_WORDS` generated pseudo-words (ids ``0 .. N-1``); any other
+  token gets a stable id above that range from a CRC32 of its text. ``decode`` joins token texts with
+  single spaces, so decoding ids and tokenizing the result gives the same ids back: a load generator
+  can build prompts of an exact token length from random ids.
+- :class:`HFTokenizer`: a ``tokenizer.json`` loaded with the optional ``tokenizers`` package.
+
+Counting rule shared by the API: a completion prompt counts its own tokens; a chat request counts the
+tokens of its message contents joined with ``"\\n"`` (no chat template is applied), so
+``usage.prompt_tokens`` equals the ``/tokenize`` count of the same messages.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from typing import Dict, List, Sequence
+
+TOKEN_RE = re.compile(r"\w+|[^\w\s]")
+_CONSONANTS = "bcdfghjklmnprstvz"
+_VOWELS = "aeiou"
+_SYLLABLES = [c + v for c in _CONSONANTS for v in _VOWELS]
+BUILTIN_WORDS: List[str] = _SYLLABLES + [a + b for a in _SYLLABLES for b in _SYLLABLES]
+_WORD_IDS: Dict[str, int] = {word: index for index, word in enumerate(BUILTIN_WORDS)}
+_HASHED_ID_SPACE = 1 << 24
+
+
+class WordTokenizer:
+    """Deterministic word-level tokenizer with an invertible built-in vocabulary."""
+
+    name = "perflab-word"
+
+    def __init__(self) -> None:
+        self._hashed_text: Dict[int, str] = {}
+
+    @property
+    def vocab_size(self) -> int:
+        return len(BUILTIN_WORDS) + _HASHED_ID_SPACE
+
+    def count(self, text: str) -> int:
+        return len(TOKEN_RE.findall(text))
+
+    def encode(self, text: str) -> List[int]:
+        ids = []
+        for piece in TOKEN_RE.findall(text):
+            token_id = _WORD_IDS.get(piece)
+            if token_id is None:
+                token_id = len(BUILTIN_WORDS) + zlib.crc32(piece.encode("utf-8")) % _HASHED_ID_SPACE
+                self._hashed_text.setdefault(token_id, piece)
+            ids.append(token_id)
+        return ids
+
+    def token_text(self, token_id: int) -> str:
+        if 0 <= token_id < len(BUILTIN_WORDS):
+            return BUILTIN_WORDS[token_id]
+        return self._hashed_text.get(token_id, "<unk>")
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return " ".join(self.token_text(token_id) for token_id in ids)
+
+
+class HFTokenizer:
+    """A Hugging Face ``tokenizer.json`` (needs the optional ``tokenizers`` package)."""
+
+    def __init__(self, path: str) -> None:
+        try:
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise ValueError(
+                f"--tokenizer {path} needs the 'tokenizers' package, which is not installed"
+            ) from exc
+        try:
+            self._tokenizer = Tokenizer.from_file(path)
+        except Exception as exc:
+            raise ValueError(f"cannot load tokenizer file {path}: {exc}") from exc
+        self.name = path
+        self._vocab = self._tokenizer.get_vocab_size()
+
+    @property
+    def vocab_size(self) -> int:
+        return self._vocab
+
+    def count(self, text: str) -> int:
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def encode(self, text: str) -> List[int]:
+        return list(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self._tokenizer.decode(list(ids))
+
+
+def output_piece(seed: int, index: int) -> str:
+    """Text of the ``index``-th generated token of a sequence (a space before all but the first).
+
+    Generated text is made of built-in words whatever the tokenizer, so the word tokenizer counts
+    exactly one token per generated piece.
+    """
+    word = BUILTIN_WORDS[(seed + index * 7919) % len(BUILTIN_WORDS)]
+    return word if index == 0 else " " + word
+
+
+def load_tokenizer(path: str = ""):
+    """The tokenizer for ``--tokenizer PATH`` (a tokenizer.json), else the built-in word tokenizer."""
+    return HFTokenizer(path) if path else WordTokenizer()

@@ -1,0 +1,132 @@
+"""Model mode behaves like the engines it imitates: parallelism, FP8, KV capacity, batching, caching."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+
+import pytest
+
+from perflab.sim.deployment import Knobs, resolve_deployment
+from perflab.sim.failures import EngineFailure
+from perflab.sim.hardware import find_accelerator
+from perflab.sim.offline import RequestSpec, RequestTiming, simulate
+from perflab.sim.perfmodel import PerfModel, plan_memory
+from tests.sim.sse_client import chat_payload, request
+
+
+def _deployment(model: str, accelerator: str = "H100", engine: str = "vllm", **knobs: object):
+    values = Knobs(model)
+    for name, value in knobs.items():
+        setattr(values, name, value)
+    return resolve_deployment(engine, values, find_accelerator(accelerator))
+
+
+def _run(
+    model: str, requests: list[RequestSpec], accelerator: str = "H100", engine: str = "vllm", **knobs: object
+) -> list[RequestTiming]:
+    return simulate(_deployment(model, accelerator, engine, **knobs), requests)[0]
+
+
+def _burst(count: int, prompt: int, output: int, ids: list[int] | None = None) -> list[RequestSpec]:
+    return [RequestSpec(0.0, prompt, output, ids) for _ in range(count)]
+
+
+def test_more_tensor_parallelism_lowers_decode_time():
+    tpots = [
+        _run("Qwen/Qwen3-32B", _burst(1, 512, 64), tp=tp, max_model_len=8192)[0].tpot for tp in (1, 2, 4, 8)
+    ]
+    assert tpots == sorted(tpots, reverse=True)
+    assert tpots[0] > 1.5 * tpots[2]
+
+
+def test_fp8_is_faster_where_supported():
+    bf16 = _run("Qwen/Qwen3-14B", _burst(64, 1024, 128))
+    fp8 = _run("Qwen/Qwen3-14B-FP8", _burst(64, 1024, 128))
+    assert statistics.mean(r.tpot for r in fp8) < 0.8 * statistics.mean(r.tpot for r in bf16)
+    assert statistics.mean(r.ttft for r in fp8) < statistics.mean(r.ttft for r in bf16)
+    for engine, message in (
+        ("sglang", "fp8e4nv"),
+        ("trtllm", "Unsupported SM version for FP8 block scaling GEMM"),
+    ):
+        with pytest.raises(EngineFailure) as failure:
+            _deployment("Qwen/Qwen3-14B-FP8", "A100", engine)
+        assert message in failure.value.lines[-1]
+    assert _deployment("Qwen/Qwen3-14B-FP8", "A100", "vllm").compute_format == "bf16"  # Marlin weight-only
+
+
+def test_requests_queue_when_the_kv_cache_is_full():
+    dep = _deployment("Qwen/Qwen3-32B", "H100", tp=2, max_model_len=16384, mem_fraction=0.6)
+    capacity = plan_memory(dep).kv_tokens
+    count = capacity // 4000 * 2
+    timings, metrics = simulate(dep, _burst(count, 3900, 100))
+    queued = [timing for timing in timings if timing.queue > 0.05]
+    assert len(queued) >= count // 3
+    assert metrics.finished["length"] == count
+
+
+def _peak_overlap(timings: list[RequestTiming]) -> int:
+    edges = sorted([(t.queue, 1) for t in timings] + [(t.e2el, -1) for t in timings])
+    running = peak = 0
+    for _, step in edges:
+        running += step
+        peak = max(peak, running)
+    return peak
+
+
+def test_max_num_seqs_limits_the_running_batch():
+    timings = _run("Qwen/Qwen3-8B", _burst(32, 128, 32), max_num_seqs=4)
+    assert _peak_overlap(timings) == 4
+    assert sum(1 for timing in timings if timing.queue > 0) == 28
+
+
+def test_prefix_cache_hits_lower_ttft():
+    shared = list(range(4096))
+    requests = [RequestSpec(0.0, 4096 + 8, 16, shared + [9000 + i] * 8) for i in range(2)]
+    requests[1].arrival = 5.0
+    cached = _run("Qwen/Qwen3-14B", requests, prefix_caching=True)
+    uncached = _run("Qwen/Qwen3-14B", requests, prefix_caching=False)
+    assert cached[1].cached_tokens == 4096 and uncached[1].cached_tokens == 0
+    assert cached[1].ttft < 0.5 * uncached[1].ttft
+    assert cached[0].ttft == pytest.approx(uncached[0].ttft)
+
+
+def test_fp8_kv_cache_doubles_capacity_and_mtp_cuts_tpot():
+    plain = plan_memory(_deployment("Qwen/Qwen3-8B"))
+    fp8_kv = plan_memory(_deployment("Qwen/Qwen3-8B", kv_cache_dtype="fp8"))
+    assert fp8_kv.kv_tokens == pytest.approx(2 * plain.kv_tokens, rel=0.01)
+    base = _run("Qwen/Qwen3.5-35B-A3B-FP8", _burst(1, 256, 200), "H200")
+    mtp = _run("Qwen/Qwen3.5-35B-A3B-FP8", _burst(1, 256, 200), "H200", spec_method="mtp", spec_tokens=3)
+    assert mtp[0].tpot < 0.75 * base[0].tpot and mtp[0].output_tokens == 200
+
+
+def test_memory_fit_across_gpu_counts():
+    with pytest.raises(EngineFailure) as failure:
+        plan_memory(_deployment("Qwen/Qwen3-235B-A22B", "A100", tp=4))
+    assert "CUDA out of memory" in failure.value.lines[-1]
+    assert plan_memory(_deployment("Qwen/Qwen3-235B-A22B", "A100", tp=8)).kv_tokens > 40960
+
+
+def test_engine_profiles_rank_like_the_seeds():
+    """At high concurrency on H100 SGLang and TensorRT-LLM beat vLLM's default (seed 003)."""
+    throughput = {}
+    for engine in ("vllm", "sglang", "trtllm"):
+        timings = _run("Qwen/Qwen3-14B", _burst(128, 1024, 128), engine=engine)
+        throughput[engine] = 128 * 1152 / max(t.e2el for t in timings)
+    assert throughput["sglang"] > throughput["vllm"] and throughput["trtllm"] > throughput["vllm"]
+
+
+def test_server_follows_the_model_end_to_end(sim_server):
+    """A real model-mode server streams at the model's decode pace; TP4 is faster than TP1."""
+    measured = {}
+    for tp in (1, 4):
+        url = sim_server(model="Qwen/Qwen3-8B", accelerator="H100", tp=tp, time_scale=2)
+        result = asyncio.run(
+            request(url, "/v1/chat/completions", chat_payload("Qwen/Qwen3-8B", "hello " * 64, 40))
+        )
+        assert result.usage["completion_tokens"] == 40
+        measured[tp] = (result.e2el - result.ttft) / 39
+        dep = _deployment("Qwen/Qwen3-8B", tp=tp)
+        predicted = PerfModel(dep).step_seconds(1, 64 + 20, 64 + 20, 1, 1) / 2
+        assert measured[tp] == pytest.approx(predicted, rel=0.15)
+    assert measured[4] < measured[1]
