@@ -1,0 +1,65 @@
+"""Read a JSON array element by element, keeping the line on which each element starts.
+
+``json.load`` loses positions; decoding the top-level array one element at a time with
+``JSONDecoder.raw_decode`` lets errors about an element name its line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Iterator, Tuple
+
+from perflab.bench.errors import DatasetError
+
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+
+
+def read_text(path: str) -> str:
+    """The file's text as UTF-8, or a ``DatasetError`` naming the line of the first bad byte."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        raise DatasetError(path, f"cannot read file: {exc.strerror or exc}") from exc
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise DatasetError(path, "not valid UTF-8 text", line=line) from exc
+
+
+def iter_array(path: str, text: str) -> Iterator[Tuple[int, Any]]:
+    """Yield ``(line, element)`` for each element of the top-level JSON array in ``text``."""
+    decoder = json.JSONDecoder()
+    line = 1
+    counted_to = 0
+
+    def line_at(position: int) -> int:
+        nonlocal line, counted_to
+        line += text.count("\n", counted_to, position)
+        counted_to = position
+        return line
+
+    position = _WHITESPACE.match(text, 0).end()  # type: ignore[union-attr]
+    if not text.startswith("[", position):
+        raise DatasetError(path, "expected a JSON array of conversations", line=line_at(position))
+    position = _WHITESPACE.match(text, position + 1).end()  # type: ignore[union-attr]
+    if text.startswith("]", position):
+        return
+    while True:
+        start_line = line_at(position)
+        try:
+            element, position = decoder.raw_decode(text, position)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from exc
+        yield start_line, element
+        position = _WHITESPACE.match(text, position).end()  # type: ignore[union-attr]
+        if text.startswith(",", position):
+            position = _WHITESPACE.match(text, position + 1).end()  # type: ignore[union-attr]
+        elif text.startswith("]", position):
+            return
+        else:
+            raise DatasetError(
+                path, "invalid JSON: expected ',' or ']' after an element", line=line_at(position)
+            )

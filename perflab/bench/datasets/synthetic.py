@@ -1,0 +1,91 @@
+"""The ``random`` dataset: prompts of exact token lengths built from random token ids.
+
+Each prompt is ``prefix_len`` shared tokens plus ``input_len`` own tokens, where ``input_len`` is
+drawn uniformly from ``[input_len·(1−r), input_len·(1+r)]`` for range ratio ``r`` (outputs alike).
+Token ids are sampled, decoded, and the text is re-encoded; since decoding and re-encoding can merge
+or split tokens, ids are trimmed or appended until the text encodes to exactly the wanted count.
+Without any tokenizer the prompts are made of common words (about one token each) and their lengths
+are reported as unverified.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import List, Optional, Tuple
+
+from perflab.bench.datasets.base import DEFAULT_OUTPUT_LEN, Dataset, DatasetSpec, Sample
+from perflab.bench.errors import BenchError
+from perflab.bench.tokenizer import FILLER_WORDS, Tokenizer
+
+MAX_FIXUP_ROUNDS = 40
+
+
+def length_bounds(length: int, range_ratio: float) -> Tuple[int, int]:
+    """Inclusive bounds of a length drawn with ``range_ratio`` around ``length``."""
+    return max(1, math.floor(length * (1.0 - range_ratio))), max(1, math.ceil(length * (1.0 + range_ratio)))
+
+
+def exact_text(tokenizer: Tokenizer, rng: random.Random, prefix: str, target: int) -> Tuple[str, int]:
+    """Text starting with ``prefix`` that encodes to ``target`` tokens (or the closest reached).
+
+    Too many tokens: drop that many ids from the end (or draw afresh when that would drop them all);
+    too few: append that many. A few rounds settle it for real tokenizers.
+    """
+    own = max(target - tokenizer.count(prefix), 0)
+    ids: List[int] = tokenizer.filler_ids(rng, own)
+    text, count = prefix, -1
+    for _ in range(MAX_FIXUP_ROUNDS):
+        text = prefix + tokenizer.decode(ids) if ids else prefix
+        count = tokenizer.count(text)
+        excess = count - target
+        if not excess:
+            break
+        if excess < 0:
+            ids.extend(tokenizer.filler_ids(rng, -excess))
+        elif excess < len(ids):
+            del ids[len(ids) - excess :]
+        else:
+            ids = tokenizer.filler_ids(rng, own)
+    return text, count
+
+
+def _word_text(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(FILLER_WORDS) for _ in range(words))
+
+
+def random_dataset(spec: DatasetSpec, tokenizer: Optional[Tokenizer]) -> Dataset:
+    if spec.input_len < 1:
+        raise BenchError("--input-len must be at least 1")
+    if not 0.0 <= spec.range_ratio < 1.0:
+        raise BenchError("--range-ratio must be in [0, 1)")
+    if spec.prefix_len < 0:
+        raise BenchError("--prefix-len must not be negative")
+    rng = random.Random(spec.seed)
+    output_len = spec.output_len if spec.output_len is not None else DEFAULT_OUTPUT_LEN
+    in_low, in_high = length_bounds(spec.input_len, spec.range_ratio)
+    out_low, out_high = length_bounds(output_len, spec.range_ratio)
+    notes: List[str] = []
+    samples: List[Sample] = []
+    if tokenizer is None:
+        prefix = _word_text(rng, spec.prefix_len) + " " if spec.prefix_len else ""
+        for _ in range(spec.count):
+            text = prefix + _word_text(rng, rng.randint(in_low, in_high))
+            samples.append(Sample(text, None, rng.randint(out_low, out_high)))
+        notes.append("no tokenizer and no server /tokenize: exact input lengths could not be verified")
+        return Dataset(samples, "unverified", notes)
+
+    prefix = ""
+    if spec.prefix_len:
+        prefix, prefix_count = exact_text(tokenizer, rng, "", spec.prefix_len)
+        if prefix_count != spec.prefix_len:
+            notes.append(f"shared prefix has {prefix_count} tokens instead of {spec.prefix_len}")
+    inexact = 0
+    for _ in range(spec.count):
+        target = spec.prefix_len + rng.randint(in_low, in_high)
+        text, count = exact_text(tokenizer, rng, prefix, target)
+        inexact += count != target
+        samples.append(Sample(text, count, rng.randint(out_low, out_high)))
+    if inexact:
+        notes.append(f"{inexact} prompts could not be brought to their exact token length")
+    return Dataset(samples, tokenizer.kind, notes)

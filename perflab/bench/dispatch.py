@@ -1,0 +1,133 @@
+"""Sending the requests of one phase (warmup or measured) on their schedule.
+
+``prepare_requests`` builds every httpx request before the run, so a dispatch costs only the send.
+``Phase.run`` dispatches each request at its due time (absolute offsets, so lateness never
+accumulates), lets it wait for a concurrency slot, cuts it off after the timeout, and records when it
+was due and when it was really dispatched (``dispatch_lag_ms``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from dataclasses import dataclass
+from typing import Dict, List, Sequence
+
+import httpx
+
+from perflab.bench.client import ENDPOINT_PATHS, Outcome, build_body, stream_request
+from perflab.bench.datasets import Sample
+from perflab.bench.options import BenchOptions
+from perflab.bench.progress import Progress
+from perflab.bench.transport import StreamingTransport
+
+
+@dataclass
+class Prepared:
+    """One request ready to go: the httpx request and what the dataset knew about it."""
+
+    request: httpx.Request
+    base_url: str
+    sample: Sample
+
+
+def prepare_requests(options: BenchOptions, samples: Sequence[Sample]) -> List[Prepared]:
+    """httpx requests built ahead of the run, so dispatching one costs only the send."""
+    headers = options.headers()
+    urls = [httpx.URL(base + ENDPOINT_PATHS[options.endpoint]) for base in options.base_urls]
+    prepared = []
+    for index, sample in enumerate(samples):
+        body = build_body(
+            options.endpoint,
+            options.model,
+            sample.prompt,
+            sample.output_len,
+            options.ignore_eos,
+            options.temperature,
+        )
+        slot = index % len(urls)
+        prepared.append(
+            Prepared(
+                httpx.Request("POST", urls[slot], content=body, headers=headers),
+                options.base_urls[slot],
+                sample,
+            )
+        )
+    return prepared
+
+
+@dataclass
+class Dispatch:
+    """When one measured request was due, when it was dispatched, and what came of it."""
+
+    prepared: Prepared
+    scheduled_s: float
+    dispatched_at: float
+    outcome: Outcome
+
+
+class Phase:
+    """Sends a list of prepared requests on a schedule with a concurrency limit."""
+
+    def __init__(
+        self, transport: StreamingTransport, options: BenchOptions, keep_text: bool, progress: Progress
+    ):
+        self._transport = transport
+        self._options = options
+        self._chat = options.endpoint == "chat"
+        self._keep_text = keep_text
+        self._progress = progress
+        self._slots = asyncio.Semaphore(options.max_concurrency) if options.max_concurrency else None
+        self.started_at = 0.0
+
+    async def _one(self, dispatch: Dispatch) -> None:
+        outcome = dispatch.outcome
+        if self._slots is not None:
+            await self._slots.acquire()
+        self._progress.sent()
+        try:
+            await asyncio.wait_for(
+                stream_request(
+                    self._transport, dispatch.prepared.request, self._chat, outcome, self._keep_text
+                ),
+                self._options.timeout,
+            )
+        except asyncio.TimeoutError:
+            outcome.fail("timeout", f"no complete response within --timeout {self._options.timeout:g} s")
+        finally:
+            if self._slots is not None:
+                self._slots.release()
+            self._progress.finished(outcome.success)
+
+    async def run(self, prepared: Sequence[Prepared], schedule: Sequence[float]) -> List[Dispatch]:
+        """Dispatch each request at ``start + schedule[i]``; return when all have ended."""
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        self.started_at = time.perf_counter()
+        dispatches: List[Dispatch] = []
+        tasks = []
+        self._progress.start()
+        for item, due in zip(prepared, schedule):
+            delay = start + due - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            dispatch = Dispatch(item, due, time.perf_counter(), Outcome())
+            dispatches.append(dispatch)
+            tasks.append(loop.create_task(self._one(dispatch)))
+            if not delay > 0:
+                await asyncio.sleep(0)
+        await asyncio.gather(*tasks)
+        await self._progress.stop()
+        return dispatches
+
+
+def dispatch_lag_ms(dispatches: Sequence[Dispatch], started_at: float) -> Dict[str, float]:
+    """Mean, p99 and max of (actual − scheduled) dispatch time, in ms, for a phase begun at ``started_at``."""
+    lags = sorted(
+        max((item.dispatched_at - started_at) - item.scheduled_s, 0.0) * 1000.0 for item in dispatches
+    )
+    if not lags:
+        return {"mean": 0.0, "p99": 0.0, "max": 0.0}
+    p99_index = min(len(lags) - 1, math.ceil(0.99 * len(lags)) - 1)
+    return {"mean": sum(lags) / len(lags), "p99": lags[p99_index], "max": lags[-1]}

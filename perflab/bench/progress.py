@@ -1,0 +1,103 @@
+"""Progress of a running benchmark on stderr: a bar for people, JSON lines for the remote runner.
+
+JSON mode writes one line per second (and a last one at the end)::
+
+    PERFLAB_PROGRESS {"done": n, "failed": f, "total": N, "elapsed_s": s, "in_flight": k}
+
+The bar redraws in place on a terminal and prints a plain line every few seconds otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+import time
+from typing import Optional, TextIO
+
+PROGRESS_PREFIX = "PERFLAB_PROGRESS "
+BAR_WIDTH = 30
+PLAIN_INTERVAL_S = 5.0
+
+
+class Progress:
+    """Counters updated by the request tasks and a ticker task that reports them."""
+
+    def __init__(
+        self, total: int, mode: str, stream: Optional[TextIO] = None, phase: str = "benchmark"
+    ) -> None:
+        self.total = total
+        self.mode = mode
+        self.phase = phase
+        self.done = 0
+        self.failed = 0
+        self.in_flight = 0
+        self._stream = stream if stream is not None else sys.stderr
+        self._started = time.perf_counter()
+        self._task: Optional["asyncio.Task[None]"] = None
+        self._last_plain = 0.0
+
+    def sent(self) -> None:
+        self.in_flight += 1
+
+    def finished(self, success: bool) -> None:
+        self.in_flight -= 1
+        self.done += 1
+        if not success:
+            self.failed += 1
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.perf_counter() - self._started
+
+    def snapshot(self) -> dict:
+        return {
+            "done": self.done,
+            "failed": self.failed,
+            "total": self.total,
+            "elapsed_s": round(self.elapsed_s, 3),
+            "in_flight": self.in_flight,
+        }
+
+    def render(self) -> str:
+        """The bar line, e.g. ``benchmark  120/1000 [===>      ]  12% failed 3 in flight 256  15.2 s``."""
+        fraction = self.done / self.total if self.total else 1.0
+        filled = int(fraction * BAR_WIDTH)
+        bar = "=" * filled + (">" if filled < BAR_WIDTH else "") + " " * max(BAR_WIDTH - filled - 1, 0)
+        return (
+            f"{self.phase} {self.done:>6}/{self.total} [{bar}] {fraction * 100:3.0f}%"
+            f"  failed {self.failed}  in flight {self.in_flight}  {self.elapsed_s:6.1f} s"
+        )
+
+    def report(self, final: bool = False) -> None:
+        if self.mode == "json":
+            self._stream.write(PROGRESS_PREFIX + json.dumps(self.snapshot()) + "\n")
+        elif self.mode == "bar":
+            if self._stream.isatty():
+                self._stream.write("\r" + self.render() + ("\n" if final else ""))
+            elif final or self.elapsed_s - self._last_plain >= PLAIN_INTERVAL_S:
+                self._last_plain = self.elapsed_s
+                self._stream.write(self.render() + "\n")
+        else:
+            return
+        self._stream.flush()
+
+    async def _tick(self) -> None:
+        interval = 1.0 if self.mode == "json" else 0.25
+        while True:
+            await asyncio.sleep(interval)
+            self.report()
+
+    def start(self) -> None:
+        self._started = time.perf_counter()
+        if self.mode != "none":
+            self._task = asyncio.get_running_loop().create_task(self._tick())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        self.report(final=True)

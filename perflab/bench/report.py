@@ -1,0 +1,175 @@
+"""The benchmark's outputs: the JSON result and the ``vllm bench serve`` text block.
+
+``build_result`` uses the field names of ``vllm bench serve --save-result`` (``ttfts``/``itls`` in
+seconds, as vLLM writes them) plus perflab's extras, listed in docs/architecture.md.
+``format_text_block(result)`` renders the "Serving Benchmark Result" block from such a result, with the
+same labels, order and padding as vLLM, a failed-requests line and an E2EL section.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+from typing import Any, Dict, List, Optional, Sequence
+
+from perflab import __version__
+from perflab.bench.client import BACKEND_NAMES
+from perflab.bench.metrics import LATENCY_METRICS, Metrics
+from perflab.bench.options import BenchOptions
+from perflab.bench.records import RequestRecord
+
+METRIC_HEADERS = {
+    "ttft": ("TTFT", "Time to First Token"),
+    "tpot": ("TPOT", "Time per Output Token (excl. 1st token)"),
+    "itl": ("ITL", "Inter-token Latency"),
+    "e2el": ("E2EL", "End-to-end Latency"),
+}
+
+
+def percentile_label(pct: float) -> str:
+    """``99.0`` → ``"99"``, ``99.9`` → ``"99.9"`` (vLLM's key and label spelling)."""
+    return str(int(pct)) if int(pct) == pct else str(pct)
+
+
+def _json_number(value: float) -> Any:
+    return "inf" if math.isinf(value) else value
+
+
+def latency_fields(metrics: Metrics) -> Dict[str, float]:
+    fields: Dict[str, float] = {}
+    for name in LATENCY_METRICS:
+        summary = metrics.latency[name]
+        fields[f"mean_{name}_ms"] = summary.mean_ms
+        fields[f"median_{name}_ms"] = summary.median_ms
+        fields[f"std_{name}_ms"] = summary.std_ms
+        for pct, value in summary.percentiles_ms:
+            fields[f"p{percentile_label(pct)}_{name}_ms"] = value
+    return fields
+
+
+def build_result(
+    options: BenchOptions,
+    metrics: Metrics,
+    records: Sequence[RequestRecord],
+    tokenizer_id: str,
+    input_tokens_source: str,
+    input_tokens_check: Optional[Dict[str, Any]],
+    dispatch_lag: Dict[str, float],
+    notes: List[str],
+) -> Dict[str, Any]:
+    """The JSON result of one run."""
+    backend = BACKEND_NAMES[options.endpoint]
+    result: Dict[str, Any] = {
+        "date": datetime.datetime.now().strftime("%Y%m%d-%H%M%S"),
+        "backend": backend,
+        "endpoint_type": backend,
+        "label": options.label,
+        "model_id": options.model,
+        "tokenizer_id": tokenizer_id,
+        "num_prompts": options.num_prompts,
+        "request_rate": _json_number(options.request_rate),
+        "burstiness": _json_number(options.burstiness),
+        "max_concurrency": options.max_concurrency,
+        "duration": metrics.duration_s,
+        "completed": metrics.completed,
+        "failed": metrics.failed,
+        "total_input_tokens": metrics.total_input_tokens,
+        "total_output_tokens": metrics.total_output_tokens,
+        "request_throughput": metrics.request_throughput,
+        "request_goodput": metrics.request_goodput,
+        "output_throughput": metrics.output_throughput,
+        "total_token_throughput": metrics.total_token_throughput,
+        "max_output_tokens_per_s": metrics.max_output_tokens_per_s,
+        "max_concurrent_requests": metrics.max_concurrent_requests,
+    }
+    result.update(latency_fields(metrics))
+    result.update(
+        {
+            "input_lens": [record.input_tokens for record in records],
+            "output_lens": [record.output_tokens for record in records],
+            "ttfts": [record.ttft_s or 0.0 for record in records],
+            "itls": [record.itl_s for record in records],
+            "errors": [record.error or "" for record in records],
+            "perflab_version": __version__,
+            "percentiles": list(options.percentiles),
+            "goodput_slos": dict(options.goodput),
+            "warmup_requests": options.warmup,
+            "ramp_up_seconds": options.ramp_up_seconds,
+            "dataset": {
+                "name": options.dataset,
+                "path": options.dataset_path,
+                "input_len": options.input_len,
+                "output_len": options.output_len,
+                "range_ratio": options.range_ratio,
+                "prefix_len": options.prefix_len,
+                "seed": options.seed,
+            },
+            "input_tokens_source": input_tokens_source,
+            "input_tokens_check": input_tokens_check,
+            "dispatch_lag_ms": dispatch_lag,
+            "output_tokens_source": metrics.output_tokens_source,
+            "failure_reasons": metrics.failure_reasons,
+            "timeseries": metrics.timeseries,
+            "requests": [record.to_json() for record in records],
+            "base_urls": list(options.base_urls),
+            "notes": list(notes),
+            "bench_args": options.to_argv(),
+        }
+    )
+    return result
+
+
+def _line(label: str, value: Any) -> str:
+    if isinstance(value, float):
+        return "{:<40} {:<10.2f}".format(label, value)
+    return "{:<40} {:<10}".format(label, value)
+
+
+def format_text_block(result: Dict[str, Any]) -> str:
+    """The "Serving Benchmark Result" block of a JSON result."""
+    lines = ["{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="=")]
+    lines.append(_line("Successful requests:", result["completed"]))
+    lines.append(_line("Failed requests:", result["failed"]))
+    if result.get("max_concurrency") is not None:
+        lines.append(_line("Maximum request concurrency:", result["max_concurrency"]))
+    if result.get("request_rate") not in (None, "inf"):
+        lines.append(_line("Request rate configured (RPS):", float(result["request_rate"])))
+    lines.append(_line("Benchmark duration (s):", float(result["duration"])))
+    lines.append(_line("Total input tokens:", result["total_input_tokens"]))
+    lines.append(_line("Total generated tokens:", result["total_output_tokens"]))
+    lines.append(_line("Request throughput (req/s):", float(result["request_throughput"])))
+    if result.get("request_goodput") is not None:
+        lines.append(_line("Request goodput (req/s):", float(result["request_goodput"])))
+    lines.append(_line("Output token throughput (tok/s):", float(result["output_throughput"])))
+    lines.append(_line("Peak output token throughput (tok/s):", float(result["max_output_tokens_per_s"])))
+    lines.append(_line("Peak concurrent requests:", float(result["max_concurrent_requests"])))
+    lines.append(_line("Total Token throughput (tok/s):", float(result["total_token_throughput"])))
+    percentiles = result.get("percentiles") or []
+    for name in LATENCY_METRICS:
+        short, header = METRIC_HEADERS[name]
+        lines.append("{s:{c}^{n}}".format(s=header, n=50, c="-"))
+        lines.append(_line(f"Mean {short} (ms):", float(result[f"mean_{name}_ms"])))
+        lines.append(_line(f"Median {short} (ms):", float(result[f"median_{name}_ms"])))
+        for pct in percentiles:
+            label = percentile_label(float(pct))
+            lines.append(_line(f"P{label} {short} (ms):", float(result[f"p{label}_{name}_ms"])))
+    lines.append("=" * 50)
+    return "\n".join(lines) + "\n"
+
+
+def format_failures(result: Dict[str, Any]) -> str:
+    """One line per failure reason with its count and first message; empty when nothing failed."""
+    reasons: Dict[str, int] = result.get("failure_reasons") or {}
+    if not reasons:
+        return ""
+    examples: Dict[str, str] = {}
+    for record in result.get("requests", []):
+        reason = record.get("reason")
+        if reason and reason not in examples:
+            examples[reason] = record.get("error") or ""
+    total = result["failed"] + result["completed"]
+    lines = [f"Failed requests by reason ({result['failed']} of {total}):"]
+    for reason, count in sorted(reasons.items(), key=lambda item: (-item[1], item[0])):
+        example = examples.get(reason)
+        lines.append(f"  {reason}: {count}" + (f" (first: {example})" if example else ""))
+    return "\n".join(lines) + "\n"

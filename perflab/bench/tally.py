@@ -1,0 +1,73 @@
+"""Turning a request's raw ``Outcome`` into a ``RequestRecord``: relative times and token counts.
+
+Output tokens come from the server's usage when it reported them, else from a tokenizer over the
+streamed text, else from the number of text chunks; prompt tokens from the dataset's exact count,
+else the server's usage, else the dataset's estimate. Each record says which source it used.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+from perflab.bench.client import Outcome
+from perflab.bench.datasets import Sample
+from perflab.bench.dispatch import Dispatch
+from perflab.bench.records import (
+    SOURCE_CHUNKS,
+    SOURCE_TOKENIZER,
+    SOURCE_USAGE,
+    RequestRecord,
+    distribute_tokens,
+)
+from perflab.bench.tokenizer import Tokenizer, TokenizeUnavailable
+
+
+def output_count(outcome: Outcome, tokenizer: Optional[Tokenizer]) -> Tuple[int, str]:
+    """Output tokens and where the count came from: usage, else a tokenizer, else the chunk count."""
+    if outcome.completion_tokens is not None:
+        return outcome.completion_tokens, SOURCE_USAGE
+    if tokenizer is not None and outcome.text_parts:
+        try:
+            return tokenizer.count("".join(outcome.text_parts)), SOURCE_TOKENIZER
+        except TokenizeUnavailable:
+            pass
+    return len(outcome.chunk_times), SOURCE_CHUNKS
+
+
+def input_count(sample: Sample, outcome: Outcome, dataset_source: str) -> Tuple[int, str]:
+    """Prompt tokens: the dataset's exact count, else the server's usage, else the dataset's estimate."""
+    if sample.prompt_tokens is not None and dataset_source in ("tokenizer", "server"):
+        return sample.prompt_tokens, dataset_source
+    if outcome.prompt_tokens is not None:
+        return outcome.prompt_tokens, SOURCE_USAGE
+    if sample.prompt_tokens is not None:
+        return sample.prompt_tokens, dataset_source
+    return 0, "unknown"
+
+
+def to_record(
+    index: int, dispatch: Dispatch, origin: float, dataset_source: str, tokenizer: Optional[Tokenizer]
+) -> RequestRecord:
+    """A measured request as a ``RequestRecord``, its times relative to ``origin``."""
+    outcome = dispatch.outcome
+    sent_at = outcome.sent_at if outcome.sent_at is not None else outcome.started_at or dispatch.dispatched_at
+    record = RequestRecord(
+        index=index,
+        base_url=dispatch.prepared.base_url,
+        scheduled_s=dispatch.scheduled_s,
+        dispatched_s=dispatch.dispatched_at - origin,
+        start_s=sent_at - origin,
+        end_s=max(outcome.ended_at, sent_at) - origin,
+        chunk_times_s=[arrival - origin for arrival in outcome.chunk_times],
+        success=outcome.success,
+        error=outcome.error,
+        reason=outcome.reason,
+        connect_ms=None if outcome.connect_s is None else outcome.connect_s * 1000.0,
+    )
+    record.input_tokens, record.input_tokens_source = input_count(
+        dispatch.prepared.sample, outcome, dataset_source
+    )
+    if outcome.success:
+        record.output_tokens, record.output_tokens_source = output_count(outcome, tokenizer)
+        record.chunk_tokens = distribute_tokens(record.output_tokens, outcome.chunk_chars)
+    return record

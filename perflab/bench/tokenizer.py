@@ -1,0 +1,385 @@
+"""Token counting for datasets and output tokens: a local tokenizer, or the server's ``/tokenize``.
+
+``load_local_tokenizer(path)`` reads a ``tokenizer.json`` file (or a directory holding one) with the
+``tokenizers`` library, or a model directory with ``transformers`` when that is installed; both
+libraries are optional. ``ServerTokenizer`` talks to the ``/tokenize`` and ``/detokenize`` endpoints
+vLLM and the simulator expose. Both offer ``encode``, ``decode`` and ``filler_ids`` (token ids to pad
+a random prompt with).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import random
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence
+
+from perflab.bench.errors import BenchError
+
+FILLER_WORDS = [
+    "time",
+    "year",
+    "people",
+    "way",
+    "day",
+    "man",
+    "thing",
+    "woman",
+    "life",
+    "child",
+    "world",
+    "school",
+    "state",
+    "family",
+    "student",
+    "group",
+    "country",
+    "problem",
+    "hand",
+    "part",
+    "place",
+    "case",
+    "week",
+    "company",
+    "system",
+    "program",
+    "question",
+    "work",
+    "government",
+    "number",
+    "night",
+    "point",
+    "home",
+    "water",
+    "room",
+    "mother",
+    "area",
+    "money",
+    "story",
+    "fact",
+    "month",
+    "lot",
+    "right",
+    "study",
+    "book",
+    "eye",
+    "job",
+    "word",
+    "business",
+    "issue",
+    "side",
+    "kind",
+    "head",
+    "house",
+    "service",
+    "friend",
+    "father",
+    "power",
+    "hour",
+    "game",
+    "line",
+    "end",
+    "member",
+    "law",
+    "car",
+    "city",
+    "community",
+    "name",
+    "president",
+    "team",
+    "minute",
+    "idea",
+    "kid",
+    "body",
+    "information",
+    "back",
+    "parent",
+    "face",
+    "others",
+    "level",
+    "office",
+    "door",
+    "health",
+    "person",
+    "art",
+    "war",
+    "history",
+    "party",
+    "result",
+    "change",
+    "morning",
+    "reason",
+    "research",
+    "girl",
+    "guy",
+    "moment",
+    "air",
+    "teacher",
+    "force",
+    "education",
+    "foot",
+    "boy",
+    "age",
+    "policy",
+    "music",
+    "market",
+    "sense",
+    "nation",
+    "plan",
+    "college",
+    "interest",
+    "death",
+    "experience",
+    "effect",
+    "class",
+    "control",
+    "care",
+    "field",
+    "development",
+    "role",
+    "effort",
+    "rate",
+    "heart",
+    "drug",
+    "show",
+    "leader",
+    "light",
+    "voice",
+    "wife",
+    "police",
+    "mind",
+    "price",
+    "report",
+    "decision",
+    "son",
+    "view",
+    "relationship",
+    "town",
+    "road",
+    "arm",
+    "difference",
+    "value",
+    "building",
+    "action",
+    "model",
+    "season",
+    "society",
+    "tax",
+    "director",
+    "position",
+    "player",
+    "record",
+]
+
+
+class Tokenizer:
+    """What the datasets and the output counter need from a tokenizer."""
+
+    kind = "tokenizer"
+    name = ""
+
+    def encode(self, text: str) -> List[int]:
+        raise NotImplementedError
+
+    def decode(self, ids: Sequence[int]) -> str:
+        raise NotImplementedError
+
+    def count(self, text: str) -> int:
+        return len(self.encode(text))
+
+    def filler_ids(self, rng: random.Random, count: int) -> List[int]:
+        """About ``count`` token ids of filler text (exactly ``count`` when the vocabulary is known)."""
+        return self.encode(" " + " ".join(rng.choice(FILLER_WORDS) for _ in range(count)))[:count]
+
+
+class LocalTokenizer(Tokenizer):
+    """A tokenizer loaded in this process (``tokenizers`` or ``transformers``)."""
+
+    def __init__(self, name: str, backend: Any, library: str) -> None:
+        self.name = name
+        self._backend = backend
+        self._library = library
+        if library == "tokenizers":
+            special = set(backend.get_added_tokens_decoder())
+            size = backend.get_vocab_size()
+            texts = backend.decode_batch([[token_id] for token_id in range(size)])
+        else:
+            special = set(backend.all_special_ids)
+            size = len(backend)
+            texts = backend.batch_decode([[token_id] for token_id in range(size)])
+        # Tokens that decode to text of their own: a lone byte of a multi-byte character decodes to
+        # U+FFFD, which re-encodes as several tokens and would make exact lengths hard to reach.
+        self._sampleable = [
+            token_id
+            for token_id, text in zip(range(size), texts)
+            if token_id not in special and text and "\ufffd" not in text
+        ]
+        if not self._sampleable:
+            raise BenchError(f"tokenizer {name} has no token that decodes to text")
+
+    def encode(self, text: str) -> List[int]:
+        if self._library == "tokenizers":
+            return list(self._backend.encode(text, add_special_tokens=False).ids)
+        return list(self._backend.encode(text, add_special_tokens=False))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return str(self._backend.decode(list(ids)))
+
+    def filler_ids(self, rng: random.Random, count: int) -> List[int]:
+        return [rng.choice(self._sampleable) for _ in range(count)]
+
+
+def _tokenizer_json_in(path: str) -> Optional[str]:
+    if os.path.isfile(path) and path.endswith(".json"):
+        return path
+    candidate = os.path.join(path, "tokenizer.json")
+    return candidate if os.path.isfile(candidate) else None
+
+
+def load_local_tokenizer(path: str) -> Optional[LocalTokenizer]:
+    """Load ``path`` (tokenizer.json, or a directory holding one or a transformers tokenizer).
+
+    Returns None when ``path`` holds no tokenizer this machine can read; raises ``BenchError`` when it
+    does but loading fails.
+    """
+    json_file = _tokenizer_json_in(path)
+    if json_file is not None:
+        try:
+            import tokenizers
+        except ImportError:
+            tokenizers = None  # type: ignore[assignment]
+        if tokenizers is not None:
+            try:
+                return LocalTokenizer(path, tokenizers.Tokenizer.from_file(json_file), "tokenizers")
+            except Exception as exc:
+                raise BenchError(f"cannot load tokenizer {json_file}: {exc}") from exc
+    if os.path.isdir(path):
+        try:
+            import transformers
+        except ImportError:
+            return None
+        try:
+            backend = transformers.AutoTokenizer.from_pretrained(path)
+        except Exception as exc:
+            raise BenchError(f"cannot load tokenizer from {path}: {exc}") from exc
+        return LocalTokenizer(path, backend, "transformers")
+    return None
+
+
+class TokenizeUnavailable(Exception):
+    """The server has no usable /tokenize endpoint."""
+
+
+class ServerTokenizer(Tokenizer):
+    """The server's ``/tokenize`` and ``/detokenize`` endpoints (vLLM's request and response shape)."""
+
+    kind = "server"
+
+    def __init__(self, base_url: str, model: str, headers: Dict[str, str], timeout: float = 60.0) -> None:
+        parts = urllib.parse.urlsplit(base_url)
+        self.name = f"{base_url}/tokenize"
+        self._secure = parts.scheme == "https"
+        self._host = parts.hostname or "127.0.0.1"
+        self._port = parts.port or (443 if self._secure else 80)
+        self._prefix = parts.path.rstrip("/")
+        self._model = model
+        self._headers = dict(headers, **{"Content-Type": "application/json"})
+        self._timeout = timeout
+        self._conn: Optional[http.client.HTTPConnection] = None
+
+    def _connection(self) -> http.client.HTTPConnection:
+        if self._conn is None:
+            factory = http.client.HTTPSConnection if self._secure else http.client.HTTPConnection
+            self._conn = factory(self._host, self._port, timeout=self._timeout)
+        return self._conn
+
+    def _post(self, path: str, body: Dict[str, Any]) -> Dict[str, Any]:
+        payload = json.dumps(body).encode("utf-8")
+        for attempt in (1, 2):
+            conn = self._connection()
+            try:
+                conn.request("POST", self._prefix + path, payload, self._headers)
+                response = conn.getresponse()
+                data = response.read()
+                break
+            except (OSError, http.client.HTTPException) as exc:
+                conn.close()
+                self._conn = None
+                if attempt == 2:
+                    raise TokenizeUnavailable(f"{self.name}: {exc}") from exc
+        if response.status != 200:
+            raise TokenizeUnavailable(f"{self._prefix + path} answered HTTP {response.status}")
+        try:
+            parsed = json.loads(data)
+        except ValueError as exc:
+            raise TokenizeUnavailable(f"{self._prefix + path} answered invalid JSON") from exc
+        if not isinstance(parsed, dict):
+            raise TokenizeUnavailable(
+                f"{self._prefix + path} answered {type(parsed).__name__}, not an object"
+            )
+        return parsed
+
+    def encode(self, text: str) -> List[int]:
+        tokens = self._post(
+            "/tokenize", {"model": self._model, "prompt": text, "add_special_tokens": False}
+        ).get("tokens")
+        if not isinstance(tokens, list):
+            raise TokenizeUnavailable("/tokenize answered without a 'tokens' list")
+        return [int(token) for token in tokens]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        text = self._post("/detokenize", {"model": self._model, "tokens": list(ids)}).get("prompt")
+        if not isinstance(text, str):
+            raise TokenizeUnavailable("/detokenize answered without a 'prompt' string")
+        return text
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def probe_server_tokenizer(base_url: str, model: str, headers: Dict[str, str]) -> Optional[ServerTokenizer]:
+    """A ``ServerTokenizer`` when the server tokenizes and detokenizes, else None."""
+    tokenizer = ServerTokenizer(base_url, model, headers)
+    try:
+        ids = tokenizer.encode("Hello world")
+        tokenizer.decode(ids)
+    except TokenizeUnavailable:
+        tokenizer.close()
+        return None
+    return tokenizer
+
+
+@dataclass
+class Tokenizers:
+    """The local tokenizer and the server's /tokenize, each when available."""
+
+    local: Optional[LocalTokenizer]
+    server: Optional[ServerTokenizer]
+
+    @property
+    def best(self) -> Optional[Tokenizer]:
+        return self.local if self.local is not None else self.server
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+
+
+def resolve_tokenizers(
+    tokenizer: Optional[str], model: str, base_url: str, headers: Dict[str, str]
+) -> Tokenizers:
+    """``tokenizer`` (or ``model`` when it is a local directory), and the server's /tokenize."""
+    if tokenizer:
+        local = load_local_tokenizer(tokenizer)
+        if local is None:
+            raise BenchError(
+                f"--tokenizer {tokenizer}: no tokenizer.json there, and transformers cannot load it"
+            )
+    else:
+        local = load_local_tokenizer(model)
+    return Tokenizers(local, probe_server_tokenizer(base_url, model, headers))

@@ -1,0 +1,245 @@
+"""The streaming client and its transport against a real scripted HTTP server on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+
+from perflab.bench.client import Outcome, StreamAborted, StreamDecoder, build_body, stream_request
+from perflab.bench.clock import new_event_loop
+from perflab.bench.transport import TIMING_EXTENSION, StreamingTransport
+from tests.fixtures.streaming_server import Script, free_port
+
+
+def run(coroutine):
+    loop = new_event_loop()
+    try:
+        return loop.run_until_complete(coroutine)
+    finally:
+        loop.close()
+
+
+async def send_all(base_url, bodies, endpoint="chat", headers=None, transport=None):
+    own = transport is None
+    transport = transport or StreamingTransport()
+    path = "/v1/chat/completions" if endpoint == "chat" else "/v1/completions"
+    outcomes = [Outcome() for _ in bodies]
+    try:
+        await asyncio.gather(
+            *[
+                stream_request(
+                    transport,
+                    httpx.Request("POST", base_url + path, content=body, headers=headers or {}),
+                    endpoint == "chat",
+                    outcome,
+                    keep_text=True,
+                )
+                for body, outcome in zip(bodies, outcomes, strict=True)
+            ]
+        )
+    finally:
+        if own:
+            await transport.aclose()
+    return outcomes
+
+
+def chat(tokens=5, prompt="hello there"):
+    return build_body("chat", "scripted-model", prompt, tokens, True, 0.0)
+
+
+def test_chat_stream_counts_text_chunks_and_reads_usage(scripted_server):
+    server = scripted_server(Script(ttft_s=0.03, itl_s=0.01))
+    [outcome] = run(send_all(server.base_url, [chat(tokens=6)]))
+    assert outcome.success, outcome.error
+    assert len(outcome.chunk_times) == 6  # the role-only first chunk carries no text and is not a token
+    assert outcome.completion_tokens == 6 and outcome.prompt_tokens == 2
+    assert "".join(outcome.text_parts) == " tok" * 6
+    sent = server.served[0]
+    assert sent.body["max_tokens"] == 6 and sent.body["ignore_eos"] is True
+    assert sent.body["stream"] is True and sent.body["stream_options"] == {"include_usage": True}
+    assert sent.body["messages"] == [{"role": "user", "content": "hello there"}]
+
+
+def test_measured_timings_match_what_the_server_did(scripted_server):
+    server = scripted_server(Script(ttft_s=0.05, itl_s=0.02))
+    [outcome] = run(send_all(server.base_url, [chat(tokens=8)]))
+    served = server.served[0]
+    # Same clock on both sides: each chunk is stamped after the server wrote it and (generously) within
+    # 20 ms of that; TTFT agrees with the server's own within the same margin.
+    lags = [
+        arrival - written for arrival, written in zip(outcome.chunk_times, served.chunk_times, strict=True)
+    ]
+    assert all(0.0 <= lag < 0.02 for lag in lags), lags
+    server_ttft = served.chunk_times[0] - served.received_at
+    assert server_ttft >= 0.05
+    assert abs((outcome.chunk_times[0] - outcome.sent_at) - server_ttft) < 0.02
+
+
+def test_reasoning_chunks_count_for_ttft_and_itl(scripted_server):
+    server = scripted_server(Script(ttft_s=0.02, itl_s=0.005, reasoning_tokens=3))
+    [outcome] = run(send_all(server.base_url, [chat(tokens=5)]))
+    assert outcome.success
+    assert len(outcome.chunk_times) == 5
+    assert outcome.chunk_times[0] - outcome.sent_at == pytest.approx(0.02, abs=0.01)
+
+
+def test_completions_endpoint_and_multi_token_chunks(scripted_server):
+    server = scripted_server(Script(tokens_per_chunk=3))
+    body = build_body("completions", "scripted-model", "one two three", 7, True, None)
+    [outcome] = run(send_all(server.base_url, [body], endpoint="completions"))
+    assert outcome.success
+    assert len(outcome.chunk_times) == 3  # 3 + 3 + 1 tokens
+    assert outcome.chunk_chars == [12, 12, 4]
+    assert outcome.completion_tokens == 7
+    assert server.served[0].body["prompt"] == "one two three"
+    assert "temperature" not in server.served[0].body
+
+
+def test_keep_alive_reuses_connections_and_sends_the_api_key(scripted_server):
+    server = scripted_server(Script())
+
+    async def twice():
+        transport = StreamingTransport()
+        try:
+            first = await send_all(
+                server.base_url, [chat(), chat()], headers={"Authorization": "Bearer k"}, transport=transport
+            )
+            second = await send_all(server.base_url, [chat(), chat()], transport=transport)
+        finally:
+            await transport.aclose()
+        return first + second
+
+    outcomes = run(twice())
+    assert all(outcome.success for outcome in outcomes)
+    assert [outcome.connect_s is None for outcome in outcomes] == [False, False, True, True]
+    assert server.served[0].headers["authorization"] == "Bearer k"
+
+
+def test_http_error_is_a_failure_with_the_servers_message(scripted_server):
+    server = scripted_server(Script(status=500))
+    [outcome] = run(send_all(server.base_url, [chat()]))
+    assert not outcome.success
+    assert outcome.reason == "http_500"
+    assert "scripted failure" in outcome.error
+
+
+def test_stream_cut_mid_way_is_interrupted(scripted_server):
+    server = scripted_server(Script(itl_s=0.002, cut_after=3))
+    [outcome] = run(send_all(server.base_url, [chat(tokens=10)]))
+    assert not outcome.success
+    assert outcome.reason == "stream_interrupted"
+    assert len(outcome.chunk_times) == 3
+
+
+def test_eof_framed_stream_without_done_is_interrupted(scripted_server):
+    server = scripted_server(Script(framing="eof", done=False))
+    [outcome] = run(send_all(server.base_url, [chat()]))
+    assert outcome.reason == "stream_interrupted"
+    server_ok = scripted_server(Script(framing="eof"))
+    [complete] = run(send_all(server_ok.base_url, [chat()]))
+    assert complete.success and len(complete.chunk_times) == 5
+
+
+def test_missing_usage_leaves_completion_tokens_unknown(scripted_server):
+    server = scripted_server(Script(usage=False))
+    [outcome] = run(send_all(server.base_url, [chat(tokens=4)]))
+    assert outcome.success and outcome.completion_tokens is None and len(outcome.chunk_times) == 4
+
+
+def test_unreachable_server_is_a_connect_error():
+    [outcome] = run(send_all(f"http://127.0.0.1:{free_port()}", [chat()]))
+    assert outcome.reason == "connect_error"
+    assert outcome.sent_at is None
+
+
+def test_generic_httpx_transport_path_gives_the_same_outcome(scripted_server):
+    server = scripted_server(Script(ttft_s=0.01, itl_s=0.002))
+
+    async def with_default_transport():
+        transport = httpx.AsyncHTTPTransport()
+        async with transport:
+            return await send_all(server.base_url, [chat(tokens=4)], transport=transport)
+
+    [outcome] = run(with_default_transport())
+    assert outcome.success and len(outcome.chunk_times) == 4 and outcome.completion_tokens == 4
+
+
+def test_transport_works_under_httpx_async_client(scripted_server):
+    server = scripted_server(Script(ttft_s=0.01, itl_s=0.002))
+
+    async def through_client():
+        async with httpx.AsyncClient(transport=StreamingTransport(), base_url=server.base_url) as client:
+            models = await client.get("/v1/models")
+            async with client.stream("POST", "/v1/chat/completions", content=chat(tokens=3)) as response:
+                timing = response.extensions[TIMING_EXTENSION]
+                body = b"".join([chunk async for chunk in response.aiter_raw()])
+            return models.json(), body, timing
+
+    models, body, timing = run(through_client())
+    assert models["data"][0]["id"] == "scripted-model"
+    events = [line[6:] for line in body.split(b"\n\n") if line.startswith(b"data: ")]
+    assert events[-1] == b"[DONE]"
+    assert json.loads(events[-2])["usage"]["completion_tokens"] == 3
+    assert timing.arrival >= timing.sent_at
+
+
+def sse(*events):
+    return b"".join(
+        b"data: " + (e if isinstance(e, bytes) else json.dumps(e).encode()) + b"\n\n" for e in events
+    )
+
+
+def test_decoder_counts_reasoning_and_content_and_ignores_role_and_finish_chunks():
+    outcome = Outcome()
+    decoder = StreamDecoder(outcome, chat=True, keep_text=True)
+    decoder(sse({"choices": [{"delta": {"role": "assistant", "content": ""}}]}), 1.0)
+    decoder(
+        sse({"choices": [{"delta": {"reasoning": "ab"}}]}, {"choices": [{"delta": {"content": None}}]}), 2.0
+    )
+    decoder(sse({"choices": [{"delta": {"reasoning_content": "x", "content": "yz"}}]}), 3.0)
+    decoder(sse({"choices": [{"delta": {}, "finish_reason": "length"}]}), 4.0)
+    decoder(sse({"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 3}}, b"[DONE]"), 5.0)
+    assert outcome.chunk_times == [2.0, 3.0]
+    assert outcome.chunk_chars == [2, 3]
+    assert outcome.text_parts == ["ab", "xyz"]
+    assert (outcome.prompt_tokens, outcome.completion_tokens) == (7, 3)
+    assert decoder.done and outcome.success
+
+
+@pytest.mark.parametrize(
+    "payload, reason",
+    [
+        (b"{not json", "invalid_response"),
+        (b'"a string"', "invalid_response"),
+        (json.dumps({"error": {"message": "engine died"}}).encode(), "server_error"),
+        (json.dumps({"object": "error", "message": "bad request"}).encode(), "server_error"),
+    ],
+)
+def test_decoder_stops_on_bad_or_error_events(payload, reason):
+    outcome = Outcome()
+    decoder = StreamDecoder(outcome, chat=True, keep_text=False)
+    with pytest.raises(StreamAborted):
+        decoder(sse({"choices": [{"delta": {"content": "a"}}]}, payload), 1.0)
+    assert outcome.reason == reason and outcome.chunk_times == [1.0]
+
+
+def test_connection_closed_by_the_server_while_idle_is_replaced(scripted_server):
+    server = scripted_server(Script())
+
+    async def across_server_close():
+        transport = StreamingTransport()
+        try:
+            [first] = await send_all(server.base_url, [chat()], transport=transport)
+            server.drop_connections()
+            await asyncio.sleep(0.2)
+            [second] = await send_all(server.base_url, [chat()], transport=transport)
+        finally:
+            await transport.aclose()
+        return first, second
+
+    first, second = run(across_server_close())
+    assert first.success and second.success
+    assert second.connect_s is not None  # a new connection, not the closed one
