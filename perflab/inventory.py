@@ -1,0 +1,413 @@
+"""hosts.yaml: the hosts perflab can reach, loaded into validated, typed models.
+
+A host is reached over SSH (paramiko) or is the app's own machine (``transport: local``). Every problem
+in the file is reported at once, each message naming the file, line, host and field, e.g.
+``hosts.yaml:12: host 'gpu-a' field 'port': must be an integer``. Passwords are never stored in the
+file: a host names the environment variable that holds one (``auth.password_env``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+HOSTS_FILE_ENV = "PERFLAB_HOSTS"
+DEFAULT_HOSTS_FILE = "hosts.yaml"
+
+_HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_PASSWORD_KEYS = ("password", "passphrase")
+_NAMED_FIELD = re.compile(r"^field '([a-z_]+)'")
+
+
+class InventoryError(ValueError):
+    """hosts.yaml could not be loaded; ``problems`` lists every message (file:line: host field: why)."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+def _check_env_name(value: str | None) -> str | None:
+    if value is not None and not _ENV_NAME.match(value):
+        raise ValueError(f"'{value}' is not a valid environment variable name")
+    return value
+
+
+class AuthConfig(BaseModel):
+    """How to log in: a key file, the ssh-agent, and/or a password read from an environment variable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key_file: str | None = Field(None, min_length=1, description="private key path on the app machine")
+    passphrase_env: str | None = Field(None, description="variable holding the key file's passphrase")
+    agent: bool = Field(True, description="offer the keys of the running ssh-agent")
+    password_env: str | None = Field(None, description="variable holding the login password")
+
+    _names_are_env_vars = field_validator("passphrase_env", "password_env")(_check_env_name)
+
+
+class SimulateSpec(BaseModel):
+    """Make the host look like it has ``count`` accelerators of one kind (answered by the simulator)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    accelerator: str = Field(min_length=1, description="H100, H200, A100, 910B, ...")
+    count: int = Field(8, ge=1, le=64)
+    engines: list[str] | None = Field(None, description="simulated engines (default: the usual ones)")
+    versions: dict[str, str] = Field(default_factory=dict, description="engine -> simulated version")
+    time_scale: float = Field(1.0, gt=0, description="divide simulated durations by this factor")
+
+    @model_validator(mode="after")
+    def _simulator_accepts(self) -> SimulateSpec:
+        from perflab.sim.hostspec import normalize_spec
+
+        normalize_spec(self.as_spec())
+        return self
+
+    def as_spec(self) -> dict[str, Any]:
+        """The plain mapping the simulator's shims take."""
+        return self.model_dump(exclude_none=True)
+
+
+class HostConfig(BaseModel):
+    """One entry of hosts.yaml."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    transport: Literal["ssh", "local"] = "ssh"
+    address: str | None = Field(None, min_length=1)
+    port: int = Field(22, ge=1, le=65535)
+    user: str | None = Field(None, min_length=1, description="login name; default: the app's user")
+    auth: AuthConfig = Field(default_factory=AuthConfig)
+    jump: str | None = Field(None, description="name of another host used as ProxyJump")
+    known_hosts: str = Field("~/.ssh/known_hosts", min_length=1)
+    trust_on_first_use: bool = Field(False, description="accept and save an unknown host key once")
+    labels: tuple[str, ...] = ()
+    workdir: str = Field("~/.perflab", min_length=1, description="perflab's directory on the host")
+    python: str = Field("python3", min_length=1, description="python used on the host")
+    env: dict[str, str] = Field(default_factory=dict, description="set for every command on the host")
+    simulate: SimulateSpec | None = None
+    connect_timeout_s: float = Field(10.0, gt=0, le=600)
+    connect_attempts: int = Field(3, ge=1, le=10)
+    keepalive_s: int = Field(15, ge=0, le=3600)
+
+    _jump_host: HostConfig | None = PrivateAttr(default=None)
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_simple(cls, value: str) -> str:
+        if not _HOST_NAME.match(value):
+            raise ValueError("must start with a letter or digit and use only letters, digits, '.', '_', '-'")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env_names_valid(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, text in value.items():
+            _check_env_name(name)
+            if "\0" in text:
+                raise ValueError(f"value of {name} contains a NUL character")
+        return value
+
+    @field_validator("labels")
+    @classmethod
+    def _labels_are_words(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for label in value:
+            if not label.strip() or any(ch in label for ch in "\r\n\0"):
+                raise ValueError(f"label {label!r} must be a non-empty single line")
+        return value
+
+    @model_validator(mode="after")
+    def _transport_fields_consistent(self) -> HostConfig:
+        if self.transport == "ssh" and not self.address:
+            raise ValueError("field 'address': is required for an SSH host")
+        if self.transport == "local":
+            for field in ("address", "user", "jump"):
+                if getattr(self, field) is not None:
+                    raise ValueError(f"field '{field}': has no meaning with transport: local")
+        if self.jump == self.name:
+            raise ValueError("field 'jump': a host cannot be its own jump host")
+        return self
+
+    @property
+    def simulated(self) -> bool:
+        return self.simulate is not None
+
+    @property
+    def jump_host(self) -> HostConfig | None:
+        """The resolved jump host (set by :func:`load_inventory` or :meth:`with_jump_host`)."""
+        if self.jump is not None and self._jump_host is None:
+            raise InventoryError([f"host '{self.name}': jump host '{self.jump}' was not resolved"])
+        return self._jump_host
+
+    def with_jump_host(self, jump_host: HostConfig) -> HostConfig:
+        """A copy of this host whose ``jump`` resolves to ``jump_host``."""
+        if jump_host.name != self.jump:
+            raise ValueError(f"host '{self.name}' jumps through '{self.jump}', not '{jump_host.name}'")
+        copy = self.model_copy()
+        copy._jump_host = jump_host
+        return copy
+
+    @property
+    def display_address(self) -> str:
+        """``user@address:port`` (via the jump host) or ``local``, as the UI shows it."""
+        if self.transport == "local":
+            return "local"
+        user = f"{self.user}@" if self.user else ""
+        port = f":{self.port}" if self.port != 22 else ""
+        via = f" via {self.jump}" if self.jump else ""
+        return f"{user}{self.address}{port}{via}"
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """The validated hosts of one hosts.yaml file, in file order."""
+
+    path: Path
+    hosts: tuple[HostConfig, ...]
+
+    def names(self) -> list[str]:
+        return [host.name for host in self.hosts]
+
+    def get(self, name: str) -> HostConfig:
+        for host in self.hosts:
+            if host.name == name:
+                return host
+        known = ", ".join(self.names()) or "none"
+        raise InventoryError([f"{self.path.name}: no host named '{name}' (known hosts: {known})"])
+
+    def __iter__(self) -> Iterator[HostConfig]:
+        return iter(self.hosts)
+
+    def __len__(self) -> int:
+        return len(self.hosts)
+
+
+def default_inventory_path() -> Path:
+    """``$PERFLAB_HOSTS`` if set, else ``hosts.yaml`` in the current directory."""
+    return Path(os.environ.get(HOSTS_FILE_ENV) or DEFAULT_HOSTS_FILE)
+
+
+def load_inventory(path: str | os.PathLike[str] | None = None) -> Inventory:
+    """Read and validate hosts.yaml; raise :class:`InventoryError` listing every problem found."""
+    file_path = Path(path) if path is not None else default_inventory_path()
+    try:
+        text = file_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InventoryError([f"{file_path}: file not found"]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InventoryError([f"{file_path}: cannot read: {exc}"]) from None
+    return parse_inventory(text, file_path)
+
+
+def parse_inventory(text: str, path: Path) -> Inventory:
+    """Validate the YAML ``text`` of hosts.yaml (``path`` names it in messages)."""
+    label = path.name
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{label}:{mark.line + 1}" if mark is not None else label
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise InventoryError([f"{where}: not valid YAML: {problem}"]) from None
+    if data is None:
+        return Inventory(path=path, hosts=())
+    if not isinstance(data, dict) or set(data) - {"hosts"}:
+        raise InventoryError(
+            [f"{label}:1: expected a mapping with one key, 'hosts', holding a list of hosts"]
+        )
+    entries = data.get("hosts") or []
+    if not isinstance(entries, list):
+        raise InventoryError([f"{_where(label, root, ('hosts',))}: 'hosts' must be a list of hosts"])
+
+    problems: list[str] = []
+    hosts: list[HostConfig] = []
+    for index, entry in enumerate(entries):
+        host = _validate_host(entry, index, label, root, problems)
+        if host is not None:
+            hosts.append(host)
+    _check_unique_names(hosts, entries, label, root, problems)
+    resolved = _resolve_jumps(hosts, entries, label, root, problems)
+    if problems:
+        raise InventoryError(sorted(problems, key=_line_of))
+    return Inventory(path=path, hosts=tuple(resolved))
+
+
+def _validate_host(
+    entry: Any, index: int, label: str, root: yaml.Node, problems: list[str]
+) -> HostConfig | None:
+    loc: tuple[Any, ...] = ("hosts", index)
+    if not isinstance(entry, dict):
+        problems.append(f"{_where(label, root, loc)}: host #{index + 1} must be a mapping of fields")
+        return None
+    who = _host_label(entry, index)
+    stored_secrets = _stored_secrets(entry)
+    for field in stored_secrets:
+        problems.append(
+            f"{_where(label, root, (*loc, *field.split('.')))}: {who} field '{field}': secrets are never "
+            f"stored in hosts.yaml; name an environment variable with '{field}_env' instead"
+        )
+    if stored_secrets:
+        return None
+    try:
+        return HostConfig.model_validate(entry)
+    except ValidationError as exc:
+        for error in exc.errors():
+            field_loc = tuple(error["loc"])
+            field = ".".join(str(part) for part in field_loc)
+            message = _friendly_message(error)
+            named = _NAMED_FIELD.match(message)
+            if named:
+                problems.append(f"{_where(label, root, (*loc, named.group(1)))}: {who} {message}")
+            elif field:
+                problems.append(
+                    f"{_where(label, root, (*loc, *field_loc))}: {who} field '{field}': {message}"
+                )
+            else:
+                problems.append(f"{_where(label, root, loc)}: {who}: {message}")
+        return None
+
+
+def _stored_secrets(entry: dict[str, Any]) -> list[str]:
+    found = [key for key in _PASSWORD_KEYS if key in entry]
+    auth = entry.get("auth")
+    if isinstance(auth, dict):
+        found += [f"auth.{key}" for key in _PASSWORD_KEYS if key in auth]
+    return found
+
+
+def _check_unique_names(
+    hosts: list[HostConfig], entries: list[Any], label: str, root: yaml.Node, problems: list[str]
+) -> None:
+    seen: set[str] = set()
+    for index, entry in enumerate(entries):
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if isinstance(name, str) and name in seen:
+            problems.append(
+                f"{_where(label, root, ('hosts', index, 'name'))}: host '{name}' is defined twice"
+            )
+        if isinstance(name, str):
+            seen.add(name)
+
+
+def _resolve_jumps(
+    hosts: list[HostConfig], entries: list[Any], label: str, root: yaml.Node, problems: list[str]
+) -> list[HostConfig]:
+    by_name = {host.name: host for host in hosts}
+    lines = {
+        entry.get("name"): _where(label, root, ("hosts", index, "jump"))
+        for index, entry in enumerate(entries)
+        if isinstance(entry, dict)
+    }
+    resolved: dict[str, HostConfig] = {}
+
+    def resolve(host: HostConfig, chain: tuple[str, ...]) -> HostConfig | None:
+        if host.name in resolved:
+            return resolved[host.name]
+        if host.jump is None:
+            resolved[host.name] = host
+            return host
+        where = lines.get(host.name, label)
+        jump = by_name.get(host.jump)
+        if jump is None:
+            problems.append(f"{where}: host '{host.name}' field 'jump': no host named '{host.jump}'")
+            return None
+        if jump.transport != "ssh":
+            problems.append(f"{where}: host '{host.name}' field 'jump': '{host.jump}' is not an SSH host")
+            return None
+        if jump.name in chain:
+            loop = " -> ".join((*chain, jump.name))
+            problems.append(f"{where}: host '{host.name}' field 'jump': jump hosts form a loop ({loop})")
+            return None
+        jump_resolved = resolve(jump, (*chain, jump.name))
+        if jump_resolved is None:
+            return None
+        resolved[host.name] = host.with_jump_host(jump_resolved)
+        return resolved[host.name]
+
+    out = [resolve(host, (host.name,)) for host in hosts]
+    return [host for host in out if host is not None]
+
+
+def _line_of(problem: str) -> int:
+    """The line number of a ``file:line: ...`` message (0 if it has none), to sort messages."""
+    parts = problem.split(":", 2)
+    return int(parts[1]) if len(parts) > 2 and parts[1].isdigit() else 0
+
+
+def _host_label(entry: dict[str, Any], index: int) -> str:
+    name = entry.get("name")
+    return f"host '{name}'" if isinstance(name, str) and name else f"host #{index + 1}"
+
+
+def _where(label: str, root: yaml.Node, loc: tuple[Any, ...]) -> str:
+    """``file:line`` of the deepest node of ``loc`` that exists in the YAML document."""
+    node: yaml.Node | None = root
+    line = root.start_mark.line + 1 if root is not None else 1
+    for key in loc:
+        child: yaml.Node | None = None
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if key_node.value == str(key):
+                    child = value_node
+                    break
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            child = node.value[key]
+        if child is None:
+            break
+        node = child
+        line = child.start_mark.line + 1
+    return f"{label}:{line}"
+
+
+_TYPE_MESSAGES = {
+    "int_parsing": "must be an integer",
+    "int_type": "must be an integer",
+    "int_from_float": "must be a whole number",
+    "float_parsing": "must be a number",
+    "float_type": "must be a number",
+    "bool_parsing": "must be true or false",
+    "bool_type": "must be true or false",
+    "string_type": "must be text",
+    "dict_type": "must be a mapping",
+    "model_type": "must be a mapping",
+    "tuple_type": "must be a list",
+    "list_type": "must be a list",
+    "missing": "is required",
+    "extra_forbidden": "is not a known field",
+}
+
+
+def _friendly_message(error: Any) -> str:
+    kind = error.get("type", "")
+    if kind in _TYPE_MESSAGES:
+        return _TYPE_MESSAGES[kind]
+    context = error.get("ctx") or {}
+    if kind == "literal_error":
+        return f"must be one of {context.get('expected', '')}"
+    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        bounds = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}
+        limit = next(iter(context.values()), "")
+        return f"must be {bounds[kind]} {limit}"
+    if kind == "string_too_short":
+        return "must not be empty"
+    message = str(error.get("msg", "is invalid"))
+    return message.removeprefix("Value error, ")

@@ -1,0 +1,164 @@
+"""Probe a host: accelerators (nvidia-smi / npu-smi), CPU and RAM, its Python, installed engines.
+
+``probe_host(transport)`` runs the four small probes concurrently over the transport and gathers what
+they learn into a :class:`ProbeResult`; whatever one probe cannot learn (a missing tool, a failing
+driver, an old Python) becomes a :class:`ProbeProblem` with a sentence a user can act on, while the
+other probes still report. Connection-level failures propagate as transport errors.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+
+from perflab.probe import ascend, engines, nvidia, system
+from perflab.probe.models import Accelerator, ProbeProblem, ProbeResult, PythonInfo, SystemInfo
+from perflab.transport.base import EXIT_NOT_FOUND, CommandResult, Transport
+from perflab.transport.errors import CommandTimeout
+
+__all__ = ["Accelerator", "ProbeProblem", "ProbeResult", "PythonInfo", "SystemInfo", "probe_host"]
+
+DEFAULT_TIMEOUT_S = 30.0
+ENGINE_LABELS = {
+    "vllm": "vLLM",
+    "sglang": "SGLang",
+    "trtllm": "TensorRT-LLM",
+    "mindie": "MindIE",
+    "vllm-ascend": "vLLM-Ascend",
+}
+
+_Found = tuple[list[Accelerator], ProbeProblem | None, bool]
+
+
+def _run(transport: Transport, argv: list[str], timeout: float) -> CommandResult | None:
+    """The command's result, or None if it hung past ``timeout`` (it is stopped)."""
+    try:
+        return transport.run(argv, timeout=timeout)
+    except CommandTimeout:
+        return None
+
+
+def _hung(tool: str, timeout: float) -> ProbeProblem:
+    return ProbeProblem(tool=tool, message=f"{tool} did not answer within {timeout:g} s (a hung driver?).")
+
+
+def _probe_nvidia(transport: Transport, timeout: float) -> _Found:
+    result = _run(transport, nvidia.query_argv(), timeout)
+    if (
+        result is not None
+        and not result.ok
+        and nvidia.rejects_field(result.stdout + result.stderr, "compute_cap")
+    ):
+        fields = tuple(field for field in nvidia.QUERY_FIELDS if field != "compute_cap")
+        result = _run(transport, nvidia.query_argv(fields), timeout)
+    if result is None:
+        return [], _hung("nvidia-smi", timeout), True
+    if result.exit_status == EXIT_NOT_FOUND:
+        return [], None, False
+    if not result.ok:
+        message = nvidia.explain_failure(result.exit_status, result.stdout + result.stderr)
+        return [], ProbeProblem(tool="nvidia-smi", message=message), True
+    try:
+        return nvidia.parse_query_csv(result.stdout), None, True
+    except ValueError as exc:
+        return [], ProbeProblem(tool="nvidia-smi", message=f"Unexpected nvidia-smi output: {exc}"), True
+
+
+def _probe_ascend(transport: Transport, timeout: float) -> _Found:
+    result = _run(transport, ascend.INFO_ARGV, timeout)
+    if result is None:
+        return [], _hung("npu-smi", timeout), True
+    if result.exit_status == EXIT_NOT_FOUND:
+        return [], None, False
+    output = result.stdout + result.stderr
+    if not result.ok or "dcmi module initialize failed" in output:
+        return (
+            [],
+            ProbeProblem(tool="npu-smi", message=ascend.explain_failure(result.exit_status, output)),
+            True,
+        )
+    found = ascend.parse_info(result.stdout)
+    if not found:
+        return [], ProbeProblem(tool="npu-smi", message="npu-smi info listed no NPU."), True
+    return found, None, True
+
+
+def _probe_system(transport: Transport, timeout: float) -> tuple[SystemInfo, ProbeProblem | None]:
+    result = _run(transport, system.ARGV, timeout)
+    if result is None:
+        return SystemInfo(), _hung("system", timeout)
+    return system.parse(result.stdout), None
+
+
+def _probe_python(
+    transport: Transport, timeout: float
+) -> tuple[PythonInfo, dict[str, str], list[ProbeProblem]]:
+    python = transport.host.python
+    result = _run(transport, engines.argv(python), timeout)
+    fallback = (
+        "engine versions are unknown and benchmarks will run from the app machine through a port forward."
+    )
+    if result is None:
+        return PythonInfo(command=python), {}, [_hung(python, timeout)]
+    if result.exit_status == EXIT_NOT_FOUND:
+        message = f"'{python}' was not found on host '{transport.host.name}': {fallback}"
+        return PythonInfo(command=python), {}, [ProbeProblem(tool="python", message=message)]
+    try:
+        info, found = engines.parse(python, result.stdout)
+    except (ValueError, IndexError):
+        detail = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        message = f"'{python}' failed on host '{transport.host.name}' ({detail}): {fallback}"
+        return PythonInfo(command=python), {}, [ProbeProblem(tool="python", message=message)]
+    problems = []
+    if not info.usable_for_bench:
+        problems.append(
+            ProbeProblem(
+                tool="python",
+                message=f"Python {info.version} on host '{transport.host.name}' is older than 3.9: "
+                "benchmarks will run from the app machine through a port forward.",
+            )
+        )
+    if not found:
+        names = ", ".join(ENGINE_LABELS.values())
+        problems.append(
+            ProbeProblem(tool="engines", message=f"No inference engine found for {python} ({names}).")
+        )
+    return info, found, problems
+
+
+def probe_host(transport: Transport, *, timeout: float = DEFAULT_TIMEOUT_S) -> ProbeResult:
+    """Everything perflab wants to know about the host behind ``transport``."""
+    started = time.monotonic()
+    probed_at = datetime.now(timezone.utc)
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="probe") as pool:
+        nvidia_future = pool.submit(_probe_nvidia, transport, timeout)
+        ascend_future = pool.submit(_probe_ascend, transport, timeout)
+        system_future = pool.submit(_probe_system, transport, timeout)
+        python_future = pool.submit(_probe_python, transport, timeout)
+        gpus, gpu_problem, has_nvidia = nvidia_future.result()
+        npus, npu_problem, has_ascend = ascend_future.result()
+        system_info, system_problem = system_future.result()
+        python_info, installed, python_problems = python_future.result()
+    problems = [problem for problem in (gpu_problem, npu_problem, system_problem) if problem is not None]
+    if not has_nvidia and not has_ascend:
+        problems.append(
+            ProbeProblem(
+                tool="accelerators",
+                message=f"Neither nvidia-smi nor npu-smi is on the PATH of host '{transport.host.name}', so "
+                "no accelerator can be listed. Install the driver tools, or add their directory to PATH in "
+                "the host's env in hosts.yaml.",
+            )
+        )
+    problems.extend(python_problems)
+    return ProbeResult(
+        host=transport.host.name,
+        simulated=transport.host.simulated,
+        accelerators=gpus + npus,
+        system=system_info,
+        python=python_info,
+        engines=installed,
+        problems=problems,
+        probed_at=probed_at,
+        duration_s=round(time.monotonic() - started, 3),
+    )

@@ -1,0 +1,72 @@
+"""Which engines are installed on a host, found by one small Python snippet run with the host's Python.
+
+The snippet runs on any Python 3 (it avoids newer syntax) and prints one JSON object: the Python
+version and executable, the installed versions of vLLM, SGLang, TensorRT-LLM and vLLM-Ascend
+(``importlib.metadata``), and MindIE (``mindieservice_daemon`` on PATH or in its usual install
+directory; version from ``$MIES_INSTALL_PATH/version.info`` or the ``version.info`` beside ``bin/``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from perflab.probe.models import PythonInfo
+
+SNIPPET = r"""
+import json, os, sys
+try:
+    from importlib import metadata
+except ImportError:
+    metadata = None
+DISTRIBUTIONS = (("vllm", ("vllm",)), ("sglang", ("sglang",)), ("trtllm", ("tensorrt_llm", "tensorrt-llm")),
+                 ("vllm-ascend", ("vllm_ascend", "vllm-ascend")))
+engines = {}
+for engine, names in DISTRIBUTIONS:
+    for name in names:
+        try:
+            engines[engine] = metadata.version(name)
+            break
+        except Exception:
+            pass
+VERSION_KEYS = ("ascend-mindie", "mindie-service", "version")
+def which(program):
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        path = os.path.join(folder, program)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+candidates = [which("mindieservice_daemon")]
+for base in (os.environ.get("MIES_INSTALL_PATH"), "/usr/local/Ascend/mindie/latest/mindie-service"):
+    if base:
+        candidates.append(os.path.join(base, "bin", "mindieservice_daemon"))
+for daemon in candidates:
+    if daemon and os.path.isfile(daemon):
+        version = "installed"
+        infos = [os.path.join(os.path.dirname(os.path.dirname(daemon)), "version.info")]
+        if os.environ.get("MIES_INSTALL_PATH"):
+            infos.insert(0, os.path.join(os.environ["MIES_INSTALL_PATH"], "version.info"))
+        for info in infos:
+            if version == "installed" and os.path.isfile(info):
+                for line in open(info, errors="replace"):
+                    key, _, value = line.partition(":")
+                    if key.strip().lower() in VERSION_KEYS and value.strip():
+                        version = value.strip()
+                        break
+        engines["mindie"] = version
+        break
+report = {"python": "%d.%d.%d" % sys.version_info[:3], "executable": sys.executable, "engines": engines}
+print(json.dumps(report))
+"""
+
+
+def argv(python: str) -> list[str]:
+    return [python, "-c", SNIPPET]
+
+
+def parse(python: str, text: str) -> tuple[PythonInfo, dict[str, str]]:
+    """The host's Python facts and ``{engine: version}`` from the snippet's output."""
+    data: dict[str, Any] = json.loads(text.strip().splitlines()[-1])
+    info = PythonInfo(command=python, version=data.get("python"), executable=data.get("executable"))
+    engines = {str(name): str(version) for name, version in (data.get("engines") or {}).items()}
+    return info, engines

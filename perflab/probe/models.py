@@ -1,0 +1,75 @@
+"""What a probe learns about a host: accelerators, CPU/RAM, Python, installed engines, and problems.
+
+Plain pydantic models, so the Hosts page, the CLI (``--json``) and the database share one shape.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+MIN_BENCH_PYTHON = (3, 9)
+
+
+class Accelerator(BaseModel):
+    """One GPU (nvidia-smi) or NPU chip (npu-smi). Unknown values (``[N/A]``) are ``None``."""
+
+    index: int
+    vendor: Literal["nvidia", "ascend"]
+    name: str
+    memory_total_mib: int | None = None
+    memory_used_mib: int | None = None
+    utilization_pct: float | None = None
+    temperature_c: float | None = None
+    driver: str | None = None
+    compute_cap: str | None = None
+    uuid: str | None = None
+    health: str | None = None
+
+
+class SystemInfo(BaseModel):
+    hostname: str | None = None
+    os: str | None = None
+    kernel: str | None = None
+    arch: str | None = None
+    cpu_model: str | None = None
+    cpu_cores: int | None = None
+    ram_total_mib: int | None = None
+    ram_available_mib: int | None = None
+
+
+class PythonInfo(BaseModel):
+    """The host's configured Python (``python:`` in hosts.yaml) as found on the host."""
+
+    command: str
+    version: str | None = None
+    executable: str | None = None
+
+    @property
+    def usable_for_bench(self) -> bool:
+        """The shipped benchmark needs Python >= 3.9 on the host."""
+        if self.version is None:
+            return False
+        parts = tuple(int(part) for part in self.version.split(".")[:2] if part.isdigit())
+        return parts >= MIN_BENCH_PYTHON
+
+
+class ProbeProblem(BaseModel):
+    """Something a probe could not learn, with what to do about it (e.g. a missing tool)."""
+
+    tool: str
+    message: str
+
+
+class ProbeResult(BaseModel):
+    host: str
+    simulated: bool
+    accelerators: list[Accelerator] = Field(default_factory=list)
+    system: SystemInfo = Field(default_factory=SystemInfo)
+    python: PythonInfo
+    engines: dict[str, str] = Field(default_factory=dict, description="engine name -> installed version")
+    problems: list[ProbeProblem] = Field(default_factory=list)
+    probed_at: datetime
+    duration_s: float

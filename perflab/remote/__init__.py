@@ -1,0 +1,1 @@
+"""Work on a host beyond single commands: detached processes (engines) and the remote benchmark."""

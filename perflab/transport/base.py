@@ -1,0 +1,289 @@
+"""The Transport interface every host is reached through, and the pieces both implementations share.
+
+A command is always an argv (a list of strings), never a shell string: the local transport hands it to
+``subprocess`` as is, the SSH transport renders it with ``shlex.join``. The host's ``env`` (and, for a
+simulated host, the simulator's env) is applied to every command. Remote paths may start with ``~`` or
+be relative; both mean "under the login user's home directory".
+"""
+
+from __future__ import annotations
+
+import posixpath
+import time
+from abc import ABC, abstractmethod
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from perflab.inventory import HostConfig
+from perflab.transport.errors import CommandFailed, CommandTimeout
+
+StdinData = str | bytes | None
+
+# Exit statuses shared by both transports for failures before the program starts.
+EXIT_CANNOT_CHDIR = 125
+EXIT_NOT_EXECUTABLE = 126
+EXIT_NOT_FOUND = 127
+
+_TAIL_LINES = 40
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What a finished command left: its exit status (negative: killed by a signal) and its output."""
+
+    exit_status: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_status == 0
+
+
+def validate_argv(argv: Sequence[str]) -> list[str]:
+    """The argv as a list, refusing what no program can receive (empty argv, non-text, NUL)."""
+    if isinstance(argv, (str, bytes)):
+        raise TypeError("argv must be a sequence of strings, not a single string")
+    args = list(argv)
+    if not args:
+        raise ValueError("argv must not be empty")
+    for arg in args:
+        if not isinstance(arg, str):
+            raise TypeError(f"argv items must be strings, got {type(arg).__name__}: {arg!r}")
+        if "\0" in arg:
+            raise ValueError(f"argv item {arg!r} contains a NUL character")
+    return args
+
+
+def as_bytes(data: StdinData) -> bytes | None:
+    if data is None or isinstance(data, bytes):
+        return data
+    return data.encode("utf-8")
+
+
+def decode(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def _decode_line(raw: bytes) -> str:
+    return decode(raw).rstrip("\r")
+
+
+Chunk = tuple[str, bytes]
+
+
+class CommandStream(ABC):
+    """The merged stdout/stderr lines of a running command; ``exit_status`` is set once it is drained.
+
+    Lines of stdout and stderr are split separately (a line is never cut by the other stream), then
+    yielded in arrival order. Iterating past the deadline stops the command and raises
+    :class:`CommandTimeout`. Leaving a ``with`` block early (or calling :meth:`close`) stops it too.
+    """
+
+    def __init__(self, host_name: str, argv: Sequence[str], timeout: float) -> None:
+        self.host_name = host_name
+        self.argv = list(argv)
+        self.timeout = timeout
+        self.exit_status: int | None = None
+        self._deadline = time.monotonic() + timeout
+        self._partial: dict[str, bytes] = {}
+        self._lines: deque[str] = deque()
+        self._eof = False
+        self._tail: deque[str] = deque(maxlen=_TAIL_LINES)
+
+    @property
+    def tail(self) -> list[str]:
+        """The last lines yielded so far."""
+        return list(self._tail)
+
+    def remaining(self) -> float:
+        return self._deadline - time.monotonic()
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        while True:
+            if self._lines:
+                line = self._lines.popleft()
+                self._tail.append(line)
+                return line
+            if self._eof:
+                if self.exit_status is None:
+                    self.exit_status = self._finish()
+                raise StopIteration
+            if self.remaining() <= 0:
+                self._timed_out()
+            chunks = self._read(min(self.remaining(), 1.0))
+            if chunks is None:
+                continue
+            if not chunks:
+                self._eof = True
+                self._lines.extend(_decode_line(rest) for rest in self._partial.values() if rest)
+                self._partial.clear()
+            for source, data in chunks:
+                *complete, self._partial[source] = (self._partial.get(source, b"") + data).split(b"\n")
+                self._lines.extend(_decode_line(line) for line in complete)
+
+    def wait(self) -> int:
+        """Drain the remaining output and return the exit status."""
+        for _ in self:
+            pass
+        assert self.exit_status is not None
+        return self.exit_status
+
+    def close(self) -> None:
+        """Stop the command if it still runs."""
+        if self.exit_status is None:
+            self.exit_status = self._terminate()
+
+    def __enter__(self) -> CommandStream:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _timed_out(self) -> None:
+        self.exit_status = self._terminate()
+        raise CommandTimeout(self.host_name, self.argv, self.timeout, "\n".join(self._tail))
+
+    @abstractmethod
+    def _read(self, timeout: float) -> list[Chunk] | None:
+        """New output as ``(source, bytes)`` chunks, ``[]`` at the end of all output, ``None`` if nothing
+        came in time."""
+
+    @abstractmethod
+    def _finish(self) -> int:
+        """The exit status once the output ended (waiting up to the deadline)."""
+
+    @abstractmethod
+    def _terminate(self) -> int:
+        """Stop the command (TERM, then KILL after a short grace); return its exit status."""
+
+
+class Transport(ABC):
+    """Run commands and move files on one host. Obtain one with :func:`perflab.transport.open_transport`."""
+
+    kind: str = "abstract"
+
+    def __init__(self, host: HostConfig) -> None:
+        self.host = host
+        self.extra_env: dict[str, str] = {}
+
+    # Commands -------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        stdin: StdinData = None,
+    ) -> CommandResult:
+        """Run ``argv`` to completion (or raise :class:`CommandTimeout` after stopping it)."""
+
+    @abstractmethod
+    def stream(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> CommandStream:
+        """Start ``argv`` and iterate over its output lines (stdout and stderr merged)."""
+
+    def run_checked(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        stdin: StdinData = None,
+    ) -> CommandResult:
+        """Like :meth:`run`, raising :class:`CommandFailed` on a non-zero exit status."""
+        result = self.run(argv, timeout=timeout, env=env, cwd=cwd, stdin=stdin)
+        if not result.ok:
+            raise CommandFailed(self.host.name, argv, result.exit_status, result.stderr)
+        return result
+
+    # Files ----------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def upload(self, local: str | Path, remote: str, *, mode: int | None = None) -> None:
+        """Copy a local file to ``remote`` (parents created, replaced atomically)."""
+
+    @abstractmethod
+    def download(self, remote: str, local: str | Path) -> None:
+        """Copy ``remote`` to a local file (parents created)."""
+
+    @abstractmethod
+    def read_text(self, remote: str) -> str:
+        """The content of a remote text file (UTF-8); FileNotFoundError if it does not exist."""
+
+    @abstractmethod
+    def write_text(self, remote: str, text: str, *, mode: int | None = None) -> None:
+        """Write a remote text file (parents created, replaced atomically)."""
+
+    def write_files(self, files: Mapping[str, tuple[str, int]]) -> None:
+        """Write several text files: ``{remote path: (text, mode)}``."""
+        for remote, (text, mode) in files.items():
+            self.write_text(remote, text, mode=mode)
+
+    # Network and lifecycle ------------------------------------------------------------------------
+
+    @abstractmethod
+    def forward(self, remote_port: int) -> AbstractContextManager[int]:
+        """A context manager yielding a local port that reaches ``127.0.0.1:remote_port`` on the host."""
+
+    @abstractmethod
+    def home(self) -> str:
+        """The login user's home directory on the host (absolute)."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
+        """Release this handle (pooled connections stay open for reuse)."""
+
+    def __enter__(self) -> Transport:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # Shared helpers -------------------------------------------------------------------------------
+
+    def command_env(self, env: Mapping[str, str] | None) -> dict[str, str]:
+        """The variables set for a command: host env, then simulator env, then the call's env."""
+        merged = {**self.host.env, **self.extra_env, **(env or {})}
+        for name, value in merged.items():
+            if not name or "=" in name or "\0" in name or "\0" in value:
+                raise ValueError(f"invalid environment variable {name!r}")
+        return merged
+
+    def resolve_path(self, path: str) -> str:
+        """An absolute host path: ``~``, ``~/x`` and relative paths are taken from the home directory."""
+        if path == "~":
+            return self.home()
+        if path.startswith("~/"):
+            return posixpath.join(self.home(), path[2:])
+        if posixpath.isabs(path):
+            return posixpath.normpath(path)
+        return posixpath.join(self.home(), path)
+
+    @property
+    def workdir(self) -> str:
+        """perflab's directory on the host (absolute)."""
+        return self.resolve_path(self.host.workdir)
+
+    def describe(self) -> str:
+        return f"host '{self.host.name}' ({self.host.display_address})"

@@ -1,0 +1,211 @@
+"""The local transport: commands as subprocesses of the app, files by copy, forwards are the port itself.
+
+Each command runs in its own session (process group), so a timeout stops the command and everything
+it started. A program that cannot be started is reported the way a shell reports it (exit status 127
+"not found", 126 "not executable", 125 "cannot change directory") so callers see the same results as
+over SSH.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+
+from perflab.transport.base import (
+    EXIT_CANNOT_CHDIR,
+    EXIT_NOT_EXECUTABLE,
+    EXIT_NOT_FOUND,
+    Chunk,
+    CommandResult,
+    CommandStream,
+    StdinData,
+    Transport,
+    as_bytes,
+    decode,
+    validate_argv,
+)
+from perflab.transport.errors import CommandTimeout
+
+_KILL_GRACE_S = 2.0
+
+
+def _stop_group(proc: subprocess.Popen[bytes]) -> int:
+    """TERM the command's process group, then KILL what is left of it; return the command's exit status."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=_KILL_GRACE_S)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    return proc.wait()
+
+
+class _LocalStream(CommandStream):
+    def __init__(
+        self, host_name: str, argv: Sequence[str], timeout: float, proc: subprocess.Popen[bytes]
+    ) -> None:
+        super().__init__(host_name, argv, timeout)
+        self._proc = proc
+        assert proc.stdout is not None
+        self._fd = proc.stdout.fileno()
+
+    def _read(self, timeout: float) -> list[Chunk] | None:
+        ready, _, _ = select.select([self._fd], [], [], max(timeout, 0.0))
+        if not ready:
+            return None
+        data = os.read(self._fd, 65536)
+        return [("out", data)] if data else []
+
+    def _finish(self) -> int:
+        try:
+            code = self._proc.wait(timeout=max(self.remaining(), 0.0))
+        except subprocess.TimeoutExpired:
+            self._timed_out()
+        self._close_pipe()
+        return code
+
+    def _terminate(self) -> int:
+        status = _stop_group(self._proc)
+        self._close_pipe()
+        return status
+
+    def _close_pipe(self) -> None:
+        if self._proc.stdout is not None and not self._proc.stdout.closed:
+            self._proc.stdout.close()
+
+
+class _FailedStart(CommandStream):
+    """The stream of a program that could not be started: one error line, then its shell-like status."""
+
+    def __init__(self, host_name: str, argv: Sequence[str], timeout: float, failure: CommandResult) -> None:
+        super().__init__(host_name, argv, timeout)
+        self._message = failure.stderr.encode("utf-8")
+        self._status = failure.exit_status
+
+    def _read(self, timeout: float) -> list[Chunk] | None:
+        message, self._message = self._message, b""
+        return [("err", message)] if message else []
+
+    def _finish(self) -> int:
+        return self._status
+
+    def _terminate(self) -> int:
+        return self._status
+
+
+class LocalTransport(Transport):
+    """Runs everything on the app's own machine."""
+
+    kind = "local"
+
+    def home(self) -> str:
+        return str(Path.home())
+
+    def _start(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None,
+        cwd: str | None,
+        *,
+        merge_stderr: bool,
+        with_stdin: bool,
+    ) -> subprocess.Popen[bytes] | CommandResult:
+        args = validate_argv(argv)
+        full_env = {**os.environ, **self.command_env(env)}
+        workdir = self.resolve_path(cwd) if cwd else None
+        if workdir is not None and not os.path.isdir(workdir):
+            return CommandResult(
+                EXIT_CANNOT_CHDIR, "", f"cannot change directory to {workdir}: no such directory\n"
+            )
+        try:
+            return subprocess.Popen(
+                args,
+                stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+                env=full_env,
+                cwd=workdir,
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            return CommandResult(EXIT_NOT_FOUND, "", f"{args[0]}: not found\n")
+        except PermissionError:
+            return CommandResult(EXIT_NOT_EXECUTABLE, "", f"{args[0]}: permission denied\n")
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        stdin: StdinData = None,
+    ) -> CommandResult:
+        started = self._start(argv, env, cwd, merge_stderr=False, with_stdin=stdin is not None)
+        if isinstance(started, CommandResult):
+            return started
+        try:
+            out, err = started.communicate(input=as_bytes(stdin), timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _stop_group(started)
+            started.communicate()
+            raise CommandTimeout(self.host.name, argv, timeout) from None
+        return CommandResult(started.returncode, decode(out), decode(err))
+
+    def stream(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> CommandStream:
+        started = self._start(argv, env, cwd, merge_stderr=True, with_stdin=False)
+        if isinstance(started, CommandResult):
+            return _FailedStart(self.host.name, argv, timeout, started)
+        return _LocalStream(self.host.name, argv, timeout, started)
+
+    def upload(self, local: str | Path, remote: str, *, mode: int | None = None) -> None:
+        target = Path(self.resolve_path(remote))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with (
+            tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{target.name}.", delete=False) as tmp,
+            open(local, "rb") as source,
+        ):
+            shutil.copyfileobj(source, tmp)
+        os.chmod(tmp.name, mode if mode is not None else (os.stat(local).st_mode & 0o777))
+        os.replace(tmp.name, target)
+
+    def download(self, remote: str, local: str | Path) -> None:
+        destination = Path(local)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(self.resolve_path(remote), destination)
+
+    def read_text(self, remote: str) -> str:
+        return Path(self.resolve_path(remote)).read_text(encoding="utf-8")
+
+    def write_text(self, remote: str, text: str, *, mode: int | None = None) -> None:
+        target = Path(self.resolve_path(remote))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(
+            "w", encoding="utf-8", dir=target.parent, prefix=f".{target.name}.", delete=False
+        ) as tmp:
+            tmp.write(text)
+        os.chmod(tmp.name, mode if mode is not None else 0o644)
+        os.replace(tmp.name, target)
+
+    def forward(self, remote_port: int) -> AbstractContextManager[int]:
+        return _same_port(remote_port)
+
+
+@contextmanager
+def _same_port(port: int) -> Iterator[int]:
+    yield port

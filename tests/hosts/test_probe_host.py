@@ -1,0 +1,141 @@
+"""probe_host and host_status over both transports, replaying recorded tool outputs from the host's PATH.
+
+The GPU tools are the only stand-ins: small scripts on the host's PATH that print recorded real
+outputs (and fail the way the real tools fail). Everything else (transport, PATH handling, the Python
+snippet, parsing, problems) is the real code path.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from perflab.probe import probe_host
+from perflab.probe.status import host_status, host_statuses
+from perflab.transport import open_transport
+from tests.fixtures.sshd import SshServer, free_port
+from tests.hosts.conftest import HostFactory
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "probe"
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def tool(bin_dir: Path, name: str, body: str) -> None:
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    path = bin_dir / name
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(0o755)
+
+
+def replay(bin_dir: Path, name: str, recorded: str, status: int = 0) -> None:
+    tool(bin_dir, name, f"cat {shlex.quote(str(DATA / recorded))}\nexit {status}")
+
+
+def python_with_engines(tmp_path: Path) -> dict[str, str]:
+    """A site directory holding installed-package metadata for vLLM and SGLang."""
+    site = tmp_path / "site"
+    for dist, version in (("vllm", "0.17.1"), ("sglang", "0.5.9")):
+        info = site / f"{dist}-{version}.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+    return {"PYTHONPATH": str(site)}
+
+
+def test_eight_busy_gpus_engines_and_system(make_host: HostFactory, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    replay(bin_dir, "nvidia-smi", "nvidia-smi/h100x8-busy.csv")
+    env = {"PATH": f"{bin_dir}:{SYSTEM_PATH}", **python_with_engines(tmp_path)}
+    host = make_host(env=env, python=sys.executable)
+    with open_transport(host) as transport:
+        result = probe_host(transport)
+    assert len(result.accelerators) == 8 and result.accelerators[0].utilization_pct == 100
+    assert result.engines == {"vllm": "0.17.1", "sglang": "0.5.9"}
+    assert result.python.version == ".".join(str(part) for part in sys.version_info[:3])
+    assert result.system.cpu_cores == os.cpu_count()
+    assert result.problems == [] and not result.simulated
+
+
+def test_old_driver_without_compute_cap_is_asked_again(make_host: HostFactory, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    tool(
+        bin_dir,
+        "nvidia-smi",
+        f'case "$*" in *compute_cap*) cat {DATA / "nvidia-smi/invalid-field.txt"}; exit 2 ;; esac\n'
+        f"cat {DATA / 'nvidia-smi/h100x1.csv'}",
+    )
+    host = make_host(env={"PATH": f"{bin_dir}:{SYSTEM_PATH}"})
+    with open_transport(host) as transport:
+        result = probe_host(transport)
+    assert [gpu.name for gpu in result.accelerators] == ["NVIDIA H100 80GB HBM3"]
+
+
+def test_ascend_host_with_mindie(make_host: HostFactory, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    replay(bin_dir, "npu-smi", "npu-smi/910b1x8.txt")
+    service = tmp_path / "mindie" / "latest" / "mindie-service"
+    tool(service / "bin", "mindieservice_daemon", "exit 0")
+    (service / "version.info").write_text("Ascend-mindie : 2.0.RC1\nPlatform : aarch64\n")
+    host = make_host(env={"PATH": f"{bin_dir}:{SYSTEM_PATH}", "MIES_INSTALL_PATH": str(service)})
+    with open_transport(host) as transport:
+        result = probe_host(transport)
+    assert len(result.accelerators) == 8 and {npu.vendor for npu in result.accelerators} == {"ascend"}
+    assert result.engines == {"mindie": "2.0.RC1"}
+
+
+def test_failing_driver_missing_tools_and_python(make_host: HostFactory, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    replay(bin_dir, "nvidia-smi", "nvidia-smi/driver-failed.txt", status=9)
+    host = make_host(env={"PATH": f"{bin_dir}:{SYSTEM_PATH}"}, python="perflab-no-such-python")
+    with open_transport(host) as transport:
+        result = probe_host(transport)
+    problems = {problem.tool: problem.message for problem in result.problems}
+    assert "cannot talk to the NVIDIA driver" in problems["nvidia-smi"]
+    assert "'perflab-no-such-python' was not found" in problems["python"]
+    assert result.accelerators == [] and result.engines == {}
+    assert result.system.cpu_cores == os.cpu_count(), "the other probes still report"
+
+    bare = make_host("bare", env={"PATH": SYSTEM_PATH})
+    with open_transport(bare) as transport:
+        tools = {problem.tool for problem in probe_host(transport).problems}
+    assert "accelerators" in tools and "engines" in tools
+
+
+def test_hung_tool_is_stopped_and_reported(make_host: HostFactory, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    tool(bin_dir, "nvidia-smi", "exec sleep 30")
+    host = make_host(env={"PATH": f"{bin_dir}:{SYSTEM_PATH}"})
+    with open_transport(host) as transport:
+        result = probe_host(transport, timeout=1.0)
+    assert any("did not answer within 1 s" in problem.message for problem in result.problems)
+
+
+def test_host_status_explains_each_failure(sshd: SshServer, tmp_path: Path) -> None:
+    unknown = sshd.host_config("unknown-key", known_hosts=str(tmp_path / "empty"))
+    refused = sshd.host_config("refused", port=free_port())
+    ok = sshd.host_config("ok", env={"PATH": SYSTEM_PATH})
+    statuses = host_statuses([unknown, refused, ok])
+    assert [status.name for status in statuses] == ["unknown-key", "refused", "ok"]
+
+    key_status = statuses[0]
+    assert not key_status.reachable and key_status.error is not None
+    assert key_status.error.kind == "host_key" and key_status.error.fingerprint
+    assert key_status.error.fingerprint in key_status.error.message
+    assert "trust_on_first_use" in (key_status.error.hint or "")
+
+    assert statuses[1].error is not None and statuses[1].error.kind == "unreachable"
+    assert not statuses[1].reachable
+
+    assert statuses[2].reachable and statuses[2].error is None and statuses[2].probe is not None
+    assert statuses[2].accelerator_summary() == "none"
+
+
+def test_host_status_of_wrong_login(sshd: SshServer, tmp_path: Path) -> None:
+    from perflab.inventory import AuthConfig
+    from tests.fixtures.sshd import keygen
+
+    wrong = keygen(tmp_path / "wrong")
+    status = host_status(sshd.host_config("wrong", auth=AuthConfig(key_file=str(wrong), agent=False)))
+    assert status.error is not None and status.error.kind == "auth" and not status.reachable
+    assert "refused the login" in status.error.message
