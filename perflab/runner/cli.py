@@ -1,0 +1,240 @@
+"""``python -m perflab run``: launch one engine config on a host, benchmark it, print the results.
+
+Validates the config (one-line errors naming the flag), stores the run, and executes it in this
+process — printing phase changes and benchmark progress, then the result block of every profile (or
+one JSON object with ``--json``) — or, with ``--queue``, only queues it for a worker. Ctrl-C cancels
+the run (its engines are stopped). Exit status: 0 done, 1 failed, 2 bad input, 130 cancelled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy.engine import Engine
+
+from db import crud
+from db.session import new_session
+from perflab import settings
+from perflab.engines import ENGINE_NAMES, EngineConfig, EngineConfigError
+from perflab.inventory import InventoryError, load_inventory
+from perflab.profiles import BenchmarkProfile
+from perflab.runner.execute import RunEvent
+from perflab.runner.options import RunnerOptions
+from perflab.runner.profile_spec import ProfileSpecError, parse_profile
+from perflab.runner.report import run_json, run_text
+from perflab.runner.submit import submit_run
+from perflab.worker.worker import Worker, default_worker_id
+
+EXIT_STATUS = {"done": 0, "failed": 1, "cancelled": 130}
+EXIT_BAD_INPUT = 2
+WAIT_POLL_S = 0.5
+
+# (flag, config field, type) of the typed knobs; booleans take --flag / --no-flag.
+KNOB_FLAGS: tuple[tuple[str, str, Any], ...] = (
+    ("--tp", "tp", int),
+    ("--dp", "dp", int),
+    ("--ep", "ep", int),
+    ("--quantization", "quantization", str),
+    ("--attention-backend", "attention_backend", str),
+    ("--max-num-batched-tokens", "max_num_batched_tokens", int),
+    ("--max-num-seqs", "max_num_seqs", int),
+    ("--enable-prefix-caching", "enable_prefix_caching", bool),
+    ("--kv-cache-dtype", "kv_cache_dtype", str),
+    ("--enable-chunked-prefill", "enable_chunked_prefill", bool),
+    ("--speculative-config", "speculative_config", json.loads),
+    ("--performance-mode", "performance_mode", str),
+    ("--max-model-len", "max_model_len", int),
+    ("--gpu-memory-utilization", "gpu_memory_utilization", float),
+    ("--reasoning-parser", "reasoning_parser", str),
+    ("--served-model-name", "served_model_name", str),
+    ("--replicas", "replicas", int),
+    ("--port", "port", int),
+)
+FLAG_OF_FIELD = {field: flag for flag, field, _ in KNOB_FLAGS} | {
+    "gpu_ids": "--gpu-ids",
+    "env": "--env",
+    "extra_args": "--extra-arg",
+    "model": "--model",
+}
+
+
+class BadInput(ValueError):
+    """A command-line value perflab cannot use (the message is printed as ``error: …``)."""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", required=True, help="a host of the hosts file")
+    parser.add_argument("--engine", required=True, choices=ENGINE_NAMES)
+    parser.add_argument("--model", required=True, help="hub id or path")
+    knobs = parser.add_argument_group("engine knobs (left out: the engine's default)")
+    for flag, field, kind in KNOB_FLAGS:
+        if kind is bool:
+            knobs.add_argument(flag, dest=field, action=argparse.BooleanOptionalAction, default=None)
+        else:
+            knobs.add_argument(flag, dest=field, default=None, metavar=field.upper())
+    knobs.add_argument("--gpu-ids", default=None, help="comma-separated accelerator ids, e.g. 0,1")
+    knobs.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="engine environment")
+    knobs.add_argument(
+        "--extra-arg",
+        action="append",
+        default=[],
+        dest="extra_args",
+        metavar="ARG",
+        help="passed verbatim to the engine, e.g. --extra-arg=--enforce-eager (repeatable)",
+    )
+    parser.add_argument(
+        "--profile",
+        action="append",
+        required=True,
+        dest="profiles",
+        metavar="SPEC",
+        help="preset name or spec, e.g. short, random:in=1024,out=128,n=100 (repeatable)",
+    )
+    parser.add_argument("--label", default=None)
+    parser.add_argument(
+        "--hosts", default=None, help="hosts file (default: $PERFLAB_HOSTS or <repo>/hosts.yaml)"
+    )
+    parser.add_argument(
+        "--ready-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds the engine may take to become ready",
+    )
+    parser.add_argument("--queue", action="store_true", help="only queue the run for a worker")
+    parser.add_argument("--json", action="store_true", help="print the run and its results as JSON")
+
+
+def _convert(flag: str, kind: Any, text: str) -> Any:
+    try:
+        return kind(text)
+    except ValueError as exc:
+        raise BadInput(f"{flag} {text!r}: {exc}") from None
+
+
+def _env(items: list[str]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise BadInput(f"--env {item!r}: expected KEY=VALUE")
+        env[key] = value
+    return env
+
+
+def _gpu_ids(text: str | None) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise BadInput(f"--gpu-ids {text!r}: expected comma-separated integers such as 0,1") from None
+
+
+def build_config(args: argparse.Namespace) -> EngineConfig:
+    """The engine config of the command line; :class:`BadInput` names the offending flag."""
+    fields: dict[str, Any] = {"engine": args.engine, "model": args.model}
+    for flag, field, kind in KNOB_FLAGS:
+        value = getattr(args, field)
+        if value is not None:
+            fields[field] = value if kind is bool else _convert(flag, kind, value)
+    fields["env"] = _env(args.env)
+    fields["extra_args"] = tuple(args.extra_args)
+    fields["gpu_ids"] = _gpu_ids(args.gpu_ids)
+    try:
+        return EngineConfig(**fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else ""
+        where = FLAG_OF_FIELD.get(field, field or "config")
+        raise BadInput(f"{where}: {str(first['msg']).removeprefix('Value error, ')}") from None
+
+
+def _profiles(specs: list[str]) -> list[BenchmarkProfile]:
+    try:
+        return [parse_profile(spec) for spec in specs]
+    except ProfileSpecError as exc:
+        raise BadInput(str(exc)) from None
+
+
+def _print_event(event: RunEvent) -> None:
+    if event.kind == "status":
+        print(f"[run {event.run_id}] {event.status}: {event.message}", file=sys.stderr, flush=True)
+    elif event.kind == "message":
+        print(f"[run {event.run_id}] {event.message}", file=sys.stderr, flush=True)
+    elif event.kind == "progress" and "waiting_for_gpus" in event.data:
+        print(f"[run {event.run_id}] waiting: {event.data['waiting_for_gpus']}", file=sys.stderr, flush=True)
+    elif event.kind == "progress" and "total" in event.data:
+        data = event.data
+        point = data.get("sweep_point")
+        at = f" @ {point['kind']}={point['value']:g}" if point else ""
+        print(
+            f"[run {event.run_id}] {data.get('profile')}{at}: {data.get('done', 0)}/{data['total']} done, "
+            f"{data.get('failed', 0)} failed, {data.get('elapsed_s', 0):.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def _execute(engine: Engine, worker: Worker, run_id: int) -> str:
+    handle = worker.execute(run_id, on_event=_print_event)
+    while True:
+        try:
+            if handle.wait(WAIT_POLL_S):
+                break
+        except KeyboardInterrupt:
+            print(f"[run {run_id}] cancelling: stopping the engines", file=sys.stderr, flush=True)
+            with new_session(engine) as session:
+                crud.request_cancel(session, run_id=run_id)
+    worker.stop()
+    with new_session(engine) as session:
+        return crud.require_run(session, run_id=run_id).status
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config = build_config(args)
+        profiles = _profiles(args.profiles)
+        hosts_file = args.hosts or settings.hosts_path()
+        host = load_inventory(hosts_file).get(args.host)
+        if args.ready_timeout is not None and args.ready_timeout <= 0:
+            raise BadInput(f"--ready-timeout {args.ready_timeout:g}: must be > 0")
+        ready_timeout = args.ready_timeout or settings.ready_timeout_s(simulated=host.simulated)
+        engine = settings.open_database()
+    except (BadInput, InventoryError, settings.SettingError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    options = RunnerOptions(ready_timeout_s=ready_timeout, hand_back_when_busy=False)
+    worker = Worker(
+        engine, inventory_path=hosts_file, worker_id=default_worker_id("cli"), runner_options=options
+    )
+    try:
+        stored = submit_run(
+            engine,
+            host_name=args.host,
+            config=config,
+            profiles=profiles,
+            worker_id=None if args.queue else worker.worker_id,
+            queued_by="cli",
+            label=args.label,
+        )
+    except (EngineConfigError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.queue:
+        print(
+            json.dumps({"run_id": stored.id, "status": stored.status})
+            if args.json
+            else f"queued run {stored.id}"
+        )
+        return 0
+    status = _execute(engine, worker, stored.id)
+    if args.json:
+        print(json.dumps(run_json(engine, stored.id), indent=2))
+    else:
+        sys.stdout.write(run_text(engine, stored.id))
+    return EXIT_STATUS.get(status, 1)

@@ -1,0 +1,67 @@
+"""The dataset file a profile needs, found in the database (uploaded datasets) or on the app machine.
+
+A ShareGPT or custom profile names its dataset by ``dataset_ref``: a stored dataset's id, content hash
+or name, or a path on the app's machine (ShareGPT without a ref: the usual dump file name). The file
+is handed to the remote benchmark, which uploads it to the host once per content.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+
+from db import crud
+from db.models import Dataset
+from db.session import new_session
+from perflab.profiles import SHAREGPT_FILE, BenchmarkProfile
+from perflab.runner.errors import RunFailed
+
+DATASET_FLAG = "--dataset-path"
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+# The benchmark tells a dataset's format by its file extension.
+EXTENSIONS = {"jsonl": ".jsonl", "csv": ".csv", "sharegpt": ".json", "text": ".txt"}
+
+
+def _stored_id(engine: Engine, ref: str) -> int | None:
+    if ref.isdigit():
+        return int(ref)
+    with new_session(engine) as session:
+        for dataset in crud.list_datasets(session):
+            if dataset.name == ref or (_SHA256.match(ref) and dataset.content_hash == ref):
+                return dataset.id
+    return None
+
+
+def _stored(engine: Engine, ref: str) -> tuple[Dataset, bytes] | None:
+    """The stored dataset ``ref`` names, with its content."""
+    dataset_id = _stored_id(engine, ref)
+    if dataset_id is None:
+        return None
+    with new_session(engine) as session:
+        dataset = crud.get_dataset(session, dataset_id=dataset_id)
+        return (dataset, dataset.content) if dataset is not None else None
+
+
+def dataset_files(engine: Engine, profile: BenchmarkProfile, directory: Path) -> dict[str, Path]:
+    """``{"--dataset-path": local file}`` for ``profile`` (empty for random datasets)."""
+    if profile.dataset == "random":
+        return {}
+    ref = profile.dataset_ref or SHAREGPT_FILE
+    stored = _stored(engine, ref)
+    if stored is not None:
+        dataset, content = stored
+        stem = _UNSAFE.sub("_", Path(dataset.name).stem) or "dataset"
+        path = directory / f"{stem}-{dataset.id}{EXTENSIONS.get(dataset.format, '')}"
+        path.write_bytes(content)
+        return {DATASET_FLAG: path}
+    local = Path(ref).expanduser()
+    if local.is_file():
+        return {DATASET_FLAG: local}
+    raise RunFailed(
+        "dataset_missing",
+        f"profile '{profile.name}': dataset '{ref}' is neither a stored dataset (id, content hash or name) "
+        "nor a file on the app machine; upload it first",
+    )

@@ -1,0 +1,340 @@
+"""One run's lifecycle: launching → ready → benchmarking → done | failed | cancelled.
+
+:func:`execute_run` takes a run already claimed (status ``launching``) and drives it: load and
+validate its config and profiles, reach and probe the host, lock its GPUs, record and start every
+replica, wait until they are ready, benchmark every profile while a sampler stores metrics, and — in
+every case — stop what it started, keep the engine log tail, release the GPUs and store the final
+status with the failure class and message. Cancellation and worker shutdown are checked at every
+step. When other runs hold the GPUs, a worker's run goes back to the queue (status ``queued``).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import tempfile
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy.engine import Engine
+
+from db.crud import IllegalTransition
+from db.models import Run
+from perflab.engines import EngineAdapter, EngineConfig, EngineConfigError, get_adapter
+from perflab.inventory import HostConfig, Inventory, InventoryError
+from perflab.probe import ProbeResult, probe_host
+from perflab.profiles import BenchmarkProfile
+from perflab.runner import environment
+from perflab.runner.benchmark import BenchContext, run_profiles
+from perflab.runner.datasets import dataset_files
+from perflab.runner.endpoints import Endpoints
+from perflab.runner.errors import GpusBusy, RunCancelled, RunFailed
+from perflab.runner.launch import Replica, initial_remote_state, plan_replicas, start_replicas
+from perflab.runner.logs import LogFollower
+from perflab.runner.options import RunnerOptions
+from perflab.runner.placement import choose_gpus
+from perflab.runner.readiness import wait_until_ready
+from perflab.runner.sampling import Sampler
+from perflab.runner.stop import log_excerpt, stop_recorded
+from perflab.runner.store import RunStore
+from perflab.simhost import SimulatedHostError
+from perflab.transport import open_transport
+from perflab.transport.base import Transport
+from perflab.transport.errors import TransportError
+
+logger = logging.getLogger(__name__)
+
+CANCEL_CHECK_S = 0.5
+# Times a run re-reads the locks after another run locked its chosen GPUs first.
+MAX_LOCK_RACES = 3
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """Something a watcher (the CLI) may show: ``status`` changes, ``progress``, ``message``s."""
+
+    kind: str
+    run_id: int
+    status: str
+    message: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+EventHandler = Callable[[RunEvent], None]
+
+
+class _HandedBack(Exception):
+    """The run went back to the queue because other runs hold its GPUs."""
+
+
+@dataclass(frozen=True)
+class _Plan:
+    config: EngineConfig
+    adapter: EngineAdapter
+    profiles: list[BenchmarkProfile]
+    host: HostConfig
+
+
+def _load_plan(run: Run, inventory: Inventory) -> _Plan:
+    try:
+        config = EngineConfig.model_validate(run.config or {})
+        adapter = get_adapter(config.engine)
+        adapter.validate(config)
+        profiles = [BenchmarkProfile.model_validate(profile) for profile in run.profiles]
+    except (ValidationError, EngineConfigError, ValueError) as exc:
+        raise RunFailed("invalid_config", f"run {run.id} cannot be executed: {exc}") from None
+    if not profiles:
+        raise RunFailed("invalid_config", f"run {run.id} has no benchmark profile")
+    if run.host_name is None:
+        raise RunFailed("host_unknown", f"run {run.id} names no host")
+    try:
+        host = inventory.get(run.host_name)
+    except InventoryError as exc:
+        raise RunFailed("host_unknown", str(exc)) from None
+    return _Plan(config, adapter, profiles, host)
+
+
+class _Execution:
+    def __init__(
+        self,
+        store: RunStore,
+        inventory: Inventory,
+        *,
+        worker_id: str,
+        should_stop: Callable[[], bool],
+        options: RunnerOptions,
+        on_event: EventHandler | None,
+    ) -> None:
+        self.store = store
+        self.inventory = inventory
+        self.worker_id = worker_id
+        self.should_stop = should_stop
+        self.options = options
+        self.on_event = on_event
+        self.status = "launching"
+        self.transport: Transport | None = None
+        self.remote_state: dict[str, Any] | None = None
+        self._last_cancel_check = 0.0
+
+    # ----- events and interruption -------------------------------------------------------------------
+
+    def emit(self, kind: str, message: str = "", **data: Any) -> None:
+        if self.on_event is not None:
+            self.on_event(RunEvent(kind, self.store.run_id, self.status, message, data))
+
+    def set_status(self, status: str, message: str, **fields: Any) -> None:
+        self.store.set_status(status, **fields)
+        self.status = status
+        self.emit("status", message)
+
+    def progress(self, values: dict[str, Any]) -> None:
+        self.store.heartbeat(progress={"phase": self.status, **values})
+        self.emit("progress", **values)
+
+    def interrupt(self) -> None:
+        """Raise when the worker shuts down or a user asked to cancel (checked at most every 0.5 s)."""
+        if self.should_stop():
+            raise RunFailed("worker_stopped", "the worker shut down while the run was in flight")
+        now = time.monotonic()
+        if now - self._last_cancel_check >= CANCEL_CHECK_S:
+            self._last_cancel_check = now
+            if self.store.cancel_requested():
+                raise RunCancelled()
+
+    # ----- phases ------------------------------------------------------------------------------------
+
+    def _open(self, host: HostConfig) -> Transport:
+        try:
+            return open_transport(host)
+        except (TransportError, SimulatedHostError) as exc:
+            raise RunFailed("host_unreachable", f"host '{host.name}': {exc}") from None
+
+    def _place(self, plan: _Plan, probe: ProbeResult) -> tuple[int, ...]:
+        host_name = plan.host.name
+        races = 0
+        while True:
+            self.interrupt()
+            locked = {
+                lock.gpu_index: lock.run_id
+                for lock in self.store.gpu_locks(host_name)
+                if lock.run_id != self.store.run_id
+            }
+            try:
+                gpu_ids = choose_gpus(plan.config, probe.accelerators, locked, host_name=host_name)
+                if self.store.acquire_gpus(host_name=host_name, gpu_ids=gpu_ids, worker_id=self.worker_id):
+                    return gpu_ids
+                races += 1
+                if races < MAX_LOCK_RACES:
+                    continue
+                raise GpusBusy("other runs kept locking the chosen GPUs first")
+            except GpusBusy as busy:
+                if self.options.hand_back_when_busy:
+                    raise _HandedBack(str(busy)) from None
+                self.progress({"waiting_for_gpus": str(busy)})
+                time.sleep(self.options.gpu_wait_poll_s)
+
+    def _record_started(self, replica: Replica, command: str) -> None:
+        assert self.remote_state is not None
+        for entry in self.remote_state["processes"]:
+            if entry["name"] == replica.name:
+                entry.update(pid=replica.process.pid, start_time=replica.process.start_time)
+        run = self.store.load()
+        self.store.update(remote_state=dict(self.remote_state), serve_commands=[*run.serve_commands, command])
+        self.emit(
+            "message", f"started {replica.name} on port {replica.port} (GPUs {list(replica.plan.gpu_ids)})"
+        )
+
+    def _execute(self) -> None:
+        run = self.store.load()
+        if run.cancel_requested:
+            raise RunCancelled()
+        plan = _load_plan(run, self.inventory)
+        self.emit(
+            "status", f"launching {plan.adapter.display_name} for {plan.config.model} on {plan.host.name}"
+        )
+        self.transport = transport = self._open(plan.host)
+        probe = probe_host(transport)
+        gpu_ids = self._place(plan, probe)
+        self.store.update(
+            gpu_ids=list(gpu_ids),
+            simulated=plan.host.simulated,
+            accelerator=environment.accelerator_label(probe, gpu_ids),
+            environment=environment.snapshot(plan.host, probe, engine=plan.config.engine, gpu_ids=gpu_ids),
+        )
+        plans = plan_replicas(plan.config, plan.adapter, gpu_ids)
+        run_key = f"run-{run.id}-{secrets.token_hex(3)}"
+        self.remote_state = initial_remote_state(transport, run_key=run_key, plans=plans)
+        self.store.update(remote_state=dict(self.remote_state))
+        self.interrupt()
+        replicas = start_replicas(
+            transport,
+            config=plan.config,
+            adapter=plan.adapter,
+            run_key=run_key,
+            plans=plans,
+            on_started=self._record_started,
+        )
+        vendor = next((acc.vendor for acc in probe.accelerators if acc.index in gpu_ids), "nvidia")
+        with ExitStack() as stack:
+            endpoints = stack.enter_context(Endpoints(transport, plan.adapter))
+            logs = {replica.name: LogFollower(transport, replica.process) for replica in replicas}
+            wait_until_ready(
+                transport,
+                plan.adapter,
+                replicas,
+                endpoints=endpoints,
+                logs=logs,
+                deadline_s=self.options.ready_deadline_s(simulated=plan.host.simulated),
+                poll_s=self.options.ready_poll_s,
+                interrupt=self.interrupt,
+                on_progress=lambda ready, line: self.progress(
+                    {"replicas_ready": ready, "replicas": len(replicas), "log_line": line}
+                ),
+            )
+            self.set_status("ready", f"{len(replicas)} replica(s) ready")
+            directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="perflab-run-")))
+            stack.enter_context(
+                Sampler(
+                    transport=transport,
+                    adapter=plan.adapter,
+                    endpoints=endpoints,
+                    replicas=replicas,
+                    gpu_ids=gpu_ids,
+                    vendor=vendor,
+                    store=self.store,
+                    interval_s=self.options.sample_interval_s,
+                )
+            )
+            self.set_status("benchmarking", f"benchmarking {len(plan.profiles)} profile(s)")
+            context = BenchContext(
+                transport=transport,
+                adapter=plan.adapter,
+                store=self.store,
+                run_key=run_key,
+                model=plan.config.served_model_name or plan.config.model,
+                replicas=replicas,
+                timeout_s=self.options.bench_timeout_s,
+                interrupt=self.interrupt,
+                on_progress=self.progress,
+                dataset_files=lambda profile: dataset_files(self.store.engine, profile, directory),
+            )
+            run_profiles(context, plan.profiles, flat_gain=self.options.flat_gain)
+
+    # ----- the end, whatever happened ----------------------------------------------------------------
+
+    def _cleanup(self) -> dict[str, Any]:
+        fields: dict[str, Any] = {}
+        transport, remote_state = self.transport, self.remote_state
+        if transport is not None and remote_state is not None:
+            try:
+                remote_state["stopped"] = stop_recorded(
+                    transport, remote_state, grace_s=self.options.stop_grace_s
+                )
+                fields["log_tail"] = log_excerpt(transport, remote_state, lines=self.options.log_tail_lines)
+            except TransportError as exc:
+                remote_state["cleanup_error"] = str(exc)
+            fields["remote_state"] = dict(remote_state)
+        self.store.release_gpus()
+        if transport is not None:
+            transport.close()
+        return fields
+
+    def run(self) -> str:
+        try:
+            self._execute()
+            status, fields = "done", {}
+        except _HandedBack as back:
+            status, fields = "queued", {"progress": {"phase": "queued", "waiting_for_gpus": str(back)}}
+        except RunCancelled:
+            status, fields = "cancelled", {}
+        except RunFailed as failure:
+            status, fields = (
+                "failed",
+                {"failure_class": failure.failure_class, "failure_message": failure.message},
+            )
+        except TransportError as exc:
+            status = "failed"
+            fields = {"failure_class": "connection_lost", "failure_message": str(exc)}
+        except Exception as exc:  # a bug must still stop the engines and finish the run
+            logger.exception("run %s failed unexpectedly", self.store.run_id)
+            status = "failed"
+            fields = {"failure_class": "internal_error", "failure_message": f"{type(exc).__name__}: {exc}"}
+        fields.update(self._cleanup())
+        try:
+            self.set_status(status, fields.get("failure_message") or status, **fields)
+        except IllegalTransition as exc:
+            logger.warning("run %s was finished elsewhere: %s", self.store.run_id, exc)
+            return self.store.load().status
+        return status
+
+
+def execute_run(
+    run_id: int,
+    *,
+    engine: Engine,
+    inventory: Inventory,
+    worker_id: str,
+    should_stop: Callable[[], bool] = lambda: False,
+    options: RunnerOptions | None = None,
+    on_event: EventHandler | None = None,
+) -> str:
+    """Drive claimed run ``run_id`` (status ``launching``) to its end; returns the final status
+    (``done``, ``failed``, ``cancelled``, or ``queued`` when it was handed back to the queue)."""
+    store = RunStore(engine, run_id)
+    run = store.load()
+    if run.status != "launching":
+        raise ValueError(f"run {run_id} is {run.status!r}; only a claimed (launching) run can be executed")
+    execution = _Execution(
+        store,
+        inventory,
+        worker_id=worker_id,
+        should_stop=should_stop,
+        options=options or RunnerOptions(),
+        on_event=on_event,
+    )
+    return execution.run()

@@ -1,0 +1,32 @@
+"""How one run is paced: readiness deadline and polling, metric sampling, stop grace, benchmark limits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from perflab import settings
+
+
+@dataclass(frozen=True)
+class RunnerOptions:
+    """Timings of one run. ``ready_timeout_s=None`` takes :func:`perflab.settings.ready_timeout_s`.
+
+    ``hand_back_when_busy``: when other runs hold the GPUs, a worker hands the run back to the queue
+    (True); the CLI waits for them instead (False). ``flat_gain``: a load-curve sweep stops once a
+    point's output throughput is not at least this fraction above the best point before it.
+    """
+
+    ready_timeout_s: float | None = None
+    ready_poll_s: float = 1.0
+    sample_interval_s: float = 2.0
+    stop_grace_s: float = 15.0
+    bench_timeout_s: float = 6 * 3600.0
+    gpu_wait_poll_s: float = 2.0
+    hand_back_when_busy: bool = True
+    log_tail_lines: int = 200
+    flat_gain: float = 0.03
+
+    def ready_deadline_s(self, *, simulated: bool) -> float:
+        if self.ready_timeout_s is not None:
+            return self.ready_timeout_s
+        return settings.ready_timeout_s(simulated=simulated)

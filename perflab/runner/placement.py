@@ -1,0 +1,91 @@
+"""Which accelerators of the host a run gets, and locking them so no other run shares one.
+
+:func:`choose_gpus` is pure: from the host's accelerators (probe), the GPUs other runs have locked and
+the config, it picks the config's ``gpu_ids`` or the first free ones. A GPU another perflab run holds
+makes the run wait (:class:`GpusBusy`); a GPU that is missing, or whose memory is taken by a process
+perflab did not start, fails the run with ``gpus_unavailable`` naming the devices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from perflab.engines import EngineConfig
+from perflab.probe import Accelerator
+from perflab.runner.errors import GpusBusy, RunFailed
+
+# A device counts as used by someone else above this share of its memory (idle NPUs hold ~3 GiB).
+FOREIGN_MEMORY_SHARE = 0.10
+FOREIGN_MEMORY_FALLBACK_MIB = 2048
+
+
+def _ids(values: Sequence[int]) -> str:
+    return ", ".join(str(value) for value in values)
+
+
+def foreign_busy(accelerators: Sequence[Accelerator], locked: Mapping[int, int]) -> dict[int, int]:
+    """``{index: MiB used}`` of devices whose memory is in use though no perflab run holds them."""
+    busy = {}
+    for acc in accelerators:
+        if acc.index in locked or acc.memory_used_mib is None:
+            continue
+        limit = (
+            acc.memory_total_mib * FOREIGN_MEMORY_SHARE
+            if acc.memory_total_mib
+            else FOREIGN_MEMORY_FALLBACK_MIB
+        )
+        if acc.memory_used_mib > limit:
+            busy[acc.index] = acc.memory_used_mib
+    return busy
+
+
+def _busy_message(host_name: str, busy: Mapping[int, int]) -> str:
+    details = ", ".join(f"GPU {index}: {used} MiB" for index, used in sorted(busy.items()))
+    return (
+        f"accelerators of host '{host_name}' are in use by processes perflab did not start ({details}); "
+        "stop them or pick other gpu_ids"
+    )
+
+
+def choose_gpus(
+    config: EngineConfig, accelerators: Sequence[Accelerator], locked: Mapping[int, int], *, host_name: str
+) -> tuple[int, ...]:
+    """The GPU ids the run should lock. ``locked`` maps GPU index → the run holding it.
+
+    Raises :class:`GpusBusy` when other runs hold what is needed, :class:`RunFailed` when the host
+    cannot give it at all.
+    """
+    indices = [acc.index for acc in accelerators]
+    if not indices:
+        raise RunFailed(
+            "gpus_unavailable", f"host '{host_name}' lists no accelerators (nvidia-smi / npu-smi found none)"
+        )
+    needed = config.gpus_needed
+    busy = foreign_busy(accelerators, locked)
+    if config.gpu_ids is not None:
+        missing = [gpu for gpu in config.gpu_ids if gpu not in indices]
+        if missing:
+            raise RunFailed(
+                "gpus_unavailable",
+                f"gpu_ids {_ids(missing)} do not exist on host '{host_name}' (it has {_ids(indices)})",
+            )
+        held = sorted({locked[gpu] for gpu in config.gpu_ids if gpu in locked})
+        if held:
+            raise GpusBusy(f"gpu_ids {_ids(config.gpu_ids)} are held by run(s) {_ids(held)}")
+        wanted_busy = {gpu: busy[gpu] for gpu in config.gpu_ids if gpu in busy}
+        if wanted_busy:
+            raise RunFailed("gpus_unavailable", _busy_message(host_name, wanted_busy))
+        return tuple(config.gpu_ids)
+    if needed > len(indices):
+        raise RunFailed(
+            "gpus_unavailable",
+            f"TP{config.tp}×DP{config.dp} × {config.replicas} replica(s) needs {needed} GPUs; "
+            f"host '{host_name}' has {len(indices)}",
+        )
+    free = [index for index in indices if index not in locked and index not in busy]
+    if len(free) >= needed:
+        return tuple(free[:needed])
+    if len(indices) - len(busy) >= needed:
+        held = sorted(set(locked.values()))
+        raise GpusBusy(f"{needed} free GPUs needed; run(s) {_ids(held)} hold {len(locked)} of {len(indices)}")
+    raise RunFailed("gpus_unavailable", _busy_message(host_name, busy))

@@ -1,0 +1,94 @@
+"""Stopping everything a run started on its host, from what ``run.remote_state`` recorded.
+
+The runner calls this when a run ends (always), and the worker calls it for runs left in flight by a
+worker that died: the record names the host, the run key and every process the run meant to start,
+written before each started, so nothing can be left behind unseen. Transient SSH failures while
+stopping are retried with backoff.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from perflab.remote import process as rp
+from perflab.transport.base import Transport
+from perflab.transport.errors import CommandTimeout, ConnectionLost, HostUnreachable
+
+TRANSIENT_ERRORS = (ConnectionLost, HostUnreachable, CommandTimeout)
+RETRY_DELAYS_S = (1.0, 3.0)
+
+HEAD_SHARE = 40
+EXCERPT_TIMEOUT_S = 30.0
+# excerpt LOG HEAD TAIL: the whole log if short, else its first HEAD and last TAIL lines.
+EXCERPT_SCRIPT = r"""
+[ -f "$1" ] || exit 0
+total=$(wc -l < "$1")
+if [ "$total" -le $(($2 + $3)) ]; then cat -- "$1"; exit 0; fi
+head -n "$2" -- "$1"
+echo "[... $((total - $2 - $3)) lines omitted ...]"
+tail -n "$3" -- "$1"
+"""
+
+
+def recorded_processes(transport: Transport, remote_state: Mapping[str, Any]) -> list[rp.RemoteProcess]:
+    """The processes of the record that were actually started (their pid file exists)."""
+    run_key = remote_state["run_key"]
+    found = []
+    for entry in remote_state.get("processes", []):
+        try:
+            found.append(rp.load_process(transport, run_key, entry["name"]))
+        except FileNotFoundError:
+            continue
+    return found
+
+
+def _stop_once(transport: Transport, remote_state: Mapping[str, Any], grace_s: float) -> dict[str, str]:
+    outcomes = {}
+    for process in recorded_processes(transport, remote_state):
+        stopped = rp.stop(transport, process, grace_s)
+        outcomes[process.name] = (
+            stopped.outcome if stopped.clean else f"left: {' '.join(map(str, stopped.left))}"
+        )
+    return outcomes
+
+
+def stop_recorded(
+    transport: Transport,
+    remote_state: Mapping[str, Any],
+    *,
+    grace_s: float,
+    retry_delays_s: Sequence[float] = RETRY_DELAYS_S,
+) -> dict[str, str]:
+    """Stop every recorded process; returns ``{name: outcome}`` (``none``, ``term``, ``kill`` or
+    ``left: <pids>`` when some survived even KILL). Stopping is idempotent, so a dropped connection or
+    a timeout is retried after each of ``retry_delays_s`` (the SSH pool reconnects) before it raises."""
+    for delay in retry_delays_s:
+        try:
+            return _stop_once(transport, remote_state, grace_s)
+        except TRANSIENT_ERRORS:
+            time.sleep(delay)
+    return _stop_once(transport, remote_state, grace_s)
+
+
+def _excerpt(transport: Transport, process: rp.RemoteProcess, lines: int) -> str:
+    head = lines * HEAD_SHARE // 100
+    result = transport.run(
+        ["sh", "-c", EXCERPT_SCRIPT, "perflab-log-excerpt", process.log_path, str(head), str(lines - head)],
+        timeout=EXCERPT_TIMEOUT_S,
+    )
+    return result.stdout if result.ok else ""
+
+
+def log_excerpt(transport: Transport, remote_state: Mapping[str, Any], *, lines: int) -> str | None:
+    """About ``lines`` lines of each recorded process's log: its start-up (the first 40%) and its end,
+    with a marker for what lies between; headed by the process name when there are several."""
+    processes = recorded_processes(transport, remote_state)
+    if not processes:
+        return None
+    if len(processes) == 1:
+        return _excerpt(transport, processes[0], lines)
+    return "\n".join(
+        f"==> {process.name}.log <==\n{_excerpt(transport, process, lines)}" for process in processes
+    )

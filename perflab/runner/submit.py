@@ -1,0 +1,77 @@
+"""Creating runs (for the CLI, the UI and studies) and waiting for them to finish.
+
+:func:`submit_run` validates the config against its engine and stores the run with its profiles:
+``queued`` for a worker to claim, or ``launching`` already claimed by ``worker_id`` for a caller that
+executes it itself. A replicated config's summary ends with the seeds' "×N".
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from sqlalchemy.engine import Engine
+
+from db import crud
+from db.models import FINISHED_RUN_STATUSES, Run
+from db.session import new_session
+from perflab.engines import EngineConfig, get_adapter
+from perflab.profiles import BenchmarkProfile
+from perflab.runner.benchmark import profile_json
+
+
+def knobs_summary(config: EngineConfig) -> str:
+    """The knobs that differ from the defaults, with ``×N`` for N replicas (``tp=4 ×2``)."""
+    if config.replicas == 1:
+        return crud.summarize_knobs(config)
+    return f"{crud.summarize_knobs(config.model_copy(update={'replicas': 1}))} ×{config.replicas}"
+
+
+def submit_run(
+    engine: Engine,
+    *,
+    host_name: str,
+    config: EngineConfig,
+    profiles: Sequence[BenchmarkProfile],
+    worker_id: str | None = None,
+    queued_by: str | None = None,
+    label: str | None = None,
+    study_id: int | None = None,
+) -> Run:
+    """Store a run of ``config`` on ``host_name`` with ``profiles`` (queued, or launching for
+    ``worker_id``). Raises :class:`perflab.engines.EngineConfigError` for a config its engine refuses
+    and ValueError without profiles."""
+    get_adapter(config.engine).validate(config)
+    if not profiles:
+        raise ValueError("a run needs at least one benchmark profile")
+    with new_session(engine) as session:
+        return crud.create_run(
+            session,
+            config=config,
+            host_name=host_name,
+            profiles=[profile_json(profile) for profile in profiles],
+            knobs_summary=knobs_summary(config),
+            status="queued" if worker_id is None else "launching",
+            worker_id=worker_id,
+            queued_by=queued_by,
+            label=label,
+            study_id=study_id,
+        )
+
+
+def wait_for_runs(
+    engine: Engine, run_ids: Sequence[int], *, timeout_s: float, poll_s: float = 1.0
+) -> list[Run]:
+    """The runs once all are finished (done, failed or cancelled); TimeoutError after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with new_session(engine) as session:
+            runs = crud.get_runs(session, run_ids=run_ids)
+        if all(run.status in FINISHED_RUN_STATUSES for run in runs):
+            return runs
+        if time.monotonic() > deadline:
+            waiting = ", ".join(
+                f"{run.id} ({run.status})" for run in runs if run.status not in FINISHED_RUN_STATUSES
+            )
+            raise TimeoutError(f"runs still unfinished after {timeout_s:g} s: {waiting}")
+        time.sleep(poll_s)

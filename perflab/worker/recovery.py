@@ -1,0 +1,113 @@
+"""Crash recovery: runs left in flight by a worker that died are stopped on their hosts and failed.
+
+A worker whose heartbeat is older than the stale limit is taken for dead; so is an earlier process
+with this worker's own id (found when a worker starts). For each of their runs still launching, ready
+or benchmarking, everything the run recorded in ``remote_state`` is stopped on its host, its GPU
+locks are released and it is marked ``failed`` (``worker_restarted``), keeping the results stored so
+far. A host that cannot be reached is named in the failure message.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from sqlalchemy.engine import Engine
+
+from db import crud
+from db.models import Run
+from db.session import new_session
+from perflab.inventory import Inventory, InventoryError
+from perflab.runner import stop_recorded
+from perflab.runner.stop import log_excerpt
+from perflab.simhost import SimulatedHostError
+from perflab.transport import open_transport
+from perflab.transport.errors import TransportError
+
+logger = logging.getLogger(__name__)
+
+RESTART_MESSAGE = "worker restarted while the run was in flight"
+LOG_TAIL_LINES = 200
+
+
+def _stop_on_host(run: Run, inventory: Inventory, grace_s: float) -> tuple[dict[str, object], str | None]:
+    """Stop the run's recorded processes; returns the fields to store and a problem, if any."""
+    state = dict(run.remote_state or {})
+    if not state.get("run_key"):
+        return {}, None
+    host_name = state.get("host") or run.host_name
+    try:
+        host = inventory.get(str(host_name))
+        with open_transport(host) as transport:
+            state["stopped"] = stop_recorded(transport, state, grace_s=grace_s)
+            tail = log_excerpt(transport, state, lines=LOG_TAIL_LINES)
+    except (InventoryError, TransportError, SimulatedHostError) as exc:
+        state["cleanup_error"] = str(exc)
+        return {"remote_state": state}, f"its processes on host '{host_name}' could not be stopped: {exc}"
+    fields: dict[str, object] = {"remote_state": state}
+    if tail is not None:
+        fields["log_tail"] = tail
+    return fields, None
+
+
+def recover_run(engine: Engine, run: Run, inventory: Inventory, *, grace_s: float) -> bool:
+    """Stop and fail one orphaned run; False if it had finished meanwhile."""
+    fields, problem = _stop_on_host(run, inventory, grace_s)
+    message = RESTART_MESSAGE if problem is None else f"{RESTART_MESSAGE}; {problem}"
+    with new_session(engine) as session:
+        crud.release_gpus(session, run_id=run.id)
+        try:
+            crud.set_run_status(
+                session,
+                run_id=run.id,
+                status="failed",
+                failure_class="worker_restarted",
+                failure_message=message,
+                **fields,
+            )
+        except crud.IllegalTransition:
+            return False
+    logger.warning("run %s: %s", run.id, message)
+    return True
+
+
+def orphaned_runs(
+    engine: Engine, *, worker_id: str, stale_after_s: float, include_own: bool
+) -> tuple[list[Run], list[str]]:
+    """In-flight runs of dead workers (with ``include_own``, also those of an earlier process with
+    ``worker_id``), and the dead workers' ids."""
+    with new_session(engine) as session:
+        dead = [
+            worker.id
+            for worker in crud.stale_workers(session, timeout_s=stale_after_s)
+            if worker.id != worker_id
+        ]
+        owners = [worker_id, *dead] if include_own else dead
+        runs = [run for owner in owners for run in crud.in_flight_runs(session, worker_id=owner)]
+    return runs, dead
+
+
+def mark_stopped(engine: Engine, worker_ids: Iterable[str]) -> None:
+    """Record dead workers as stopped, so they are not recovered again."""
+    with new_session(engine) as session:
+        for dead in worker_ids:
+            crud.worker_heartbeat(session, worker_id=dead, state="stopped")
+
+
+def recover(
+    engine: Engine,
+    inventory: Inventory,
+    *,
+    worker_id: str,
+    stale_after_s: float,
+    grace_s: float,
+    include_own: bool = False,
+) -> list[int]:
+    """Recover every orphaned run; returns their ids. ``include_own`` (only before this worker has
+    started any run) also recovers runs an earlier process with the same id left in flight."""
+    runs, dead = orphaned_runs(
+        engine, worker_id=worker_id, stale_after_s=stale_after_s, include_own=include_own
+    )
+    recovered = [run.id for run in runs if recover_run(engine, run, inventory, grace_s=grace_s)]
+    mark_stopped(engine, dead)
+    return recovered

@@ -1,0 +1,306 @@
+"""The worker: claims queued runs from the database and executes them, one thread per run.
+
+A :class:`Worker` registers itself in the ``worker`` table and heartbeats (which also keeps its runs'
+heartbeats fresh), recovers runs that dead workers left in flight (on start and then periodically),
+and claims the oldest queued runs up to ``max_parallel_runs`` at once, so runs on different hosts
+proceed in parallel. GPU locks keep runs apart on one host: a run whose GPUs other runs hold goes
+back to the queue and its host is skipped until one of this worker's runs there ends or
+``gpu_retry_s`` passes, so runs queued for other hosts are not held up behind it. The hosts file is
+read again at every claim, so edits apply without a restart.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+
+from db import crud
+from db.models import Run
+from db.session import new_session
+from perflab import settings
+from perflab.inventory import Inventory, InventoryError, load_inventory
+from perflab.runner import EventHandler, RunnerOptions, execute_run
+from perflab.study.coordinator import advance_studies
+from perflab.worker.recovery import recover
+
+logger = logging.getLogger(__name__)
+
+
+def default_worker_id(prefix: str = "worker") -> str:
+    """``<prefix>-<hostname>-<pid>``: unique per process across the machines sharing a database."""
+    return f"{prefix}-{socket.gethostname()}-{os.getpid()}"
+
+
+def queued_host_names(engine: Engine) -> list[str]:
+    """The hosts that have claimable queued runs."""
+    query = (
+        select(Run.host_name)
+        .where(Run.status == "queued", Run.cancel_requested == sa.false(), Run.host_name.is_not(None))
+        .distinct()
+    )
+    with new_session(engine) as session:
+        return sorted(name for name in session.exec(query) if name is not None)
+
+
+@dataclass
+class RunHandle:
+    """A run this worker is executing: ``wait()`` until it ends, then its final ``status``.
+
+    (Waiting on an event rather than joining the thread keeps Ctrl-C safe: an interrupted
+    ``Thread.join`` can mark a live thread as stopped.)
+    """
+
+    run_id: int
+    host_name: str
+    thread: threading.Thread
+    done: threading.Event
+    status: str | None = None
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """True once the run has ended (within ``timeout_s``)."""
+        return self.done.wait(timeout_s)
+
+
+class Worker:
+    """Executes queued runs. ``start()`` runs it in background threads; ``run_once()`` claims what it
+    can now, waits for those runs and returns ``{run id: final status}`` (tests, ``--once``)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        inventory_path: str | Path | None = None,
+        worker_id: str | None = None,
+        poll_interval_s: float = 2.0,
+        max_parallel_runs: int = 4,
+        heartbeat_interval_s: float = 5.0,
+        stale_after_s: float | None = None,
+        gpu_retry_s: float = 10.0,
+        runner_options: RunnerOptions | None = None,
+    ) -> None:
+        if max_parallel_runs < 1:
+            raise ValueError("max_parallel_runs must be at least 1")
+        self.engine = engine
+        self.inventory_path = Path(inventory_path) if inventory_path is not None else settings.hosts_path()
+        self.worker_id = worker_id or default_worker_id()
+        self.poll_interval_s = poll_interval_s
+        self.max_parallel_runs = max_parallel_runs
+        self.heartbeat_interval_s = heartbeat_interval_s
+        self.stale_after_s = stale_after_s if stale_after_s is not None else settings.worker_stale_s()
+        self.gpu_retry_s = gpu_retry_s
+        self.runner_options = runner_options or RunnerOptions()
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._active: dict[int, RunHandle] = {}
+        self._blocked_until: dict[str, float] = {}
+        self._threads: list[threading.Thread] = []
+        self._registered = False
+        self._own_recovered = False
+        self._last_recovery = 0.0
+        self.last_inventory_error: str | None = None
+
+    # ----- lifecycle ---------------------------------------------------------------------------------
+
+    def _register(self) -> None:
+        """Record this worker and start its heartbeat (once)."""
+        if self._registered:
+            return
+        with new_session(self.engine) as session:
+            crud.register_worker(
+                session, worker_id=self.worker_id, hostname=socket.gethostname(), pid=os.getpid()
+            )
+        self._registered = True
+        self._spawn(self._heartbeat_loop, "heartbeat")
+
+    def _spawn(self, target: Callable[[], None], name: str) -> None:
+        thread = threading.Thread(target=target, name=f"{self.worker_id}-{name}", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def start(self) -> None:
+        """Register and poll the queue in the background until :meth:`stop` (the first poll recovers
+        orphaned runs, including those an earlier process with this id left in flight)."""
+        self._register()
+        self._spawn(self._claim_loop, "claims")
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """Stop claiming; in-flight runs stop their engines and end ``failed`` (worker_stopped)."""
+        self._stopping.set()
+        deadline = time.monotonic() + timeout_s
+        for thread in [*self._threads, *(active.thread for active in self._snapshot())]:
+            thread.join(timeout=max(deadline - time.monotonic(), 0.1))
+        if self._registered:
+            with new_session(self.engine) as session:
+                crud.worker_heartbeat(session, worker_id=self.worker_id, state="stopped")
+
+    def execute(self, run_id: int, *, on_event: EventHandler | None = None) -> RunHandle:
+        """Execute a run this worker already holds (``launching`` with this worker's id, as
+        :func:`perflab.runner.submit_run` stores it) in a background thread, with heartbeats."""
+        self._register()
+        with new_session(self.engine) as session:
+            run = crud.require_run(session, run_id=run_id)
+        inventory = self._inventory()
+        if inventory is None:
+            raise InventoryError([self.last_inventory_error or f"cannot read {self.inventory_path}"])
+        return self._start_run(run_id, run.host_name or "", inventory, on_event)
+
+    @property
+    def running(self) -> bool:
+        return any(thread.is_alive() for thread in self._threads) and not self._stopping.is_set()
+
+    def active_runs(self) -> list[int]:
+        """The runs this worker is executing now."""
+        return [run_id for run_id, active in self._snapshot_items() if not active.done.is_set()]
+
+    def run_once(self) -> dict[int, str]:
+        """Claim every run that can start now, wait until they end; ``{run id: final status}``."""
+        self._register()
+        started = self._claim_available()
+        handles = [self._active[run_id] for run_id in started]
+        for handle in handles:
+            handle.wait()
+        finished = {handle.run_id: handle.status or "unknown" for handle in handles}
+        self._reap()
+        return finished
+
+    # ----- loops -------------------------------------------------------------------------------------
+
+    def _heartbeat_loop(self) -> None:
+        while not self._stopping.wait(self.heartbeat_interval_s):
+            try:
+                with new_session(self.engine) as session:
+                    crud.worker_heartbeat(session, worker_id=self.worker_id)
+            except sa.exc.SQLAlchemyError:
+                logger.exception("worker %s: heartbeat failed", self.worker_id)
+
+    def _claim_loop(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                self._reap()
+                advance_studies(self.engine, holder=self.worker_id)
+                self._claim_available()
+            except sa.exc.SQLAlchemyError:
+                logger.exception("worker %s: database error while claiming", self.worker_id)
+            self._stopping.wait(self.poll_interval_s)
+
+    # ----- claiming ----------------------------------------------------------------------------------
+
+    def _inventory(self) -> Inventory | None:
+        try:
+            inventory = load_inventory(self.inventory_path)
+        except InventoryError as exc:
+            if str(exc) != self.last_inventory_error:
+                logger.error("worker %s: cannot read the hosts file: %s", self.worker_id, exc)
+            self.last_inventory_error = str(exc)
+            return None
+        self.last_inventory_error = None
+        return inventory
+
+    def _recover(self, inventory: Inventory, *, include_own: bool) -> None:
+        self._last_recovery = time.monotonic()
+        recovered = recover(
+            self.engine,
+            inventory,
+            worker_id=self.worker_id,
+            stale_after_s=self.stale_after_s,
+            grace_s=self.runner_options.stop_grace_s,
+            include_own=include_own,
+        )
+        if recovered:
+            logger.warning("worker %s: failed orphaned runs %s", self.worker_id, recovered)
+
+    def _snapshot_items(self) -> list[tuple[int, RunHandle]]:
+        with self._lock:
+            return list(self._active.items())
+
+    def _snapshot(self) -> list[RunHandle]:
+        return [active for _, active in self._snapshot_items()]
+
+    def _reap(self) -> None:
+        with self._lock:
+            for run_id in [run_id for run_id, active in self._active.items() if active.done.is_set()]:
+                del self._active[run_id]
+
+    def _claimable_hosts(self) -> list[str]:
+        now = time.monotonic()
+        with self._lock:
+            self._blocked_until = {host: until for host, until in self._blocked_until.items() if until > now}
+            blocked = set(self._blocked_until)
+        return [host for host in queued_host_names(self.engine) if host not in blocked]
+
+    def _claim_available(self) -> list[int]:
+        """Claim and start runs while there is capacity; returns the ids started."""
+        inventory = self._inventory()
+        if inventory is None:
+            return []
+        if not self._own_recovered:
+            self._recover(inventory, include_own=True)
+            self._own_recovered = True
+        elif time.monotonic() - self._last_recovery > self.stale_after_s:
+            self._recover(inventory, include_own=False)
+        started: list[int] = []
+        while not self._stopping.is_set() and len(self.active_runs()) < self.max_parallel_runs:
+            hosts = self._claimable_hosts()
+            if not hosts:
+                break
+            with new_session(self.engine) as session:
+                run = crud.claim_next_run(session, worker_id=self.worker_id, host_names=hosts)
+            if run is None:
+                break
+            logger.info("worker %s: claimed run %s on host %s", self.worker_id, run.id, run.host_name)
+            self._start_run(run.id, run.host_name or "", inventory)
+            started.append(run.id)
+        return started
+
+    def _start_run(
+        self, run_id: int, host_name: str, inventory: Inventory, on_event: EventHandler | None = None
+    ) -> RunHandle:
+        thread = threading.Thread(
+            target=self._execute,
+            args=(run_id, inventory, on_event),
+            name=f"{self.worker_id}-run-{run_id}",
+            daemon=True,
+        )
+        handle = RunHandle(run_id, host_name, thread, threading.Event())
+        with self._lock:
+            self._active[run_id] = handle
+        thread.start()
+        return handle
+
+    def _execute(self, run_id: int, inventory: Inventory, on_event: EventHandler | None) -> None:
+        status: str | None = None
+        try:
+            status = execute_run(
+                run_id,
+                engine=self.engine,
+                inventory=inventory,
+                worker_id=self.worker_id,
+                should_stop=self._stopping.is_set,
+                options=self.runner_options,
+                on_event=on_event,
+            )
+        except Exception:  # the thread must report, not vanish; execute_run already finished the run
+            logger.exception("worker %s: run %s raised", self.worker_id, run_id)
+        finally:
+            self._finished(run_id, status)
+
+    def _finished(self, run_id: int, status: str | None) -> None:
+        logger.info("worker %s: run %s ended %s", self.worker_id, run_id, status)
+        with self._lock:
+            handle = self._active[run_id]
+            handle.status = status
+            if status == "queued":
+                self._blocked_until[handle.host_name] = time.monotonic() + self.gpu_retry_s
+            else:
+                self._blocked_until.pop(handle.host_name, None)
+        handle.done.set()

@@ -1,0 +1,168 @@
+"""``python -m perflab run`` on a simulated local host: results, failures, queueing, Ctrl-C, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from db import crud
+from db.models import Run
+from db.session import new_session
+from perflab.cli import main
+from tests.fixtures.runs import SimHostFactory, free_port_block, perflab_env, write_hosts_file
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def cli_env(
+    runs_db: Engine, sim_host: SimHostFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, str]:
+    hosts = [sim_host("h100", kind="local"), sim_host("a100", kind="local", accelerator="A100")]
+    env = perflab_env(runs_db, write_hosts_file(tmp_path / "hosts.yaml", hosts))
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return env
+
+
+def _runs(engine: Engine) -> list[Run]:
+    with new_session(engine) as session:
+        return crud.get_runs(session, run_ids=[row.id for row in crud.list_runs(session).rows])
+
+
+def test_a_run_prints_every_profile_as_json(
+    cli_env: dict[str, str], runs_db: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = free_port_block(2)
+    code = main(
+        f"run --host h100 --engine vllm --model Qwen/Qwen3-8B --port {port} --replicas 2 --max-num-seqs 64 "
+        "--enable-prefix-caching --env VLLM_LOGGING_LEVEL=INFO --profile random:in=64,out=8,n=10 "
+        "--profile short:n=8 --json".split()
+    )
+
+    output = json.loads(capsys.readouterr().out)
+    assert code == 0, output["failure_message"]
+    assert output["status"] == "done" and output["replicas"] == 2
+    assert output["knobs"] == "max_num_seqs=64 · enable_prefix_caching ×2"
+    assert [result["profile"] for result in output["results"]] == ["random", "short"]
+    assert [result["result"]["completed"] for result in output["results"]] == [10, 8]
+    assert "VLLM_LOGGING_LEVEL=INFO" in output["serve_commands"][0]
+    assert "--max-num-seqs 64 --enable-prefix-caching" in output["serve_commands"][0]
+    assert output["environment"]["simulated"] is True
+
+
+def test_a_failing_config_prints_the_reason_and_exits_1(
+    cli_env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        ["run", "--host", "a100", "--engine", "trtllm", "--model", "Qwen/Qwen3-8B-FP8",
+         "--port", str(free_port_block(1)), "--profile", "short:n=5"]
+    )  # fmt: skip
+
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "failed: TensorRT-LLM Qwen/Qwen3-8B-FP8 on a100 (defaults)" in captured.out
+    assert "unsupported_hardware: TensorRT-LLM:" in captured.out
+    assert "[run " in captured.err and "started engine-0" in captured.err
+
+
+def test_queue_only_stores_the_run(
+    cli_env: dict[str, str], runs_db: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        ["run", "--host", "h100", "--engine", "sglang", "--model", "m", "--tp", "2"]
+        + ["--profile", "short", "--queue"]
+    )
+
+    (run,) = _runs(runs_db)
+    assert code == 0
+    assert capsys.readouterr().out == f"queued run {run.id}\n"
+    assert (run.status, run.engine, run.knobs_summary) == ("queued", "sglang", "tp=2")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--tp", "0"], "error: --tp: Input should be greater than or equal to 1"),
+        (["--tp", "two"], "error: --tp 'two': invalid literal for int() with base 10: 'two'"),
+        (["--gpu-ids", "0,x"], "error: --gpu-ids '0,x': expected comma-separated integers such as 0,1"),
+        (
+            ["--gpu-ids", "0", "--tp", "2"],
+            "error: config: gpu_ids lists 1 devices but tp×dp×replicas needs 2",
+        ),
+        (["--env", "NOEQUALS"], "error: --env 'NOEQUALS': expected KEY=VALUE"),
+        (["--speculative-config", "{bad"], "error: --speculative-config '{bad': Expecting property name"),
+        (["--extra-arg=--port"], "error: vLLM: extra_args repeats --port; perflab sets it itself"),
+        (["--performance-mode", "fast"], "error: vLLM: performance_mode"),
+        (["--profile", "nope"], "error: --profile 'nope': 'nope' is neither a preset"),
+        (["--host", "elsewhere"], "error: hosts.yaml: no host named 'elsewhere' (known hosts: h100, a100)"),
+        (["--ready-timeout", "0"], "error: --ready-timeout 0: must be > 0"),
+    ],
+)
+def test_bad_input_is_one_clear_line_and_stores_nothing(
+    cli_env: dict[str, str],
+    runs_db: Engine,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    message: str,
+) -> None:
+    base = {"--host": "h100", "--engine": "vllm", "--model": "Qwen/Qwen3-8B", "--profile": "short"}
+    for flag in args[::2]:
+        base.pop(flag, None)
+    argv = ["run", *(part for pair in base.items() for part in pair), *args]
+
+    code = main(argv)
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith(message) and err.count("\n") == 1
+    assert _runs(runs_db) == []
+
+
+def test_ctrl_c_cancels_the_run_and_exits_130(cli_env: dict[str, str], runs_db: Engine) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "perflab"]
+        + f"run --host h100 --engine vllm --model Qwen/Qwen3-8B --port {free_port_block(1)} "
+        "--profile random:in=64,out=8,n=200,rate=10".split(),
+        cwd=REPO_ROOT,
+        env={**os.environ, **cli_env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        runs = _runs(runs_db)
+        if runs and runs[0].status == "benchmarking":
+            break
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+
+    (run,) = _runs(runs_db)
+    assert process.returncode == 130, (err, run.failure_class, run.failure_message)
+    assert run.status == "cancelled"
+    assert "cancelling: stopping the engines" in err
+    assert out.startswith(f"run {run.id} cancelled: vLLM Qwen/Qwen3-8B on h100")
+
+
+def test_an_unusable_database_is_one_clear_line(
+    cli_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PERFLAB_DATABASE_URL", "nosuchdb://somewhere/x")
+
+    code = main(["run", "--host", "h100", "--engine", "vllm", "--model", "m", "--profile", "short"])
+
+    assert code == 2
+    assert capsys.readouterr().err == (
+        "error: cannot use the database nosuchdb://somewhere/x: "
+        "Can't load plugin: sqlalchemy.dialects:nosuchdb\n"
+    )

@@ -1,0 +1,169 @@
+"""Run lifecycles on a simulated local host (``transport: local``): readiness deadline, cancel while
+launching, a load-curve sweep on one launch, and datasets from the database."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+from sqlalchemy.engine import Engine
+
+from db import crud
+from db.models import Run
+from db.session import new_session
+from perflab.engines import EngineConfig
+from perflab.inventory import HostConfig
+from perflab.runner import RunnerOptions, execute_run, submit_run
+from perflab.runner.profile_spec import parse_profile
+from tests.fixtures.runs import (
+    BackgroundRun,
+    SimHostFactory,
+    benchmarking_with_progress,
+    cancel,
+    free_port_block,
+    inventory_of,
+    run_key_pids,
+    stored_run,
+    wait_for_run,
+)
+
+WORKER = "local-worker"
+
+
+def _submit(engine: Engine, host: HostConfig, spec: str, **knobs: object) -> Run:
+    config = EngineConfig(engine="vllm", model="Qwen/Qwen3-8B", port=free_port_block(1), **knobs)
+    return submit_run(
+        engine, host_name=host.name, config=config, profiles=[parse_profile(spec)], worker_id=WORKER
+    )
+
+
+def _execute(engine: Engine, host: HostConfig, run: Run, options: RunnerOptions | None = None) -> Run:
+    status = execute_run(
+        run.id, engine=engine, inventory=inventory_of(host), worker_id=WORKER, options=options
+    )
+    stored = stored_run(engine, run.id)
+    assert stored.status == status
+    return stored
+
+
+def test_an_engine_not_ready_by_the_deadline_fails_with_timeout(
+    runs_db: Engine, sim_host: SimHostFactory
+) -> None:
+    # At real speed the simulated vLLM needs half a minute to load and warm up.
+    host = sim_host("slow", kind="local", time_scale=1.0)
+    run = _submit(runs_db, host, "short:n=5")
+    options = RunnerOptions(ready_timeout_s=1.5, ready_poll_s=0.2, stop_grace_s=5.0)
+
+    stored = _execute(runs_db, host, run, options)
+
+    assert stored.status == "failed" and stored.failure_class == "timeout"
+    assert stored.failure_message.startswith("vLLM: ") and "(1.5 s)" in stored.failure_message
+    assert stored.remote_state["stopped"] == {"engine-0": "term"}
+    assert run_key_pids(stored.remote_state["run_key"]) == []
+
+
+def test_cancel_while_launching_stops_the_engine(runs_db: Engine, sim_host: SimHostFactory) -> None:
+    host = sim_host("slow-cancel", kind="local", time_scale=1.0)
+    run = _submit(runs_db, host, "short:n=5")
+    options = RunnerOptions(ready_timeout_s=120.0, ready_poll_s=0.2, stop_grace_s=5.0)
+    background = BackgroundRun(runs_db, run.id, host, WORKER, options)
+    wait_for_run(runs_db, run.id, lambda r: "pid" in str(r.remote_state))
+    cancel(runs_db, run.id)
+
+    assert background.join() == "cancelled"
+    stored = stored_run(runs_db, run.id)
+    assert stored.status == "cancelled" and stored.ready_at is None
+    assert stored.remote_state["stopped"] == {"engine-0": "term"}
+    assert run_key_pids(stored.remote_state["run_key"]) == []
+
+
+def test_a_sweep_stores_one_result_per_point_from_one_launch(
+    runs_db: Engine, sim_host: SimHostFactory
+) -> None:
+    host = sim_host("sweeper", kind="local")
+    run = _submit(runs_db, host, "random:in=128,out=16,n=12,sweep=concurrency:1/4/12,flat=no,name=curve")
+
+    stored = _execute(runs_db, host, run)
+
+    assert stored.status == "done", stored.failure_message
+    assert len(stored.serve_commands) == 1
+    with new_session(runs_db) as session:
+        results = crud.list_profile_results(session, run_id=run.id)
+    assert [result.sweep_point["value"] for result in results] == [1, 4, 12]
+    assert [result.sweep_point["index"] for result in results] == [0, 1, 2]
+    assert [result.profile["max_concurrency"] for result in results] == [1, 4, 12]
+    assert all(result.profile_name == "curve" and result.completed == 12 for result in results)
+    assert [result.result["max_concurrency"] for result in results] == [1, 4, 12]
+
+
+def test_a_custom_dataset_comes_from_the_database(runs_db: Engine, sim_host: SimHostFactory) -> None:
+    host = sim_host("datasets", kind="local")
+    prompts = "".join(
+        json.dumps({"prompt": f"question {index}", "output_len": 4}) + "\n" for index in range(6)
+    )
+    with new_session(runs_db) as session:
+        crud.create_dataset(session, name="my prompts", content=prompts.encode(), format="jsonl")
+    run = _submit(runs_db, host, "custom:path=my prompts,n=6")
+
+    stored = _execute(runs_db, host, run)
+
+    assert stored.status == "done", stored.failure_message
+    with new_session(runs_db) as session:
+        (result,) = crud.list_profile_results(session, run_id=run.id)
+    assert result.completed == 6 and result.result["total_output_tokens"] == 24
+
+
+def test_a_missing_dataset_fails_the_run_before_any_request(
+    runs_db: Engine, sim_host: SimHostFactory
+) -> None:
+    host = sim_host("no-dataset", kind="local")
+    run = _submit(runs_db, host, "sharegpt:path=/nonexistent/sharegpt.json,n=5")
+
+    stored = _execute(runs_db, host, run)
+
+    assert stored.status == "failed" and stored.failure_class == "dataset_missing"
+    assert "'/nonexistent/sharegpt.json'" in stored.failure_message
+    assert run_key_pids(stored.remote_state["run_key"]) == []
+
+
+def test_without_hand_back_a_run_waits_for_locked_gpus(runs_db: Engine, sim_host: SimHostFactory) -> None:
+    host = sim_host("one-gpu", kind="local", count=1)
+    holder = _submit(runs_db, host, "short:n=5")
+    with new_session(runs_db) as session:
+        assert crud.acquire_gpus(
+            session, host_name=host.name, gpu_ids=[0], run_id=holder.id, worker_id="other"
+        )
+    waiting = _submit(runs_db, host, "random:in=64,out=8,n=5")
+    options = RunnerOptions(hand_back_when_busy=False, gpu_wait_poll_s=0.2, ready_poll_s=0.2)
+    background = BackgroundRun(runs_db, waiting.id, host, WORKER, options)
+
+    blocked = wait_for_run(runs_db, waiting.id, lambda r: "waiting_for_gpus" in (r.progress or {}))
+    assert blocked.status == "launching"
+    assert blocked.progress["waiting_for_gpus"] == f"1 free GPUs needed; run(s) {holder.id} hold 1 of 1"
+    with new_session(runs_db) as session:
+        crud.release_gpus(session, run_id=holder.id)
+
+    assert background.join() == "done"
+    assert stored_run(runs_db, waiting.id).gpu_ids == [0]
+
+
+def test_an_engine_dying_mid_benchmark_fails_the_run_and_keeps_its_records(
+    runs_db: Engine, sim_host: SimHostFactory
+) -> None:
+    host = sim_host("dies", kind="local")
+    run = _submit(runs_db, host, "random:in=64,out=8,n=30,rate=10")
+    background = BackgroundRun(runs_db, run.id, host, WORKER, RunnerOptions(ready_poll_s=0.2))
+    benchmarking = wait_for_run(runs_db, run.id, benchmarking_with_progress)
+    os.killpg(benchmarking.remote_state["processes"][0]["pid"], signal.SIGKILL)
+
+    assert background.join() == "failed"
+    stored = stored_run(runs_db, run.id)
+    assert stored.failure_class == "engine_died"
+    assert (
+        "engine-0 exited" in stored.failure_message and "while benchmarking random" in stored.failure_message
+    )
+    with new_session(runs_db) as session:
+        (result,) = crud.list_profile_results(session, run_id=run.id)
+        records = crud.list_request_records(session, profile_result_id=result.id)
+    assert result.completed > 0 and result.failed > 0 and len(records) == 30

@@ -1,0 +1,154 @@
+"""The runner's pure pieces: GPU choice, Prometheus gauges, sweeps, ×N results, argv filtering."""
+
+from __future__ import annotations
+
+import pytest
+
+from perflab.engines import EngineConfig, get_adapter
+from perflab.probe import Accelerator
+from perflab.runner import results
+from perflab.runner.benchmark import sweep_is_flat, without_flags
+from perflab.runner.errors import GpusBusy, RunFailed
+from perflab.runner.launch import plan_replicas
+from perflab.runner.logs import failure_of
+from perflab.runner.placement import choose_gpus
+from perflab.runner.prometheus import gauge_values
+from perflab.runner.sampling import engine_values
+from perflab.runner.submit import knobs_summary
+
+
+def _gpus(count: int, used: dict[int, int] | None = None, total: int = 81559) -> list[Accelerator]:
+    used = used or {}
+    return [
+        Accelerator(
+            index=i, vendor="nvidia", name="H100", memory_total_mib=total, memory_used_mib=used.get(i, 0)
+        )
+        for i in range(count)
+    ]
+
+
+def _config(**fields: object) -> EngineConfig:
+    return EngineConfig(engine="vllm", model="m", **fields)  # type: ignore[arg-type]
+
+
+def test_free_gpus_are_taken_lowest_first_skipping_locked_ones() -> None:
+    assert choose_gpus(_config(tp=2), _gpus(8), {0: 7, 2: 7}, host_name="h") == (1, 3)
+    assert choose_gpus(_config(tp=4, replicas=2), _gpus(8), {}, host_name="h") == tuple(range(8))
+
+
+def test_locked_gpus_make_the_run_wait() -> None:
+    with pytest.raises(GpusBusy, match=r"run\(s\) 3, 4 hold 7 of 8"):
+        choose_gpus(_config(tp=2), _gpus(8), {0: 3, 1: 3, 2: 3, 3: 3, 4: 4, 5: 4, 6: 4}, host_name="h")
+    with pytest.raises(GpusBusy, match=r"gpu_ids 2, 3 are held by run\(s\) 9"):
+        choose_gpus(_config(tp=2, gpu_ids=(2, 3)), _gpus(8), {3: 9}, host_name="h")
+
+
+def test_gpus_the_host_cannot_give_fail_the_run() -> None:
+    with pytest.raises(RunFailed, match="needs 16 GPUs; host 'h' has 8") as too_many:
+        choose_gpus(_config(tp=8, replicas=2), _gpus(8), {}, host_name="h")
+    assert too_many.value.failure_class == "gpus_unavailable"
+    with pytest.raises(RunFailed, match="gpu_ids 9 do not exist on host 'h'"):
+        choose_gpus(_config(gpu_ids=(9,)), _gpus(8), {}, host_name="h")
+    with pytest.raises(RunFailed, match="lists no accelerators"):
+        choose_gpus(_config(), [], {}, host_name="h")
+
+
+def test_gpus_used_by_foreign_processes_are_avoided_or_named() -> None:
+    busy = _gpus(2, used={0: 70000})
+    assert choose_gpus(_config(), busy, {}, host_name="h") == (1,)
+    with pytest.raises(RunFailed, match="not start \\(GPU 0: 70000 MiB\\)"):
+        choose_gpus(_config(gpu_ids=(0,)), busy, {}, host_name="h")
+    with pytest.raises(RunFailed, match="GPU 0: 70000 MiB"):
+        choose_gpus(_config(tp=2), busy, {}, host_name="h")
+    idle_npu = [
+        Accelerator(index=0, vendor="ascend", name="910B", memory_total_mib=65536, memory_used_mib=3337)
+    ]
+    assert choose_gpus(_config(), idle_npu, {}, host_name="h") == (0,)
+
+
+def test_replica_ports_follow_the_first_gpu_unless_a_port_is_set() -> None:
+    adapter = get_adapter("vllm")
+    assert [plan.port for plan in plan_replicas(_config(tp=2, replicas=2), adapter, (4, 5, 6, 7))] == [
+        8004,
+        8006,
+    ]
+    assert [plan.port for plan in plan_replicas(_config(replicas=2, port=9000), adapter, (4, 5))] == [
+        9000,
+        9001,
+    ]
+    assert [plan.gpu_ids for plan in plan_replicas(_config(replicas=2), adapter, (4, 5))] == [(4,), (5,)]
+
+
+def test_gauges_are_read_per_label_set() -> None:
+    text = (
+        "# HELP vllm:num_requests_running Number of requests.\n"
+        "# TYPE vllm:num_requests_running gauge\n"
+        'vllm:num_requests_running{engine="0",model_name="m"} 3.0\n'
+        'vllm:num_requests_running{engine="1",model_name="m"} 5.0\n'
+        'vllm:kv_cache_usage_perc{engine="0"} 0.25 1700000000000\n'
+        'vllm:kv_cache_usage_perc{engine="1"} 0.75\n'
+        "vllm:num_requests_waiting NaN\n"
+        "vllm:num_requests_running_total 99\n"
+    )
+    assert gauge_values(text, ["vllm:num_requests_running", "vllm:kv_cache_usage_perc"]) == {
+        "vllm:num_requests_running": [3.0, 5.0],
+        "vllm:kv_cache_usage_perc": [0.25, 0.75],
+    }
+    assert engine_values(get_adapter("vllm"), text) == {"running": 8.0, "kv_cache_usage": 0.5}
+    assert engine_values(get_adapter("vllm"), "other_metric 1\n") is None
+    assert engine_values(get_adapter("trtllm"), text) is None
+
+
+def test_a_sweep_is_flat_when_throughput_stops_rising() -> None:
+    assert not sweep_is_flat(None, 100.0, 0.03)
+    assert not sweep_is_flat(100.0, 110.0, 0.03)
+    assert sweep_is_flat(100.0, 102.0, 0.03)
+    assert sweep_is_flat(100.0, 80.0, 0.03)
+
+
+def test_flags_added_by_the_remote_bench_are_filtered() -> None:
+    args = ["--base-url", "x", "--model", "m", "--dataset-path", "p", "--num-prompts", "5"]
+    assert without_flags(args, ("--base-url", "--dataset-path")) == ["--model", "m", "--num-prompts", "5"]
+
+
+def test_replicated_results_say_times_n() -> None:
+    result = {
+        "base_urls": ["http://a", "http://b"],
+        "duration": 2.0,
+        "total_token_throughput": 6038.38,
+        "output_throughput": 100.0,
+        "requests": [
+            {"base_url": "http://a", "success": True, "input_tokens": 10, "output_tokens": 40},
+            {"base_url": "http://b", "success": True, "input_tokens": 10, "output_tokens": 60},
+            {"base_url": "http://b", "success": False, "error": "boom"},
+        ],
+    }
+    extended = results.with_replicas(result, 2)
+    assert extended["replicas"] == 2
+    assert [
+        (row["completed"], row["failed"], row["output_throughput"]) for row in extended["per_replica"]
+    ] == [
+        (1, 0, 20.0),
+        (1, 1, 30.0),
+    ]
+    block = results.text_block("== block ==\n", extended, 2)
+    assert block.startswith("== block ==\nReplicas:")
+    assert "Per-replica total token throughput:      3019.19×2\n" in block
+    assert "Per-replica request throughput" not in block
+    assert results.text_block("== block ==\n", results.with_replicas(result, 1), 1) == "== block ==\n"
+    assert "per_replica" not in results.with_replicas(result, 1)
+
+
+def test_knobs_summary_ends_with_the_replica_count() -> None:
+    assert knobs_summary(_config(tp=4, replicas=2)) == "tp=4 ×2"
+    assert knobs_summary(_config(replicas=3)) == "defaults ×3"
+    assert knobs_summary(_config(tp=4)) == "tp=4"
+
+
+def test_a_dead_replica_without_a_signature_is_a_crash_with_its_last_line() -> None:
+    adapter = get_adapter("sglang")
+    crashed = failure_of(adapter, "engine-1", "starting\nsomething odd happened\n", 3)
+    assert crashed.failure_class == "crash"
+    assert crashed.message == "SGLang: engine-1 exited with status 3: something odd happened"
+    oom = failure_of(adapter, "engine-0", "torch.OutOfMemoryError: CUDA out of memory.\n", 1)
+    assert oom.failure_class == "oom"

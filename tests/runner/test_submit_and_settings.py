@@ -1,0 +1,94 @@
+"""Storing runs, waiting for them, resolving datasets, and the settings read from the environment."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from db import crud
+from db.session import new_session
+from perflab import settings
+from perflab.engines import EngineConfig, InvalidKnobValue
+from perflab.profiles import PRESETS, BenchmarkProfile
+from perflab.runner import RunFailed, submit_run, wait_for_runs
+from perflab.runner.datasets import dataset_files
+from perflab.runner.profile_spec import parse_profile
+
+
+def test_submitted_runs_keep_profiles_that_reload_exactly(database_url: str, db_engine: Engine) -> None:
+    config = EngineConfig(engine="vllm", model="m", tp=2)
+    queued = submit_run(db_engine, host_name="h", config=config, profiles=[PRESETS["short"]], label="x")
+    claimed = submit_run(db_engine, host_name="h", config=config, profiles=[PRESETS["short"]], worker_id="w")
+
+    with new_session(db_engine) as session:
+        stored = crud.require_run(session, run_id=queued.id)
+        held = crud.require_run(session, run_id=claimed.id)
+    assert (stored.status, stored.worker_id, stored.label) == ("queued", None, "x")
+    assert (held.status, held.worker_id) == ("launching", "w") and held.launching_at is not None
+    assert stored.profiles[0]["request_rate"] == "Infinity"
+    reloaded = BenchmarkProfile.model_validate(stored.profiles[0])
+    assert reloaded == PRESETS["short"] and math.isinf(reloaded.request_rate)
+
+
+def test_a_config_the_engine_refuses_is_not_stored(runs_db: Engine) -> None:
+    config = EngineConfig(engine="vllm", model="m", extra_args=("--port=1",))
+    with pytest.raises(InvalidKnobValue, match="repeats --port"):
+        submit_run(runs_db, host_name="h", config=config, profiles=[PRESETS["short"]])
+    with pytest.raises(ValueError, match="at least one benchmark profile"):
+        submit_run(runs_db, host_name="h", config=EngineConfig(engine="vllm", model="m"), profiles=[])
+    with new_session(runs_db) as session:
+        assert crud.list_runs(session).total == 0
+
+
+def test_waiting_for_runs_returns_once_all_finish(runs_db: Engine) -> None:
+    config = EngineConfig(engine="vllm", model="m")
+    runs = [submit_run(runs_db, host_name="h", config=config, profiles=[PRESETS["short"]]) for _ in range(2)]
+    with new_session(runs_db) as session:
+        crud.request_cancel(session, run_id=runs[0].id)
+    with pytest.raises(TimeoutError, match=f"{runs[1].id} \\(queued\\)"):
+        wait_for_runs(runs_db, [run.id for run in runs], timeout_s=0.2, poll_s=0.05)
+    with new_session(runs_db) as session:
+        crud.request_cancel(session, run_id=runs[1].id)
+    finished = wait_for_runs(runs_db, [run.id for run in runs], timeout_s=5, poll_s=0.05)
+    assert [run.status for run in finished] == ["cancelled", "cancelled"]
+
+
+def test_datasets_are_found_by_id_hash_name_or_path(runs_db: Engine, tmp_path: Path) -> None:
+    content = b'{"prompt": "hi"}\n'
+    with new_session(runs_db) as session:
+        stored = crud.create_dataset(session, name="team prompts.jsonl", content=content, format="jsonl")
+    local = tmp_path / "local.txt"
+    local.write_text("hello\n")
+    for ref in (str(stored.id), stored.content_hash, "team prompts.jsonl"):
+        (path,) = dataset_files(runs_db, parse_profile(f"custom:path={ref},n=1"), tmp_path).values()
+        assert path.read_bytes() == content and path.suffix == ".jsonl"
+    assert dataset_files(runs_db, parse_profile(f"custom:path={local},n=1"), tmp_path) == {
+        "--dataset-path": local
+    }
+    assert dataset_files(runs_db, PRESETS["short"], tmp_path) == {}
+    with pytest.raises(RunFailed, match="dataset 'ShareGPT_V3_unfiltered_cleaned_split.json' is neither"):
+        dataset_files(runs_db, PRESETS["sharegpt"], tmp_path)
+
+
+def test_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("PERFLAB_HOSTS", "PERFLAB_READY_TIMEOUT_S", "PERFLAB_APP_WORKER", "PERFLAB_WORKER_STALE_S"):
+        monkeypatch.delenv(name, raising=False)
+    assert settings.hosts_path() == settings.REPO_ROOT / "hosts.yaml"
+    assert (
+        settings.ready_timeout_s(simulated=False) == 1200 and settings.ready_timeout_s(simulated=True) == 300
+    )
+    assert settings.app_worker_enabled() and settings.worker_stale_s() == 60
+    monkeypatch.setenv("PERFLAB_HOSTS", str(tmp_path / "mine.yaml"))
+    monkeypatch.setenv("PERFLAB_READY_TIMEOUT_S", "90")
+    monkeypatch.setenv("PERFLAB_APP_WORKER", "0")
+    assert settings.hosts_path() == tmp_path / "mine.yaml"
+    assert settings.ready_timeout_s(simulated=False) == 90
+    assert not settings.app_worker_enabled()
+    monkeypatch.setenv("PERFLAB_WORKER_STALE_S", "soon")
+    with pytest.raises(
+        settings.SettingError, match="PERFLAB_WORKER_STALE_S='soon': expected a number of seconds"
+    ):
+        settings.worker_stale_s()
