@@ -46,6 +46,7 @@ from db.crud.runs import (
 )
 from db.crud.studies import (
     add_candidate,
+    change_study,
     create_study,
     delete_study,
     get_study,
@@ -66,6 +67,7 @@ __all__ = [
     "add_candidate",
     "add_profile_result",
     "add_samples",
+    "change_study",
     "claim_next_run",
     "content_hash",
     "create_dataset",

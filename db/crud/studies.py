@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
@@ -46,15 +47,27 @@ def list_studies(session: Session, *, status: str | None = None) -> list[Study]:
     return list(session.exec(query.order_by(Study.created_at.desc(), Study.id.desc())))
 
 
-def update_study(session: Session, *, study_id: int, **fields: Any) -> Study:
-    """Set columns of a study (``status``, ``state``, ``recommended_command``, …).
+def change_study(
+    session: Session, *, study_id: int, decide: Callable[[Study], dict[str, Any] | None]
+) -> Study:
+    """Lock the study, let ``decide`` compute the columns to set from its current values, and set them
+    in the same transaction (``decide`` returning None changes nothing).
 
     ``updated_at`` is stamped, and ``finished_at`` when the status becomes done/failed/cancelled.
     """
-    check_columns(Study, fields, forbidden=("id", "created_at"))
-    if "status" in fields:
-        check_choice("study status", fields["status"], STUDY_STATUSES)
     study = lock_row(session, Study, study_id, "study")
+    try:
+        fields = decide(study)
+        if fields is not None:
+            check_columns(Study, fields, forbidden=("id", "created_at"))
+            if "status" in fields:
+                check_choice("study status", fields["status"], STUDY_STATUSES)
+    except BaseException:
+        session.rollback()
+        raise
+    if fields is None:
+        session.rollback()
+        return study
     now = utcnow()
     for column, value in fields.items():
         setattr(study, column, value)
@@ -63,6 +76,12 @@ def update_study(session: Session, *, study_id: int, **fields: Any) -> Study:
         study.finished_at = now
     session.commit()
     return study
+
+
+def update_study(session: Session, *, study_id: int, **fields: Any) -> Study:
+    """Set columns of a study (``status``, ``state``, ``recommended_command``, …), stamped as
+    :func:`change_study` stamps them."""
+    return change_study(session, study_id=study_id, decide=lambda _study: fields)
 
 
 def _check_candidate_fields(fields: dict[str, Any]) -> None:

@@ -1,0 +1,128 @@
+"""Studies: every optimization study with its status, and a new study from a form or an uploaded spec."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from perflab import settings, ui
+from perflab.engines import ENGINE_NAMES
+from perflab.inventory import InventoryError, load_inventory
+from perflab.profiles import PRESETS
+from perflab.study import views
+from perflab.study.coordinator import create_study
+from perflab.study.hosts import StudyHostError
+from perflab.study.spec import OBJECTIVES, StudySpec, StudySpecError
+
+DEFAULT_MODEL = "Qwen/Qwen3-8B"
+DEFAULT_VALIDATION = ["very_long", "long", "medium", "short"]
+
+st.title("Studies")
+st.caption(
+    "A study tunes one model on your hosts the way the performance-lab write-ups do: each stage tries its "
+    "candidates on top of the best configuration so far and keeps the winner; then the baseline and the "
+    "winner run the validation profiles."
+)
+
+with ui.session() as session:
+    table = views.studies_table(session)
+if table.empty:
+    st.info("No studies yet. Describe one below, or upload a study spec (YAML or JSON).")
+else:
+    table.insert(1, "Open", "/study?study=" + table["Study"].astype(str))
+    st.dataframe(
+        table,
+        hide_index=True,
+        column_config={"Open": st.column_config.LinkColumn("Open", display_text="open")},
+        key="studies_table",
+    )
+
+st.header("New study")
+try:
+    inventory = load_inventory(settings.hosts_path())
+except InventoryError as error:
+    st.error("The hosts file cannot be read, so no study can start:\n\n" + "\n".join(error.problems))
+    st.stop()
+
+
+def start(spec: StudySpec) -> None:
+    """Store the study and point at its page (the worker picks it up)."""
+    try:
+        study = create_study(ui.db_engine(), spec, inventory=inventory, queued_by="web")
+    except (StudySpecError, StudyHostError) as error:
+        st.error(str(error))
+        return
+    ui.clear_cached_reads()
+    st.success(f"Study {study.id} queued: {study.name}.")
+    st.page_link(
+        "pages/study.py", label=f"Follow study {study.id}", query_params={"study": str(study.id)}, icon="➡️"
+    )
+
+
+form_tab, upload_tab = st.tabs(["Form", "Upload a spec"])
+with form_tab, st.form("new_study"):
+    name = st.text_input("Name", key="study_name", placeholder="Qwen3-8B on H100")
+    model = st.text_input("Model", value=DEFAULT_MODEL, key="study_model")
+    hosts = st.multiselect("Hosts", inventory.names(), default=inventory.names()[:1], key="study_hosts")
+    engine = st.selectbox("Baseline engine", ENGINE_NAMES, key="study_engine")
+    presets = list(PRESETS)
+    tuning = st.selectbox("Tuning profile", presets, key="study_tuning")
+    validation = st.multiselect(
+        "Validation profiles",
+        presets,
+        default=[p for p in DEFAULT_VALIDATION if p in PRESETS],
+        key="study_validation",
+    )
+    objective = st.selectbox(
+        "Objective", list(OBJECTIVES), format_func=OBJECTIVES.__getitem__, key="study_objective"
+    )
+    scale_col, success_col, gain_col = st.columns(3)
+    scale = scale_col.number_input(
+        "Prompt scale",
+        min_value=0.01,
+        max_value=1.0,
+        value=1.0,
+        step=0.05,
+        key="study_scale",
+        help="Fraction of every profile's prompts (1 = the presets as published).",
+    )
+    min_success = success_col.number_input(
+        "Minimum success rate (%)", min_value=1.0, max_value=100.0, value=100.0, key="study_min_success"
+    )
+    min_gain = gain_col.number_input("Minimum gain kept (%)", min_value=0.0, value=1.0, key="study_min_gain")
+    stages_yaml = st.text_area(
+        "Stages (YAML)",
+        value=views.STAGES_TEMPLATE.format(model=DEFAULT_MODEL),
+        height=320,
+        key="study_stages",
+        help="Each stage: a name, an optional dimension (a config field) and candidate values or mappings.",
+    )
+    submitted = st.form_submit_button("Create study")
+if submitted:
+    try:
+        form_spec = views.spec_from_form(
+            name=name,
+            model=model,
+            hosts=hosts,
+            engine=engine,
+            tuning_profile=tuning,
+            validation_profiles=validation,
+            stages_yaml=stages_yaml,
+            objective=objective,
+            scale=scale,
+            min_success_pct=min_success,
+            min_gain_pct=min_gain,
+        )
+    except StudySpecError as error:
+        st.error("The study cannot start:\n\n" + "\n".join(f"- {problem}" for problem in error.problems))
+    else:
+        start(form_spec)
+
+with upload_tab:
+    uploaded = st.file_uploader("Study spec", type=["yaml", "yml", "json"], key="study_upload")
+    if uploaded is not None and st.button("Create study from file", key="study_upload_create"):
+        try:
+            uploaded_spec = views.spec_from_upload(uploaded.name, uploaded.getvalue())
+        except StudySpecError as error:
+            st.error("The spec cannot be used:\n\n" + "\n".join(f"- {problem}" for problem in error.problems))
+        else:
+            start(uploaded_spec)

@@ -1,0 +1,163 @@
+"""Study (``?study=ID``): its stages with candidates, results, failures and winners as they arrive, the
+recommended serve command, the optimization summary, baseline vs optimized on every validation
+profile, charts, and the report download. Pause, resume and cancel."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from db import crud
+from db.crud.studies import FINISHED_STUDY_STATUSES
+from perflab import ui
+from perflab.report import charts as report_charts
+from perflab.report.export import report_files, results_csv, results_json, zip_bytes
+from perflab.report.from_study import report_of
+from perflab.report.markdown import comparison_table, summary_table
+from perflab.study import views
+from perflab.study.coordinator import (
+    StudyStateError,
+    cancel_study,
+    pause_study,
+    resume_study,
+)
+from perflab.study.progress import load_progress
+from perflab.study.spec import StudySpecError
+from perflab.views.urlstate import BadParam
+
+PAGE = "study"
+LIVE_EVERY_S = 2.0
+
+try:
+    study_id = views.parse_study_id(ui.query_param("study"))
+except BadParam as problem:
+    st.title("Study")
+    st.info(str(problem))
+    st.page_link("pages/studies.py", label="All studies", icon="🧪")
+    st.stop()
+
+with ui.session() as session:
+    study = crud.get_study(session, study_id=study_id)
+if study is None:
+    st.title("Study")
+    st.warning(f"Study {study_id} does not exist (it may have been deleted). Pick one on the Studies page.")
+    st.page_link("pages/studies.py", label="All studies", icon="🧪")
+    st.stop()
+
+st.title(f"Study {study.id}: {study.name}")
+active = study.status not in FINISHED_STUDY_STATUSES
+
+link_col, pause_col, cancel_col = st.columns(3)
+if link_col.button("Copy link", key="study_copy_link", icon="🔗"):
+    ui.show_link(ui.share_link(PAGE, {"study": str(study.id)}, current_page=PAGE))
+try:
+    if study.status in ("queued", "running") and pause_col.button("Pause", key="study_pause", icon="⏸️"):
+        pause_study(ui.db_engine(), study.id)
+        st.rerun()
+    if study.status == "paused" and pause_col.button("Resume", key="study_resume", icon="▶️"):
+        resume_study(ui.db_engine(), study.id)
+        st.rerun()
+    if active:
+        with cancel_col.popover("Cancel study", icon="⛔"):
+            st.write("Cancelling stops the study and its queued and running runs.")
+            if st.button("Cancel the study", key="study_cancel", type="primary"):
+                cancel_study(ui.db_engine(), study.id)
+                st.rerun()
+except StudyStateError as error:
+    st.warning(str(error))
+
+
+def draw_stages(report, progress) -> None:  # type: ignore[no-untyped-def]
+    """Every reached stage: its candidates table and their result blocks."""
+    unit = report.objective_unit
+    for stage in report.stages:
+        state = "" if stage.decided else " (running)"
+        st.subheader(f"{stage.index}. {stage.name}{state}")
+        st.dataframe(
+            views.candidates_table(stage, unit),
+            hide_index=True,
+            column_config={"Run": st.column_config.LinkColumn("Run", display_text=r"run\?run=(\d+)")},
+            key=f"stage_{stage.index}",
+        )
+        with st.expander("Serving commands and benchmark results"):
+            for candidate in stage.candidates:
+                st.markdown(f"**{candidate.label}**")
+                if candidate.serve_command:
+                    st.code(candidate.serve_command, language="bash")
+                for block in candidate.blocks:
+                    st.code(block.text, language=None)
+    if progress.plan.status == "running" and not report.stages:
+        st.info("Measuring the baseline; the first stage starts when its tuning result is in.")
+
+
+@st.fragment(run_every=LIVE_EVERY_S if active else None)
+def study_body(shown_status: str) -> None:
+    """The study as it stands; polled while it is active, reloading the page when its status moves on."""
+    with ui.session() as session:
+        try:
+            progress = load_progress(session, study_id=study_id)
+        except StudySpecError as error:
+            st.error(f"The stored spec of this study cannot be read: {error}")
+            return
+        report = report_of(progress)
+    if progress.study.status != shown_status:
+        st.rerun()
+    spec = progress.spec
+    state = progress.study.state or {}
+    facts = [
+        ui.status_text(progress.study.status),
+        state.get("phase", ""),
+        f"model **{spec.model}**",
+        f"hosts {', '.join(spec.hosts)}",
+        f"objective {report.objective}",
+        f"tuning profile {spec.tuning().title}",
+    ]
+    st.markdown(" · ".join(fact for fact in facts if fact))
+    for note in report.notes:
+        st.caption(note)
+    if progress.plan.failure:
+        st.error(progress.plan.failure)
+
+    st.header("Recommended serve command")
+    if report.recommended_command:
+        st.code(report.recommended_command, language="bash")
+        if report.recommended_replicas > 1:
+            st.caption(f"Run {report.recommended_replicas} replicas per node (figures are per replica × N).")
+    else:
+        best = progress.plan.best
+        st.caption(f"Not decided yet; best so far: {best.label}.")
+
+    st.header("Baseline vs optimized")
+    st.markdown("\n".join(comparison_table(report.comparison, report.decimals)), unsafe_allow_html=True)
+    st.header("Summary of Optimization Options")
+    if report.summary:
+        st.markdown("\n".join(summary_table(report)), unsafe_allow_html=True)
+    else:
+        st.caption("No stage is decided yet.")
+
+    st.header("Stages")
+    draw_stages(report, progress)
+
+    figures = report_charts.report_charts(report)
+    if figures:
+        st.header("Charts")
+        for name, figure in figures.items():
+            ui.chart(figure, key=f"study_{name}", file_name=f"study-{study_id}-{name}.png")
+
+    st.header("Report")
+    downloads = (
+        ("Download report (zip)", lambda: zip_bytes(report_files(report)), "zip", "application/zip"),
+        ("Download CSV", lambda: results_csv(report), "csv", "text/csv"),
+        ("Download JSON", lambda: results_json(report), "json", "application/json"),
+    )
+    for column, (label, data, suffix, mime) in zip(st.columns(len(downloads)), downloads, strict=True):
+        column.download_button(
+            label,
+            data=data,
+            file_name=f"perflab-study-{study_id}.{suffix}",
+            mime=mime,
+            key=f"study_download_{suffix}",
+            on_click="ignore",
+        )
+
+
+study_body(study.status)

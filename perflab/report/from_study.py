@@ -1,0 +1,228 @@
+"""The report of a study, from its spec, its plan and its runs' stored results.
+
+The study's own records drive every section: each candidate shows the serve command of its
+configuration and the printed result of its tuning profile (or its failure line), the comparison table
+puts the baseline's and the winner's results side by side for the tuning and every validation profile,
+and the summary applies :mod:`perflab.report.summary`'s rules to the stages.
+"""
+
+from __future__ import annotations
+
+from sqlmodel import Session
+
+from perflab.report.model import (
+    CandidateSection,
+    ComparisonRow,
+    Figures,
+    Report,
+    StageSection,
+    ValidationSection,
+    node_figures,
+)
+from perflab.report.sections import (
+    by_profile,
+    engine_versions,
+    failure_block,
+    hardware_text,
+    headline,
+    record,
+    result_block,
+)
+from perflab.report.summary import summary_rows
+from perflab.study.configs import serve_command
+from perflab.study.loadcurve import LoadCurve, curve_from_results
+from perflab.study.plan import CandidatePlan, StagePlan, StudyPlan
+from perflab.study.progress import StudyProgress, load_progress
+from perflab.study.spec import OBJECTIVE_UNITS, OBJECTIVES
+
+OBJECTIVE_WORDS = {
+    "total_token_throughput": "Throughput",
+    "output_throughput": "Output Throughput",
+    "request_throughput": "Request Throughput",
+    "request_goodput": "Goodput",
+    "max_load_within_slo": "Load within SLO",
+}
+
+
+def _command(candidate: CandidatePlan) -> str | None:
+    return serve_command(candidate.config) if candidate.config is not None else None
+
+
+def _figures(progress: StudyProgress, candidate: CandidatePlan, profile: str) -> Figures | None:
+    outcome = progress.outcome(candidate)
+    if outcome is None:
+        return None
+    chosen = headline(by_profile(outcome.results, profile))
+    if chosen is None:
+        return None
+    return node_figures(chosen.result, replicas=candidate.config.replicas if candidate.config else 1)
+
+
+def candidate_section(progress: StudyProgress, candidate: CandidatePlan) -> CandidateSection:
+    """A candidate with its serve command and its tuning result blocks (or failure line)."""
+    tuning = progress.spec.tuning()
+    outcome = progress.outcome(candidate)
+    results = by_profile(outcome.results, tuning.name) if outcome is not None else []
+    measurement = candidate.measurement
+    if results:
+        blocks = tuple(result_block(result) for result in results)
+    elif candidate.error is not None or (measurement is not None and measurement.state == "failed"):
+        blocks = (failure_block(tuning.title, candidate.error or measurement.error or "failed"),)
+    else:
+        blocks = ()
+    return CandidateSection(
+        label=candidate.label,
+        serve_command=_command(candidate),
+        blocks=blocks,
+        engine=candidate.config.engine if candidate.config is not None else None,
+        decision=candidate.decision,
+        note=candidate.note,
+        value=candidate.value,
+        figures=_figures(progress, candidate, tuning.name),
+        run_id=outcome.run.id if outcome is not None else None,
+        status=outcome.run.status if outcome is not None else None,
+    )
+
+
+def stage_section(progress: StudyProgress, stage: StagePlan) -> StageSection:
+    return StageSection(
+        index=stage.index,
+        name=stage.name,
+        candidates=tuple(candidate_section(progress, candidate) for candidate in stage.candidates),
+        winner=stage.winner.label if stage.winner is not None else None,
+        decided=stage.decided,
+    )
+
+
+def _validation(progress: StudyProgress, candidate: CandidatePlan) -> ValidationSection:
+    outcome = progress.outcome(candidate)
+    blocks = []
+    for profile in progress.spec.validation():
+        results = by_profile(outcome.results, profile.name) if outcome is not None else []
+        blocks.extend(result_block(result) for result in results)
+    return ValidationSection(_command(candidate), tuple(blocks))
+
+
+def _comparison(progress: StudyProgress) -> list[ComparisonRow]:
+    plan = progress.plan
+    return [
+        ComparisonRow(
+            profile.title,
+            _figures(progress, plan.baseline, profile.name),
+            _figures(progress, plan.best, profile.name),
+        )
+        for profile in (progress.spec.tuning(), *progress.spec.validation())
+    ]
+
+
+def _records(progress: StudyProgress) -> list[dict]:
+    rows = []
+    roles = {}
+    for candidate in progress.plan.candidates():
+        if candidate.fingerprint is not None and candidate.decision != "reused":
+            roles.setdefault(candidate.fingerprint, candidate)
+    for fingerprint, outcome in progress.found.items():
+        candidate = roles.get(fingerprint)
+        for result in outcome.results:
+            rows.append(
+                record(
+                    outcome.run,
+                    result,
+                    study_id=progress.study.id,
+                    stage=candidate.stage_name if candidate else None,
+                    candidate=candidate.label if candidate else None,
+                    decision=candidate.decision if candidate else None,
+                    objective_value=candidate.value if candidate else None,
+                )
+            )
+    return sorted(rows, key=lambda row: (row["run_id"], row["case"]))
+
+
+def _curves(progress: StudyProgress) -> list[tuple[str, LoadCurve]]:
+    tuning = progress.spec.tuning()
+    if tuning.sweep is None:
+        return []
+    curves = []
+    plan = progress.plan
+    shown = [plan.baseline] if plan.best is plan.baseline else [plan.baseline, plan.best]
+    for candidate in shown:
+        outcome = progress.outcome(candidate)
+        if outcome is None:
+            continue
+        results = [(result.sweep_point, result.result) for result in by_profile(outcome.results, tuning.name)]
+        curve = curve_from_results(results, progress.spec.slos)
+        if curve is not None:
+            curves.append((f"{candidate.label}: {tuning.title}", curve))
+    return curves
+
+
+def _title(progress: StudyProgress) -> str:
+    accelerator = (progress.study.state or {}).get("accelerator")
+    word = OBJECTIVE_WORDS[progress.spec.objective]
+    where = f" on {accelerator}" if accelerator else ""
+    return f"Optimizing {progress.spec.model} {word}{where}"
+
+
+def _datasets(progress: StudyProgress) -> list[str]:
+    lines = []
+    for profile in (progress.spec.tuning(), *progress.spec.validation()):
+        if profile.dataset == "random":
+            shape = f"{profile.input_len} input tokens, {profile.output_len} output tokens"
+        else:
+            shape = f"{profile.dataset} dataset"
+        lines.append(f"{profile.title}: {shape}, {profile.num_prompts} prompts")
+    return lines
+
+
+def study_report(session: Session, *, study_id: int) -> Report:
+    """The report of study ``study_id`` as it stands (complete once the study is done)."""
+    progress = load_progress(session, study_id=study_id)
+    return report_of(progress)
+
+
+def _baseline_in_stages(plan: StudyPlan) -> bool:
+    fingerprint = plan.baseline.fingerprint
+    return any(
+        candidate.fingerprint == fingerprint for stage in plan.stages for candidate in stage.candidates
+    )
+
+
+def report_of(progress: StudyProgress) -> Report:
+    """The report of a loaded study."""
+    plan, spec, study = progress.plan, progress.spec, progress.study
+    baseline = candidate_section(progress, plan.baseline)
+    stages = [stage_section(progress, stage) for stage in plan.stages]
+    notes = []
+    if study.status != "done":
+        notes.append(
+            f"The study is {study.status} ({(study.state or {}).get('phase', '')}); figures are partial."
+        )
+    if any(run.simulated for run in progress.runs):
+        notes.append("Measured on simulated hosts: the figures come from perflab's performance model.")
+    if plan.failure:
+        notes.append(plan.failure)
+    return Report(
+        title=_title(progress),
+        model=spec.model,
+        objective=OBJECTIVES[spec.objective],
+        objective_unit=OBJECTIVE_UNITS[spec.objective],
+        recommended_command=_command(plan.best) if plan.status in ("validating", "done") else None,
+        recommended_replicas=plan.best.config.replicas if plan.best.config is not None else 1,
+        comparison=tuple(_comparison(progress)),
+        stages=tuple(stages),
+        summary=tuple(summary_rows(baseline, stages)),
+        hardware=hardware_text(progress.runs),
+        engine_versions=tuple(engine_versions(progress.runs)),
+        goal=spec.goal,
+        datasets=tuple(_datasets(progress)),
+        bench_commands=tuple(
+            (profile.title, profile.vllm_bench_command(spec.model))
+            for profile in (spec.tuning(), *spec.validation())
+        ),
+        baseline_validation=_validation(progress, plan.baseline) if spec.validation_profiles else None,
+        optimized_validation=_validation(progress, plan.best) if spec.validation_profiles else None,
+        curves=tuple(_curves(progress)),
+        records=tuple(_records(progress)),
+        notes=tuple(notes),
+        baseline=None if _baseline_in_stages(plan) else baseline,
+    )

@@ -1,0 +1,273 @@
+"""The report as a markdown document in the seeds' layout (MkDocs Material admonitions).
+
+Conclusion (serving command, comparison table), Optimization Objective, Experimental Setup (model,
+hardware, engine versions, datasets, the ``vllm bench serve`` commands), one section per stage with
+each candidate's serving script and benchmark result block (or ``# Error: …`` line), the Summary of
+Optimization Options, Other Benchmark Cases, and the load curves when the tuning profile was swept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from perflab.report.model import BenchBlock, CandidateSection, ComparisonRow, Figures, Report, StageSection
+from perflab.report.summary import coloured, percent_text
+from perflab.study.loadcurve import LOAD_TITLES, LoadCurve
+
+INDENT = "    "
+NOTE_LIMITS = (
+    "The stages do not cover every combination of options: each stage starts from the best configuration "
+    "so far, which finds a local optimum, not necessarily the global one.",
+    "Results hold for the hardware, engine versions and traffic measured here.",
+)
+
+
+def _indented(lines: Sequence[str]) -> list[str]:
+    return [f"{INDENT}{line}" if line else "" for line in lines]
+
+
+def _fenced(text: str, language: str = "") -> list[str]:
+    return [f"```{language}", *text.rstrip("\n").splitlines(), "```"]
+
+
+def _admonition(kind: str, title: str, body: Sequence[str], *, open_: bool = False) -> list[str]:
+    marker = "???+" if open_ else "???"
+    return [f'{marker} {kind} "{title}"', *_indented(body), ""]
+
+
+def _cell(figures: Figures | None, change: float | None, decimals: int) -> str:
+    if figures is None:
+        return "not measured"
+    tps = f"Total TPS: {figures.tps_text}"
+    if change is not None:
+        tps += " " + coloured(f"({percent_text(change, decimals)})", change)
+    return f"{tps}<br>Mean TPOT(ms): {figures.tpot_text}"
+
+
+def comparison_table(rows: Sequence[ComparisonRow], decimals: int) -> list[str]:
+    """The Conclusion's baseline-vs-optimized table."""
+    lines = [
+        "| Benchmark Case | Baseline | Optimized |",
+        "|----------|-------------------------------------------|-----------|",
+    ]
+    for row in rows:
+        baseline = _cell(row.baseline, None, decimals)
+        optimized = _cell(row.optimized, row.change, decimals)
+        lines.append(f"| **{row.case}** | {baseline} | {optimized} |")
+    return lines
+
+
+def summary_table(report: Report) -> list[str]:
+    """The "Summary of Optimization Options" table."""
+    lines = [
+        "| Optimization Option | Throughput Improvement | Against the Baseline |",
+        "|-----------------------------|-------------------------------------|---------------------|",
+    ]
+    for row in report.summary:
+        gain = (
+            "-"
+            if row.improvement is None
+            else coloured(percent_text(row.improvement, report.decimals), row.improvement)
+        )
+        versus = "-" if row.versus_baseline is None else percent_text(row.versus_baseline, report.decimals)
+        if row.note:
+            versus += f" ({row.note})"
+        lines.append(f"| {row.option} | {gain} | {versus} |")
+    return lines
+
+
+def _blocks(blocks: Sequence[BenchBlock], *, named: bool) -> list[str]:
+    body: list[str] = []
+    for block in blocks:
+        if body:
+            body.append("")
+        if named and not block.failed:
+            body.append(f"# {block.case}")
+        body.extend(block.text.splitlines())
+    return body
+
+
+def _candidate(candidate: CandidateSection, *, show_label: bool) -> list[str]:
+    lines = [candidate.label] if show_label else []
+    if candidate.serve_command:
+        lines += _admonition("info", "Serving script", _fenced(candidate.serve_command, "bash"))
+    if candidate.blocks:
+        lines += _admonition(
+            "info", "Benchmark result", _fenced("\n".join(_blocks(candidate.blocks, named=False)))
+        )
+    elif candidate.status:
+        lines += [f"Not measured yet (run {candidate.run_id}: {candidate.status}).", ""]
+    return lines
+
+
+def _ranking(stage: StageSection, unit: str) -> list[str]:
+    measured = [c for c in stage.candidates if c.value is not None and c.decision not in ("failed", "reused")]
+    if len(measured) < 2:
+        return []
+    ordered = sorted(measured, key=lambda c: c.value, reverse=True)
+    return [
+        "Result: " + " > ".join(f"{c.label} ({c.value:.2f} {unit})".replace(" )", ")") for c in ordered),
+        "",
+    ]
+
+
+def _decisions(stage: StageSection) -> list[str]:
+    lines = [
+        f"- {c.label}: {c.decision.replace('_', ' ')}" + (f" ({c.note})" if c.note else "")
+        for c in stage.candidates
+        if c.decision
+    ]
+    return [*lines, ""] if lines else []
+
+
+def stage_lines(stage: StageSection, unit: str) -> list[str]:
+    """One stage's section."""
+    lines = [f"### {stage.index}. {stage.name}", ""]
+    for candidate in stage.candidates:
+        lines += _candidate(candidate, show_label=True)
+    if not stage.decided:
+        lines += ["This stage is still running.", ""]
+    return lines + _ranking(stage, unit) + _decisions(stage)
+
+
+def _setup(report: Report) -> list[str]:
+    lines = [
+        "## Experimental Setup",
+        "",
+        "### Model",
+        "",
+        report.model or "not recorded",
+        "",
+        "### Hardware",
+        "",
+    ]
+    lines += [report.hardware or "not recorded", ""]
+    if report.engine_versions:
+        lines += [
+            "### Engine Version",
+            "",
+            *(f"- {engine}: {version}" for engine, version in report.engine_versions),
+            "",
+        ]
+    if report.datasets:
+        lines += [
+            "### Benchmark Dataset",
+            "",
+            *(f"{i}. {text}" for i, text in enumerate(report.datasets, 1)),
+            "",
+        ]
+    if report.bench_commands:
+        script: list[str] = []
+        for title, command in report.bench_commands:
+            script += [*([""] if script else []), f"# {title}", command]
+        lines += [
+            "### Benchmark Script",
+            "",
+            "The equivalent **vLLM bench CLI** commands of the benchmark profiles:",
+            "",
+            *_fenced("\n".join(script), "bash"),
+            "",
+        ]
+    return lines
+
+
+def _curve(title: str, curve: LoadCurve, chart: str | None) -> list[str]:
+    lines = [f"### {title}", ""]
+    if chart:
+        lines += [f"![{title}]({chart})", ""]
+    slo_columns = list(curve.slos)
+    header = [
+        LOAD_TITLES.get(curve.kind, "Load"),
+        "Output tok/s",
+        "Total tok/s",
+        "p99 TTFT (ms)",
+        "Mean TPOT (ms)",
+    ]
+    lines.append("| " + " | ".join([*header, "Within SLO"]) + " |")
+    lines.append("|" + "---|" * (len(header) + 1))
+    for point in curve.points:
+        figures = point.figures
+        cells = [
+            f"{point.load:g}",
+            f"{point.output_throughput:.2f}",
+            f"{point.total_token_throughput:.2f}",
+            f"{figures.get('p99_ttft_ms', float('nan')):.2f}",
+            f"{figures.get('mean_tpot_ms', float('nan')):.2f}",
+            ("yes" if point.meets_slos else "no: " + "; ".join(point.violations)) if slo_columns else "-",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    if curve.peak is not None:
+        peak = curve.peak
+        lines.append(
+            f"- Peak throughput: {peak.output_throughput:.2f} output tok/s at {peak.load:g} {curve.unit}"
+        )
+    if curve.saturation is not None:
+        saturation = curve.saturation.load
+        lines.append(f"- Saturation: throughput reaches its plateau at {saturation:g} {curve.unit}")
+    if slo_columns:
+        limits = ", ".join(f"{name} ≤ {limit:g}" for name, limit in curve.slos.items())
+        found = f"{curve.slo_limit.load:g} {curve.unit}" if curve.slo_limit else "no load meets them"
+        lines.append(f"- Highest load within the SLOs ({limits}): {found}")
+    return [*lines, ""]
+
+
+def render_markdown(report: Report, charts: Mapping[str, str] | None = None) -> str:
+    """The report's markdown; ``charts`` maps chart names (``comparison``, ``stages``, ``load_curve_1``…)
+    to the relative paths of their PNG files."""
+    charts = dict(charts or {})
+    lines = [f"# {report.title}", "", "## Conclusion", ""]
+    if "comparison" in charts:
+        lines += [f"![Baseline vs optimized]({charts['comparison']})", ""]
+    if report.recommended_command:
+        lines += [f"Recommended configuration for {report.objective} of {report.model or 'the model'}:", ""]
+        lines += _admonition(
+            "tip", "Serving Command", _fenced(report.recommended_command, "bash"), open_=True
+        )
+        replicas = report.recommended_replicas
+        if replicas > 1:
+            lines += [
+                f"Run {replicas} replicas of it per node; Total TPS is written per replica x {replicas}.",
+                "",
+            ]
+    lines += ["Comparison of benchmark results before and after optimization:", ""]
+    lines += [*comparison_table(report.comparison, report.decimals), ""]
+    notes = [*report.notes, *NOTE_LIMITS]
+    lines += _admonition("note", "Notes", [f"{i}. {note}" for i, note in enumerate(notes, 1)], open_=True)
+    lines += ["## Optimization Objective", "", report.goal or f"Maximize {report.objective}.", ""]
+    lines += _setup(report)
+    lines += ["## Experiment Results", ""]
+    if report.baseline is not None:
+        lines += ["### Baseline", "", *_candidate(report.baseline, show_label=False)]
+    unit = report.objective_unit
+    for stage in report.stages:
+        lines += stage_lines(stage, unit)
+    if "stages" in charts:
+        lines += [f"![Stage progression]({charts['stages']})", ""]
+    lines += ["### Summary of Optimization Options", "", *summary_table(report), ""]
+    if report.baseline_validation or report.optimized_validation:
+        lines += [
+            "### Other Benchmark Cases",
+            "",
+            "We further benchmarked the optimized configuration to evaluate its generalization under other "
+            "workloads.",
+            "",
+        ]
+        for side, section in (
+            ("Baseline", report.baseline_validation),
+            ("Optimized", report.optimized_validation),
+        ):
+            if section is None:
+                continue
+            if section.serve_command:
+                lines += _admonition("info", f"{side} serving script", _fenced(section.serve_command, "bash"))
+            lines += _admonition(
+                "info",
+                f"{side} benchmark results",
+                _fenced("\n".join(_blocks(section.blocks, named=True)), "bash"),
+            )
+    if report.curves:
+        lines += ["## Load Curves", ""]
+        for index, (title, curve) in enumerate(report.curves, 1):
+            lines += _curve(title, curve, charts.get(f"load_curve_{index}"))
+    return "\n".join(lines).rstrip("\n") + "\n"

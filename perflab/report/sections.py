@@ -1,0 +1,102 @@
+"""Report pieces drawn from stored runs and results, shared by the study and imported-run reports."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from db.models import HEADLINE_COLUMNS, ProfileResult, Run
+from perflab.engines.registry import ADAPTERS
+from perflab.report.model import BenchBlock
+from perflab.study.loadcurve import LOAD_UNITS
+
+
+def case_name(result: ProfileResult) -> str:
+    """The benchmark case a result belongs to: its profile's title, with the sweep point if any."""
+    title = str(result.profile.get("title") or result.profile_name or "benchmark")
+    point = result.sweep_point
+    if point:
+        unit = LOAD_UNITS.get(str(point.get("kind")), "")
+        return f"{title} @ {point.get('value'):g} {unit}".rstrip()
+    return title
+
+
+def result_block(result: ProfileResult, case: str | None = None) -> BenchBlock:
+    """A stored result as a report block (its printed text block)."""
+    text = result.text_block or "(no printed result was stored)"
+    return BenchBlock(case or case_name(result), text.rstrip("\n"))
+
+
+def failure_block(case: str, message: str) -> BenchBlock:
+    """A configuration that produced no result, written as the seeds write it: ``# RuntimeError: …``."""
+    lines = [line for line in message.strip().splitlines() if line.strip()] or ["failed"]
+    return BenchBlock(case, "\n".join(f"# {line}" for line in lines[-3:]), failed=True)
+
+
+def engine_title(engine: str | None) -> str:
+    """``sglang`` → ``SGLang`` (unknown names as they are)."""
+    adapter = ADAPTERS.get(engine or "")
+    return adapter.display_name if adapter is not None else (engine or "unknown engine")
+
+
+def engine_versions(runs: Iterable[Run]) -> list[tuple[str, str]]:
+    """``[(SGLang, v0.5.5)]``: the engine versions the runs' environment snapshots recorded."""
+    found: dict[str, str] = {}
+    for run in runs:
+        version = (run.environment or {}).get("engine_version")
+        if run.engine and version:
+            found.setdefault(engine_title(run.engine), str(version))
+    return sorted(found.items())
+
+
+def hardware_text(runs: Iterable[Run]) -> str | None:
+    """``8 × NVIDIA H100 80GB HBM3 (simulated)`` from the first run with an environment snapshot."""
+    for run in runs:
+        environment = run.environment or {}
+        accelerator = environment.get("accelerator") or run.accelerator
+        if not accelerator:
+            continue
+        count = environment.get("accelerator_count")
+        text = f"{count} × {accelerator}" if count else str(accelerator)
+        host = environment.get("host") or run.host_name
+        if host:
+            text += f" on host {host}"
+        return text + (" (simulated)" if run.simulated else "")
+    return None
+
+
+def record(run: Run, result: ProfileResult, **facts: Any) -> dict[str, Any]:
+    """One row of the report's CSV/JSON: run facts, the case, and every headline figure."""
+    point = result.sweep_point or {}
+    row: dict[str, Any] = {
+        **facts,
+        "run_id": run.id,
+        "engine": run.engine,
+        "model": run.model,
+        "host": run.host_name,
+        "replicas": run.replicas,
+        "knobs": run.knobs_summary,
+        "serve_command": run.serve_commands[0] if run.serve_commands else None,
+        "profile": result.profile_name,
+        "case": case_name(result),
+        "sweep_kind": point.get("kind"),
+        "sweep_value": point.get("value"),
+    }
+    for column in HEADLINE_COLUMNS:
+        row[column] = getattr(result, column)
+    return row
+
+
+def by_profile(results: Sequence[ProfileResult], name: str) -> list[ProfileResult]:
+    """The results of one profile (every sweep point of a swept one), in stored order."""
+    return [result for result in results if result.profile_name == name]
+
+
+def headline(results: Sequence[ProfileResult], field: str = "total_token_throughput") -> ProfileResult | None:
+    """The result that stands for a profile: the only one, or a sweep's best point by ``field``."""
+    measured = [result for result in results if isinstance(result.result.get(field), (int, float))]
+    return max(measured, key=lambda result: result.result[field], default=None)
+
+
+def first_serve_command(run: Run | None) -> str | None:
+    return run.serve_commands[0] if run is not None and run.serve_commands else None

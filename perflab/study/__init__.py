@@ -1,0 +1,40 @@
+"""Optimization studies: the seeds' tuning method, automated.
+
+A study (:mod:`~perflab.study.spec`) names a model, hosts, a baseline configuration, a tuning profile,
+ordered stages of candidates and validation profiles. :func:`~perflab.study.plan.plan_study` decides
+the stages from what has been measured (pure); :func:`~perflab.study.coordinator.advance` makes the
+database follow the plan (one run per distinct configuration, decisions recorded, resumable), and the
+worker calls :func:`~perflab.study.coordinator.advance_studies` on every poll. Load curves and the
+objective live in :mod:`~perflab.study.loadcurve` and :mod:`~perflab.study.objective`;
+``python -m perflab study …`` is :mod:`~perflab.study.cli`. docs/studies.md describes it all.
+"""
+
+from perflab.study.coordinator import (
+    advance,
+    advance_studies,
+    cancel_study,
+    create_study,
+    pause_study,
+    resume_study,
+)
+from perflab.study.plan import Measurement, Rules, StudyPlan, plan_study
+from perflab.study.progress import load_progress
+from perflab.study.spec import StudySpec, StudySpecError, load_spec, parse_spec
+
+__all__ = [
+    "Measurement",
+    "Rules",
+    "StudyPlan",
+    "StudySpec",
+    "StudySpecError",
+    "advance",
+    "advance_studies",
+    "cancel_study",
+    "create_study",
+    "load_progress",
+    "load_spec",
+    "parse_spec",
+    "pause_study",
+    "plan_study",
+    "resume_study",
+]

@@ -1,0 +1,141 @@
+"""``python -m perflab study …``: create, list, show, pause, resume, cancel and run studies.
+
+- ``create --spec study.yaml``: store a queued study (workers execute it);
+- ``run --spec study.yaml [--wait]``: create it and, with ``--wait``, execute it in this process with
+  a worker, printing progress until it ends (exit 0 when done, 1 when it failed or was cancelled);
+- ``list``, ``show ID``, ``pause ID``, ``resume ID``, ``cancel ID``.
+
+A bad spec or host prints every problem (file, line, field or host) and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from sqlalchemy.engine import Engine
+
+from db import crud
+from db import session as db_session
+from perflab import settings
+from perflab.cli_database import DatabaseUnavailable, command_engine
+from perflab.inventory import InventoryError, load_inventory
+from perflab.study.coordinator import StudyStateError, cancel_study, create_study, pause_study, resume_study
+from perflab.study.headless import StudyTimeout, wait_for_study
+from perflab.study.hosts import StudyHostError
+from perflab.study.progress import load_progress
+from perflab.study.spec import StudySpecError, load_spec
+from perflab.study.text import progress_lines
+
+STATUS_CHANGES = {"pause": pause_study, "resume": resume_study, "cancel": cancel_study}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", help="database URL (default: $PERFLAB_DATABASE_URL or var/perflab.db)")
+    commands = parser.add_subparsers(dest="action", required=True, metavar="action")
+    for name, help_text in (("create", "store a queued study"), ("run", "create a study and run it here")):
+        sub = commands.add_parser(name, help=help_text)
+        sub.add_argument("--spec", required=True, help="study spec, YAML or JSON")
+        sub.add_argument("--hosts", help="hosts file (default: $PERFLAB_HOSTS or <repo>/hosts.yaml)")
+        sub.add_argument("--queued-by", help="who started the study")
+    run_parser = commands.choices["run"]
+    run_parser.add_argument("--wait", action="store_true", help="execute it in this process until it ends")
+    run_parser.add_argument("--timeout", type=float, default=24 * 3600.0, help="seconds to wait (--wait)")
+    run_parser.add_argument("--poll", type=float, default=1.0, help="seconds between progress checks")
+    list_parser = commands.add_parser("list", help="list studies")
+    list_parser.add_argument("--json", action="store_true")
+    show_parser = commands.add_parser("show", help="a study's stages, candidates and decisions")
+    show_parser.add_argument("study_id", type=int, metavar="ID")
+    show_parser.add_argument("--json", action="store_true", help="the study and its candidates as JSON")
+    for name in STATUS_CHANGES:
+        sub = commands.add_parser(name, help=f"{name} a study")
+        sub.add_argument("study_id", type=int, metavar="ID")
+
+
+def _create(engine: Engine, args: argparse.Namespace) -> int:
+    spec = load_spec(args.spec)
+    inventory = load_inventory(args.hosts or settings.hosts_path())
+    study = create_study(engine, spec, inventory=inventory, queued_by=args.queued_by)
+    print(f"study {study.id}: {study.name} [{study.status}]", flush=True)
+    if args.action == "create" or not args.wait:
+        return 0
+
+    def report(progress: object) -> None:
+        print("\n".join(progress_lines(progress)), flush=True)
+
+    final = wait_for_study(
+        engine,
+        study.id,
+        hosts_path=args.hosts,
+        timeout_s=args.timeout,
+        poll_s=args.poll,
+        on_progress=report,
+    )
+    return 0 if final.status == "done" else 1
+
+
+def _list(engine: Engine, args: argparse.Namespace) -> int:
+    with db_session.new_session(engine) as session:
+        studies = crud.list_studies(session)
+    if args.json:
+        rows = [
+            {
+                "id": s.id,
+                "name": s.name,
+                "status": s.status,
+                "phase": (s.state or {}).get("phase"),
+                "recommended_command": s.recommended_command,
+                "created_at": s.created_at.isoformat(),
+            }
+            for s in studies
+        ]
+        print(json.dumps(rows, indent=2))
+        return 0
+    for study in studies:
+        phase = (study.state or {}).get("phase", "")
+        print(f"{study.id:>5}  {study.status:<10} {study.name}  {phase}")
+    return 0
+
+
+def _show(engine: Engine, args: argparse.Namespace) -> int:
+    with db_session.new_session(engine) as session:
+        progress = load_progress(session, study_id=args.study_id)
+        candidates = crud.list_candidates(session, study_id=args.study_id)
+    if args.json:
+        study = progress.study
+        payload = {
+            "id": study.id,
+            "name": study.name,
+            "status": study.status,
+            "state": study.state,
+            "recommended_command": study.recommended_command,
+            "candidates": [c.model_dump(mode="json", exclude={"study_id"}) for c in candidates],
+        }
+        print(json.dumps(payload, indent=2, default=str))
+        return 0
+    print("\n".join(progress_lines(progress)))
+    return 0
+
+
+def _change(engine: Engine, args: argparse.Namespace) -> int:
+    study = STATUS_CHANGES[args.action](engine, args.study_id)
+    print(f"study {study.id}: {study.status}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        engine = command_engine(args.url)
+    except DatabaseUnavailable as error:
+        print(str(error), file=sys.stderr)
+        return 1
+    handlers = {"create": _create, "run": _create, "list": _list, "show": _show}
+    try:
+        return handlers.get(args.action, _change)(engine, args)
+    except (StudySpecError, InventoryError) as error:
+        print("\n".join(f"error: {problem}" for problem in error.problems), file=sys.stderr)
+        return 2
+    except (StudyHostError, StudyStateError, crud.NotFound, StudyTimeout) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2

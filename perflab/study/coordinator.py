@@ -1,0 +1,380 @@
+"""Executing studies: a reconciler between a study's plan and its runs in the database.
+
+:func:`advance` reads a study, its runs and their results, asks :func:`~perflab.study.plan.plan_study`
+what the rules decide, and makes the database agree:
+
+- every reached candidate has a ``studycandidate`` row with its configuration, run, value, decision
+  and note; once the stages are decided, two ``validation`` rows point at the baseline's and the
+  winner's runs;
+- every configuration the plan wants gets one run (on the study host with the fewest unfinished runs),
+  carrying the tuning profile first and then every validation profile, so each distinct configuration
+  is launched exactly once: the study decides on the tuning result while the same launch goes on with
+  the validation profiles. As soon as a configuration can no longer become the final winner its run
+  drops the validation profiles it has not started;
+- the study moves ``queued → running → done`` (or ``failed`` when the baseline fails), and its
+  recommended serve command is stored.
+
+It keeps no state outside the database, so it is safe to call again at any time, after a restart, or
+from several workers (a short lease in ``study.state`` lets one of them advance a study at a time).
+Pausing stops queuing new runs (decisions are still recorded); cancelling cancels the study's queued and
+running runs. :func:`advance_studies` is what a worker calls on every poll.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from db import crud
+from db.crud.studies import FINISHED_STUDY_STATUSES
+from db.models import Run, Study, utcnow
+from db.session import new_session
+from perflab.inventory import Inventory
+from perflab.runner.submit import submit_run
+from perflab.study.configs import serve_command
+from perflab.study.hosts import check_hosts, host_facts, next_host
+from perflab.study.measure import RunOutcome, study_runs, unfinished
+from perflab.study.plan import CandidatePlan, StudyPlan
+from perflab.study.progress import StudyProgress, load_progress
+from perflab.study.spec import StudySpec, StudySpecError
+
+logger = logging.getLogger(__name__)
+
+ACTIVE_STUDY_STATUSES: tuple[str, ...] = ("queued", "running", "paused")
+LEASE_S = 10.0
+VALIDATION_STAGE = "Validation"
+
+
+class StudyStateError(ValueError):
+    """A change a study's status does not allow (pausing a finished study, …)."""
+
+
+def default_holder() -> str:
+    """This process and thread, as the holder of a study's lease."""
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+
+
+# ----- creating ---------------------------------------------------------------------------------------
+
+
+def create_study(
+    engine: Engine, spec: StudySpec, *, inventory: Inventory, queued_by: str | None = None
+) -> Study:
+    """Store a queued study after checking its hosts (known, one accelerator type).
+
+    Raises :class:`~perflab.study.hosts.StudyHostError` naming the host, or
+    :class:`~perflab.study.spec.StudySpecError` when the baseline does not fit the hosts' nodes.
+    """
+    with new_session(engine) as session:
+        facts = [host_facts(session, inventory, name) for name in spec.hosts]
+        accelerator, count = check_hosts(facts)
+        gpus_per_node = spec.gpus_per_node or count
+        try:
+            spec.baseline_config(gpus_per_node)
+        except ValueError as error:
+            raise StudySpecError([f"baseline: {error}"]) from None
+        study = crud.create_study(session, name=spec.name, spec=spec.stored(), queued_by=queued_by)
+        return crud.update_study(
+            session,
+            study_id=study.id,
+            state={"accelerator": accelerator, "gpus_per_node": gpus_per_node, "phase": "queued"},
+        )
+
+
+# ----- the lease and status writes --------------------------------------------------------------------
+
+
+def _take_lease(session: Session, study_id: int, holder: str) -> bool:
+    taken = False
+
+    def decide(study: Study) -> dict[str, Any] | None:
+        nonlocal taken
+        state = dict(study.state or {})
+        lease = state.get("lease")
+        now = utcnow()
+        if lease and lease.get("holder") != holder and datetime.fromisoformat(lease["until"]) > now:
+            return None
+        taken = True
+        state["lease"] = {"holder": holder, "until": (now + timedelta(seconds=LEASE_S)).isoformat()}
+        return {"state": state}
+
+    crud.change_study(session, study_id=study_id, decide=decide)
+    return taken
+
+
+def _release_lease(session: Session, study_id: int, holder: str) -> None:
+    def decide(study: Study) -> dict[str, Any] | None:
+        state = dict(study.state or {})
+        if (state.get("lease") or {}).get("holder") != holder:
+            return None
+        state.pop("lease")
+        return {"state": state}
+
+    crud.change_study(session, study_id=study_id, decide=decide)
+
+
+# ----- advancing --------------------------------------------------------------------------------------
+
+
+def _candidate_status(candidate: CandidatePlan, found: Mapping[str, RunOutcome]) -> str:
+    if candidate.error is not None:
+        return "invalid"
+    if candidate.decision == "reused":
+        return "reused"
+    outcome = found.get(candidate.fingerprint)
+    return outcome.run.status if outcome is not None else "waiting"
+
+
+def _row(candidate: CandidatePlan, found: Mapping[str, RunOutcome], **overrides: Any) -> dict[str, Any]:
+    outcome = found.get(candidate.fingerprint) if candidate.fingerprint else None
+    measurement = candidate.measurement
+    row = {
+        "stage_index": candidate.stage_index,
+        "stage_name": candidate.stage_name,
+        "label": candidate.label,
+        "config": candidate.config.model_dump(mode="json") if candidate.config else dict(candidate.changes),
+        "config_fingerprint": candidate.fingerprint,
+        "run_id": outcome.run.id if outcome is not None else None,
+        "role": candidate.role,
+        "status": _candidate_status(candidate, found),
+        "objective_value": measurement.value if measurement is not None else None,
+        "decision": candidate.decision,
+        "note": candidate.note,
+    }
+    row.update(overrides)
+    return row
+
+
+def desired_rows(progress: StudyProgress) -> list[dict[str, Any]]:
+    """The ``studycandidate`` rows the plan calls for, in stage and position order."""
+    plan, found = progress.plan, progress.found
+    rows = [_row(candidate, found) for candidate in plan.candidates()]
+    if plan.status in ("validating", "done") and progress.spec.validation_profiles:
+        index = len(progress.spec.stages) + 1
+        for label, candidate in (("Baseline", plan.baseline), ("Optimized", plan.best)):
+            rows.append(
+                _row(
+                    candidate,
+                    found,
+                    stage_index=index,
+                    stage_name=VALIDATION_STAGE,
+                    label=label,
+                    role="validation",
+                    decision=None,
+                    note=f"validation profiles on the {label.lower()} configuration ({candidate.label})",
+                )
+            )
+    return rows
+
+
+def _sync_candidates(session: Session, study_id: int, rows: Sequence[dict[str, Any]]) -> None:
+    existing: dict[int, list[Any]] = {}
+    for stored in crud.list_candidates(session, study_id=study_id):
+        existing.setdefault(stored.stage_index, []).append(stored)
+    seen: dict[int, int] = {}
+    for row in rows:
+        stage_index = row["stage_index"]
+        position = seen.get(stage_index, 0)
+        seen[stage_index] = position + 1
+        have = existing.get(stage_index, [])
+        if position < len(have):
+            stored = have[position]
+            changed = {key: value for key, value in row.items() if getattr(stored, key) != value}
+            changed.pop("stage_index", None)
+            if changed:
+                crud.update_candidate(session, candidate_id=stored.id, **changed)
+        else:
+            fields = {
+                key: value for key, value in row.items() if key not in ("stage_index", "stage_name", "config")
+            }
+            crud.add_candidate(
+                session,
+                study_id=study_id,
+                stage_index=stage_index,
+                stage_name=row["stage_name"],
+                config=row["config"],
+                **fields,
+            )
+
+
+def _label_of(plan: StudyPlan, fingerprint: str) -> str:
+    for candidate in plan.candidates():
+        if candidate.fingerprint == fingerprint:
+            if candidate.label == candidate.stage_name:
+                return candidate.label
+            return f"{candidate.stage_name} · {candidate.label}"
+    return fingerprint
+
+
+def _queue_runs(engine: Engine, progress: StudyProgress) -> list[Run]:
+    spec, study = progress.spec, progress.study
+    profiles = [spec.tuning(), *spec.validation()]
+    queued = []
+    runs = list(progress.runs)
+    for config in progress.plan.wanted:
+        run = submit_run(
+            engine,
+            host_name=next_host(spec.hosts, runs),
+            config=config,
+            profiles=profiles,
+            queued_by=study.queued_by or f"study {study.id}",
+            label=f"{study.name} · {_label_of(progress.plan, config.fingerprint())}",
+            study_id=study.id,
+        )
+        runs.append(run)
+        queued.append(run)
+    return queued
+
+
+def _trim_validation(session: Session, progress: StudyProgress) -> None:
+    """Drop the validation profiles of runs whose configuration can no longer win."""
+    if not progress.spec.validation_profiles:
+        return
+    for run in unfinished(progress.runs):
+        if run.config_fingerprint not in progress.plan.may_win and len(run.profiles) > 1:
+            crud.update_run(session, run_id=run.id, profiles=run.profiles[:1])
+
+
+def _phase(plan: StudyPlan, stages: int) -> str:
+    if plan.status == "failed":
+        return "failed"
+    if plan.status == "done":
+        return "done"
+    if plan.status == "validating":
+        return "validating"
+    if not plan.stages:
+        return "measuring the baseline"
+    current = plan.stages[-1]
+    return f"stage {current.index} of {stages}: {current.name}"
+
+
+def _state(progress: StudyProgress) -> dict[str, Any]:
+    plan = progress.plan
+    return {
+        "phase": _phase(plan, len(progress.spec.stages)),
+        "best": plan.best.label,
+        "best_value": plan.best.value,
+        "baseline_value": plan.baseline.value,
+        "failure": plan.failure,
+    }
+
+
+def _finish(session: Session, progress: StudyProgress) -> Study:
+    plan = progress.plan
+
+    def decide(study: Study) -> dict[str, Any]:
+        state = {key: value for key, value in (study.state or {}).items() if key != "lease"}
+        fields: dict[str, Any] = {"state": {**state, **_state(progress)}}
+        if study.status in FINISHED_STUDY_STATUSES:
+            return {"state": state}
+        if plan.status == "done":
+            fields["status"] = "done"
+        elif plan.status == "failed":
+            fields["status"] = "failed"
+        elif study.status == "queued":
+            fields["status"] = "running"
+        if plan.status == "done" and plan.best.config is not None:
+            fields["recommended_command"] = serve_command(plan.best.config)
+        return fields
+
+    return crud.change_study(session, study_id=progress.study.id, decide=decide)
+
+
+def advance(engine: Engine, study_id: int, *, holder: str | None = None) -> StudyPlan | None:
+    """Bring study ``study_id``'s candidates and runs in line with its plan; returns the plan, or None
+    when the study is finished or another process is advancing it right now."""
+    holder = holder or default_holder()
+    with new_session(engine) as session:
+        study = crud.get_study(session, study_id=study_id)
+        if study is None:
+            raise crud.NotFound("study", study_id)
+        if study.status in FINISHED_STUDY_STATUSES or not _take_lease(session, study_id, holder):
+            return None
+        try:
+            progress = load_progress(session, study_id=study_id)
+            if progress.study.status in ("queued", "running") and progress.plan.wanted:
+                _queue_runs(engine, progress)
+                session.rollback()  # end the read snapshot so the new runs are seen
+                progress = load_progress(session, study_id=study_id)
+            _sync_candidates(session, study_id, desired_rows(progress))
+            _trim_validation(session, progress)
+        except StudySpecError as error:
+            failure = str(error)
+
+            def failed(stored: Study) -> dict[str, Any]:
+                state = {key: value for key, value in (stored.state or {}).items() if key != "lease"}
+                return {"status": "failed", "state": {**state, "failure": failure}}
+
+            crud.change_study(session, study_id=study_id, decide=failed)
+            raise
+        except BaseException:
+            session.rollback()
+            _release_lease(session, study_id, holder)
+            raise
+        _finish(session, progress)  # also gives the lease back
+        return progress.plan
+
+
+def advance_studies(engine: Engine, *, holder: str | None = None) -> int:
+    """Advance every queued, running or paused study (a worker calls this on each poll); returns how
+    many were advanced. A study whose stored spec is unusable is failed; other errors are logged."""
+    with new_session(engine) as session:
+        ids = [study.id for study in crud.list_studies(session) if study.status in ACTIVE_STUDY_STATUSES]
+    advanced = 0
+    for study_id in ids:
+        try:
+            if advance(engine, study_id, holder=holder) is not None:
+                advanced += 1
+        except StudySpecError as error:
+            logger.error("study %s failed: %s", study_id, error)
+        except Exception:
+            logger.exception("advancing study %s failed", study_id)
+    return advanced
+
+
+# ----- pause, resume, cancel --------------------------------------------------------------------------
+
+
+def _change_status(engine: Engine, study_id: int, allowed: Sequence[str], status: str, verb: str) -> Study:
+    def decide(study: Study) -> dict[str, Any]:
+        if study.status not in allowed:
+            raise StudyStateError(
+                f"study {study_id} is {study.status}; only a {' or '.join(allowed)} study can be {verb}"
+            )
+        return {"status": status}
+
+    with new_session(engine) as session:
+        if crud.get_study(session, study_id=study_id) is None:
+            raise crud.NotFound("study", study_id)
+        try:
+            return crud.change_study(session, study_id=study_id, decide=decide)
+        except StudyStateError:
+            session.rollback()
+            raise
+
+
+def pause_study(engine: Engine, study_id: int) -> Study:
+    """Stop queuing new runs (runs already queued or running go on; decisions are still recorded)."""
+    return _change_status(engine, study_id, ("queued", "running"), "paused", "paused")
+
+
+def resume_study(engine: Engine, study_id: int) -> Study:
+    """Let a paused study queue runs again."""
+    return _change_status(engine, study_id, ("paused",), "running", "resumed")
+
+
+def cancel_study(engine: Engine, study_id: int) -> Study:
+    """Cancel the study and its queued and in-flight runs."""
+    study = _change_status(engine, study_id, ACTIVE_STUDY_STATUSES, "cancelled", "cancelled")
+    with new_session(engine) as session:
+        for run in unfinished(study_runs(session, study_id=study_id)):
+            crud.request_cancel(session, run_id=run.id)
+    return study

@@ -1,0 +1,67 @@
+"""The hosts a study runs on: what accelerators each has, and which host gets the next run.
+
+Node-level throughput (replicas counted) only compares between nodes of the same accelerator type, so
+a study's hosts must agree on it where it is known: from ``simulate:`` in hosts.yaml or from the host's
+last probe. Runs are spread over the hosts: the next one goes to the host with the fewest unfinished
+runs of the study (ties to the host listed first); the worker's GPU locks do the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlmodel import Session
+
+from db import crud
+from db.models import FINISHED_RUN_STATUSES, Run
+from perflab.inventory import Inventory, InventoryError
+
+
+class StudyHostError(ValueError):
+    """A study's hosts cannot be used together (unknown host, mixed accelerator types)."""
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """A host's accelerator type and count, when known."""
+
+    name: str
+    accelerator: str | None
+    count: int | None
+
+
+def host_facts(session: Session, inventory: Inventory, name: str) -> HostFacts:
+    """What is known of host ``name``: its ``simulate:`` entry, else its last stored probe."""
+    try:
+        host = inventory.get(name)
+    except InventoryError as error:
+        raise StudyHostError(str(error)) from None
+    if host.simulate is not None:
+        return HostFacts(name, host.simulate.accelerator, host.simulate.count)
+    stored = crud.get_host(session, name=name)
+    accelerators = (stored.last_probe or {}).get("accelerators") if stored is not None else None
+    if accelerators:
+        return HostFacts(name, str(accelerators[0].get("name")), len(accelerators))
+    return HostFacts(name, None, None)
+
+
+def check_hosts(facts: Sequence[HostFacts]) -> tuple[str | None, int | None]:
+    """The accelerator type and per-node count the hosts share; raises when known types differ."""
+    types = {fact.accelerator for fact in facts if fact.accelerator}
+    if len(types) > 1:
+        listed = ", ".join(f"'{fact.name}' ({fact.accelerator})" for fact in facts if fact.accelerator)
+        raise StudyHostError(
+            f"a study's hosts must have one accelerator type, so node-level figures compare: {listed}"
+        )
+    counts = [fact.count for fact in facts if fact.count]
+    return (next(iter(types)) if types else None), (min(counts) if counts else None)
+
+
+def next_host(hosts: Sequence[str], runs: Sequence[Run]) -> str:
+    """The study host with the fewest unfinished runs (the first listed on a tie)."""
+    load = {name: 0 for name in hosts}
+    for run in runs:
+        if run.host_name in load and run.status not in FINISHED_RUN_STATUSES:
+            load[run.host_name] += 1
+    return min(hosts, key=lambda name: load[name])

@@ -1,0 +1,76 @@
+"""The objective of a study: one number per measured configuration, higher is better.
+
+- ``total_token_throughput`` (default), ``output_throughput``, ``request_throughput``: the result
+  field of that name. Results are node totals: the benchmark spreads requests over every replica, so a
+  configuration with N replicas per node is measured as the whole node serves.
+- ``request_goodput``: requests/s meeting the per-request goodput SLOs set on the tuning profile.
+- ``max_load_within_slo``: on a swept tuning profile, the highest load (request rate or concurrency)
+  whose point meets every SLO of the study (0 when none does).
+
+For a swept tuning profile the throughput objectives take the curve's peak. The success rate of a
+result is completed ÷ (completed + failed), or completed ÷ the prompts sent when the result does not
+count failures (results imported from printed blocks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from perflab.study.loadcurve import LoadCurve, curve_from_results
+
+SweepResult = tuple[Mapping[str, Any] | None, Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class Score:
+    """A configuration's objective value on the tuning profile, the success rate behind it, and its
+    load curve when the tuning profile is swept."""
+
+    value: float | None
+    success_rate: float | None
+    curve: LoadCurve | None = None
+
+
+def success_rate(result: Mapping[str, Any], expected: int | None = None) -> float | None:
+    """completed ÷ (completed + failed), else completed ÷ ``expected``; None when neither is known."""
+    completed = result.get("completed")
+    if not isinstance(completed, (int, float)):
+        return None
+    failed = result.get("failed")
+    counted = isinstance(failed, (int, float))
+    total = completed + failed if counted else expected or result.get("num_prompts")
+    if not isinstance(total, (int, float)) or total <= 0:
+        return None
+    return min(1.0, completed / total)
+
+
+def _field_value(result: Mapping[str, Any], objective: str) -> float | None:
+    value = result.get(objective)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def score(
+    objective: str,
+    results: Sequence[SweepResult],
+    *,
+    slos: Mapping[str, float] | None = None,
+    expected_prompts: int | None = None,
+) -> Score:
+    """The objective over the tuning profile's stored ``(sweep_point, result)`` pairs."""
+    if not results:
+        return Score(None, None)
+    curve = curve_from_results(results, slos)
+    if curve is None:
+        result = results[0][1]
+        return Score(_field_value(result, objective), success_rate(result, expected_prompts))
+    by_load = {float(point["value"]): result for point, result in results if point}
+    if objective == "max_load_within_slo":
+        limit = curve.slo_limit
+        if limit is None:
+            rates = [success_rate(result, expected_prompts) for result in by_load.values()]
+            return Score(0.0, min((rate for rate in rates if rate is not None), default=None), curve)
+        return Score(limit.load, success_rate(by_load[limit.load], expected_prompts), curve)
+    peak = max(by_load.items(), key=lambda item: _field_value(item[1], objective) or 0.0)[1]
+    return Score(_field_value(peak, objective), success_rate(peak, expected_prompts), curve)

@@ -1,0 +1,388 @@
+"""The study specification: what a study tunes, on which hosts, against which traffic, toward which goal.
+
+A spec is written as YAML or JSON (``python -m perflab study create --spec study.yaml``) or built by the
+studies page. It names the model, the hosts, the baseline serving configuration, the tuning profile, an
+ordered list of stages (each a dimension with candidate values), the validation profiles, the objective
+and the rules that decide a stage: the lowest acceptable success rate and the smallest gain that counts
+as an improvement. :func:`parse_spec` reports every problem at once, each naming the file, line and
+field (``study.yaml:14: stages[1].candidates[0]: 'tpp' is not a setting of a serving configuration``).
+
+A candidate is a set of configuration changes applied on top of the best configuration so far:
+
+- a scalar, when its stage names a ``dimension`` (``dimension: engine`` → ``candidates: [sglang]``);
+- a mapping of :class:`~perflab.engines.config.EngineConfig` fields (``{tp: 4, replicas: 2}``), or
+  ``{label: "TP4 ×2", set: {tp: 4, replicas: 2}}`` to name it (``changes`` is read like ``set``, so a
+  stored spec reads back as it was).
+
+``extra_args`` are appended to the best configuration's own, ``env`` is merged into it, and
+``replicas: fill`` fills the node (replicas = accelerators per node ÷ (tp × dp)).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from perflab.engines.config import ENGINE_NAMES, EngineConfig
+from perflab.engines.registry import get_adapter
+from perflab.inventory import _friendly_message, _line_of, _where
+from perflab.profiles import PRESETS, BenchmarkProfile, GoodputSLOs, scaled
+from perflab.study.configs import FILL, CandidateConfigError, build_config, explain, split_args
+
+OBJECTIVES: dict[str, str] = {
+    "total_token_throughput": "Total TPS",
+    "output_throughput": "Output TPS",
+    "request_throughput": "Request throughput",
+    "request_goodput": "Goodput",
+    "max_load_within_slo": "Highest load within SLO",
+}
+OBJECTIVE_UNITS: dict[str, str] = {
+    "total_token_throughput": "tok/s",
+    "output_throughput": "tok/s",
+    "request_throughput": "req/s",
+    "request_goodput": "req/s",
+    "max_load_within_slo": "",
+}
+# Dimension names a stage may use besides the EngineConfig fields themselves.
+DIMENSION_ALIASES: dict[str, str] = {
+    "prefix_cache": "enable_prefix_caching",
+    "chunked_prefill": "enable_chunked_prefill",
+    "speculative": "speculative_config",
+    "speculative_decoding": "speculative_config",
+    "flag": "extra_args",
+    "flags": "extra_args",
+    "model_variant": "model",
+}
+# Fields a candidate may change; gpu_ids and port are chosen by the worker.
+SETTABLE_FIELDS: tuple[str, ...] = tuple(
+    name for name in EngineConfig.model_fields if name not in ("gpu_ids", "port")
+)
+# Result fields an SLO may bound, e.g. ``p99_ttft_ms: 2000`` or ``mean_tpot_ms: 50``.
+SLO_METRICS: tuple[str, ...] = ("ttft", "tpot", "itl", "e2el")
+
+
+class StudySpecError(ValueError):
+    """A study spec that cannot be used; ``problems`` lists every message (file:line: field: why)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+def field_of_dimension(dimension: str) -> str:
+    """The EngineConfig field a stage dimension changes (``prefix_cache`` → ``enable_prefix_caching``)."""
+    return DIMENSION_ALIASES.get(dimension, dimension)
+
+
+def _value_text(field: str, value: Any) -> str:
+    if field == "engine":
+        return get_adapter(value).display_name if value in ENGINE_NAMES else str(value)
+    if field == "model":
+        return str(value)
+    if field == "extra_args":
+        return shlex.join(split_args(value))
+    if isinstance(value, dict):
+        return f"{field}={json.dumps(value, separators=(',', ':'), sort_keys=True)}"
+    if value is True:
+        return field
+    if value is False:
+        return f"no {field}"
+    return f"{field}={value}"
+
+
+class CandidateSpec(BaseModel):
+    """One candidate of a stage: the configuration changes it makes, and its display label."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    label: str = Field(min_length=1)
+    changes: dict[str, Any] = Field(min_length=1)
+
+    @field_validator("changes")
+    @classmethod
+    def _known_fields(cls, changes: dict[str, Any]) -> dict[str, Any]:
+        for name, value in changes.items():
+            if name not in SETTABLE_FIELDS:
+                raise ValueError(f"'{name}' is not a setting of a serving configuration")
+            if name == "extra_args":
+                split_args(value)
+            if name == "env" and not isinstance(value, dict):
+                raise ValueError("env must be a mapping of variable names to values")
+            if name == "replicas" and value != FILL and (not isinstance(value, int) or value < 1):
+                raise ValueError("replicas must be a whole number >= 1 or 'fill'")
+        return changes
+
+
+def candidate_from_entry(entry: Any, dimension: str | None) -> dict[str, Any]:
+    """Normalize a candidate as written (scalar, flat mapping or ``{label, set}``) to CandidateSpec fields."""
+    key = next((name for name in ("set", "changes") if isinstance(entry, dict) and name in entry), None)
+    if key is not None:
+        unknown = set(entry) - {"label", key}
+        if unknown:
+            raise ValueError(f"a candidate with '{key}' takes only 'label' besides it, not {sorted(unknown)}")
+        changes = entry[key]
+        if not isinstance(changes, dict):
+            raise ValueError("'set' must be a mapping of configuration settings")
+        label = entry.get("label")
+    elif isinstance(entry, dict):
+        changes = {key: value for key, value in entry.items() if key != "label"}
+        label = entry.get("label")
+    elif dimension is None:
+        raise ValueError("a bare value needs the stage's 'dimension' (or write the candidate as a mapping)")
+    else:
+        changes = {field_of_dimension(dimension): entry}
+        label = None
+    if label is None and changes:
+        label = " · ".join(_value_text(name, value) for name, value in changes.items())
+    return {"label": label, "changes": changes}
+
+
+class StageSpec(BaseModel):
+    """One stage: a dimension and its candidate values, each tried on top of the best so far."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    dimension: str | None = None
+    candidates: tuple[CandidateSpec, ...] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _normalize_candidates(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not isinstance(data.get("candidates"), list):
+            return data
+        dimension = data.get("dimension")
+        dimension = dimension if isinstance(dimension, str) else None
+        return {
+            **data,
+            "candidates": [candidate_from_entry(entry, dimension) for entry in data["candidates"]],
+        }
+
+    @field_validator("dimension")
+    @classmethod
+    def _known_dimension(cls, dimension: str | None) -> str | None:
+        if dimension is not None and field_of_dimension(dimension) not in SETTABLE_FIELDS:
+            known = sorted({*SETTABLE_FIELDS, *DIMENSION_ALIASES})
+            raise ValueError(f"'{dimension}' is not a dimension; use one of {', '.join(known)}")
+        return dimension
+
+
+class StudySpec(BaseModel):
+    """A whole study. ``tuning_profile`` and ``validation_profiles`` are preset names or profile mappings
+    (a mapping with ``preset`` starts from that preset and overrides its fields)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    hosts: tuple[str, ...] = Field(min_length=1)
+    baseline: dict[str, Any] = Field(description="EngineConfig fields of the starting point; engine required")
+    tuning_profile: Any = "sharegpt"
+    validation_profiles: tuple[Any, ...] = ()
+    scale: float = Field(1.0, gt=0, le=1, description="fraction of every profile's prompts (quick studies)")
+    stages: tuple[StageSpec, ...] = Field(min_length=1)
+    objective: Literal[
+        "total_token_throughput",
+        "output_throughput",
+        "request_throughput",
+        "request_goodput",
+        "max_load_within_slo",
+    ] = "total_token_throughput"
+    goodput: GoodputSLOs | None = Field(None, description="per-request SLOs for the goodput objective")
+    slos: dict[str, float] = Field(default_factory=dict, description="limits on result fields (load curves)")
+    min_success_pct: float = Field(100.0, gt=0, le=100)
+    min_gain_pct: float = Field(1.0, ge=0, description="smallest gain over the best so far that is kept")
+    gpus_per_node: int | None = Field(None, ge=1, description="accelerators per node (default: the hosts')")
+    goal: str | None = Field(None, description="the optimization objective in words, for the report")
+
+    @field_validator("hosts")
+    @classmethod
+    def _unique_hosts(cls, hosts: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(hosts)) != len(hosts):
+            raise ValueError("hosts must not repeat")
+        return hosts
+
+    @field_validator("baseline")
+    @classmethod
+    def _baseline_fields(cls, baseline: dict[str, Any]) -> dict[str, Any]:
+        if "engine" not in baseline:
+            raise ValueError("needs an engine (vllm, sglang, trtllm, mindie or vllm-ascend)")
+        unknown = sorted(set(baseline) - set(SETTABLE_FIELDS))
+        if unknown:
+            names = ", ".join(repr(name) for name in unknown)
+            raise ValueError(f"{names}: not settings of a serving configuration")
+        checked = {
+            name: value for name, value in baseline.items() if not (name == "replicas" and value == FILL)
+        }
+        try:
+            build_config({"model": "model"}, checked)
+        except CandidateConfigError as error:
+            raise ValueError(str(error)) from None
+        return baseline
+
+    @field_validator("tuning_profile")
+    @classmethod
+    def _tuning_resolves(cls, entry: Any) -> Any:
+        resolve_profile(entry)
+        return entry
+
+    @field_validator("validation_profiles")
+    @classmethod
+    def _validation_resolve(cls, entries: tuple[Any, ...]) -> tuple[Any, ...]:
+        for index, entry in enumerate(entries):
+            try:
+                resolve_profile(entry)
+            except ValueError as error:
+                raise ValueError(f"[{index}]: {error}") from None
+        return entries
+
+    @field_validator("slos")
+    @classmethod
+    def _slo_fields(cls, slos: dict[str, float]) -> dict[str, float]:
+        for name, limit in slos.items():
+            parts = name.split("_")
+            if len(parts) != 3 or parts[1] not in SLO_METRICS or parts[2] != "ms" or not _is_stat(parts[0]):
+                raise ValueError(f"'{name}' is not a latency field (e.g. p99_ttft_ms, mean_tpot_ms)")
+            if limit <= 0:
+                raise ValueError(f"{name} must be > 0")
+        return slos
+
+    @model_validator(mode="after")
+    def _consistent(self) -> StudySpec:
+        names = [profile.name for profile in (self.tuning(), *self.validation())]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"profile names repeat between tuning and validation: {', '.join(repeated)}")
+        if self.objective == "request_goodput" and self.goodput is None:
+            raise ValueError("the request_goodput objective needs 'goodput' SLOs (ttft_ms, tpot_ms, e2el_ms)")
+        if self.objective == "max_load_within_slo" and (self.tuning().sweep is None or not self.slos):
+            raise ValueError(
+                "the max_load_within_slo objective needs a tuning profile with a sweep, and 'slos'"
+            )
+        return self
+
+    # ----- resolved views ---------------------------------------------------------------------------
+
+    def baseline_config(self, gpus_per_node: int | None = None) -> EngineConfig:
+        """The baseline as a checked EngineConfig; ``replicas: fill`` needs ``gpus_per_node``."""
+        fields = dict(self.baseline)
+        if fields.get("replicas") == FILL and gpus_per_node is None and self.gpus_per_node is None:
+            fields.pop("replicas")
+        return build_config({"model": self.model}, fields, gpus_per_node=gpus_per_node or self.gpus_per_node)
+
+    def tuning(self) -> BenchmarkProfile:
+        """The tuning profile, scaled, with the goodput SLOs applied."""
+        profile = resolve_profile(self.tuning_profile, self.scale)
+        if self.goodput is not None:
+            profile = profile.model_copy(update={"goodput": self.goodput})
+        return profile
+
+    def validation(self) -> list[BenchmarkProfile]:
+        """The validation profiles, scaled."""
+        return [resolve_profile(entry, self.scale) for entry in self.validation_profiles]
+
+    def stored(self) -> dict[str, Any]:
+        """The spec as the JSON stored in the study row."""
+        return json.loads(self.model_dump_json())
+
+
+def _is_stat(word: str) -> bool:
+    if word in ("mean", "median"):
+        return True
+    try:
+        return word.startswith("p") and 0 < float(word[1:]) < 100
+    except ValueError:
+        return False
+
+
+def resolve_profile(entry: Any, scale: float = 1.0) -> BenchmarkProfile:
+    """A preset name or profile mapping as a BenchmarkProfile, scaled by ``scale``."""
+    if isinstance(entry, str):
+        if entry not in PRESETS:
+            raise ValueError(f"unknown profile preset '{entry}'; presets: {', '.join(PRESETS)}")
+        profile = PRESETS[entry]
+    elif isinstance(entry, dict):
+        preset = entry.get("preset")
+        fields = {key: value for key, value in entry.items() if key != "preset"}
+        if preset is not None:
+            if preset not in PRESETS:
+                raise ValueError(f"unknown profile preset '{preset}'; presets: {', '.join(PRESETS)}")
+            base = json.loads(PRESETS[preset].model_dump_json())
+            fields = {**base, **fields}
+        try:
+            profile = BenchmarkProfile.model_validate(fields)
+        except ValidationError as error:
+            raise ValueError(f"profile: {explain(error)}") from None
+    elif isinstance(entry, BenchmarkProfile):
+        profile = entry
+    else:
+        raise ValueError("a profile is a preset name or a mapping of profile fields")
+    return scaled(profile, scale) if scale != 1.0 else profile
+
+
+def yaml_problem(name: str, error: yaml.YAMLError) -> str:
+    """``name:line: not valid YAML or JSON: why`` for a parse error."""
+    mark = getattr(error, "problem_mark", None)
+    where = f"{name}:{mark.line + 1}" if mark is not None else name
+    return f"{where}: not valid YAML or JSON: {getattr(error, 'problem', None) or error}"
+
+
+def parse_spec(text: str, *, name: str = "study spec") -> StudySpec:
+    """Validate a YAML or JSON spec; raises :class:`StudySpecError` with every problem, by line."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise StudySpecError([yaml_problem(name, error)]) from None
+    if not isinstance(data, dict):
+        raise StudySpecError(
+            [f"{name}:1: a study spec is a mapping (name, model, hosts, baseline, stages, …)"]
+        )
+    return spec_from_data(data, name=name, root=root)
+
+
+def spec_from_data(
+    data: dict[str, Any], *, name: str = "study spec", root: yaml.Node | None = None
+) -> StudySpec:
+    """Validate an already-parsed spec mapping (a form's values, a stored spec)."""
+    try:
+        return StudySpec.model_validate(data)
+    except ValidationError as exc:
+        errors = [(_clean_loc(error["loc"]), error) for error in exc.errors()]
+        problems = []
+        for loc, error in errors:
+            if error["type"] == "too_short" and any(
+                other[: len(loc)] == loc and other != loc for other, _ in errors
+            ):
+                continue  # an empty list left by entries that failed themselves
+            field = _field_path(loc)
+            where = _where(name, root, loc) if root is not None else name
+            message = _friendly_message(error)
+            problems.append(f"{where}: {field}: {message}" if field else f"{where}: {message}")
+        raise StudySpecError(sorted(problems, key=_line_of)) from None
+
+
+def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(part for part in loc if not (isinstance(part, str) and part.startswith("function-")))
+
+
+def _field_path(loc: tuple[Any, ...]) -> str:
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def load_spec(path: str | Path) -> StudySpec:
+    """Read and validate a spec file; raises :class:`StudySpecError` naming the file."""
+    file_path = Path(path)
+    try:
+        text = file_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StudySpecError([f"{file_path}: cannot read: {getattr(exc, 'strerror', None) or exc}"]) from None
+    return parse_spec(text, name=str(file_path))

@@ -1,0 +1,46 @@
+"""A study's progress as plain text, for ``python -m perflab study show`` and ``study run --wait``."""
+
+from __future__ import annotations
+
+from perflab.study.plan import CandidatePlan
+from perflab.study.progress import StudyProgress
+from perflab.study.spec import OBJECTIVE_UNITS
+
+
+def _value(candidate: CandidatePlan, unit: str) -> str:
+    value = candidate.value
+    return f"{value:.2f} {unit}".rstrip() if value is not None else "-"
+
+
+def _state(progress: StudyProgress, candidate: CandidatePlan) -> str:
+    if candidate.decision is not None:
+        return candidate.decision.replace("_", " ")
+    outcome = progress.outcome(candidate)
+    return outcome.run.status if outcome is not None else "waiting"
+
+
+def _line(progress: StudyProgress, candidate: CandidatePlan, unit: str) -> str:
+    outcome = progress.outcome(candidate)
+    run = f"run {outcome.run.id}" if outcome is not None else ""
+    note = f"  {candidate.note}" if candidate.note else ""
+    state = _state(progress, candidate)
+    return f"  {candidate.label:<28} {state:<13} {_value(candidate, unit):>16}  {run}{note}"
+
+
+def progress_lines(progress: StudyProgress) -> list[str]:
+    """Status, every reached stage with its candidates, and the recommendation."""
+    study, plan = progress.study, progress.plan
+    unit = OBJECTIVE_UNITS[progress.spec.objective]
+    phase = (study.state or {}).get("phase", "")
+    lines = [f"study {study.id}: {study.name} [{study.status}] {phase}", "Baseline"]
+    lines.append(_line(progress, plan.baseline, unit))
+    for stage in plan.stages:
+        lines.append(f"{stage.index}. {stage.name}")
+        lines.extend(_line(progress, candidate, unit) for candidate in stage.candidates)
+    if plan.failure:
+        lines.append(f"failed: {plan.failure}")
+    if study.recommended_command:
+        lines.append(f"recommended: {study.recommended_command}")
+        if plan.best.config is not None and plan.best.config.replicas > 1:
+            lines.append(f"  with {plan.best.config.replicas} replicas per node")
+    return lines

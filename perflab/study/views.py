@@ -1,0 +1,134 @@
+"""What the studies pages show, computed away from Streamlit: the list of studies, a study's id from
+its URL, the candidates of a stage as a table, and a spec built from the new-study form."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+import yaml
+from sqlmodel import Session
+
+from db import crud
+from perflab.report.model import StageSection
+from perflab.study.spec import StudySpec, StudySpecError, parse_spec, spec_from_data, yaml_problem
+from perflab.views.urlstate import BadParam
+
+# The stages the form starts with: the seeds' usual order.
+STAGES_TEMPLATE = """\
+- name: Engine
+  dimension: engine
+  candidates: [vllm, sglang, trtllm]
+- name: Quantization
+  dimension: model
+  candidates: [{model}-FP8]
+- name: Parallelism
+  candidates:
+    - {{label: TP2 x2, set: {{tp: 2, replicas: fill}}}}
+- name: Max batched tokens
+  dimension: max_num_batched_tokens
+  candidates: [4096, 8192]
+"""
+DECISION_ICONS = {
+    "winner": "🏆 winner",
+    "kept": "📌 baseline",
+    "reused": "♻️ reused",
+    "not_better": "➖ not better",
+    "failed": "❌ failed",
+    "disqualified": "🚫 disqualified",
+}
+
+
+def parse_study_id(raw: str | None) -> int:
+    """The study id of ``?study=ID``; raises BadParam with a sentence a user can act on."""
+    if raw is None or not raw.strip():
+        raise BadParam("No study given: open one on the Studies page, or add ?study=ID to the address.")
+    cleaned = raw.strip().lstrip("#")
+    if not cleaned.isdigit() or int(cleaned) == 0:
+        raise BadParam(f"'{raw.strip()}' in ?study= is not a study id: study ids are whole numbers like 3.")
+    return int(cleaned)
+
+
+def studies_table(session: Session) -> pd.DataFrame:
+    """One row per study, newest first."""
+    rows = []
+    for study in crud.list_studies(session):
+        state = study.state or {}
+        rows.append(
+            {
+                "Study": study.id,
+                "Name": study.name,
+                "Status": study.status,
+                "Phase": state.get("phase", ""),
+                "Model": (study.spec or {}).get("model"),
+                "Hosts": ", ".join((study.spec or {}).get("hosts") or []),
+                "Best so far": state.get("best"),
+                "Created": study.created_at,
+            }
+        )
+    columns = ["Study", "Name", "Status", "Phase", "Model", "Hosts", "Best so far", "Created"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def candidates_table(stage: StageSection, unit: str) -> pd.DataFrame:
+    """A stage's candidates: label, decision, objective value, run, note."""
+    rows = [
+        {
+            "Candidate": candidate.label,
+            "Decision": DECISION_ICONS.get(candidate.decision or "", candidate.status or "waiting"),
+            f"Value ({unit})" if unit else "Value": round(candidate.value, 2)
+            if candidate.value is not None
+            else None,
+            "Total TPS": candidate.figures.tps_text if candidate.figures else None,
+            "Run": f"/run?run={candidate.run_id}" if candidate.run_id else None,
+            "Note": candidate.note,
+        }
+        for candidate in stage.candidates
+    ]
+    return pd.DataFrame(rows)
+
+
+def spec_from_form(
+    *,
+    name: str,
+    model: str,
+    hosts: Sequence[str],
+    engine: str,
+    tuning_profile: str,
+    validation_profiles: Sequence[str],
+    stages_yaml: str,
+    objective: str,
+    scale: float,
+    min_success_pct: float,
+    min_gain_pct: float,
+    baseline_extra: dict[str, Any] | None = None,
+) -> StudySpec:
+    """The spec the new-study form describes; raises StudySpecError (the stages' YAML by line)."""
+    try:
+        stages = yaml.safe_load(stages_yaml)
+    except yaml.YAMLError as error:
+        raise StudySpecError([yaml_problem("stages", error)]) from None
+    data = {
+        "name": name,
+        "model": model,
+        "hosts": list(hosts),
+        "baseline": {"engine": engine, **(baseline_extra or {})},
+        "tuning_profile": tuning_profile,
+        "validation_profiles": list(validation_profiles),
+        "stages": stages,
+        "objective": objective,
+        "scale": scale,
+        "min_success_pct": min_success_pct,
+        "min_gain_pct": min_gain_pct,
+    }
+    return spec_from_data(data, name="new study")
+
+
+def spec_from_upload(name: str, content: bytes) -> StudySpec:
+    """An uploaded spec file; raises StudySpecError naming the file and line."""
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        raise StudySpecError([f"{name}: not a UTF-8 text file"]) from None
+    return parse_spec(text, name=name)

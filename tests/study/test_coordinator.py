@@ -1,0 +1,259 @@
+"""The coordinator against a real database (SQLite and PostgreSQL): what it queues, records, trims,
+retries, and how pause, resume, cancel and the lease behave. Runs are moved along here the way the
+runner moves them (statuses and stored results), so each rule is checked step by step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from db import crud
+from db.models import Run
+from db.session import new_session
+from perflab.inventory import HostConfig, Inventory, SimulateSpec
+from perflab.study.coordinator import (
+    StudyStateError,
+    advance,
+    advance_studies,
+    cancel_study,
+    create_study,
+    pause_study,
+    resume_study,
+)
+from perflab.study.hosts import StudyHostError
+from perflab.study.measure import study_runs
+from perflab.study.spec import StudySpecError, parse_spec
+
+SPEC = """
+name: coordinated
+model: Qwen/Qwen3-8B
+hosts: [gpu-a, gpu-b]
+baseline: {engine: vllm}
+tuning_profile: {name: tune, title: Tune, dataset: random, input_len: 128, output_len: 16, num_prompts: 10}
+validation_profiles:
+  - {name: check, title: Check, dataset: random, input_len: 64, output_len: 8, num_prompts: 10}
+stages:
+  - name: Engine
+    dimension: engine
+    candidates: [vllm, sglang, trtllm]
+  - name: Batched tokens
+    dimension: max_num_batched_tokens
+    candidates: [4096]
+"""
+
+
+def _host(name: str, accelerator: str = "H100", count: int = 8) -> HostConfig:
+    simulate = SimulateSpec(accelerator=accelerator, count=count)
+    return HostConfig(name=name, transport="local", workdir=f"/tmp/{name}", simulate=simulate)
+
+
+INVENTORY = Inventory(path=Path("hosts.yaml"), hosts=(_host("gpu-a"), _host("gpu-b")))
+
+
+def _result(total: float, completed: int = 10, failed: int = 0) -> dict[str, Any]:
+    return {"completed": completed, "failed": failed, "total_token_throughput": total, "mean_tpot_ms": 20.0}
+
+
+def _benchmark(engine: Engine, run_id: int, total: float, **counts: int) -> None:
+    """Take a queued run through launch to benchmarking and store its tuning result."""
+    with new_session(engine) as session:
+        for status in ("launching", "ready", "benchmarking"):
+            crud.set_run_status(session, run_id=run_id, status=status)
+        run = crud.require_run(session, run_id=run_id)
+        crud.add_profile_result(
+            session,
+            run_id=run_id,
+            profile=run.profiles[0],
+            result=_result(total, **counts),
+            text_block=None,
+            bench_mode="on-host",
+        )
+
+
+def _finish(engine: Engine, run_id: int, status: str = "done", **fields: Any) -> None:
+    with new_session(engine) as session:
+        crud.set_run_status(session, run_id=run_id, status=status, **fields)
+
+
+def _runs(engine: Engine, study_id: int) -> list[Run]:
+    with new_session(engine) as session:
+        return study_runs(session, study_id=study_id)
+
+
+def _past_the_baseline(engine: Engine, study_id: int) -> list[Run]:
+    """Queue the baseline, measure it at 1000 tok/s, queue the engine stage; the study's runs."""
+    advance(engine, study_id)
+    (baseline,) = _runs(engine, study_id)
+    _benchmark(engine, baseline.id, 1000.0)
+    advance(engine, study_id)
+    return _runs(engine, study_id)
+
+
+@pytest.fixture
+def study_id(db_engine: Engine) -> int:
+    return create_study(db_engine, parse_spec(SPEC), inventory=INVENTORY, queued_by="tester").id
+
+
+def test_the_baseline_is_queued_once_with_every_profile(db_engine: Engine, study_id: int) -> None:
+    plan = advance(db_engine, study_id)
+    assert plan is not None and plan.status == "running"
+    advance(db_engine, study_id)
+    (run,) = _runs(db_engine, study_id)
+    assert (run.status, run.host_name, run.engine, run.queued_by) == ("queued", "gpu-a", "vllm", "tester")
+    assert [profile["name"] for profile in run.profiles] == ["tune", "check"]
+    assert run.label == "coordinated · Baseline"
+    with new_session(db_engine) as session:
+        study = crud.get_study(session, study_id=study_id)
+        (row,) = crud.list_candidates(session, study_id=study_id)
+    assert study.status == "running" and study.state["phase"] == "measuring the baseline"
+    assert (row.role, row.run_id, row.status, row.decision) == ("baseline", run.id, "queued", None)
+
+
+def test_a_stage_is_queued_over_the_hosts_reusing_the_baseline(db_engine: Engine, study_id: int) -> None:
+    runs = _past_the_baseline(db_engine, study_id)
+    baseline = runs[0]
+    # the baseline is still running its validation profile: the other host gets the next run first
+    assert [(run.engine, run.host_name) for run in runs[1:]] == [("sglang", "gpu-b"), ("trtllm", "gpu-a")]
+    with new_session(db_engine) as session:
+        rows = crud.list_candidates(session, study_id=study_id)
+    engine_rows = [(row.label, row.decision, row.run_id, row.status) for row in rows if row.stage_index == 1]
+    assert engine_rows == [
+        ("vLLM", "reused", baseline.id, "reused"),
+        ("SGLang", None, runs[1].id, "queued"),
+        ("TensorRT-LLM", None, runs[2].id, "queued"),
+    ]
+
+
+def test_losers_drop_validation_and_the_winner_keeps_it(db_engine: Engine, study_id: int) -> None:
+    _, sglang, trtllm = _past_the_baseline(db_engine, study_id)
+    _benchmark(db_engine, trtllm.id, 900.0)
+    advance(db_engine, study_id)
+    # TensorRT-LLM cannot win any more (below the baseline); SGLang still might
+    runs = {run.id: run for run in _runs(db_engine, study_id)}
+    assert [p["name"] for p in runs[trtllm.id].profiles] == ["tune"]
+    assert [p["name"] for p in runs[sglang.id].profiles] == ["tune", "check"]
+    _benchmark(db_engine, sglang.id, 1300.0)
+    plan = advance(db_engine, study_id)
+    assert plan.stages[0].winner.label == "SGLang"
+    newest = _runs(db_engine, study_id)[-1]
+    assert (newest.engine, newest.config["max_num_batched_tokens"]) == ("sglang", 4096)
+    with new_session(db_engine) as session:
+        rows = {row.label: row for row in crud.list_candidates(session, study_id=study_id)}
+    assert (rows["SGLang"].decision, rows["SGLang"].objective_value) == ("winner", 1300.0)
+    assert rows["SGLang"].note == "+30.0% over Baseline"
+    assert rows["TensorRT-LLM"].note == "-10.0%: lower than previous, skipped"
+
+
+def test_failures_are_recorded_and_interrupted_runs_retried(db_engine: Engine, study_id: int) -> None:
+    _, sglang, trtllm = _past_the_baseline(db_engine, study_id)
+    _finish(
+        db_engine,
+        sglang.id,
+        "failed",
+        failure_class="oom",
+        failure_message="torch.OutOfMemoryError: CUDA out of memory.",
+    )
+    _finish(
+        db_engine, trtllm.id, "failed", failure_class="worker_restarted", failure_message="worker restarted"
+    )
+    advance(db_engine, study_id)
+    runs = _runs(db_engine, study_id)
+    assert len(runs) == 4 and runs[-1].config_fingerprint == trtllm.config_fingerprint
+    # a configuration whose worker keeps dying is given up after three attempts
+    for _ in range(2):
+        _finish(db_engine, _runs(db_engine, study_id)[-1].id, "failed", failure_class="worker_stopped")
+        advance(db_engine, study_id)
+    runs = _runs(db_engine, study_id)
+    assert len(runs) == 6 and [run.engine for run in runs].count("trtllm") == 3
+    with new_session(db_engine) as session:
+        rows = {row.label: row for row in crud.list_candidates(session, study_id=study_id)}
+    assert (rows["SGLang"].decision, rows["SGLang"].note) == (
+        "failed",
+        "torch.OutOfMemoryError: CUDA out of memory.",
+    )
+    assert rows["TensorRT-LLM"].decision == "failed"
+
+
+def test_a_failed_baseline_fails_the_study(db_engine: Engine, study_id: int) -> None:
+    advance(db_engine, study_id)
+    (baseline,) = _runs(db_engine, study_id)
+    _finish(
+        db_engine,
+        baseline.id,
+        "failed",
+        failure_class="unsupported_hardware",
+        failure_message="RuntimeError: no",
+    )
+    advance(db_engine, study_id)
+    with new_session(db_engine) as session:
+        study = crud.get_study(session, study_id=study_id)
+    assert study.status == "failed" and study.finished_at is not None
+    assert study.state["failure"] == "the baseline failed: RuntimeError: no"
+    assert advance(db_engine, study_id) is None
+
+
+def test_pause_stops_queuing_resume_continues_cancel_stops_runs(db_engine: Engine, study_id: int) -> None:
+    advance(db_engine, study_id)
+    (baseline,) = _runs(db_engine, study_id)
+    pause_study(db_engine, study_id)
+    _benchmark(db_engine, baseline.id, 1000.0)
+    advance(db_engine, study_id)
+    assert len(_runs(db_engine, study_id)) == 1
+    with new_session(db_engine) as session:
+        rows = crud.list_candidates(session, study_id=study_id)
+        assert crud.get_study(session, study_id=study_id).status == "paused"
+    assert [row.decision for row in rows if row.stage_index == 1] == ["reused", None, None]
+    assert resume_study(db_engine, study_id).status == "running"
+    with pytest.raises(StudyStateError, match="only a paused study can be resumed"):
+        resume_study(db_engine, study_id)
+    assert advance_studies(db_engine) == 1
+    assert len(_runs(db_engine, study_id)) == 3
+    cancel_study(db_engine, study_id)
+    statuses = {run.engine: (run.status, run.cancel_requested) for run in _runs(db_engine, study_id)}
+    assert statuses == {
+        "vllm": ("benchmarking", True),
+        "sglang": ("cancelled", True),
+        "trtllm": ("cancelled", True),
+    }
+    assert advance(db_engine, study_id) is None
+    with pytest.raises(StudyStateError, match="study .* is cancelled"):
+        pause_study(db_engine, study_id)
+
+
+def test_another_process_holding_the_lease_is_left_alone(db_engine: Engine, study_id: int) -> None:
+    assert advance(db_engine, study_id, holder="one") is not None
+    with new_session(db_engine) as session:
+        study = crud.get_study(session, study_id=study_id)
+        assert "lease" not in study.state
+        crud.update_study(
+            session,
+            study_id=study_id,
+            state={**study.state, "lease": {"holder": "other", "until": "2999-01-01T00:00:00+00:00"}},
+        )
+    assert advance(db_engine, study_id, holder="one") is None
+    with new_session(db_engine) as session:
+        study = crud.get_study(session, study_id=study_id)
+        crud.update_study(
+            session,
+            study_id=study_id,
+            state={**study.state, "lease": {"holder": "other", "until": "2000-01-01T00:00:00+00:00"}},
+        )
+    assert advance(db_engine, study_id, holder="one") is not None
+
+
+def test_hosts_are_checked_when_the_study_is_created(db_engine: Engine) -> None:
+    spec = parse_spec(SPEC)
+    with pytest.raises(StudyHostError, match="no host named 'gpu-b'"):
+        create_study(db_engine, spec, inventory=Inventory(path=Path("hosts.yaml"), hosts=(_host("gpu-a"),)))
+    mixed = Inventory(path=Path("hosts.yaml"), hosts=(_host("gpu-a"), _host("gpu-b", "A100")))
+    with pytest.raises(StudyHostError, match=r"one accelerator type.*'gpu-a' \(H100\), 'gpu-b' \(A100\)"):
+        create_study(db_engine, spec, inventory=mixed)
+    small = Inventory(path=Path("hosts.yaml"), hosts=(_host("gpu-a", count=2), _host("gpu-b", count=2)))
+    wide = parse_spec(SPEC.replace("baseline: {engine: vllm}", "baseline: {engine: vllm, tp: 4}"))
+    with pytest.raises(StudySpecError, match="needs 4 accelerators .* a node has 2"):
+        create_study(db_engine, wide, inventory=small)
+    with new_session(db_engine) as session:
+        assert crud.list_studies(session) == []

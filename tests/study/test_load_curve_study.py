@@ -1,0 +1,89 @@
+"""Load curves on the simulator: a study whose objective is the highest load within SLOs sweeps
+concurrency on one launch per configuration, finds each curve's saturation point and SLO limit, and
+shows both (chart data and report)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+
+from db.session import new_session
+from perflab.report.charts import load_curve_data, report_charts
+from perflab.report.from_study import study_report
+from perflab.report.markdown import render_markdown
+from perflab.study.progress import load_progress
+from tests.fixtures.runs import SimHostFactory, write_hosts_file
+from tests.fixtures.study_data import run_study
+
+# With at most 2 sequences in a batch the engine saturates at 2 concurrent requests and queues the
+# rest (TTFT grows tenfold at 16); with 16 the curve still rises at 16 and TTFT stays low.
+SPEC = """
+name: load within SLO
+model: Qwen/Qwen3-8B
+hosts: [{host}]
+baseline: {{engine: vllm, max_num_seqs: 2}}
+objective: max_load_within_slo
+slos: {{p99_ttft_ms: 80, mean_tpot_ms: 5}}
+tuning_profile:
+  name: curve
+  title: Concurrency sweep
+  dataset: random
+  input_len: 512
+  output_len: 64
+  num_prompts: 32
+  sweep: {{kind: max_concurrency, values: [1, 2, 16]}}
+stages:
+  - name: Max num seqs
+    dimension: max_num_seqs
+    candidates: [16]
+"""
+
+
+def test_sweep_finds_saturation_and_slo_limit_and_the_study_keeps_the_higher_limit(
+    runs_db: Engine, sim_host: SimHostFactory, tmp_path: Path
+) -> None:
+    host = sim_host("curve-sim", kind="local", time_scale=20)
+    study = run_study(runs_db, SPEC.format(host=host.name), write_hosts_file(tmp_path / "hosts.yaml", [host]))
+
+    assert study.status == "done", study.state
+    with new_session(runs_db) as session:
+        progress = load_progress(session, study_id=study.id)
+        report = study_report(session, study_id=study.id)
+    plan = progress.plan
+    # one launch each, every sweep point stored with its load
+    for candidate in (plan.baseline, plan.stages[0].candidates[0]):
+        outcome = progress.outcome(candidate)
+        assert [r.sweep_point["value"] for r in outcome.results] == [1, 2, 16]
+        assert len(outcome.run.serve_commands) == 1
+    baseline_curve = progress.outcome(plan.baseline).score.curve
+    candidate_curve = progress.outcome(plan.stages[0].candidates[0]).score.curve
+    assert baseline_curve.saturation.load == 2
+    assert baseline_curve.slo_limit.load == 2
+    assert not baseline_curve.points[-1].meets_slos
+    assert candidate_curve.saturation is None and candidate_curve.peak.load == 16
+    assert candidate_curve.slo_limit.load == 16
+    # the objective is the highest load within the SLOs: 16 beats 2
+    assert plan.baseline.value == 2.0
+    assert plan.stages[0].winner.label == "max_num_seqs=16" and plan.best.value == 16.0
+
+    # both marks are in the chart data and the report
+    assert [title for title, _ in report.curves] == [
+        "Baseline: Concurrency sweep",
+        "max_num_seqs=16: Concurrency sweep",
+    ]
+    data = load_curve_data(report.curves[0][1])
+    marks = dict(zip(data["load"], data["mark"], strict=True))
+    assert "saturation" in marks[2.0] and "highest load within SLO" in marks[2.0]
+    assert "peak throughput" in " ".join(marks.values())
+    assert {"load_curve_1", "load_curve_2"} <= set(report_charts(report))
+    markdown = render_markdown(report)
+    assert "- Saturation: throughput reaches its plateau at 2 concurrent requests" in markdown
+    assert (
+        "- Highest load within the SLOs (p99_ttft_ms ≤ 80, mean_tpot_ms ≤ 5): 2 concurrent requests"
+        in markdown
+    )
+    assert (
+        "- Highest load within the SLOs (p99_ttft_ms ≤ 80, mean_tpot_ms ≤ 5): 16 concurrent requests"
+        in markdown
+    )

@@ -1,0 +1,75 @@
+"""The objective and load-curve analysis on hand-written results: success rates, the peak, the
+saturation point, the SLO limit and the highest-load-within-SLO objective."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from perflab.study.loadcurve import analyze, curve_from_results
+from perflab.study.objective import score, success_rate
+
+
+def _point(output: float, ttft: float, tpot: float = 20.0, failed: int = 0) -> dict[str, Any]:
+    return {
+        "completed": 100 - failed,
+        "failed": failed,
+        "output_throughput": output,
+        "total_token_throughput": output * 3,
+        "p99_ttft_ms": ttft,
+        "mean_tpot_ms": tpot,
+    }
+
+
+CURVE = [(1.0, _point(100, 50)), (2.0, _point(195, 60)), (4.0, _point(380, 900)), (8.0, _point(400, 4000))]
+SLOS = {"p99_ttft_ms": 1000.0, "mean_tpot_ms": 50.0}
+
+
+def test_success_rate_counts_failures_or_the_prompts_sent() -> None:
+    assert success_rate({"completed": 95, "failed": 5}) == 0.95
+    assert success_rate({"completed": 516}, expected=1000) == 0.516
+    assert success_rate({"completed": 10, "num_prompts": 40}) == 0.25
+    assert success_rate({"completed": 10}) is None
+
+
+def test_peak_saturation_and_slo_limit() -> None:
+    curve = analyze("request_rate", CURVE, SLOS)
+    assert [point.load for point in curve.points] == [1.0, 2.0, 4.0, 8.0]
+    assert curve.peak.load == 8.0
+    assert curve.saturation.load == 4.0  # 380 is within 10 % of the 400 peak
+    assert curve.slo_limit.load == 4.0
+    assert curve.points[-1].violations == ("p99_ttft_ms 4000.0 > 1000",)
+    assert curve.unit == "req/s"
+
+
+def test_a_rising_curve_has_no_saturation_and_failures_break_slos() -> None:
+    rising = analyze(
+        "max_concurrency", [(1, _point(100, 10)), (2, _point(200, 10)), (4, _point(400, 10, failed=3))], SLOS
+    )
+    assert rising.saturation is None and rising.peak.load == 4
+    assert rising.slo_limit.load == 2
+    assert rising.points[-1].violations == ("3 failed requests",)
+    assert analyze("request_rate", CURVE, {}).slo_limit is None
+
+
+def test_scores() -> None:
+    single = [(None, _point(300, 10))]
+    assert score("output_throughput", single).value == 300
+    assert score("total_token_throughput", single).value == 900
+    assert score("total_token_throughput", single).curve is None
+    swept = [({"kind": "request_rate", "value": load}, result) for load, result in CURVE]
+    peak = score("total_token_throughput", swept, slos=SLOS)
+    assert (peak.value, peak.success_rate) == (1200, 1.0)
+    within = score("max_load_within_slo", swept, slos=SLOS)
+    assert (within.value, within.success_rate) == (4.0, 1.0)
+    assert within.curve.slo_limit.load == 4.0
+    none_within = score("max_load_within_slo", swept, slos={"p99_ttft_ms": 1.0})
+    assert none_within.value == 0.0
+    assert score("total_token_throughput", []).value is None
+    assert curve_from_results([(None, _point(1, 1))]) is None
+
+
+@pytest.mark.parametrize("field", ["request_throughput", "request_goodput"])
+def test_a_missing_field_has_no_value(field: str) -> None:
+    assert score(field, [(None, _point(300, 10))]).value is None
