@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("perflab.bench.cli", "benchmark an OpenAI-compatible server"),
@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     top = build_parser().parse_args(argv if argv is not None else sys.argv[1:])
     module_name, help_text = COMMANDS[top.command]
     module = importlib.import_module(module_name)

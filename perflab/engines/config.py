@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -44,26 +44,26 @@ class EngineConfig(BaseModel):
 
     engine: EngineName
     model: str = Field(min_length=1, description="hub id or path; quantized variants are other ids")
-    served_model_name: Optional[str] = None
+    served_model_name: str | None = None
     tp: int = Field(1, ge=1, description="tensor parallel size")
     dp: int = Field(1, ge=1, description="data parallel size")
     ep: int = Field(1, ge=1, description="expert parallel size (1 = off)")
-    quantization: Optional[str] = None
-    attention_backend: Optional[str] = None
-    max_num_batched_tokens: Optional[int] = Field(None, ge=1)
-    max_num_seqs: Optional[int] = Field(None, ge=1)
-    enable_prefix_caching: Optional[bool] = None
-    kv_cache_dtype: Optional[str] = None
-    enable_chunked_prefill: Optional[bool] = None
-    speculative_config: Optional[dict[str, Any]] = None
-    performance_mode: Optional[str] = None
-    max_model_len: Optional[int] = Field(None, ge=1)
-    gpu_memory_utilization: Optional[float] = Field(None, gt=0, le=1)
-    reasoning_parser: Optional[str] = None
+    quantization: str | None = None
+    attention_backend: str | None = None
+    max_num_batched_tokens: int | None = Field(None, ge=1)
+    max_num_seqs: int | None = Field(None, ge=1)
+    enable_prefix_caching: bool | None = None
+    kv_cache_dtype: str | None = None
+    enable_chunked_prefill: bool | None = None
+    speculative_config: dict[str, Any] | None = None
+    performance_mode: str | None = None
+    max_model_len: int | None = Field(None, ge=1)
+    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
+    reasoning_parser: str | None = None
     extra_args: tuple[str, ...] = ()
     env: dict[str, str] = Field(default_factory=dict)
-    gpu_ids: Optional[tuple[int, ...]] = None
-    port: Optional[int] = Field(None, ge=1, le=65535)
+    gpu_ids: tuple[int, ...] | None = None
+    port: int | None = Field(None, ge=1, le=65535)
     replicas: int = Field(1, ge=1)
 
     @field_validator("model")
@@ -75,7 +75,7 @@ class EngineConfig(BaseModel):
 
     @field_validator("gpu_ids")
     @classmethod
-    def _gpu_ids_unique(cls, value: Optional[tuple[int, ...]]) -> Optional[tuple[int, ...]]:
+    def _gpu_ids_unique(cls, value: tuple[int, ...] | None) -> tuple[int, ...] | None:
         if value is not None:
             if len(set(value)) != len(value):
                 raise ValueError("gpu_ids must not repeat")
@@ -84,7 +84,7 @@ class EngineConfig(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _gpu_ids_cover_replicas(self) -> "EngineConfig":
+    def _gpu_ids_cover_replicas(self) -> EngineConfig:
         if self.gpu_ids is not None and len(self.gpu_ids) != self.gpus_needed:
             raise ValueError(
                 f"gpu_ids lists {len(self.gpu_ids)} devices but tp×dp×replicas needs {self.gpus_needed}"
