@@ -1,0 +1,139 @@
+"""Compare (``?compare=3,7,12&baseline=3``): the runs side by side against a baseline — every metric
+with its % change (green better, red worse), grouped bars per profile, throughput vs latency with the
+Pareto front, overlaid latency CDFs; charts as PNG, the table as CSV or markdown."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from perflab import ui
+from perflab.charts import compare as compare_charts
+from perflab.views import compare, distributions, urlstate
+from perflab.views.metrics import metric_for, metric_heading
+
+ui.ensure_app_shell()
+
+PAGE = "compare"
+
+
+def heading(key: str) -> str:
+    """A metric key as the widgets show it: ``Mean TPOT (ms)``."""
+    metric = metric_for(key)
+    return metric_heading(metric) if metric is not None else key
+
+
+st.title("Compare runs")
+run_ids = ui.url_run_ids()
+if run_ids is None:
+    typed = st.text_input("Run ids to compare", placeholder="3, 7, 12", key="compare_open_ids")
+    if typed and st.button("Compare", key="compare_open"):
+        st.query_params["compare"] = typed
+        st.rerun()
+    st.stop()
+
+compared = ui.load_compare(run_ids)
+missing = compared.missing_text()
+if missing:
+    st.warning(missing)
+if not compared.runs:
+    st.page_link("pages/runs.py", label="All runs", icon=":material/list:")
+    st.stop()
+
+found_ids = [entry.run.id for entry in compared.runs]
+baseline_id, baseline_note = urlstate.parse_baseline(ui.query_param("baseline"), found_ids)
+if baseline_note:
+    st.info(baseline_note)
+names = {entry.run.id: entry.name for entry in compared.runs}
+baseline_col, profile_col, link_col = st.columns([2, 2, 1])
+baseline_id = baseline_col.selectbox(
+    "Baseline",
+    found_ids,
+    index=found_ids.index(baseline_id),
+    format_func=names.__getitem__,
+    key="compare_baseline",
+)
+if ui.query_param("baseline") != str(baseline_id):
+    st.query_params["baseline"] = str(baseline_id)
+profile = profile_col.selectbox("Profile", compared.profiles(), key="compare_profile")
+if link_col.button("Copy link", key="compare_copy_link", icon=":material/link:"):
+    ui.show_link(ui.share_link(PAGE, urlstate.compare_query(found_ids, baseline_id), current_page=PAGE))
+
+st.dataframe(
+    compare.runs_frame(compared),
+    hide_index=True,
+    column_config={"Run": st.column_config.LinkColumn("Run", display_text=r"run=(\d+)")},
+)
+
+table = compare.comparison_table(compared, profile=profile, baseline_id=baseline_id)
+st.subheader("Metrics")
+if not table.metrics:
+    st.info("None of these runs has a result for this profile yet.")
+else:
+    st.dataframe(compare.styled(table), key="compare_table", height=ui.table_height(len(table.metrics)))
+    ui.download_row(
+        ui.Download(
+            "Download CSV",
+            lambda: compare.comparison_csv(table),
+            "perflab-compare.csv",
+            "compare_download_csv",
+        ),
+        ui.Download(
+            "Download markdown",
+            lambda: compare.comparison_markdown(table),
+            "perflab-compare.md",
+            "compare_download_markdown",
+        ),
+    )
+
+st.subheader("Per profile")
+bar_metric = st.selectbox("Metric", compare.BAR_METRICS, format_func=heading, key="compare_bar_metric")
+bars = compare.bars_frame(compared, bar_metric)
+if bars.empty:
+    st.caption("No run has this metric.")
+else:
+    ui.chart(
+        compare_charts.grouped_bars(bars, heading(bar_metric)),
+        key="bars",
+        file_name=f"compare-{bar_metric}.png",
+    )
+
+st.subheader("Throughput vs latency")
+latency_col, throughput_col = st.columns(2)
+latency_key = latency_col.selectbox(
+    "Latency", compare.PARETO_LATENCIES, format_func=heading, key="compare_latency"
+)
+throughput_key = throughput_col.selectbox(
+    "Throughput", compare.PARETO_THROUGHPUTS, format_func=heading, key="compare_throughput"
+)
+points = compare.pareto_frame(
+    compared, profile=profile, latency_key=latency_key, throughput_key=throughput_key
+)
+if points.empty:
+    st.caption("No run has both figures for this profile.")
+else:
+    front = ", ".join(points.loc[points["on_front"], "run"])
+    st.caption(f"Pareto front (no other run is both faster and higher-throughput): {front}")
+    ui.chart(
+        compare_charts.pareto_scatter(
+            points, latency_title=heading(latency_key), throughput_title=heading(throughput_key)
+        ),
+        key="pareto",
+        file_name="compare-pareto.png",
+    )
+
+st.subheader("Latency distributions")
+cdf_metric = st.selectbox(
+    "Latency metric",
+    distributions.DISTRIBUTION_METRICS,
+    format_func=distributions.metric_label,
+    key="compare_cdf_metric",
+)
+curves, without_records = compare.cdf_frame(compared, profile=profile, metric=cdf_metric)
+if without_records:
+    st.caption(f"No per-request records for {', '.join(without_records)} (imported summaries carry none).")
+if not curves.empty:
+    ui.chart(
+        compare_charts.overlaid_cdfs(curves, distributions.metric_label(cdf_metric)),
+        key="cdf",
+        file_name=f"compare-{cdf_metric}-cdf.png",
+    )

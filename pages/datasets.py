@@ -1,0 +1,98 @@
+"""Datasets: upload a prompt set (JSONL, CSV, ShareGPT JSON, plain text), validated with clear errors
+and stored once by content; preview it, see its prompt lengths in tokens, delete it. Stored datasets
+are offered as custom profiles on the Launch page."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from db import crud
+from perflab import ui
+from perflab.charts.datasets import length_histogram
+from perflab.datasets import MAX_UPLOAD_BYTES, DatasetUploadError, load_tokenizer, parse_upload, store_dataset
+from perflab.views import datasets as dataset_views
+from perflab.views.formatting import format_bytes, format_number
+
+ui.ensure_app_shell()
+
+st.title("Datasets")
+
+with st.expander("Upload a dataset", expanded=True):
+    st.caption(
+        "JSON lines with a `prompt` field (optional `output_len`), CSV with a `prompt` column, "
+        "a ShareGPT JSON array, or plain text with one prompt per line. "
+        f"Up to {format_bytes(MAX_UPLOAD_BYTES)}, UTF-8."
+    )
+    upload = st.file_uploader("Prompt file", type=["jsonl", "csv", "json", "txt"], key="dataset_file")
+    name_col, tokenizer_col = st.columns(2)
+    name = name_col.text_input("Name", placeholder="defaults to the file name", key="dataset_name")
+    tokenizer_path = tokenizer_col.text_input(
+        "Tokenizer for lengths (optional)",
+        placeholder="tokenizer.json or model directory on this machine",
+        help="Without one, lengths are estimated at four characters per token.",
+        key="dataset_tokenizer",
+    )
+    note = st.text_area(
+        "Owner note", placeholder="who it belongs to, what traffic it stands for", key="dataset_note"
+    )
+    if st.button("Store dataset", key="dataset_store", type="primary", disabled=upload is None):
+        content = upload.getvalue()
+        try:
+            tokenizer = load_tokenizer(tokenizer_path) if tokenizer_path.strip() else None
+            parsed = parse_upload(upload.name, content, tokenizer=tokenizer)
+        except DatasetUploadError as problem:
+            st.error(str(problem))
+        else:
+            with ui.session() as session:
+                dataset, created = store_dataset(
+                    session, parsed, content, name=name or upload.name, owner_note=note
+                )
+            ui.clear_cached_reads()
+            counted = "counted with the tokenizer" if parsed.lengths_source == "tokenizer" else "estimated"
+            if created:
+                st.success(f"Stored '{dataset.name}': {parsed.num_prompts} prompts, lengths {counted}.")
+            else:
+                st.info(
+                    f"This content is already stored as '{dataset.name}' (#{dataset.id}); nothing was added."
+                )
+
+with ui.session() as session:
+    stored = crud.list_datasets(session)
+if not stored:
+    st.info("No datasets yet. Upload one above to benchmark with your own prompts.")
+    st.stop()
+
+st.subheader("Stored datasets")
+st.dataframe(dataset_views.datasets_table(stored), hide_index=True)
+labels = {dataset_views.dataset_choice_label(dataset): dataset.id for dataset in stored}
+chosen_id = labels[st.selectbox("Dataset", list(labels), key="dataset_selected")]
+with ui.session() as session:
+    chosen = crud.get_dataset(session, dataset_id=chosen_id)
+if chosen is None:
+    st.warning("This dataset was just deleted.")
+    st.stop()
+
+summary = dataset_views.length_summary(chosen.prompt_token_lengths)
+columns = st.columns(len(summary) or 1)
+for column, (statistic, value) in zip(columns, summary.items(), strict=False):
+    column.metric(f"{statistic} tokens", format_number(value, decimals=0 if statistic != "mean" else 1))
+if summary:
+    ui.chart(
+        length_histogram(dataset_views.lengths_frame(chosen.prompt_token_lengths)),
+        key="lengths",
+        file_name=f"dataset-{chosen.id}-lengths.png",
+    )
+st.caption("Preview")
+st.dataframe(dataset_views.preview_frame(chosen), hide_index=True)
+st.caption(
+    f"Use it on the Launch page: Custom profile → Dataset → {dataset_views.dataset_choice_label(chosen)} "
+    f"(reference `{chosen.content_hash[:12]}…`)."
+)
+
+with st.expander("Delete this dataset"):
+    sure = st.checkbox(f"Yes, delete '{chosen.name}'", key=f"dataset_delete_confirm_{chosen.id}")
+    if st.button("Delete", key=f"dataset_delete_{chosen.id}", disabled=not sure):
+        with ui.session() as session:
+            crud.delete_dataset(session, dataset_id=chosen.id)
+        ui.clear_cached_reads()
+        st.rerun()

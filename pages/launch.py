@@ -1,0 +1,212 @@
+"""Launch: pick a host, engine, model and knobs, see the serve command live, pick benchmark profiles
+(the seeds' presets and custom ones, incl. uploaded datasets), queue the run and follow it."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from db import crud
+from perflab import ui
+from perflab.datasets import profile_dataset
+from perflab.engines import ENGINE_NAMES, EngineConfigError, get_adapter
+from perflab.views import hosts, launch, run_detail
+from perflab.views.commands import command_preview
+from perflab.views.datasets import dataset_choice_label
+from perflab.views.formatting import format_time
+
+ui.ensure_app_shell()
+
+RANDOM_DATASET = "random (exact token lengths)"
+SCALES: dict[str, float] = {
+    "all prompts": 1.0,
+    "half": 0.5,
+    "10 %": 0.1,
+    "2 % (quick demo)": 0.02,
+}
+PROGRESS_EVERY_S = 2.0
+
+st.title("Launch a run")
+inventory = ui.inventory_or_stop()
+if not len(inventory):
+    st.info(f"No hosts in {inventory.path}. Add one (see the comments at the top of hosts.yaml).")
+    st.stop()
+
+st.subheader("Where and what")
+choices = hosts.host_choices(inventory)
+host_col, engine_col, model_col = st.columns([1.2, 1, 2])
+host = choices[host_col.selectbox("Host", list(choices), key="launch_host")]
+engine = engine_col.selectbox(
+    "Engine", ENGINE_NAMES, format_func=lambda name: get_adapter(name).display_name, key="launch_engine"
+)
+model = model_col.text_input("Model (hub id or path on the host)", value="Qwen/Qwen3-8B", key="launch_model")
+with ui.session() as session:
+    target = hosts.host_view(host, crud.get_host(session, name=host.name))
+if target.probe is not None:
+    st.caption(
+        f"{target.status.accelerator_summary()} · engines: {target.status.engine_summary()} "
+        f"(probed {format_time(target.probed_at)}; re-probe on the Hosts page)"
+    )
+else:
+    st.caption("Not probed yet: the Hosts page lists its accelerators and engine versions.")
+if host.simulated:
+    st.caption("Simulated host: engines and accelerators are answered by perflab's simulator.")
+
+st.subheader("Knobs")
+st.caption("Leave a knob empty for the engine's default.")
+tp_col, dp_col, ep_col, replicas_col, gpus_col = st.columns(5)
+text_cols = st.columns(5)
+number_cols = st.columns(4)
+switch_cols = st.columns(2)
+form = launch.ConfigForm(
+    engine=engine,
+    model=model,
+    tp=int(tp_col.number_input("TP", min_value=1, value=1, key="launch_tp")),
+    dp=int(dp_col.number_input("DP", min_value=1, value=1, key="launch_dp")),
+    ep=int(ep_col.number_input("EP", min_value=1, value=1, key="launch_ep")),
+    replicas=int(replicas_col.number_input("Replicas", min_value=1, value=1, key="launch_replicas")),
+    gpu_ids=gpus_col.text_input("GPU ids", placeholder="0,1,2,3", key="launch_gpu_ids"),
+    quantization=text_cols[0].text_input("Quantization", key="launch_quantization"),
+    attention_backend=text_cols[1].text_input("Attention backend", key="launch_attention_backend"),
+    kv_cache_dtype=text_cols[2].text_input("KV-cache dtype", key="launch_kv_cache_dtype"),
+    performance_mode=text_cols[3].text_input("Performance mode", key="launch_performance_mode"),
+    reasoning_parser=text_cols[4].text_input("Reasoning parser", key="launch_reasoning_parser"),
+    max_num_batched_tokens=number_cols[0].number_input(
+        "Max batched tokens", min_value=1, value=None, step=1024, key="launch_max_num_batched_tokens"
+    ),
+    max_num_seqs=number_cols[1].number_input(
+        "Max num seqs", min_value=1, value=None, key="launch_max_num_seqs"
+    ),
+    max_model_len=number_cols[2].number_input(
+        "Max model len", min_value=1, value=None, key="launch_max_model_len"
+    ),
+    gpu_memory_utilization=number_cols[3].number_input(
+        "GPU memory utilisation",
+        min_value=0.05,
+        max_value=1.0,
+        value=None,
+        step=0.05,
+        key="launch_gpu_memory_utilization",
+    ),
+    enable_prefix_caching=switch_cols[0].selectbox(
+        "Prefix caching", list(launch.TRISTATE), key="launch_prefix_caching"
+    ),
+    enable_chunked_prefill=switch_cols[1].selectbox(
+        "Chunked prefill", list(launch.TRISTATE), key="launch_chunked_prefill"
+    ),
+    speculative_config=st.text_input(
+        "Speculative config (JSON)",
+        placeholder='{"method": "mtp", "num_speculative_tokens": 2}',
+        key="launch_speculative",
+    ),
+    extra_args=st.text_input("Extra arguments", placeholder="--enforce-eager", key="launch_extra_args"),
+    env=st.text_area("Environment (NAME=value per line)", height=68, key="launch_env"),
+)
+
+st.subheader("Serve command")
+config = None
+try:
+    config = launch.build_config(form)
+except launch.LaunchInputError as problem:
+    st.error(str(problem))
+else:
+    preview = command_preview(config)
+    if preview.command:
+        st.code(preview.command, language="bash")
+    else:
+        st.error(preview.error)
+        config = None
+
+st.subheader("Benchmark profiles")
+presets = launch.preset_choices()
+picked = st.multiselect("Presets (from the seed studies)", list(presets), key="launch_presets")
+profiles = [presets[name] for name in picked]
+with ui.session() as session:
+    datasets = crud.list_datasets(session)
+dataset_options = {RANDOM_DATASET: None, **{dataset_choice_label(dataset): dataset for dataset in datasets}}
+with st.expander("Custom profile", expanded=False):
+    add_custom = st.checkbox("Add a custom profile", key="launch_custom_enabled")
+    name_col, dataset_col = st.columns([1, 2])
+    custom_name = name_col.text_input("Name", value="custom", key="launch_custom_name")
+    dataset_label = dataset_col.selectbox(
+        "Dataset",
+        list(dataset_options),
+        key="launch_custom_dataset",
+        help="Upload your own on the Datasets page.",
+    )
+    in_col, out_col, count_col, rate_col, concurrency_col = st.columns(5)
+    custom_form = launch.CustomProfileForm(
+        name=custom_name,
+        dataset="random" if dataset_options[dataset_label] is None else "stored",
+        dataset_fields=profile_dataset(dataset_options[dataset_label])
+        if dataset_options[dataset_label]
+        else None,
+        input_len=int(
+            in_col.number_input("Input tokens", min_value=1, value=1024, key="launch_custom_input_len")
+        ),
+        output_len=int(
+            out_col.number_input("Output tokens", min_value=1, value=128, key="launch_custom_output_len")
+        ),
+        num_prompts=int(
+            count_col.number_input("Prompts", min_value=1, value=100, key="launch_custom_num_prompts")
+        ),
+        request_rate=rate_col.number_input(
+            "Request rate (req/s)",
+            min_value=0.01,
+            value=None,
+            help="Empty: send all at once",
+            key="launch_custom_rate",
+        ),
+        max_concurrency=concurrency_col.number_input(
+            "Max concurrency", min_value=1, value=None, key="launch_custom_concurrency"
+        ),
+    )
+    if add_custom:
+        try:
+            profiles.append(launch.custom_profile(custom_form))
+        except launch.LaunchInputError as problem:
+            st.error(str(problem))
+scale = SCALES[st.selectbox("Prompts per profile", list(SCALES), key="launch_scale")]
+profiles = launch.scale_profiles(profiles, scale)
+if profiles:
+    st.dataframe(launch.profiles_frame(profiles, model or "MODEL"), hide_index=True)
+else:
+    st.caption("Pick at least one profile.")
+
+st.subheader("Queue")
+label_col, by_col = st.columns(2)
+label = label_col.text_input("Label (optional)", key="launch_label")
+queued_by = by_col.text_input("Your name (optional)", key="launch_queued_by")
+if st.button("Queue run", key="launch_queue", type="primary", disabled=config is None or not profiles):
+    try:
+        with ui.session() as session:
+            queued = launch.queue_run(
+                session, host=host, config=config, profiles=profiles, queued_by=queued_by, label=label
+            )
+    except (launch.LaunchInputError, EngineConfigError) as problem:
+        st.error(str(problem))
+    else:
+        st.session_state["launch_last_run"] = queued.id
+        ui.clear_cached_reads()
+
+
+@st.fragment(run_every=PROGRESS_EVERY_S)
+def follow(run_id: int) -> None:
+    """The queued run's progress, live, with a link to its page."""
+    with ui.session() as session:
+        progress = run_detail.load_progress(session, run_id)
+    if progress is None:
+        st.caption(f"Run {run_id} no longer exists.")
+        return
+    st.progress(progress.fraction, text=f"Run {run_id}: {progress.text()}")
+    st.page_link(
+        "pages/run.py",
+        label=f"Open run {run_id}",
+        query_params={"run": str(run_id)},
+        icon=":material/arrow_forward:",
+    )
+
+
+last_run = st.session_state.get("launch_last_run")
+if last_run is not None:
+    st.success(f"Run {last_run} is queued; the worker starts it when the host's GPUs are free.")
+    follow(last_run)

@@ -1,0 +1,217 @@
+"""Run (``?run=ID``): a shareable page with the run's vllm-bench text blocks, metric cards, commands,
+environment, engine log, failure, live progress while it runs, charts, and Re-run / downloads."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from db import crud
+from perflab import ui
+from perflab.charts import run as run_charts
+from perflab.views import cards, distributions, launch, run_detail, run_export
+from perflab.views.formatting import format_time, replicas_mark
+
+ui.ensure_app_shell()
+
+PAGE = "run"
+PROGRESS_EVERY_S = 2.0
+
+heading = st.empty()
+run_id = ui.url_run_id()
+if run_id is None:
+    heading.title("Run")
+    wanted = st.number_input("Open run id", min_value=1, step=1, value=None, key="run_open_id")
+    if wanted is not None and st.button("Open", key="run_open"):
+        st.query_params["run"] = str(int(wanted))
+        st.rerun()
+    st.stop()
+
+detail = ui.load_run_detail(run_id)
+if detail is None:
+    heading.title("Run")
+    st.warning(f"Run {run_id} does not exist (it may have been deleted). Pick a run on the Runs page.")
+    st.page_link("pages/runs.py", label="All runs", icon=":material/list:")
+    st.stop()
+
+run = detail.run
+heading.title(run.title)
+facts = [
+    ui.status_text(run.status) + (" (cancel requested)" if run.cancel_requested and not run.finished else ""),
+    f"host **{run.host_display}**" if run.host_name else "",
+    run.accelerator or "accelerator unknown",
+    " ".join(part for part in (run.engine, run.model) if part) or "engine unknown",
+    (run.knobs_summary or "") + (f" {replicas_mark(run.replicas)}" if run.replicas > 1 else ""),
+    f"source {run.source}" + (f" ({run.imported_from})" if run.imported_from else ""),
+    f"created {format_time(run.created_at)}" + (f" by {run.queued_by}" if run.queued_by else ""),
+]
+st.markdown(" · ".join(part for part in facts if part.strip()))
+if run.simulated:
+    st.caption(
+        "Simulated host: the figures come from perflab's simulated engine, not from real accelerators."
+    )
+
+link_col, rerun_col, json_col, csv_col, _ = st.columns([1, 1, 1, 1, 2])
+if link_col.button("Copy link", key="run_copy_link", icon=":material/link:"):
+    ui.show_link(ui.share_link(PAGE, {"run": str(run.id)}, current_page=PAGE))
+blocker = launch.rerun_blocker(run)
+if rerun_col.button(
+    "Re-run", key="run_rerun", icon=":material/replay:", disabled=blocker is not None, help=blocker
+):
+    with ui.session() as session:
+        queued = launch.rerun(session, run)
+    ui.clear_cached_reads()
+    st.success(f"Queued run {queued.id} with the same host, config and profiles.")
+    st.page_link(
+        "pages/run.py",
+        label=f"Follow run {queued.id}",
+        query_params={"run": str(queued.id)},
+        icon=":material/arrow_forward:",
+    )
+ui.download(
+    ui.Download(
+        "Download JSON",
+        lambda: run_export.run_json(detail),
+        f"perflab-run-{run.id}.json",
+        "run_download_json",
+    ),
+    place=json_col,
+)
+ui.download(
+    ui.Download(
+        "Download CSV", lambda: run_export.run_csv(detail), f"perflab-run-{run.id}.csv", "run_download_csv"
+    ),
+    place=csv_col,
+)
+
+if run.status == "failed":
+    st.error(f"**{run.failure_class or 'failed'}**: {run.failure_message or 'no reason was recorded'}")
+elif run.status == "cancelled":
+    st.warning(run.failure_message or "This run was cancelled.")
+
+
+@st.fragment(run_every=PROGRESS_EVERY_S)
+def live_progress(shown_status: str) -> None:
+    """The run's progress, polled while it is queued or in flight; reloads the page when it moves on."""
+    with ui.session() as session:
+        progress = run_detail.load_progress(session, run_id)
+    if progress is None or progress.status != shown_status:
+        st.rerun()
+    st.progress(progress.fraction, text=progress.text())
+
+
+if not run.finished:
+    live_progress(run.status)
+    with st.expander("Cancel this run"):
+        confirmed = st.checkbox("Yes, stop this run (its engine is stopped too)", key="run_cancel_confirm")
+        if st.button("Cancel run", key="run_cancel", disabled=not confirmed):
+            with ui.session() as session:
+                crud.request_cancel(session, run_id=run.id)
+            ui.clear_cached_reads()
+            st.rerun()
+
+
+def draw_profile(profile: run_detail.ProfileView) -> None:
+    """One profile's cards, text block and charts."""
+    columns = st.columns(4)
+    for position, card in enumerate(cards.metric_cards(profile.result, run.replicas)):
+        columns[position % 4].metric(card.label, card.value, help=card.help)
+    if profile.text_block:
+        st.code(profile.text_block, language=None)
+    else:
+        st.caption("No text block: this result lacks fields the vllm-bench summary needs.")
+    if not profile.timeseries.empty:
+        st.subheader("Throughput and requests in flight")
+        ui.chart(
+            run_charts.throughput_timeline(profile.timeseries),
+            key=f"timeline_{profile.id}",
+            file_name=f"run-{run.id}-{profile.name}-throughput.png",
+        )
+    if profile.records.empty:
+        st.caption("No per-request records (an imported summary): no latency distributions to draw.")
+        return
+    st.subheader("Latency distribution")
+    metric = st.selectbox(
+        "Metric",
+        distributions.DISTRIBUTION_METRICS,
+        format_func=distributions.metric_label,
+        key=f"run_latency_metric_{profile.id}",
+    )
+    values = distributions.latency_values(profile.records, metric)
+    if values.size == 0:
+        st.caption("No successful request has this metric.")
+    else:
+        histogram_col, cdf_col = st.columns(2)
+        with histogram_col:
+            ui.chart(
+                run_charts.latency_histogram(values, metric),
+                key=f"hist_{profile.id}",
+                file_name=f"run-{run.id}-{profile.name}-{metric}-histogram.png",
+            )
+        with cdf_col:
+            ui.chart(
+                run_charts.latency_cdf(values, metric),
+                key=f"cdf_{profile.id}",
+                file_name=f"run-{run.id}-{profile.name}-{metric}-cdf.png",
+            )
+    st.subheader("Input length vs TTFT per request")
+    ui.chart(
+        run_charts.ttft_scatter(profile.records),
+        key=f"scatter_{profile.id}",
+        file_name=f"run-{run.id}-{profile.name}-ttft-scatter.png",
+    )
+
+
+st.header("Results")
+if not detail.profiles:
+    st.info("No results yet." if not run.finished else "This run stored no benchmark result.")
+elif len(detail.profiles) == 1:
+    draw_profile(detail.profiles[0])
+else:
+    for tab, profile in zip(
+        st.tabs([profile.title for profile in detail.profiles]), detail.profiles, strict=True
+    ):
+        with tab:
+            draw_profile(profile)
+
+if run_charts.has_engine_samples(detail.samples):
+    st.subheader("Engine queue and KV-cache")
+    ui.chart(run_charts.engine_timeline(detail.samples), key="engine", file_name=f"run-{run.id}-engine.png")
+if run_charts.has_accelerator_samples(detail.samples):
+    st.subheader("Accelerator utilisation")
+    ui.chart(
+        run_charts.accelerator_timeline(detail.samples), key="gpu", file_name=f"run-{run.id}-accelerators.png"
+    )
+
+st.header("Commands")
+if run.serve_commands:
+    st.caption("Serve command" + ("s (one per replica)" if len(run.serve_commands) > 1 else ""))
+    for command in run.serve_commands:
+        st.code(command, language="bash")
+elif detail.planned_command is not None:
+    if detail.planned_command.command:
+        st.caption("Serve command (as it will be launched)")
+        st.code(detail.planned_command.command, language="bash")
+    else:
+        st.warning(detail.planned_command.error)
+else:
+    st.caption("No serve command was recorded.")
+if run.bench_commands:
+    st.caption("Benchmark command" + ("s" if len(run.bench_commands) > 1 else ""))
+    for command in run.bench_commands:
+        st.code(command, language="bash")
+
+with st.expander("Environment snapshot"):
+    if run.environment:
+        st.json(run.environment)
+    else:
+        st.caption("No environment was recorded.")
+with st.expander("Engine log tail"):
+    if run.log_tail:
+        st.code(run.log_tail, language=None)
+    else:
+        st.caption("No engine log was recorded.")
+with st.expander("Lifecycle"):
+    st.table(
+        pd.DataFrame([{"Phase": phase, "At": format_time(moment)} for phase, moment in run.phase_times()])
+    )

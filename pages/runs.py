@@ -1,0 +1,109 @@
+"""Runs: every run with status, host, accelerator, engine, model, knobs, profile and headline figures;
+filter, sort and page (in SQL), select runs to compare, and import existing results."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from perflab import ui
+from perflab.importers import ImportFileError, import_content
+from perflab.views import run_list, urlstate
+
+ui.ensure_app_shell()
+
+RUNS_TABLE_ROWS = 20
+
+st.title("Runs")
+
+with st.expander("Import results: `vllm bench serve` JSON or text blocks, guidellm reports"):
+    uploads = st.file_uploader(
+        "Result files",
+        accept_multiple_files=True,
+        key="import_files",
+        help="Each file is imported whole or not at all.",
+    )
+    import_label = st.text_input("Label for the imported runs (optional)", key="import_label")
+    if st.button("Import", key="import_button", disabled=not uploads):
+        for upload in uploads or []:
+            try:
+                with ui.session() as session:
+                    runs = import_content(
+                        session, name=upload.name, content=upload.getvalue(), label=import_label or None
+                    )
+            except ImportFileError as problem:
+                st.error(str(problem))
+            else:
+                ids = ", ".join(f"#{run.id}" for run in runs)
+                st.success(f"{upload.name}: imported {len(runs)} run{'s' if len(runs) != 1 else ''} ({ids})")
+        ui.clear_cached_reads()
+
+choices = ui.filter_choices()
+
+status_col, host_col, accelerator_col, engine_col, model_col, source_col = st.columns(
+    [1.2, 1.2, 1.2, 1, 1.4, 1.3]
+)
+filters = run_list.RunFilters(
+    status=tuple(status_col.multiselect("Status", choices["status"], key="runs_status")),
+    host=tuple(host_col.multiselect("Host", choices["host"], key="runs_host")),
+    accelerator=tuple(
+        accelerator_col.multiselect("Accelerator", choices["accelerator"], key="runs_accelerator")
+    ),
+    engine=tuple(engine_col.multiselect("Engine", choices["engine"], key="runs_engine")),
+    model_text=model_col.text_input("Model contains", key="runs_model"),
+    source=source_col.selectbox("Source", list(run_list.SOURCE_CHOICES), key="runs_source"),
+)
+sort_col, order_col, size_col, page_col = st.columns([1.5, 1, 1, 1])
+sort_label = sort_col.selectbox("Sort by", list(run_list.SORT_CHOICES), key="runs_sort")
+descending = order_col.selectbox("Order", ["descending", "ascending"], key="runs_order") == "descending"
+page_size = size_col.selectbox("Runs per page", run_list.PAGE_SIZES, index=1, key="runs_page_size")
+page_number = page_col.number_input("Page", min_value=1, step=1, key="runs_page")
+
+with ui.session() as session:
+    page = run_list.load_run_page(
+        session,
+        filters,
+        sort_label=sort_label,
+        descending=descending,
+        page=int(page_number),
+        page_size=page_size,
+    )
+
+if page.total == 0:
+    st.info(
+        "No runs match these filters."
+        if filters.active
+        else "No runs yet. Queue one on the Launch page, or import existing results above."
+    )
+    st.stop()
+st.caption(page.position_text())
+
+selection = st.dataframe(
+    page.table,
+    key="runs_table",
+    on_select="rerun",
+    selection_mode="multi-row",
+    hide_index=True,
+    height=ui.table_height(min(len(page.run_ids), RUNS_TABLE_ROWS)),
+    column_config={
+        "Run": st.column_config.LinkColumn(
+            "Run", display_text=r"run=(\d+)", help="Open the run page", width=60
+        ),
+        "Status": st.column_config.TextColumn(width=100),
+        "Engine": st.column_config.TextColumn(width=90),
+        "Knobs": st.column_config.TextColumn(width=160),
+        "Replicas": st.column_config.TextColumn("×", width=40, help="replicas serving the run (node totals)"),
+        "Total tok/s": st.column_config.NumberColumn(format="%.2f"),
+        "Output tok/s": st.column_config.NumberColumn(format="%.2f"),
+        "Mean TTFT (ms)": st.column_config.NumberColumn(format="%.2f"),
+        "Mean TPOT (ms)": st.column_config.NumberColumn(format="%.2f"),
+        "Created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
+    },
+)
+selected = [page.run_ids[row] for row in selection.selection.rows if row < len(page.run_ids)]
+st.caption(
+    f"Selected: {', '.join(f'#{run_id}' for run_id in selected)}"
+    if selected
+    else "Select rows to compare runs."
+)
+if st.button("Compare selected", key="compare_selected", disabled=len(selected) < 2, type="primary"):
+    st.switch_page("pages/compare.py", query_params=urlstate.compare_query(selected))

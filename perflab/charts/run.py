@@ -1,0 +1,204 @@
+"""Charts of one run: throughput and requests in flight over time, engine queue and KV-cache, GPU
+utilisation, latency distributions, and TTFT against input length per request.
+
+Time-series charts take the bench's per-second series (``ProfileView.timeseries``) or the run's
+samples (``RunDetail.samples``: ``engine`` rows with ``running``/``waiting``/``kv_cache_usage`` per
+replica, ``accelerator`` rows with ``gpu``/``utilization_pct``/``memory_used_mib``).
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from perflab.charts.common import CHART_HEIGHT, highlight, legend_selection
+from perflab.views.distributions import cdf_points, metric_label
+
+ENGINE_SERIES: dict[str, str] = {"running": "Running requests", "waiting": "Waiting requests (queue)"}
+HISTOGRAM_BINS = 40
+SCATTER_LIMIT = 5000
+
+
+def _timeline(
+    frame: pd.DataFrame, *, x: str, x_title: str, value_title: str, series_title: str, name: str
+) -> alt.Chart:
+    selection = legend_selection("series", name)
+    return (
+        alt.Chart(frame)
+        .mark_line(point=alt.OverlayMarkDef(size=12))
+        .encode(
+            x=alt.X(f"{x}:Q", title=x_title, axis=alt.Axis(format=",.1f")),
+            y=alt.Y("value:Q", title=value_title),
+            color=alt.Color("series:N", title=series_title),
+            opacity=highlight(selection),
+            tooltip=[
+                alt.Tooltip("series:N", title=series_title),
+                alt.Tooltip(f"{x}:Q", title=x_title),
+                alt.Tooltip("value:Q", title=value_title, format=",.2f"),
+            ],
+        )
+        .add_params(selection)
+        .properties(height=CHART_HEIGHT)
+    )
+
+
+def _stacked(*charts: alt.Chart) -> alt.VConcatChart:
+    """Charts one above the other, each with its own legend."""
+    return alt.vconcat(*charts).resolve_scale(color="independent")
+
+
+def throughput_timeline(timeseries: pd.DataFrame) -> alt.VConcatChart:
+    """Output tokens/s (top) and requests in flight (bottom), one point per second of the benchmark."""
+    tokens = timeseries.rename(columns={"output_tokens": "value"}).assign(series="Output tokens/s")
+    flight = timeseries.rename(columns={"requests_in_flight": "value"}).assign(series="Requests in flight")
+    return _stacked(
+        _timeline(
+            tokens,
+            x="t",
+            x_title="Time (s)",
+            value_title="Output tokens/s",
+            series_title="Series",
+            name="tokens",
+        ),
+        _timeline(
+            flight,
+            x="t",
+            x_title="Time (s)",
+            value_title="Requests in flight",
+            series_title="Series",
+            name="flight",
+        ),
+    )
+
+
+def engine_timeline(samples: pd.DataFrame) -> alt.VConcatChart:
+    """Running and waiting requests (summed over replicas) and KV-cache usage in % over time."""
+    engine = samples[samples["source"] == "engine"]
+    counts = [
+        engine.groupby("t_s", as_index=False)[column]
+        .sum()
+        .rename(columns={column: "value"})
+        .assign(series=label)
+        for column, label in ENGINE_SERIES.items()
+        if column in engine
+    ]
+    queue = _timeline(
+        pd.concat(counts, ignore_index=True),
+        x="t_s",
+        x_title="Time (s)",
+        value_title="Requests",
+        series_title="Engine",
+        name="queue",
+    )
+    if "replica" in engine:
+        kv = engine.assign(series="replica " + engine["replica"].astype("Int64").astype(str))
+    else:
+        kv = engine.assign(series="engine")
+    kv = kv.assign(value=kv["kv_cache_usage"] * 100.0)[["t_s", "series", "value"]].dropna()
+    cache = _timeline(
+        kv, x="t_s", x_title="Time (s)", value_title="KV-cache usage (%)", series_title="Replica", name="kv"
+    )
+    return _stacked(queue, cache)
+
+
+def has_engine_samples(samples: pd.DataFrame) -> bool:
+    """Whether the run has engine gauge samples to chart."""
+    return not samples.empty and bool((samples["source"] == "engine").any()) and "kv_cache_usage" in samples
+
+
+def has_accelerator_samples(samples: pd.DataFrame) -> bool:
+    """Whether the run has accelerator utilisation samples to chart."""
+    return (
+        not samples.empty
+        and bool((samples["source"] == "accelerator").any())
+        and "utilization_pct" in samples
+    )
+
+
+def accelerator_timeline(samples: pd.DataFrame) -> alt.VConcatChart:
+    """Utilisation (%) and memory used (MiB) of each of the run's accelerators over time."""
+    gpus = samples[samples["source"] == "accelerator"]
+    labelled = gpus.assign(series="GPU " + gpus["gpu"].astype("Int64").astype(str))
+    charts = [
+        _timeline(
+            labelled.rename(columns={column: "value"})[["t_s", "series", "value"]].dropna(),
+            x="t_s",
+            x_title="Time (s)",
+            value_title=title,
+            series_title="Accelerator",
+            name=name,
+        )
+        for column, title, name in (
+            ("utilization_pct", "Utilisation (%)", "util"),
+            ("memory_used_mib", "Memory used (MiB)", "memory"),
+        )
+        if column in labelled
+    ]
+    return _stacked(*charts)
+
+
+def latency_histogram(values: np.ndarray, metric: str) -> alt.Chart:
+    """Histogram of one latency metric's per-request values."""
+    frame = pd.DataFrame({"value": values})
+    title = metric_label(metric)
+    return (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            x=alt.X("value:Q", bin=alt.Bin(maxbins=HISTOGRAM_BINS), title=title),
+            y=alt.Y("count():Q", title="Requests"),
+            tooltip=[alt.Tooltip("value:Q", bin=alt.Bin(maxbins=HISTOGRAM_BINS), title=title), "count():Q"],
+        )
+        .properties(height=CHART_HEIGHT)
+    )
+
+
+def latency_cdf(values: np.ndarray, metric: str) -> alt.Chart:
+    """The empirical CDF of one latency metric."""
+    title = metric_label(metric)
+    return (
+        alt.Chart(cdf_points(values))
+        .mark_line(interpolate="step-after")
+        .encode(
+            x=alt.X("value:Q", title=title),
+            y=alt.Y("fraction:Q", title="Share of requests", axis=alt.Axis(format="%")),
+            tooltip=[
+                alt.Tooltip("value:Q", title=title, format=",.2f"),
+                alt.Tooltip("fraction:Q", format=".1%"),
+            ],
+        )
+        .properties(height=CHART_HEIGHT)
+    )
+
+
+def ttft_scatter(records: pd.DataFrame) -> alt.Chart:
+    """One point per request: input length against TTFT, failed requests marked."""
+    frame = records.dropna(subset=["input_tokens", "ttft_ms"])
+    if len(frame) > SCATTER_LIMIT:
+        frame = frame.sample(SCATTER_LIMIT, random_state=0)
+    frame = frame.assign(outcome=np.where(frame["success"].astype(bool), "ok", "failed"))
+    selection = legend_selection("outcome", "outcome")
+    return (
+        alt.Chart(frame[["index", "input_tokens", "output_tokens", "ttft_ms", "e2el_ms", "outcome"]])
+        .mark_circle(size=30)
+        .encode(
+            x=alt.X("input_tokens:Q", title="Input length (tokens)"),
+            y=alt.Y("ttft_ms:Q", title="TTFT (ms)"),
+            color=alt.Color(
+                "outcome:N",
+                title="Request",
+                scale=alt.Scale(domain=["ok", "failed"], range=["#4c78a8", "#e45756"]),
+            ),
+            opacity=highlight(selection),
+            tooltip=[
+                alt.Tooltip("index:Q", title="Request"),
+                alt.Tooltip("input_tokens:Q", title="Input tokens"),
+                alt.Tooltip("output_tokens:Q", title="Output tokens"),
+                alt.Tooltip("ttft_ms:Q", title="TTFT (ms)", format=",.2f"),
+                alt.Tooltip("e2el_ms:Q", title="E2EL (ms)", format=",.2f"),
+            ],
+        )
+        .add_params(selection)
+        .properties(height=CHART_HEIGHT)
+    )

@@ -1,0 +1,281 @@
+"""Streamlit helpers shared by ``app.py`` and the pages (the only perflab module importing streamlit).
+
+- the app shell every page sits in (layout, sidebar status), drawn by ``app.py`` or, for a shared
+  link opened first after a restart, by the page itself;
+- the database engine (migrated on first use) and the in-app worker, each one per server process
+  (``st.cache_resource``); sessions on that engine;
+- cached reads keyed by the database URL and the data's version (``st.cache_data``), cleared after
+  the app writes;
+- query parameters validated once at the top of a page, with a friendly message instead of a
+  traceback; absolute share links ("Copy link");
+- small drawing helpers: download buttons for charts (PNG) and tables, the sidebar status.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, NamedTuple
+from urllib.parse import urlencode, urlsplit
+
+import altair as alt
+import streamlit as st
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+from streamlit.runtime.pages_manager import PagesManager
+
+from db import session as db_session
+from perflab import settings
+from perflab.charts.export import chart_png
+from perflab.inventory import Inventory, InventoryError, load_inventory
+from perflab.views import compare, run_detail, run_list, status, urlstate
+from perflab.views.run_list import run_link
+
+DEFAULT_BASE_URL = "http://localhost:8501"
+TABLE_ROW_PX = 35
+# Distinct hosts/engines/models change rarely; runs the worker adds show up within this time.
+FILTER_CHOICES_TTL_S = 60
+STATUS_ICONS: dict[str, str] = {
+    "queued": ":material/schedule:",
+    "launching": ":material/rocket_launch:",
+    "ready": ":material/play_circle:",
+    "benchmarking": ":material/speed:",
+    "done": ":green[:material/task_alt:]",
+    "failed": ":red[:material/error:]",
+    "cancelled": ":gray[:material/block:]",
+}
+
+
+# ----- app shell ----------------------------------------------------------------------------------
+
+
+def app_shell() -> None:
+    """What surrounds every page: the wide layout, the migrated database, the in-app worker (once per
+    server process) and the sidebar status."""
+    st.set_page_config(page_title="perflab", page_icon=":material/speed:", layout="wide")
+    db_engine()
+    sidebar_status(app_worker=start_worker())
+
+
+def ensure_app_shell() -> None:
+    """Draw :func:`app_shell` when this page was started without ``app.py``; call it first on every page.
+
+    Streamlit treats an app with a ``pages/`` folder as a pages-directory app until its entry script
+    has called ``st.navigation`` once in the server process; until then a shared link such as
+    ``/run?run=42`` opened first after a restart runs ``pages/run.py`` alone. Such a page draws the
+    shell itself and switches the server to ``st.navigation``, so the next interaction runs
+    ``app.py`` on the same page.
+    """
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        app_shell()
+
+
+# ----- database and worker ------------------------------------------------------------------------
+
+
+@st.cache_resource(show_spinner="Opening the database…")
+def _engine_for(url: str) -> Engine:
+    engine = db_session.get_engine(url)
+    db_session.upgrade(engine)
+    return engine
+
+
+def database_url() -> str:
+    """The database this app uses (``PERFLAB_DATABASE_URL`` or the default SQLite file)."""
+    return db_session.database_url()
+
+
+def db_engine() -> Engine:
+    """The app's database engine; the schema is migrated the first time."""
+    return _engine_for(database_url())
+
+
+@contextmanager
+def session() -> Iterator[Session]:
+    """A session on the app's database that commits when the block ends."""
+    with db_session.session_scope(db_engine()) as opened:
+        yield opened
+
+
+@st.cache_resource(show_spinner=False)
+def _app_worker(url: str) -> Any:
+    from perflab.worker import start_app_worker
+
+    return start_app_worker(_engine_for(url))
+
+
+def start_worker() -> bool:
+    """Start the in-process worker once per server process; False when ``PERFLAB_APP_WORKER=0``."""
+    if not settings.app_worker_enabled():
+        return False
+    _app_worker(database_url())
+    return True
+
+
+# ----- cached reads -------------------------------------------------------------------------------
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _run_detail(url: str, run_id: int, version: str) -> run_detail.RunDetail | None:
+    with db_session.session_scope(_engine_for(url)) as opened:
+        return run_detail.load_run_detail(opened, run_id)
+
+
+def load_run_detail(run_id: int) -> run_detail.RunDetail | None:
+    """The run page's data, cached until the run changes (status, heartbeat, results, samples)."""
+    with session() as opened:
+        version = run_detail.run_version(opened, run_id)
+    if version is None:
+        return None
+    return _run_detail(database_url(), run_id, version)
+
+
+@st.cache_data(show_spinner=False, ttl=FILTER_CHOICES_TTL_S, max_entries=8)
+def _filter_choices(url: str) -> dict[str, list[str]]:
+    with db_session.session_scope(_engine_for(url)) as opened:
+        return run_list.filter_choices(opened)
+
+
+def filter_choices() -> dict[str, list[str]]:
+    """The runs page's filter values (refreshed every minute and after the app writes)."""
+    return _filter_choices(database_url())
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _compare_set(url: str, run_ids: tuple[int, ...], versions: tuple[str | None, ...]) -> compare.CompareSet:
+    with db_session.session_scope(_engine_for(url)) as opened:
+        return compare.load_compare(opened, list(run_ids))
+
+
+def load_compare(run_ids: list[int]) -> compare.CompareSet:
+    """The compared runs with their results, cached until one of them changes."""
+    with session() as opened:
+        versions = tuple(run_detail.run_version(opened, run_id) for run_id in run_ids)
+    return _compare_set(database_url(), tuple(run_ids), versions)
+
+
+def clear_cached_reads() -> None:
+    """Forget every cached read (call after the app wrote to the database)."""
+    st.cache_data.clear()
+
+
+# ----- URL state ----------------------------------------------------------------------------------
+
+
+def query_param(name: str) -> str | None:
+    """The value of ``?name=`` (the last one when repeated), or None."""
+    value = st.query_params.get(name)
+    return value if isinstance(value, str) else None
+
+
+def url_run_id() -> int | None:
+    """The run id of ``?run=``, or None after showing why it cannot be read."""
+    try:
+        return urlstate.parse_run_id(query_param("run"))
+    except urlstate.BadParam as problem:
+        st.info(str(problem))
+        return None
+
+
+def url_run_ids() -> list[int] | None:
+    """The run ids of ``?compare=``, or None after showing why they cannot be read."""
+    try:
+        return urlstate.parse_run_ids(query_param("compare"))
+    except urlstate.BadParam as problem:
+        st.info(str(problem))
+        return None
+
+
+def app_base_url(current_page: str) -> str:
+    """The app's address as the browser sees it (``http://host:8501``), without the page path."""
+    url = st.context.url
+    if url:
+        parts = urlsplit(url)
+        path = parts.path.rstrip("/")
+        if current_page and path.endswith("/" + current_page):
+            path = path[: -len(current_page) - 1]
+        return f"{parts.scheme}://{parts.netloc}{path}"
+    host = st.context.headers.get("Host") if st.context.headers else None
+    return f"http://{host}" if host else DEFAULT_BASE_URL
+
+
+def share_link(page: str, params: dict[str, str], *, current_page: str) -> str:
+    """The absolute link to ``page`` with ``params`` (``http://host:8501/run?run=42``)."""
+    return f"{app_base_url(current_page)}/{page}?{urlencode(params, safe=',')}"
+
+
+def show_link(link: str) -> None:
+    """The link in a code block (with its copy button)."""
+    st.code(link, language=None)
+
+
+# ----- drawing helpers ----------------------------------------------------------------------------
+
+
+def status_text(status_name: str) -> str:
+    """A status with its icon, as markdown (``:green[:material/task_alt:] done``)."""
+    return f"{STATUS_ICONS.get(status_name, '•')} {status_name}"
+
+
+class Download(NamedTuple):
+    """A download button: its label, the function building the content, the file name, a widget key."""
+
+    label: str
+    make: Callable[[], str | bytes]
+    file_name: str
+    key: str
+
+
+def download(item: Download, *, place: Any = st) -> None:
+    """A download button whose content is built only when it is clicked (MIME type from the name)."""
+    mime = mimetypes.guess_type(item.file_name)[0] or "application/octet-stream"
+    place.download_button(
+        item.label, data=item.make, file_name=item.file_name, mime=mime, key=item.key, on_click="ignore"
+    )
+
+
+def table_height(rows: int) -> int:
+    """Pixels that show a dataframe's header and ``rows`` rows without an inner scroll bar."""
+    return TABLE_ROW_PX * (rows + 1) + 3
+
+
+def download_row(*items: Download) -> None:
+    """Download buttons side by side."""
+    for column, item in zip(st.columns(len(items)), items, strict=True):
+        download(item, place=column)
+
+
+def chart(figure: alt.TopLevelMixin, *, key: str, file_name: str) -> None:
+    """Draw an Altair chart with a "Download PNG" button below it (rendered when clicked)."""
+    st.altair_chart(figure, width="stretch")
+    download(Download("Download PNG", lambda: chart_png(figure), file_name, f"png_{key}"))
+
+
+def inventory_or_stop() -> Inventory:
+    """The hosts of the hosts file; when it cannot be used, its problems are shown and the page stops."""
+    try:
+        return load_inventory(settings.hosts_path())
+    except InventoryError as problem:
+        st.error("The hosts file cannot be used:\n\n" + "\n".join(f"- {line}" for line in problem.problems))
+        st.stop()
+
+
+def sidebar_status(*, app_worker: bool) -> None:
+    """The sidebar: database in use, worker state, queued and running runs."""
+    with session() as opened:
+        summary = status.app_status(opened, database=db_session.describe())
+    sidebar = st.sidebar
+    sidebar.caption(f"Database: {summary.database}")
+    if not app_worker:
+        sidebar.caption(f"In-app worker off ({settings.APP_WORKER_ENV}=0)")
+    if summary.worker_alive:
+        sidebar.caption(f"Worker: {summary.worker_summary()}")
+    else:
+        sidebar.warning(summary.worker_summary(), icon=":material/warning:")
+    sidebar.caption(f"Queued runs: {summary.queued} · running: {summary.in_flight}")
+    for active in summary.active_runs:
+        sidebar.markdown(
+            f"[{status_text(active.status)} · run {active.id}]({run_link(active.id)}) · {active.host}"
+        )

@@ -1,0 +1,327 @@
+"""The compare page's read model: the selected runs, their results for one profile, the metric table
+with the % change against a baseline, and the data of its charts.
+
+Every metric any compared result has gets a row; the change is ``(run − baseline) / baseline`` and
+is judged by the metric's direction (higher throughput is better, lower latency is better), so
+``better``/``worse`` drive the green/red styling and the exports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+from pandas.io.formats.style import Styler
+from sqlmodel import Session
+
+from db import crud
+from perflab.views.distributions import cdf_points, latency_values
+from perflab.views.formatting import (
+    MISSING,
+    SIMULATED_MARK,
+    format_change,
+    format_metric,
+    format_throughput,
+    percent_change,
+    replicas_mark,
+    shorten,
+)
+from perflab.views.metrics import KEY_METRICS, Direction, Metric, metric_heading, metric_value, result_metrics
+from perflab.views.pareto import pareto_front
+from perflab.views.run_detail import ProfileView, RunView, profile_view, run_view
+from perflab.views.run_list import run_link
+
+FIRST_RESULT = "First result of each run"
+BETTER_STYLE = "background-color: lightgreen"
+WORSE_STYLE = "background-color: #fbcaca"
+THROUGHPUT_KEYS: frozenset[str] = frozenset(
+    {"total_token_throughput", "output_throughput", "max_output_tokens_per_s"}
+)
+# Metrics offered for the grouped bars and for the two axes of the Pareto chart.
+BAR_METRICS: tuple[str, ...] = (*KEY_METRICS, "p99_ttft_ms", "p99_tpot_ms")
+PARETO_LATENCIES: tuple[str, ...] = (
+    "mean_tpot_ms",
+    "mean_ttft_ms",
+    "p99_tpot_ms",
+    "p99_ttft_ms",
+    "mean_e2el_ms",
+)
+PARETO_THROUGHPUTS: tuple[str, ...] = ("total_token_throughput", "output_throughput", "request_throughput")
+
+
+@dataclass(frozen=True)
+class CompareRun:
+    """A compared run and all of its profile results."""
+
+    run: RunView
+    results: list[ProfileView]
+
+    @property
+    def name(self) -> str:
+        """The run's column name: ``#12 · label`` (unique by its id), marked when simulated."""
+        detail = self.run.label or " ".join(
+            part for part in (self.run.engine, self.run.knobs_summary or self.run.model) if part
+        )
+        name = f"#{self.run.id}" + (f" · {shorten(detail, 40)}" if detail else "")
+        return f"{name} {SIMULATED_MARK}" if self.run.simulated else name
+
+    def result_for(self, profile: str) -> ProfileView | None:
+        """Its result for ``profile`` (a title, or :data:`FIRST_RESULT`)."""
+        if profile == FIRST_RESULT:
+            return self.results[0] if self.results else None
+        return next((result for result in self.results if result.title == profile), None)
+
+
+@dataclass(frozen=True)
+class CompareSet:
+    """The runs found for the requested ids (in that order) and the ids that do not exist."""
+
+    runs: list[CompareRun]
+    missing: list[int]
+
+    def profiles(self) -> list[str]:
+        """:data:`FIRST_RESULT` and the distinct profile titles of the runs' results."""
+        titles = dict.fromkeys(result.title for run in self.runs for result in run.results)
+        return [FIRST_RESULT, *titles]
+
+    def missing_text(self) -> str | None:
+        """Which requested ids do not exist, and what the page does about it (None when all exist)."""
+        if not self.missing:
+            return None
+        ids = ", ".join(str(run_id) for run_id in self.missing)
+        named = f"No run with id {ids} exists" if len(self.missing) == 1 else f"No runs with ids {ids} exist"
+        return named + ("; comparing the others." if self.runs else ". Pick runs on the Runs page.")
+
+    def run(self, run_id: int) -> CompareRun:
+        return next(run for run in self.runs if run.run.id == run_id)
+
+
+def load_compare(session: Session, run_ids: list[int]) -> CompareSet:
+    """The runs of ``run_ids`` with their results and request records."""
+    found = crud.get_runs(session, run_ids=run_ids)
+    found_ids = {run.id for run in found}
+    runs = [
+        CompareRun(
+            run=run_view(run),
+            results=[
+                profile_view(session, stored) for stored in crud.list_profile_results(session, run_id=run.id)
+            ],
+        )
+        for run in found
+    ]
+    return CompareSet(runs=runs, missing=[run_id for run_id in run_ids if run_id not in found_ids])
+
+
+@dataclass(frozen=True)
+class ComparisonTable:
+    """Metric rows × run columns with each run's change against the baseline.
+
+    ``values`` holds the numbers (rows: metric keys; columns: run names), ``changes`` the % changes
+    (NaN for the baseline and missing values), ``verdicts`` ``better``/``worse``/``""`` per cell.
+    """
+
+    metrics: list[Metric]
+    run_names: list[str]
+    baseline: str
+    replicas: dict[str, int]
+    values: pd.DataFrame
+    changes: pd.DataFrame
+    verdicts: pd.DataFrame
+
+
+def verdict(change: float | None, direction: Direction) -> str:
+    """``better``, ``worse`` or ``""`` (no change, no direction, or nothing to compare)."""
+    if change is None or direction is None or pd.isna(change) or change == 0:
+        return ""
+    improved = change > 0 if direction == "higher" else change < 0
+    return "better" if improved else "worse"
+
+
+def comparison_table(compare: CompareSet, *, profile: str, baseline_id: int) -> ComparisonTable:
+    """The metric table of ``profile`` with changes against run ``baseline_id``."""
+    results = {run.name: run.result_for(profile) for run in compare.runs}
+    baseline = compare.run(baseline_id).name
+    metrics = result_metrics(result.result for result in results.values() if result is not None)
+    keys = [metric.key for metric in metrics]
+    values = pd.DataFrame(
+        {
+            name: [metric_value(result.result, key) if result else None for key in keys]
+            for name, result in results.items()
+        },
+        index=keys,
+        dtype="float64",
+    )
+    changes = pd.DataFrame(
+        {
+            name: [
+                None
+                if name == baseline
+                else percent_change(_value(values, key, name), _value(values, key, baseline))
+                for key in keys
+            ]
+            for name in results
+        },
+        index=keys,
+        dtype="float64",
+    )
+    verdicts = pd.DataFrame(
+        {
+            name: [verdict(_value(changes, metric.key, name), metric.direction) for metric in metrics]
+            for name in results
+        },
+        index=keys,
+        dtype="object",
+    )
+    return ComparisonTable(
+        metrics=metrics,
+        run_names=list(results),
+        baseline=baseline,
+        replicas={run.name: run.run.replicas for run in compare.runs},
+        values=values,
+        changes=changes,
+        verdicts=verdicts,
+    )
+
+
+def _value(frame: pd.DataFrame, key: str, column: str) -> float | None:
+    value = frame.at[key, column]
+    return None if pd.isna(value) else float(value)
+
+
+def _cell(table: ComparisonTable, metric: Metric, name: str) -> str:
+    value = _value(table.values, metric.key, name)
+    if metric.key in THROUGHPUT_KEYS:
+        text = format_throughput(value, table.replicas.get(name, 1))
+    else:
+        text = format_metric(metric, value)
+    if name == table.baseline or text == MISSING:
+        return text
+    change = _value(table.changes, metric.key, name)
+    return f"{text} ({format_change(change)})" if change is not None else text
+
+
+def display_frame(table: ComparisonTable) -> pd.DataFrame:
+    """The table as text cells (``3019.19 ×2 (+59.2%)``), the baseline's column marked."""
+    columns = {name: f"{name} (baseline)" if name == table.baseline else name for name in table.run_names}
+    rows = {
+        metric_heading(metric): {columns[name]: _cell(table, metric, name) for name in table.run_names}
+        for metric in table.metrics
+    }
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(columns.values()))
+    frame.index.name = "Metric"
+    return frame
+
+
+def styled(table: ComparisonTable) -> Styler:
+    """:func:`display_frame` with better cells green and worse cells red."""
+    frame = display_frame(table)
+    styles = pd.DataFrame(
+        [
+            [_style(table.verdicts.iat[row, column]) for column in range(len(table.run_names))]
+            for row in range(len(table.metrics))
+        ],
+        index=frame.index,
+        columns=frame.columns,
+    )
+    return frame.style.apply(lambda _: styles, axis=None)
+
+
+def _style(verdict_text: str) -> str:
+    return {"better": BETTER_STYLE, "worse": WORSE_STYLE}.get(verdict_text, "")
+
+
+def comparison_markdown(table: ComparisonTable) -> str:
+    """The table as markdown, better changes in green and worse in red spans like the seeds."""
+    frame = display_frame(table)
+    header = ["Metric", *frame.columns]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    for row, metric in enumerate(table.metrics):
+        cells = []
+        for column, name in enumerate(table.run_names):
+            text = frame.iat[row, column]
+            colour = {"better": "lightgreen", "worse": "#fbcaca"}.get(table.verdicts.at[metric.key, name])
+            cells.append(f'<span style="background-color:{colour};">{text}</span>' if colour else text)
+        lines.append("| " + " | ".join([frame.index[row], *cells]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def comparison_csv(table: ComparisonTable) -> str:
+    """One row per metric: key, label, unit, direction, then each run's value and % change."""
+    frame = pd.DataFrame(
+        {
+            "metric": [metric.key for metric in table.metrics],
+            "label": [metric.label for metric in table.metrics],
+            "unit": [metric.unit for metric in table.metrics],
+            "better": [metric.direction or "" for metric in table.metrics],
+        }
+    )
+    for name in table.run_names:
+        frame[name] = table.values[name].to_numpy()
+        if name != table.baseline:
+            frame[f"{name} change %"] = table.changes[name].round(2).to_numpy()
+    return frame.to_csv(index=False)
+
+
+def runs_frame(compare: CompareSet) -> pd.DataFrame:
+    """The compared runs' facts: where and what each ran, with a link to its page."""
+    rows = [
+        {
+            "Run": run_link(run.run.id),
+            "Name": run.name,
+            "Status": run.run.status,
+            "Host": run.run.host_display,
+            "Accelerator": run.run.accelerator or "",
+            "Engine": run.run.engine or "",
+            "Model": run.run.model or "",
+            "Knobs": run.run.knobs_summary or "",
+            "Replicas": replicas_mark(run.run.replicas),
+            "Profiles": ", ".join(result.title for result in run.results),
+        }
+        for run in compare.runs
+    ]
+    return pd.DataFrame(rows)
+
+
+def bars_frame(compare: CompareSet, metric_key: str) -> pd.DataFrame:
+    """``profile``, ``run``, ``value`` of ``metric_key`` for every result of every run."""
+    rows = [
+        {"profile": result.title, "run": run.name, "value": metric_value(result.result, metric_key)}
+        for run in compare.runs
+        for result in run.results
+    ]
+    frame = pd.DataFrame(rows, columns=["profile", "run", "value"])
+    return frame.dropna(subset=["value"]).reset_index(drop=True)
+
+
+def pareto_frame(compare: CompareSet, *, profile: str, latency_key: str, throughput_key: str) -> pd.DataFrame:
+    """One point per run with both values: ``run``, ``latency``, ``throughput``, ``on_front``."""
+    rows = []
+    for run in compare.runs:
+        result = run.result_for(profile)
+        if result is None:
+            continue
+        latency = metric_value(result.result, latency_key)
+        throughput = metric_value(result.result, throughput_key)
+        if latency is not None and throughput is not None:
+            rows.append({"run": run.name, "latency": latency, "throughput": throughput})
+    frame = pd.DataFrame(rows, columns=["run", "latency", "throughput"])
+    frame["on_front"] = pareto_front(frame["latency"].tolist(), frame["throughput"].tolist())
+    return frame
+
+
+def cdf_frame(compare: CompareSet, *, profile: str, metric: str) -> tuple[pd.DataFrame, list[str]]:
+    """Overlaid CDF points (``run``, ``value``, ``fraction``) and the runs without request records."""
+    frames, without = [], []
+    for run in compare.runs:
+        result = run.result_for(profile)
+        values = latency_values(result.records, metric) if result is not None else None
+        if values is None or values.size == 0:
+            without.append(run.name)
+            continue
+        points = cdf_points(values)
+        points.insert(0, "run", run.name)
+        frames.append(points)
+    frame = (
+        pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run", "value", "fraction"])
+    )
+    return frame, without

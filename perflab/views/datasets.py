@@ -1,0 +1,79 @@
+"""The Datasets page's read model: the stored datasets as a table, a preview of one, and the
+prompt-length table its histogram is drawn from."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from db.models import Dataset
+from perflab.datasets import SUFFIX_BY_FORMAT, DatasetUploadError, parse_upload
+from perflab.views.formatting import format_bytes, format_time
+
+PREVIEW_ROWS = 20
+PREVIEW_CHARS = 300
+
+
+def datasets_table(datasets: list[Dataset]) -> pd.DataFrame:
+    """One row per dataset (content not needed), indexed by dataset id."""
+    rows = [
+        {
+            "Name": dataset.name,
+            "Format": dataset.format,
+            "Prompts": dataset.num_prompts,
+            "Size": format_bytes(dataset.size_bytes),
+            "Uploaded": format_time(dataset.created_at),
+            "By": dataset.created_by or "",
+            "Note": dataset.owner_note or "",
+            "Content hash": dataset.content_hash[:12],
+        }
+        for dataset in datasets
+    ]
+    columns = ["Name", "Format", "Prompts", "Size", "Uploaded", "By", "Note", "Content hash"]
+    frame = pd.DataFrame(rows, columns=columns)
+    frame.index = pd.Index([dataset.id for dataset in datasets], name="id")
+    return frame
+
+
+def dataset_choice_label(dataset: Dataset) -> str:
+    """``#3 · support-prompts (jsonl, 1200 prompts)``."""
+    count = f", {dataset.num_prompts} prompts" if dataset.num_prompts is not None else ""
+    return f"#{dataset.id} · {dataset.name} ({dataset.format}{count})"
+
+
+def preview_frame(dataset: Dataset, limit: int = PREVIEW_ROWS) -> pd.DataFrame:
+    """The first prompts of a stored dataset with their output lengths and token counts."""
+    try:
+        parsed = parse_upload(f"{dataset.name}{SUFFIX_BY_FORMAT[dataset.format]}", dataset.content)
+    except DatasetUploadError as error:
+        return pd.DataFrame({"Problem": [str(error)]})
+    lengths = dataset.prompt_token_lengths or parsed.token_lengths
+    rows = [
+        {
+            "Prompt": prompt if len(prompt) <= PREVIEW_CHARS else prompt[: PREVIEW_CHARS - 1] + "…",
+            "Output len": output_len,
+            "Prompt tokens": lengths[position] if position < len(lengths) else None,
+        }
+        for position, (prompt, output_len) in enumerate(
+            zip(parsed.prompts[:limit], parsed.output_lens, strict=False)
+        )
+    ]
+    return pd.DataFrame(rows, columns=["Prompt", "Output len", "Prompt tokens"])
+
+
+def lengths_frame(lengths: list[int] | None) -> pd.DataFrame:
+    """The prompt lengths as a one-column table (``tokens``) for the histogram."""
+    return pd.DataFrame({"tokens": pd.Series(lengths or [], dtype="int64")})
+
+
+def length_summary(lengths: list[int] | None) -> dict[str, float]:
+    """Min, median, mean, p99 and max prompt length in tokens (empty for no lengths)."""
+    if not lengths:
+        return {}
+    series = pd.Series(lengths, dtype="float64")
+    return {
+        "min": float(series.min()),
+        "median": float(series.median()),
+        "mean": float(series.mean()),
+        "p99": float(series.quantile(0.99)),
+        "max": float(series.max()),
+    }

@@ -1,0 +1,309 @@
+"""The Launch page's model: form values → an :class:`EngineConfig` and benchmark profiles, and
+queuing the run (a ``queued`` row the worker picks up). Re-running a stored run queues a copy of it.
+The live serve command comes from :func:`perflab.views.commands.command_preview`.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from pydantic import ValidationError
+from sqlmodel import Session
+
+from db import crud
+from db.models import Run
+from perflab.engines import EngineConfig
+from perflab.engines.flags import format_value, parse_json_object
+from perflab.inventory import HostConfig
+from perflab.probe.models import ProbeResult
+from perflab.profiles import PRESETS, BenchmarkProfile, scaled
+from perflab.runner.submit import submit_run
+from perflab.views.run_detail import RunView
+
+TRISTATE: dict[str, bool | None] = {"engine default": None, "on": True, "off": False}
+TEXT_KNOBS: tuple[str, ...] = (
+    "quantization",
+    "attention_backend",
+    "kv_cache_dtype",
+    "performance_mode",
+    "reasoning_parser",
+)
+NUMBER_KNOBS: tuple[str, ...] = (
+    "max_num_batched_tokens",
+    "max_num_seqs",
+    "max_model_len",
+    "gpu_memory_utilization",
+)
+
+
+class LaunchInputError(ValueError):
+    """A form value that cannot be used; ``field`` names the input."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(f"{field.replace('_', ' ')}: {message}")
+
+
+@dataclass(frozen=True)
+class ConfigForm:
+    """The Launch form's engine settings as typed by the user (empty text = engine default)."""
+
+    engine: str
+    model: str
+    tp: int = 1
+    dp: int = 1
+    ep: int = 1
+    replicas: int = 1
+    quantization: str = ""
+    attention_backend: str = ""
+    kv_cache_dtype: str = ""
+    performance_mode: str = ""
+    reasoning_parser: str = ""
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    max_model_len: int | None = None
+    gpu_memory_utilization: float | None = None
+    enable_prefix_caching: str = "engine default"
+    enable_chunked_prefill: str = "engine default"
+    speculative_config: str = ""
+    extra_args: str = ""
+    env: str = ""
+    gpu_ids: str = ""
+
+
+def _env(text: str) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        name, sep, value = line.strip().partition("=")
+        if not sep or not name:
+            raise LaunchInputError("env", f"line {number} {line.strip()!r} is not NAME=value")
+        values[name.strip()] = value
+    return values
+
+
+def _gpu_ids(text: str) -> tuple[int, ...] | None:
+    words = text.replace(",", " ").split()
+    if not words:
+        return None
+    if not all(word.isdigit() for word in words):
+        raise LaunchInputError("gpu_ids", f"{text.strip()!r} must be GPU indexes like 0,1,2,3")
+    return tuple(int(word) for word in words)
+
+
+def _extra_args(text: str) -> tuple[str, ...]:
+    try:
+        return tuple(shlex.split(text))
+    except ValueError as error:
+        raise LaunchInputError("extra_args", f"cannot split {text!r} into arguments ({error})") from None
+
+
+def _input_error(error: ValidationError, model: str) -> LaunchInputError:
+    """The first problem pydantic found, naming its field (``model`` when it concerns several)."""
+    first = error.errors()[0]
+    return LaunchInputError(str(first["loc"][0]) if first["loc"] else model, first["msg"])
+
+
+def build_config(form: ConfigForm) -> EngineConfig:
+    """The engine config of the form; raises :class:`LaunchInputError` naming the bad input."""
+    fields: dict[str, Any] = {
+        "engine": form.engine,
+        "model": form.model,
+        "tp": form.tp,
+        "dp": form.dp,
+        "ep": form.ep,
+        "replicas": form.replicas,
+        "enable_prefix_caching": TRISTATE[form.enable_prefix_caching],
+        "enable_chunked_prefill": TRISTATE[form.enable_chunked_prefill],
+        "extra_args": _extra_args(form.extra_args),
+        "env": _env(form.env),
+        "gpu_ids": _gpu_ids(form.gpu_ids),
+    }
+    fields.update({knob: getattr(form, knob).strip() or None for knob in TEXT_KNOBS})
+    fields.update({knob: getattr(form, knob) for knob in NUMBER_KNOBS})
+    if form.speculative_config.strip():
+        try:
+            fields["speculative_config"] = parse_json_object(form.speculative_config.strip())
+        except ValueError as error:
+            raise LaunchInputError("speculative_config", str(error)) from None
+    if not form.model.strip():
+        raise LaunchInputError("model", "enter a model id (e.g. Qwen/Qwen3-8B) or a path on the host")
+    try:
+        return EngineConfig(**fields)
+    except ValidationError as error:
+        raise _input_error(error, "config") from None
+
+
+def preset_choices() -> dict[str, BenchmarkProfile]:
+    """The seeds' presets by their shown name: ``Short Prompt (random 128→4, 1000 prompts)``."""
+    return {f"{profile.title} ({describe_load(profile)})": profile for profile in PRESETS.values()}
+
+
+def describe_load(profile: BenchmarkProfile) -> str:
+    """``random 128→4, 1000 prompts, concurrency 512``."""
+    if profile.dataset == "random":
+        data = f"random {profile.input_len}→{profile.output_len}"
+    else:
+        data = profile.dataset
+    parts = [data, f"{profile.num_prompts} prompts"]
+    if profile.max_concurrency is not None:
+        parts.append(f"concurrency {profile.max_concurrency}")
+    if profile.request_rate != float("inf"):
+        parts.append(f"{format_value(profile.request_rate)} req/s")
+    return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class CustomProfileForm:
+    """A custom profile as entered: a random dataset with lengths, or a stored dataset."""
+
+    name: str
+    dataset: str = "random"
+    dataset_fields: dict[str, str] | None = None
+    input_len: int | None = 1024
+    output_len: int | None = 128
+    num_prompts: int = 100
+    request_rate: float | None = None
+    max_concurrency: int | None = None
+    seed: int | None = 42
+
+
+def custom_profile(form: CustomProfileForm) -> BenchmarkProfile:
+    """The profile of the custom form; raises :class:`LaunchInputError`."""
+    slug = "-".join(form.name.lower().split()) or "custom"
+    fields: dict[str, Any] = {
+        "name": slug,
+        "title": form.name.strip() or "Custom",
+        "num_prompts": form.num_prompts,
+        "max_concurrency": form.max_concurrency,
+        "seed": form.seed,
+    }
+    if form.request_rate is not None:
+        fields["request_rate"] = form.request_rate
+    if form.dataset == "random":
+        fields.update(dataset="random", input_len=form.input_len, output_len=form.output_len)
+    else:
+        if not form.dataset_fields:
+            raise LaunchInputError("dataset", "pick an uploaded dataset (Datasets page) or use random")
+        fields.update(form.dataset_fields, output_len=form.output_len)
+    try:
+        return BenchmarkProfile(**fields)
+    except ValidationError as error:
+        raise _input_error(error, "profile") from None
+
+
+def profiles_frame(profiles: Sequence[BenchmarkProfile], model: str) -> pd.DataFrame:
+    """The chosen profiles with their load and the equivalent ``vllm bench serve`` command."""
+    rows = [
+        {
+            "Profile": profile.title,
+            "Load": describe_load(profile),
+            "vllm bench serve": profile.vllm_bench_command(model),
+        }
+        for profile in profiles
+    ]
+    return pd.DataFrame(rows, columns=["Profile", "Load", "vllm bench serve"])
+
+
+def scale_profiles(profiles: Sequence[BenchmarkProfile], factor: float) -> list[BenchmarkProfile]:
+    """The profiles with ``factor`` of their prompts (1.0 keeps them as they are)."""
+    return list(profiles) if factor == 1.0 else [scaled(profile, factor) for profile in profiles]
+
+
+def accelerator_of(probe_json: dict[str, Any] | None) -> str | None:
+    """The accelerator model of a stored probe (``NVIDIA H100 80GB HBM3``), or None."""
+    if not probe_json:
+        return None
+    try:
+        probe = ProbeResult.model_validate(probe_json)
+    except ValueError:
+        return None
+    return probe.accelerators[0].name if probe.accelerators else None
+
+
+def _queue(
+    session: Session,
+    *,
+    host_name: str,
+    simulated: bool,
+    accelerator: str | None,
+    config: EngineConfig,
+    profiles: Sequence[BenchmarkProfile],
+    queued_by: str | None,
+    label: str | None,
+) -> Run:
+    run = submit_run(
+        session.get_bind(),
+        host_name=host_name,
+        config=config,
+        profiles=profiles,
+        queued_by=queued_by or None,
+        label=(label or "").strip() or None,
+    )
+    return crud.update_run(session, run_id=run.id, simulated=simulated, accelerator=accelerator)
+
+
+def queue_run(
+    session: Session,
+    *,
+    host: HostConfig,
+    config: EngineConfig,
+    profiles: Sequence[BenchmarkProfile],
+    queued_by: str | None = None,
+    label: str | None = None,
+) -> Run:
+    """Store a ``queued`` run of ``config`` on ``host`` with ``profiles``; the worker executes it.
+
+    The run is marked simulated for a simulated host and names the host's accelerator from its last
+    probe, so lists label it before it starts. Raises :class:`LaunchInputError` without profiles and
+    the adapter's error for a config the engine cannot run, before anything is stored.
+    """
+    if not profiles:
+        raise LaunchInputError("profiles", "pick at least one benchmark profile")
+    stored_host = crud.get_host(session, name=host.name)
+    return _queue(
+        session,
+        host_name=host.name,
+        simulated=host.simulated,
+        accelerator=accelerator_of(stored_host.last_probe if stored_host else None),
+        config=config,
+        profiles=profiles,
+        queued_by=queued_by,
+        label=label,
+    )
+
+
+def rerun_blocker(run: RunView) -> str | None:
+    """Why a run cannot be re-run, or None when it can."""
+    if run.config is None:
+        return "this run has no engine config (an imported result without a serving command)"
+    if not run.host_name:
+        return "this run has no host (imported results are re-run from the Launch page)"
+    try:
+        for profile in run.profiles:
+            BenchmarkProfile.model_validate(profile)
+    except ValidationError:
+        return "its profiles are not perflab benchmark profiles (imported results)"
+    return None if run.profiles else "this run has no benchmark profiles"
+
+
+def rerun(session: Session, run: RunView, *, queued_by: str | None = None) -> Run:
+    """Queue a new run with the same host, config, profiles and label; raises for a run that cannot."""
+    blocker = rerun_blocker(run)
+    if blocker is not None:
+        raise LaunchInputError("run", f"cannot re-run run {run.id}: {blocker}")
+    return _queue(
+        session,
+        host_name=run.host_name or "",
+        simulated=run.simulated,
+        accelerator=run.accelerator,
+        config=EngineConfig.model_validate(run.config),
+        profiles=[BenchmarkProfile.model_validate(profile) for profile in run.profiles],
+        queued_by=queued_by or run.queued_by,
+        label=run.label,
+    )

@@ -1,0 +1,319 @@
+"""The run page's read model: a run with its profile results, per-request records and samples, as
+plain values (picklable, so pages can cache them keyed by :func:`run_version`).
+
+A result's text block is the stored one (the bench's, or the block an import came from), else it is
+rendered from the result with :func:`perflab.bench.report.format_text_block` when the result has
+every field that needs; imported results lacking fields simply have none.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+import sqlalchemy as sa
+from sqlmodel import Session
+
+from db import crud
+from db.models import FINISHED_RUN_STATUSES, IN_FLIGHT_RUN_STATUSES, ProfileResult, Run, RunSample
+from perflab.bench.report import format_text_block
+from perflab.views.commands import CommandPreview, stored_command_preview
+from perflab.views.formatting import format_duration, host_label
+
+RECORD_COLUMNS: tuple[str, ...] = (
+    "index",
+    "start_s",
+    "ttft_ms",
+    "tpot_ms",
+    "e2el_ms",
+    "itl_ms",
+    "input_tokens",
+    "output_tokens",
+    "success",
+    "error",
+    "base_url",
+)
+
+
+@dataclass(frozen=True)
+class RunView:
+    """A run's columns as the pages use them."""
+
+    id: int
+    status: str
+    source: str
+    simulated: bool
+    host_name: str | None
+    accelerator: str | None
+    engine: str | None
+    model: str | None
+    knobs_summary: str | None
+    replicas: int
+    label: str | None
+    queued_by: str | None
+    study_id: int | None
+    imported_from: str | None
+    config: dict[str, Any] | None
+    profiles: list[dict[str, Any]]
+    serve_commands: list[str]
+    bench_commands: list[str]
+    environment: dict[str, Any]
+    log_tail: str | None
+    failure_class: str | None
+    failure_message: str | None
+    cancel_requested: bool
+    progress: dict[str, Any] | None
+    gpu_ids: list[int] | None
+    bench_mode: str | None
+    worker_id: str | None
+    created_at: datetime
+    launching_at: datetime | None
+    ready_at: datetime | None
+    benchmarking_at: datetime | None
+    finished_at: datetime | None
+    heartbeat_at: datetime | None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED_RUN_STATUSES
+
+    @property
+    def in_flight(self) -> bool:
+        return self.status in IN_FLIGHT_RUN_STATUSES
+
+    @property
+    def host_display(self) -> str:
+        return host_label(self.host_name, self.simulated)
+
+    @property
+    def title(self) -> str:
+        """``Run 42 · vllm · Qwen/Qwen3-32B`` (the label when the run has one)."""
+        detail = self.label or " · ".join(part for part in (self.engine, self.model) if part)
+        return f"Run {self.id}" + (f" · {detail}" if detail else "")
+
+    def phase_times(self) -> list[tuple[str, datetime | None]]:
+        """The lifecycle timestamps in order."""
+        return [
+            ("queued", self.created_at),
+            ("launching", self.launching_at),
+            ("ready", self.ready_at),
+            ("benchmarking", self.benchmarking_at),
+            ("finished", self.finished_at),
+        ]
+
+
+def run_view(run: Run) -> RunView:
+    """The plain view of a stored run."""
+    return RunView(**{field.name: getattr(run, field.name) for field in dataclasses.fields(RunView)})
+
+
+@dataclass(frozen=True)
+class ProfileView:
+    """One profile's result of a run, with its per-request records."""
+
+    id: int
+    position: int
+    name: str
+    title: str
+    profile: dict[str, Any]
+    result: dict[str, Any]
+    text_block: str | None
+    sweep_point: dict[str, Any] | None
+    records: pd.DataFrame
+
+    @property
+    def timeseries(self) -> pd.DataFrame:
+        """The bench's per-second series: ``t``, ``output_tokens``, ``requests_in_flight``, ``completed``."""
+        rows = self.result.get("timeseries") or []
+        return pd.DataFrame([row for row in rows if isinstance(row, dict)])
+
+
+@dataclass(frozen=True)
+class RunDetail:
+    """Everything the run page shows."""
+
+    run: RunView
+    profiles: list[ProfileView]
+    samples: pd.DataFrame
+    planned_command: CommandPreview | None
+
+
+def profile_title(profile: dict[str, Any], fallback: str | None) -> str:
+    """What a profile is called on the pages: its title, else its name."""
+    for key in ("title", "name"):
+        value = profile.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return fallback or "benchmark"
+
+
+def text_block_for(stored: str | None, result: dict[str, Any]) -> str | None:
+    """The "Serving Benchmark Result" block of a result (stored, else rendered, else None)."""
+    if stored:
+        return stored
+    try:
+        return format_text_block(result)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _tpot_ms(record: Any) -> float | None:
+    if (
+        record.ttft_ms is None
+        or record.e2el_ms is None
+        or not record.output_tokens
+        or record.output_tokens < 2
+    ):
+        return None
+    return (record.e2el_ms - record.ttft_ms) / (record.output_tokens - 1)
+
+
+def records_frame(records: list[Any]) -> pd.DataFrame:
+    """Per-request records as a table with TPOT (excl. 1st token) computed per request."""
+    rows = [
+        {
+            "index": record.index,
+            "start_s": record.start_s,
+            "ttft_ms": record.ttft_ms,
+            "tpot_ms": _tpot_ms(record),
+            "e2el_ms": record.e2el_ms,
+            "itl_ms": list(record.itl_ms or []),
+            "input_tokens": record.input_tokens,
+            "output_tokens": record.output_tokens,
+            "success": record.success,
+            "error": record.error,
+            "base_url": record.base_url,
+        }
+        for record in records
+    ]
+    frame = pd.DataFrame(rows, columns=list(RECORD_COLUMNS))
+    for column in ("start_s", "ttft_ms", "tpot_ms", "e2el_ms", "input_tokens", "output_tokens"):
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
+    return frame
+
+
+def profile_view(session: Session, stored: ProfileResult) -> ProfileView:
+    """A stored profile result with its request records."""
+    records = crud.list_request_records(session, profile_result_id=stored.id)
+    return ProfileView(
+        id=stored.id,
+        position=stored.position,
+        name=stored.profile_name or "benchmark",
+        title=profile_title(stored.profile, stored.profile_name),
+        profile=dict(stored.profile),
+        result=dict(stored.result),
+        text_block=text_block_for(stored.text_block, stored.result),
+        sweep_point=stored.sweep_point,
+        records=records_frame(records),
+    )
+
+
+def samples_frame(samples: list[RunSample]) -> pd.DataFrame:
+    """Samples as rows of ``t_s``, ``source`` and each sampled value in its own column."""
+    rows = [{"t_s": sample.t_s, "source": sample.source, **sample.values} for sample in samples]
+    return pd.DataFrame(rows, columns=None if rows else ["t_s", "source"])
+
+
+def load_run_detail(session: Session, run_id: int) -> RunDetail | None:
+    """The run page's data for ``run_id``, or None when the run does not exist."""
+    run = crud.get_run(session, run_id=run_id)
+    if run is None:
+        return None
+    return RunDetail(
+        run=run_view(run),
+        profiles=[
+            profile_view(session, stored) for stored in crud.list_profile_results(session, run_id=run_id)
+        ],
+        samples=samples_frame(crud.list_samples(session, run_id=run_id)),
+        planned_command=None if run.serve_commands else stored_command_preview(run.config),
+    )
+
+
+def run_version(session: Session, run_id: int) -> str | None:
+    """A short key that changes whenever the run page's data changes (None for an unknown run)."""
+    row = session.execute(
+        sa.select(Run.status, Run.heartbeat_at, Run.finished_at, Run.cancel_requested).where(Run.id == run_id)
+    ).first()
+    if row is None:
+        return None
+    results = session.execute(
+        sa.select(sa.func.count()).select_from(ProfileResult).where(ProfileResult.run_id == run_id)
+    ).scalar_one()
+    samples = session.execute(
+        sa.select(sa.func.count()).select_from(RunSample).where(RunSample.run_id == run_id)
+    ).scalar_one()
+    return "|".join(str(part) for part in (*row, results, samples))
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    """A run's live state for the progress panel."""
+
+    status: str
+    done: int
+    failed: int
+    total: int
+    in_flight: int
+    elapsed_s: float | None
+    profile: str | None
+    profile_number: int | None
+    profiles: int | None
+    cancel_requested: bool
+
+    @property
+    def fraction(self) -> float:
+        return min(1.0, (self.done + self.failed) / self.total) if self.total else 0.0
+
+    def text(self) -> str:
+        """``benchmarking · profile sharegpt (1 of 2) · 412/1000 requests (3 failed), 64 in flight ·
+        41.5 s elapsed``."""
+        parts = [self.status]
+        if self.profile:
+            of = (
+                f" ({self.profile_number} of {self.profiles})"
+                if self.profile_number and self.profiles
+                else ""
+            )
+            parts.append(f"profile {self.profile}{of}")
+        if self.total:
+            counted = f"{self.done + self.failed}/{self.total} requests"
+            if self.failed:
+                counted += f" ({self.failed} failed)"
+            parts.append(f"{counted}, {self.in_flight} in flight")
+        if self.elapsed_s is not None:
+            parts.append(f"{format_duration(self.elapsed_s)} elapsed")
+        if self.cancel_requested:
+            parts.append("cancel requested")
+        return " · ".join(parts)
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+def load_progress(session: Session, run_id: int) -> RunProgress | None:
+    """The live progress of a run (one small query), or None for an unknown run."""
+    row = session.execute(
+        sa.select(Run.status, Run.progress, Run.cancel_requested).where(Run.id == run_id)
+    ).first()
+    if row is None:
+        return None
+    progress = row.progress if isinstance(row.progress, dict) else {}
+    elapsed = progress.get("elapsed_s")
+    profile = progress.get("profile")
+    index = progress.get("profile_index")
+    return RunProgress(
+        status=row.status,
+        done=_int(progress.get("done")),
+        failed=_int(progress.get("failed")),
+        total=_int(progress.get("total")),
+        in_flight=_int(progress.get("in_flight")),
+        elapsed_s=float(elapsed) if isinstance(elapsed, (int, float)) else None,
+        profile=profile if isinstance(profile, str) else None,
+        profile_number=_int(index) + 1 if isinstance(index, int) else None,
+        profiles=_int(progress.get("profiles")) or None,
+        cancel_requested=bool(row.cancel_requested),
+    )

@@ -1,0 +1,194 @@
+"""The runs page's read model: filters and sort keys as the page offers them, one page of runs from
+:func:`db.crud.list_runs` (paged in SQL), and the table the page draws.
+
+The table keeps the run id as its index; ``Run`` is a relative link to the run page, so the page's
+table cells open ``run?run=ID``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+from sqlmodel import Session
+
+from db import crud
+from db.crud import RunRow
+from perflab.views.formatting import host_label, replicas_mark
+
+# Source choice shown → (run.source, run.simulated) filter values.
+SOURCE_CHOICES: dict[str, tuple[str | None, bool | None]] = {
+    "All sources": (None, None),
+    "perflab · real hosts": ("perflab", False),
+    "perflab · simulated hosts": ("perflab", True),
+    "imported": ("imported", None),
+}
+SORT_CHOICES: dict[str, str] = {
+    "Created": "created_at",
+    "Finished": "finished_at",
+    "Run id": "id",
+    "Status": "status",
+    "Host": "host_name",
+    "Accelerator": "accelerator",
+    "Engine": "engine",
+    "Model": "model",
+    "Label": "label",
+    "Total tok/s": "total_token_throughput",
+    "Output tok/s": "output_throughput",
+    "Request throughput": "request_throughput",
+    "Mean TTFT": "mean_ttft_ms",
+    "Mean TPOT": "mean_tpot_ms",
+    "Mean ITL": "mean_itl_ms",
+    "Mean E2EL": "mean_e2el_ms",
+    "P99 TTFT": "p99_ttft_ms",
+    "P99 TPOT": "p99_tpot_ms",
+    "Success rate": "success_rate",
+    "Duration": "duration",
+}
+PAGE_SIZES: tuple[int, ...] = (25, 50, 100, 200)
+TABLE_COLUMNS: tuple[str, ...] = (
+    "Run",
+    "Status",
+    "Engine",
+    "Model",
+    "Knobs",
+    "Total tok/s",
+    "Replicas",
+    "Output tok/s",
+    "Mean TTFT (ms)",
+    "Mean TPOT (ms)",
+    "Profile",
+    "Host",
+    "Accelerator",
+    "Label",
+    "Source",
+    "Created",
+)
+
+
+@dataclass(frozen=True)
+class RunFilters:
+    """What the runs page filters by; empty tuples and texts mean "any"."""
+
+    status: tuple[str, ...] = ()
+    host: tuple[str, ...] = ()
+    accelerator: tuple[str, ...] = ()
+    engine: tuple[str, ...] = ()
+    model_text: str = ""
+    source: str = "All sources"
+
+    @property
+    def active(self) -> bool:
+        """Whether any filter narrows the list."""
+        narrowing = (self.status, self.host, self.accelerator, self.engine, self.model_text.strip())
+        return any(narrowing) or self.source != "All sources"
+
+
+@dataclass(frozen=True)
+class RunListPage:
+    """One page of the runs table and where it sits among all matching runs."""
+
+    table: pd.DataFrame
+    total: int
+    page: int
+    pages: int
+    page_size: int
+    run_ids: list[int] = field(default_factory=list)
+
+    def position_text(self) -> str:
+        """``Runs 51–100 of 10000 · page 2 of 200`` (or ``No runs match.``)."""
+        if self.total == 0:
+            return "No runs match."
+        first = (self.page - 1) * self.page_size + 1
+        return (
+            f"Runs {first}–{first + len(self.run_ids) - 1} of {self.total} · page {self.page} of {self.pages}"
+        )
+
+
+def page_count(total: int, page_size: int) -> int:
+    """How many pages ``total`` runs fill (at least one)."""
+    return max(1, -(-total // page_size))
+
+
+def _optional(values: tuple[str, ...]) -> list[str] | None:
+    return list(values) if values else None
+
+
+def run_link(run_id: int) -> str:
+    """The relative address of a run page."""
+    return f"run?run={run_id}"
+
+
+def _table_row(row: RunRow) -> dict[str, object]:
+    figures = row.figures
+    return {
+        "Run": run_link(row.id),
+        "Status": row.status
+        + (" (cancel requested)" if row.cancel_requested and row.status != "cancelled" else ""),
+        "Host": host_label(row.host_name, row.simulated) if row.host_name or row.simulated else "",
+        "Accelerator": row.accelerator or "",
+        "Engine": row.engine or "",
+        "Model": row.model or "",
+        "Knobs": row.knobs_summary or "",
+        "Profile": row.profile_name or "",
+        "Total tok/s": figures.get("total_token_throughput"),
+        "Replicas": replicas_mark(row.replicas),
+        "Output tok/s": figures.get("output_throughput"),
+        "Mean TTFT (ms)": figures.get("mean_ttft_ms"),
+        "Mean TPOT (ms)": figures.get("mean_tpot_ms"),
+        "Label": row.label or "",
+        "Source": row.source + (" · simulated" if row.simulated else ""),
+        "Created": row.created_at,
+    }
+
+
+def runs_table(rows: list[RunRow]) -> pd.DataFrame:
+    """The runs table of one page, indexed by run id, columns as in :data:`TABLE_COLUMNS`."""
+    frame = pd.DataFrame([_table_row(row) for row in rows], columns=list(TABLE_COLUMNS))
+    frame.index = pd.Index([row.id for row in rows], name="id")
+    for column in ("Total tok/s", "Output tok/s", "Mean TTFT (ms)", "Mean TPOT (ms)"):
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
+    return frame
+
+
+def load_run_page(
+    session: Session,
+    filters: RunFilters,
+    *,
+    sort_label: str = "Created",
+    descending: bool = True,
+    page: int = 1,
+    page_size: int = PAGE_SIZES[1],
+) -> RunListPage:
+    """The runs matching ``filters`` on page ``page`` (clamped to the last page)."""
+    source, simulated = SOURCE_CHOICES.get(filters.source, (None, None))
+    query = {
+        "status": _optional(filters.status),
+        "host": _optional(filters.host),
+        "accelerator": _optional(filters.accelerator),
+        "engine": _optional(filters.engine),
+        "model_text": filters.model_text or None,
+        "source": source,
+        "simulated": simulated,
+        "sort": SORT_CHOICES.get(sort_label, "created_at"),
+        "descending": descending,
+        "limit": page_size,
+    }
+    result = crud.list_runs(session, offset=(max(page, 1) - 1) * page_size, **query)
+    pages = page_count(result.total, page_size)
+    if page > pages:
+        page = pages
+        result = crud.list_runs(session, offset=(page - 1) * page_size, **query)
+    return RunListPage(
+        table=runs_table(result.rows),
+        total=result.total,
+        page=max(page, 1),
+        pages=pages,
+        page_size=page_size,
+        run_ids=[row.id for row in result.rows],
+    )
+
+
+def filter_choices(session: Session) -> dict[str, list[str]]:
+    """The values each filter widget offers (the distinct values of stored runs)."""
+    return crud.run_filter_choices(session)

@@ -1,0 +1,95 @@
+"""The sidebar's summary: which database the app uses, whether a worker is alive, and which runs
+are queued or in flight."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlmodel import Session
+
+from db import crud
+from db.models import IN_FLIGHT_RUN_STATUSES, utcnow
+from perflab.views.formatting import host_label
+
+# A worker whose heartbeat is older than this is shown as not responding.
+WORKER_STALE_AFTER_S = 60.0
+ACTIVE_RUNS_SHOWN = 8
+
+
+@dataclass(frozen=True)
+class WorkerState:
+    id: str
+    hostname: str
+    state: str
+    heartbeat_age_s: float
+
+    @property
+    def alive(self) -> bool:
+        return self.state != "stopped" and self.heartbeat_age_s <= WORKER_STALE_AFTER_S
+
+    def text(self) -> str:
+        """``worker@host: running, heartbeat 3 s ago``."""
+        condition = self.state if self.alive else ("stopped" if self.state == "stopped" else "not responding")
+        return f"{self.id} on {self.hostname}: {condition}, heartbeat {self.heartbeat_age_s:.0f} s ago"
+
+
+@dataclass(frozen=True)
+class ActiveRun:
+    id: int
+    status: str
+    host: str
+    title: str
+
+
+@dataclass(frozen=True)
+class AppStatus:
+    database: str
+    workers: list[WorkerState]
+    queued: int
+    in_flight: int
+    active_runs: list[ActiveRun]
+
+    @property
+    def worker_alive(self) -> bool:
+        return any(worker.alive for worker in self.workers)
+
+    def worker_summary(self) -> str:
+        """One line on who executes queued runs."""
+        alive = [worker for worker in self.workers if worker.alive]
+        if alive:
+            return f"{len(alive)} worker{'s' if len(alive) > 1 else ''} running"
+        return "No worker running: queued runs wait until one starts (python -m perflab worker)."
+
+
+def _age(moment: datetime, now: datetime) -> float:
+    return max(0.0, (now - moment).total_seconds())
+
+
+def app_status(session: Session, *, database: str, now: datetime | None = None) -> AppStatus:
+    """The summary for the sidebar (a few small indexed queries)."""
+    now = now or utcnow()
+    workers = [
+        WorkerState(worker.id, worker.hostname, worker.state, _age(worker.heartbeat_at, now))
+        for worker in crud.list_workers(session)
+    ]
+    queued = crud.list_runs(session, status="queued", limit=1).total
+    active = crud.list_runs(
+        session,
+        status=[*sorted(IN_FLIGHT_RUN_STATUSES), "queued"],
+        sort="created_at",
+        limit=ACTIVE_RUNS_SHOWN,
+    )
+    in_flight = active.total - queued
+    active_runs = [
+        ActiveRun(
+            id=row.id,
+            status=row.status,
+            host=host_label(row.host_name, row.simulated),
+            title=row.label or " ".join(part for part in (row.engine, row.model) if part) or f"run {row.id}",
+        )
+        for row in active.rows
+    ]
+    return AppStatus(
+        database=database, workers=workers, queued=queued, in_flight=in_flight, active_runs=active_runs
+    )

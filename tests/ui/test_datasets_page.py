@@ -1,0 +1,129 @@
+"""The Datasets page with AppTest: upload (each format, errors naming line and field, duplicates,
+a real tokenizer), preview, prompt-length histogram, delete."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from db import crud
+from db import session as db_session
+from tests.ui.conftest import texts
+
+DATASETS_PAGE = "pages/datasets.py"
+JSONL = b'{"prompt": "Explain KV caches in two sentences."}\n{"prompt": "What is TPOT?", "output_len": 12}\n'
+SHAREGPT = json.dumps(
+    [
+        {
+            "conversations": [
+                {"from": "human", "value": "Write a haiku about GPUs."},
+                {"from": "gpt", "value": "Warm fans hum"},
+            ]
+        },
+        {"conversations": [{"from": "human", "value": "Only one turn"}]},
+        {
+            "conversations": [
+                {"from": "human", "value": "Summarise attention."},
+                {"from": "gpt", "value": "Weights"},
+            ]
+        },
+    ],
+    indent=1,
+).encode()
+
+
+def upload(app, name: str, content: bytes) -> None:  # type: ignore[no-untyped-def]
+    app.file_uploader(key="dataset_file").set_value((name, content, "application/octet-stream"))
+    app.run()
+    app.button(key="dataset_store").click().run()
+
+
+def test_empty_page(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]
+    app = open_page(empty_db, DATASETS_PAGE)
+    assert not app.exception
+    assert "No datasets yet. Upload one above to benchmark with your own prompts." in texts(app.info)
+    assert app.button(key="dataset_store").disabled
+
+
+def test_upload_preview_histogram_and_duplicate(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]
+    app = open_page(empty_db, DATASETS_PAGE)
+    app.text_area(key="dataset_note").input("support team's questions").run()
+    upload(app, "support.jsonl", JSONL)
+    assert not app.exception
+    assert "Stored 'support.jsonl': 2 prompts, lengths estimated." in texts(app.success)
+    listing = app.dataframe[0].value
+    assert list(listing["Name"]) == ["support.jsonl"] and list(listing["Prompts"]) == [2]
+    assert list(listing["Note"]) == ["support team's questions"]
+    preview = app.dataframe[1].value
+    assert list(preview["Prompt"]) == ["Explain KV caches in two sentences.", "What is TPOT?"]
+    assert list(preview["Output len"].fillna(0)) == [0, 12] and list(preview["Prompt tokens"]) == [9, 3]
+    assert {metric.label: metric.value for metric in app.metric}["max tokens"] == "9"
+    assert len(app.get("vega_lite_chart")) == 1
+
+    upload(app, "again.jsonl", JSONL)
+    assert any("already stored as 'support.jsonl'" in text for text in texts(app.info))
+    with db_session.session_scope(db_session.get_engine(empty_db)) as session:
+        assert len(crud.list_datasets(session)) == 1
+
+
+def test_sharegpt_upload_with_a_real_tokenizer(empty_db: str, open_page, tiny_tokenizer_path: Path) -> None:  # type: ignore[no-untyped-def]
+    app = open_page(empty_db, DATASETS_PAGE)
+    app.text_input(key="dataset_tokenizer").input(str(tiny_tokenizer_path)).run()
+    app.text_input(key="dataset_name").input("chats").run()
+    upload(app, "chats.json", SHAREGPT)
+    assert not app.exception
+    assert "Stored 'chats.json': 2 prompts, lengths counted with the tokenizer." in texts(app.success)
+    assert list(app.dataframe[0].value["Format"]) == ["sharegpt"]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("bad.jsonl", b'{"prompt": "ok"}\n{"text": "no prompt"}\n', "bad.jsonl:2: field 'prompt': missing"),
+        ("bad.csv", b"question\nhello\n", "bad.csv:1: field 'prompt': the header has no 'prompt' column"),
+        (
+            "latin1.txt",
+            "first line\nsecond line caf\xe9\n".encode("latin-1"),
+            "latin1.txt:2: not valid UTF-8 text",
+        ),
+        (
+            "bad.json",
+            b'[{"conversations": [{"from": "human"}, {"value": "x"}]}]',
+            "bad.json:1: field 'conversations[0].value': missing",
+        ),
+        ("empty.txt", b"\n\n", "empty.txt: the file holds no prompts"),
+    ],
+)
+def test_invalid_uploads_are_explained(
+    empty_db: str, open_page, name: str, content: bytes, message: str
+) -> None:  # type: ignore[no-untyped-def]
+    app = open_page(empty_db, DATASETS_PAGE)
+    upload(app, name, content)
+    assert not app.exception
+    assert texts(app.error) == [message]
+    with db_session.session_scope(db_session.get_engine(empty_db)) as session:
+        assert crud.list_datasets(session) == []
+
+
+def test_missing_tokenizer_is_explained(empty_db: str, open_page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    app = open_page(empty_db, DATASETS_PAGE)
+    app.text_input(key="dataset_tokenizer").input(str(tmp_path / "nowhere")).run()
+    upload(app, "support.jsonl", JSONL)
+    assert texts(app.error) == [
+        f"no tokenizer found at '{tmp_path / 'nowhere'}' (give a tokenizer.json or a model directory)"
+    ]
+
+
+def test_delete_needs_confirmation(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]
+    app = open_page(empty_db, DATASETS_PAGE)
+    upload(app, "support.jsonl", JSONL)
+    with db_session.session_scope(db_session.get_engine(empty_db)) as session:
+        [dataset] = crud.list_datasets(session)
+    delete = app.button(key=f"dataset_delete_{dataset.id}")
+    assert delete.disabled
+    app.checkbox(key=f"dataset_delete_confirm_{dataset.id}").check().run()
+    app.button(key=f"dataset_delete_{dataset.id}").click().run()
+    assert not app.exception
+    assert "No datasets yet. Upload one above to benchmark with your own prompts." in texts(app.info)

@@ -1,0 +1,113 @@
+"""The Launch page with AppTest: the live serve command, unsupported knobs, profiles (presets, custom,
+uploaded datasets), queuing a run and following it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlmodel import select
+
+from db import crud
+from db import session as db_session
+from db.models import Run
+from perflab.datasets import parse_upload, store_dataset
+from tests.ui.conftest import texts
+
+LAUNCH_PAGE = "pages/launch.py"
+
+
+def queued_runs(url: str) -> list[Run]:
+    with db_session.session_scope(db_session.get_engine(url)) as session:
+        return list(session.exec(select(Run).order_by(Run.id)))
+
+
+def test_command_follows_the_knobs(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]
+    app = open_page(empty_db, LAUNCH_PAGE)
+    assert not app.exception
+    assert app.selectbox(key="launch_host").options == ["local-sim (simulated)"]
+    assert "Not probed yet: the Hosts page lists its accelerators and engine versions." in texts(app.caption)
+    assert "vllm serve Qwen/Qwen3-8B" in texts(app.code)
+    app.number_input(key="launch_tp").set_value(4).run()
+    app.selectbox(key="launch_prefix_caching").select("on").run()
+    app.text_input(key="launch_kv_cache_dtype").input("fp8").run()
+    assert "vllm serve Qwen/Qwen3-8B -tp 4 --enable-prefix-caching --kv-cache-dtype fp8" in texts(app.code)
+    app.selectbox(key="launch_engine").select("sglang").run()
+    assert any(
+        block.startswith("python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B")
+        for block in texts(app.code)
+    )
+    assert app.button(key="launch_queue").disabled  # no profile picked yet
+
+
+def test_unsupported_knob_and_bad_inputs_are_named(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]
+    app = open_page(empty_db, LAUNCH_PAGE)
+    app.selectbox(key="launch_engine").select("mindie").run()
+    app.text_input(key="launch_quantization").input("fp8").run()
+    assert not app.exception
+    assert texts(app.error) and texts(app.error)[0].startswith("MindIE has no quantization setting")
+    app.text_input(key="launch_quantization").input("").run()
+    app.selectbox(key="launch_engine").select("vllm").run()
+    app.text_input(key="launch_speculative").input("{not json").run()
+    assert texts(app.error)[0].startswith("speculative config: expected a JSON object")
+    app.text_input(key="launch_speculative").input("").run()
+    app.text_input(key="launch_gpu_ids").input("0,x").run()
+    assert texts(app.error) == ["gpu ids: '0,x' must be GPU indexes like 0,1,2,3"]
+    app.text_input(key="launch_gpu_ids").input("0,1,2").run()
+    app.number_input(key="launch_tp").set_value(2).run()
+    assert texts(app.error)[0].startswith(
+        "config: Value error, gpu_ids lists 3 devices but tp×dp×replicas needs 2"
+    )
+    assert app.button(key="launch_queue").disabled
+
+
+def test_queue_a_run_with_presets_and_follow_it(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]
+    app = open_page(empty_db, LAUNCH_PAGE)
+    presets = app.multiselect(key="launch_presets").options
+    app.multiselect(key="launch_presets").select(presets[1]).select(presets[2]).run()
+    app.selectbox(key="launch_scale").select("2 % (quick demo)").run()
+    profiles = app.dataframe[0].value
+    assert list(profiles["Profile"]) == ["Short Prompt", "Medium Prompt"]
+    assert list(profiles["Load"]) == ["random 128→4, 20 prompts", "random 2000→100, 10 prompts"]
+    app.text_input(key="launch_label").input("demo").run()
+    app.text_input(key="launch_queued_by").input("ana").run()
+    app.button(key="launch_queue").click().run()
+    assert not app.exception
+    [run] = queued_runs(empty_db)
+    assert (run.status, run.host_name, run.simulated, run.engine, run.model) == (
+        "queued",
+        "local-sim",
+        True,
+        "vllm",
+        "Qwen/Qwen3-8B",
+    )
+    assert [profile["name"] for profile in run.profiles] == ["short", "medium"]
+    assert [profile["num_prompts"] for profile in run.profiles] == [20, 10]
+    assert (run.label, run.queued_by) == ("demo", "ana")
+    assert f"Run {run.id} is queued; the worker starts it when the host's GPUs are free." in texts(
+        app.success
+    )
+    assert app.get("progress")[0].proto.text.startswith(f"Run {run.id}: queued")
+
+
+def test_custom_profile_with_an_uploaded_dataset(empty_db: str, open_page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    content = b'{"prompt": "Explain KV caches."}\n{"prompt": "What is TPOT?", "output_len": 12}\n'
+    with db_session.session_scope(db_session.get_engine(empty_db)) as session:
+        dataset, _ = store_dataset(session, parse_upload("support.jsonl", content), content, name="support")
+    app = open_page(empty_db, LAUNCH_PAGE)
+    app.checkbox(key="launch_custom_enabled").check().run()
+    app.selectbox(key="launch_custom_dataset").select(
+        f"#{dataset.id} · support.jsonl (jsonl, 2 prompts)"
+    ).run()
+    app.text_input(key="launch_custom_name").input("Support traffic").run()
+    app.number_input(key="launch_custom_num_prompts").set_value(8).run()
+    app.number_input(key="launch_custom_concurrency").set_value(2).run()
+    assert list(app.dataframe[0].value["Load"]) == ["custom, 8 prompts, concurrency 2"]
+    app.button(key="launch_queue").click().run()
+    assert not app.exception
+    [run] = queued_runs(empty_db)
+    [profile] = run.profiles
+    assert (profile["name"], profile["dataset"], profile["dataset_ref"]) == (
+        "support-traffic",
+        "custom",
+        crud.content_hash(content),
+    )

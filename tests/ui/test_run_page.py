@@ -1,0 +1,204 @@
+"""The Run page (``?run=ID``) with AppTest: a finished perflab run with charts, imported runs that
+lack fields, failed / in-flight / queued runs, Re-run, Copy link, cancel, and bad URLs."""
+
+from __future__ import annotations
+
+import pytest
+from sqlmodel import select
+from streamlit.testing.v1 import AppTest
+
+from db import crud
+from db import session as db_session
+from db.models import Run
+from tests.fixtures.ui_data import MODEL, SeededDatabase
+from tests.ui.conftest import APP, texts
+
+RUN_PAGE = "pages/run.py"
+
+
+def charts(app) -> list:  # type: ignore[no-untyped-def]
+    return list(app.get("vega_lite_chart"))
+
+
+def test_finished_run_shows_results_commands_and_charts(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
+    app = open_page(data_db.url, RUN_PAGE, {"run": str(data_db.runs.done)})
+    assert not app.exception
+    assert texts(app.title) == [f"Run {data_db.runs.done} · simulated vLLM TP2"]
+    facts = " ".join(texts(app.markdown))
+    assert (
+        "local-sim (simulated)" in facts
+        and "NVIDIA H100 80GB HBM3" in facts
+        and ":green[:material/task_alt:] done" in facts
+    )
+    assert any("Simulated host" in text for text in texts(app.caption))
+    assert [tab.label for tab in app.tabs] == ["Paced 256→32", "Burst 128→16"]
+    cards = {metric.label: metric.value for metric in app.metric}
+    assert {"Total token throughput (tok/s)", "Mean TTFT (ms)", "Mean TPOT (ms)", "Success rate"} <= set(
+        cards
+    )
+    assert cards["Success rate"] == "100.0 %"
+    code = texts(app.code)
+    assert sum("Serving Benchmark Result" in block for block in code) == 2
+    assert f"vllm serve {MODEL} -tp 2" in code
+    assert any(block.startswith("vllm bench serve --model") for block in code)
+    # Per profile: throughput timeline, histogram, CDF, scatter; per run: engine and accelerator series.
+    assert len(charts(app)) == 2 * 4 + 2
+    assert {button.label for button in app.get("download_button")} >= {
+        "Download JSON",
+        "Download CSV",
+        "Download PNG",
+    }
+    assert [expander.label for expander in app.expander] == [
+        "Environment snapshot",
+        "Engine log tail",
+        "Lifecycle",
+    ]
+
+
+def test_latency_metric_choice_redraws_the_distribution(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
+    app = open_page(data_db.url, RUN_PAGE, {"run": str(data_db.runs.done)})
+    selector = app.selectbox[0]
+    assert selector.options == ["TTFT (ms)", "TPOT (ms)", "E2EL (ms)", "ITL (ms)"]
+    first_tab_specs = [chart.proto.spec for chart in charts(app)[1:3]]
+    assert all('"TTFT (ms)"' in spec for spec in first_tab_specs)
+    selector.select("itl").run()
+    assert not app.exception
+    first_tab_specs = [chart.proto.spec for chart in charts(app)[1:3]]
+    assert all('"ITL (ms)"' in spec and '"TTFT (ms)"' not in spec for spec in first_tab_specs)
+
+
+def test_copy_link_shows_the_absolute_address(data_db: SeededDatabase, app_env) -> None:  # type: ignore[no-untyped-def]
+    app_env(data_db.url)
+    app = AppTest.from_file(str(APP), default_timeout=60)
+    app.context = {"url": "http://perf.example:8501/run"}
+    app.run()
+    app.switch_page(RUN_PAGE)
+    app.query_params["run"] = str(data_db.runs.done)
+    app.run()
+    app.button(key="run_copy_link").click().run()
+    assert f"http://perf.example:8501/run?run={data_db.runs.done}" in texts(app.code)
+
+
+def test_rerun_queues_a_copy(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
+    app = open_page(data_db.url, RUN_PAGE, {"run": str(data_db.runs.done)})
+    app.button(key="run_rerun").click().run()
+    assert not app.exception
+    engine = db_session.get_engine(data_db.url)
+    with db_session.session_scope(engine) as session:
+        newest = session.exec(select(Run).order_by(Run.id.desc())).first()
+        original = crud.get_run(session, run_id=data_db.runs.done)
+        assert newest is not None and original is not None and newest.id != original.id
+        assert (newest.status, newest.host_name, newest.simulated) == ("queued", "local-sim", True)
+        assert newest.config == original.config and newest.profiles == original.profiles
+    assert f"Queued run {newest.id} with the same host, config and profiles." in texts(app.success)
+
+
+def test_imported_run_without_records_or_config(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
+    seed_run = data_db.runs.imported[3]
+    app = open_page(data_db.url, RUN_PAGE, {"run": str(seed_run)})
+    assert not app.exception
+    assert app.button(key="run_rerun").disabled
+    assert any("Serving Benchmark Result" in block for block in texts(app.code))
+    assert any("No per-request records" in text for text in texts(app.caption))
+    assert not charts(app)
+
+
+def test_guidellm_import_lacking_fields_has_cards_but_no_block(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
+    engine = db_session.get_engine(data_db.url)
+    with db_session.session_scope(engine) as session:
+        guidellm = session.exec(select(Run).where(Run.imported_from == "guidellm_report.json")).first()
+    assert guidellm is not None
+    app = open_page(data_db.url, RUN_PAGE, {"run": str(guidellm.id)})
+    assert not app.exception
+    assert any("No text block" in text for text in texts(app.caption))
+    assert "Mean TTFT (ms)" in {metric.label for metric in app.metric}
+    assert any("No serve command was recorded." in text for text in texts(app.caption))
+
+
+def test_failed_run_shows_reason_and_log(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
+    app = open_page(data_db.url, RUN_PAGE, {"run": str(data_db.runs.failed)})
+    assert not app.exception
+    assert texts(app.error) == ["**oom**: CUDA out of memory while loading the weights"]
+    assert any("torch.OutOfMemoryError" in block for block in texts(app.code))
+    assert "This run stored no benchmark result." in texts(app.info)
+
+
+def test_in_flight_run_shows_live_progress_and_can_be_cancelled(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
+    run_id = data_db.runs.benchmarking
+    app = open_page(data_db.url, RUN_PAGE, {"run": str(run_id)})
+    assert not app.exception
+    progress = app.get("progress")
+    assert len(progress) == 1
+    assert (
+        "profile paced (1 of 2) · 22/60 requests (1 failed), 12 in flight · 1.5 s elapsed"
+        in progress[0].proto.text
+    )
+    engine = db_session.get_engine(data_db.url)
+    with db_session.session_scope(engine) as session:
+        crud.heartbeat_run(
+            session,
+            run_id=run_id,
+            progress={
+                "profile": "burst",
+                "profile_index": 1,
+                "profiles": 2,
+                "done": 40,
+                "failed": 0,
+                "total": 40,
+                "in_flight": 0,
+            },
+        )
+    app.run()
+    assert "profile burst (2 of 2) · 40/40 requests, 0 in flight" in app.get("progress")[0].proto.text
+
+    assert app.button(key="run_cancel").disabled
+    app.checkbox(key="run_cancel_confirm").check().run()
+    app.button(key="run_cancel").click().run()
+    assert not app.exception
+    with db_session.session_scope(engine) as session:
+        stored = crud.get_run(session, run_id=run_id)
+        assert stored is not None and stored.cancel_requested and stored.status == "benchmarking"
+    assert "(cancel requested)" in " ".join(texts(app.markdown))
+
+
+def test_queued_run_shows_the_command_it_will_launch(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
+    app = open_page(data_db.url, RUN_PAGE, {"run": str(data_db.runs.queued)})
+    assert not app.exception
+    assert f"vllm serve {MODEL} --enable-prefix-caching" in texts(app.code)
+    assert "No results yet." in texts(app.info)
+    assert ":material/schedule: queued" in " ".join(texts(app.markdown))
+
+
+@pytest.mark.parametrize(
+    ("param", "message"),
+    [
+        ("abc", "'abc' in ?run= is not a run id"),
+        ("-3", "'-3' in ?run= is not a run id"),
+        ("0", "'0' in ?run= is not a run id"),
+        ("", "No run given"),
+    ],
+)
+def test_unreadable_run_ids_get_a_friendly_message(
+    empty_db: str, open_page, param: str, message: str
+) -> None:  # type: ignore[no-untyped-def]
+    app = open_page(empty_db, RUN_PAGE, {"run": param})
+    assert not app.exception
+    assert any(text.startswith(message) for text in texts(app.info))
+    assert app.number_input(key="run_open_id") is not None
+
+
+def test_unknown_run_id(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]
+    app = open_page(empty_db, RUN_PAGE, {"run": "999999"})
+    assert not app.exception
+    assert texts(app.main.warning) == [
+        "Run 999999 does not exist (it may have been deleted). Pick a run on the Runs page."
+    ]
+
+
+def test_open_run_by_id(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
+    app = open_page(data_db.url, RUN_PAGE)
+    app.number_input(key="run_open_id").set_value(data_db.runs.failed).run()
+    app.button(key="run_open").click().run()
+    assert not app.exception
+    assert app.query_params["run"] == str(data_db.runs.failed)
+    assert texts(app.title)[0].startswith(f"Run {data_db.runs.failed}")

@@ -1,0 +1,101 @@
+"""The charts build valid Vega-Lite from the stored test runs and render to PNG."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from db import session as db_session
+from perflab.charts import compare as compare_charts
+from perflab.charts import run as run_charts
+from perflab.charts.datasets import length_histogram
+from perflab.charts.export import chart_png
+from perflab.views import compare
+from perflab.views.datasets import lengths_frame
+from perflab.views.distributions import latency_values
+from perflab.views.run_detail import RunDetail, load_run_detail
+from tests.fixtures.ui_data import SeededDatabase
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def detail(seeded_database: SeededDatabase) -> RunDetail:
+    with db_session.session_scope(db_session.get_engine(seeded_database.url)) as session:
+        loaded = load_run_detail(session, seeded_database.runs.done)
+    assert loaded is not None
+    return loaded
+
+
+def data_of(chart_dict: dict) -> list[dict]:  # type: ignore[type-arg]
+    return [row for rows in chart_dict.get("datasets", {}).values() for row in rows]
+
+
+def test_run_charts(detail: RunDetail) -> None:
+    profile = detail.profiles[0]
+    timeline = run_charts.throughput_timeline(profile.timeseries).to_dict()
+    assert len(timeline["vconcat"]) == 2
+    assert {row["series"] for row in data_of(timeline)} == {"Output tokens/s", "Requests in flight"}
+
+    assert run_charts.has_engine_samples(detail.samples) and run_charts.has_accelerator_samples(
+        detail.samples
+    )
+    engine = run_charts.engine_timeline(detail.samples).to_dict()
+    series = {row["series"] for row in data_of(engine)}
+    assert {"Running requests", "Waiting requests (queue)", "replica 0"} <= series
+    assert all(0 <= row["value"] <= 100 for row in data_of(engine) if row["series"] == "replica 0")
+    gpus = run_charts.accelerator_timeline(detail.samples).to_dict()
+    assert {row["series"] for row in data_of(gpus)} == {"GPU 0", "GPU 1"}
+
+    values = latency_values(profile.records, "ttft")
+    assert run_charts.latency_histogram(values, "ttft").to_dict()["encoding"]["x"]["bin"] == {"maxbins": 40}
+    cdf = run_charts.latency_cdf(values, "ttft").to_dict()
+    assert data_of(cdf)[-1]["fraction"] == 1.0
+    scatter = run_charts.ttft_scatter(profile.records).to_dict()
+    assert len(data_of(scatter)) == 60 and {row["outcome"] for row in data_of(scatter)} == {"ok"}
+    assert scatter["params"][0]["bind"] == "legend"
+    assert chart_png(run_charts.ttft_scatter(profile.records)).startswith(PNG_MAGIC)
+
+
+def test_empty_samples_are_detected() -> None:
+    empty = pd.DataFrame(columns=["t_s", "source"])
+    assert not run_charts.has_engine_samples(empty) and not run_charts.has_accelerator_samples(empty)
+    engine_only = pd.DataFrame(
+        [{"t_s": 0.0, "source": "engine", "running": 1, "waiting": 0, "kv_cache_usage": 0.5}]
+    )
+    assert run_charts.has_engine_samples(engine_only) and not run_charts.has_accelerator_samples(engine_only)
+
+
+def test_compare_charts(seeded_database: SeededDatabase) -> None:
+    with db_session.session_scope(db_session.get_engine(seeded_database.url)) as session:
+        compared = compare.load_compare(
+            session, [*seeded_database.runs.imported[:4], seeded_database.runs.done]
+        )
+    bars = compare_charts.grouped_bars(
+        compare.bars_frame(compared, "total_token_throughput"), "Total tok/s"
+    ).to_dict()
+    assert bars["encoding"]["xOffset"]["field"] == "run" and len(data_of(bars)) == 6
+    points = compare.pareto_frame(
+        compared,
+        profile=compare.FIRST_RESULT,
+        latency_key="mean_tpot_ms",
+        throughput_key="total_token_throughput",
+    )
+    pareto = compare_charts.pareto_scatter(
+        points, latency_title="Mean TPOT (ms)", throughput_title="Total tok/s"
+    )
+    layers = pareto.to_dict()["layer"]
+    front_data = pareto.layer[0].data
+    assert len(layers) == 2 and len(front_data) == int(points["on_front"].sum()) >= 1
+    curves, _ = compare.cdf_frame(compared, profile=compare.FIRST_RESULT, metric="tpot")
+    cdfs = compare_charts.overlaid_cdfs(curves, "TPOT (ms)")
+    assert cdfs.to_dict()["encoding"]["color"]["field"] == "run"
+    assert chart_png(pareto).startswith(PNG_MAGIC) and chart_png(cdfs).startswith(PNG_MAGIC)
+
+
+def test_dataset_histogram() -> None:
+    chart = length_histogram(lengths_frame([5, 9, 9, 120]))
+    assert len(data_of(chart.to_dict())) == 4
+    assert chart_png(chart).startswith(PNG_MAGIC)
+    assert lengths_frame(None).empty and np.issubdtype(lengths_frame([1]).dtypes["tokens"], np.integer)

@@ -1,0 +1,123 @@
+"""The compare read model on real stored runs: the metric table with % change and verdicts by
+direction, its exports, and the chart data (bars, Pareto front, CDFs)."""
+
+from __future__ import annotations
+
+import io
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from db import session as db_session
+from perflab.views import compare
+from perflab.views.distributions import cdf_points, latency_values
+from perflab.views.pareto import pareto_front
+from tests.fixtures.ui_data import SeededDatabase
+
+
+@pytest.fixture
+def seed_pair(seeded_database: SeededDatabase) -> compare.CompareSet:
+    """Seed 000's vLLM (3792.50 tok/s) and SGLang (4635.31 tok/s) engine runs, plus a perflab run."""
+    vllm, sglang = seeded_database.runs.imported[:2]
+    with db_session.session_scope(db_session.get_engine(seeded_database.url)) as session:
+        return compare.load_compare(session, [vllm, sglang, seeded_database.runs.done, 999999])
+
+
+def test_table_changes_and_verdicts_follow_direction(seed_pair: compare.CompareSet) -> None:
+    assert seed_pair.missing == [999999]
+    vllm, sglang, perflab_run = (run.name for run in seed_pair.runs)
+    table = compare.comparison_table(
+        seed_pair, profile=compare.FIRST_RESULT, baseline_id=seed_pair.runs[0].run.id
+    )
+    assert table.baseline == vllm
+    change = table.changes.at["total_token_throughput", sglang]
+    assert round(change, 1) == 22.2  # seed 000: "Engine Selection +22.2%"
+    assert table.verdicts.at["total_token_throughput", sglang] == "better"
+    assert table.verdicts.at["mean_ttft_ms", sglang] == "better"  # 21130.67 ms < 38065.91 ms
+    assert table.verdicts.at["mean_tpot_ms", sglang] == "worse"  # 235.10 ms > 123.36 ms
+    assert table.verdicts.at["total_token_throughput", vllm] == ""
+    assert math.isnan(table.changes.at["mean_ttft_ms", vllm])
+    # The perflab run has fields the seed blocks lack (E2EL, P50…): rows exist, seed cells are empty.
+    assert "mean_e2el_ms" in table.values.index and math.isnan(table.values.at["mean_e2el_ms", vllm])
+    assert table.verdicts.at["mean_e2el_ms", perflab_run] == ""
+
+    frame = compare.display_frame(table)
+    assert frame.columns[0] == f"{vllm} (baseline)"
+    assert frame.at["Total token throughput (tok/s)", sglang] == "4635.31 (+22.2%)"
+    assert frame.at["Mean E2EL (ms)", f"{vllm} (baseline)"] == "—"
+    styles = compare.styled(table).to_html()
+    assert "lightgreen" in styles and "#fbcaca" in styles
+
+
+def test_exports(seed_pair: compare.CompareSet) -> None:
+    table = compare.comparison_table(
+        seed_pair, profile=compare.FIRST_RESULT, baseline_id=seed_pair.runs[0].run.id
+    )
+    vllm, sglang, _ = (run.name for run in seed_pair.runs)
+    markdown = compare.comparison_markdown(table)
+    lines = markdown.splitlines()
+    assert lines[0].startswith(f"| Metric | {vllm} (baseline) | {sglang} |")
+    throughput = next(line for line in lines if line.startswith("| Total token throughput"))
+    assert '<span style="background-color:lightgreen;">4635.31 (+22.2%)</span>' in throughput
+    tpot = next(line for line in lines if line.startswith("| Mean TPOT"))
+    assert '<span style="background-color:#fbcaca;">235.10 (+90.6%)</span>' in tpot
+    rows = pd.read_csv(io.StringIO(compare.comparison_csv(table)))
+    assert list(rows.columns[:5]) == ["metric", "label", "unit", "better", vllm]
+    assert f"{sglang} change %" in rows.columns and f"{vllm} change %" not in rows.columns
+    row = rows.set_index("metric").loc["total_token_throughput"]
+    assert (row[vllm], row[sglang], row[f"{sglang} change %"], row["better"]) == (
+        3792.5,
+        4635.31,
+        22.22,
+        "higher",
+    )
+
+
+def test_chart_data(seed_pair: compare.CompareSet) -> None:
+    bars = compare.bars_frame(seed_pair, "total_token_throughput")
+    assert list(bars["profile"]) == ["imported", "imported", "Paced 256→32", "Burst 128→16"]
+    points = compare.pareto_frame(
+        seed_pair,
+        profile=compare.FIRST_RESULT,
+        latency_key="mean_tpot_ms",
+        throughput_key="total_token_throughput",
+    )
+    assert len(points) == 3
+    curves, without = compare.cdf_frame(seed_pair, profile=compare.FIRST_RESULT, metric="ttft")
+    assert without == [seed_pair.runs[0].name, seed_pair.runs[1].name]
+    assert set(curves["run"]) == {seed_pair.runs[2].name} and curves["fraction"].iloc[-1] == 1.0
+    assert compare.runs_frame(seed_pair)["Host"].iloc[2] == "local-sim (simulated)"
+    assert seed_pair.profiles() == [compare.FIRST_RESULT, "imported", "Paced 256→32", "Burst 128→16"]
+
+
+def test_pareto_front() -> None:
+    latencies = [10.0, 20.0, 15.0, 30.0, None, 10.0]
+    throughputs = [100.0, 300.0, 100.0, 250.0, 999.0, 90.0]
+    assert pareto_front(latencies, throughputs) == [True, True, False, False, False, False]
+    assert pareto_front([], []) == []
+    assert pareto_front([1.0, 1.0], [5.0, 5.0]) == [True, True]
+    with pytest.raises(ValueError):
+        pareto_front([1.0], [])
+
+
+def test_cdf_points_and_latency_values() -> None:
+    values = np.arange(1, 1001, dtype=float)
+    points = cdf_points(values, max_points=50)
+    assert len(points) == 50
+    assert (points["value"].iloc[0], points["fraction"].iloc[0]) == (1.0, 0.001)
+    assert (points["value"].iloc[-1], points["fraction"].iloc[-1]) == (1000.0, 1.0)
+    assert points["value"].is_monotonic_increasing and points["fraction"].is_monotonic_increasing
+    assert cdf_points(np.array([]), 10).empty
+    records = pd.DataFrame(
+        {
+            "success": [True, True, False],
+            "ttft_ms": [10.0, 20.0, float("nan")],
+            "itl_ms": [[1.0, 2.0], [3.0], []],
+        }
+    )
+    assert list(latency_values(records, "ttft")) == [10.0, 20.0]
+    assert list(latency_values(records, "itl")) == [1.0, 2.0, 3.0]
+    with pytest.raises(ValueError, match="unknown latency metric"):
+        latency_values(records, "speed")

@@ -1,0 +1,121 @@
+"""The run page's read model and downloads on the stored test runs."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pandas as pd
+from sqlmodel import Session
+
+from db import crud
+from db import session as db_session
+from perflab.views import cards, run_detail, run_export
+from tests.fixtures.ui_data import MODEL, SeededDatabase
+
+
+def session_for(database: SeededDatabase) -> Session:
+    return db_session.new_session(db_session.get_engine(database.url))
+
+
+def test_finished_run_detail(seeded_database: SeededDatabase) -> None:
+    with session_for(seeded_database) as session:
+        detail = run_detail.load_run_detail(session, seeded_database.runs.done)
+    assert detail is not None and detail.planned_command is None
+    run = detail.run
+    assert run.title == f"Run {run.id} · simulated vLLM TP2" and run.host_display == "local-sim (simulated)"
+    assert [profile.title for profile in detail.profiles] == ["Paced 256→32", "Burst 128→16"]
+    paced = detail.profiles[0]
+    assert len(paced.records) == 60 and paced.records["success"].all()
+    expected_tpot = (paced.records["e2el_ms"] - paced.records["ttft_ms"]) / (
+        paced.records["output_tokens"] - 1
+    )
+    assert (paced.records["tpot_ms"] - expected_tpot).abs().max() < 1e-9
+    assert set(paced.timeseries.columns) >= {"t", "output_tokens", "requests_in_flight"}
+    assert paced.text_block is not None and "Serving Benchmark Result" in paced.text_block
+    assert set(detail.samples["source"]) == {"engine", "accelerator"}
+    assert {"running", "waiting", "kv_cache_usage", "gpu", "utilization_pct"} <= set(detail.samples.columns)
+    labels = [card.label for card in cards.metric_cards(paced.result)]
+    assert labels[:3] == [
+        "Total token throughput (tok/s)",
+        "Output token throughput (tok/s)",
+        "Request throughput (req/s)",
+    ]
+
+
+def test_replicated_cards_and_missing_run(seeded_database: SeededDatabase) -> None:
+    with session_for(seeded_database) as session:
+        detail = run_detail.load_run_detail(session, seeded_database.runs.replicated)
+        assert run_detail.load_run_detail(session, 999999) is None
+        assert run_detail.run_version(session, 999999) is None
+    assert detail is not None
+    result = detail.profiles[0].result
+    [total] = [
+        card for card in cards.metric_cards(result, replicas=2) if card.label.startswith("Total token")
+    ]
+    assert total.value == f"{result['total_token_throughput'] / 2:.2f}×2"
+    assert total.help == f"node total {result['total_token_throughput']:.2f} over 2 replicas"
+
+
+def test_queued_run_plans_its_command_and_versions_change(data_db: SeededDatabase) -> None:
+    with session_for(data_db) as session:
+        detail = run_detail.load_run_detail(session, data_db.runs.queued)
+        assert detail is not None and detail.planned_command is not None
+        assert detail.planned_command.command == f"vllm serve {MODEL} --enable-prefix-caching"
+        before = run_detail.run_version(session, data_db.runs.benchmarking)
+        crud.heartbeat_run(session, run_id=data_db.runs.benchmarking, progress={"done": 30, "total": 60})
+        after_heartbeat = run_detail.run_version(session, data_db.runs.benchmarking)
+        crud.add_samples(
+            session,
+            run_id=data_db.runs.benchmarking,
+            samples=[{"t_s": 1.0, "source": "engine", "values": {}}],
+        )
+        after_sample = run_detail.run_version(session, data_db.runs.benchmarking)
+        progress = run_detail.load_progress(session, data_db.runs.benchmarking)
+        assert run_detail.load_progress(session, 999999) is None
+    assert len({before, after_heartbeat, after_sample}) == 3
+    assert progress is not None and progress.fraction == 0.5 and progress.profile is None
+    assert progress.text() == "benchmarking · 30/60 requests, 0 in flight"
+
+
+def test_text_block_fallbacks() -> None:
+    assert run_detail.text_block_for("stored", {}) == "stored"
+    assert run_detail.text_block_for(None, {"completed": 3}) is None
+    full = {
+        "completed": 2,
+        "failed": 0,
+        "duration": 1.0,
+        "total_input_tokens": 10,
+        "total_output_tokens": 4,
+        "request_throughput": 2.0,
+        "output_throughput": 4.0,
+        "max_output_tokens_per_s": 4.0,
+        "max_concurrent_requests": 2,
+        "total_token_throughput": 14.0,
+        "percentiles": [99],
+        **{
+            f"{stat}_{name}_ms": 1.0
+            for stat in ("mean", "median", "p99")
+            for name in ("ttft", "tpot", "itl", "e2el")
+        },
+    }
+    block = run_detail.text_block_for(None, full)
+    assert block is not None and "Total Token throughput (tok/s):          14.00" in block
+
+
+def test_downloads(seeded_database: SeededDatabase) -> None:
+    with session_for(seeded_database) as session:
+        detail = run_detail.load_run_detail(session, seeded_database.runs.done)
+    assert detail is not None
+    document = json.loads(run_export.run_json(detail))
+    assert document["run"]["id"] == seeded_database.runs.done and document["run"]["host_name"] == "local-sim"
+    assert [len(result["requests"]) for result in document["results"]] == [60, 40]
+    assert document["results"][0]["profile"]["name"] == "paced"
+    assert document["results"][0]["requests"][0]["itl_ms"]
+    assert {sample["source"] for sample in document["samples"]} == {"engine", "accelerator"}
+    table = pd.read_csv(io.StringIO(run_export.run_csv(detail)))
+    assert list(table["profile"]) == ["Paced 256→32", "Burst 128→16"]
+    assert {"run_id", "run_simulated", "total_token_throughput", "p99_ttft_ms", "success_rate"} <= set(
+        table.columns
+    )
+    assert (table["success_rate"] == 100.0).all()
