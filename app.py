@@ -24,8 +24,8 @@ PAGES = {
         st.Page("pages/hosts.py", title="Hosts", icon=":material/dns:", url_path="hosts"),
     ],
     "Studies": [
-        st.Page("pages/studies.py", title="Studies", icon="🧪", url_path="studies"),
-        st.Page("pages/study.py", title="Study", icon="🎯", url_path="study"),
+        st.Page("pages/studies.py", title="Studies", icon=":material/science:", url_path="studies"),
+        st.Page("pages/study.py", title="Study", icon=":material/biotech:", url_path="study"),
     ],
 }
 

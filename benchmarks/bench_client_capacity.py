@@ -5,24 +5,36 @@
     (``StreamingTransport`` driven directly, body drained from the socket callback), for
     ``httpx.AsyncClient`` on the same transport, and for ``httpx.AsyncClient`` with httpx's default
     transport;
-(b) TTFT/ITL measured by the bench's dispatch path at 256 and 512 concurrent streams against the
-    scripted server with 50 ms / 10 ms injected, compared with the injected values and with the wire
-    (the server logs, on the same clock, when it read each request and wrote each chunk).
+(b) TTFT, ITL, TPOT and E2EL measured by the bench's run path (pre-connect, frozen GC, scheduled
+    dispatch) against the simulator in fixed mode — ``python -m perflab sim serve --fixed-ttft-ms 50
+    --fixed-itl-ms 10``, 64 output tokens — at 256, 512 and 1024 concurrent streams (three requests
+    per stream), as mean and median error against the injected truth, for the bench's transport and
+    for httpx's default transport (when it finishes within the time limit). Beside the errors: how
+    reads were timed, the share of token chunks that shared a read with a later chunk (their time is
+    an upper bound), and the CPU seconds each process spent per token, which shows when client and
+    simulator together ask for more than the machine has, and the simulator's own view of its
+    lateness (from its metrics). Each case runs ``--runs`` times; the table shows the median of the
+    runs. ``--realtime`` runs simulator and client with ``SCHED_FIFO`` (as root), which shields them
+    from other processes but not from each other: the machine as if it ran nothing else.
 
-Run from the repository root: ``python benchmarks/bench_client_capacity.py``. Prints figures only.
+Run from the repository root:
+``python benchmarks/bench_client_capacity.py [--runs N] [--only a|b] [--streams 256,512]
+[--clients bench,default] [--realtime]``. Prints figures only.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-import json
+import contextlib
 import os
 import platform
+import re
+import resource
 import statistics
 import sys
 import tempfile
 import time
-from itertools import pairwise
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -30,30 +42,64 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import httpx  # noqa: E402
 
+from benchmarks.sim_accuracy import cpu_seconds, start_sim  # noqa: E402
 from perflab.bench import BenchOptions  # noqa: E402
 from perflab.bench.client import Outcome, StreamDecoder, build_body, stream_request  # noqa: E402
 from perflab.bench.clock import new_event_loop  # noqa: E402
 from perflab.bench.datasets import load_dataset  # noqa: E402
-from perflab.bench.dispatch import Dispatch, Phase, prepare_requests  # noqa: E402
+from perflab.bench.dispatch import Phase, prepare_requests  # noqa: E402
+from perflab.bench.metrics import compute  # noqa: E402
 from perflab.bench.progress import Progress  # noqa: E402
+from perflab.bench.runner import raise_open_file_limit, send_measured  # noqa: E402
+from perflab.bench.stopping import EarlyStop  # noqa: E402
+from perflab.bench.tally import to_record  # noqa: E402
 from perflab.bench.traffic import build_schedule  # noqa: E402
 from perflab.bench.transport import StreamingTransport  # noqa: E402
+from tests.fixtures.realtime import realtime_priority  # noqa: E402
 from tests.fixtures.streaming_server import start_server_process  # noqa: E402
 
 CAPACITY_TOKENS = {256: 2000, 1024: 500}
-ACCURACY_STREAMS = (256, 512)
+ACCURACY_STREAMS = (256, 512, 1024)
 INJECTED_TTFT_MS = 50.0
 INJECTED_ITL_MS = 10.0
+OUTPUT_TOKENS = 64
+REQUESTS_PER_STREAM = 3
+CASE_TIME_LIMIT_S = 180.0
+ACCURACY_CLIENTS = ("bench", "default")
+TRUTH_MS = {
+    "ttft": INJECTED_TTFT_MS,
+    "itl": INJECTED_ITL_MS,
+    "tpot": INJECTED_ITL_MS,
+    "e2el": INJECTED_TTFT_MS + (OUTPUT_TOKENS - 1) * INJECTED_ITL_MS,
+}
+CLIENT_NAMES = {
+    "bench": "perflab bench client (StreamingTransport)",
+    "client+streaming": "httpx.AsyncClient + StreamingTransport",
+    "client+default": "httpx.AsyncClient + default transport",
+    "default": "perflab bench client on httpx's default transport",
+}
 
 
-def cpu_model() -> str:
+def machine() -> str:
+    model = platform.processor() or "unknown CPU"
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+                model = line.split(":", 1)[1].strip()
+                break
     except OSError:
         pass
-    return platform.processor() or "unknown"
+    return (
+        f"{os.cpu_count()} CPUs ({model}), {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}, httpx {httpx.__version__}"
+    )
+
+
+def load_average() -> str:
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+# (a) capacity ------------------------------------------------------------------------------------
 
 
 async def ingest(port: int, streams: int, tokens: int, client_kind: str) -> float:
@@ -75,7 +121,9 @@ async def ingest(port: int, streams: int, tokens: int, client_kind: str) -> floa
 
         async def send(request: httpx.Request, outcome: Outcome) -> None:
             async with client.stream(request.method, request.url, content=request.content) as response:
-                await _drain_generic(response, outcome)
+                decoder = StreamDecoder(outcome, True, False)
+                async for buffer in response.aiter_raw():
+                    decoder(buffer, time.perf_counter())
 
     warm = build_body("chat", "m", "warm", 2, True, 0.0)
     await asyncio.gather(*[send(httpx.Request("POST", url, content=warm), Outcome()) for _ in range(streams)])
@@ -96,146 +144,220 @@ async def ingest(port: int, streams: int, tokens: int, client_kind: str) -> floa
     return sum(len(outcome.chunk_times) for outcome in outcomes) / elapsed
 
 
-async def _drain_generic(response: httpx.Response, outcome: Outcome) -> None:
-    decoder = StreamDecoder(outcome, True, False)
-    async for buffer in response.aiter_raw():
-        decoder(buffer, time.perf_counter())
-
-
-def capacity_table() -> list[tuple[str, int, float]]:
-    rows = []
+def capacity_table(runs: int) -> None:
+    print("(a) chunks/s ingested from a zero-delay server (server in its own process), median of runs")
+    print(f"{'client':<52} {'streams':>8} {'chunks/s':>12}")
     process, port = start_server_process()
     try:
         for streams, tokens in CAPACITY_TOKENS.items():
             for kind in ("bench", "client+streaming", "client+default"):
-                loop = new_event_loop()
                 slow = kind == "client+default"
-                try:
-                    rate = loop.run_until_complete(
-                        ingest(port, streams, tokens // 4 if slow else tokens, kind)
-                    )
-                finally:
-                    loop.close()
-                rows.append((kind, streams, rate))
+                rates = []
+                for _ in range(runs):
+                    loop = new_event_loop()
+                    try:
+                        rates.append(
+                            loop.run_until_complete(
+                                ingest(port, streams, tokens // 4 if slow else tokens, kind)
+                            )
+                        )
+                    finally:
+                        loop.close()
+                print(f"{CLIENT_NAMES[kind]:<52} {streams:>8} {statistics.median(rates):>12,.0f}", flush=True)
     finally:
         process.kill()
         process.wait()
-    return rows
 
 
-async def timed_run(options: BenchOptions) -> list[Dispatch]:
-    """The measured phase exactly as ``run_benchmark`` sends it, keeping the raw (absolute) timings."""
-    options.validate()
-    dataset = load_dataset(options.dataset_spec(), None)
-    schedule = build_schedule(options.num_prompts, options.request_rate, options.burstiness, options.seed)
-    transport = StreamingTransport()
-    try:
-        phase = Phase(transport, options, False, Progress(options.num_prompts, "none"))
-        return await phase.run(prepare_requests(options, dataset.samples), schedule)
-    finally:
-        await transport.aclose()
+# (b) accuracy against the simulator -------------------------------------------------------------
 
 
-def accuracy(streams: int, log_path: str) -> dict[str, float]:
-    """Client-measured TTFT/ITL at ``streams`` concurrent streams, with the server's log as truth.
+def sim_histograms(url: str) -> dict[str, float]:
+    """The simulator's own TTFT/ITL histogram sums and counts (it stamps tokens when it emits them)."""
+    text = httpx.get(url + "/metrics", timeout=10).text
+    values = {}
+    for name in ("time_to_first_token", "inter_token_latency"):
+        for part in ("sum", "count"):
+            match = re.search(rf"^vllm:{name}_seconds_{part}{{[^}}]*}} (\S+)$", text, re.M)
+            values[f"{name}_{part}"] = float(match.group(1)) if match else 0.0
+    return values
 
-    The server logs (on the same monotonic clock) when it read each request and wrote each chunk, so
-    the client's error can be told apart from the server's lateness: the client's stamp of a chunk
-    minus the instant the server wrote it is all the client adds.
-    """
-    process, port = start_server_process(INJECTED_TTFT_MS, INJECTED_ITL_MS, log_path)
+
+def sim_mean_error(before: dict[str, float], after: dict[str, float], name: str, truth_ms: float) -> float:
+    count = after[f"{name}_count"] - before[f"{name}_count"]
+    mean_ms = (after[f"{name}_sum"] - before[f"{name}_sum"]) / count * 1000.0 if count else 0.0
+    return 100.0 * (mean_ms - truth_ms) / truth_ms
+
+
+def own_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def measure(url: str, streams: int, kind: str, sim_pid: int) -> dict[str, float | str]:
+    """One measured run of the bench's run path; errors in % of the injected truth."""
     options = BenchOptions(
-        base_urls=[f"http://127.0.0.1:{port}"],
-        model="scripted-model",
+        base_urls=[url],
+        model="sim",
         input_len=32,
-        output_len=50,
-        num_prompts=streams * 3,
+        output_len=OUTPUT_TOKENS,
+        num_prompts=streams * REQUESTS_PER_STREAM,
         max_concurrency=streams,
-        request_rate=streams * 2.0,
+        timeout=CASE_TIME_LIMIT_S,
         progress="none",
     )
-    loop = new_event_loop()
-    try:
-        dispatches = loop.run_until_complete(timed_run(options))
-    finally:
-        loop.close()
-        process.terminate()
-        process.wait()
-    served = {}
-    with open(log_path, encoding="utf-8") as handle:
-        for line in handle:
-            entry = json.loads(line)
-            if "messages" in entry["body"]:
-                served[entry["body"]["messages"][-1]["content"]] = entry
-    client_ttft, wire_ttft, server_ttft, client_itl, server_itl, stamp_lag = [], [], [], [], [], []
-    for dispatch in dispatches:
-        outcome = dispatch.outcome
-        entry = served[dispatch.prepared.sample.prompt]
-        writes = entry["chunk_times"]
-        client_ttft.append(outcome.chunk_times[0] - outcome.sent_at)
-        wire_ttft.append(writes[0] - outcome.sent_at)
-        server_ttft.append(writes[0] - entry["received_at"])
-        client_itl.extend(later - earlier for earlier, later in pairwise(outcome.chunk_times))
-        server_itl.extend(later - earlier for earlier, later in pairwise(writes))
-        stamp_lag.extend(
-            arrival - written for arrival, written in zip(outcome.chunk_times, writes, strict=True)
+    options.validate()
+    dataset = load_dataset(options.dataset_spec(), None)
+    prepared = prepare_requests(options, dataset.samples)
+    schedule = build_schedule(options.num_prompts, options.request_rate)
+    if kind == "bench":
+        transport: httpx.AsyncBaseTransport = StreamingTransport()
+    else:
+        transport = httpx.AsyncHTTPTransport(
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=None)
         )
-    stamp_lag.sort()
-    return {
-        "requests": len(dispatches),
-        "failed": sum(1 for dispatch in dispatches if not dispatch.outcome.success),
-        "client TTFT": statistics.mean(client_ttft) * 1000.0,
-        "wire TTFT": statistics.mean(wire_ttft) * 1000.0,
-        "server TTFT": statistics.mean(server_ttft) * 1000.0,
-        "client ITL": statistics.mean(client_itl) * 1000.0,
-        "server ITL": statistics.mean(server_itl) * 1000.0,
-        "stamp lag mean": statistics.mean(stamp_lag) * 1000.0,
-        "stamp lag p99": stamp_lag[int(0.99 * (len(stamp_lag) - 1))] * 1000.0,
+    progress = Progress(options.num_prompts, "none")
+    phase = Phase(transport, options, False, progress)
+    histograms_before = sim_histograms(url)
+    client_before, sim_before, started = own_cpu_seconds(), cpu_seconds(sim_pid), time.perf_counter()
+    try:
+        dispatches, preconnected, source = await send_measured(
+            transport, phase, progress, prepared, schedule, EarlyStop()
+        )
+    finally:
+        await transport.aclose()
+    wall = time.perf_counter() - started
+    client_cpu, sim_cpu = own_cpu_seconds() - client_before, cpu_seconds(sim_pid) - sim_before
+    histograms_after = sim_histograms(url)
+    origin = dispatches[0].dispatched_at
+    records = [to_record(index, item, origin, "unverified", None) for index, item in enumerate(dispatches)]
+    metrics = compute(records)
+    chunks = sum(len(item.outcome.chunk_times) for item in dispatches)
+    figures: dict[str, float | str] = {
+        "failed": metrics.failed,
+        "timing": f"{source}, {preconnected} pre-connected",
+        "coalesced %": 100.0 * sum(item.outcome.coalesced for item in dispatches) / max(chunks, 1),
+        "first coalesced %": 100.0
+        * sum(1 for item in dispatches if item.outcome.chunk_times[1:2] == item.outcome.chunk_times[:1])
+        / len(dispatches),
+        "sim ttft": sim_mean_error(
+            histograms_before, histograms_after, "time_to_first_token", INJECTED_TTFT_MS
+        ),
+        "sim itl": sim_mean_error(
+            histograms_before, histograms_after, "inter_token_latency", INJECTED_ITL_MS
+        ),
+        "client µs/token": client_cpu / max(chunks, 1) * 1e6,
+        "sim µs/token": sim_cpu / max(chunks, 1) * 1e6,
+        "cores busy": (client_cpu + sim_cpu) / wall,
     }
+    for name, truth in TRUTH_MS.items():
+        summary = metrics.latency[name]
+        figures[f"{name} mean"] = 100.0 * (summary.mean_ms - truth) / truth
+        figures[f"{name} median"] = 100.0 * (summary.median_ms - truth) / truth
+    return figures
 
 
-def print_accuracy(streams: int, figures: dict[str, float]) -> None:
-    injected = f"TTFT {INJECTED_TTFT_MS:g} ms / ITL {INJECTED_ITL_MS:g} ms"
+def run_case(
+    streams: int, kind: str, runs: int, realtime: bool, workdir: Path
+) -> list[dict[str, float | str]]:
+    process, url = start_sim(INJECTED_TTFT_MS, INJECTED_ITL_MS, workdir / f"sim-{streams}-{kind}.log")
+    results = []
+    try:
+        for _ in range(runs):
+            loop = new_event_loop()
+            try:
+                with realtime_priority(process.pid) if realtime else contextlib.nullcontext():
+                    results.append(
+                        loop.run_until_complete(
+                            asyncio.wait_for(measure(url, streams, kind, process.pid), CASE_TIME_LIMIT_S)
+                        )
+                    )
+            except asyncio.TimeoutError:
+                print(f"  {CLIENT_NAMES[kind]}: did not finish within {CASE_TIME_LIMIT_S:g} s", flush=True)
+                break
+            finally:
+                loop.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    return results
+
+
+def print_case(streams: int, kind: str, results: list[dict[str, float | str]]) -> None:
+    def median(key: str) -> float:
+        return statistics.median(float(result[key]) for result in results)
+
     print(
-        f"(b) {streams} concurrent streams, injected {injected}: {figures['requests']:.0f} requests, "
-        f"{figures['failed']:.0f} failed"
+        f"  {CLIENT_NAMES[kind]}: timing {results[0]['timing']}, {len(results)} runs, "
+        f"failed {median('failed'):.0f}, load average {load_average()}"
     )
-    ttft, itl = figures["client TTFT"], figures["client ITL"]
+    print(f"    {'':6} {'mean err':>9} {'median err':>11}")
+    for name in TRUTH_MS:
+        print(f"    {name.upper():6} {median(f'{name} mean'):+8.2f}% {median(f'{name} median'):+10.2f}%")
+    if str(results[0]["timing"]).startswith("kernel"):
+        print(
+            f"    token chunks sharing a read with a later one {median('coalesced %'):.2f} %, "
+            f"first tokens among them {median('first coalesced %'):.2f} % of requests"
+        )
     print(
-        f"  TTFT  client {ttft:7.2f} ms  vs injected {(ttft - INJECTED_TTFT_MS) / INJECTED_TTFT_MS:+7.2%}"
-        f"  vs wire {(ttft - figures['wire TTFT']) / figures['wire TTFT']:+7.2%}"
-        f"  (wire {figures['wire TTFT']:.2f} ms, server's own {figures['server TTFT']:.2f} ms)"
+        f"    simulator's own mean (when it emitted, before writing): TTFT {median('sim ttft'):+.2f}%, "
+        f"ITL {median('sim itl'):+.2f}%"
     )
     print(
-        f"  ITL   client {itl:7.2f} ms  vs injected {(itl - INJECTED_ITL_MS) / INJECTED_ITL_MS:+7.2%}"
-        f"  vs wire {(itl - figures['server ITL']) / figures['server ITL']:+7.2%}"
-        f"  (server wrote every {figures['server ITL']:.2f} ms)"
+        f"    CPU per token: client {median('client µs/token'):.1f} µs, simulator "
+        f"{median('sim µs/token'):.1f} µs; cores busy {median('cores busy'):.2f}"
     )
-    print(
-        f"  client stamp − server write per chunk: mean {figures['stamp lag mean']:.2f} ms, "
-        f"p99 {figures['stamp lag p99']:.2f} ms"
+    per_run = ", ".join(
+        f"{float(result['ttft mean']):+.1f}%/{float(result['itl mean']):+.1f}%" for result in results
     )
+    print(f"    per run (TTFT/ITL mean err): {per_run}", flush=True)
+
+
+def accuracy_table(args: argparse.Namespace, workdir: Path) -> None:
+    truth = ", ".join(f"{name.upper()} {value:g} ms" for name, value in TRUTH_MS.items())
+    priority = "real-time priority (SCHED_FIFO)" if args.realtime else "normal priority"
+    print(f"(b) error against the simulator's injected timings ({truth}), {priority}, median of runs")
+    for streams in args.streams:
+        print(f"{streams} concurrent streams, {streams * REQUESTS_PER_STREAM} requests per run")
+        for kind in args.clients:
+            results = run_case(streams, kind, args.runs, args.realtime, workdir)
+            if results:
+                print_case(streams, kind, results)
 
 
 def main() -> None:
-    versions = f"Python {platform.python_version()}, httpx {httpx.__version__}"
-    print(f"machine: {os.cpu_count()} CPUs, {cpu_model()}, {versions}")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--only", choices=("a", "b"))
+    parser.add_argument(
+        "--streams",
+        type=lambda text: [int(item) for item in text.split(",")],
+        default=list(ACCURACY_STREAMS),
+        help="(b) concurrent streams, comma-separated (default 256,512,1024)",
+    )
+    parser.add_argument(
+        "--clients",
+        type=lambda text: text.split(","),
+        default=list(ACCURACY_CLIENTS),
+        help="(b) bench (StreamingTransport) and/or default (httpx's transport), comma-separated",
+    )
+    parser.add_argument(
+        "--realtime",
+        action="store_true",
+        help="(b) run the simulator and the client with SCHED_FIFO (root), shielding them from other load",
+    )
+    args = parser.parse_args()
+    raise_open_file_limit()
+    print(f"machine: {machine()}")
+    print(f"load average before: {load_average()}")
     print()
-    print("(a) chunks/s ingested from a zero-delay server (server in its own process)")
-    print(f"{'client':<44} {'streams':>8} {'chunks/s':>12}")
-    names = {
-        "bench": "perflab bench client (StreamingTransport)",
-        "client+streaming": "httpx.AsyncClient + StreamingTransport",
-        "client+default": "httpx.AsyncClient + default transport",
-    }
-    for kind, streams, rate in capacity_table():
-        print(f"{names[kind]:<44} {streams:>8} {rate:>12,.0f}")
-    print()
-    for streams in ACCURACY_STREAMS:
+    if args.only != "b":
+        capacity_table(args.runs)
+        print()
+    if args.only != "a":
         with tempfile.TemporaryDirectory() as scratch:
-            print_accuracy(streams, accuracy(streams, os.path.join(scratch, "served.jsonl")))
-    load = os.getloadavg()
-    print(f"load average after the run: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+            accuracy_table(args, Path(scratch))
+    print(f"load average after: {load_average()}")
 
 
 if __name__ == "__main__":

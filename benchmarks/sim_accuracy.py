@@ -36,6 +36,7 @@ def start_sim(ttft_ms: float, itl_ms: float, log_path: Path):
         if match:
             return process, match.group(1)
         time.sleep(0.05)
+    process.kill()
     raise RuntimeError(log_path.read_text())
 
 
@@ -93,7 +94,8 @@ def run_case(concurrency: int, ttft_ms: float, itl_ms: float, prompts: int, work
     print(
         f"{concurrency} streams, TTFT {ttft_ms} ms / ITL {itl_ms} ms, {result['completed']} requests "
         f"({result['failed']} failed), {result['output_throughput']:.0f} tok/s, wall {wall:.1f} s, "
-        f"sim CPU {sim_cpu:.1f} s"
+        f"sim CPU {sim_cpu:.1f} s, timing {result['timing_source']}, {result['preconnected']} "
+        f"pre-connected, {result['coalesced_chunks']} token chunks shared a read"
     )
     for metric, expected in truth.items():
         mean, median = result[f"mean_{metric}_ms"], result[f"median_{metric}_ms"]

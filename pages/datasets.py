@@ -16,6 +16,7 @@ from perflab.views.formatting import format_bytes, format_number
 ui.ensure_app_shell()
 
 st.title("Datasets")
+ui.require_login("see and upload datasets")
 
 with st.expander("Upload a dataset", expanded=True):
     st.caption(
@@ -45,7 +46,12 @@ with st.expander("Upload a dataset", expanded=True):
         else:
             with ui.session() as session:
                 dataset, created = store_dataset(
-                    session, parsed, content, name=name or upload.name, owner_note=note
+                    session,
+                    parsed,
+                    content,
+                    name=name or upload.name,
+                    owner_note=note,
+                    created_by=ui.queued_by(),
                 )
             ui.clear_cached_reads()
             counted = "counted with the tokenizer" if parsed.lengths_source == "tokenizer" else "estimated"

@@ -19,6 +19,7 @@ REACHABILITY_ICONS = {
 }
 
 st.title("Hosts")
+ui.require_login("see and probe the hosts")
 inventory = ui.inventory_or_stop()
 st.caption(f"From {inventory.path}")
 if not len(inventory):

@@ -26,6 +26,7 @@ SCALES: dict[str, float] = {
 PROGRESS_EVERY_S = 2.0
 
 st.title("Launch a run")
+ui.require_login("queue runs")
 inventory = ui.inventory_or_stop()
 if not len(inventory):
     st.info(f"No hosts in {inventory.path}. Add one (see the comments at the top of hosts.yaml).")
@@ -175,12 +176,24 @@ else:
 st.subheader("Queue")
 label_col, by_col = st.columns(2)
 label = label_col.text_input("Label (optional)", key="launch_label")
-queued_by = by_col.text_input("Your name (optional)", key="launch_queued_by")
-if st.button("Queue run", key="launch_queue", type="primary", disabled=config is None or not profiles):
+if ui.viewer().logged_in:
+    by_col.caption(f"Queued by **{ui.queued_by()}**")
+    typed_name = ""
+else:
+    typed_name = by_col.text_input("Your name (optional)", key="launch_queued_by")
+if (
+    st.button("Queue run", key="launch_queue", type="primary", disabled=config is None or not profiles)
+    and ui.may_write()
+):
     try:
         with ui.session() as session:
             queued = launch.queue_run(
-                session, host=host, config=config, profiles=profiles, queued_by=queued_by, label=label
+                session,
+                host=host,
+                config=config,
+                profiles=profiles,
+                queued_by=ui.queued_by(typed_name),
+                label=label,
             )
     except (launch.LaunchInputError, EngineConfigError) as problem:
         st.error(str(problem))

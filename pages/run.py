@@ -16,6 +16,8 @@ ui.ensure_app_shell()
 
 PAGE = "run"
 PROGRESS_EVERY_S = 2.0
+# A re-run switches the page (and its address) to the new run, which then says where it came from.
+QUEUED_NOTE_KEY = "run_queued_note"
 
 heading = st.empty()
 run_id = ui.url_run_id()
@@ -51,23 +53,25 @@ if run.simulated:
         "Simulated host: the figures come from perflab's simulated engine, not from real accelerators."
     )
 
+queued_note = st.session_state.pop(QUEUED_NOTE_KEY, None)
+if queued_note:
+    st.success(queued_note)
 link_col, rerun_col, json_col, csv_col, _ = st.columns([1, 1, 1, 1, 2])
 if link_col.button("Copy link", key="run_copy_link", icon=":material/link:"):
     ui.show_link(ui.share_link(PAGE, {"run": str(run.id)}, current_page=PAGE))
-blocker = launch.rerun_blocker(run)
-if rerun_col.button(
-    "Re-run", key="run_rerun", icon=":material/replay:", disabled=blocker is not None, help=blocker
+blocker = ui.write_blocker("re-run it") or launch.rerun_blocker(run)
+if (
+    rerun_col.button(
+        "Re-run", key="run_rerun", icon=":material/replay:", disabled=blocker is not None, help=blocker
+    )
+    and ui.may_write()
 ):
     with ui.session() as session:
-        queued = launch.rerun(session, run)
+        queued = launch.rerun(session, run, queued_by=ui.queued_by())
     ui.clear_cached_reads()
-    st.success(f"Queued run {queued.id} with the same host, config and profiles.")
-    st.page_link(
-        "pages/run.py",
-        label=f"Follow run {queued.id}",
-        query_params={"run": str(queued.id)},
-        icon=":material/arrow_forward:",
-    )
+    st.session_state[QUEUED_NOTE_KEY] = f"Queued run {queued.id} with the same host, config and profiles."
+    st.query_params["run"] = str(queued.id)
+    st.rerun()
 ui.download(
     ui.Download(
         "Download JSON",
@@ -102,6 +106,7 @@ def live_progress(shown_status: str) -> None:
 
 if not run.finished:
     live_progress(run.status)
+if not run.finished and ui.may_write():
     with st.expander("Cancel this run"):
         confirmed = st.checkbox("Yes, stop this run (its engine is stopped too)", key="run_cancel_confirm")
         if st.button("Cancel run", key="run_cancel", disabled=not confirmed):

@@ -15,7 +15,9 @@ RUNS_TABLE_ROWS = 20
 
 st.title("Runs")
 
-with st.expander("Import results: `vllm bench serve` JSON or text blocks, guidellm reports"):
+
+def import_results() -> None:
+    """Upload result files and store each as runs (whole or not at all), recorded as the viewer's."""
     uploads = st.file_uploader(
         "Result files",
         accept_multiple_files=True,
@@ -23,19 +25,29 @@ with st.expander("Import results: `vllm bench serve` JSON or text blocks, guidel
         help="Each file is imported whole or not at all.",
     )
     import_label = st.text_input("Label for the imported runs (optional)", key="import_label")
-    if st.button("Import", key="import_button", disabled=not uploads):
-        for upload in uploads or []:
-            try:
-                with ui.session() as session:
-                    runs = import_content(
-                        session, name=upload.name, content=upload.getvalue(), label=import_label or None
-                    )
-            except ImportFileError as problem:
-                st.error(str(problem))
-            else:
-                ids = ", ".join(f"#{run.id}" for run in runs)
-                st.success(f"{upload.name}: imported {len(runs)} run{'s' if len(runs) != 1 else ''} ({ids})")
-        ui.clear_cached_reads()
+    if not st.button("Import", key="import_button", disabled=not uploads) or not ui.may_write():
+        return
+    for upload in uploads or []:
+        try:
+            with ui.session() as session:
+                runs = import_content(
+                    session,
+                    name=upload.name,
+                    content=upload.getvalue(),
+                    label=import_label or None,
+                    queued_by=ui.queued_by(),
+                )
+        except ImportFileError as problem:
+            st.error(str(problem))
+        else:
+            ids = ", ".join(f"#{run.id}" for run in runs)
+            st.success(f"{upload.name}: imported {len(runs)} run{'s' if len(runs) != 1 else ''} ({ids})")
+    ui.clear_cached_reads()
+
+
+if ui.may_write():
+    with st.expander("Import results: `vllm bench serve` JSON or text blocks, guidellm reports"):
+        import_results()
 
 choices = ui.filter_choices()
 

@@ -13,6 +13,8 @@ from perflab.study.coordinator import create_study
 from perflab.study.hosts import StudyHostError
 from perflab.study.spec import OBJECTIVES, StudySpec, StudySpecError
 
+ui.ensure_app_shell()
+
 DEFAULT_MODEL = "Qwen/Qwen3-8B"
 DEFAULT_VALIDATION = ["very_long", "long", "medium", "short"]
 
@@ -37,6 +39,7 @@ else:
     )
 
 st.header("New study")
+ui.require_login("start a study")
 try:
     inventory = load_inventory(settings.hosts_path())
 except InventoryError as error:
@@ -47,14 +50,17 @@ except InventoryError as error:
 def start(spec: StudySpec) -> None:
     """Store the study and point at its page (the worker picks it up)."""
     try:
-        study = create_study(ui.db_engine(), spec, inventory=inventory, queued_by="web")
+        study = create_study(ui.db_engine(), spec, inventory=inventory, queued_by=ui.queued_by() or "web")
     except (StudySpecError, StudyHostError) as error:
         st.error(str(error))
         return
     ui.clear_cached_reads()
     st.success(f"Study {study.id} queued: {study.name}.")
     st.page_link(
-        "pages/study.py", label=f"Follow study {study.id}", query_params={"study": str(study.id)}, icon="➡️"
+        "pages/study.py",
+        label=f"Follow study {study.id}",
+        query_params={"study": str(study.id)},
+        icon=":material/arrow_forward:",
     )
 
 

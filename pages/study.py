@@ -24,6 +24,8 @@ from perflab.study.progress import load_progress
 from perflab.study.spec import StudySpecError
 from perflab.views.urlstate import BadParam
 
+ui.ensure_app_shell()
+
 PAGE = "study"
 LIVE_EVERY_S = 2.0
 
@@ -32,7 +34,7 @@ try:
 except BadParam as problem:
     st.title("Study")
     st.info(str(problem))
-    st.page_link("pages/studies.py", label="All studies", icon="🧪")
+    st.page_link("pages/studies.py", label="All studies", icon=":material/science:")
     st.stop()
 
 with ui.session() as session:
@@ -40,24 +42,30 @@ with ui.session() as session:
 if study is None:
     st.title("Study")
     st.warning(f"Study {study_id} does not exist (it may have been deleted). Pick one on the Studies page.")
-    st.page_link("pages/studies.py", label="All studies", icon="🧪")
+    st.page_link("pages/studies.py", label="All studies", icon=":material/science:")
     st.stop()
 
 st.title(f"Study {study.id}: {study.name}")
 active = study.status not in FINISHED_STUDY_STATUSES
 
 link_col, pause_col, cancel_col = st.columns(3)
-if link_col.button("Copy link", key="study_copy_link", icon="🔗"):
+if link_col.button("Copy link", key="study_copy_link", icon=":material/link:"):
     ui.show_link(ui.share_link(PAGE, {"study": str(study.id)}, current_page=PAGE))
 try:
-    if study.status in ("queued", "running") and pause_col.button("Pause", key="study_pause", icon="⏸️"):
+    if not ui.may_write():
+        pause_col.caption("Log in (in the sidebar) to pause or cancel this study.")
+    elif study.status in ("queued", "running") and pause_col.button(
+        "Pause", key="study_pause", icon=":material/pause:"
+    ):
         pause_study(ui.db_engine(), study.id)
         st.rerun()
-    if study.status == "paused" and pause_col.button("Resume", key="study_resume", icon="▶️"):
+    elif study.status == "paused" and pause_col.button(
+        "Resume", key="study_resume", icon=":material/play_arrow:"
+    ):
         resume_study(ui.db_engine(), study.id)
         st.rerun()
-    if active:
-        with cancel_col.popover("Cancel study", icon="⛔"):
+    if active and ui.may_write():
+        with cancel_col.popover("Cancel study", icon=":material/cancel:"):
             st.write("Cancelling stops the study and its queued and running runs.")
             if st.button("Cancel the study", key="study_cancel", type="primary"):
                 cancel_study(ui.db_engine(), study.id)

@@ -2,8 +2,10 @@
 
 A host is reached over SSH (paramiko) or is the app's own machine (``transport: local``). Every problem
 in the file is reported at once, each message naming the file, line, host and field, e.g.
-``hosts.yaml:12: host 'gpu-a' field 'port': must be an integer``. Passwords are never stored in the
-file: a host names the environment variable that holds one (``auth.password_env``).
+``hosts.yaml:12: host 'gpu-a' field 'port': must be an integer``. Secrets are never stored in the
+file: a host names the environment variable that holds its password (``auth.password_env``), and its
+secret variables (``secrets:``, e.g. ``HF_TOKEN``) name an environment variable or a file on the app
+machine; a secret-named entry of ``env:`` is refused.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from perflab.secrets import is_secret_name
 
 HOSTS_FILE_ENV = "PERFLAB_HOSTS"
 DEFAULT_HOSTS_FILE = "hosts.yaml"
@@ -62,6 +66,27 @@ class AuthConfig(BaseModel):
     _names_are_env_vars = field_validator("passphrase_env", "password_env")(_check_env_name)
 
 
+class SecretSource(BaseModel):
+    """Where a host's secret variable is read on the app machine: an environment variable or a file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    env: str | None = Field(None, description="environment variable holding the value")
+    file: str | None = Field(None, min_length=1, description="file holding the value (first line)")
+
+    _env_is_a_name = field_validator("env")(_check_env_name)
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> SecretSource:
+        if (self.env is None) == (self.file is None):
+            raise ValueError("give exactly one of 'env' (a variable name) or 'file' (a path)")
+        return self
+
+    def describe(self) -> str:
+        """``environment variable HF_TOKEN`` or ``file ~/.hf_token``, for messages."""
+        return f"environment variable {self.env}" if self.env is not None else f"file {self.file}"
+
+
 class SimulateSpec(BaseModel):
     """Make the host look like it has ``count`` accelerators of one kind (answered by the simulator)."""
 
@@ -72,6 +97,9 @@ class SimulateSpec(BaseModel):
     engines: list[str] | None = Field(None, description="simulated engines (default: the usual ones)")
     versions: dict[str, str] = Field(default_factory=dict, description="engine -> simulated version")
     time_scale: float = Field(1.0, gt=0, description="divide simulated durations by this factor")
+    startup_scale: float | None = Field(
+        None, gt=0, description="divide simulated engine start-up times by this factor (default: time_scale)"
+    )
 
     @model_validator(mode="after")
     def _simulator_accepts(self) -> SimulateSpec:
@@ -103,6 +131,9 @@ class HostConfig(BaseModel):
     workdir: str = Field("~/.perflab", min_length=1, description="perflab's directory on the host")
     python: str = Field("python3", min_length=1, description="python used on the host")
     env: dict[str, str] = Field(default_factory=dict, description="set for every command on the host")
+    secrets: dict[str, SecretSource] = Field(
+        default_factory=dict, description="secret variables set for every command, read on the app machine"
+    )
     simulate: SimulateSpec | None = None
     connect_timeout_s: float = Field(10.0, gt=0, le=600)
     connect_attempts: int = Field(3, ge=1, le=10)
@@ -124,6 +155,13 @@ class HostConfig(BaseModel):
             _check_env_name(name)
             if "\0" in text:
                 raise ValueError(f"value of {name} contains a NUL character")
+        return value
+
+    @field_validator("secrets")
+    @classmethod
+    def _secret_names_valid(cls, value: dict[str, SecretSource]) -> dict[str, SecretSource]:
+        for name in value:
+            _check_env_name(name)
         return value
 
     @field_validator("labels")
@@ -260,10 +298,10 @@ def _validate_host(
         return None
     who = _host_label(entry, index)
     stored_secrets = _stored_secrets(entry)
-    for field in stored_secrets:
+    for field, instead in stored_secrets:
         problems.append(
             f"{_where(label, root, (*loc, *field.split('.')))}: {who} field '{field}': secrets are never "
-            f"stored in hosts.yaml; name an environment variable with '{field}_env' instead"
+            f"stored in hosts.yaml; {instead}"
         )
     if stored_secrets:
         return None
@@ -286,12 +324,25 @@ def _validate_host(
         return None
 
 
-def _stored_secrets(entry: dict[str, Any]) -> list[str]:
+def _stored_secrets(entry: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(field, what to write instead)`` of every secret written into a host's entry."""
     found = [key for key in _PASSWORD_KEYS if key in entry]
     auth = entry.get("auth")
     if isinstance(auth, dict):
         found += [f"auth.{key}" for key in _PASSWORD_KEYS if key in auth]
-    return found
+    stored = [(field, f"name an environment variable with '{field}_env' instead") for field in found]
+    env = entry.get("env")
+    if isinstance(env, dict):
+        stored += [
+            (
+                f"env.{name}",
+                f"read it on the app machine with secrets: {{{name}: {{env: VARIABLE}}}} "
+                f"or {{{name}: {{file: PATH}}}}",
+            )
+            for name in env
+            if isinstance(name, str) and is_secret_name(name)
+        ]
+    return stored
 
 
 def _check_unique_names(

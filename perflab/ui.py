@@ -1,7 +1,9 @@
 """Streamlit helpers shared by ``app.py`` and the pages (the only perflab module importing streamlit).
 
-- the app shell every page sits in (layout, sidebar status), drawn by ``app.py`` or, for a shared
-  link opened first after a restart, by the page itself;
+- the app shell every page sits in (layout, access check, sidebar status and login), drawn by
+  ``app.py`` or, for a shared link opened first after a restart, by the page itself;
+- access (:mod:`perflab.auth`): the page shown instead of the app when it would serve beyond this
+  machine without a login, the login (shared password or OIDC), the viewer and what they may do;
 - the database engine (migrated on first use) and the in-app worker, each one per server process
   (``st.cache_resource``); sessions on that engine;
 - cached reads keyed by the database URL and the data's version (``st.cache_data``), cleared after
@@ -26,7 +28,7 @@ from sqlmodel import Session
 from streamlit.runtime.pages_manager import PagesManager
 
 from db import session as db_session
-from perflab import settings
+from perflab import auth, redact, settings
 from perflab.charts.export import chart_png
 from perflab.inventory import Inventory, InventoryError, load_inventory
 from perflab.views import compare, run_detail, run_list, status, urlstate
@@ -51,25 +53,149 @@ STATUS_ICONS: dict[str, str] = {
 
 
 def app_shell() -> None:
-    """What surrounds every page: the wide layout, the migrated database, the in-app worker (once per
-    server process) and the sidebar status."""
+    """What surrounds every page: the wide layout, the access check (nothing starts when it fails),
+    the migrated database, the in-app worker (once per server process), the sidebar status and login."""
     st.set_page_config(page_title="perflab", page_icon=":material/speed:", layout="wide")
+    access = access_gate()
+    redact.install_log_redaction()
     db_engine()
     sidebar_status(app_worker=start_worker())
+    sidebar_login(access)
 
 
 def ensure_app_shell() -> None:
-    """Draw :func:`app_shell` when this page was started without ``app.py``; call it first on every page.
+    """Hand over to ``app.py`` when this page was started without it; call it first on every page.
 
     Streamlit treats an app with a ``pages/`` folder as a pages-directory app until its entry script
     has called ``st.navigation`` once in the server process; until then a shared link such as
-    ``/run?run=42`` opened first after a restart runs ``pages/run.py`` alone. Such a page draws the
-    shell itself and switches the server to ``st.navigation``, so the next interaction runs
-    ``app.py`` on the same page.
+    ``/run?run=42`` opened first after a restart runs ``pages/run.py`` alone, under a navigation made
+    of file names. Such a page switches the server to ``st.navigation``; in a fresh session it reruns
+    at once, so ``app.py`` draws the shell and the real navigation around the same page (pages are
+    identified by their URL path either way). A session that already holds widget state (a browser
+    that reconnected with a click in flight) must not lose it to a rerun: the page draws the shell
+    itself and the next interaction runs ``app.py``.
     """
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
+        if not st.session_state:
+            st.rerun()
         app_shell()
+
+
+# ----- access -------------------------------------------------------------------------------------
+
+VIEWER_KEY = "perflab_viewer"
+LOGIN_ERROR_KEY = "perflab_login_refused"
+READ_ONLY_NOTE = "Read-only: log in to queue and change runs."
+
+
+def _oidc_settings() -> dict[str, Any] | None:
+    """The ``[auth]`` section of the app's secrets, or None when there is none."""
+    try:
+        section = st.secrets.get("auth")
+    except FileNotFoundError:
+        return None
+    return dict(section) if section else None
+
+
+def access_gate() -> auth.AccessSettings:
+    """The access settings; when the app may not serve as configured, a page explaining how to enable
+    a login is drawn instead and the script stops."""
+    try:
+        access = auth.access_settings()
+        problem = auth.exposure_problem(access, st.get_option("server.address"))
+        if problem is None and access.mode == "password":
+            auth.shared_password()
+        if problem is None and access.mode == "oidc":
+            problem = auth.oidc_problem(_oidc_settings())
+    except auth.AccessConfigError as error:
+        problem = str(error)
+    if problem is None:
+        return access
+    st.title("perflab needs a login here")
+    st.error(problem, icon=":material/lock:")
+    st.markdown(auth.HOW_TO_ENABLE)
+    st.stop()
+
+
+def viewer() -> auth.Viewer:
+    """The person using this browser session and the access mode."""
+    mode = auth.access_settings().mode
+    if mode == "oidc":
+        if not st.user.is_logged_in:
+            return auth.Viewer(mode)
+        identity = st.user.get("email") or st.user.get("name") or st.user.get("sub")
+        return auth.Viewer(mode, str(identity) if identity else "unknown user")
+    if mode == "password":
+        return auth.Viewer(mode, st.session_state.get(VIEWER_KEY))
+    return auth.Viewer(mode)
+
+
+def may_write() -> bool:
+    """Whether this session may queue, change or delete anything (always without a login mode)."""
+    return viewer().may_write
+
+
+def write_blocker(action: str) -> str | None:
+    """``Log in to <action>`` when this session may not write, else None (for a disabled button's help)."""
+    return None if may_write() else f"Log in (in the sidebar) to {action}."
+
+
+def require_login(action: str) -> None:
+    """Stop the page with a note when this session may not write (pages that only act)."""
+    blocker = write_blocker(action)
+    if blocker is not None:
+        st.info(blocker, icon=":material/lock:")
+        st.stop()
+
+
+def queued_by(typed: str | None = None) -> str | None:
+    """Who is queuing: the logged-in viewer, else the name typed in the form (None when empty)."""
+    person = viewer()
+    return person.name if person.logged_in else ((typed or "").strip() or None)
+
+
+def sidebar_login(access: auth.AccessSettings) -> None:
+    """The sidebar's login: who is signed in and a way out, or a way in. Logging in and out with the
+    shared password happens in button callbacks, before the page runs, so it draws for the new viewer."""
+    if not access.login_enabled:
+        return
+    sidebar = st.sidebar
+    person = viewer()
+    if person.logged_in:
+        sidebar.caption(f"Signed in as **{person.name}**")
+        if access.mode == "password":
+            sidebar.button("Log out", key="auth_logout", icon=":material/logout:", on_click=_log_out)
+        elif sidebar.button("Log out", key="auth_logout", icon=":material/logout:"):
+            st.logout()
+        return
+    if access.mode == "oidc":
+        sidebar.caption(READ_ONLY_NOTE)
+        if sidebar.button("Log in", key="auth_login", icon=":material/login:"):
+            st.login()
+        return
+    with sidebar.form("auth_form", clear_on_submit=True):
+        st.caption(READ_ONLY_NOTE)
+        st.text_input("Your name", key="auth_name")
+        st.text_input("Password", type="password", key="auth_password")
+        st.form_submit_button("Log in", icon=":material/login:", on_click=_log_in)
+    refused = st.session_state.pop(LOGIN_ERROR_KEY, None)
+    if refused:
+        sidebar.error(refused)
+
+
+def _log_in() -> None:
+    """Check the login form's name and shared password; remember the viewer or why they were refused."""
+    try:
+        st.session_state[VIEWER_KEY] = auth.check_login(
+            st.session_state.get("auth_name", ""), st.session_state.get("auth_password", "")
+        )
+    except auth.LoginRefused as refused:
+        st.session_state[LOGIN_ERROR_KEY] = str(refused)
+
+
+def _log_out() -> None:
+    st.session_state.pop(VIEWER_KEY, None)
 
 
 # ----- database and worker ------------------------------------------------------------------------

@@ -5,8 +5,10 @@ pytest_plugins: list[str] = [
     "tests.fixtures.sshd",
     "tests.fixtures.sim_server",
     "tests.fixtures.streaming_server",
+    "tests.fixtures.rxstamps",
     "tests.fixtures.tokenizer",
     "tests.fixtures.runs",
     "tests.fixtures.ui_data",
     "tests.fixtures.study_data",
+    "tests.fixtures.streamlit_app",
 ]

@@ -2,7 +2,9 @@
 
 Prints the "Serving Benchmark Result" block on stdout (and failure reasons after it), notes and
 progress on stderr. Exit status: 0 when the benchmark ran (even with failed requests), 2 for bad
-arguments or an unreadable dataset/tokenizer, 1 when no request could be sent at all.
+arguments or an unreadable dataset/tokenizer, 1 when no request could be sent at all, 3 when it was
+stopped early — by SIGTERM/SIGINT, or because a server went away mid-run — after writing a result
+marked ``partial`` over the requests that had ended (none is written if no request had ended).
 """
 
 from __future__ import annotations
@@ -18,6 +20,10 @@ from perflab.bench.metrics import DEFAULT_PERCENTILES
 from perflab.bench.options import DEFAULT_TIMEOUT_S, ENDPOINTS, BenchOptions, parse_goodput, parse_percentiles
 from perflab.bench.report import format_failures, format_text_block
 from perflab.bench.runner import run_benchmark
+from perflab.bench.stopping import BenchStopped
+
+EXIT_STOPPED = 3
+NOTHING_SENT = "no request could be sent (is the server reachable?)"
 
 
 def _rate(text: str) -> float:
@@ -151,11 +157,22 @@ def _write(path: str, text: str) -> None:
         raise BenchError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
+def partial_note(result: dict) -> str:
+    """The line that says a result covers only part of the run, and why."""
+    finished = result["requests_sent"] - result["requests_unfinished"]
+    return (
+        f"Partial result: {finished} of {result['num_prompts']} requests ended before the run stopped "
+        f"({result['partial_reason']}).\n"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         options = options_from_args(args)
-        result = run_benchmark(options)
+        result = run_benchmark(options, handle_signals=True)
         text = format_text_block(result)
+        if result.get("partial"):
+            text += partial_note(result)
         if args.save_result:
             _write(args.save_result, json.dumps(result) + "\n")
         if args.result_text:
@@ -163,13 +180,30 @@ def run(args: argparse.Namespace) -> int:
     except BenchError as exc:
         print(f"perflab bench: error: {exc}", file=sys.stderr)
         return 2
-    for note in result["notes"]:
-        print(f"perflab bench: note: {note}", file=sys.stderr)
-    sys.stdout.write(text + format_failures(result))
-    sys.stdout.flush()
-    if not any(
+    except BenchStopped as exc:
+        print(f"perflab bench: {exc}", file=sys.stderr)
+        return EXIT_STOPPED
+    sent_none = not any(
         record["error"] is None or record["reason"] != "connect_error" for record in result["requests"]
-    ):
-        print("perflab bench: error: no request could be sent (is the server reachable?)", file=sys.stderr)
-        return 1
-    return 0
+    )
+    try:
+        for note in result["notes"]:
+            print(f"perflab bench: note: {note}", file=sys.stderr)
+        sys.stdout.write(text + format_failures(result))
+        sys.stdout.flush()
+        if result.get("partial"):
+            print(f"perflab bench: stopped early: {result['partial_reason']}", file=sys.stderr)
+        elif sent_none:
+            print(f"perflab bench: error: {NOTHING_SENT}", file=sys.stderr)
+    except BrokenPipeError:
+        _discard_output()
+    if result.get("partial"):
+        return EXIT_STOPPED
+    return 1 if sent_none else 0
+
+
+def _discard_output() -> None:
+    """Whoever read our output went away (e.g. its SSH connection dropped): send the rest nowhere."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        os.dup2(devnull, stream.fileno())

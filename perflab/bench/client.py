@@ -3,9 +3,11 @@
 The request asks for ``max_tokens`` with ``ignore_eos`` (so output lengths are exact) and
 ``stream_options.include_usage`` (so the server reports the token counts). Every SSE event is decoded;
 a chunk whose first choice carries text — ``delta.content``, ``delta.reasoning_content`` or
-``delta.reasoning`` for chat, ``text`` for completions — is a token chunk, timed by when its bytes were
-read from the socket. Failures never raise: they end the outcome with a short reason
-(``http_500``, ``stream_interrupted``, ``timeout``, ``connect_error``, …) and a message.
+``delta.reasoning`` for chat, ``text`` for completions — is a token chunk, timed by when its bytes
+arrived (``channel``). Token chunks that came in one read with a later token chunk of the same
+response share that read's time, which may be later than their own; they are counted in
+``Outcome.coalesced``. Failures never raise: they end the outcome with a short reason (``http_500``,
+``stream_interrupted``, ``timeout``, ``connect_error``, …) and a message.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ class Outcome:
         "text_parts",
         "completion_tokens",
         "prompt_tokens",
+        "coalesced",
         "error",
         "reason",
     )
@@ -78,6 +81,7 @@ class Outcome:
         self.text_parts: List[str] = []
         self.completion_tokens: Optional[int] = None
         self.prompt_tokens: Optional[int] = None
+        self.coalesced = 0
         self.error: Optional[str] = None
         self.reason: Optional[str] = None
 
@@ -138,6 +142,7 @@ class StreamDecoder:
         times = outcome.chunk_times
         chars = outcome.chunk_chars
         scan = _scan_json
+        before = len(times)
         for payload in self._feed(buffer):
             if payload == b"[DONE]":
                 self.done = True
@@ -169,6 +174,8 @@ class StreamDecoder:
             except (StopIteration, ValueError, AttributeError, TypeError, IndexError, KeyError):
                 outcome.fail("invalid_response", f"unexpected SSE data: {payload[:120]!r}")
                 raise StreamAborted() from None
+        if len(times) > before + 1:
+            outcome.coalesced += len(times) - before - 1
 
 
 async def _consume_stream(response: httpx.Response, outcome: Outcome, chat: bool, keep_text: bool) -> None:

@@ -1,10 +1,11 @@
-"""Arrival times for socket reads: when the event loop's poll said the data was there.
+"""User-space arrival times for socket reads: when the event loop's poll said the data was there.
 
-Under load one loop iteration handles hundreds of readable sockets; stamping each read with
-``perf_counter()`` as it is processed would add the time spent on the reads before it. A loop made by
-``new_event_loop()`` records the instant its selector returned, and ``arrival_clock(loop)`` gives
-connections that instant as the arrival time of everything read in the iteration. On any other loop
-the clock falls back to ``time.perf_counter()``.
+Reads carry the kernel's receive time where it can be had (``rxstamp``); these stamps are the
+fallback. Under load one loop iteration handles hundreds of readable sockets; stamping each read
+with ``perf_counter()`` as it is processed would add the time spent on the reads before it. A loop
+made by ``new_event_loop()`` records the instant its selector returned, and ``arrival_clock(loop)``
+gives connections that instant as the arrival time of everything read in the iteration (source
+``poll``). On any other loop the clock is ``time.perf_counter()`` at the read (source ``read``).
 """
 
 from __future__ import annotations
@@ -44,7 +45,13 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
     return loop
 
 
-def arrival_clock(loop: asyncio.AbstractEventLoop) -> Callable[[], float]:
-    """The clock connections on ``loop`` should use for arrival times."""
+SOURCE_POLL = "poll"
+SOURCE_READ = "read"
+
+
+def arrival_clock(loop: asyncio.AbstractEventLoop) -> Tuple[Callable[[], float], str]:
+    """The clock connections on ``loop`` should use for arrival times, and its source name."""
     selector = _TIMED_SELECTORS.get(loop)
-    return selector.poll_time if selector is not None else time.perf_counter
+    if selector is not None:
+        return selector.poll_time, SOURCE_POLL
+    return time.perf_counter, SOURCE_READ

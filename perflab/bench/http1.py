@@ -1,10 +1,11 @@
-"""HTTP/1.1 client connection as an asyncio ``Protocol``: response head parsing and body de-framing.
+"""HTTP/1.1 client connection: response head parsing and body de-framing.
 
-One ``HTTP1Connection`` carries one request at a time. ``data_received`` parses the status line and
-headers, then removes the body framing (chunked, Content-Length or read-until-close) and hands each
-payload piece on together with the time at which it was read from the socket (``clock``):
-either queued in ``pieces`` for a consumer task that wakes up later, or — in sink mode — passed at once
-to a callback, which spares a task wake-up per socket read when thousands of streams are open.
+One ``HTTP1Connection`` carries one request at a time. A driver (``channel``) feeds it what the socket
+produced with ``received(data, arrived)``, ``arrived`` being when those bytes reached the machine.
+It parses the status line and headers, then removes the body framing (chunked, Content-Length or
+read-until-close) and hands each payload piece on with its arrival time: either queued in ``pieces``
+for a consumer task that wakes up later, or — in sink mode — passed at once to a callback, which
+spares a task wake-up per socket read when thousands of streams are open.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
-from typing import Callable, Deque, List, Optional, Tuple
+from typing import Any, Callable, Deque, List, Optional, Tuple
 
 MAX_HEAD_BYTES = 64 * 1024
 HIGH_WATER_BYTES = 4 * 1024 * 1024
@@ -183,15 +184,15 @@ def _chunk_size(line: bytes) -> int:
     return size
 
 
-class HTTP1Connection(asyncio.Protocol):
+class HTTP1Connection:
     """One keep-alive HTTP/1.1 connection; the owner sends a request and drains ``pieces``.
 
-    ``clock`` stamps each read (``time.perf_counter`` or the poll time, see ``clock``).
+    ``transport`` is the driver's channel (``write``, ``close``, ``is_closing``, ``pause_reading``,
+    ``resume_reading``).
     """
 
-    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
-        self._clock = clock
-        self.transport: Optional[asyncio.Transport] = None
+    def __init__(self) -> None:
+        self.transport: Any = None
         self.pieces: Deque[Tuple[bytes, float]] = collections.deque()
         self.head: Optional[ResponseHead] = None
         self.error: Optional[BaseException] = None
@@ -206,13 +207,13 @@ class HTTP1Connection(asyncio.Protocol):
         self._paused = False
         self._sink: Optional[Callable[[bytes, float], None]] = None
 
-    # asyncio.Protocol callbacks -------------------------------------------------------------
+    # driver callbacks ---------------------------------------------------------------------------
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
 
-    def data_received(self, data: bytes) -> None:
-        arrived = self._clock()
+    def received(self, data: bytes, arrived: float) -> None:
+        """Bytes read from the socket, which reached the machine at ``arrived`` (perf_counter s)."""
         try:
             if self._state == _STATE_BODY:
                 self._feed_body(data, arrived)
@@ -238,16 +239,12 @@ class HTTP1Connection(asyncio.Protocol):
 
     @property
     def reusable(self) -> bool:
-        """True when the last response completed and the connection may carry another request."""
-        return (
-            self._state == _STATE_DONE
-            and not self.closed
-            and self.error is None
-            and self.head is not None
-            and self.head.keep_alive
-            and self.transport is not None
-            and not self.transport.is_closing()
-        )
+        """Whether the connection can carry a request: unused yet, or its last response ended keep-alive."""
+        if self.closed or self.error is not None or self.transport is None or self.transport.is_closing():
+            return False
+        if self._state == _STATE_IDLE:
+            return True
+        return self._state == _STATE_DONE and self.head is not None and self.head.keep_alive
 
     @property
     def finished(self) -> bool:

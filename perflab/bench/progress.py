@@ -71,17 +71,21 @@ class Progress:
         )
 
     def report(self, final: bool = False) -> None:
-        if self.mode == "json":
-            self._stream.write(PROGRESS_PREFIX + json.dumps(self.snapshot()) + "\n")
-        elif self.mode == "bar":
-            if self._stream.isatty():
-                self._stream.write("\r" + self.render() + ("\n" if final else ""))
-            elif final or self.elapsed_s - self._last_plain >= PLAIN_INTERVAL_S:
-                self._last_plain = self.elapsed_s
-                self._stream.write(self.render() + "\n")
-        else:
-            return
-        self._stream.flush()
+        """Write the progress now; once the reader is gone (a closed pipe), the run goes on silently."""
+        try:
+            if self.mode == "json":
+                self._stream.write(PROGRESS_PREFIX + json.dumps(self.snapshot()) + "\n")
+            elif self.mode == "bar":
+                if self._stream.isatty():
+                    self._stream.write("\r" + self.render() + ("\n" if final else ""))
+                elif final or self.elapsed_s - self._last_plain >= PLAIN_INTERVAL_S:
+                    self._last_plain = self.elapsed_s
+                    self._stream.write(self.render() + "\n")
+            else:
+                return
+            self._stream.flush()
+        except OSError:
+            self.mode = "none"
 
     async def _tick(self) -> None:
         interval = 1.0 if self.mode == "json" else 0.25

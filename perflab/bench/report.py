@@ -55,6 +55,7 @@ def build_result(
     input_tokens_source: str,
     input_tokens_check: Optional[Dict[str, Any]],
     dispatch_lag: Dict[str, float],
+    timing: Dict[str, Any],
     notes: List[str],
 ) -> Dict[str, Any]:
     """The JSON result of one run."""
@@ -107,6 +108,9 @@ def build_result(
             "input_tokens_source": input_tokens_source,
             "input_tokens_check": input_tokens_check,
             "dispatch_lag_ms": dispatch_lag,
+            "timing_source": timing["timing_source"],
+            "preconnected": timing["preconnected"],
+            "coalesced_chunks": timing["coalesced_chunks"],
             "output_tokens_source": metrics.output_tokens_source,
             "failure_reasons": metrics.failure_reasons,
             "timeseries": metrics.timeseries,

@@ -4,26 +4,41 @@
 requests go first, with the same concurrency limit, and are left out of every statistic; the measured
 ones follow the precomputed schedule (``traffic``, sent by ``dispatch``). When a local tokenizer made
 the prompts and the server has ``/tokenize``, up to 200 prompt lengths are checked against it.
+
+Before the measured requests start, ``send_measured`` opens as many keep-alive connections per
+server as requests can be in flight there (the concurrency limit, else the request count, at most
+``PRECONNECT_LIMIT``), so a burst of first requests does not pay for TCP handshakes — nor the server
+for accepting them — while it is being timed (``preconnected`` in the result). The run's
+``timing_source`` says how the reads of the measured requests were stamped: ``kernel`` (the
+kernel's receive time), ``poll`` (when the event loop's poll returned) or ``read`` (when the read was
+processed), ``+``-joined when several occurred.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
-from typing import Any, Dict
+import resource
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from perflab.bench.clock import new_event_loop
+import httpx
+
+from perflab.bench.clock import SOURCE_POLL, SOURCE_READ, new_event_loop
 from perflab.bench.datasets import Dataset, load_dataset
-from perflab.bench.dispatch import Phase, dispatch_lag_ms, prepare_requests
+from perflab.bench.dispatch import Dispatch, Phase, Prepared, dispatch_lag_ms, prepare_requests
 from perflab.bench.metrics import compute
 from perflab.bench.options import BenchOptions
 from perflab.bench.progress import Progress
 from perflab.bench.report import build_result
+from perflab.bench.rxstamp import SOURCE_KERNEL
+from perflab.bench.stopping import EarlyStop, partial_fields, run_until_stopped
 from perflab.bench.tally import to_record
 from perflab.bench.tokenizer import ServerTokenizer, TokenizeUnavailable, resolve_tokenizers
 from perflab.bench.traffic import build_schedule
 from perflab.bench.transport import StreamingTransport
 
 MAX_LENGTH_CHECKS = 200
+PRECONNECT_LIMIT = 4096
 
 
 def check_lengths(dataset: Dataset, server: ServerTokenizer) -> Dict[str, Any]:
@@ -53,9 +68,79 @@ def check_lengths(dataset: Dataset, server: ServerTokenizer) -> Dict[str, Any]:
     return report
 
 
-async def run_benchmark_async(options: BenchOptions) -> Dict[str, Any]:
-    """Run the benchmark ``options`` describe and return its JSON result."""
+def raise_open_file_limit() -> None:
+    """Let the process open as many sockets as the hard limit allows (thousands of streams need it)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+
+
+def connections_wanted(options: BenchOptions, prepared: Sequence[Prepared]) -> Dict[str, int]:
+    """Per server, how many requests can be in flight there at once (capped at ``PRECONNECT_LIMIT``)."""
+    requests: Dict[str, int] = {}
+    for item in prepared:
+        requests[item.base_url] = requests.get(item.base_url, 0) + 1
+    limit = min(options.max_concurrency or options.num_prompts, PRECONNECT_LIMIT)
+    return {base_url: min(count, limit) for base_url, count in requests.items()}
+
+
+def timing_source(read_sources: Dict[str, int]) -> str:
+    """``kernel``, ``poll``, ``read`` or a ``+``-joined mix, from the reads counted per source."""
+    used = [source for source in (SOURCE_KERNEL, SOURCE_POLL, SOURCE_READ) if read_sources.get(source)]
+    return "+".join(used) if used else "none"
+
+
+async def send_measured(
+    transport: httpx.AsyncBaseTransport,
+    phase: Phase,
+    progress: Progress,
+    prepared: Sequence[Prepared],
+    schedule: Sequence[float],
+    stop: EarlyStop,
+) -> Tuple[List[Dispatch], int, str]:
+    """Pre-connect, then send the measured requests with the cyclic GC frozen.
+
+    Returns the dispatches (only those that ended when ``stop`` cut the run short), the number of
+    connections ready before the first request and the timing source of the phase's reads.
+    """
+    preconnected = 0
+    preconnect = getattr(transport, "preconnect", None)
+    if preconnect is not None:
+        for base_url, count in connections_wanted(phase.options, prepared).items():
+            url = httpx.URL(base_url)
+            preconnected += await preconnect(url, count)
+    sources: Optional[Dict[str, int]] = getattr(transport, "read_sources", None)
+    before = dict(sources or {})
+    # The prepared requests and the dataset live through the run: keep the cyclic collector from
+    # walking them again and again (fewer, shorter pauses while streams are timed).
+    gc.collect()
+    gc.freeze()
+    try:
+        dispatches = await run_until_stopped(phase, progress, prepared, schedule, stop)
+    finally:
+        gc.unfreeze()
+    if sources is None:
+        return dispatches, preconnected, SOURCE_READ
+    used = {source: count - before.get(source, 0) for source, count in sources.items()}
+    return dispatches, preconnected, timing_source(used)
+
+
+async def run_benchmark_async(
+    options: BenchOptions,
+    transport: Optional[httpx.AsyncBaseTransport] = None,
+    stop: Optional[EarlyStop] = None,
+) -> Dict[str, Any]:
+    """Run the benchmark ``options`` describe and return its JSON result.
+
+    Requests go through ``transport`` when given (closed at the end), else a ``StreamingTransport``.
+    When ``stop`` is requested, or a server goes away, the result covers the requests that ended and
+    is marked ``partial`` (``BenchStopped`` if none had ended).
+    """
+    stop = stop if stop is not None else EarlyStop()
     options.validate()
+    raise_open_file_limit()
     schedule = build_schedule(
         options.num_prompts, options.request_rate, options.burstiness, options.seed, options.ramp_up_seconds
     )
@@ -67,7 +152,8 @@ async def run_benchmark_async(options: BenchOptions) -> Dict[str, Any]:
             length_check = check_lengths(dataset, tokenizers.server)
         prepared = prepare_requests(options, dataset.samples)
         warmup, measured = prepared[: options.warmup], prepared[options.warmup :]
-        transport = StreamingTransport()
+        if transport is None:
+            transport = StreamingTransport()
         keep_text = tokenizers.best is not None
         try:
             if warmup:
@@ -75,15 +161,11 @@ async def run_benchmark_async(options: BenchOptions) -> Dict[str, Any]:
                     transport, options, False, Progress(len(warmup), options.progress, phase="warmup")
                 )
                 await warmup_phase.run(warmup, [0.0] * len(warmup))
-            phase = Phase(transport, options, keep_text, Progress(len(measured), options.progress))
-            # The prepared requests and the dataset live through the run: keep the cyclic collector
-            # from walking them again and again (fewer, shorter pauses while streams are timed).
-            gc.collect()
-            gc.freeze()
-            try:
-                dispatches = await phase.run(measured, schedule)
-            finally:
-                gc.unfreeze()
+            progress = Progress(len(measured), options.progress)
+            phase = Phase(transport, options, keep_text, progress)
+            dispatches, preconnected, source = await send_measured(
+                transport, phase, progress, measured, schedule, stop
+            )
         finally:
             await transport.aclose()
         origin = dispatches[0].dispatched_at
@@ -94,7 +176,7 @@ async def run_benchmark_async(options: BenchOptions) -> Dict[str, Any]:
     finally:
         tokenizers.close()
     metrics = compute(records, options.percentiles, options.goodput or None)
-    return build_result(
+    result = build_result(
         options,
         metrics,
         records,
@@ -104,15 +186,31 @@ async def run_benchmark_async(options: BenchOptions) -> Dict[str, Any]:
         input_tokens_source=dataset.prompt_tokens_source,
         input_tokens_check=length_check,
         dispatch_lag=dispatch_lag_ms(dispatches, phase.started_at),
+        timing={
+            "timing_source": source,
+            "preconnected": preconnected,
+            "coalesced_chunks": sum(dispatch.outcome.coalesced for dispatch in dispatches),
+        },
         notes=dataset.notes,
     )
+    if stop.cut:
+        result.update(partial_fields(stop, sent=len(phase.dispatches), finished=len(dispatches)))
+    return result
 
 
-def run_benchmark(options: BenchOptions) -> Dict[str, Any]:
-    """Synchronous ``run_benchmark_async`` on its own event loop (reads stamped with the poll time)."""
+def run_benchmark(options: BenchOptions, handle_signals: bool = False) -> Dict[str, Any]:
+    """Synchronous ``run_benchmark_async`` on its own event loop (``clock.new_event_loop``).
+
+    With ``handle_signals`` (main thread only), SIGTERM and SIGINT end the run early with a partial
+    result instead of killing the process."""
     loop = new_event_loop()
+    stop = EarlyStop()
+    if handle_signals:
+        stop.install_signal_handlers(loop)
     try:
-        return loop.run_until_complete(run_benchmark_async(options))
+        return loop.run_until_complete(run_benchmark_async(options, stop=stop))
     finally:
+        if handle_signals:
+            stop.remove_signal_handlers(loop)
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()

@@ -1,13 +1,18 @@
 """``StreamingTransport``: an httpx transport made for many concurrent streaming responses.
 
 httpx stays the API (``httpx.AsyncClient(transport=StreamingTransport())``); this transport replaces
-httpcore's per-chunk machinery with an asyncio ``Protocol`` per connection (see ``http1``) and a
-keep-alive pool per origin. Response bodies are yielded as the de-framed buffers the socket produced,
-and ``response.extensions[TIMING_EXTENSION]`` is a ``ResponseTiming`` telling when the request was
-written and when the buffer just yielded was read, so latency is measured at the socket rather than
-whenever the consumer got scheduled. ``response.stream`` is a ``TimedBody``; besides ``aiter_raw``
-it offers ``drain_into(sink)``, which hands every buffer to a callback straight from the socket
-callback — no task wake-up per read, which is what lets one process follow 10⁵ chunks per second.
+httpcore's per-chunk machinery with a selector-driven socket per connection (see ``channel`` and
+``http1``) and a keep-alive pool per origin. Response bodies are yielded as the de-framed buffers the
+socket produced, and ``response.extensions[TIMING_EXTENSION]`` is a ``ResponseTiming`` telling when
+the request was written and when the buffer just yielded arrived — by the kernel's receive
+timestamp where there is one — so latency is measured at the socket rather than whenever the
+consumer got scheduled. ``response.stream`` is a ``TimedBody``; besides ``aiter_raw`` it offers
+``drain_into(sink)``, which hands every buffer to a callback straight from the socket callback — no
+task wake-up per read, which is what lets one process follow 10⁵ chunks per second.
+
+``preconnect(url, count)`` opens idle connections ahead of a burst, so the burst's requests do not
+pay their TCP handshakes (and the server its accepts) while the first ones are being timed.
+``read_sources`` counts reads per time source (``kernel``, ``poll``, ``read``).
 
 Only plain HTTP/1.1 (and HTTPS through ``ssl``) is spoken; proxies are not used.
 """
@@ -21,12 +26,18 @@ from typing import AsyncIterator, Callable, Dict, List, Optional, Set, Tuple
 
 import httpx
 
-from perflab.bench.clock import arrival_clock
+from perflab.bench import rxstamp
+from perflab.bench.channel import ReadSources, open_channel, open_protocol_channel
 from perflab.bench.http1 import ConnectionDropped, HTTP1Connection, ProtocolViolation
 
 TIMING_EXTENSION = "perflab.timing"
 
 Origin = Tuple[str, str, int]
+PRECONNECT_PARALLEL = 64
+
+
+def _origin(url: httpx.URL) -> Origin:
+    return (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
 
 
 class ResponseTiming:
@@ -133,13 +144,37 @@ class StreamingTransport(httpx.AsyncBaseTransport):
         self._ssl_context = ssl_context
         self._idle: Dict[Origin, List[HTTP1Connection]] = {}
         self._busy: Set[HTTP1Connection] = set()
+        self._stamp_holder = rxstamp.hold_timestamping()
+        self.read_sources: ReadSources = {}
+
+    async def preconnect(self, url: httpx.URL, count: int, timeout: Optional[float] = None) -> int:
+        """Open connections to ``url``'s origin until ``count`` are idle there; return how many are.
+
+        Connections that cannot be opened are left to the requests, which then report the error.
+        """
+        origin = _origin(url)
+        idle = self._idle.setdefault(origin, [])
+        idle[:] = [conn for conn in idle if conn.reusable]
+        missing = count - len(idle)
+        if missing <= 0:
+            return len(idle)
+        gate = asyncio.Semaphore(PRECONNECT_PARALLEL)
+
+        async def one() -> None:
+            async with gate:
+                try:
+                    conn = await self._connect(origin, timeout, None)
+                except (httpx.TransportError, OSError):
+                    return
+                idle.append(conn)
+
+        await asyncio.gather(*[one() for _ in range(missing)])
+        return len(idle)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        url = request.url
-        scheme = url.scheme
-        if scheme not in ("http", "https"):
-            raise httpx.UnsupportedProtocol(f"unsupported URL scheme {scheme!r}", request=request)
-        origin: Origin = (scheme, url.host, url.port or (443 if scheme == "https" else 80))
+        if request.url.scheme not in ("http", "https"):
+            raise httpx.UnsupportedProtocol(f"unsupported URL scheme {request.url.scheme!r}", request=request)
+        origin = _origin(request.url)
         timeouts = request.extensions.get("timeout", {})
         payload = render_request(request, await request.aread())
         method = request.method.encode("ascii")
@@ -199,27 +234,17 @@ class StreamingTransport(httpx.AsyncBaseTransport):
         return conn, time.perf_counter() - started
 
     async def _connect(
-        self, origin: Origin, timeout: Optional[float], request: httpx.Request
+        self, origin: Origin, timeout: Optional[float], request: Optional[httpx.Request]
     ) -> HTTP1Connection:
         scheme, host, port = origin
-        context: Optional[ssl.SSLContext] = None
         if scheme == "https":
             if self._ssl_context is None:
                 self._ssl_context = ssl.create_default_context()
-            context = self._ssl_context
-        loop = asyncio.get_running_loop()
-        clock = arrival_clock(loop)
+            opening = open_protocol_channel(host, port, self._ssl_context, self.read_sources)
+        else:
+            opening = open_channel(host, port, self.read_sources)
         try:
-            _, conn = await asyncio.wait_for(
-                loop.create_connection(
-                    lambda: HTTP1Connection(clock),
-                    host,
-                    port,
-                    ssl=context,
-                    server_hostname=host if context else None,
-                ),
-                timeout,
-            )
+            conn = await asyncio.wait_for(opening, timeout)
         except asyncio.TimeoutError:
             raise httpx.ConnectTimeout(
                 f"connecting to {host}:{port} took over {timeout} s", request=request
@@ -250,3 +275,6 @@ class StreamingTransport(httpx.AsyncBaseTransport):
         for conn in list(self._busy):
             conn.close()
         self._busy.clear()
+        if self._stamp_holder is not None:
+            self._stamp_holder.close()
+            self._stamp_holder = None

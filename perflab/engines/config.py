@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 EngineName = Literal["vllm", "sglang", "trtllm", "mindie", "vllm-ascend"]
 
 ENGINE_NAMES: tuple[str, ...] = ("vllm", "sglang", "trtllm", "mindie", "vllm-ascend")
+# Engines read token and sequence counts into 32-bit integers; anything larger is a typo.
+MAX_COUNT = 2**31 - 1
 
 # Typed knobs an adapter may or may not support; the order is the order flags are rendered in.
 KNOBS: tuple[str, ...] = (
@@ -50,14 +52,14 @@ class EngineConfig(BaseModel):
     ep: int = Field(1, ge=1, description="expert parallel size (1 = off)")
     quantization: str | None = None
     attention_backend: str | None = None
-    max_num_batched_tokens: int | None = Field(None, ge=1)
-    max_num_seqs: int | None = Field(None, ge=1)
+    max_num_batched_tokens: int | None = Field(None, ge=1, le=MAX_COUNT)
+    max_num_seqs: int | None = Field(None, ge=1, le=MAX_COUNT)
     enable_prefix_caching: bool | None = None
     kv_cache_dtype: str | None = None
     enable_chunked_prefill: bool | None = None
     speculative_config: dict[str, Any] | None = None
     performance_mode: str | None = None
-    max_model_len: int | None = Field(None, ge=1)
+    max_model_len: int | None = Field(None, ge=1, le=MAX_COUNT)
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
     reasoning_parser: str | None = None
     extra_args: tuple[str, ...] = ()

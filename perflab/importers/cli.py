@@ -13,6 +13,7 @@ import sys
 import sqlalchemy as sa
 
 from db import session as db_session
+from perflab.auth import cli_user
 from perflab.importers.model import ImportFileError
 from perflab.importers.store import read_file, run_record, store_parsed
 
@@ -23,7 +24,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print the stored runs as a JSON list")
     parser.add_argument("--label", help="label for every imported run (default: from each result's context)")
-    parser.add_argument("--queued-by", help="who imported the runs")
+    parser.add_argument("--queued-by", help="who imported the runs (default: $USER)")
     parser.add_argument("--url", help="database URL (default: $PERFLAB_DATABASE_URL or var/perflab.db)")
 
 
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"error: {error}", file=sys.stderr)
                 failed += 1
                 continue
-            runs = store_parsed(session, parsed, queued_by=args.queued_by, label=args.label)
+            runs = store_parsed(session, parsed, queued_by=cli_user(args.queued_by), label=args.label)
             if args.json:
                 records.extend(run_record(session, stored) for stored in runs)
             else:

@@ -3,7 +3,7 @@
 Every file is parsed completely before anything of it is stored, so a file with an error stores
 nothing. Each result becomes one run (status ``done`` with one profile result, or ``failed`` with
 the recorded message) whose engine, model and config come from its serving command when that
-command can be read.
+command can be read. Secrets in the files (``--api-key …``, ``HF_TOKEN=…``, known values) are masked.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from perflab.engines import get_adapter
 from perflab.importers.commands import config_from_command, engine_named_in
 from perflab.importers.detect import parse_content
 from perflab.importers.model import ImportedResult, ImportFileError
+from perflab.redact import Redactor, process_redactor
 
 
 class ImportFailed(ValueError):
@@ -58,9 +59,15 @@ def _failure_class(engine: str | None, message: str) -> str:
 
 
 def _create_run(
-    session: Session, item: ImportedResult, *, imported_from: str, queued_by: str | None, label: str | None
+    session: Session,
+    item: ImportedResult,
+    *,
+    imported_from: str,
+    queued_by: str | None,
+    label: str | None,
+    redactor: Redactor,
 ) -> Run:
-    command = item.serve_command
+    command = redactor.optional(item.serve_command)
     config = config_from_command(command) if command and not item.serve_args_only else None
     fields: dict[str, Any] = {
         "status": "failed" if item.failure_message else "done",
@@ -68,9 +75,9 @@ def _create_run(
         "imported_from": imported_from,
         "label": label or item.label,
         "queued_by": queued_by,
-        "profiles": [item.profile],
+        "profiles": [redactor.data(item.profile)],
         "serve_commands": [command] if command else [],
-        "bench_commands": [item.bench_command] if item.bench_command else [],
+        "bench_commands": [redactor.text(item.bench_command)] if item.bench_command else [],
     }
     if config is None:
         fields["engine"] = item.engine or (
@@ -82,26 +89,35 @@ def _create_run(
     if item.failure_message:
         engine = config.engine if config else fields["engine"]
         fields["failure_class"] = _failure_class(engine, item.failure_message)
-        fields["failure_message"] = item.failure_message
+        fields["failure_message"] = redactor.text(item.failure_message)
     return crud.create_run(session, config=config, **fields)
 
 
 def store_parsed(
     session: Session, parsed: ParsedFile, *, queued_by: str | None = None, label: str | None = None
 ) -> list[Run]:
-    """Store a parsed file's results as runs, in file order (all of them or, on error, none)."""
+    """Store a parsed file's results as runs, in file order (all of them or, on error, none), with
+    every secret in them masked."""
     runs: list[Run] = []
+    redactor = process_redactor()
     try:
         for item in parsed.results:
-            run = _create_run(session, item, imported_from=parsed.name, queued_by=queued_by, label=label)
+            run = _create_run(
+                session,
+                item,
+                imported_from=parsed.name,
+                queued_by=queued_by,
+                label=label,
+                redactor=redactor,
+            )
             runs.append(run)
             if not item.failure_message:
                 crud.add_profile_result(
                     session,
                     run_id=run.id,
-                    profile=item.profile,
-                    result=item.result,
-                    text_block=item.text_block,
+                    profile=redactor.data(item.profile),
+                    result=redactor.data(item.result),
+                    text_block=redactor.optional(item.text_block),
                     bench_mode=None,
                 )
     except BaseException:

@@ -26,10 +26,11 @@ from typing import Any, Literal
 from perflab.inventory import HostConfig
 from perflab.probe.models import PythonInfo
 from perflab.remote.agent import ensure_agent, file_sha256
-from perflab.remote.process import run_dir
+from perflab.remote.process import run_dir, tracked_command
 from perflab.simhost import checkout_dir
 from perflab.transport.base import CommandStream, Transport
 from perflab.transport.local import LocalTransport
+from perflab.transport.retry import retrying
 
 BenchMode = Literal["on-host", "forwarded"]
 PROGRESS_PREFIX = "PERFLAB_PROGRESS "
@@ -148,6 +149,9 @@ def run_remote_bench(
     for an on-host run. ``mode`` forces a way; by default it follows the host's Python (pass ``python``
     from a probe to save a round trip). On the app's own machine (local transport) the bench runs with
     the app's interpreter. The result and text block are kept in ``<run dir>/<name>.json|.txt``.
+    On-host, the bench is process ``name`` of the run (its pid file in the run dir, the run's marker
+    env), so :func:`perflab.remote.process.stop` and :func:`~perflab.remote.process.find_leftovers`
+    find it even after this caller died; stopped early, it leaves a result marked ``partial``.
     """
     reason: str | None = None
     if mode is None:
@@ -156,6 +160,7 @@ def run_remote_bench(
         runner: Transport
         if mode == "forwarded":
             runner = LocalTransport(HostConfig(name="app", transport="local"))
+            runner.secret_env = dict(transport.secret_env)
             prefix, env = _app_command()
             out_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="perflab-bench-"))
             targets = [stack.enter_context(transport.forward(port)) for port in ports]
@@ -177,11 +182,14 @@ def run_remote_bench(
             *prefix, "bench", *bench_args, *file_args, *_target_args(targets),
             "--progress-json", "--save-result", result_path, "--result-text", text_path,
         ]  # fmt: skip
+        if mode == "on-host":
+            argv, marker = tracked_command(transport, argv, run_key=run_key, name=name)
+            env = {**env, **marker}
         stream = runner.stream(argv, timeout=timeout, env=env)
         status = _follow(stream, on_progress, on_line)
         tail = stream.tail[-_TAIL_LINES:]
         if status != 0:
             raise RemoteBenchFailed(transport.host.name, mode, status, tail)
-        result = json.loads(runner.read_text(result_path))
-        text = runner.read_text(text_path)
+        result = json.loads(retrying(lambda: runner.read_text(result_path)))
+        text = retrying(lambda: runner.read_text(text_path))
     return BenchRun(mode=mode, result=result, text_block=text, output_tail=tail, fallback_reason=reason)

@@ -5,7 +5,8 @@ env, cwd), ``<name>.log`` (stdout and stderr), ``<name>.pid`` (pid = process gro
 time) and, once it ended, ``<name>.exit``. The process runs in its own session with stdin from
 /dev/null, so it outlives the SSH connection and the app. Stopping sends TERM to every process of the
 run, then KILL after a grace period, and checks that none is left; see :mod:`perflab.remote.scripts`
-for how a run's processes are recognised even when pids are reused.
+for how a run's processes are recognised even when pids are reused. Reading a process's state, log or
+pid file is retried when the connection blips (:mod:`perflab.transport.retry`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from perflab.remote import scripts
 from perflab.transport.base import Transport
 from perflab.transport.errors import CommandFailed
+from perflab.transport.retry import retrying
 
 RUNS_DIR = "runs"
 RUN_KEY_ENV = "PERFLAB_RUN_KEY"
@@ -128,6 +130,23 @@ def visible_devices_env(gpu_ids: Sequence[int] | None, variable: str) -> dict[st
     return {variable: ",".join(str(gpu) for gpu in gpu_ids)}
 
 
+def marker_env(directory: str, run_key: str, name: str) -> dict[str, str]:
+    """The variables that mark every process of process ``name`` of a run (see the module doc)."""
+    return {RUN_KEY_ENV: run_key, PROCESS_ENV: f"{directory}/{name}"}
+
+
+def tracked_command(
+    transport: Transport, argv: Sequence[str], *, run_key: str, name: str
+) -> tuple[list[str], dict[str, str]]:
+    """``argv`` wrapped to write ``<run dir>/<name>.pid`` before it starts, and the marker env it must
+    carry: for a command run attached (its output streamed back) that :func:`stop`,
+    :func:`find_leftovers` and crash recovery must still find. The run dir must exist."""
+    directory = run_dir(transport, run_key)
+    pid_file = posixpath.join(directory, f"{_check_key('process name', name)}.pid")
+    wrapped = ["sh", "-c", scripts.RECORD, "perflab-record", pid_file, *argv]
+    return wrapped, marker_env(directory, run_key, name)
+
+
 def start_detached(
     transport: Transport,
     argv: Sequence[str],
@@ -150,8 +169,7 @@ def start_detached(
     process_env = {
         **dict(env or {}),
         **visible_devices_env(gpu_ids, visible_devices),
-        RUN_KEY_ENV: run_key,
-        PROCESS_ENV: f"{directory}/{name}",
+        **marker_env(directory, run_key, name),
     }
     cmd_json = json.dumps({"argv": list(argv), "env": process_env, "cwd": cwd}, ensure_ascii=False)
     exit_file = posixpath.join(directory, f"{name}.exit")
@@ -170,19 +188,16 @@ def start_detached(
 def load_process(transport: Transport, run_key: str, name: str) -> RemoteProcess:
     """The process recorded in ``<run dir>/<name>.pid`` (e.g. after the app restarted)."""
     directory = run_dir(transport, run_key)
-    lines = transport.read_text(
-        posixpath.join(directory, f"{_check_key('process name', name)}.pid")
-    ).splitlines()
+    pid_file = posixpath.join(directory, f"{_check_key('process name', name)}.pid")
+    lines = retrying(lambda: transport.read_text(pid_file)).splitlines()
     return RemoteProcess(
         transport.host.name, run_key, name, directory, int(lines[0]), (lines[1:] or ["-"])[0]
     )
 
 
 def process_state(transport: Transport, process: RemoteProcess) -> ProcessState:
-    result = transport.run_checked(
-        ["sh", "-c", scripts.STATE, "perflab-state", *process._identity_args(), process.exit_path],
-        timeout=_COMMAND_TIMEOUT_S,
-    )
+    argv = ["sh", "-c", scripts.STATE, "perflab-state", *process._identity_args(), process.exit_path]
+    result = retrying(lambda: transport.run_checked(argv, timeout=_COMMAND_TIMEOUT_S))
     values = dict(line.split(":", 1) for line in result.stdout.splitlines() if ":" in line)
     pids = _pid_tuple(values.get("pids", ""))
     code = values.get("exit", "").strip()
@@ -208,7 +223,8 @@ def stop(transport: Transport, process: RemoteProcess, grace_s: float = 10.0) ->
 
 def tail_log(transport: Transport, process: RemoteProcess, lines: int = 200) -> str:
     """The last ``lines`` lines of the process's log ("" if there is no log yet)."""
-    result = transport.run(["tail", "-n", str(int(lines)), process.log_path], timeout=_COMMAND_TIMEOUT_S)
+    argv = ["tail", "-n", str(int(lines)), process.log_path]
+    result = retrying(lambda: transport.run(argv, timeout=_COMMAND_TIMEOUT_S))
     return result.stdout if result.ok else ""
 
 
@@ -216,11 +232,9 @@ def read_log(
     transport: Transport, process: RemoteProcess, offset: int = 0, max_bytes: int = 1 << 20
 ) -> LogChunk:
     """Complete lines of the log from byte ``offset`` (at most ``max_bytes``), to follow a log."""
-    result = transport.run(
-        ["sh", "-c", 'tail -c +"$1" -- "$3" 2>/dev/null | head -c "$2"', "perflab-log",
-         str(int(offset) + 1), str(int(max_bytes)), process.log_path],
-        timeout=_COMMAND_TIMEOUT_S,
-    )  # fmt: skip
+    argv = ["sh", "-c", 'tail -c +"$1" -- "$3" 2>/dev/null | head -c "$2"', "perflab-log",
+            str(int(offset) + 1), str(int(max_bytes)), process.log_path]  # fmt: skip
+    result = retrying(lambda: transport.run(argv, timeout=_COMMAND_TIMEOUT_S))
     text = result.stdout
     complete = text[: text.rfind("\n") + 1]
     return LogChunk(complete, offset + len(complete.encode("utf-8")))

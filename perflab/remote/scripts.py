@@ -64,6 +64,23 @@ echo "$pid $start"
 # The wrapper LAUNCH runs inside the new session: runs the command, records how it ended.
 WRAPPER = r'exit_file=$1; shift; "$@"; echo $? > "$exit_file"'
 
+# record PID_FILE ARGV... -> writes PID_FILE (pid, then start time) as LAUNCH does, then becomes ARGV.
+# For a process the caller runs attached (its output streamed back) that must still be found and
+# stopped later, e.g. after the caller died.
+RECORD = r"""
+pid_file=$1; shift
+start=$(awk '{ sub(/.*\) /, ""); print $20 }' "/proc/$$/stat" 2>/dev/null)
+printf '%s\n%s\n' "$$" "${start:--}" > "$pid_file" || exit 125
+exec "$@"
+"""
+
+# listening PORT -> exit status 0 when some process listens on TCP PORT (IPv4 or IPv6, any address).
+LISTENING = r"""
+hex=$(printf '%04X' "$1")
+awk -v port=":$hex" '$4 == "0A" && substr($2, length($2) - 4) == port { found = 1 } END { exit !found }' \
+  /proc/net/tcp /proc/net/tcp6 2>/dev/null
+"""
+
 # state PGID START MARKER EXIT_FILE -> "pids: ..." and "exit: <status or empty>". The exit file is read
 # first: once it exists, every process the command started is already there to be found.
 STATE = (

@@ -2,14 +2,15 @@
 
 Each benchmark runs on the host next to the engines (:func:`perflab.remote.bench.run_remote_bench`,
 requests spread over every replica's URL), streams its progress into ``run.progress`` and stores its
-result with its per-request records as soon as it ends, so a later failure keeps earlier results. A
-sweep stores one result per point and, with ``stop_when_flat``, stops once output throughput stops
-rising. After each benchmark the engines must still be alive, else the run fails ``engine_died``.
+result with its per-request records as soon as it ends, so a later failure keeps earlier results;
+the benchmark in flight is recorded first (:mod:`perflab.runner.bench_record`), so a run that ends
+early keeps its partial result too. A sweep stores one result per point and, with
+``stop_when_flat``, stops once output throughput stops rising. After each benchmark the engines must
+still be alive, else the run fails ``engine_died`` (a bench that saw its engine go away stops early).
 """
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,12 +21,13 @@ from perflab.engines import EngineAdapter
 from perflab.profiles import BenchmarkProfile
 from perflab.remote import process as rp
 from perflab.remote.bench import RemoteBenchFailed, run_remote_bench
-from perflab.runner import results
+from perflab.runner.bench_record import bench_entry, store_bench_result, sweep_label
 from perflab.runner.errors import RunFailed
 from perflab.runner.launch import Replica
 from perflab.runner.logs import failure_of
 from perflab.runner.store import RunStore
 from perflab.transport.base import Transport
+from perflab.transport.errors import CommandTimeout, ConnectionLost
 
 # Flags run_remote_bench adds itself (targets) or replaces with the uploaded file.
 _ADDED_BY_REMOTE = ("--base-url", "--dataset-path")
@@ -50,11 +52,6 @@ def sweep_is_flat(best: float | None, current: float | None, min_gain: float) ->
     return best is not None and current is not None and current < best * (1.0 + min_gain)
 
 
-def profile_json(profile: BenchmarkProfile) -> dict[str, Any]:
-    """The profile as stored (an infinite request rate as ``"Infinity"``, valid in any JSON column)."""
-    return json.loads(profile.model_dump_json())
-
-
 @dataclass
 class BenchContext:
     """What every benchmark of one run shares."""
@@ -69,6 +66,7 @@ class BenchContext:
     interrupt: Callable[[], None]
     on_progress: Callable[[dict[str, Any]], None]
     dataset_files: Callable[[BenchmarkProfile], dict[str, Path]]
+    record_bench: Callable[[dict[str, Any] | None], None]
 
 
 def _check_engines(ctx: BenchContext, during: str) -> None:
@@ -89,11 +87,13 @@ def bench_command(args: Sequence[str], replicas: Sequence[Replica]) -> str:
 
 
 def _run_point(
-    ctx: BenchContext, point: BenchmarkProfile, name: str, label: dict[str, Any]
+    ctx: BenchContext, point: BenchmarkProfile, point_index: int, label: dict[str, Any]
 ) -> dict[str, Any]:
     files = ctx.dataset_files(point)
     args = without_flags(point.bench_args(base_urls=["-"], model=ctx.model), _ADDED_BY_REMOTE)
     ctx.store.update(bench_commands=[*ctx.store.load().bench_commands, bench_command(args, ctx.replicas)])
+    name = f"bench-{label['profile_index']}-{point_index}"
+    ctx.record_bench(bench_entry(name, label["profile_index"], point_index))
 
     def progress(values: dict[str, Any]) -> None:
         ctx.interrupt()
@@ -113,15 +113,25 @@ def _run_point(
     except RemoteBenchFailed as exc:
         _check_engines(ctx, point.name)
         raise RunFailed("bench_failed", str(exc)) from None
-    count = len(ctx.replicas)
-    result = results.with_replicas(bench.result, count)
-    ctx.store.add_result(
-        profile=profile_json(point),
-        result=result,
-        text_block=results.text_block(bench.text_block, result, count),
-        bench_mode=bench.mode,
+    except ConnectionLost:
+        raise RunFailed(
+            "connection_lost",
+            f"the connection to host '{ctx.transport.host.name}' dropped while benchmarking '{point.name}'",
+        ) from None
+    except CommandTimeout:
+        raise RunFailed(
+            "timeout", f"the benchmark '{point.name}' ran longer than {ctx.timeout_s:g} s and was stopped"
+        ) from None
+    result = store_bench_result(
+        ctx.store,
+        point=point,
         sweep_point=label.get("sweep_point"),
+        result=bench.result,
+        bench_text=bench.text_block,
+        bench_mode=bench.mode,
+        replicas=len(ctx.replicas),
     )
+    ctx.record_bench(None)
     _check_engines(ctx, point.name)
     return result
 
@@ -147,15 +157,11 @@ def run_profiles(ctx: BenchContext, profiles: Sequence[BenchmarkProfile], *, fla
                 "profile_index": index,
                 "profiles": len(profiles),
             }
-            if profile.sweep is not None:
-                label["sweep_point"] = {
-                    "kind": profile.sweep.kind,
-                    "value": profile.sweep.values[point_index],
-                    "index": point_index,
-                    "points": len(points),
-                }
+            sweep_point = sweep_label(profile, point_index)
+            if sweep_point is not None:
+                label["sweep_point"] = sweep_point
             ctx.on_progress({**label, "done": 0, "failed": 0, "total": point.num_prompts})
-            result = _run_point(ctx, point, f"bench-{index}-{point_index}", label)
+            result = _run_point(ctx, point, point_index, label)
             stored += 1
             throughput = result.get("output_throughput")
             if profile.sweep is not None and profile.sweep.stop_when_flat:

@@ -19,6 +19,7 @@ from sqlalchemy.engine import Engine
 from db import crud
 from db.session import new_session
 from perflab import settings
+from perflab.auth import cli_user
 from perflab.engines import ENGINE_NAMES, EngineConfig, EngineConfigError
 from perflab.inventory import InventoryError, load_inventory
 from perflab.profiles import BenchmarkProfile
@@ -95,6 +96,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="preset name or spec, e.g. short, random:in=1024,out=128,n=100 (repeatable)",
     )
     parser.add_argument("--label", default=None)
+    parser.add_argument("--queued-by", default=None, help="who queued the run (default: $USER)")
     parser.add_argument(
         "--hosts", default=None, help="hosts file (default: $PERFLAB_HOSTS or <repo>/hosts.yaml)"
     )
@@ -219,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
             config=config,
             profiles=profiles,
             worker_id=None if args.queue else worker.worker_id,
-            queued_by="cli",
+            queued_by=cli_user(args.queued_by),
             label=args.label,
         )
     except (EngineConfigError, ValueError) as exc:

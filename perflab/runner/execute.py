@@ -29,7 +29,9 @@ from perflab.engines import EngineAdapter, EngineConfig, EngineConfigError, get_
 from perflab.inventory import HostConfig, Inventory, InventoryError
 from perflab.probe import ProbeResult, probe_host
 from perflab.profiles import BenchmarkProfile
+from perflab.redact import hosts_redactor
 from perflab.runner import environment
+from perflab.runner.bench_record import BENCH_KEY
 from perflab.runner.benchmark import BenchContext, run_profiles
 from perflab.runner.datasets import dataset_files
 from perflab.runner.endpoints import Endpoints
@@ -40,7 +42,7 @@ from perflab.runner.options import RunnerOptions
 from perflab.runner.placement import choose_gpus
 from perflab.runner.readiness import wait_until_ready
 from perflab.runner.sampling import Sampler
-from perflab.runner.stop import log_excerpt, stop_recorded
+from perflab.runner.stop import wind_down
 from perflab.runner.store import RunStore
 from perflab.simhost import SimulatedHostError
 from perflab.transport import open_transport
@@ -189,6 +191,14 @@ class _Execution:
             "message", f"started {replica.name} on port {replica.port} (GPUs {list(replica.plan.gpu_ids)})"
         )
 
+    def _record_bench(self, entry: dict[str, Any] | None) -> None:
+        assert self.remote_state is not None
+        if entry is None:
+            self.remote_state.pop(BENCH_KEY, None)
+        else:
+            self.remote_state[BENCH_KEY] = entry
+        self.store.update(remote_state=dict(self.remote_state))
+
     def _execute(self) -> None:
         run = self.store.load()
         if run.cancel_requested:
@@ -262,6 +272,7 @@ class _Execution:
                 interrupt=self.interrupt,
                 on_progress=self.progress,
                 dataset_files=lambda profile: dataset_files(self.store.engine, profile, directory),
+                record_bench=self._record_bench,
             )
             run_profiles(context, plan.profiles, flat_gain=self.options.flat_gain)
 
@@ -272,10 +283,13 @@ class _Execution:
         transport, remote_state = self.transport, self.remote_state
         if transport is not None and remote_state is not None:
             try:
-                remote_state["stopped"] = stop_recorded(
-                    transport, remote_state, grace_s=self.options.stop_grace_s
+                fields["log_tail"] = wind_down(
+                    transport,
+                    self.store,
+                    remote_state,
+                    grace_s=self.options.stop_grace_s,
+                    log_lines=self.options.log_tail_lines,
                 )
-                fields["log_tail"] = log_excerpt(transport, remote_state, lines=self.options.log_tail_lines)
             except TransportError as exc:
                 remote_state["cleanup_error"] = str(exc)
             fields["remote_state"] = dict(remote_state)
@@ -325,7 +339,7 @@ def execute_run(
 ) -> str:
     """Drive claimed run ``run_id`` (status ``launching``) to its end; returns the final status
     (``done``, ``failed``, ``cancelled``, or ``queued`` when it was handed back to the queue)."""
-    store = RunStore(engine, run_id)
+    store = RunStore(engine, run_id, hosts_redactor(inventory))
     run = store.load()
     if run.status != "launching":
         raise ValueError(f"run {run_id} is {run.status!r}; only a claimed (launching) run can be executed")

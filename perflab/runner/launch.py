@@ -4,7 +4,9 @@ Replica ``i`` runs detached (see :mod:`perflab.remote.process`) as process ``eng
 in its own working directory ``<run dir>/engine-<i>/`` holding the adapter's files, with the adapter's
 environment (visible devices = the replica's GPUs). Without a configured port, replica ports follow
 the first GPU of each replica (default port + GPU index), so runs on disjoint GPUs of one host never
-collide; with one, replica ``i`` listens on port + ``i``.
+collide; with one, replica ``i`` listens on port + ``i``. A port something else already listens on
+fails the run (``port_in_use``) before the replica starts: the health probe would otherwise be
+answered by that other server.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 from perflab.engines import EngineAdapter, EngineConfig, ReplicaPlan, replica_plans
 from perflab.remote import process as rp
+from perflab.remote import scripts
 from perflab.runner.errors import RunFailed
 from perflab.transport.base import Transport
 from perflab.transport.errors import CommandFailed
@@ -70,6 +73,11 @@ def serve_command(argv: Sequence[str], env: dict[str, str]) -> str:
     return shlex.join([*(f"{key}={value}" for key, value in env.items()), *argv])
 
 
+def port_listening(transport: Transport, port: int) -> bool:
+    """Whether some process on the host already listens on TCP ``port``."""
+    return transport.run(["sh", "-c", scripts.LISTENING, "perflab-listening", str(port)], timeout=30.0).ok
+
+
 def start_replicas(
     transport: Transport,
     *,
@@ -87,6 +95,12 @@ def start_replicas(
         workdir = posixpath.join(directory, name)
         argv = adapter.serve_argv(config, port=plan.port)
         env = adapter.env(config, gpu_ids=plan.gpu_ids, run_dir=workdir)
+        if port_listening(transport, plan.port):
+            raise RunFailed(
+                "port_in_use",
+                f"port {plan.port} on host '{transport.host.name}' is already in use by another process, "
+                f"so {name} cannot serve on it; stop that process or set another port",
+            )
         try:
             transport.run_checked(["mkdir", "-p", workdir], timeout=30.0)
             for file_name, text in adapter.files(config, port=plan.port).items():

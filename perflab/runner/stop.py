@@ -2,22 +2,21 @@
 
 The runner calls this when a run ends (always), and the worker calls it for runs left in flight by a
 worker that died: the record names the host, the run key and every process the run meant to start,
-written before each started, so nothing can be left behind unseen. Transient SSH failures while
-stopping are retried with backoff.
+written before each started — the engines, and the benchmark in flight — so nothing can be left
+behind unseen. The benchmark is stopped first, so it writes its partial result while its engines
+still answer. Transient SSH failures while stopping are retried with backoff.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perflab.remote import process as rp
+from perflab.runner.bench_record import BENCH_KEY, store_in_flight
+from perflab.runner.store import RunStore
 from perflab.transport.base import Transport
-from perflab.transport.errors import CommandTimeout, ConnectionLost, HostUnreachable
-
-TRANSIENT_ERRORS = (ConnectionLost, HostUnreachable, CommandTimeout)
-RETRY_DELAYS_S = (1.0, 3.0)
+from perflab.transport.retry import RETRY_DELAYS_S, retrying
 
 HEAD_SHARE = 40
 EXCERPT_TIMEOUT_S = 30.0
@@ -44,13 +43,30 @@ def recorded_processes(transport: Transport, remote_state: Mapping[str, Any]) ->
     return found
 
 
+def recorded_bench(transport: Transport, remote_state: Mapping[str, Any]) -> rp.RemoteProcess | None:
+    """The benchmark the record says is in flight, if it was started (its pid file exists)."""
+    entry = remote_state.get(BENCH_KEY)
+    if not entry:
+        return None
+    try:
+        return rp.load_process(transport, remote_state["run_key"], entry["name"])
+    except FileNotFoundError:
+        return None
+
+
+def _outcome(stopped: rp.StopResult) -> str:
+    return stopped.outcome if stopped.clean else f"left: {' '.join(map(str, stopped.left))}"
+
+
 def _stop_once(transport: Transport, remote_state: Mapping[str, Any], grace_s: float) -> dict[str, str]:
     outcomes = {}
+    bench = recorded_bench(transport, remote_state)
+    if bench is not None:
+        stopped = rp.stop(transport, bench, grace_s)
+        if stopped.outcome != "none":
+            outcomes[bench.name] = _outcome(stopped)
     for process in recorded_processes(transport, remote_state):
-        stopped = rp.stop(transport, process, grace_s)
-        outcomes[process.name] = (
-            stopped.outcome if stopped.clean else f"left: {' '.join(map(str, stopped.left))}"
-        )
+        outcomes[process.name] = _outcome(rp.stop(transport, process, grace_s))
     return outcomes
 
 
@@ -62,14 +78,10 @@ def stop_recorded(
     retry_delays_s: Sequence[float] = RETRY_DELAYS_S,
 ) -> dict[str, str]:
     """Stop every recorded process; returns ``{name: outcome}`` (``none``, ``term``, ``kill`` or
-    ``left: <pids>`` when some survived even KILL). Stopping is idempotent, so a dropped connection or
-    a timeout is retried after each of ``retry_delays_s`` (the SSH pool reconnects) before it raises."""
-    for delay in retry_delays_s:
-        try:
-            return _stop_once(transport, remote_state, grace_s)
-        except TRANSIENT_ERRORS:
-            time.sleep(delay)
-    return _stop_once(transport, remote_state, grace_s)
+    ``left: <pids>`` when some survived even KILL; the benchmark only when it still ran). Stopping is
+    idempotent, so a dropped connection or a timeout is retried after each of ``retry_delays_s`` (the
+    SSH pool reconnects) before it raises."""
+    return retrying(lambda: _stop_once(transport, remote_state, grace_s), retry_delays_s)
 
 
 def _excerpt(transport: Transport, process: rp.RemoteProcess, lines: int) -> str:
@@ -92,3 +104,13 @@ def log_excerpt(transport: Transport, remote_state: Mapping[str, Any], *, lines:
     return "\n".join(
         f"==> {process.name}.log <==\n{_excerpt(transport, process, lines)}" for process in processes
     )
+
+
+def wind_down(
+    transport: Transport, store: RunStore, remote_state: dict[str, Any], *, grace_s: float, log_lines: int
+) -> str | None:
+    """The end of a run on its host: stop everything recorded (outcomes in ``remote_state["stopped"]``),
+    store the result the benchmark in flight left, and return the engine log excerpt."""
+    remote_state["stopped"] = stop_recorded(transport, remote_state, grace_s=grace_s)
+    store_in_flight(transport, store, remote_state, store.load().profiles)
+    return log_excerpt(transport, remote_state, lines=log_lines)

@@ -2,7 +2,9 @@
 
 The runner's threads (the lifecycle, the metric sampler, progress callbacks) share one
 :class:`RunStore`; each call opens a session, calls one :mod:`db.crud` function and closes it, so no
-session ever crosses a thread.
+session ever crosses a thread. Everything written passes through the store's
+:class:`~perflab.redact.Redactor` first: text from the host (log tails, failure messages, commands,
+progress lines, benchmark errors) never brings a secret into the database.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from sqlalchemy.engine import Engine
 from db import crud
 from db.models import GpuLock, Run
 from db.session import new_session
+from perflab.redact import Redactor
 
 
 def json_safe(value: Any) -> Any:
@@ -32,9 +35,10 @@ def json_safe(value: Any) -> Any:
 class RunStore:
     """The database side of run ``run_id``."""
 
-    def __init__(self, engine: Engine, run_id: int) -> None:
+    def __init__(self, engine: Engine, run_id: int, redactor: Redactor | None = None) -> None:
         self.engine = engine
         self.run_id = run_id
+        self.redactor = redactor or Redactor()
 
     def load(self) -> Run:
         with new_session(self.engine) as session:
@@ -42,15 +46,17 @@ class RunStore:
 
     def set_status(self, status: str, **fields: Any) -> Run:
         with new_session(self.engine) as session:
-            return crud.set_run_status(session, run_id=self.run_id, status=status, **fields)
+            return crud.set_run_status(
+                session, run_id=self.run_id, status=status, **self.redactor.data(fields)
+            )
 
     def update(self, **fields: Any) -> Run:
         with new_session(self.engine) as session:
-            return crud.update_run(session, run_id=self.run_id, **fields)
+            return crud.update_run(session, run_id=self.run_id, **self.redactor.data(fields))
 
     def heartbeat(self, progress: dict[str, Any] | None = None) -> None:
         with new_session(self.engine) as session:
-            crud.heartbeat_run(session, run_id=self.run_id, progress=json_safe(progress))
+            crud.heartbeat_run(session, run_id=self.run_id, progress=self.redactor.data(json_safe(progress)))
 
     def cancel_requested(self) -> bool:
         return self.load().cancel_requested
@@ -69,8 +75,8 @@ class RunStore:
                 session,
                 run_id=self.run_id,
                 profile=profile,
-                result=json_safe(dict(result)),
-                text_block=text_block,
+                result=self.redactor.data(json_safe(dict(result))),
+                text_block=self.redactor.optional(text_block),
                 bench_mode=bench_mode,
                 sweep_point=sweep_point,
             )

@@ -1,8 +1,8 @@
 """Creating runs (for the CLI, the UI and studies) and waiting for them to finish.
 
-:func:`submit_run` validates the config against its engine and stores the run with its profiles:
-``queued`` for a worker to claim, or ``launching`` already claimed by ``worker_id`` for a caller that
-executes it itself. A replicated config's summary ends with the seeds' "×N".
+:func:`submit_run` validates the config against its engine (and refuses one carrying a secret) and
+stores the run with its profiles: ``queued`` for a worker to claim, or ``launching`` already claimed by
+``worker_id`` for a caller that executes it itself. A replicated config's summary ends with the seeds' "×N".
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from db.models import FINISHED_RUN_STATUSES, Run
 from db.session import new_session
 from perflab.engines import EngineConfig, get_adapter
 from perflab.profiles import BenchmarkProfile
-from perflab.runner.benchmark import profile_json
+from perflab.redact import check_config
+from perflab.runner.bench_record import profile_json
 
 
 def knobs_summary(config: EngineConfig) -> str:
@@ -40,8 +41,9 @@ def submit_run(
 ) -> Run:
     """Store a run of ``config`` on ``host_name`` with ``profiles`` (queued, or launching for
     ``worker_id``). Raises :class:`perflab.engines.EngineConfigError` for a config its engine refuses
-    and ValueError without profiles."""
+    or that carries a secret (:class:`perflab.redact.SecretInConfig`), and ValueError without profiles."""
     get_adapter(config.engine).validate(config)
+    check_config(config)
     if not profiles:
         raise ValueError("a run needs at least one benchmark profile")
     with new_session(engine) as session:

@@ -54,7 +54,6 @@ class Responder:
         "_protocol",
         "_transport",
         "_server_header",
-        "_pending_head",
         "status",
         "streaming",
         "done",
@@ -65,7 +64,6 @@ class Responder:
         self._protocol = protocol
         self._transport = transport
         self._server_header = server_header
-        self._pending_head = b""
         self.status = 0
         self.streaming = False
         self.done = False
@@ -99,28 +97,32 @@ class Responder:
         self._finish()
 
     def start_stream(self, content_type: str = "text/event-stream; charset=utf-8") -> None:
-        """Begin a chunked response; its head goes out with the first chunk (one write, not two)."""
+        """Begin a chunked response: its head goes out now, before the first token, as uvicorn sends
+        the head of a streaming response as soon as the application starts it."""
         self.streaming = True
         headers = [("content-type", content_type), ("transfer-encoding", "chunked")]
         if not self._protocol.current_keep_alive:
             headers.append(("connection", "close"))
-        self._pending_head = self._head(200, headers)
-
-    def _take_head(self) -> bytes:
-        head, self._pending_head = self._pending_head, b""
-        return head
+        head = self._head(200, headers)
+        if self.connected:
+            self._transport.write(head)
 
     def write_chunk(self, data: bytes) -> None:
-        if data and self.connected:
-            self._transport.write(self._take_head() + b"%x\r\n%s\r\n" % (len(data), data))
+        if data:
+            self.write_frame(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def write_frame(self, frame: bytes) -> None:
+        """Write one chunk already framed for chunked transfer encoding."""
+        if not self._transport.is_closing():
+            self._transport.write(frame)
 
     def end_stream(self, last: bytes = b"") -> None:
         """Write an optional last chunk and the terminating zero-length chunk."""
         if self.connected:
             if last:
-                self._transport.write(self._take_head() + b"%x\r\n%s\r\n0\r\n\r\n" % (len(last), last))
+                self._transport.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(last), last))
             else:
-                self._transport.write(self._take_head() + b"0\r\n\r\n")
+                self._transport.write(b"0\r\n\r\n")
         self._finish()
 
     def _finish(self) -> None:

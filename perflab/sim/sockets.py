@@ -6,7 +6,9 @@ shift every TTFT by scheduling noise. With ``SO_TIMESTAMP`` the kernel stamps ea
 :class:`Connection` reads with ``recvmsg`` and reports that time (converted to the loop clock) along
 with the data. Connections are driven directly with ``add_reader``/``add_writer`` (no asyncio
 transport or task per connection), which also makes accepting a burst of connections cheap.
-Writes go straight to the socket and are buffered only when the socket is full.
+Writes go straight to the socket and are buffered only when the socket is full. Reads ask for at
+most 64 KiB: a larger request makes every read allocate, and the allocator map and unmap, a buffer
+that big.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Callable, Optional, Protocol, Set
 SO_TIMESTAMP = getattr(socket, "SO_TIMESTAMP", 29 if sys.platform.startswith("linux") else 0)
 _TIMEVAL = struct.Struct("@ll")
 _ANCILLARY_SIZE = socket.CMSG_SPACE(_TIMEVAL.size)
-READ_SIZE = 256 * 1024
+READ_SIZE = 64 * 1024
 
 
 class StreamHandler(Protocol):

@@ -15,7 +15,7 @@ from typing import List, Optional
 
 from perflab.sim.httpserver import Responder
 from perflab.sim.sequence import Sequence
-from perflab.sim.tokenizer import output_piece
+from perflab.sim.tokenizer import output_piece, output_piece_bytes
 
 
 class ResponseFormat:
@@ -42,6 +42,14 @@ class ResponseFormat:
             self.plain_head = (self._chunk_head + '"choices":[{"index":0,"text":"').encode()
             self.first_head = self.plain_head
             self.plain_tail = b'","logprobs":null,"finish_reason":null,"stop_reason":null}]}\n\n'
+        self._framed_tail = self.plain_tail + b"\r\n"
+        self._first_size = len(self.first_head) + len(self.plain_tail)
+        self._plain_size = len(self.plain_head) + len(self.plain_tail)
+
+    def token_frame(self, first: bool, piece: bytes) -> bytes:
+        """One token's chunk framed for ``Transfer-Encoding: chunked``, built in one step."""
+        head, size = (self.first_head, self._first_size) if first else (self.plain_head, self._plain_size)
+        return b"%x\r\n%s%s%s" % (size + len(piece), head, piece, self._framed_tail)
 
     def delta_chunk(self, first: bool, key: str, text: str, finish_reason: Optional[str]) -> bytes:
         finish = "null" if finish_reason is None else f'"{finish_reason}"'
@@ -135,8 +143,7 @@ class StreamSink:
         sent = self._sent
         if count == 1 and not finished and not fmt.reasoning_tokens:
             self._sent = sent + 1
-            head = fmt.first_head if sent == 0 else fmt.plain_head
-            self._responder.write_chunk(head + output_piece(seq.seed, sent).encode() + fmt.plain_tail)
+            self._responder.write_frame(fmt.token_frame(sent == 0, output_piece_bytes(seq.seed, sent)))
             return
         parts = _split_pieces(seq, self._sent, seq.generated, fmt.reasoning_tokens)
         chunks = []

@@ -95,14 +95,25 @@ class HFTokenizer:
         return self._tokenizer.decode(list(ids))
 
 
+_PIECES = tuple(" " + word for word in BUILTIN_WORDS)
+_PIECE_BYTES = tuple(piece.encode() for piece in _PIECES)
+_FIRST_PIECE_BYTES = tuple(word.encode() for word in BUILTIN_WORDS)
+
+
 def output_piece(seed: int, index: int) -> str:
     """Text of the ``index``-th generated token of a sequence (a space before all but the first).
 
     Generated text is made of built-in words whatever the tokenizer, so the word tokenizer counts
     exactly one token per generated piece.
     """
-    word = BUILTIN_WORDS[(seed + index * 7919) % len(BUILTIN_WORDS)]
-    return word if index == 0 else " " + word
+    word = (seed + index * 7919) % len(BUILTIN_WORDS)
+    return BUILTIN_WORDS[word] if index == 0 else _PIECES[word]
+
+
+def output_piece_bytes(seed: int, index: int) -> bytes:
+    """``output_piece`` UTF-8 encoded, from a table (the per-token path of streaming)."""
+    word = (seed + index * 7919) % len(BUILTIN_WORDS)
+    return _FIRST_PIECE_BYTES[word] if index == 0 else _PIECE_BYTES[word]
 
 
 def load_tokenizer(path: str = ""):

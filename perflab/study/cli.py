@@ -19,6 +19,7 @@ from sqlalchemy.engine import Engine
 from db import crud
 from db import session as db_session
 from perflab import settings
+from perflab.auth import cli_user
 from perflab.cli_database import DatabaseUnavailable, command_engine
 from perflab.inventory import InventoryError, load_inventory
 from perflab.study.coordinator import StudyStateError, cancel_study, create_study, pause_study, resume_study
@@ -38,7 +39,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         sub = commands.add_parser(name, help=help_text)
         sub.add_argument("--spec", required=True, help="study spec, YAML or JSON")
         sub.add_argument("--hosts", help="hosts file (default: $PERFLAB_HOSTS or <repo>/hosts.yaml)")
-        sub.add_argument("--queued-by", help="who started the study")
+        sub.add_argument("--queued-by", help="who started the study (default: $USER)")
     run_parser = commands.choices["run"]
     run_parser.add_argument("--wait", action="store_true", help="execute it in this process until it ends")
     run_parser.add_argument("--timeout", type=float, default=24 * 3600.0, help="seconds to wait (--wait)")
@@ -56,7 +57,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _create(engine: Engine, args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     inventory = load_inventory(args.hosts or settings.hosts_path())
-    study = create_study(engine, spec, inventory=inventory, queued_by=args.queued_by)
+    study = create_study(engine, spec, inventory=inventory, queued_by=cli_user(args.queued_by))
     print(f"study {study.id}: {study.name} [{study.status}]", flush=True)
     if args.action == "create" or not args.wait:
         return 0

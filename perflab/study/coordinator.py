@@ -38,6 +38,7 @@ from db.crud.studies import FINISHED_STUDY_STATUSES
 from db.models import Run, Study, utcnow
 from db.session import new_session
 from perflab.inventory import Inventory
+from perflab.redact import check_config
 from perflab.runner.submit import submit_run
 from perflab.study.configs import serve_command
 from perflab.study.hosts import check_hosts, host_facts, next_host
@@ -78,7 +79,7 @@ def create_study(
         accelerator, count = check_hosts(facts)
         gpus_per_node = spec.gpus_per_node or count
         try:
-            spec.baseline_config(gpus_per_node)
+            check_config(spec.baseline_config(gpus_per_node))
         except ValueError as error:
             raise StudySpecError([f"baseline: {error}"]) from None
         study = crud.create_study(session, name=spec.name, spec=spec.stored(), queued_by=queued_by)

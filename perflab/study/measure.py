@@ -4,7 +4,8 @@ A configuration is measured once its run has stored the tuning profile's result 
 for a swept profile): the study decides on it while the same launch goes on with the validation
 profiles. A run that failed before that is the configuration's failure, except when the worker stopped
 or died under it (``worker_stopped``/``worker_restarted``): that says nothing about the configuration,
-so it gets a new run, up to :data:`MAX_ATTEMPTS` in all.
+so it gets a new run, up to :data:`MAX_ATTEMPTS` in all. A partial result (the requests measured
+before such a run was stopped) is kept with the run but never counts as a measurement.
 """
 
 from __future__ import annotations
@@ -55,11 +56,20 @@ def results_by_run(session: Session, run_ids: Iterable[int]) -> dict[int, list[P
     return grouped
 
 
+def tuning_results(results: Sequence[ProfileResult], tuning: BenchmarkProfile) -> list[ProfileResult]:
+    """The complete (not partial) results of the tuning profile."""
+    return [
+        result
+        for result in results
+        if result.profile_name == tuning.name and not (result.result or {}).get("partial")
+    ]
+
+
 def _measurement(
     run: Run, results: Sequence[ProfileResult], tuning: BenchmarkProfile, found: Score | None, attempts: int
 ) -> Measurement | None:
     finished = run.status in FINISHED_RUN_STATUSES
-    tuned = [result for result in results if result.profile_name == tuning.name]
+    tuned = tuning_results(results, tuning)
     moved_on = any(result.profile_name != tuning.name for result in results)
     complete = bool(tuned) and (tuning.sweep is None or finished or moved_on)
     if complete and found is not None:
@@ -96,9 +106,7 @@ def outcomes(
     found: dict[str, RunOutcome] = {}
     for fingerprint, run in latest.items():
         stored = tuple(results.get(run.id, ()))
-        tuned = [
-            (result.sweep_point, result.result) for result in stored if result.profile_name == tuning.name
-        ]
+        tuned = [(result.sweep_point, result.result) for result in tuning_results(stored, tuning)]
         run_score = score(objective, tuned, slos=slos, expected_prompts=tuning.num_prompts) if tuned else None
         measurement = _measurement(run, stored, tuning, run_score, attempts[fingerprint])
         found[fingerprint] = RunOutcome(run, stored, run_score, measurement, attempts[fingerprint])

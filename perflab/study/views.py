@@ -13,7 +13,7 @@ from sqlmodel import Session
 from db import crud
 from perflab.report.model import StageSection
 from perflab.study.spec import StudySpec, StudySpecError, parse_spec, spec_from_data, yaml_problem
-from perflab.views.urlstate import BadParam
+from perflab.views.urlstate import BadParam, parse_id
 
 # The stages the form starts with: the seeds' usual order.
 STAGES_TEMPLATE = """\
@@ -44,10 +44,7 @@ def parse_study_id(raw: str | None) -> int:
     """The study id of ``?study=ID``; raises BadParam with a sentence a user can act on."""
     if raw is None or not raw.strip():
         raise BadParam("No study given: open one on the Studies page, or add ?study=ID to the address.")
-    cleaned = raw.strip().lstrip("#")
-    if not cleaned.isdigit() or int(cleaned) == 0:
-        raise BadParam(f"'{raw.strip()}' in ?study= is not a study id: study ids are whole numbers like 3.")
-    return int(cleaned)
+    return parse_id(raw, "study", "study", 3)
 
 
 def studies_table(session: Session) -> pd.DataFrame:

@@ -8,6 +8,7 @@ applies their environment to every command, so the rest of perflab cannot tell t
 from __future__ import annotations
 
 from perflab.inventory import HostConfig
+from perflab.secrets import SecretUnavailable, host_secret_env
 from perflab.transport.base import CommandResult, CommandStream, Transport
 from perflab.transport.connections import POOL
 from perflab.transport.errors import (
@@ -41,7 +42,12 @@ __all__ = [
 
 
 def open_transport(host: HostConfig) -> Transport:
-    """A ready transport for ``host`` (SSH connection opened; simulator shims installed if simulated)."""
+    """A ready transport for ``host`` (its ``secrets:`` read, SSH connection opened, simulator shims
+    installed if simulated); :class:`AuthenticationFailed` when a secret cannot be read."""
+    try:
+        secret_env = host_secret_env(host)
+    except SecretUnavailable as exc:
+        raise AuthenticationFailed(host.name, str(exc), "Fix the host's secrets: in hosts.yaml.") from None
     transport: Transport
     if host.transport == "local":
         transport = LocalTransport(host)
@@ -49,6 +55,7 @@ def open_transport(host: HostConfig) -> Transport:
         ssh = SSHTransport(host)
         ssh.connect()
         transport = ssh
+    transport.secret_env = secret_env
     if host.simulated:
         from perflab.simhost import prepare_host
 

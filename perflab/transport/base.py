@@ -1,9 +1,9 @@
 """The Transport interface every host is reached through, and the pieces both implementations share.
 
 A command is always an argv (a list of strings), never a shell string: the local transport hands it to
-``subprocess`` as is, the SSH transport renders it with ``shlex.join``. The host's ``env`` (and, for a
-simulated host, the simulator's env) is applied to every command. Remote paths may start with ``~`` or
-be relative; both mean "under the login user's home directory".
+``subprocess`` as is, the SSH transport renders it with ``shlex.join``. The host's ``env`` and
+``secrets`` (and, for a simulated host, the simulator's env) are applied to every command. Remote
+paths may start with ``~`` or be relative; both mean "under the login user's home directory".
 """
 
 from __future__ import annotations
@@ -174,6 +174,7 @@ class Transport(ABC):
 
     def __init__(self, host: HostConfig) -> None:
         self.host = host
+        self.secret_env: dict[str, str] = {}
         self.extra_env: dict[str, str] = {}
 
     # Commands -------------------------------------------------------------------------------------
@@ -263,8 +264,8 @@ class Transport(ABC):
     # Shared helpers -------------------------------------------------------------------------------
 
     def command_env(self, env: Mapping[str, str] | None) -> dict[str, str]:
-        """The variables set for a command: host env, then simulator env, then the call's env."""
-        merged = {**self.host.env, **self.extra_env, **(env or {})}
+        """The variables set for a command: host env and secrets, then simulator env, then the call's env."""
+        merged = {**self.host.env, **self.secret_env, **self.extra_env, **(env or {})}
         for name, value in merged.items():
             if not name or "=" in name or "\0" in name or "\0" in value:
                 raise ValueError(f"invalid environment variable {name!r}")

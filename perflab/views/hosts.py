@@ -19,6 +19,7 @@ from db.models import Host, utcnow
 from perflab.inventory import HostConfig, Inventory
 from perflab.probe.models import ProbeProblem, ProbeResult
 from perflab.probe.status import HostError, HostStatus, host_status
+from perflab.redact import hosts_redactor
 from perflab.views.formatting import MISSING, format_number, host_label
 
 ERROR_TITLES: dict[str, str] = {
@@ -120,8 +121,9 @@ def load_hosts(session: Session, inventory: Inventory) -> list[HostView]:
 
 
 def probe_and_store(session: Session, config: HostConfig) -> HostView:
-    """Probe ``config`` now, store the outcome, and return the host's new view."""
+    """Probe ``config`` now, store the outcome (secrets masked), and return the host's new view."""
     status = host_status(config)
+    redactor = hosts_redactor([config])
     crud.upsert_host(
         session,
         name=config.name,
@@ -133,8 +135,8 @@ def probe_and_store(session: Session, config: HostConfig) -> HostView:
         session,
         name=config.name,
         reachable=status.reachable,
-        probe=status.probe.model_dump(mode="json") if status.probe is not None else None,
-        error=error_text(status.error) if status.error is not None else None,
+        probe=redactor.data(status.probe.model_dump(mode="json")) if status.probe is not None else None,
+        error=redactor.text(error_text(status.error)) if status.error is not None else None,
     )
     return host_view(config, stored)
 

@@ -21,6 +21,7 @@ from perflab.engines.flags import format_value, parse_json_object
 from perflab.inventory import HostConfig
 from perflab.probe.models import ProbeResult
 from perflab.profiles import PRESETS, BenchmarkProfile, scaled
+from perflab.redact import config_problems
 from perflab.runner.submit import submit_run
 from perflab.views.run_detail import RunView
 
@@ -133,6 +134,9 @@ def build_config(form: ConfigForm) -> EngineConfig:
             raise LaunchInputError("speculative_config", str(error)) from None
     if not form.model.strip():
         raise LaunchInputError("model", "enter a model id (e.g. Qwen/Qwen3-8B) or a path on the host")
+    secrets = config_problems(fields["env"], fields["extra_args"])
+    if secrets:
+        raise LaunchInputError(*secrets[0])
     try:
         return EngineConfig(**fields)
     except ValidationError as error:

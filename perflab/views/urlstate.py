@@ -7,17 +7,29 @@ it instead of a traceback. Unknown (well-formed) ids are the pages' business: th
 from __future__ import annotations
 
 MAX_COMPARE_RUNS = 24
+# Ids are 32-bit integer keys in every database perflab supports: nothing larger can exist.
+MAX_ID = 2**31 - 1
 
 
 class BadParam(ValueError):
     """A query parameter that cannot be read; ``str(error)`` is the friendly message."""
 
 
-def _run_id(text: str, param: str) -> int:
+def parse_id(text: str, param: str, noun: str, example: int) -> int:
+    """The id of ``?param=`` (``#42`` and spaces allowed); BadParam unless a whole number from 1 up."""
     cleaned = text.strip().lstrip("#")
-    if not cleaned.isdigit() or int(cleaned) == 0:
-        raise BadParam(f"'{text.strip()}' in ?{param}= is not a run id: run ids are whole numbers like 42.")
+    shown = text.strip().encode("unicode_escape").decode("ascii")
+    if not (cleaned.isascii() and cleaned.isdigit()) or int(cleaned) == 0:
+        raise BadParam(
+            f"'{shown}' in ?{param}= is not a {noun} id: {noun} ids are whole numbers like {example}."
+        )
+    if int(cleaned) > MAX_ID:
+        raise BadParam(f"There is no {noun} {cleaned}: {noun} ids go up to {MAX_ID}.")
     return int(cleaned)
+
+
+def _run_id(text: str, param: str) -> int:
+    return parse_id(text, param, "run", 42)
 
 
 def parse_run_id(raw: str | None) -> int:

@@ -16,6 +16,7 @@ from types import FrameType
 
 from db.session import describe
 from perflab import settings
+from perflab.redact import install_log_redaction
 from perflab.worker.worker import Worker, default_worker_id
 
 
@@ -67,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
         level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr
     )
     logging.getLogger("perflab").setLevel(logging.INFO)
+    install_log_redaction(args.hosts)
     try:
         engine = settings.open_database()
     except settings.SettingError as exc:

@@ -2,9 +2,11 @@
 
 A worker whose heartbeat is older than the stale limit is taken for dead; so is an earlier process
 with this worker's own id (found when a worker starts). For each of their runs still launching, ready
-or benchmarking, everything the run recorded in ``remote_state`` is stopped on its host, its GPU
-locks are released and it is marked ``failed`` (``worker_restarted``), keeping the results stored so
-far. A host that cannot be reached is named in the failure message.
+or benchmarking, everything the run recorded in ``remote_state`` is stopped on its host — the
+engines and the benchmark in flight, whose partial result is then stored — its GPU locks are
+released and it is marked ``failed`` (``worker_restarted``), keeping the results stored so far. A
+host that cannot be reached is named in the failure message. Log tails and errors are
+redacted before they are stored.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from db import crud
 from db.models import Run
 from db.session import new_session
 from perflab.inventory import Inventory, InventoryError
-from perflab.runner import stop_recorded
-from perflab.runner.stop import log_excerpt
+from perflab.redact import hosts_redactor
+from perflab.runner.stop import wind_down
+from perflab.runner.store import RunStore
 from perflab.simhost import SimulatedHostError
 from perflab.transport import open_transport
 from perflab.transport.errors import TransportError
@@ -30,7 +33,9 @@ RESTART_MESSAGE = "worker restarted while the run was in flight"
 LOG_TAIL_LINES = 200
 
 
-def _stop_on_host(run: Run, inventory: Inventory, grace_s: float) -> tuple[dict[str, object], str | None]:
+def _stop_on_host(
+    engine: Engine, run: Run, inventory: Inventory, grace_s: float
+) -> tuple[dict[str, object], str | None]:
     """Stop the run's recorded processes; returns the fields to store and a problem, if any."""
     state = dict(run.remote_state or {})
     if not state.get("run_key"):
@@ -39,8 +44,13 @@ def _stop_on_host(run: Run, inventory: Inventory, grace_s: float) -> tuple[dict[
     try:
         host = inventory.get(str(host_name))
         with open_transport(host) as transport:
-            state["stopped"] = stop_recorded(transport, state, grace_s=grace_s)
-            tail = log_excerpt(transport, state, lines=LOG_TAIL_LINES)
+            tail = wind_down(
+                transport,
+                RunStore(engine, run.id, hosts_redactor(inventory)),
+                state,
+                grace_s=grace_s,
+                log_lines=LOG_TAIL_LINES,
+            )
     except (InventoryError, TransportError, SimulatedHostError) as exc:
         state["cleanup_error"] = str(exc)
         return {"remote_state": state}, f"its processes on host '{host_name}' could not be stopped: {exc}"
@@ -52,8 +62,10 @@ def _stop_on_host(run: Run, inventory: Inventory, grace_s: float) -> tuple[dict[
 
 def recover_run(engine: Engine, run: Run, inventory: Inventory, *, grace_s: float) -> bool:
     """Stop and fail one orphaned run; False if it had finished meanwhile."""
-    fields, problem = _stop_on_host(run, inventory, grace_s)
-    message = RESTART_MESSAGE if problem is None else f"{RESTART_MESSAGE}; {problem}"
+    fields, problem = _stop_on_host(engine, run, inventory, grace_s)
+    redactor = hosts_redactor(inventory)
+    fields = redactor.data(fields)
+    message = RESTART_MESSAGE if problem is None else f"{RESTART_MESSAGE}; {redactor.text(problem)}"
     with new_session(engine) as session:
         crud.release_gpus(session, run_id=run.id)
         try:

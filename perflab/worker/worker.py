@@ -134,7 +134,10 @@ class Worker:
         self._spawn(self._claim_loop, "claims")
 
     def stop(self, timeout_s: float = 60.0) -> None:
-        """Stop claiming; in-flight runs stop their engines and end ``failed`` (worker_stopped)."""
+        """Stop claiming; in-flight runs stop their engines and end ``failed`` (worker_stopped).
+        Stopping again (e.g. at exit) does nothing."""
+        if self._stopping.is_set():
+            return
         self._stopping.set()
         deadline = time.monotonic() + timeout_s
         for thread in [*self._threads, *(active.thread for active in self._snapshot())]:

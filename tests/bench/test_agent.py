@@ -175,7 +175,8 @@ def test_sim_and_bench_from_the_agent_on_python39(agent, bare_python39, tmp_path
         assert match, log_path.read_text()
         result = bench_against(bare_python39, agent, match.group(1), tmp_path, model="sim-model")
         assert (result["completed"], result["failed"]) == (16, 0)
-        assert 100.0 <= result["mean_ttft_ms"] < 300.0  # the simulator's injected 100 ms, measured
+        # The simulator's injected 100 ms, measured (it may write up to 0.1 ms early).
+        assert 99.0 <= result["mean_ttft_ms"] < 300.0
     finally:
         sim.terminate()
         sim.wait(10)

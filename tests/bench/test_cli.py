@@ -16,7 +16,7 @@ def bench(*argv):
 
 
 def test_run_writes_vllm_fields_and_perflab_extras(scripted_server, tiny_tokenizer_path, tmp_path, capsys):
-    server = scripted_server(Script(ttft_s=0.02, itl_s=0.004))
+    server = scripted_server(Script(ttft_s=0.02, itl_s=0.01))
     result_file, text_file = tmp_path / "result.json", tmp_path / "result.txt"
     status = bench(
         "--base-url",
@@ -63,7 +63,7 @@ def test_run_writes_vllm_fields_and_perflab_extras(scripted_server, tiny_tokeniz
         for stat in ("mean", "median", "std", "p50", "p99.9"):
             assert f"{stat}_{name}_ms" in result
     assert 18.0 < result["mean_ttft_ms"] < 40.0
-    assert 3.0 < result["mean_itl_ms"] < 8.0
+    assert 8.0 < result["mean_itl_ms"] < 20.0
     assert (
         len(result["ttfts"]) == len(result["itls"]) == len(result["errors"]) == len(result["requests"]) == 12
     )

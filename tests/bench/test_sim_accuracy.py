@@ -1,18 +1,37 @@
 """The bench against the simulator in fixed mode: latencies within 2 % of the injected truth at 1 and
-256 concurrent requests, exact input lengths (local tokenizer or the server's /tokenize), usage counts."""
+256 concurrent requests, exact input lengths (local tokenizer or the server's /tokenize), usage counts.
+
+The bench times reads by the kernel's receive timestamps, so its own CPU lag does not count; what
+remains on a crowded 2-core machine is the simulator (and the bench) waiting for a CPU while other
+test runs hold both cores, which only ever adds latency. Where real-time priority is available both
+run with it for the measurement (``tests.fixtures.realtime``) and the injected timings are 50 ms /
+10 ms; without it they are 500 ms / 40 ms, where a few milliseconds of such waiting stay well
+inside 2 %.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import pytest
 
 from perflab.bench import BenchOptions, run_benchmark
 from perflab.bench.datasets import load_dataset
 from perflab.bench.tokenizer import ServerTokenizer, load_local_tokenizer
+from tests.fixtures.realtime import realtime_available, realtime_priority
 
-TTFT_MS = 500.0
-ITL_MS = 40.0
+REALTIME = realtime_available()
+TTFT_MS, ITL_MS = (50.0, 10.0) if REALTIME else (500.0, 40.0)
 OUTPUT_LEN = 32
 INPUT_LEN = 48
+# Requests arrive over 256 / rate seconds; all 256 overlap when that is shorter than one request.
+BURST_RATE = 1024.0 if REALTIME else 512.0
+
+
+@dataclass
+class FixedSim:
+    url: str
+    pid: int
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +40,7 @@ def fixed_sim(tiny_tokenizer_path, tmp_path_factory):
 
     factory = SimServerFactory(tmp_path_factory.mktemp("fixed-sim"))
     url = factory(fixed_ttft_ms=TTFT_MS, fixed_itl_ms=ITL_MS, tokenizer=str(tiny_tokenizer_path))
-    yield url
+    yield FixedSim(url, factory.pid(url))
     factory.stop_all()
 
 
@@ -36,27 +55,33 @@ def assert_matches_injected(result):
         for stat in ("mean", "median"):
             measured = result[f"{stat}_{name}_ms"]
             assert measured == pytest.approx(truth, rel=0.02), (
-                f"{stat} {name}: {measured:.2f} ms vs {truth} ms"
+                f"{stat} {name}: {measured:.2f} ms vs {truth} ms (timing {result['timing_source']}, "
+                f"{result['coalesced_chunks']} chunks shared a read, "
+                f"dispatch lag {result['dispatch_lag_ms']})"
             )
 
 
-@pytest.mark.parametrize("concurrency, prompts, rate", [(1, 2, float("inf")), (256, 256, 512.0)])
-def test_latencies_within_two_percent_of_injected(fixed_sim, tiny_tokenizer_path, concurrency, prompts, rate):
-    result = run_benchmark(
-        BenchOptions(
-            base_urls=[fixed_sim],
-            model="sim-model",
-            num_prompts=prompts,
-            max_concurrency=concurrency,
-            request_rate=rate,
-            input_len=INPUT_LEN,
-            output_len=OUTPUT_LEN,
-            tokenizer=str(tiny_tokenizer_path),
-            progress="none",
-        )
+@pytest.mark.parametrize("concurrency, prompts, rate", [(1, 2, float("inf")), (256, 256, BURST_RATE)])
+def test_latencies_within_two_percent_of_injected(
+    kernel_timestamps, fixed_sim, tiny_tokenizer_path, concurrency, prompts, rate
+):
+    options = BenchOptions(
+        base_urls=[fixed_sim.url],
+        model="sim-model",
+        num_prompts=prompts,
+        max_concurrency=concurrency,
+        request_rate=rate,
+        input_len=INPUT_LEN,
+        output_len=OUTPUT_LEN,
+        tokenizer=str(tiny_tokenizer_path),
+        progress="none",
     )
+    with realtime_priority(fixed_sim.pid):
+        result = run_benchmark(options)
     assert (result["completed"], result["failed"]) == (prompts, 0)
     assert result["max_concurrent_requests"] == concurrency
+    assert result["preconnected"] == concurrency
+    assert result["timing_source"] == "kernel"
     assert_matches_injected(result)
     assert result["total_input_tokens"] == prompts * INPUT_LEN
     assert result["input_tokens_source"] == "tokenizer"
@@ -68,7 +93,7 @@ def test_latencies_within_two_percent_of_injected(fixed_sim, tiny_tokenizer_path
 
 def test_exact_lengths_from_the_servers_tokenize_alone(fixed_sim, tiny_tokenizer_path):
     options = BenchOptions(
-        base_urls=[fixed_sim],
+        base_urls=[fixed_sim.url],
         model="sim-model",
         num_prompts=4,
         input_len=30,
@@ -83,7 +108,7 @@ def test_exact_lengths_from_the_servers_tokenize_alone(fixed_sim, tiny_tokenizer
     lengths = [record["input_tokens"] for record in result["requests"]]
     assert all(5 + 15 <= length <= 5 + 45 for length in lengths)
     # The same seed gives the same prompts; the real tokenizer counts exactly what the bench reported.
-    server = ServerTokenizer(fixed_sim, "sim-model", {})
+    server = ServerTokenizer(fixed_sim.url, "sim-model", {})
     prompts = [sample.prompt for sample in load_dataset(options.dataset_spec(), server).samples]
     server.close()
     local = load_local_tokenizer(str(tiny_tokenizer_path))

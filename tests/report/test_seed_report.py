@@ -67,9 +67,9 @@ SEED_003_RESULT_LINE = 8424.86
 
 
 @pytest.fixture(scope="module")
-def seed_engine(sqlite_database_url: str) -> Engine:
-    """A SQLite database holding every seed's imported runs (imported once for the module)."""
-    engine = get_engine(sqlite_database_url)
+def seed_engine(suite_database_url: str) -> Engine:
+    """A database holding every seed's imported runs (imported once for the module)."""
+    engine = get_engine(suite_database_url)
     empty_all_tables(engine)
     with new_session(engine) as session:
         import_files(session, [SEEDS / name for name, _, _ in SEED_FILES.values()])

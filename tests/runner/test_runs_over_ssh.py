@@ -85,6 +85,7 @@ def test_vllm_and_sglang_runs_on_two_hosts_proceed_in_parallel(
     worker = Worker(runs_db, inventory_path=hosts_file, max_parallel_runs=2, runner_options=FAST)
 
     finished = worker.run_once()
+    worker.stop()
 
     assert finished == {run.id: "done" for run in queued.values()}
     with new_session(runs_db) as session:
@@ -159,3 +160,9 @@ def test_cancel_during_benchmarking_stops_the_engine(runs_db: Engine, sim_host: 
     assert run.status == "cancelled" and run.finished_at is not None
     assert run.remote_state["stopped"] == {"engine-0": "term"}
     assert run_key_pids(run.remote_state["run_key"]) == []
+    # The stopped bench wrote what it had measured, and the run kept it.
+    with new_session(runs_db) as session:
+        (result,) = crud.list_profile_results(session, run_id=stored.id)
+        records = crud.list_request_records(session, profile_result_id=result.id)
+    assert result.result["partial"] is True and result.result["partial_reason"] == "received SIGTERM"
+    assert 0 < len(records) == result.completed < 300

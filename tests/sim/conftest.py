@@ -102,15 +102,19 @@ class SimHost:
 
 @pytest.fixture
 def sim_host(tmp_path: Path):
-    """Factory: ``sim_host(accelerator="H100", count=8, time_scale=1000.0, python=...)`` → SimHost."""
+    """Factory: ``sim_host(accelerator="H100", count=8, time_scale=1000.0, python=..., **spec)`` → SimHost."""
     hosts: list[SimHost] = []
 
     def make(
-        accelerator: str = "H100", count: int = 8, time_scale: float = 1000.0, python: str = sys.executable
+        accelerator: str = "H100",
+        count: int = 8,
+        time_scale: float = 1000.0,
+        python: str = sys.executable,
+        **spec: object,
     ) -> SimHost:
         host = SimHost(
             tmp_path / f"simhome-{len(hosts)}",
-            {"accelerator": accelerator, "count": count, "time_scale": time_scale},
+            {"accelerator": accelerator, "count": count, "time_scale": time_scale, **spec},
             python,
         )
         hosts.append(host)

@@ -319,3 +319,11 @@ def test_sigterm_during_startup_exits_promptly(sim_host):
     engine.wait_for(r"non-default args")
     assert engine.terminate(timeout=10) == 0, engine.log
     assert "Application startup complete" not in engine.log
+
+
+def test_startup_scale_shortens_start_up_alone(sim_host):
+    # At time scale 1 a 14B vLLM start takes about 40 s; startup_scale cuts only that wait.
+    host = sim_host("H100", 1, time_scale=1.0, startup_scale=1000.0)
+    engine = host.start(["vllm", "serve", "Qwen/Qwen3-14B", "--host", "127.0.0.1", "--port", "0"])
+    engine.wait_for(r"Application startup complete", timeout=20)
+    assert engine.terminate(timeout=10) == 0, engine.log

@@ -10,13 +10,12 @@ its own. With real-time priority the 256-stream burst lands within ~0.5 ms of th
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import statistics
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
+from tests.fixtures.realtime import realtime_priority
 from tests.sim.sse_client import StreamResult, burst, chat_payload, request
 
 ITL_MS = 20.0
@@ -29,27 +28,6 @@ def _assert_within(measured_s: float, truth_ms: float, what: str, tolerance: flo
     assert abs(measured_ms - truth_ms) <= tolerance * truth_ms, (
         f"{what}: {measured_ms:.2f} ms vs {truth_ms} ms"
     )
-
-
-@contextlib.contextmanager
-def _priority(*pids: int) -> Iterator[None]:
-    """Real-time scheduling (or nice -10) for ``pids`` and this process while measuring."""
-    everyone = (0, *pids)
-    policies = {pid: (os.sched_getscheduler(pid), os.sched_getparam(pid)) for pid in everyone}
-    nices = {pid: os.getpriority(os.PRIO_PROCESS, pid) for pid in everyone}
-    for pid in everyone:
-        try:
-            os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(10))
-        except PermissionError:
-            with contextlib.suppress(PermissionError):
-                os.setpriority(os.PRIO_PROCESS, pid, -10)
-    try:
-        yield
-    finally:
-        for pid in everyone:
-            with contextlib.suppress(PermissionError, ProcessLookupError):
-                os.sched_setscheduler(pid, *policies[pid])
-                os.setpriority(os.PRIO_PROCESS, pid, nices[pid])
 
 
 def _check(results: list, ttft_ms: float) -> None:
@@ -70,7 +48,7 @@ def _measure(pid: int, measurement: Callable[[], list], ttft_ms: float) -> list:
     """Results of the first of ATTEMPTS runs that meets every bound; fails with all runs' reasons."""
     reasons = []
     for _ in range(ATTEMPTS):
-        with _priority(pid):
+        with realtime_priority(pid):
             results = measurement()
         try:
             _check(results, ttft_ms)

@@ -61,6 +61,7 @@ def test_ascend_host_files_and_versions():
         ({"accelerator": "B300"}, "simulate.accelerator"),
         ({"accelerator": "H100", "count": 0}, "simulate.count"),
         ({"accelerator": "H100", "time_scale": -1}, "simulate.time_scale"),
+        ({"accelerator": "H100", "startup_scale": 0}, "simulate.startup_scale"),
         ({"accelerator": "H100", "gpus": 8}, "unknown field(s) gpus"),
         ({"accelerator": "H100", "versions": {"vllm": 11}}, "simulate.versions"),
     ],

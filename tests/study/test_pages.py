@@ -71,7 +71,7 @@ def test_bad_and_unknown_study_urls_get_a_friendly_message(study_db: StudyDataba
     assert texts(app.info) == ["'abc' in ?study= is not a study id: study ids are whole numbers like 3."]
     app = open_page(study_db.url, STUDY_PAGE, {"study": "999"})
     assert not app.exception
-    assert texts(app.warning) == [
+    assert texts(app.main.warning) == [
         "Study 999 does not exist (it may have been deleted). Pick one on the Studies page."
     ]
 

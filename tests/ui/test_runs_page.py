@@ -3,6 +3,7 @@ selection → compare, and importing results with per-file errors."""
 
 from __future__ import annotations
 
+from db import session as db_session
 from tests.fixtures.ui_data import IMPORT_FILES, SEED_FILES, SeededDatabase
 from tests.ui.conftest import texts
 
@@ -16,7 +17,7 @@ def test_empty_database_says_how_to_start(empty_db: str, open_page) -> None:  # 
     assert any("No runs yet" in text for text in texts(app.info))
     assert not app.dataframe
     sidebar = " ".join(texts(app.sidebar.caption))
-    assert "Database: SQLite" in sidebar and "empty.db" in sidebar
+    assert f"Database: {db_session.describe(empty_db)}" in sidebar
     assert "Queued runs: 0 · running: 0" in sidebar
     assert any("No worker running" in text for text in texts(app.sidebar.warning))
 

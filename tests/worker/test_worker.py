@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from sqlalchemy.engine import Engine
 
 from db import crud
 from db.models import Run
-from db.session import new_session
+from db.session import describe, new_session
 from perflab.engines import EngineConfig
 from perflab.remote import process as rp
 from perflab.runner import RunnerOptions, submit_run
@@ -42,10 +43,23 @@ def _queue(engine: Engine, host_name: str, spec: str, **knobs: object) -> Run:
     return submit_run(engine, host_name=host_name, config=config, profiles=[parse_profile(spec)])
 
 
+_made: list[Worker] = []
+
+
+@pytest.fixture(autouse=True)
+def _stop_workers() -> Iterator[None]:
+    """Stop the workers a test made (their heartbeat threads would outlive its database)."""
+    yield
+    while _made:
+        _made.pop().stop()
+
+
 def _worker(engine: Engine, hosts_file: Path, **overrides: object) -> Worker:
     fields: dict[str, object] = {"inventory_path": hosts_file, "runner_options": FAST, "gpu_retry_s": 0.0}
     fields.update(overrides)
-    return Worker(engine, **fields)  # type: ignore[arg-type]
+    worker = Worker(engine, **fields)  # type: ignore[arg-type]
+    _made.append(worker)
+    return worker
 
 
 def test_a_run_waits_while_another_run_holds_its_gpus(
@@ -87,7 +101,9 @@ def test_a_worker_killed_mid_run_is_cleaned_up_by_its_restart(
         worker.send_signal(signal.SIGKILL)
         worker.wait(timeout=10)
     run_key = run.remote_state["run_key"]
-    assert run_key_pids(run_key), "the killed worker's engine should still be running"
+    left_running = {_command_line(pid) for pid in run_key_pids(run_key)}
+    assert any(" bench " in command for command in left_running), "the bench should outlive the worker"
+    assert any(" serve " in command for command in left_running), "the engine should outlive the worker"
 
     restarted = _worker(runs_db, hosts_file, worker_id="crashing")
     assert restarted.run_once() == {}
@@ -95,11 +111,21 @@ def test_a_worker_killed_mid_run_is_cleaned_up_by_its_restart(
     run = stored_run(runs_db, queued.id)
     assert run.status == "failed"
     assert run.failure_class == "worker_restarted" and run.failure_message == RESTART_MESSAGE
-    assert run.remote_state["stopped"] == {"engine-0": "term"}
+    assert run.remote_state["stopped"] == {"bench-0-0": "term", "engine-0": "term"}
     assert "Application startup complete" in (run.log_tail or "")
     assert run_key_pids(run_key) == []
     with new_session(runs_db) as session:
         assert crud.gpu_locks(session) == []
+        (result,) = crud.list_profile_results(session, run_id=queued.id)
+        records = crud.list_request_records(session, profile_result_id=result.id)
+    # The stopped bench wrote what it had measured; the restart stored it.
+    assert result.result["partial"] is True and result.result["partial_reason"] == "received SIGTERM"
+    assert 0 < result.completed == len(records) < 300
+
+
+def _command_line(pid: int) -> str:
+    with open(f"/proc/{pid}/cmdline", "rb") as handle:
+        return handle.read().replace(b"\0", b" ").decode()
 
 
 def test_runs_of_a_worker_with_a_stale_heartbeat_are_stopped_and_failed(
@@ -191,7 +217,7 @@ def test_the_worker_command_once_reports_what_it_ran(runs_db: Engine, tmp_path: 
     bad = _worker_command(runs_db, broken, "--once")
 
     assert good.returncode == 0, good.stderr
-    assert good.stdout.startswith("perflab worker w1: database SQLite")
+    assert good.stdout.startswith(f"perflab worker w1: database {describe(runs_db.url)}")
     assert bad.returncode == 2
     assert "error: broken.yaml:2: not valid YAML" in bad.stderr
     with new_session(runs_db) as session:

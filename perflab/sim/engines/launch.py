@@ -131,7 +131,7 @@ async def _run(launch: Launch) -> int:
     loop = asyncio.get_running_loop()
     stop = install_stop_signals(loop)
     log, knobs, host = launch.log, launch.knobs, launch.host
-    scale = host.time_scale
+    scale = host.startup_scale
     log.preamble(knobs, launch.version)
     sock = _bind(launch) if log.bind_early else None
     try:

@@ -1,0 +1,116 @@
+"""Where a run keeps its benchmarks: each result as it ends, and the one in flight when the run ends
+early.
+
+Before a benchmark starts, ``run.remote_state["bench"]`` names it (process name, profile and sweep
+point); it is removed once its result is stored. When the run ends early — cancelled, failed, the
+connection dropped, the worker killed — the recorded bench is stopped with the engines (it then
+writes the result over the requests that had ended, marked ``partial``) and :func:`store_in_flight`
+stores that result, so the per-request records collected so far are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import posixpath
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from perflab.profiles import BenchmarkProfile
+from perflab.runner import results
+from perflab.runner.store import RunStore
+from perflab.transport.base import Transport
+
+logger = logging.getLogger(__name__)
+
+BENCH_KEY = "bench"
+
+
+def profile_json(profile: BenchmarkProfile) -> dict[str, Any]:
+    """The profile as stored (an infinite request rate as ``"Infinity"``, valid in any JSON column)."""
+    return json.loads(profile.model_dump_json())
+
+
+def sweep_label(profile: BenchmarkProfile, point_index: int) -> dict[str, Any] | None:
+    """Which point of the profile's sweep this is (None without a sweep)."""
+    if profile.sweep is None:
+        return None
+    return {
+        "kind": profile.sweep.kind,
+        "value": profile.sweep.values[point_index],
+        "index": point_index,
+        "points": len(profile.sweep.values),
+    }
+
+
+def bench_entry(name: str, profile_index: int, point_index: int) -> dict[str, Any]:
+    """The ``remote_state["bench"]`` record of the benchmark about to start."""
+    return {"name": name, "profile_index": profile_index, "point_index": point_index}
+
+
+def store_bench_result(
+    store: RunStore,
+    *,
+    point: BenchmarkProfile,
+    sweep_point: Mapping[str, Any] | None,
+    result: Mapping[str, Any],
+    bench_text: str,
+    bench_mode: str | None,
+    replicas: int,
+) -> dict[str, Any]:
+    """Store one benchmark's result (node totals with the per-replica breakdown); returns it."""
+    stored = results.with_replicas(result, replicas)
+    store.add_result(
+        profile=profile_json(point),
+        result=stored,
+        text_block=results.text_block(bench_text, stored, replicas),
+        bench_mode=bench_mode,
+        sweep_point=sweep_point,
+    )
+    return stored
+
+
+def _read_json(transport: Transport, path: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(transport.read_text(path))
+    except FileNotFoundError:
+        return None
+    except ValueError as exc:
+        logger.warning("%s on host '%s' is not a benchmark result: %s", path, transport.host.name, exc)
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _read_text(transport: Transport, path: str) -> str:
+    try:
+        return transport.read_text(path)
+    except FileNotFoundError:
+        return ""
+
+
+def store_in_flight(
+    transport: Transport, store: RunStore, remote_state: dict[str, Any], profiles: Sequence[Mapping[str, Any]]
+) -> bool:
+    """Store the partial result the recorded bench left in the run dir (call after it was stopped)
+    and drop the record; False when there was no bench in flight or it left no partial result (a
+    bench that ended on its own was handled by the runner, whatever its outcome)."""
+    entry = remote_state.get(BENCH_KEY)
+    if not entry:
+        return False
+    directory = remote_state["run_dir"]
+    result = _read_json(transport, posixpath.join(directory, f"{entry['name']}.json"))
+    if result is None or not result.get("partial"):
+        return False
+    profile = BenchmarkProfile.model_validate(profiles[entry["profile_index"]])
+    point_index = int(entry["point_index"])
+    store_bench_result(
+        store,
+        point=profile.sweep_points()[point_index],
+        sweep_point=sweep_label(profile, point_index),
+        result=result,
+        bench_text=_read_text(transport, posixpath.join(directory, f"{entry['name']}.txt")),
+        bench_mode="on-host",
+        replicas=max(len(remote_state.get("processes", [])), 1),
+    )
+    remote_state.pop(BENCH_KEY)
+    return True
