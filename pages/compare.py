@@ -1,6 +1,7 @@
 """Compare (``?compare=3,7,12&baseline=3``): the runs side by side against a baseline — every metric
 with its % change (green better, red worse), grouped bars per profile, throughput vs latency with the
-Pareto front, overlaid latency CDFs; charts as PNG, the table as CSV or markdown."""
+Pareto front, overlaid latency CDFs; charts as PNG, the table as CSV or markdown. A run with a partial
+result is marked ``(partial)``."""
 
 from __future__ import annotations
 

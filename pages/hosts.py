@@ -1,5 +1,6 @@
 """Hosts: each host of hosts.yaml with reachability, accelerators, memory, utilisation and engine
-versions from its last probe, a re-probe button, and a clear message for each failure."""
+versions from its last probe, a warning for each file its entry names that this machine lacks or
+cannot read (an SSH key), a re-probe button, and a clear message for each failure."""
 
 from __future__ import annotations
 
@@ -58,6 +59,8 @@ def draw_host(view: hosts.HostView) -> None:
     if view.config.simulated and view.config.simulate is not None:
         spec = view.config.simulate
         st.caption(f"Simulated host: {spec.count}× {spec.accelerator}, answered by perflab's simulator.")
+    for problem in view.file_problems:
+        st.warning(problem)
     if view.last_error:
         st.error(view.last_error)
     if view.probed_at is None:

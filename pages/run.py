@@ -1,5 +1,6 @@
 """Run (``?run=ID``): a shareable page with the run's vllm-bench text blocks, metric cards, commands,
-environment, engine log, failure, live progress while it runs, charts, and Re-run / downloads."""
+environment, engine log, failure, a warning per partial result, live progress and a cancel button
+while it runs, charts, and Re-run / downloads."""
 
 from __future__ import annotations
 
@@ -53,9 +54,12 @@ if run.simulated:
         "Simulated host: the figures come from perflab's simulated engine, not from real accelerators."
     )
 
-queued_note = st.session_state.pop(QUEUED_NOTE_KEY, None)
-if queued_note:
+# The note stays on the queued run's page through its live reruns, until another run is shown.
+queued_for, queued_note = st.session_state.get(QUEUED_NOTE_KEY, (None, None))
+if queued_for == run.id:
     st.success(queued_note)
+else:
+    st.session_state.pop(QUEUED_NOTE_KEY, None)
 link_col, rerun_col, json_col, csv_col, _ = st.columns([1, 1, 1, 1, 2])
 if link_col.button("Copy link", key="run_copy_link", icon=":material/link:"):
     ui.show_link(ui.share_link(PAGE, {"run": str(run.id)}, current_page=PAGE))
@@ -69,7 +73,10 @@ if (
     with ui.session() as session:
         queued = launch.rerun(session, run, queued_by=ui.queued_by())
     ui.clear_cached_reads()
-    st.session_state[QUEUED_NOTE_KEY] = f"Queued run {queued.id} with the same host, config and profiles."
+    st.session_state[QUEUED_NOTE_KEY] = (
+        queued.id,
+        f"Queued run {queued.id} with the same host, config and profiles.",
+    )
     st.query_params["run"] = str(queued.id)
     st.rerun()
 ui.download(
@@ -92,6 +99,8 @@ if run.status == "failed":
     st.error(f"**{run.failure_class or 'failed'}**: {run.failure_message or 'no reason was recorded'}")
 elif run.status == "cancelled":
     st.warning(run.failure_message or "This run was cancelled.")
+for partial in detail.partial_warnings():
+    st.warning(partial, icon=":material/warning:")
 
 
 @st.fragment(run_every=PROGRESS_EVERY_S)
@@ -174,7 +183,7 @@ elif len(detail.profiles) == 1:
     draw_profile(detail.profiles[0])
 else:
     for tab, profile in zip(
-        st.tabs([profile.title for profile in detail.profiles]), detail.profiles, strict=True
+        st.tabs([profile.marked_title for profile in detail.profiles]), detail.profiles, strict=True
     ):
         with tab:
             draw_profile(profile)

@@ -1,5 +1,6 @@
-"""Runs: every run with status, host, accelerator, engine, model, knobs, profile and headline figures;
-filter, sort and page (in SQL), select runs to compare, and import existing results."""
+"""Runs: every run with status, host, accelerator, engine, model, knobs, profile (marked ``(partial)``
+when its first result is) and headline figures; filter, sort and page (in SQL), select runs to compare,
+and import existing results."""
 
 from __future__ import annotations
 

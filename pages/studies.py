@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from perflab import settings, ui
+from perflab import ui
 from perflab.engines import ENGINE_NAMES
-from perflab.inventory import InventoryError, load_inventory
+from perflab.inventory import InventoryError, default_inventory_path, load_inventory
 from perflab.profiles import PRESETS
 from perflab.study import views
 from perflab.study.coordinator import create_study
@@ -41,7 +41,7 @@ else:
 st.header("New study")
 ui.require_login("start a study")
 try:
-    inventory = load_inventory(settings.hosts_path())
+    inventory = load_inventory(default_inventory_path())
 except InventoryError as error:
     st.error("The hosts file cannot be read, so no study can start:\n\n" + "\n".join(error.problems))
     st.stop()

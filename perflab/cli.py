@@ -2,7 +2,8 @@
 
 Each command lives in its own module exposing ``configure(parser)`` and ``run(args) -> int``; the
 module is imported only when its command is used, so ``python -m perflab bench`` never loads the
-database or the web stack.
+database or the web stack. A command that cannot go on raises :class:`CommandError`: its message is
+printed to stderr and its ``exit_status`` returned.
 """
 
 from __future__ import annotations
@@ -23,6 +24,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("perflab.report.cli", "export a study report"),
     "db": ("perflab.db_cli", "create or upgrade the database schema"),
 }
+
+
+class CommandError(Exception):
+    """A command cannot go on; the message says why (printed as is) and ``exit_status`` is returned."""
+
+    exit_status = 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,6 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = sub.parse_args(top.args)
     try:
         return int(module.run(args) or 0)
+    except CommandError as error:
+        print(str(error), file=sys.stderr)
+        return error.exit_status
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

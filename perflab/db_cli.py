@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from alembic.util import CommandError
 
 from db import session as db_session
+from perflab.cli_database import add_url_option, database_problem
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -24,9 +25,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         nargs="?",
         help="target revision (upgrade: default head; downgrade: required, e.g. base or -1)",
     )
-    parser.add_argument(
-        "--url", help="SQLAlchemy database URL (default: $PERFLAB_DATABASE_URL or var/perflab.db)"
-    )
+    add_url_option(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,9 +43,8 @@ def run(args: argparse.Namespace) -> int:
     except sa.exc.ArgumentError as error:
         print(f"invalid database URL: {error}", file=sys.stderr)
         return 2
-    except sa.exc.SQLAlchemyError as error:
-        reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
-        print(f"database {label}: {reason}", file=sys.stderr)
+    except (sa.exc.SQLAlchemyError, ImportError) as error:
+        print(database_problem(url, error), file=sys.stderr)
         return 1
     except CommandError as error:
         print(f"database {label}: {error}", file=sys.stderr)

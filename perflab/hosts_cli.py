@@ -1,11 +1,17 @@
 """``python -m perflab hosts``: list the hosts of hosts.yaml, or probe them.
 
-- ``hosts list [--json]``: each host's name, transport, address, labels, and whether it is simulated.
+- ``hosts list [--json]``: each host's name, transport, address, labels, and whether it is simulated,
+  without connecting anywhere; then, on stderr, every file a host names on this machine that is
+  missing or unreadable (``hosts.yaml:9: host 'gpu-a' field 'auth.key_file': /root/.ssh/x does not
+  exist``). In JSON each host carries its ``problems`` (an empty list when it has none). The exit
+  status is 1 when any host has such a problem (the whole listing is still printed), as ``probe``
+  exits 1 for a host it could not probe.
 - ``hosts probe [NAME ...] [--json]``: connect to the hosts (all by default) and show accelerators,
   memory, utilisation, engines and Python, then every problem found with what to do about it.
   The exit status is 1 if any host could not be probed.
 
-``--file`` picks another hosts.yaml (default: ``$PERFLAB_HOSTS`` or ./hosts.yaml).
+Both exit with status 2, naming file, line, host and field, when hosts.yaml cannot be used (or a NAME
+is not in it). ``--file`` picks another hosts.yaml (default: ``$PERFLAB_HOSTS`` or ./hosts.yaml).
 """
 
 from __future__ import annotations
@@ -13,9 +19,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TextIO
 
+from perflab.host_files import inventory_file_problems
 from perflab.inventory import HostConfig, Inventory, InventoryError, default_inventory_path, load_inventory
 from perflab.probe.status import HostStatus, host_statuses
 
@@ -25,7 +32,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--file", default=None, help="hosts.yaml to read (default: $PERFLAB_HOSTS or ./hosts.yaml)"
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="action")
-    listing = actions.add_parser("list", help="show the hosts of hosts.yaml")
+    listing = actions.add_parser("list", help="show the hosts of hosts.yaml and the key files they miss")
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
     probe = actions.add_parser("probe", help="connect to hosts and show accelerators, engines, problems")
     probe.add_argument("names", nargs="*", metavar="NAME", help="hosts to probe (default: all)")
@@ -41,8 +48,12 @@ def run(args: argparse.Namespace) -> int:
             print(problem, file=sys.stderr)
         return 2
     if args.action == "list":
-        _print_list(hosts, as_json=args.json, out=sys.stdout)
-        return 0
+        problems = inventory_file_problems(inventory)
+        _print_list(hosts, problems, as_json=args.json, out=sys.stdout)
+        for host_problems in problems.values():
+            for problem in host_problems:
+                print(problem, file=sys.stderr)
+        return 1 if problems else 0
     statuses = host_statuses(hosts)
     _print_statuses(statuses, as_json=args.json, out=sys.stdout)
     return 0 if all(status.error is None for status in statuses) else 1
@@ -62,9 +73,18 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def _print_list(hosts: Sequence[HostConfig], *, as_json: bool, out: TextIO) -> None:
+def _print_list(
+    hosts: Sequence[HostConfig], problems: Mapping[str, list[str]], *, as_json: bool, out: TextIO
+) -> None:
     if as_json:
-        payload = [{**host.model_dump(mode="json"), "simulated": host.simulated} for host in hosts]
+        payload = [
+            {
+                **host.model_dump(mode="json"),
+                "simulated": host.simulated,
+                "problems": problems.get(host.name, []),
+            }
+            for host in hosts
+        ]
         print(json.dumps(payload, indent=2), file=out)
         return
     rows = [

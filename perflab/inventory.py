@@ -28,10 +28,12 @@ from pydantic import (
     model_validator,
 )
 
+from perflab.problems import line_of, plain_message, syntax_problem, yaml_location
 from perflab.secrets import is_secret_name
 
 HOSTS_FILE_ENV = "PERFLAB_HOSTS"
-DEFAULT_HOSTS_FILE = "hosts.yaml"
+# The app, the worker and every command read the same file wherever they are started from.
+DEFAULT_HOSTS_FILE = Path(__file__).resolve().parents[1] / "hosts.yaml"
 
 _HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -239,8 +241,9 @@ class Inventory:
 
 
 def default_inventory_path() -> Path:
-    """``$PERFLAB_HOSTS`` if set, else ``hosts.yaml`` in the current directory."""
-    return Path(os.environ.get(HOSTS_FILE_ENV) or DEFAULT_HOSTS_FILE)
+    """``$PERFLAB_HOSTS`` if set (``~`` expanded), else ``hosts.yaml`` at the repository root."""
+    configured = os.environ.get(HOSTS_FILE_ENV, "").strip()
+    return Path(configured).expanduser() if configured else DEFAULT_HOSTS_FILE
 
 
 def load_inventory(path: str | os.PathLike[str] | None = None) -> Inventory:
@@ -262,10 +265,7 @@ def parse_inventory(text: str, path: Path) -> Inventory:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{label}:{mark.line + 1}" if mark is not None else label
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise InventoryError([f"{where}: not valid YAML: {problem}"]) from None
+        raise InventoryError([syntax_problem(label, exc)]) from None
     if data is None:
         return Inventory(path=path, hosts=())
     if not isinstance(data, dict) or set(data) - {"hosts"}:
@@ -274,7 +274,7 @@ def parse_inventory(text: str, path: Path) -> Inventory:
         )
     entries = data.get("hosts") or []
     if not isinstance(entries, list):
-        raise InventoryError([f"{_where(label, root, ('hosts',))}: 'hosts' must be a list of hosts"])
+        raise InventoryError([f"{yaml_location(label, root, ('hosts',))}: 'hosts' must be a list of hosts"])
 
     problems: list[str] = []
     hosts: list[HostConfig] = []
@@ -285,7 +285,7 @@ def parse_inventory(text: str, path: Path) -> Inventory:
     _check_unique_names(hosts, entries, label, root, problems)
     resolved = _resolve_jumps(hosts, entries, label, root, problems)
     if problems:
-        raise InventoryError(sorted(problems, key=_line_of))
+        raise InventoryError(sorted(problems, key=line_of))
     return Inventory(path=path, hosts=tuple(resolved))
 
 
@@ -294,15 +294,13 @@ def _validate_host(
 ) -> HostConfig | None:
     loc: tuple[Any, ...] = ("hosts", index)
     if not isinstance(entry, dict):
-        problems.append(f"{_where(label, root, loc)}: host #{index + 1} must be a mapping of fields")
+        problems.append(f"{yaml_location(label, root, loc)}: host #{index + 1} must be a mapping of fields")
         return None
     who = _host_label(entry, index)
     stored_secrets = _stored_secrets(entry)
     for field, instead in stored_secrets:
-        problems.append(
-            f"{_where(label, root, (*loc, *field.split('.')))}: {who} field '{field}': secrets are never "
-            f"stored in hosts.yaml; {instead}"
-        )
+        where = yaml_location(label, root, (*loc, *field.split(".")))
+        problems.append(f"{where}: {who} field '{field}': secrets are never stored in hosts.yaml; {instead}")
     if stored_secrets:
         return None
     try:
@@ -311,16 +309,16 @@ def _validate_host(
         for error in exc.errors():
             field_loc = tuple(error["loc"])
             field = ".".join(str(part) for part in field_loc)
-            message = _friendly_message(error)
+            message = plain_message(error)
             named = _NAMED_FIELD.match(message)
             if named:
-                problems.append(f"{_where(label, root, (*loc, named.group(1)))}: {who} {message}")
+                problems.append(f"{yaml_location(label, root, (*loc, named.group(1)))}: {who} {message}")
             elif field:
                 problems.append(
-                    f"{_where(label, root, (*loc, *field_loc))}: {who} field '{field}': {message}"
+                    f"{yaml_location(label, root, (*loc, *field_loc))}: {who} field '{field}': {message}"
                 )
             else:
-                problems.append(f"{_where(label, root, loc)}: {who}: {message}")
+                problems.append(f"{yaml_location(label, root, loc)}: {who}: {message}")
         return None
 
 
@@ -353,7 +351,7 @@ def _check_unique_names(
         name = entry.get("name") if isinstance(entry, dict) else None
         if isinstance(name, str) and name in seen:
             problems.append(
-                f"{_where(label, root, ('hosts', index, 'name'))}: host '{name}' is defined twice"
+                f"{yaml_location(label, root, ('hosts', index, 'name'))}: host '{name}' is defined twice"
             )
         if isinstance(name, str):
             seen.add(name)
@@ -364,7 +362,7 @@ def _resolve_jumps(
 ) -> list[HostConfig]:
     by_name = {host.name: host for host in hosts}
     lines = {
-        entry.get("name"): _where(label, root, ("hosts", index, "jump"))
+        entry.get("name"): yaml_location(label, root, ("hosts", index, "jump"))
         for index, entry in enumerate(entries)
         if isinstance(entry, dict)
     }
@@ -398,67 +396,6 @@ def _resolve_jumps(
     return [host for host in out if host is not None]
 
 
-def _line_of(problem: str) -> int:
-    """The line number of a ``file:line: ...`` message (0 if it has none), to sort messages."""
-    parts = problem.split(":", 2)
-    return int(parts[1]) if len(parts) > 2 and parts[1].isdigit() else 0
-
-
 def _host_label(entry: dict[str, Any], index: int) -> str:
     name = entry.get("name")
     return f"host '{name}'" if isinstance(name, str) and name else f"host #{index + 1}"
-
-
-def _where(label: str, root: yaml.Node, loc: tuple[Any, ...]) -> str:
-    """``file:line`` of the deepest node of ``loc`` that exists in the YAML document."""
-    node: yaml.Node | None = root
-    line = root.start_mark.line + 1 if root is not None else 1
-    for key in loc:
-        child: yaml.Node | None = None
-        if isinstance(node, yaml.MappingNode):
-            for key_node, value_node in node.value:
-                if key_node.value == str(key):
-                    child = value_node
-                    break
-        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
-            child = node.value[key]
-        if child is None:
-            break
-        node = child
-        line = child.start_mark.line + 1
-    return f"{label}:{line}"
-
-
-_TYPE_MESSAGES = {
-    "int_parsing": "must be an integer",
-    "int_type": "must be an integer",
-    "int_from_float": "must be a whole number",
-    "float_parsing": "must be a number",
-    "float_type": "must be a number",
-    "bool_parsing": "must be true or false",
-    "bool_type": "must be true or false",
-    "string_type": "must be text",
-    "dict_type": "must be a mapping",
-    "model_type": "must be a mapping",
-    "tuple_type": "must be a list",
-    "list_type": "must be a list",
-    "missing": "is required",
-    "extra_forbidden": "is not a known field",
-}
-
-
-def _friendly_message(error: Any) -> str:
-    kind = error.get("type", "")
-    if kind in _TYPE_MESSAGES:
-        return _TYPE_MESSAGES[kind]
-    context = error.get("ctx") or {}
-    if kind == "literal_error":
-        return f"must be one of {context.get('expected', '')}"
-    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
-        bounds = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}
-        limit = next(iter(context.values()), "")
-        return f"must be {bounds[kind]} {limit}"
-    if kind == "string_too_short":
-        return "must not be empty"
-    message = str(error.get("msg", "is invalid"))
-    return message.removeprefix("Value error, ")

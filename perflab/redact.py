@@ -29,7 +29,7 @@ from typing import Any
 from urllib.parse import quote
 
 from perflab.engines import EngineConfig, EngineConfigError
-from perflab.inventory import HostConfig, InventoryError, load_inventory
+from perflab.inventory import HostConfig, InventoryError, default_inventory_path, load_inventory
 from perflab.secrets import is_secret_name, known_values
 
 MASK = "***"
@@ -188,9 +188,8 @@ def _redactor_for(hosts_file: str, mtime_ns: int, environment: tuple[tuple[str, 
 def process_redactor(hosts_file: str | os.PathLike[str] | None = None) -> Redactor:
     """The redactor for the secrets this process knows now: its environment and the hosts file
     (default ``$PERFLAB_HOSTS`` or the repository's hosts.yaml); rebuilt when either changes."""
-    from perflab import settings
 
-    path = str(hosts_file or settings.hosts_path())
+    path = str(hosts_file or default_inventory_path())
     try:
         mtime_ns = os.stat(path).st_mtime_ns
     except OSError:

@@ -1,35 +1,38 @@
 """Where perflab finds its files and how long runs and workers wait, each read from one environment
 variable with a default that suits a real deployment.
 
-- ``PERFLAB_HOSTS``: the hosts file (default ``<repo>/hosts.yaml``).
+- ``PERFLAB_HOSTS``: the hosts file (default ``<repo>/hosts.yaml``); owned by
+  :func:`perflab.inventory.default_inventory_path`.
 - ``PERFLAB_DATABASE_URL``: the database; :func:`db.session.database_url` owns it and
-  :func:`open_database` connects to it (schema brought up to date) for the command-line tools.
+  :func:`open_database` connects to it (schema brought up to date) for ``run`` and ``worker`` (the
+  commands with ``--url`` use :mod:`perflab.cli_database`).
 - ``PERFLAB_READY_TIMEOUT_S``: how long an engine may take to become ready (default 20 min for real
   engines, 5 min on simulated hosts).
 - ``PERFLAB_APP_WORKER``: ``0`` stops the web app from starting its in-process worker (teams that run
   ``python -m perflab worker`` processes instead).
 - ``PERFLAB_WORKER_STALE_S``: a worker whose heartbeat is older than this is taken for dead (default 60 s).
+- ``PERFLAB_APP_WORKDIR``: perflab's directory on the app's machine, where a benchmark forwarded from a
+  host without a usable Python keeps its run directory (default ``~/.perflab/app``).
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from db.session import describe, get_engine, upgrade
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-HOSTS_ENV = "PERFLAB_HOSTS"
 READY_TIMEOUT_ENV = "PERFLAB_READY_TIMEOUT_S"
 APP_WORKER_ENV = "PERFLAB_APP_WORKER"
 WORKER_STALE_ENV = "PERFLAB_WORKER_STALE_S"
+APP_WORKDIR_ENV = "PERFLAB_APP_WORKDIR"
 
 REAL_READY_TIMEOUT_S = 20 * 60.0
 SIMULATED_READY_TIMEOUT_S = 5 * 60.0
 DEFAULT_WORKER_STALE_S = 60.0
+DEFAULT_APP_WORKDIR = "~/.perflab/app"
 
 
 class SettingError(ValueError):
@@ -49,12 +52,6 @@ def _positive_seconds(name: str, default: float) -> float:
     return value
 
 
-def hosts_path() -> Path:
-    """The hosts file: ``$PERFLAB_HOSTS`` or ``hosts.yaml`` at the repository root."""
-    configured = os.environ.get(HOSTS_ENV, "").strip()
-    return Path(configured).expanduser() if configured else REPO_ROOT / "hosts.yaml"
-
-
 def ready_timeout_s(*, simulated: bool) -> float:
     """Seconds an engine may take from launch to ready before the run fails with ``timeout``."""
     return _positive_seconds(
@@ -70,6 +67,17 @@ def app_worker_enabled() -> bool:
 def worker_stale_s() -> float:
     """Seconds without a heartbeat after which a worker is taken for dead."""
     return _positive_seconds(WORKER_STALE_ENV, DEFAULT_WORKER_STALE_S)
+
+
+def check() -> None:
+    """Read every setting that has a format once; :class:`SettingError` names the first bad one."""
+    ready_timeout_s(simulated=False)
+    worker_stale_s()
+
+
+def app_workdir() -> str:
+    """perflab's directory on the app's machine: ``$PERFLAB_APP_WORKDIR`` or ``~/.perflab/app``."""
+    return os.environ.get(APP_WORKDIR_ENV, "").strip() or DEFAULT_APP_WORKDIR
 
 
 def open_database() -> Engine:

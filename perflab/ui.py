@@ -30,7 +30,7 @@ from streamlit.runtime.pages_manager import PagesManager
 from db import session as db_session
 from perflab import auth, redact, settings
 from perflab.charts.export import chart_png
-from perflab.inventory import Inventory, InventoryError, load_inventory
+from perflab.inventory import Inventory, InventoryError, default_inventory_path, load_inventory
 from perflab.views import compare, run_detail, run_list, status, urlstate
 from perflab.views.run_list import run_link
 
@@ -58,9 +58,19 @@ def app_shell() -> None:
     st.set_page_config(page_title="perflab", page_icon=":material/speed:", layout="wide")
     access = access_gate()
     redact.install_log_redaction()
+    settings_or_stop()
     db_engine()
     sidebar_status(app_worker=start_worker())
     sidebar_login(access)
+
+
+def settings_or_stop() -> None:
+    """Stop every page with the reason when an environment setting cannot be used."""
+    try:
+        settings.check()
+    except settings.SettingError as problem:
+        st.error(f"perflab cannot start: {problem}", icon=":material/error:")
+        st.stop()
 
 
 def ensure_app_shell() -> None:
@@ -382,7 +392,7 @@ def chart(figure: alt.TopLevelMixin, *, key: str, file_name: str) -> None:
 def inventory_or_stop() -> Inventory:
     """The hosts of the hosts file; when it cannot be used, its problems are shown and the page stops."""
     try:
-        return load_inventory(settings.hosts_path())
+        return load_inventory(default_inventory_path())
     except InventoryError as problem:
         st.error("The hosts file cannot be used:\n\n" + "\n".join(f"- {line}" for line in problem.problems))
         st.stop()
@@ -391,7 +401,9 @@ def inventory_or_stop() -> Inventory:
 def sidebar_status(*, app_worker: bool) -> None:
     """The sidebar: database in use, worker state, queued and running runs."""
     with session() as opened:
-        summary = status.app_status(opened, database=db_session.describe())
+        summary = status.app_status(
+            opened, database=db_session.describe(), stale_after_s=settings.worker_stale_s()
+        )
     sidebar = st.sidebar
     sidebar.caption(f"Database: {summary.database}")
     if not app_worker:

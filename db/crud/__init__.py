@@ -30,7 +30,7 @@ from db.crud.results import (
     list_request_records,
     list_samples,
 )
-from db.crud.run_list import SORT_KEYS, RunPage, RunRow, list_runs, run_filter_choices
+from db.crud.run_list import SORT_KEYS, RunPage, RunRow, RunSummary, list_runs, run_filter_choices
 from db.crud.runs import (
     ALLOWED_TRANSITIONS,
     create_run,
@@ -63,6 +63,7 @@ __all__ = [
     "NotFound",
     "RunPage",
     "RunRow",
+    "RunSummary",
     "acquire_gpus",
     "add_candidate",
     "add_profile_result",

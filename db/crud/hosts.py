@@ -1,4 +1,5 @@
-"""Hosts seen: one row per host name, updated by the inventory and by probes."""
+"""Hosts seen: one row per host name, written when a host is probed (its hosts.yaml identity and the
+probe's outcome)."""
 
 from __future__ import annotations
 

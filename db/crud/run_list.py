@@ -1,13 +1,14 @@
 """The runs page's read model: filtered, sorted, paged runs with their first result's figures.
 
 One query selects only the scalar columns a list needs (no JSON blobs) and joins each run's first
-profile result (position 0); a second query counts the matches. Both use the run table's indexes.
+profile result (position 0); a second query counts the matches. Both use the run table's indexes. A
+third reads, for the runs of the page only, whether their first result is partial.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -16,26 +17,6 @@ from sqlmodel import Session
 
 from db.models import HEADLINE_COLUMNS, ProfileResult, Run
 
-RUN_LIST_COLUMNS: tuple[str, ...] = (
-    "id",
-    "status",
-    "source",
-    "simulated",
-    "host_name",
-    "accelerator",
-    "engine",
-    "model",
-    "knobs_summary",
-    "replicas",
-    "label",
-    "queued_by",
-    "study_id",
-    "imported_from",
-    "failure_class",
-    "cancel_requested",
-    "created_at",
-    "finished_at",
-)
 RUN_SORT_COLUMNS: tuple[str, ...] = (
     "created_at",
     "finished_at",
@@ -52,8 +33,9 @@ MAX_PAGE_SIZE = 1000
 
 
 @dataclass(frozen=True)
-class RunRow:
-    """One line of the runs list: the run's scalar columns and its first result's headline figures."""
+class RunSummary:
+    """The scalar columns that say what a run is, where it ran and how it ended (the runs list's and the
+    run page's common ground)."""
 
     id: int
     status: str
@@ -73,8 +55,19 @@ class RunRow:
     cancel_requested: bool
     created_at: datetime
     finished_at: datetime | None
+
+
+RUN_LIST_COLUMNS: tuple[str, ...] = tuple(column.name for column in fields(RunSummary))
+
+
+@dataclass(frozen=True)
+class RunRow(RunSummary):
+    """One line of the runs list: the run's summary and its first result's headline figures (``partial``:
+    that result covers only the requests that ended before its benchmark was stopped)."""
+
     profile_name: str | None = None
     figures: dict[str, float | None] = field(default_factory=dict)
+    partial: bool = False
 
 
 @dataclass(frozen=True)
@@ -178,16 +171,28 @@ def list_runs(
         .offset(offset)
         .limit(limit)
     )
-    rows = [_row(record) for record in session.execute(query)]
+    records = list(session.execute(query))
+    partial = _partial_first_results(session, [record.id for record in records])
+    rows = [_row(record, partial=record.id in partial) for record in records]
     total = session.execute(sa.select(sa.func.count()).select_from(Run).where(*conditions)).scalar_one()
     return RunPage(rows=rows, total=int(total))
 
 
-def _row(record: sa.Row[Any]) -> RunRow:
+def _partial_first_results(session: Session, run_ids: list[int]) -> set[int]:
+    """Which of these runs' first results are marked partial (read for one page of runs only)."""
+    if not run_ids:
+        return set()
+    query = sa.select(ProfileResult.run_id, ProfileResult.result["partial"].as_boolean()).where(
+        ProfileResult.run_id.in_(run_ids), ProfileResult.position == 0
+    )
+    return {run_id for run_id, partial in session.execute(query) if partial is True}
+
+
+def _row(record: sa.Row[Any], *, partial: bool) -> RunRow:
     values = record._mapping
     run_values = {name: values[name] for name in RUN_LIST_COLUMNS}
     figures = {name: values[name] for name in HEADLINE_COLUMNS}
-    return RunRow(**run_values, profile_name=values["profile_name"], figures=figures)
+    return RunRow(**run_values, profile_name=values["profile_name"], figures=figures, partial=partial)
 
 
 def run_filter_choices(session: Session) -> dict[str, list[str]]:

@@ -18,7 +18,7 @@ import sys
 from perflab.bench.errors import BenchError
 from perflab.bench.metrics import DEFAULT_PERCENTILES
 from perflab.bench.options import DEFAULT_TIMEOUT_S, ENDPOINTS, BenchOptions, parse_goodput, parse_percentiles
-from perflab.bench.report import format_failures, format_text_block
+from perflab.bench.report import format_failures, format_text_block, partial_note
 from perflab.bench.runner import run_benchmark
 from perflab.bench.stopping import BenchStopped
 
@@ -157,22 +157,13 @@ def _write(path: str, text: str) -> None:
         raise BenchError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
-def partial_note(result: dict) -> str:
-    """The line that says a result covers only part of the run, and why."""
-    finished = result["requests_sent"] - result["requests_unfinished"]
-    return (
-        f"Partial result: {finished} of {result['num_prompts']} requests ended before the run stopped "
-        f"({result['partial_reason']}).\n"
-    )
-
-
 def run(args: argparse.Namespace) -> int:
     try:
         options = options_from_args(args)
         result = run_benchmark(options, handle_signals=True)
         text = format_text_block(result)
         if result.get("partial"):
-            text += partial_note(result)
+            text += partial_note(result) + "\n"
         if args.save_result:
             _write(args.save_result, json.dumps(result) + "\n")
         if args.result_text:

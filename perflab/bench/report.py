@@ -3,7 +3,9 @@
 ``build_result`` uses the field names of ``vllm bench serve --save-result`` (``ttfts``/``itls`` in
 seconds, as vLLM writes them) plus perflab's extras, listed in docs/architecture.md.
 ``format_text_block(result)`` renders the "Serving Benchmark Result" block from such a result, with the
-same labels, order and padding as vLLM, a failed-requests line and an E2EL section.
+same labels, order and padding as vLLM, a failed-requests line and an E2EL section;
+``partial_note(result)`` is the line that says a result covers only the requests that ended before the
+bench was stopped, and ``format_failures(result)`` counts the failures by reason.
 """
 
 from __future__ import annotations
@@ -177,3 +179,16 @@ def format_failures(result: Dict[str, Any]) -> str:
         example = examples.get(reason)
         lines.append(f"  {reason}: {count}" + (f" (first: {example})" if example else ""))
     return "\n".join(lines) + "\n"
+
+
+def partial_note(result: Dict[str, Any]) -> str:
+    """``Partial result: 40 of 200 requests ended before the run stopped (received SIGTERM).`` for a
+    result marked ``partial``."""
+    sent = result.get("requests_sent")
+    unfinished = result.get("requests_unfinished")
+    if isinstance(sent, int) and isinstance(unfinished, int):
+        ended = f"{sent - unfinished} of {result.get('num_prompts', sent)} requests ended"
+    else:
+        ended = "only some of the requests ended"
+    reason = result.get("partial_reason") or "no reason recorded"
+    return f"Partial result: {ended} before the run stopped ({reason})."

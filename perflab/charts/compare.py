@@ -6,7 +6,22 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from perflab.charts.common import LEGEND_CHART_HEIGHT, highlight, legend_selection
+from perflab.charts.common import (
+    LEGEND_CHART_HEIGHT,
+    fixed_scale,
+    highlight,
+    legend_selection,
+    number_tooltip,
+)
+
+ON_FRONT = "on the Pareto front"
+DOMINATED = "dominated"
+FRONT_SHAPES = {ON_FRONT: "diamond", DOMINATED: "circle"}
+
+
+def _run_color() -> alt.Color:
+    """One colour per run, the legend below the chart (run names are long)."""
+    return alt.Color("run:N", title="Run", legend=alt.Legend(orient="bottom", columns=2, labelLimit=320))
 
 
 def grouped_bars(frame: pd.DataFrame, value_title: str) -> alt.Chart:
@@ -19,14 +34,12 @@ def grouped_bars(frame: pd.DataFrame, value_title: str) -> alt.Chart:
             x=alt.X("profile:N", title="Profile", axis=alt.Axis(labelAngle=0, labelLimit=180)),
             xOffset=alt.XOffset("run:N"),
             y=alt.Y("value:Q", title=value_title),
-            color=alt.Color(
-                "run:N", title="Run", legend=alt.Legend(orient="bottom", columns=2, labelLimit=320)
-            ),
+            color=_run_color(),
             opacity=highlight(selection),
             tooltip=[
                 alt.Tooltip("run:N", title="Run"),
                 alt.Tooltip("profile:N", title="Profile"),
-                alt.Tooltip("value:Q", title=value_title, format=",.2f"),
+                number_tooltip("value", value_title),
             ],
         )
         .add_params(selection)
@@ -37,26 +50,20 @@ def grouped_bars(frame: pd.DataFrame, value_title: str) -> alt.Chart:
 def pareto_scatter(frame: pd.DataFrame, *, latency_title: str, throughput_title: str) -> alt.LayerChart:
     """Each run as a point (latency → throughput); the Pareto front as a line through its runs."""
     selection = legend_selection("run", "pareto_run")
-    marked = frame.assign(front=frame["on_front"].map({True: "on the Pareto front", False: "dominated"}))
+    marked = frame.assign(front=frame["on_front"].map({True: ON_FRONT, False: DOMINATED}))
     points = (
         alt.Chart(marked)
         .mark_point(filled=True, size=140)
         .encode(
             x=alt.X("latency:Q", title=latency_title, scale=alt.Scale(zero=False)),
             y=alt.Y("throughput:Q", title=throughput_title, scale=alt.Scale(zero=False)),
-            color=alt.Color(
-                "run:N", title="Run", legend=alt.Legend(orient="bottom", columns=2, labelLimit=320)
-            ),
-            shape=alt.Shape(
-                "front:N",
-                title="",
-                scale=alt.Scale(domain=["on the Pareto front", "dominated"], range=["diamond", "circle"]),
-            ),
+            color=_run_color(),
+            shape=alt.Shape("front:N", title="", scale=fixed_scale(FRONT_SHAPES)),
             opacity=highlight(selection),
             tooltip=[
                 alt.Tooltip("run:N", title="Run"),
-                alt.Tooltip("latency:Q", title=latency_title, format=",.2f"),
-                alt.Tooltip("throughput:Q", title=throughput_title, format=",.2f"),
+                number_tooltip("latency", latency_title),
+                number_tooltip("throughput", throughput_title),
                 alt.Tooltip("front:N", title="Pareto"),
             ],
         )
@@ -79,13 +86,11 @@ def overlaid_cdfs(frame: pd.DataFrame, value_title: str) -> alt.Chart:
         .encode(
             x=alt.X("value:Q", title=value_title),
             y=alt.Y("fraction:Q", title="Share of requests", axis=alt.Axis(format="%")),
-            color=alt.Color(
-                "run:N", title="Run", legend=alt.Legend(orient="bottom", columns=2, labelLimit=320)
-            ),
+            color=_run_color(),
             opacity=highlight(selection),
             tooltip=[
                 alt.Tooltip("run:N", title="Run"),
-                alt.Tooltip("value:Q", title=value_title, format=",.2f"),
+                number_tooltip("value", value_title),
                 alt.Tooltip("fraction:Q", title="Share", format=".1%"),
             ],
         )

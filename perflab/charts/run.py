@@ -12,12 +12,13 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from perflab.charts.common import CHART_HEIGHT, highlight, legend_selection
+from perflab.charts.common import CHART_HEIGHT, fixed_scale, highlight, legend_selection, number_tooltip
 from perflab.views.distributions import cdf_points, metric_label
 
 ENGINE_SERIES: dict[str, str] = {"running": "Running requests", "waiting": "Waiting requests (queue)"}
 HISTOGRAM_BINS = 40
 SCATTER_LIMIT = 5000
+OUTCOME_COLORS = {"ok": "#4c78a8", "failed": "#e45756"}
 
 
 def _timeline(
@@ -35,7 +36,7 @@ def _timeline(
             tooltip=[
                 alt.Tooltip("series:N", title=series_title),
                 alt.Tooltip(f"{x}:Q", title=x_title),
-                alt.Tooltip("value:Q", title=value_title, format=",.2f"),
+                number_tooltip("value", value_title),
             ],
         )
         .add_params(selection)
@@ -48,27 +49,43 @@ def _stacked(*charts: alt.Chart) -> alt.VConcatChart:
     return alt.vconcat(*charts).resolve_scale(color="independent")
 
 
+def _column_timelines(
+    frame: pd.DataFrame, columns: tuple[tuple[str, str, str], ...], *, x: str, series_title: str
+) -> list[alt.Chart]:
+    """A timeline of each ``(column, value title, selection name)`` that ``frame`` has; a frame without
+    a ``series`` column is one series named by the value title."""
+    charts = []
+    for column, title, name in columns:
+        if column not in frame:
+            continue
+        values = frame.rename(columns={column: "value"})
+        if "series" not in values:
+            values = values.assign(series=title)
+        charts.append(
+            _timeline(
+                values[[x, "series", "value"]].dropna(),
+                x=x,
+                x_title="Time (s)",
+                value_title=title,
+                series_title=series_title,
+                name=name,
+            )
+        )
+    return charts
+
+
 def throughput_timeline(timeseries: pd.DataFrame) -> alt.VConcatChart:
     """Output tokens/s (top) and requests in flight (bottom), one point per second of the benchmark."""
-    tokens = timeseries.rename(columns={"output_tokens": "value"}).assign(series="Output tokens/s")
-    flight = timeseries.rename(columns={"requests_in_flight": "value"}).assign(series="Requests in flight")
     return _stacked(
-        _timeline(
-            tokens,
+        *_column_timelines(
+            timeseries,
+            (
+                ("output_tokens", "Output tokens/s", "tokens"),
+                ("requests_in_flight", "Requests in flight", "flight"),
+            ),
             x="t",
-            x_title="Time (s)",
-            value_title="Output tokens/s",
             series_title="Series",
-            name="tokens",
-        ),
-        _timeline(
-            flight,
-            x="t",
-            x_title="Time (s)",
-            value_title="Requests in flight",
-            series_title="Series",
-            name="flight",
-        ),
+        )
     )
 
 
@@ -120,22 +137,17 @@ def accelerator_timeline(samples: pd.DataFrame) -> alt.VConcatChart:
     """Utilisation (%) and memory used (MiB) of each of the run's accelerators over time."""
     gpus = samples[samples["source"] == "accelerator"]
     labelled = gpus.assign(series="GPU " + gpus["gpu"].astype("Int64").astype(str))
-    charts = [
-        _timeline(
-            labelled.rename(columns={column: "value"})[["t_s", "series", "value"]].dropna(),
+    return _stacked(
+        *_column_timelines(
+            labelled,
+            (
+                ("utilization_pct", "Utilisation (%)", "util"),
+                ("memory_used_mib", "Memory used (MiB)", "memory"),
+            ),
             x="t_s",
-            x_title="Time (s)",
-            value_title=title,
             series_title="Accelerator",
-            name=name,
         )
-        for column, title, name in (
-            ("utilization_pct", "Utilisation (%)", "util"),
-            ("memory_used_mib", "Memory used (MiB)", "memory"),
-        )
-        if column in labelled
-    ]
-    return _stacked(*charts)
+    )
 
 
 def latency_histogram(values: np.ndarray, metric: str) -> alt.Chart:
@@ -164,7 +176,7 @@ def latency_cdf(values: np.ndarray, metric: str) -> alt.Chart:
             x=alt.X("value:Q", title=title),
             y=alt.Y("fraction:Q", title="Share of requests", axis=alt.Axis(format="%")),
             tooltip=[
-                alt.Tooltip("value:Q", title=title, format=",.2f"),
+                number_tooltip("value", title),
                 alt.Tooltip("fraction:Q", format=".1%"),
             ],
         )
@@ -185,11 +197,7 @@ def ttft_scatter(records: pd.DataFrame) -> alt.Chart:
         .encode(
             x=alt.X("input_tokens:Q", title="Input length (tokens)"),
             y=alt.Y("ttft_ms:Q", title="TTFT (ms)"),
-            color=alt.Color(
-                "outcome:N",
-                title="Request",
-                scale=alt.Scale(domain=["ok", "failed"], range=["#4c78a8", "#e45756"]),
-            ),
+            color=alt.Color("outcome:N", title="Request", scale=fixed_scale(OUTCOME_COLORS)),
             opacity=highlight(selection),
             tooltip=[
                 alt.Tooltip("index:Q", title="Request"),

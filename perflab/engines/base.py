@@ -6,9 +6,10 @@ engine answers health checks and Prometheus metrics, recognises its readiness li
 failure logs. Subclasses declare their engine's facts as class attributes (a :class:`FlagTable` for the
 typed knobs, the knobs it lacks with a hint each) and override hooks only for what a table cannot say.
 
-Launch contract: the runner writes :meth:`EngineAdapter.files` into the run directory and starts
-:meth:`EngineAdapter.serve_argv` with that directory as working directory and :meth:`EngineAdapter.env`
-added to the environment, so argv may name those files by relative path.
+Launch contract: the runner writes :meth:`EngineAdapter.files` into the replica's run directory
+(``<run dir>/engine-<i>/``) and starts :meth:`EngineAdapter.serve_argv` with that directory as working
+directory and :meth:`EngineAdapter.env` added to the environment, so argv may name those files by
+relative path.
 """
 
 from __future__ import annotations

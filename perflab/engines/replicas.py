@@ -1,8 +1,9 @@
 """Replicas: one config served N times on disjoint GPU sets of one host (TP4 on 8 GPUs = 2 replicas).
 
 Replica ``i`` gets the ``i``-th block of ``tp×dp`` GPUs and listens on ``base port + i`` (the config's port,
-else the engine's default); the runner starts one engine per :class:`ReplicaPlan` and the benchmark spreads
-requests over all replica URLs, as the seeds' "3019.19×2" results do.
+else the engine's default); the runner starts one engine per :class:`ReplicaPlan` (without a configured
+port it moves each replica to the default port + its first GPU index, see :mod:`perflab.runner.launch`)
+and the benchmark spreads requests over all replica URLs, as the seeds' "3019.19×2" results do.
 """
 
 from __future__ import annotations

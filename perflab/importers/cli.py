@@ -1,4 +1,5 @@
-"""``python -m perflab import FILE… [--json] [--label L]``: store existing benchmark results as runs.
+"""``python -m perflab import FILE… [--json] [--label L] [--queued-by NAME] [--url URL]``: store existing
+benchmark results as runs.
 
 Each file is parsed completely first; a file that fails is reported (file and line) and stores
 nothing, the others are still imported. The exit status is 1 if any file failed.
@@ -10,10 +11,9 @@ import argparse
 import json
 import sys
 
-import sqlalchemy as sa
-
 from db import session as db_session
 from perflab.auth import cli_user
+from perflab.cli_database import add_url_option, command_engine
 from perflab.importers.model import ImportFileError
 from perflab.importers.store import read_file, run_record, store_parsed
 
@@ -25,20 +25,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the stored runs as a JSON list")
     parser.add_argument("--label", help="label for every imported run (default: from each result's context)")
     parser.add_argument("--queued-by", help="who imported the runs (default: $USER)")
-    parser.add_argument("--url", help="database URL (default: $PERFLAB_DATABASE_URL or var/perflab.db)")
+    add_url_option(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    url = db_session.normalize_url(args.url) if args.url else db_session.database_url()
-    try:
-        db_session.upgrade(url)
-    except sa.exc.SQLAlchemyError as error:
-        reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
-        print(f"database {db_session.describe(url)}: {reason}", file=sys.stderr)
-        return 1
+    engine = command_engine(args.url)
     records = []
     failed = 0
-    with db_session.new_session(db_session.get_engine(url)) as session:
+    with db_session.new_session(engine) as session:
         for path in args.files:
             try:
                 parsed = read_file(path)

@@ -35,6 +35,8 @@ class HostError(BaseModel):
 
 
 class HostStatus(BaseModel):
+    """A host's identity (from hosts.yaml) with whether it was reached, its probe, or why it failed."""
+
     name: str
     address: str
     transport: str
@@ -45,6 +47,30 @@ class HostStatus(BaseModel):
     probe: ProbeResult | None = None
     error: HostError | None = None
     checked_at: datetime
+
+    @classmethod
+    def of(
+        cls,
+        host: HostConfig,
+        *,
+        reachable: bool,
+        checked_at: datetime,
+        probe: ProbeResult | None = None,
+        error: HostError | None = None,
+    ) -> HostStatus:
+        """The status of ``host``: its name, address, transport, labels and simulation from its config."""
+        return cls(
+            name=host.name,
+            address=host.display_address,
+            transport=host.transport,
+            labels=list(host.labels),
+            simulated=host.simulated,
+            simulate=host.simulate,
+            reachable=reachable,
+            checked_at=checked_at,
+            probe=probe,
+            error=error,
+        )
 
     @property
     def problems(self) -> list[ProbeProblem]:
@@ -89,17 +115,12 @@ def host_status(host: HostConfig) -> HostStatus:
             probe = probe_host(transport)
     except (TransportError, SimulatedHostError) as exc:
         error = _error(exc)
-    return HostStatus(
-        name=host.name,
-        address=host.display_address,
-        transport=host.transport,
-        labels=list(host.labels),
-        simulated=host.simulated,
-        simulate=host.simulate,
+    return HostStatus.of(
+        host,
         reachable=probe is not None or (error is not None and error.kind not in _NOT_CONNECTED),
+        checked_at=datetime.now(timezone.utc),
         probe=probe,
         error=error,
-        checked_at=datetime.now(timezone.utc),
     )
 
 

@@ -6,8 +6,13 @@ On-host (preferred: no network between load generator and engine): ship the agen
 ``PERFLAB_PROGRESS {json}`` line, and fetch the JSON result.
 
 Forwarded (fallback when the host has no python3 >= 3.9): forward each engine port to the app machine
-over SSH and run ``python -m perflab bench`` there with the same arguments. The returned
-:class:`BenchRun` records which way was used and why.
+over SSH and run ``python -m perflab bench`` there with the same arguments, its run directory under
+the app's own workdir (:func:`perflab.settings.app_workdir`). The returned :class:`BenchRun` records
+which way was used and why.
+
+Either way the bench is process ``name`` of the run where it runs (its pid file in that run dir, the
+run's marker env), so :func:`find_bench` finds it again — stop, crash recovery and its partial result
+— after its caller died; a forwarded one by a process on the same app machine.
 """
 
 from __future__ import annotations
@@ -16,17 +21,17 @@ import json
 import os
 import posixpath
 import sys
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from perflab import settings
 from perflab.inventory import HostConfig
 from perflab.probe.models import PythonInfo
 from perflab.remote.agent import ensure_agent, file_sha256
-from perflab.remote.process import run_dir, tracked_command
+from perflab.remote.process import RemoteProcess, load_process, run_dir, tracked_command
 from perflab.simhost import checkout_dir
 from perflab.transport.base import CommandStream, Transport
 from perflab.transport.local import LocalTransport
@@ -49,6 +54,16 @@ class BenchRun:
     text_block: str
     output_tail: list[str] = field(default_factory=list)
     fallback_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class BenchProcess:
+    """A benchmark found by its pid file: how it ran and the machine it runs on (the host on-host, the
+    app's machine forwarded)."""
+
+    mode: BenchMode
+    transport: Transport
+    process: RemoteProcess
 
 
 class RemoteBenchFailed(RuntimeError):
@@ -77,6 +92,26 @@ def choose_mode(transport: Transport, python: PythonInfo | None = None) -> tuple
     if python.version is None:
         return "forwarded", f"'{command}' is not available on host '{transport.host.name}'"
     return "forwarded", f"Python {python.version} on host '{transport.host.name}' is older than 3.9"
+
+
+def app_machine(secret_env: Mapping[str, str] | None = None) -> LocalTransport:
+    """The app's own machine, where forwarded benchmarks run (its workdir: ``settings.app_workdir()``);
+    ``secret_env``: a host's secrets, for a bench that talks to that host's engines."""
+    machine = LocalTransport(HostConfig(name="app", transport="local", workdir=settings.app_workdir()))
+    machine.secret_env = dict(secret_env or {})
+    return machine
+
+
+def find_bench(transport: Transport, run_key: str, name: str) -> BenchProcess | None:
+    """Bench ``name`` of run ``run_key`` as its pid file records it: on the host of ``transport``, else
+    (forwarded) on this machine; None when it never started."""
+    places: tuple[tuple[BenchMode, Transport], ...] = (("on-host", transport), ("forwarded", app_machine()))
+    for mode, machine in places:
+        try:
+            return BenchProcess(mode, machine, load_process(machine, run_key, name))
+        except FileNotFoundError:
+            continue
+    return None
 
 
 def _target_args(ports: Sequence[int]) -> list[str]:
@@ -148,10 +183,11 @@ def run_remote_bench(
     file (``{"--dataset-path": Path("sharegpt.json"), "--tokenizer": Path("tokenizer.json")}``), uploaded
     for an on-host run. ``mode`` forces a way; by default it follows the host's Python (pass ``python``
     from a probe to save a round trip). On the app's own machine (local transport) the bench runs with
-    the app's interpreter. The result and text block are kept in ``<run dir>/<name>.json|.txt``.
-    On-host, the bench is process ``name`` of the run (its pid file in the run dir, the run's marker
-    env), so :func:`perflab.remote.process.stop` and :func:`~perflab.remote.process.find_leftovers`
-    find it even after this caller died; stopped early, it leaves a result marked ``partial``.
+    the app's interpreter. The result and text block are kept in ``<run dir>/<name>.json|.txt`` of the
+    machine the bench runs on. There the bench is process ``name`` of the run (its pid file in the run
+    dir, the run's marker env), so :func:`find_bench`, :func:`perflab.remote.process.stop` and
+    :func:`~perflab.remote.process.find_leftovers` find it even after this caller died; stopped early,
+    it leaves a result marked ``partial``.
     """
     reason: str | None = None
     if mode is None:
@@ -159,10 +195,8 @@ def run_remote_bench(
     with ExitStack() as stack:
         runner: Transport
         if mode == "forwarded":
-            runner = LocalTransport(HostConfig(name="app", transport="local"))
-            runner.secret_env = dict(transport.secret_env)
+            runner = app_machine(transport.secret_env)
             prefix, env = _app_command()
-            out_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="perflab-bench-"))
             targets = [stack.enter_context(transport.forward(port)) for port in ports]
             file_args = [part for flag, local in (files or {}).items() for part in (flag, str(local))]
         else:
@@ -172,20 +206,18 @@ def run_remote_bench(
                 if transport.kind == "local"
                 else ([transport.host.python, ensure_agent(transport)], {})
             )
-            out_dir = run_dir(transport, run_key)
-            transport.run_checked(["mkdir", "-p", out_dir], timeout=_CHECK_TIMEOUT_S)
             targets = list(ports)
             file_args = _upload_files(transport, files or {})
+        out_dir = run_dir(runner, run_key)
+        runner.run(["mkdir", "-p", out_dir], timeout=_CHECK_TIMEOUT_S, check=True)
         result_path = posixpath.join(out_dir, f"{name}.json")
         text_path = posixpath.join(out_dir, f"{name}.txt")
-        argv = [
+        bench_argv = [
             *prefix, "bench", *bench_args, *file_args, *_target_args(targets),
             "--progress-json", "--save-result", result_path, "--result-text", text_path,
         ]  # fmt: skip
-        if mode == "on-host":
-            argv, marker = tracked_command(transport, argv, run_key=run_key, name=name)
-            env = {**env, **marker}
-        stream = runner.stream(argv, timeout=timeout, env=env)
+        argv, marker = tracked_command(runner, bench_argv, run_key=run_key, name=name)
+        stream = runner.stream(argv, timeout=timeout, env={**env, **marker})
         status = _follow(stream, on_progress, on_line)
         tail = stream.tail[-_TAIL_LINES:]
         if status != 0:

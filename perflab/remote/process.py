@@ -178,7 +178,7 @@ def start_detached(
         "--", *(f"{key}={value}" for key, value in process_env.items()),
         "setsid", "sh", "-c", scripts.WRAPPER, "perflab-run", exit_file, *argv,
     ]  # fmt: skip
-    result = transport.run_checked(launch_argv, timeout=_COMMAND_TIMEOUT_S, cwd=cwd)
+    result = transport.run(launch_argv, timeout=_COMMAND_TIMEOUT_S, cwd=cwd, check=True)
     fields = result.stdout.split()
     pid = int(fields[0])
     start_time = fields[1] if len(fields) > 1 else "-"
@@ -197,7 +197,7 @@ def load_process(transport: Transport, run_key: str, name: str) -> RemoteProcess
 
 def process_state(transport: Transport, process: RemoteProcess) -> ProcessState:
     argv = ["sh", "-c", scripts.STATE, "perflab-state", *process._identity_args(), process.exit_path]
-    result = retrying(lambda: transport.run_checked(argv, timeout=_COMMAND_TIMEOUT_S))
+    result = retrying(lambda: transport.run(argv, timeout=_COMMAND_TIMEOUT_S, check=True))
     values = dict(line.split(":", 1) for line in result.stdout.splitlines() if ":" in line)
     pids = _pid_tuple(values.get("pids", ""))
     code = values.get("exit", "").strip()
@@ -211,9 +211,10 @@ def is_running(transport: Transport, process: RemoteProcess) -> bool:
 def stop(transport: Transport, process: RemoteProcess, grace_s: float = 10.0) -> StopResult:
     """TERM every process of ``process``, KILL what is left after ``grace_s``; report what happened."""
     ticks = max(int(round(grace_s * 10)), 0)
-    result = transport.run_checked(
+    result = transport.run(
         ["sh", "-c", scripts.STOP, "perflab-stop", *process._identity_args(), str(ticks)],
         timeout=grace_s + _COMMAND_TIMEOUT_S,
+        check=True,
     )
     kind, _, rest = result.stdout.strip().partition(":")
     if kind == "left":

@@ -12,7 +12,7 @@ import sys
 
 from db import crud
 from db import session as db_session
-from perflab.cli_database import DatabaseUnavailable, command_engine
+from perflab.cli_database import add_url_option, command_engine
 from perflab.report.export import write_report
 from perflab.report.from_runs import RunLayoutError, build_report_from_runs
 from perflab.report.from_study import study_report
@@ -34,20 +34,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--title", help="the report's title (--runs)")
     parser.add_argument("--tuning-title", default="Tuning profile", help="name of the tuning case (--runs)")
     parser.add_argument("--gpus-per-node", type=int, help="accelerators per node, to count replicas (--runs)")
-    parser.add_argument("--decimals", type=int, default=1, choices=(0, 1, 2, 3), help="percentage decimals")
-    parser.add_argument("--url", help="database URL (default: $PERFLAB_DATABASE_URL or var/perflab.db)")
+    parser.add_argument(
+        "--decimals", type=int, default=1, choices=(0, 1, 2, 3), help="decimals of the percentages"
+    )
+    add_url_option(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     if (args.study_id is None) == (args.runs is None):
         print("error: give either a STUDY_ID or --runs (not both)", file=sys.stderr)
         return 2
-    try:
-        engine = command_engine(args.url)
-    except DatabaseUnavailable as error:
-        print(str(error), file=sys.stderr)
-        return 1
-    with db_session.new_session(engine) as session:
+    with db_session.new_session(command_engine(args.url)) as session:
         try:
             if args.runs is not None:
                 report = build_report_from_runs(
@@ -59,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
                     decimals=args.decimals,
                 )
             else:
-                report = study_report(session, study_id=args.study_id)
+                report = study_report(session, study_id=args.study_id, decimals=args.decimals)
         except (crud.NotFound, RunLayoutError, StudySpecError) as error:
             print(f"error: {error}", file=sys.stderr)
             return 2

@@ -12,7 +12,7 @@ from typing import Any
 
 from perflab.report.charts import png_bytes, report_charts
 from perflab.report.markdown import render_markdown
-from perflab.report.model import Report
+from perflab.report.model import Figures, Report
 
 REPORT_FILE = "report.md"
 CSV_FILE = "results.csv"
@@ -32,49 +32,39 @@ def results_csv(report: Report) -> str:
     return buffer.getvalue()
 
 
+def _fields(item: object, *names: str) -> dict[str, Any]:
+    """``{name: item.name}`` for each of ``names``."""
+    return {name: getattr(item, name) for name in names}
+
+
+def _figure(figures: Figures | None, name: str) -> float | None:
+    return getattr(figures, name) if figures is not None else None
+
+
 def results_json(report: Report) -> str:
     """The report's conclusions and every number, as JSON."""
     payload: dict[str, Any] = {
-        "title": report.title,
-        "model": report.model,
-        "objective": report.objective,
-        "recommended_command": report.recommended_command,
-        "recommended_replicas": report.recommended_replicas,
+        **_fields(report, "title", "model", "objective", "recommended_command", "recommended_replicas"),
         "comparison": [
             {
                 "case": row.case,
-                "baseline_total_tps": row.baseline.total_tps if row.baseline else None,
-                "optimized_total_tps": row.optimized.total_tps if row.optimized else None,
-                "baseline_mean_tpot_ms": row.baseline.mean_tpot_ms if row.baseline else None,
-                "optimized_mean_tpot_ms": row.optimized.mean_tpot_ms if row.optimized else None,
+                "baseline_total_tps": _figure(row.baseline, "total_tps"),
+                "optimized_total_tps": _figure(row.optimized, "total_tps"),
+                "baseline_mean_tpot_ms": _figure(row.baseline, "mean_tpot_ms"),
+                "optimized_mean_tpot_ms": _figure(row.optimized, "mean_tpot_ms"),
                 "change": row.change,
             }
             for row in report.comparison
         ],
         "summary": [
-            {
-                "option": row.option,
-                "improvement": row.improvement,
-                "versus_baseline": row.versus_baseline,
-                "note": row.note,
-            }
-            for row in report.summary
+            _fields(row, "option", "improvement", "versus_baseline", "note") for row in report.summary
         ],
         "stages": [
             {
-                "index": stage.index,
-                "name": stage.name,
-                "winner": stage.winner,
+                **_fields(stage, "index", "name", "winner"),
                 "candidates": [
-                    {
-                        "label": c.label,
-                        "serve_command": c.serve_command,
-                        "decision": c.decision,
-                        "note": c.note,
-                        "value": c.value,
-                        "run_id": c.run_id,
-                    }
-                    for c in stage.candidates
+                    _fields(candidate, "label", "serve_command", "decision", "note", "value", "run_id")
+                    for candidate in stage.candidates
                 ],
             }
             for stage in report.stages

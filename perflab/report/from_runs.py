@@ -36,6 +36,7 @@ from perflab.report.model import (
     node_figures,
 )
 from perflab.report.sections import (
+    decided_candidate,
     engine_versions,
     failure_block,
     first_serve_command,
@@ -132,23 +133,19 @@ def _candidate(
     return CandidatePlan(stage_index, stage, position, label, {}, None, measurement=measurement)
 
 
-def _section(plan: CandidatePlan, run: Run, runs: _Runs, engine: str | None) -> CandidateSection:
+def _section(plan: CandidatePlan, run: Run, runs: _Runs) -> CandidateSection:
     result = runs.first(run)
     if result is not None:
         blocks = (result_block(result, plan.label),)
     else:
         blocks = (failure_block(plan.label, plan.measurement.error or "failed"),)
-    return CandidateSection(
-        label=plan.label,
+    return decided_candidate(
+        plan,
+        run,
         serve_command=first_serve_command(run),
         blocks=blocks,
-        engine=engine,
-        decision=plan.decision,
-        note=plan.note,
-        value=plan.value,
+        engine=run.engine,
         figures=runs.figures(run),
-        run_id=run.id,
-        status=run.status,
     )
 
 
@@ -192,7 +189,7 @@ def build_report_from_runs(
         ]
         decided, winner, _ = decide_stage(candidates, best, rules)
         section_candidates = tuple(
-            _section(plan, run, stored, run.engine) for plan, (_, run) in zip(decided, entries, strict=True)
+            _section(plan, run, stored) for plan, (_, run) in zip(decided, entries, strict=True)
         )
         sections.append(StageSection(index, name, section_candidates, winner.label if winner else None))
         if winner is not None:

@@ -8,6 +8,8 @@ and the summary applies :mod:`perflab.report.summary`'s rules to the stages.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sqlmodel import Session
 
 from perflab.report.model import (
@@ -21,6 +23,7 @@ from perflab.report.model import (
 )
 from perflab.report.sections import (
     by_profile,
+    decided_candidate,
     engine_versions,
     failure_block,
     hardware_text,
@@ -70,17 +73,13 @@ def candidate_section(progress: StudyProgress, candidate: CandidatePlan) -> Cand
         blocks = (failure_block(tuning.title, candidate.error or measurement.error or "failed"),)
     else:
         blocks = ()
-    return CandidateSection(
-        label=candidate.label,
+    return decided_candidate(
+        candidate,
+        outcome.run if outcome is not None else None,
         serve_command=_command(candidate),
         blocks=blocks,
         engine=candidate.config.engine if candidate.config is not None else None,
-        decision=candidate.decision,
-        note=candidate.note,
-        value=candidate.value,
         figures=_figures(progress, candidate, tuning.name),
-        run_id=outcome.run.id if outcome is not None else None,
-        status=outcome.run.status if outcome is not None else None,
     )
 
 
@@ -174,10 +173,11 @@ def _datasets(progress: StudyProgress) -> list[str]:
     return lines
 
 
-def study_report(session: Session, *, study_id: int) -> Report:
-    """The report of study ``study_id`` as it stands (complete once the study is done)."""
+def study_report(session: Session, *, study_id: int, decimals: int = 1) -> Report:
+    """The report of study ``study_id`` as it stands (complete once the study is done), percentages to
+    ``decimals`` places."""
     progress = load_progress(session, study_id=study_id)
-    return report_of(progress)
+    return replace(report_of(progress), decimals=decimals)
 
 
 def _baseline_in_stages(plan: StudyPlan) -> bool:

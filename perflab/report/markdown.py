@@ -2,7 +2,7 @@
 
 Conclusion (serving command, comparison table), Optimization Objective, Experimental Setup (model,
 hardware, engine versions, datasets, the ``vllm bench serve`` commands), one section per stage with
-each candidate's serving script and benchmark result block (or ``# Error: …`` line), the Summary of
+each candidate's serving script and benchmark result block (or ``# RuntimeError: …`` lines), the Summary of
 Optimization Options, Other Benchmark Cases, and the load curves when the tuning profile was swept.
 """
 

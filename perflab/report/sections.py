@@ -7,8 +7,9 @@ from typing import Any
 
 from db.models import HEADLINE_COLUMNS, ProfileResult, Run
 from perflab.engines.registry import ADAPTERS
-from perflab.report.model import BenchBlock
+from perflab.report.model import BenchBlock, CandidateSection, Figures
 from perflab.study.loadcurve import LOAD_UNITS
+from perflab.study.plan import CandidatePlan
 
 
 def case_name(result: ProfileResult) -> str:
@@ -100,3 +101,28 @@ def headline(results: Sequence[ProfileResult], field: str = "total_token_through
 
 def first_serve_command(run: Run | None) -> str | None:
     return run.serve_commands[0] if run is not None and run.serve_commands else None
+
+
+def decided_candidate(
+    plan: CandidatePlan,
+    run: Run | None,
+    *,
+    serve_command: str | None,
+    blocks: tuple[BenchBlock, ...],
+    engine: str | None,
+    figures: Figures | None,
+) -> CandidateSection:
+    """A decided candidate as the report shows it: the plan's label, decision, note and objective value,
+    the run that measured it (None when it has none), and what the report prints for it."""
+    return CandidateSection(
+        label=plan.label,
+        serve_command=serve_command,
+        blocks=blocks,
+        engine=engine,
+        decision=plan.decision,
+        note=plan.note,
+        value=plan.value,
+        figures=figures,
+        run_id=run.id if run is not None else None,
+        status=run.status if run is not None else None,
+    )

@@ -4,7 +4,8 @@
 - :func:`execute_run` drives a claimed run through launching → ready → benchmarking → done, or to
   failed/cancelled, always stopping what it started (:mod:`perflab.runner.execute`);
 - :func:`wait_for_runs` waits until runs finish (studies);
-- :func:`stop_recorded` stops what a run recorded in ``run.remote_state`` (crash recovery).
+- :func:`stop_recorded` stops what a run recorded in ``run.remote_state`` (the wind-down of every run,
+  and crash recovery's).
 """
 
 from perflab.runner.errors import RUNNER_FAILURE_CLASSES, GpusBusy, RunCancelled, RunFailed

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perflab.profiles import BenchmarkProfile
+from perflab.remote.bench import find_bench
 from perflab.runner import results
 from perflab.runner.store import RunStore
 from perflab.transport.base import Transport
@@ -91,14 +92,16 @@ def _read_text(transport: Transport, path: str) -> str:
 def store_in_flight(
     transport: Transport, store: RunStore, remote_state: dict[str, Any], profiles: Sequence[Mapping[str, Any]]
 ) -> bool:
-    """Store the partial result the recorded bench left in the run dir (call after it was stopped)
-    and drop the record; False when there was no bench in flight or it left no partial result (a
-    bench that ended on its own was handled by the runner, whatever its outcome)."""
+    """Store the partial result the recorded bench left in its run dir (on the host, or on this machine
+    when it was forwarded; call after it was stopped) and drop the record; False when there was no
+    bench in flight or it left no partial result (a bench that ended on its own was handled by the
+    runner, whatever its outcome)."""
     entry = remote_state.get(BENCH_KEY)
-    if not entry:
+    bench = find_bench(transport, remote_state["run_key"], entry["name"]) if entry else None
+    if bench is None:
         return False
-    directory = remote_state["run_dir"]
-    result = _read_json(transport, posixpath.join(directory, f"{entry['name']}.json"))
+    where, directory = bench.transport, bench.process.run_dir
+    result = _read_json(where, posixpath.join(directory, f"{entry['name']}.json"))
     if result is None or not result.get("partial"):
         return False
     profile = BenchmarkProfile.model_validate(profiles[entry["profile_index"]])
@@ -108,8 +111,8 @@ def store_in_flight(
         point=profile.sweep_points()[point_index],
         sweep_point=sweep_label(profile, point_index),
         result=result,
-        bench_text=_read_text(transport, posixpath.join(directory, f"{entry['name']}.txt")),
-        bench_mode="on-host",
+        bench_text=_read_text(where, posixpath.join(directory, f"{entry['name']}.txt")),
+        bench_mode=bench.mode,
         replicas=max(len(remote_state.get("processes", [])), 1),
     )
     remote_state.pop(BENCH_KEY)

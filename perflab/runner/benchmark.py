@@ -1,7 +1,8 @@
 """Benchmarking a ready run: every profile (every point of a load-curve sweep) against all replicas.
 
 Each benchmark runs on the host next to the engines (:func:`perflab.remote.bench.run_remote_bench`,
-requests spread over every replica's URL), streams its progress into ``run.progress`` and stores its
+requests spread over every replica's URL; forwarded from the app's machine when the host's Python
+cannot run it), streams its progress into ``run.progress`` and stores its
 result with its per-request records as soon as it ends, so a later failure keeps earlier results;
 the benchmark in flight is recorded first (:mod:`perflab.runner.bench_record`), so a run that ends
 early keeps its partial result too. A sweep stores one result per point and, with

@@ -21,7 +21,7 @@ from db.session import new_session
 from perflab import settings
 from perflab.auth import cli_user
 from perflab.engines import ENGINE_NAMES, EngineConfig, EngineConfigError
-from perflab.inventory import InventoryError, load_inventory
+from perflab.inventory import InventoryError, default_inventory_path, load_inventory
 from perflab.profiles import BenchmarkProfile
 from perflab.runner.execute import RunEvent
 from perflab.runner.options import RunnerOptions
@@ -201,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = build_config(args)
         profiles = _profiles(args.profiles)
-        hosts_file = args.hosts or settings.hosts_path()
+        hosts_file = args.hosts or default_inventory_path()
         host = load_inventory(hosts_file).get(args.host)
         if args.ready_timeout is not None and args.ready_timeout <= 0:
             raise BadInput(f"--ready-timeout {args.ready_timeout:g}: must be > 0")

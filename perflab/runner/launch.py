@@ -102,7 +102,7 @@ def start_replicas(
                 f"so {name} cannot serve on it; stop that process or set another port",
             )
         try:
-            transport.run_checked(["mkdir", "-p", workdir], timeout=30.0)
+            transport.run(["mkdir", "-p", workdir], timeout=30.0, check=True)
             for file_name, text in adapter.files(config, port=plan.port).items():
                 transport.write_text(posixpath.join(workdir, file_name), text)
             process = rp.start_detached(transport, argv, run_key=run_key, name=name, env=env, cwd=workdir)

@@ -2,9 +2,10 @@
 
 The runner calls this when a run ends (always), and the worker calls it for runs left in flight by a
 worker that died: the record names the host, the run key and every process the run meant to start,
-written before each started — the engines, and the benchmark in flight — so nothing can be left
-behind unseen. The benchmark is stopped first, so it writes its partial result while its engines
-still answer. Transient SSH failures while stopping are retried with backoff.
+written before each started — the engines, and the benchmark in flight (on the host, or on the app's
+machine when it was forwarded) — so nothing can be left behind unseen. The benchmark is stopped
+first, so it writes its partial result while its engines still answer. Transient SSH failures while
+stopping are retried with backoff.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perflab.remote import process as rp
+from perflab.remote.bench import BenchProcess, find_bench
 from perflab.runner.bench_record import BENCH_KEY, store_in_flight
 from perflab.runner.store import RunStore
 from perflab.transport.base import Transport
@@ -43,15 +45,13 @@ def recorded_processes(transport: Transport, remote_state: Mapping[str, Any]) ->
     return found
 
 
-def recorded_bench(transport: Transport, remote_state: Mapping[str, Any]) -> rp.RemoteProcess | None:
-    """The benchmark the record says is in flight, if it was started (its pid file exists)."""
+def recorded_bench(transport: Transport, remote_state: Mapping[str, Any]) -> BenchProcess | None:
+    """The benchmark the record says is in flight, if it was started (its pid file exists on the host,
+    or on this machine for a forwarded one)."""
     entry = remote_state.get(BENCH_KEY)
     if not entry:
         return None
-    try:
-        return rp.load_process(transport, remote_state["run_key"], entry["name"])
-    except FileNotFoundError:
-        return None
+    return find_bench(transport, remote_state["run_key"], entry["name"])
 
 
 def _outcome(stopped: rp.StopResult) -> str:
@@ -62,9 +62,9 @@ def _stop_once(transport: Transport, remote_state: Mapping[str, Any], grace_s: f
     outcomes = {}
     bench = recorded_bench(transport, remote_state)
     if bench is not None:
-        stopped = rp.stop(transport, bench, grace_s)
+        stopped = rp.stop(bench.transport, bench.process, grace_s)
         if stopped.outcome != "none":
-            outcomes[bench.name] = _outcome(stopped)
+            outcomes[bench.process.name] = _outcome(stopped)
     for process in recorded_processes(transport, remote_state):
         outcomes[process.name] = _outcome(rp.stop(transport, process, grace_s))
     return outcomes

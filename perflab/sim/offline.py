@@ -1,9 +1,10 @@
-"""Offline runs of the performance model on a virtual clock: a workload's latencies in milliseconds of CPU.
+"""Offline runs of the performance model on a virtual clock: a workload's simulated latencies, at once.
 
 :func:`simulate` feeds requests (arrival time, prompt and output lengths, optional prompt token ids
 for prefix caching) to the same continuous-batching schedulers the simulated servers use, but on a
-:class:`VirtualClock` that jumps from event to event instead of sleeping. Studies can use it to
-estimate a configuration before running it; the tests use it to check the model's behaviour.
+:class:`VirtualClock` that jumps from event to event instead of sleeping, and returns each request's
+:class:`RequestTiming` (seconds of simulated time) with the engine's metrics. The tests use it to check
+the model's behaviour; it can also estimate a configuration before running it.
 """
 
 from __future__ import annotations

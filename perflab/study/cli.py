@@ -18,10 +18,9 @@ from sqlalchemy.engine import Engine
 
 from db import crud
 from db import session as db_session
-from perflab import settings
 from perflab.auth import cli_user
-from perflab.cli_database import DatabaseUnavailable, command_engine
-from perflab.inventory import InventoryError, load_inventory
+from perflab.cli_database import add_url_option, command_engine
+from perflab.inventory import InventoryError, default_inventory_path, load_inventory
 from perflab.study.coordinator import StudyStateError, cancel_study, create_study, pause_study, resume_study
 from perflab.study.headless import StudyTimeout, wait_for_study
 from perflab.study.hosts import StudyHostError
@@ -33,7 +32,7 @@ STATUS_CHANGES = {"pause": pause_study, "resume": resume_study, "cancel": cancel
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--url", help="database URL (default: $PERFLAB_DATABASE_URL or var/perflab.db)")
+    add_url_option(parser)
     commands = parser.add_subparsers(dest="action", required=True, metavar="action")
     for name, help_text in (("create", "store a queued study"), ("run", "create a study and run it here")):
         sub = commands.add_parser(name, help=help_text)
@@ -56,7 +55,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _create(engine: Engine, args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
-    inventory = load_inventory(args.hosts or settings.hosts_path())
+    inventory = load_inventory(args.hosts or default_inventory_path())
     study = create_study(engine, spec, inventory=inventory, queued_by=cli_user(args.queued_by))
     print(f"study {study.id}: {study.name} [{study.status}]", flush=True)
     if args.action == "create" or not args.wait:
@@ -126,11 +125,7 @@ def _change(engine: Engine, args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        engine = command_engine(args.url)
-    except DatabaseUnavailable as error:
-        print(str(error), file=sys.stderr)
-        return 1
+    engine = command_engine(args.url)
     handlers = {"create": _create, "run": _create, "list": _list, "show": _show}
     try:
         return handlers.get(args.action, _change)(engine, args)

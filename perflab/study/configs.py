@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from perflab.engines.config import EngineConfig
 from perflab.engines.errors import EngineConfigError
 from perflab.engines.registry import get_adapter
-from perflab.inventory import _friendly_message
+from perflab.problems import plain_message
 
 FILL = "fill"
 
@@ -41,7 +41,7 @@ def explain(error: ValidationError) -> str:
     parts = []
     for item in error.errors():
         field = ".".join(str(part) for part in item["loc"])
-        message = _friendly_message(item)
+        message = plain_message(item)
         parts.append(f"{field}: {message}" if field else message)
     return "; ".join(parts)
 

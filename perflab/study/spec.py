@@ -30,10 +30,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from perflab.engines.config import ENGINE_NAMES, EngineConfig
 from perflab.engines.registry import get_adapter
-from perflab.inventory import _friendly_message, _line_of, _where
+from perflab.problems import line_of, plain_message, syntax_problem, yaml_location
 from perflab.profiles import PRESETS, BenchmarkProfile, GoodputSLOs, scaled
 from perflab.study.configs import FILL, CandidateConfigError, build_config, explain, split_args
 
+SPEC_FORMATS = "YAML or JSON"
 OBJECTIVES: dict[str, str] = {
     "total_token_throughput": "Total TPS",
     "output_throughput": "Output TPS",
@@ -325,20 +326,13 @@ def resolve_profile(entry: Any, scale: float = 1.0) -> BenchmarkProfile:
     return scaled(profile, scale) if scale != 1.0 else profile
 
 
-def yaml_problem(name: str, error: yaml.YAMLError) -> str:
-    """``name:line: not valid YAML or JSON: why`` for a parse error."""
-    mark = getattr(error, "problem_mark", None)
-    where = f"{name}:{mark.line + 1}" if mark is not None else name
-    return f"{where}: not valid YAML or JSON: {getattr(error, 'problem', None) or error}"
-
-
 def parse_spec(text: str, *, name: str = "study spec") -> StudySpec:
     """Validate a YAML or JSON spec; raises :class:`StudySpecError` with every problem, by line."""
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
     except yaml.YAMLError as error:
-        raise StudySpecError([yaml_problem(name, error)]) from None
+        raise StudySpecError([syntax_problem(name, error, SPEC_FORMATS)]) from None
     if not isinstance(data, dict):
         raise StudySpecError(
             [f"{name}:1: a study spec is a mapping (name, model, hosts, baseline, stages, …)"]
@@ -361,10 +355,10 @@ def spec_from_data(
             ):
                 continue  # an empty list left by entries that failed themselves
             field = _field_path(loc)
-            where = _where(name, root, loc) if root is not None else name
-            message = _friendly_message(error)
+            where = yaml_location(name, root, loc) if root is not None else name
+            message = plain_message(error)
             problems.append(f"{where}: {field}: {message}" if field else f"{where}: {message}")
-        raise StudySpecError(sorted(problems, key=_line_of)) from None
+        raise StudySpecError(sorted(problems, key=line_of)) from None
 
 
 def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -1,5 +1,6 @@
 """What the studies pages show, computed away from Streamlit: the list of studies, a study's id from
-its URL, the candidates of a stage as a table, and a spec built from the new-study form."""
+its URL, the candidates of a stage as a table (decisions in words), and a spec built from the new-study
+form or an uploaded file."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import yaml
 from sqlmodel import Session
 
 from db import crud
+from perflab.problems import syntax_problem
 from perflab.report.model import StageSection
-from perflab.study.spec import StudySpec, StudySpecError, parse_spec, spec_from_data, yaml_problem
+from perflab.study.spec import SPEC_FORMATS, StudySpec, StudySpecError, parse_spec, spec_from_data
 from perflab.views.urlstate import BadParam, parse_id
 
 # The stages the form starts with: the seeds' usual order.
@@ -30,13 +32,14 @@ STAGES_TEMPLATE = """\
   dimension: max_num_batched_tokens
   candidates: [4096, 8192]
 """
-DECISION_ICONS = {
-    "winner": "🏆 winner",
-    "kept": "📌 baseline",
-    "reused": "♻️ reused",
-    "not_better": "➖ not better",
-    "failed": "❌ failed",
-    "disqualified": "🚫 disqualified",
+# A candidate's decision as the stage table writes it (plain words: table cells render no icons).
+DECISION_WORDS = {
+    "winner": "winner",
+    "kept": "baseline",
+    "reused": "reused",
+    "not_better": "not better",
+    "failed": "failed",
+    "disqualified": "disqualified",
 }
 
 
@@ -73,7 +76,7 @@ def candidates_table(stage: StageSection, unit: str) -> pd.DataFrame:
     rows = [
         {
             "Candidate": candidate.label,
-            "Decision": DECISION_ICONS.get(candidate.decision or "", candidate.status or "waiting"),
+            "Decision": DECISION_WORDS.get(candidate.decision or "", candidate.status or "waiting"),
             f"Value ({unit})" if unit else "Value": round(candidate.value, 2)
             if candidate.value is not None
             else None,
@@ -105,7 +108,7 @@ def spec_from_form(
     try:
         stages = yaml.safe_load(stages_yaml)
     except yaml.YAMLError as error:
-        raise StudySpecError([yaml_problem("stages", error)]) from None
+        raise StudySpecError([syntax_problem("stages", error, SPEC_FORMATS)]) from None
     data = {
         "name": name,
         "model": model,

@@ -44,6 +44,15 @@ class CommandResult:
         return self.exit_status == 0
 
 
+@dataclass(frozen=True)
+class Command:
+    """A command ready to start: its argv, every environment variable it gets, its working directory."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str | None
+
+
 def validate_argv(argv: Sequence[str]) -> list[str]:
     """The argv as a list, refusing what no program can receive (empty argv, non-text, NUL)."""
     if isinstance(argv, (str, bytes)):
@@ -179,7 +188,6 @@ class Transport(ABC):
 
     # Commands -------------------------------------------------------------------------------------
 
-    @abstractmethod
     def run(
         self,
         argv: Sequence[str],
@@ -188,10 +196,15 @@ class Transport(ABC):
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
         stdin: StdinData = None,
+        check: bool = False,
     ) -> CommandResult:
-        """Run ``argv`` to completion (or raise :class:`CommandTimeout` after stopping it)."""
+        """Run ``argv`` to completion (or raise :class:`CommandTimeout` after stopping it); with
+        ``check``, a non-zero exit status raises :class:`CommandFailed`."""
+        result = self._run(self.prepare(argv, env, cwd), timeout=timeout, stdin=as_bytes(stdin))
+        if check and not result.ok:
+            raise CommandFailed(self.host.name, argv, result.exit_status, result.stderr)
+        return result
 
-    @abstractmethod
     def stream(
         self,
         argv: Sequence[str],
@@ -201,21 +214,20 @@ class Transport(ABC):
         cwd: str | None = None,
     ) -> CommandStream:
         """Start ``argv`` and iterate over its output lines (stdout and stderr merged)."""
+        return self._stream(self.prepare(argv, env, cwd), timeout=timeout)
 
-    def run_checked(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-        stdin: StdinData = None,
-    ) -> CommandResult:
-        """Like :meth:`run`, raising :class:`CommandFailed` on a non-zero exit status."""
-        result = self.run(argv, timeout=timeout, env=env, cwd=cwd, stdin=stdin)
-        if not result.ok:
-            raise CommandFailed(self.host.name, argv, result.exit_status, result.stderr)
-        return result
+    def prepare(self, argv: Sequence[str], env: Mapping[str, str] | None, cwd: str | None) -> Command:
+        """The command as it starts on the host: the argv checked, every variable it gets, the absolute
+        working directory."""
+        return Command(validate_argv(argv), self.command_env(env), self.resolve_path(cwd) if cwd else None)
+
+    @abstractmethod
+    def _run(self, command: Command, *, timeout: float, stdin: bytes | None) -> CommandResult:
+        """Run a prepared command to completion."""
+
+    @abstractmethod
+    def _stream(self, command: Command, *, timeout: float) -> CommandStream:
+        """Start a prepared command with its output merged into one stream."""
 
     # Files ----------------------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
@@ -24,13 +24,11 @@ from perflab.transport.base import (
     EXIT_NOT_EXECUTABLE,
     EXIT_NOT_FOUND,
     Chunk,
+    Command,
     CommandResult,
     CommandStream,
-    StdinData,
     Transport,
-    as_bytes,
     decode,
-    validate_argv,
 )
 from perflab.transport.errors import CommandTimeout
 
@@ -110,68 +108,45 @@ class LocalTransport(Transport):
         return str(Path.home())
 
     def _start(
-        self,
-        argv: Sequence[str],
-        env: Mapping[str, str] | None,
-        cwd: str | None,
-        *,
-        merge_stderr: bool,
-        with_stdin: bool,
+        self, command: Command, *, merge_stderr: bool, with_stdin: bool
     ) -> subprocess.Popen[bytes] | CommandResult:
-        args = validate_argv(argv)
-        full_env = {**os.environ, **self.command_env(env)}
-        workdir = self.resolve_path(cwd) if cwd else None
-        if workdir is not None and not os.path.isdir(workdir):
+        if command.cwd is not None and not os.path.isdir(command.cwd):
             return CommandResult(
-                EXIT_CANNOT_CHDIR, "", f"cannot change directory to {workdir}: no such directory\n"
+                EXIT_CANNOT_CHDIR, "", f"cannot change directory to {command.cwd}: no such directory\n"
             )
+        program = command.argv[0]
         try:
             return subprocess.Popen(
-                args,
+                command.argv,
                 stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
-                env=full_env,
-                cwd=workdir,
+                env={**os.environ, **command.env},
+                cwd=command.cwd,
                 start_new_session=True,
             )
         except FileNotFoundError:
-            return CommandResult(EXIT_NOT_FOUND, "", f"{args[0]}: not found\n")
+            return CommandResult(EXIT_NOT_FOUND, "", f"{program}: not found\n")
         except PermissionError:
-            return CommandResult(EXIT_NOT_EXECUTABLE, "", f"{args[0]}: permission denied\n")
+            return CommandResult(EXIT_NOT_EXECUTABLE, "", f"{program}: permission denied\n")
 
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-        stdin: StdinData = None,
-    ) -> CommandResult:
-        started = self._start(argv, env, cwd, merge_stderr=False, with_stdin=stdin is not None)
+    def _run(self, command: Command, *, timeout: float, stdin: bytes | None) -> CommandResult:
+        started = self._start(command, merge_stderr=False, with_stdin=stdin is not None)
         if isinstance(started, CommandResult):
             return started
         try:
-            out, err = started.communicate(input=as_bytes(stdin), timeout=timeout)
+            out, err = started.communicate(input=stdin, timeout=timeout)
         except subprocess.TimeoutExpired:
             _stop_group(started)
             started.communicate()
-            raise CommandTimeout(self.host.name, argv, timeout) from None
+            raise CommandTimeout(self.host.name, command.argv, timeout) from None
         return CommandResult(started.returncode, decode(out), decode(err))
 
-    def stream(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-    ) -> CommandStream:
-        started = self._start(argv, env, cwd, merge_stderr=True, with_stdin=False)
+    def _stream(self, command: Command, *, timeout: float) -> CommandStream:
+        started = self._start(command, merge_stderr=True, with_stdin=False)
         if isinstance(started, CommandResult):
-            return _FailedStart(self.host.name, argv, timeout, started)
-        return _LocalStream(self.host.name, argv, timeout, started)
+            return _FailedStart(self.host.name, command.argv, timeout, started)
+        return _LocalStream(self.host.name, command.argv, timeout, started)
 
     def upload(self, local: str | Path, remote: str, *, mode: int | None = None) -> None:
         target = Path(self.resolve_path(remote))

@@ -25,13 +25,11 @@ import paramiko
 from perflab.inventory import HostConfig
 from perflab.transport.base import (
     Chunk,
+    Command,
     CommandResult,
     CommandStream,
-    StdinData,
     Transport,
-    as_bytes,
     decode,
-    validate_argv,
 )
 from perflab.transport.connections import POOL, ConnectionPool
 from perflab.transport.errors import CommandTimeout, ConnectionLost
@@ -208,39 +206,28 @@ class SSHTransport(Transport):
         chan.shutdown_write()
         return self._collect(_RemoteCommand(self, ["sh"], chan), timeout, strip_pid=False)
 
-    def _exec(self, argv: Sequence[str], env: Mapping[str, str] | None, cwd: str | None) -> _RemoteCommand:
-        args = validate_argv(argv)
-        command = render_command(args, self.command_env(env), self.resolve_path(cwd) if cwd else None)
+    def _exec(self, command: Command) -> _RemoteCommand:
         chan = self._session()
         try:
-            chan.exec_command(command)
+            chan.exec_command(render_command(command.argv, command.env, command.cwd))
         except (paramiko.SSHException, EOFError, OSError) as exc:
             chan.close()
             raise ConnectionLost(
-                self.host.name, f"Host '{self.host.name}' did not start '{args[0]}': {exc}"
+                self.host.name, f"Host '{self.host.name}' did not start '{command.argv[0]}': {exc}"
             ) from None
-        return _RemoteCommand(self, args, chan)
+        return _RemoteCommand(self, command.argv, chan)
 
     # Commands -------------------------------------------------------------------------------------
 
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-        stdin: StdinData = None,
-    ) -> CommandResult:
-        command = self._exec(argv, env, cwd)
-        data = as_bytes(stdin)
+    def _run(self, command: Command, *, timeout: float, stdin: bytes | None) -> CommandResult:
+        remote = self._exec(command)
         try:
-            if data:
-                command.chan.sendall(data)
-            command.chan.shutdown_write()
+            if stdin:
+                remote.chan.sendall(stdin)
+            remote.chan.shutdown_write()
         except (OSError, EOFError, paramiko.SSHException):
             pass
-        return self._collect(command, timeout, strip_pid=True)
+        return self._collect(remote, timeout, strip_pid=True)
 
     def _collect(self, command: _RemoteCommand, timeout: float, *, strip_pid: bool) -> CommandResult:
         chan = command.chan
@@ -265,17 +252,10 @@ class SSHTransport(Transport):
         chan.close()
         return CommandResult(status, decode(bytes(out)), decode(bytes(err)))
 
-    def stream(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-    ) -> CommandStream:
-        command = self._exec(argv, env, cwd)
-        command.chan.shutdown_write()
-        return _SSHStream(self.host.name, argv, timeout, command)
+    def _stream(self, command: Command, *, timeout: float) -> CommandStream:
+        remote = self._exec(command)
+        remote.chan.shutdown_write()
+        return _SSHStream(self.host.name, command.argv, timeout, remote)
 
     # Files ----------------------------------------------------------------------------------------
 

@@ -2,8 +2,8 @@
 
 Pages call these functions (and :mod:`db.crud`) and only draw what they return: ``run_list`` (the
 Runs page), ``run_detail``/``cards``/``run_export`` (the Run page), ``compare``/``pareto``/
-``distributions`` (the Compare page), ``launch``/``commands`` (the Launch page), ``datasets``,
-``hosts`` and ``status`` (the sidebar). ``metrics`` names every result metric with its unit and which
-direction is better; ``formatting`` writes numbers the way the seeds do; ``urlstate`` validates query
-parameters.
+``distributions`` (the Compare page), ``launch``/``commands`` (the Launch page), ``datasets`` (the
+Datasets page), ``hosts`` (the Hosts page) and ``status`` (the sidebar). ``metrics`` names every
+result metric with its unit and which direction is better; ``formatting`` writes numbers the way the
+seeds do; ``urlstate`` validates query parameters.
 """

@@ -18,6 +18,7 @@ from db import crud
 from perflab.views.distributions import cdf_points, latency_values
 from perflab.views.formatting import (
     MISSING,
+    PARTIAL_MARK,
     SIMULATED_MARK,
     format_change,
     format_metric,
@@ -58,12 +59,22 @@ class CompareRun:
 
     @property
     def name(self) -> str:
-        """The run's column name: ``#12 · label`` (unique by its id), marked when simulated."""
+        """The run's column name: ``#12 · label`` (unique by its id), marked when simulated and when a
+        result of it is partial."""
         detail = self.run.label or " ".join(
             part for part in (self.run.engine, self.run.knobs_summary or self.run.model) if part
         )
         name = f"#{self.run.id}" + (f" · {shorten(detail, 40)}" if detail else "")
-        return f"{name} {SIMULATED_MARK}" if self.run.simulated else name
+        if self.run.simulated:
+            name += f" {SIMULATED_MARK}"
+        if self.partial:
+            name += f" {PARTIAL_MARK}"
+        return name
+
+    @property
+    def partial(self) -> bool:
+        """Whether any of its results is partial (its benchmark stopped early)."""
+        return any(result.partial for result in self.results)
 
     def result_for(self, profile: str) -> ProfileView | None:
         """Its result for ``profile`` (a title, or :data:`FIRST_RESULT`)."""
@@ -275,7 +286,7 @@ def runs_frame(compare: CompareSet) -> pd.DataFrame:
             "Model": run.run.model or "",
             "Knobs": run.run.knobs_summary or "",
             "Replicas": replicas_mark(run.run.replicas),
-            "Profiles": ", ".join(result.title for result in run.results),
+            "Profiles": ", ".join(result.marked_title for result in run.results),
         }
         for run in compare.runs
     ]

@@ -11,6 +11,8 @@ from perflab.views.metrics import Metric
 
 MISSING = "—"
 SIMULATED_MARK = "(simulated)"
+# A result covering only the requests that ended before its benchmark was stopped.
+PARTIAL_MARK = "(partial)"
 
 
 def format_number(value: float | int | None, *, decimals: int = 2) -> str:

@@ -1,5 +1,6 @@
-"""The Hosts page's read model: each host of hosts.yaml with its last probe from the database, and
-re-probing a host (which stores the outcome).
+"""The Hosts page's read model: each host of hosts.yaml with its last probe from the database and the
+files its entry names on the app's machine that are missing or unreadable (:mod:`perflab.host_files`),
+and re-probing a host (which stores the outcome).
 
 A successful probe is stored as the host's ``last_probe`` (the :class:`ProbeResult` JSON that runs
 read too); a failed one keeps that last good probe and stores a sentence naming the failure
@@ -16,6 +17,7 @@ from sqlmodel import Session
 
 from db import crud
 from db.models import Host, utcnow
+from perflab.host_files import host_file_problems
 from perflab.inventory import HostConfig, Inventory
 from perflab.probe.models import ProbeProblem, ProbeResult
 from perflab.probe.status import HostError, HostStatus, host_status
@@ -45,13 +47,15 @@ def error_text(error: HostError) -> str:
 
 @dataclass(frozen=True)
 class HostView:
-    """A configured host and what perflab last learned about it."""
+    """A configured host and what perflab last learned about it; ``file_problems``: the files its entry
+    names on this machine that are missing or unreadable (checked now, without connecting)."""
 
     config: HostConfig
     status: HostStatus
     probed_at: datetime | None
     reachable: bool | None
     last_error: str | None
+    file_problems: list[str]
 
     @property
     def name(self) -> str:
@@ -93,17 +97,8 @@ def host_view(config: HostConfig, stored: Host | None) -> HostView:
     probe = _stored_probe(stored)
     last_error = stored.last_error if stored is not None else None
     probed_at = stored.last_probe_at if stored is not None else None
-    status = HostStatus(
-        name=config.name,
-        address=config.display_address,
-        transport=config.transport,
-        labels=list(config.labels),
-        simulated=config.simulated,
-        simulate=config.simulate,
-        reachable=bool(stored and stored.reachable),
-        probe=probe,
-        error=None,
-        checked_at=probed_at or utcnow(),
+    status = HostStatus.of(
+        config, reachable=bool(stored and stored.reachable), checked_at=probed_at or utcnow(), probe=probe
     )
     return HostView(
         config=config,
@@ -111,6 +106,7 @@ def host_view(config: HostConfig, stored: Host | None) -> HostView:
         probed_at=probed_at,
         reachable=stored.reachable if stored is not None else None,
         last_error=last_error,
+        file_problems=[str(problem) for problem in host_file_problems(config)],
     )
 
 

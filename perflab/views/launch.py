@@ -26,6 +26,9 @@ from perflab.runner.submit import submit_run
 from perflab.views.run_detail import RunView
 
 TRISTATE: dict[str, bool | None] = {"engine default": None, "on": True, "off": False}
+# Form fields the config takes as they are, like the number knobs; text knobs are stripped (empty: the
+# engine default).
+PLAIN_FIELDS: tuple[str, ...] = ("engine", "model", "tp", "dp", "ep", "replicas")
 TEXT_KNOBS: tuple[str, ...] = (
     "quantization",
     "attention_backend",
@@ -113,12 +116,7 @@ def _input_error(error: ValidationError, model: str) -> LaunchInputError:
 def build_config(form: ConfigForm) -> EngineConfig:
     """The engine config of the form; raises :class:`LaunchInputError` naming the bad input."""
     fields: dict[str, Any] = {
-        "engine": form.engine,
-        "model": form.model,
-        "tp": form.tp,
-        "dp": form.dp,
-        "ep": form.ep,
-        "replicas": form.replicas,
+        **{name: getattr(form, name) for name in (*PLAIN_FIELDS, *NUMBER_KNOBS)},
         "enable_prefix_caching": TRISTATE[form.enable_prefix_caching],
         "enable_chunked_prefill": TRISTATE[form.enable_chunked_prefill],
         "extra_args": _extra_args(form.extra_args),
@@ -126,7 +124,6 @@ def build_config(form: ConfigForm) -> EngineConfig:
         "gpu_ids": _gpu_ids(form.gpu_ids),
     }
     fields.update({knob: getattr(form, knob).strip() or None for knob in TEXT_KNOBS})
-    fields.update({knob: getattr(form, knob) for knob in NUMBER_KNOBS})
     if form.speculative_config.strip():
         try:
             fields["speculative_config"] = parse_json_object(form.speculative_config.strip())

@@ -3,7 +3,9 @@ plain values (picklable, so pages can cache them keyed by :func:`run_version`).
 
 A result's text block is the stored one (the bench's, or the block an import came from), else it is
 rendered from the result with :func:`perflab.bench.report.format_text_block` when the result has
-every field that needs; imported results lacking fields simply have none.
+every field that needs; imported results lacking fields simply have none. A partial result (its
+benchmark stopped early: the engine died, the run was cancelled or failed) is marked so, with the
+sentence that says how much it covers and why.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ import sqlalchemy as sa
 from sqlmodel import Session
 
 from db import crud
+from db.crud import RunSummary
 from db.models import FINISHED_RUN_STATUSES, IN_FLIGHT_RUN_STATUSES, ProfileResult, Run, RunSample
-from perflab.bench.report import format_text_block
+from perflab.bench.report import format_text_block, partial_note
 from perflab.views.commands import CommandPreview, stored_command_preview
-from perflab.views.formatting import format_duration, host_label
+from perflab.views.formatting import PARTIAL_MARK, format_duration, host_label
 
 RECORD_COLUMNS: tuple[str, ...] = (
     "index",
@@ -39,41 +42,23 @@ RECORD_COLUMNS: tuple[str, ...] = (
 
 
 @dataclass(frozen=True)
-class RunView:
+class RunView(RunSummary):
     """A run's columns as the pages use them."""
 
-    id: int
-    status: str
-    source: str
-    simulated: bool
-    host_name: str | None
-    accelerator: str | None
-    engine: str | None
-    model: str | None
-    knobs_summary: str | None
-    replicas: int
-    label: str | None
-    queued_by: str | None
-    study_id: int | None
-    imported_from: str | None
     config: dict[str, Any] | None
     profiles: list[dict[str, Any]]
     serve_commands: list[str]
     bench_commands: list[str]
     environment: dict[str, Any]
     log_tail: str | None
-    failure_class: str | None
     failure_message: str | None
-    cancel_requested: bool
     progress: dict[str, Any] | None
     gpu_ids: list[int] | None
     bench_mode: str | None
     worker_id: str | None
-    created_at: datetime
     launching_at: datetime | None
     ready_at: datetime | None
     benchmarking_at: datetime | None
-    finished_at: datetime | None
     heartbeat_at: datetime | None
 
     @property
@@ -125,6 +110,16 @@ class ProfileView:
     records: pd.DataFrame
 
     @property
+    def partial(self) -> bool:
+        """Whether the result covers only the requests that ended before its benchmark was stopped."""
+        return self.result.get("partial") is True
+
+    @property
+    def marked_title(self) -> str:
+        """Its title, marked ``(partial)`` for a partial result."""
+        return f"{self.title} {PARTIAL_MARK}" if self.partial else self.title
+
+    @property
     def timeseries(self) -> pd.DataFrame:
         """The bench's per-second series: ``t``, ``output_tokens``, ``requests_in_flight``, ``completed``."""
         rows = self.result.get("timeseries") or []
@@ -139,6 +134,16 @@ class RunDetail:
     profiles: list[ProfileView]
     samples: pd.DataFrame
     planned_command: CommandPreview | None
+
+    def partial_warnings(self) -> list[str]:
+        """One sentence per partial result: how much of its benchmark it covers and why it stopped
+        (headed by the profile's title when the run has several)."""
+        several = len(self.profiles) > 1
+        return [
+            f"{profile.title}: {partial_note(profile.result)}" if several else partial_note(profile.result)
+            for profile in self.profiles
+            if profile.partial
+        ]
 
 
 def profile_title(profile: dict[str, Any], fallback: str | None) -> str:

@@ -14,7 +14,7 @@ from sqlmodel import Session
 
 from db import crud
 from db.crud import RunRow
-from perflab.views.formatting import host_label, replicas_mark
+from perflab.views.formatting import PARTIAL_MARK, host_label, replicas_mark
 
 # Source choice shown → (run.source, run.simulated) filter values.
 SOURCE_CHOICES: dict[str, tuple[str | None, bool | None]] = {
@@ -130,7 +130,7 @@ def _table_row(row: RunRow) -> dict[str, object]:
         "Engine": row.engine or "",
         "Model": row.model or "",
         "Knobs": row.knobs_summary or "",
-        "Profile": row.profile_name or "",
+        "Profile": (row.profile_name or "") + (f" {PARTIAL_MARK}" if row.partial else ""),
         "Total tok/s": figures.get("total_token_throughput"),
         "Replicas": replicas_mark(row.replicas),
         "Output tok/s": figures.get("output_throughput"),

@@ -12,8 +12,6 @@ from db import crud
 from db.models import IN_FLIGHT_RUN_STATUSES, utcnow
 from perflab.views.formatting import host_label
 
-# A worker whose heartbeat is older than this is shown as not responding.
-WORKER_STALE_AFTER_S = 60.0
 ACTIVE_RUNS_SHOWN = 8
 
 
@@ -23,10 +21,12 @@ class WorkerState:
     hostname: str
     state: str
     heartbeat_age_s: float
+    # Older heartbeats mean the worker is not responding (``PERFLAB_WORKER_STALE_S``, as recovery uses).
+    stale_after_s: float
 
     @property
     def alive(self) -> bool:
-        return self.state != "stopped" and self.heartbeat_age_s <= WORKER_STALE_AFTER_S
+        return self.state != "stopped" and self.heartbeat_age_s <= self.stale_after_s
 
     def text(self) -> str:
         """``worker@host: running, heartbeat 3 s ago``."""
@@ -66,11 +66,14 @@ def _age(moment: datetime, now: datetime) -> float:
     return max(0.0, (now - moment).total_seconds())
 
 
-def app_status(session: Session, *, database: str, now: datetime | None = None) -> AppStatus:
-    """The summary for the sidebar (a few small indexed queries)."""
+def app_status(
+    session: Session, *, database: str, stale_after_s: float, now: datetime | None = None
+) -> AppStatus:
+    """The summary for the sidebar (a few small indexed queries); a worker silent for longer than
+    ``stale_after_s`` is shown as not responding."""
     now = now or utcnow()
     workers = [
-        WorkerState(worker.id, worker.hostname, worker.state, _age(worker.heartbeat_at, now))
+        WorkerState(worker.id, worker.hostname, worker.state, _age(worker.heartbeat_at, now), stale_after_s)
         for worker in crud.list_workers(session)
     ]
     queued = crud.list_runs(session, status="queued", limit=1).total

@@ -2,10 +2,11 @@
 
 A worker whose heartbeat is older than the stale limit is taken for dead; so is an earlier process
 with this worker's own id (found when a worker starts). For each of their runs still launching, ready
-or benchmarking, everything the run recorded in ``remote_state`` is stopped on its host — the
-engines and the benchmark in flight, whose partial result is then stored — its GPU locks are
-released and it is marked ``failed`` (``worker_restarted``), keeping the results stored so far. A
-host that cannot be reached is named in the failure message. Log tails and errors are
+or benchmarking, everything the run recorded in ``remote_state`` is stopped — the engines on its
+host, the benchmark in flight on its host or, when it was forwarded, on this machine (only a worker
+on the machine that ran a forwarded bench finds it) — and the bench's partial result is stored; its
+GPU locks are released and it is marked ``failed`` (``worker_restarted``), keeping the results stored
+so far. A host that cannot be reached is named in the failure message. Log tails and errors are
 redacted before they are stored.
 """
 

@@ -28,7 +28,7 @@ from db import crud
 from db.models import Run
 from db.session import new_session
 from perflab import settings
-from perflab.inventory import Inventory, InventoryError, load_inventory
+from perflab.inventory import Inventory, InventoryError, default_inventory_path, load_inventory
 from perflab.runner import EventHandler, RunnerOptions, execute_run
 from perflab.study.coordinator import advance_studies
 from perflab.worker.recovery import recover
@@ -91,7 +91,7 @@ class Worker:
         if max_parallel_runs < 1:
             raise ValueError("max_parallel_runs must be at least 1")
         self.engine = engine
-        self.inventory_path = Path(inventory_path) if inventory_path is not None else settings.hosts_path()
+        self.inventory_path = Path(inventory_path) if inventory_path is not None else default_inventory_path()
         self.worker_id = worker_id or default_worker_id()
         self.poll_interval_s = poll_interval_s
         self.max_parallel_runs = max_parallel_runs

@@ -196,7 +196,9 @@ def test_hosts_file_from_the_environment(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv(HOSTS_FILE_ENV, str(tmp_path / "team.yaml"))
     assert default_inventory_path() == tmp_path / "team.yaml"
     monkeypatch.delenv(HOSTS_FILE_ENV)
-    assert default_inventory_path() == Path("hosts.yaml")
+    # The same file whichever directory a command starts in.
+    monkeypatch.chdir(tmp_path)
+    assert default_inventory_path() == Path(__file__).resolve().parents[2] / "hosts.yaml"
 
 
 def test_jump_must_be_resolved_before_use() -> None:

@@ -12,6 +12,7 @@ from db import crud
 from db.session import new_session
 from perflab import settings
 from perflab.engines import EngineConfig, InvalidKnobValue
+from perflab.inventory import default_inventory_path
 from perflab.profiles import PRESETS, BenchmarkProfile
 from perflab.runner import RunFailed, submit_run, wait_for_runs
 from perflab.runner.datasets import dataset_files
@@ -76,7 +77,7 @@ def test_datasets_are_found_by_id_hash_name_or_path(runs_db: Engine, tmp_path: P
 def test_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in ("PERFLAB_HOSTS", "PERFLAB_READY_TIMEOUT_S", "PERFLAB_APP_WORKER", "PERFLAB_WORKER_STALE_S"):
         monkeypatch.delenv(name, raising=False)
-    assert settings.hosts_path() == settings.REPO_ROOT / "hosts.yaml"
+    assert default_inventory_path() == Path(__file__).resolve().parents[2] / "hosts.yaml"
     assert (
         settings.ready_timeout_s(simulated=False) == 1200 and settings.ready_timeout_s(simulated=True) == 300
     )
@@ -84,7 +85,7 @@ def test_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp
     monkeypatch.setenv("PERFLAB_HOSTS", str(tmp_path / "mine.yaml"))
     monkeypatch.setenv("PERFLAB_READY_TIMEOUT_S", "90")
     monkeypatch.setenv("PERFLAB_APP_WORKER", "0")
-    assert settings.hosts_path() == tmp_path / "mine.yaml"
+    assert default_inventory_path() == tmp_path / "mine.yaml"
     assert settings.ready_timeout_s(simulated=False) == 90
     assert not settings.app_worker_enabled()
     monkeypatch.setenv("PERFLAB_WORKER_STALE_S", "soon")

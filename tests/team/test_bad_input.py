@@ -272,6 +272,31 @@ def test_bad_result_files_to_import(
     assert row_counts(suite_database_url)["run"] == rows["run"] + 1
 
 
+# ----- database URLs -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["db", "upgrade", "--url", "{url}"],
+        ["import", "--url", "{url}", "{file}"],
+        ["study", "--url", "{url}", "list"],
+        ["report", "1", "--out", "{out}", "--url", "{url}"],
+    ],
+    ids=["db", "import", "study", "report"],
+)
+def test_a_database_url_whose_driver_is_missing(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = "mysql://perflab:secret@127.0.0.1/perflab"  # no MySQL driver is installed
+    values = {"url": url, "file": str(BAD / "imports" / "good.json"), "out": str(tmp_path / "report")}
+
+    code, out, err = cli(capsys, *(part.format(**values) for part in argv))
+
+    assert code == 1 and out == "" and "Traceback" not in err
+    assert err == "database mysql://perflab:***@127.0.0.1/perflab: No module named 'MySQLdb'\n"
+
+
 # ----- engine arguments --------------------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@ empty database, empty and broken hosts files, and the sidebar's database, worker
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,34 @@ def test_sidebar_shows_database_worker_and_active_runs(data_db: SeededDatabase, 
     )
     assert links[1].startswith(f"[:material/speed: benchmarking · run {data_db.runs.benchmarking}]")
     assert not app.sidebar.warning
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("PERFLAB_WORKER_STALE_S", "soon", "PERFLAB_WORKER_STALE_S='soon': expected a number of seconds"),
+        ("PERFLAB_READY_TIMEOUT_S", "-5", "PERFLAB_READY_TIMEOUT_S='-5': must be > 0"),
+    ],
+)
+def test_an_unusable_setting_stops_every_page_with_its_reason(
+    empty_db: str, app_env, monkeypatch: pytest.MonkeyPatch, variable: str, value: str, message: str
+) -> None:  # type: ignore[no-untyped-def]
+    app_env(empty_db)
+    monkeypatch.setenv(variable, value)
+    app = run_app("pages/runs.py")
+    assert not app.exception
+    assert texts(app.error) == [f"perflab cannot start: {message}"]
+    assert not app.dataframe
+
+
+def test_the_sidebar_judges_workers_by_the_configured_silence(
+    empty_db: str, app_env, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    with db_session.session_scope(db_session.get_engine(empty_db)) as session:
+        crud.register_worker(session, worker_id="worker-a", hostname="box", pid=42)
+    app_env(empty_db)
+    time.sleep(0.2)
+    monkeypatch.setenv("PERFLAB_WORKER_STALE_S", "0.1")
+    app = run_app()
+    assert not app.exception
+    assert any(text.startswith("No worker running") for text in texts(app.sidebar.warning))

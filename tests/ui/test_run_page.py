@@ -90,7 +90,15 @@ def test_rerun_queues_a_copy(data_db: SeededDatabase, open_page) -> None:  # typ
         assert newest is not None and original is not None and newest.id != original.id
         assert (newest.status, newest.host_name, newest.simulated) == ("queued", "local-sim", True)
         assert newest.config == original.config and newest.profiles == original.profiles
-    assert f"Queued run {newest.id} with the same host, config and profiles." in texts(app.success)
+    note = f"Queued run {newest.id} with the same host, config and profiles."
+    assert note in texts(app.success)
+    # the note stays through the page's own reruns (live progress, the run finishing) ...
+    app.run()
+    assert note in texts(app.success)
+    # ... and goes once another run is shown
+    app.query_params["run"] = str(data_db.runs.done)
+    app.run()
+    assert note not in texts(app.success)
 
 
 def test_imported_run_without_records_or_config(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]

@@ -8,11 +8,13 @@ from sqlmodel import Session
 
 from db import crud
 from db.models import utcnow
-from perflab.views.status import WORKER_STALE_AFTER_S, app_status
+from perflab.views.status import app_status
+
+STALE_AFTER_S = 30.0
 
 
 def test_no_worker_and_no_runs(db_session: Session) -> None:
-    status = app_status(db_session, database="SQLite x.db")
+    status = app_status(db_session, database="SQLite x.db", stale_after_s=STALE_AFTER_S)
     assert (status.queued, status.in_flight, status.active_runs, status.workers) == (0, 0, [], [])
     assert not status.worker_alive
     assert status.worker_summary().startswith("No worker running: queued runs wait")
@@ -25,10 +27,12 @@ def test_workers_and_active_runs(db_session: Session) -> None:
     running = crud.create_run(db_session, engine="sglang", model="m", host_name="gpu-a", label="tuning")
     crud.set_run_status(db_session, run_id=running.id, status="launching")
     crud.create_run(db_session, status="done", source="imported")
-    later = utcnow() + timedelta(seconds=WORKER_STALE_AFTER_S + 5)
-    status = app_status(db_session, database="db", now=later)
+    later = utcnow() + timedelta(seconds=STALE_AFTER_S + 5)
+    status = app_status(db_session, database="db", stale_after_s=STALE_AFTER_S, now=later)
     assert not status.worker_alive and "not responding" in status.workers[0].text()
-    status = app_status(db_session, database="db")
+    # the same silence is within a longer PERFLAB_WORKER_STALE_S
+    assert app_status(db_session, database="db", stale_after_s=60.0, now=later).worker_alive
+    status = app_status(db_session, database="db", stale_after_s=STALE_AFTER_S)
     assert status.worker_alive and status.worker_summary() == "2 workers running"
     assert (status.queued, status.in_flight) == (1, 1)
     assert [(run.id, run.status, run.host, run.title) for run in status.active_runs] == [

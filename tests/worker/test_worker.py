@@ -1,4 +1,5 @@
-"""The worker end to end: parallel hosts, GPU locks, crash recovery (a real ``kill -9``), bad hosts."""
+"""The worker end to end: parallel hosts, GPU locks, crash recovery (a real ``kill -9``, with the bench on
+the host or forwarded to this machine), bad hosts."""
 
 from __future__ import annotations
 
@@ -16,13 +17,18 @@ from sqlalchemy.engine import Engine
 from db import crud
 from db.models import Run
 from db.session import describe, new_session
+from perflab import settings
 from perflab.engines import EngineConfig
+from perflab.inventory import HostConfig, SimulateSpec
 from perflab.remote import process as rp
 from perflab.runner import RunnerOptions, submit_run
 from perflab.runner.profile_spec import parse_profile
+from perflab.simhost import prepare_host
 from perflab.transport import open_transport
+from perflab.transport.local import LocalTransport
 from perflab.worker import RESTART_MESSAGE, Worker
 from tests.fixtures.runs import (
+    DEFAULT_TIME_SCALE,
     SimHostFactory,
     benchmarking_with_progress,
     cancel,
@@ -33,9 +39,12 @@ from tests.fixtures.runs import (
     wait_for_run,
     write_hosts_file,
 )
+from tests.fixtures.sshd import SshServer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FAST = RunnerOptions(ready_poll_s=0.2, stop_grace_s=5.0, ready_timeout_s=60.0)
+NO_PYTHON = "perflab-no-such-python"
+FORWARDED_PROMPTS = 40
 
 
 def _queue(engine: Engine, host_name: str, spec: str, **knobs: object) -> Run:
@@ -88,13 +97,7 @@ def test_a_worker_killed_mid_run_is_cleaned_up_by_its_restart(
     hosts_file = write_hosts_file(tmp_path / "hosts.yaml", [host])
     # 5 requests/s for 300 requests: still benchmarking when the worker is killed.
     queued = _queue(runs_db, host.name, "random:in=64,out=8,n=300,rate=5")
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "perflab", "worker", "--worker-id", "crashing", "--poll", "0.2"],
-        cwd=REPO_ROOT,
-        env={**os.environ, **perflab_env(runs_db, hosts_file)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    worker = _worker_process(runs_db, hosts_file, "crashing")
     try:
         run = wait_for_run(runs_db, queued.id, benchmarking_with_progress)
     finally:
@@ -123,9 +126,79 @@ def test_a_worker_killed_mid_run_is_cleaned_up_by_its_restart(
     assert 0 < result.completed == len(records) < 300
 
 
+def _worker_process(engine: Engine, hosts_file: Path, worker_id: str) -> subprocess.Popen[bytes]:
+    """``python -m perflab worker`` in its own process (to be killed)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "perflab", "worker", "--worker-id", worker_id, "--poll", "0.2"],
+        cwd=REPO_ROOT,
+        env={**os.environ, **perflab_env(engine, hosts_file)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
 def _command_line(pid: int) -> str:
     with open(f"/proc/{pid}/cmdline", "rb") as handle:
         return handle.read().replace(b"\0", b" ").decode()
+
+
+def _host_without_python(sshd: SshServer, tmp_path: Path, name: str) -> HostConfig:
+    """An SSH host whose PATH has the (simulated) engines and nvidia-smi but whose ``python`` is missing,
+    so its benchmarks are forwarded: the simulator's shims, installed for this machine, over the sshd."""
+    tools = HostConfig(
+        name=f"{name}-tools",
+        transport="local",
+        workdir=str(tmp_path / "tools"),
+        python=sys.executable,
+        simulate=SimulateSpec(accelerator="H100", count=2, time_scale=DEFAULT_TIME_SCALE),
+    )
+    shim_env = prepare_host(LocalTransport(tools), tools)
+    return sshd.host_config(name, python=NO_PYTHON, workdir=str(tmp_path / "hosts" / name), env=shim_env)
+
+
+def test_a_forwarded_bench_killed_with_its_worker_is_found_and_stopped(
+    runs_db: Engine, sshd: SshServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app_workdir = tmp_path / "app"
+    monkeypatch.setenv(settings.APP_WORKDIR_ENV, str(app_workdir))
+    host = _host_without_python(sshd, tmp_path, "old-python")
+    hosts_file = write_hosts_file(tmp_path / "hosts.yaml", [host])
+    # Prompt lengths come from the engine's /tokenize through the forward, a round trip per prompt: few
+    # prompts, sent slowly, so the bench is mid-run when the worker is killed.
+    queued = _queue(runs_db, host.name, f"random:in=64,out=8,n={FORWARDED_PROMPTS},rate=2")
+    worker = _worker_process(runs_db, hosts_file, "crashing")
+    try:
+        run = wait_for_run(runs_db, queued.id, benchmarking_with_progress)
+        run_key = run.remote_state["run_key"]
+        # The bench runs on this machine, not on the host, and carries the run's marker and pid file.
+        benches = [pid for pid in run_key_pids(run_key) if " bench " in _command_line(pid)]
+        assert len(benches) == 1 and "--base-url" in _command_line(benches[0])
+        pid_file = app_workdir / "runs" / run_key / "bench-0-0.pid"
+        assert int(pid_file.read_text().split()[0]) == benches[0]
+        assert not (Path(host.workdir) / "runs" / run_key / "bench-0-0.pid").exists()
+    finally:
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(timeout=10)
+
+    assert _worker(runs_db, hosts_file, worker_id="crashing").run_once() == {}
+
+    run = stored_run(runs_db, queued.id)
+    assert (run.status, run.failure_class, run.failure_message) == (
+        "failed",
+        "worker_restarted",
+        RESTART_MESSAGE,
+    )
+    # Its forward died with the worker, so the bench may have stopped itself before recovery looked.
+    assert run.remote_state["stopped"] in ({"engine-0": "term"}, {"bench-0-0": "term", "engine-0": "term"})
+    assert run_key_pids(run_key) == []
+    with new_session(runs_db) as session:
+        assert crud.gpu_locks(session) == []
+        (result,) = crud.list_profile_results(session, run_id=queued.id)
+        records = crud.list_request_records(session, profile_result_id=result.id)
+    # What the bench measured before it stopped was kept, from its run dir on this machine.
+    assert result.bench_mode == "forwarded" and result.result["partial"] is True
+    assert result.completed > 0 and len(records) == result.completed + result.failed < FORWARDED_PROMPTS
+    assert "Partial result:" in (result.text_block or "")
 
 
 def test_runs_of_a_worker_with_a_stale_heartbeat_are_stopped_and_failed(
