@@ -1,7 +1,8 @@
 """Files on the app's machine that a host of hosts.yaml names, checked without connecting anywhere.
 
-A host's SSH key (``auth.key_file``) is read on the app's machine when perflab connects; a missing or
-unreadable one would only show when a probe or a run tries to log in. :func:`host_file_problems`
+A host's SSH key (``auth.key_file``) and the files of its secrets (``secrets: {NAME: {file: …}}``) are
+read on the app's machine when perflab connects; a missing or unreadable one would only show when a
+probe or a run tries to use it. :func:`host_file_problems`
 finds it from the config alone, so ``hosts list`` and the Hosts page name it up front:
 ``host 'gpu-a' field 'auth.key_file': /root/.ssh/gpu-a does not exist``.
 :func:`inventory_file_problems` adds the ``hosts.yaml:LINE:`` of the field, as hosts.yaml's own
@@ -48,12 +49,20 @@ def _unreadable_reason(path: str) -> str | None:
     return None
 
 
+def _named_files(host: HostConfig) -> list[tuple[str, str]]:
+    """``(field, path)`` of every file ``host`` names on this machine: its SSH key, its secrets' files."""
+    named = [(KEY_FILE_FIELD, host.auth.key_file)] if host.transport == "ssh" and host.auth.key_file else []
+    named += [(f"secrets.{name}.file", source.file) for name, source in host.secrets.items() if source.file]
+    return named
+
+
 def host_file_problems(host: HostConfig) -> list[HostFileProblem]:
     """The files ``host`` names on this machine that are missing or unreadable."""
-    if host.transport != "ssh" or host.auth.key_file is None:
-        return []
-    reason = _unreadable_reason(host.auth.key_file)
-    return [] if reason is None else [HostFileProblem(host.name, KEY_FILE_FIELD, reason)]
+    return [
+        HostFileProblem(host.name, field, reason)
+        for field, path in _named_files(host)
+        if (reason := _unreadable_reason(path)) is not None
+    ]
 
 
 def _document(inventory: Inventory) -> yaml.Node | None:

@@ -32,7 +32,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--file", default=None, help="hosts.yaml to read (default: $PERFLAB_HOSTS or ./hosts.yaml)"
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="action")
-    listing = actions.add_parser("list", help="show the hosts of hosts.yaml and the key files they miss")
+    listing = actions.add_parser(
+        "list", help="show the hosts of hosts.yaml and the key or secret files they miss"
+    )
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
     probe = actions.add_parser("probe", help="connect to hosts and show accelerators, engines, problems")
     probe.add_argument("names", nargs="*", metavar="NAME", help="hosts to probe (default: all)")

@@ -3,8 +3,8 @@
 For each command: parse → config → display command, compared after normalisation (documented in
 docs/engines.md): line continuations and runs of whitespace are one space, ``--flag=value`` equals
 ``--flag value``, and option groups (a flag with its value) may appear in any order; the program words
-and the model must match exactly. The stored copies under tests/engines/data keep the test independent
-of the seed folder; when ../shared/seeds is readable the extraction is checked against them too.
+and the model must match exactly. The stored commands under tests/engines/data are checked against an
+extraction from the seed write-ups shipped in tests/data/seeds.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from perflab.engines import extract_serve_commands, get_adapter, parse_serve_arg
 from perflab.engines.parsing import split_command
 
 DATA = Path(__file__).parent / "data"
-SEEDS = Path(__file__).resolve().parents[2].parent / "shared" / "seeds"
+# The five seed write-ups, shipped with the tests.
+SEEDS = Path(__file__).resolve().parents[2] / "tests" / "data" / "seeds"
 PROGRAM_WORDS = {"vllm": 2, "vllm-ascend": 2, "sglang": 3, "trtllm": 1, "mindie": 2}
 _NEGATIVE_NUMBER = re.compile(r"^-\d")
 
@@ -75,7 +76,6 @@ def test_every_seed_engine_is_covered() -> None:
     assert {row[1] for row in SEED_COMMANDS} == {"vllm", "sglang", "trtllm", "mindie", "vllm-ascend"}
 
 
-@pytest.mark.skipif(not SEEDS.is_dir(), reason="seed folder ../shared/seeds is not readable here")
 def test_stored_commands_match_the_seed_files() -> None:
     extracted: dict[str, str] = {}
     for path in sorted(SEEDS.glob("*.txt")):
@@ -84,7 +84,6 @@ def test_stored_commands_match_the_seed_files() -> None:
     assert sorted(extracted.items()) == sorted((row[2], row[0]) for row in SEED_COMMANDS)
 
 
-@pytest.mark.skipif(not SEEDS.is_dir(), reason="seed folder ../shared/seeds is not readable here")
 def test_stored_backend_parameters_match_seed_002() -> None:
     text = next(SEEDS.glob("002_*.txt")).read_text(encoding="utf-8")
     blocks = set(re.findall(r"Backend Parameters:\s*```bash\s*(.*?)\s*```", text, flags=re.IGNORECASE))

@@ -1,5 +1,6 @@
-"""A host's ``auth.key_file`` that is missing or unreadable on this machine: named by ``hosts list`` (table
-and JSON, exit status 1) and on the Hosts page, from the config alone, without connecting anywhere."""
+"""A host's ``auth.key_file`` or secret file that is missing or unreadable on this machine: named by
+``hosts list`` (table and JSON, exit status 1) and on the Hosts page, from the config alone, without
+connecting anywhere."""
 
 from __future__ import annotations
 
@@ -117,6 +118,29 @@ def test_a_key_file_under_home_is_named_by_its_full_path(
     (tmp_path / ".ssh").mkdir()
     keygen(tmp_path / ".ssh" / "gpu-a")
     assert host_file_problems(host) == []
+
+
+def test_missing_secret_files_are_named_for_every_transport(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    token = tmp_path / "hf_token"
+    token.write_text("hf_0123456789\n")
+    missing = tmp_path / "absent_token"
+    entries = [
+        {"name": "here", "transport": "local", "secrets": {"HF_TOKEN": {"file": str(missing)}}},
+        {"name": "gpu-a", "address": "127.0.0.1", "secrets": {"HF_TOKEN": {"file": str(token)},
+                                                              "API_KEY": {"env": "PERFLAB_TEST_KEY"}}},
+    ]  # fmt: skip
+    path = tmp_path / "hosts.yaml"
+    path.write_text(yaml.safe_dump({"hosts": entries}, sort_keys=False))
+
+    code, out, err = hosts_list(capsys, path)
+
+    assert code == 1
+    assert err == f"hosts.yaml:6: host 'here' field 'secrets.HF_TOKEN.file': {missing} does not exist\n"
+    assert "hf_0123456789" not in out + err
+    missing.write_text("hf_0123456789\n")
+    assert hosts_list(capsys, path)[0] == 0
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file whatever its permissions")

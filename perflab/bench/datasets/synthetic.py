@@ -26,13 +26,16 @@ def length_bounds(length: int, range_ratio: float) -> Tuple[int, int]:
     return max(1, math.floor(length * (1.0 - range_ratio))), max(1, math.ceil(length * (1.0 + range_ratio)))
 
 
-def exact_text(tokenizer: Tokenizer, rng: random.Random, prefix: str, target: int) -> Tuple[str, int]:
-    """Text starting with ``prefix`` that encodes to ``target`` tokens (or the closest reached).
+def exact_text(
+    tokenizer: Tokenizer, rng: random.Random, prefix: str, prefix_count: int, target: int
+) -> Tuple[str, int]:
+    """Text starting with ``prefix`` (``prefix_count`` tokens) that encodes to ``target`` tokens (or the
+    closest reached).
 
     Too many tokens: drop that many ids from the end (or draw afresh when that would drop them all);
     too few: append that many. A few rounds settle it for real tokenizers.
     """
-    own = max(target - tokenizer.count(prefix), 0)
+    own = max(target - prefix_count, 0)
     ids: List[int] = tokenizer.filler_ids(rng, own)
     text, count = prefix, -1
     for _ in range(MAX_FIXUP_ROUNDS):
@@ -75,15 +78,16 @@ def random_dataset(spec: DatasetSpec, tokenizer: Optional[Tokenizer]) -> Dataset
         notes.append("no tokenizer and no server /tokenize: exact input lengths could not be verified")
         return Dataset(samples, "unverified", notes)
 
-    prefix = ""
+    # Counted once: a server's /tokenize costs a round trip per call.
+    prefix, prefix_count = "", 0
     if spec.prefix_len:
-        prefix, prefix_count = exact_text(tokenizer, rng, "", spec.prefix_len)
+        prefix, prefix_count = exact_text(tokenizer, rng, "", 0, spec.prefix_len)
         if prefix_count != spec.prefix_len:
             notes.append(f"shared prefix has {prefix_count} tokens instead of {spec.prefix_len}")
     inexact = 0
     for _ in range(spec.count):
         target = spec.prefix_len + rng.randint(in_low, in_high)
-        text, count = exact_text(tokenizer, rng, prefix, target)
+        text, count = exact_text(tokenizer, rng, prefix, prefix_count, target)
         inexact += count != target
         samples.append(Sample(text, count, rng.randint(out_low, out_high)))
     if inexact:
