@@ -216,13 +216,12 @@ async def measure(url: str, streams: int, kind: str, sim_pid: int) -> dict[str, 
         transport = httpx.AsyncHTTPTransport(
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=None)
         )
-    progress = Progress(options.num_prompts, "none")
-    phase = Phase(transport, options, False, progress)
+    phase = Phase(transport, options, False, Progress(options.num_prompts, "none"))
     histograms_before = sim_histograms(url)
     client_before, sim_before, started = own_cpu_seconds(), cpu_seconds(sim_pid), time.perf_counter()
     try:
         dispatches, preconnected, source = await send_measured(
-            transport, phase, progress, prepared, schedule, EarlyStop()
+            transport, phase, prepared, schedule, EarlyStop()
         )
     finally:
         await transport.aclose()

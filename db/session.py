@@ -169,20 +169,25 @@ def begin_write(session: Session) -> None:
     session.connection(execution_options={IMMEDIATE_OPTION: True})
 
 
-def _alembic_config(connection: Connection) -> Any:
+def _alembic_config(connection: Connection | None = None) -> Any:
+    """Alembic's config of ``db/migrations`` (running on ``connection`` when given)."""
     from alembic.config import Config
 
     config = Config(str(ALEMBIC_INI))
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    config.attributes["connection"] = connection
+    if connection is not None:
+        config.attributes["connection"] = connection
     return config
+
+
+def _engine_of(url_or_engine: str | Engine | None) -> Engine:
+    return url_or_engine if isinstance(url_or_engine, Engine) else get_engine(url_or_engine)
 
 
 def _run_alembic(url_or_engine: str | Engine | None, action: str, revision: str) -> None:
     from alembic import command
 
-    engine = url_or_engine if isinstance(url_or_engine, Engine) else get_engine(url_or_engine)
-    with engine.connect() as connection:
+    with _engine_of(url_or_engine).connect() as connection:
         connection = connection.execution_options(**{IMMEDIATE_OPTION: True})
         with connection.begin():
             if connection.dialect.name == "postgresql":
@@ -204,19 +209,15 @@ def current_revision(url_or_engine: str | Engine | None = None) -> str | None:
     """The revision the database is at, or None for an empty database."""
     from alembic.runtime.migration import MigrationContext
 
-    engine = url_or_engine if isinstance(url_or_engine, Engine) else get_engine(url_or_engine)
-    with engine.connect() as connection:
+    with _engine_of(url_or_engine).connect() as connection:
         return MigrationContext.configure(connection).get_current_revision()
 
 
 def head_revision() -> str:
     """The newest revision of ``db/migrations``."""
-    from alembic.config import Config
     from alembic.script import ScriptDirectory
 
-    config = Config(str(ALEMBIC_INI))
-    config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    head = ScriptDirectory.from_config(config).get_current_head()
+    head = ScriptDirectory.from_config(_alembic_config()).get_current_head()
     if head is None:
         raise RuntimeError(f"no migrations found in {MIGRATIONS_DIR}")
     return head

@@ -70,11 +70,10 @@ if not stored:
 
 st.subheader("Stored datasets")
 st.dataframe(dataset_views.datasets_table(stored), hide_index=True)
-labels = {dataset_views.dataset_choice_label(dataset): dataset.id for dataset in stored}
-chosen_id = labels[st.selectbox("Dataset", list(labels), key="dataset_selected")]
-with ui.session() as session:
-    chosen = crud.get_dataset(session, dataset_id=chosen_id)
-if chosen is None:
+labels = {dataset_views.dataset_choice_label(dataset): dataset for dataset in stored}
+chosen = labels[st.selectbox("Dataset", list(labels), key="dataset_selected")]
+preview = ui.dataset_preview(chosen.id, chosen.content_hash)
+if preview is None:
     st.warning("This dataset was just deleted.")
     st.stop()
 
@@ -89,7 +88,7 @@ if summary:
         file_name=f"dataset-{chosen.id}-lengths.png",
     )
 st.caption("Preview")
-st.dataframe(dataset_views.preview_frame(chosen), hide_index=True)
+st.dataframe(preview, hide_index=True)
 st.caption(
     f"Use it on the Launch page: Custom profile → Dataset → {dataset_views.dataset_choice_label(chosen)} "
     f"(reference `{chosen.content_hash[:12]}…`)."

@@ -134,13 +134,12 @@ with st.expander("Custom profile", expanded=False):
         key="launch_custom_dataset",
         help="Upload your own on the Datasets page.",
     )
+    stored_dataset = dataset_options[dataset_label]
     in_col, out_col, count_col, rate_col, concurrency_col = st.columns(5)
     custom_form = launch.CustomProfileForm(
         name=custom_name,
-        dataset="random" if dataset_options[dataset_label] is None else "stored",
-        dataset_fields=profile_dataset(dataset_options[dataset_label])
-        if dataset_options[dataset_label]
-        else None,
+        dataset="random" if stored_dataset is None else "stored",
+        dataset_fields=None if stored_dataset is None else profile_dataset(stored_dataset),
         input_len=int(
             in_col.number_input("Input tokens", min_value=1, value=1024, key="launch_custom_input_len")
         ),

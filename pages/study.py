@@ -152,20 +152,17 @@ def study_body(shown_status: str) -> None:
             ui.chart(figure, key=f"study_{name}", file_name=f"study-{study_id}-{name}.png")
 
     st.header("Report")
-    downloads = (
-        ("Download report (zip)", lambda: zip_bytes(report_files(report)), "zip", "application/zip"),
-        ("Download CSV", lambda: results_csv(report), "csv", "text/csv"),
-        ("Download JSON", lambda: results_json(report), "json", "application/json"),
+    stem = f"perflab-study-{study_id}"
+    ui.download_row(
+        ui.Download(
+            "Download report (zip)",
+            lambda: zip_bytes(report_files(report)),
+            f"{stem}.zip",
+            "study_download_zip",
+        ),
+        ui.Download("Download CSV", lambda: results_csv(report), f"{stem}.csv", "study_download_csv"),
+        ui.Download("Download JSON", lambda: results_json(report), f"{stem}.json", "study_download_json"),
     )
-    for column, (label, data, suffix, mime) in zip(st.columns(len(downloads)), downloads, strict=True):
-        column.download_button(
-            label,
-            data=data,
-            file_name=f"perflab-study-{study_id}.{suffix}",
-            mime=mime,
-            key=f"study_download_{suffix}",
-            on_click="ignore",
-        )
 
 
 study_body(study.status)

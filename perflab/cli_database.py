@@ -22,6 +22,11 @@ def add_url_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", help=URL_HELP)
 
 
+def command_url(url: str | None) -> str:
+    """The database a command uses: ``--url`` when given, else ``PERFLAB_DATABASE_URL`` or var/perflab.db."""
+    return db_session.normalize_url(url) if url else db_session.database_url()
+
+
 def database_problem(url: str, error: BaseException) -> str:
     """``database <url, password masked>: <the first line of what the driver said>``."""
     reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
@@ -31,7 +36,7 @@ def database_problem(url: str, error: BaseException) -> str:
 def command_engine(url: str | None) -> Engine:
     """The engine for ``url`` (default: ``PERFLAB_DATABASE_URL`` or var/perflab.db), schema upgraded;
     :class:`DatabaseUnavailable` (exit status 1) when it cannot be."""
-    target = db_session.normalize_url(url) if url else db_session.database_url()
+    target = command_url(url)
     try:
         db_session.upgrade(target)
     except (sa.exc.SQLAlchemyError, ImportError) as error:

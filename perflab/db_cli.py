@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic.util import CommandError
 
 from db import session as db_session
-from perflab.cli_database import add_url_option, database_problem
+from perflab.cli_database import add_url_option, command_url, database_problem
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -29,7 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    url = db_session.normalize_url(args.url) if args.url else db_session.database_url()
+    url = command_url(args.url)
     label = db_session.describe(url)
     try:
         if args.action == "upgrade":

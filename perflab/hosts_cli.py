@@ -11,7 +11,7 @@
   The exit status is 1 if any host could not be probed.
 
 Both exit with status 2, naming file, line, host and field, when hosts.yaml cannot be used (or a NAME
-is not in it). ``--file`` picks another hosts.yaml (default: ``$PERFLAB_HOSTS`` or ./hosts.yaml).
+is not in it). ``--file`` picks another hosts.yaml (default: ``$PERFLAB_HOSTS`` or <repo>/hosts.yaml).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from perflab.probe.status import HostStatus, host_statuses
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--file", default=None, help="hosts.yaml to read (default: $PERFLAB_HOSTS or ./hosts.yaml)"
+        "--file", default=None, help="hosts.yaml to read (default: $PERFLAB_HOSTS or <repo>/hosts.yaml)"
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="action")
     listing = actions.add_parser(

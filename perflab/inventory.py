@@ -84,10 +84,6 @@ class SecretSource(BaseModel):
             raise ValueError("give exactly one of 'env' (a variable name) or 'file' (a path)")
         return self
 
-    def describe(self) -> str:
-        """``environment variable HF_TOKEN`` or ``file ~/.hf_token``, for messages."""
-        return f"environment variable {self.env}" if self.env is not None else f"file {self.file}"
-
 
 class SimulateSpec(BaseModel):
     """Make the host look like it has ``count`` accelerators of one kind (answered by the simulator)."""
@@ -282,7 +278,7 @@ def parse_inventory(text: str, path: Path) -> Inventory:
         host = _validate_host(entry, index, label, root, problems)
         if host is not None:
             hosts.append(host)
-    _check_unique_names(hosts, entries, label, root, problems)
+    _check_unique_names(entries, label, root, problems)
     resolved = _resolve_jumps(hosts, entries, label, root, problems)
     if problems:
         raise InventoryError(sorted(problems, key=line_of))
@@ -343,9 +339,7 @@ def _stored_secrets(entry: dict[str, Any]) -> list[tuple[str, str]]:
     return stored
 
 
-def _check_unique_names(
-    hosts: list[HostConfig], entries: list[Any], label: str, root: yaml.Node, problems: list[str]
-) -> None:
+def _check_unique_names(entries: list[Any], label: str, root: yaml.Node, problems: list[str]) -> None:
     seen: set[str] = set()
     for index, entry in enumerate(entries):
         name = entry.get("name") if isinstance(entry, dict) else None

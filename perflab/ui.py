@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 from urllib.parse import urlencode, urlsplit
 
 import altair as alt
+import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -31,7 +32,7 @@ from db import session as db_session
 from perflab import auth, redact, settings
 from perflab.charts.export import chart_png
 from perflab.inventory import Inventory, InventoryError, default_inventory_path, load_inventory
-from perflab.views import compare, run_detail, run_list, status, urlstate
+from perflab.views import compare, datasets, run_detail, run_list, status, urlstate
 from perflab.views.run_list import run_link
 
 DEFAULT_BASE_URL = "http://localhost:8501"
@@ -288,8 +289,20 @@ def _compare_set(url: str, run_ids: tuple[int, ...], versions: tuple[str | None,
 def load_compare(run_ids: list[int]) -> compare.CompareSet:
     """The compared runs with their results, cached until one of them changes."""
     with session() as opened:
-        versions = tuple(run_detail.run_version(opened, run_id) for run_id in run_ids)
-    return _compare_set(database_url(), tuple(run_ids), versions)
+        versions = run_detail.run_versions(opened, run_ids)
+    return _compare_set(database_url(), tuple(run_ids), tuple(versions.get(run_id) for run_id in run_ids))
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _dataset_preview(url: str, dataset_id: int, content_hash: str) -> pd.DataFrame | None:
+    with db_session.session_scope(_engine_for(url)) as opened:
+        return datasets.load_preview(opened, dataset_id)
+
+
+def dataset_preview(dataset_id: int, content_hash: str) -> pd.DataFrame | None:
+    """The first prompts of a stored dataset, read and parsed once per content (the content can be
+    large; a dataset never changes it); None when the dataset was deleted."""
+    return _dataset_preview(database_url(), dataset_id, content_hash)
 
 
 def clear_cached_reads() -> None:

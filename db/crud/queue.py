@@ -19,6 +19,17 @@ from db.models import IN_FLIGHT_RUN_STATUSES, GpuLock, Run, Worker, utcnow
 from db.session import begin_write, is_sqlite
 
 
+def _claimable() -> sa.ColumnElement[bool]:
+    """Runs a worker may claim: queued, and no cancellation requested."""
+    return sa.and_(Run.status == "queued", Run.cancel_requested == sa.false())
+
+
+def queued_host_names(session: Session) -> list[str]:
+    """The hosts that have claimable queued runs, by name."""
+    query = select(Run.host_name).where(_claimable(), Run.host_name.is_not(None)).distinct()
+    return sorted(name for name in session.exec(query) if name is not None)
+
+
 def claim_next_run(
     session: Session, *, worker_id: str, host_names: Sequence[str] | None = None
 ) -> Run | None:
@@ -28,12 +39,7 @@ def claim_next_run(
     are never claimed.
     """
     begin_write(session)
-    query = (
-        select(Run)
-        .where(Run.status == "queued", Run.cancel_requested == sa.false())
-        .order_by(Run.created_at, Run.id)
-        .limit(1)
-    )
+    query = select(Run).where(_claimable()).order_by(Run.created_at, Run.id).limit(1)
     if host_names is not None:
         query = query.where(Run.host_name.in_(list(host_names)))
     if not is_sqlite(session):

@@ -161,6 +161,12 @@ def add_samples(session: Session, *, run_id: int, samples: Iterable[Mapping[str,
     return len(rows)
 
 
+def count_samples(session: Session, *, run_id: int) -> int:
+    """How many samples a run has stored (without loading them)."""
+    query = sa.select(sa.func.count()).select_from(RunSample).where(RunSample.run_id == run_id)
+    return int(session.execute(query).scalar_one())
+
+
 def list_samples(session: Session, *, run_id: int, source: str | None = None) -> list[RunSample]:
     """A run's samples in time order, optionally of one source."""
     query = select(RunSample).where(RunSample.run_id == run_id)

@@ -28,19 +28,19 @@ class UTCDateTime(sa.TypeDecorator[datetime]):
     impl = sa.DateTime(timezone=True)
     cache_ok = True
 
-    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+    @staticmethod
+    def _as_utc(value: datetime | None) -> datetime | None:
         if value is None:
             return None
         if value.tzinfo is None:
             return value.replace(tzinfo=timezone.utc)
         return value.astimezone(timezone.utc)
 
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return self._as_utc(value)
+
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            return value.replace(tzinfo=timezone.utc)
-        return value.astimezone(timezone.utc)
+        return self._as_utc(value)
 
 
 RUN_STATUSES: tuple[str, ...] = (

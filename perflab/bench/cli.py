@@ -15,6 +15,7 @@ import math
 import os
 import sys
 
+from perflab.bench.datasets.base import DATASET_KINDS
 from perflab.bench.errors import BenchError
 from perflab.bench.metrics import DEFAULT_PERCENTILES
 from perflab.bench.options import DEFAULT_TIMEOUT_S, ENDPOINTS, BenchOptions, parse_goodput, parse_percentiles
@@ -49,7 +50,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--endpoint", choices=ENDPOINTS, default="chat", help="/v1/chat/completions (chat) or /v1/completions"
     )
-    parser.add_argument("--dataset", choices=("random", "sharegpt", "custom"), default="random")
+    parser.add_argument("--dataset", choices=DATASET_KINDS, default="random")
     parser.add_argument("--dataset-path", help="ShareGPT JSON, or a custom .jsonl/.csv/.txt file")
     parser.add_argument("--input-len", type=int, default=1024, help="random: prompt tokens (default 1024)")
     parser.add_argument(

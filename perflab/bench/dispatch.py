@@ -91,7 +91,7 @@ class RequestTimer:
 
 class Phase:
     """Sends a list of prepared requests on a schedule with a concurrency limit (the dispatches so far
-    stay readable in ``dispatches`` while it runs)."""
+    stay readable in ``dispatches`` while it runs), counting them in ``progress``."""
 
     def __init__(
         self,
@@ -104,7 +104,7 @@ class Phase:
         self.options = options
         self._chat = options.endpoint == "chat"
         self._keep_text = keep_text
-        self._progress = progress
+        self.progress = progress
         self._slots = asyncio.Semaphore(options.max_concurrency) if options.max_concurrency else None
         self.started_at = 0.0
         self.dispatches: List[Dispatch] = []
@@ -113,7 +113,7 @@ class Phase:
         outcome = dispatch.outcome
         if self._slots is not None:
             await self._slots.acquire()
-        self._progress.sent()
+        self.progress.sent()
         timer = RequestTimer(self.options.timeout)
         try:
             await stream_request(
@@ -127,7 +127,7 @@ class Phase:
             timer.cancel()
             if self._slots is not None:
                 self._slots.release()
-            self._progress.finished(outcome.success)
+            self.progress.finished(outcome.success)
 
     async def run(self, prepared: Sequence[Prepared], schedule: Sequence[float]) -> List[Dispatch]:
         """Dispatch each request at ``start + schedule[i]``; return when all have ended (cancelling
@@ -137,7 +137,7 @@ class Phase:
         self.started_at = time.perf_counter()
         dispatches = self.dispatches
         tasks = []
-        self._progress.start()
+        self.progress.start()
         try:
             for item, due in zip(prepared, schedule):
                 delay = start + due - loop.time()
@@ -154,7 +154,7 @@ class Phase:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
-        await self._progress.stop()
+        await self.progress.stop()
         return dispatches
 
 

@@ -95,7 +95,6 @@ def timing_source(read_sources: Dict[str, int]) -> str:
 async def send_measured(
     transport: httpx.AsyncBaseTransport,
     phase: Phase,
-    progress: Progress,
     prepared: Sequence[Prepared],
     schedule: Sequence[float],
     stop: EarlyStop,
@@ -118,7 +117,7 @@ async def send_measured(
     gc.collect()
     gc.freeze()
     try:
-        dispatches = await run_until_stopped(phase, progress, prepared, schedule, stop)
+        dispatches = await run_until_stopped(phase, prepared, schedule, stop)
     finally:
         gc.unfreeze()
     if sources is None:
@@ -161,11 +160,8 @@ async def run_benchmark_async(
                     transport, options, False, Progress(len(warmup), options.progress, phase="warmup")
                 )
                 await warmup_phase.run(warmup, [0.0] * len(warmup))
-            progress = Progress(len(measured), options.progress)
-            phase = Phase(transport, options, keep_text, progress)
-            dispatches, preconnected, source = await send_measured(
-                transport, phase, progress, measured, schedule, stop
-            )
+            phase = Phase(transport, options, keep_text, Progress(len(measured), options.progress))
+            dispatches, preconnected, source = await send_measured(transport, phase, measured, schedule, stop)
         finally:
             await transport.aclose()
         origin = dispatches[0].dispatched_at

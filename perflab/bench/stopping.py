@@ -15,7 +15,6 @@ import signal
 from typing import Dict, List, Optional, Sequence, Set
 
 from perflab.bench.dispatch import Dispatch, Phase, Prepared
-from perflab.bench.progress import Progress
 
 WATCH_INTERVAL_S = 0.1
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -96,7 +95,6 @@ async def _watch_servers(phase: Phase, stop: EarlyStop) -> None:
 
 async def run_until_stopped(
     phase: Phase,
-    progress: Progress,
     prepared: Sequence[Prepared],
     schedule: Sequence[float],
     stop: EarlyStop,
@@ -116,7 +114,7 @@ async def run_until_stopped(
     stop.cut = True
     run.cancel()
     await asyncio.gather(run, return_exceptions=True)
-    await progress.stop()
+    await phase.progress.stop()
     finished = [dispatch for dispatch in phase.dispatches if ended(dispatch)]
     if not finished:
         raise BenchStopped(f"stopped before any measured request ended: {stop.reason}")

@@ -23,6 +23,12 @@ if tuple(ADAPTERS) != ENGINE_NAMES:
     raise RuntimeError(f"adapters {tuple(ADAPTERS)} do not match ENGINE_NAMES {ENGINE_NAMES}")
 
 
+def display_name(engine: str) -> str:
+    """``sglang`` → ``SGLang``; a name perflab has no adapter for stays as it is."""
+    adapter = ADAPTERS.get(engine)
+    return adapter.display_name if adapter is not None else engine
+
+
 def get_adapter(name: str) -> EngineAdapter:
     """The adapter for ``name``; a KeyError names the known engines."""
     try:

@@ -48,6 +48,7 @@ class Document:
         self.text = text
         self._line_starts = [0] + [match.end() for match in re.finditer(r"\n", text)]
         self.fences = self._find_fences()
+        self._fence_starts = [fence.start for fence in self.fences]
         self.headings = [
             Marker(match.start(), " ".join(match.group(1).split()))
             for match in _HEADING.finditer(text)
@@ -81,7 +82,7 @@ class Document:
 
     def fence_at(self, offset: int) -> Fence | None:
         """The fence whose span holds ``offset``, or None."""
-        index = bisect.bisect_right([fence.start for fence in self.fences], offset) - 1
+        index = bisect.bisect_right(self._fence_starts, offset) - 1
         if index >= 0 and self.fences[index].contains(offset):
             return self.fences[index]
         return None

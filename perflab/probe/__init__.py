@@ -12,6 +12,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
+from perflab.engines.registry import ADAPTERS
 from perflab.probe import ascend, engines, nvidia, system
 from perflab.probe.models import Accelerator, ProbeProblem, ProbeResult, PythonInfo, SystemInfo
 from perflab.transport.base import EXIT_NOT_FOUND, CommandResult, Transport
@@ -20,13 +21,6 @@ from perflab.transport.errors import CommandTimeout
 __all__ = ["Accelerator", "ProbeProblem", "ProbeResult", "PythonInfo", "SystemInfo", "probe_host"]
 
 DEFAULT_TIMEOUT_S = 30.0
-ENGINE_LABELS = {
-    "vllm": "vLLM",
-    "sglang": "SGLang",
-    "trtllm": "TensorRT-LLM",
-    "mindie": "MindIE",
-    "vllm-ascend": "vLLM-Ascend",
-}
 
 _Found = tuple[list[Accelerator], ProbeProblem | None, bool]
 
@@ -120,7 +114,7 @@ def _probe_python(
             )
         )
     if not found:
-        names = ", ".join(ENGINE_LABELS.values())
+        names = ", ".join(adapter.display_name for adapter in ADAPTERS.values())
         problems.append(
             ProbeProblem(tool="engines", message=f"No inference engine found for {python} ({names}).")
         )

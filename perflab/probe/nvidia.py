@@ -24,7 +24,6 @@ QUERY_FIELDS = (
     "compute_cap",
 )
 
-EXIT_INVALID_FIELD = 2
 _UNKNOWN = {"[n/a]", "n/a", "[not supported]", "not supported", "[unknown error]", ""}
 _NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)")
 

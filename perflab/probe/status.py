@@ -14,8 +14,9 @@ from datetime import datetime, timezone
 
 from pydantic import BaseModel, Field
 
+from perflab.engines.registry import display_name
 from perflab.inventory import HostConfig, SimulateSpec
-from perflab.probe import ENGINE_LABELS, probe_host
+from perflab.probe import probe_host
 from perflab.probe.models import ProbeProblem, ProbeResult
 from perflab.simhost import SimulatedHostError
 from perflab.transport import open_transport
@@ -94,9 +95,7 @@ class HostStatus(BaseModel):
         """E.g. ``vLLM 0.17.1, SGLang 0.5.9``, or ``none``."""
         if self.probe is None or not self.probe.engines:
             return "none"
-        return ", ".join(
-            f"{ENGINE_LABELS.get(name, name)} {version}" for name, version in self.probe.engines.items()
-        )
+        return ", ".join(f"{display_name(name)} {version}" for name, version in self.probe.engines.items())
 
 
 def _error(exc: TransportError | SimulatedHostError) -> HostError:

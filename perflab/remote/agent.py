@@ -47,10 +47,16 @@ def local_agent() -> Path:
         return _built
 
 
+def upload_once(transport: Transport, local: str | os.PathLike[str], remote: str) -> None:
+    """Upload ``local`` to ``remote`` (mode 0644) unless the host has that file already: for files
+    named after their content (the agent, benchmark datasets)."""
+    if not transport.run(["test", "-f", remote], timeout=_CHECK_TIMEOUT_S).ok:
+        transport.upload(local, remote, mode=0o644)
+
+
 def ensure_agent(transport: Transport) -> str:
     """The agent's path on the host, uploading it first if the host lacks this exact build."""
     agent = local_agent()
     remote = posixpath.join(transport.workdir, AGENT_DIR, agent.name)
-    if not transport.run(["test", "-f", remote], timeout=_CHECK_TIMEOUT_S).ok:
-        transport.upload(agent, remote, mode=0o644)
+    upload_once(transport, agent, remote)
     return remote

@@ -30,9 +30,8 @@ from typing import Any, Literal
 from perflab import settings
 from perflab.inventory import HostConfig
 from perflab.probe.models import PythonInfo
-from perflab.remote.agent import ensure_agent, file_sha256
+from perflab.remote.agent import checkout_dir, ensure_agent, file_sha256, upload_once
 from perflab.remote.process import RemoteProcess, load_process, run_dir, tracked_command
-from perflab.simhost import checkout_dir
 from perflab.transport.base import CommandStream, Transport
 from perflab.transport.local import LocalTransport
 from perflab.transport.retry import retrying
@@ -42,7 +41,6 @@ PROGRESS_PREFIX = "PERFLAB_PROGRESS "
 DATASETS_DIR = "datasets"
 _VERSION_SNIPPET = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
 _CHECK_TIMEOUT_S = 30.0
-_TAIL_LINES = 40
 
 
 @dataclass(frozen=True)
@@ -128,8 +126,7 @@ def _upload_files(transport: Transport, files: Mapping[str, Path]) -> list[str]:
         remote = posixpath.join(
             transport.workdir, DATASETS_DIR, f"{file_sha256(local)[:16]}-{Path(local).name}"
         )
-        if not transport.run(["test", "-f", remote], timeout=_CHECK_TIMEOUT_S).ok:
-            transport.upload(local, remote, mode=0o644)
+        upload_once(transport, local, remote)
         args += [flag, remote]
     return args
 
@@ -219,7 +216,7 @@ def run_remote_bench(
         argv, marker = tracked_command(runner, bench_argv, run_key=run_key, name=name)
         stream = runner.stream(argv, timeout=timeout, env={**env, **marker})
         status = _follow(stream, on_progress, on_line)
-        tail = stream.tail[-_TAIL_LINES:]
+        tail = stream.tail
         if status != 0:
             raise RemoteBenchFailed(transport.host.name, mode, status, tail)
         result = json.loads(retrying(lambda: runner.read_text(result_path)))

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 from perflab.remote import scripts
 from perflab.transport.base import Transport
-from perflab.transport.errors import CommandFailed
 from perflab.transport.retry import retrying
 
 RUNS_DIR = "runs"
@@ -119,6 +118,10 @@ def run_dir(transport: Transport, run_key: str) -> str:
     return posixpath.join(transport.workdir, RUNS_DIR, _check_key("run key", run_key))
 
 
+def _pid_file(directory: str, name: str) -> str:
+    return posixpath.join(directory, f"{_check_key('process name', name)}.pid")
+
+
 def visible_devices_env(gpu_ids: Sequence[int] | None, variable: str) -> dict[str, str]:
     """``{CUDA_VISIBLE_DEVICES: "0,1"}`` (or the Ascend variable) for the given accelerator ids."""
     if gpu_ids is None:
@@ -142,8 +145,7 @@ def tracked_command(
     carry: for a command run attached (its output streamed back) that :func:`stop`,
     :func:`find_leftovers` and crash recovery must still find. The run dir must exist."""
     directory = run_dir(transport, run_key)
-    pid_file = posixpath.join(directory, f"{_check_key('process name', name)}.pid")
-    wrapped = ["sh", "-c", scripts.RECORD, "perflab-record", pid_file, *argv]
+    wrapped = ["sh", "-c", scripts.RECORD, "perflab-record", _pid_file(directory, name), *argv]
     return wrapped, marker_env(directory, run_key, name)
 
 
@@ -188,7 +190,7 @@ def start_detached(
 def load_process(transport: Transport, run_key: str, name: str) -> RemoteProcess:
     """The process recorded in ``<run dir>/<name>.pid`` (e.g. after the app restarted)."""
     directory = run_dir(transport, run_key)
-    pid_file = posixpath.join(directory, f"{_check_key('process name', name)}.pid")
+    pid_file = _pid_file(directory, name)
     lines = retrying(lambda: transport.read_text(pid_file)).splitlines()
     return RemoteProcess(
         transport.host.name, run_key, name, directory, int(lines[0]), (lines[1:] or ["-"])[0]
@@ -246,10 +248,8 @@ def find_leftovers(transport: Transport, *, exclude_run_keys: Iterable[str] = ()
     excluded = set(exclude_run_keys)
     runs = posixpath.join(transport.workdir, RUNS_DIR)
     result = transport.run(
-        ["sh", "-c", scripts.LEFTOVERS, "perflab-leftovers", runs], timeout=_COMMAND_TIMEOUT_S
+        ["sh", "-c", scripts.LEFTOVERS, "perflab-leftovers", runs], timeout=_COMMAND_TIMEOUT_S, check=True
     )
-    if not result.ok:
-        raise CommandFailed(transport.host.name, ["sh", "leftovers"], result.exit_status, result.stderr)
     found = []
     for line in result.stdout.splitlines():
         run_key, name, pid, start_time, *pids = line.split()

@@ -45,6 +45,7 @@ from perflab.report.sections import (
     result_block,
 )
 from perflab.report.summary import summary_rows
+from perflab.study.measure import results_by_run
 from perflab.study.objective import success_rate
 from perflab.study.plan import CandidatePlan, Measurement, Rules, decide_stage
 
@@ -98,9 +99,7 @@ class _Runs:
 
     def __init__(self, session: Session, runs: Sequence[Run], gpus_per_node: int | None) -> None:
         self.gpus_per_node = gpus_per_node
-        self.results: dict[int, list[ProfileResult]] = {
-            run.id: crud.list_profile_results(session, run_id=run.id) for run in runs
-        }
+        self.results = results_by_run(session, [run.id for run in runs])
 
     def first(self, run: Run) -> ProfileResult | None:
         stored = self.results.get(run.id) or []

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from perflab.report.model import BenchBlock, CandidateSection, ComparisonRow, Figures, Report, StageSection
-from perflab.report.summary import coloured, percent_text
+from perflab.report.summary import coloured, percent_text, ranked
 from perflab.study.loadcurve import LOAD_TITLES, LoadCurve
 
 INDENT = "    "
@@ -101,10 +101,9 @@ def _candidate(candidate: CandidateSection, *, show_label: bool) -> list[str]:
 
 
 def _ranking(stage: StageSection, unit: str) -> list[str]:
-    measured = [c for c in stage.candidates if c.value is not None and c.decision not in ("failed", "reused")]
-    if len(measured) < 2:
+    ordered = ranked(stage)
+    if len(ordered) < 2:
         return []
-    ordered = sorted(measured, key=lambda c: c.value, reverse=True)
     return [
         "Result: " + " > ".join(f"{c.label} ({c.value:.2f} {unit})".replace(" )", ")") for c in ordered),
         "",

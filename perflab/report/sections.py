@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from db.models import HEADLINE_COLUMNS, ProfileResult, Run
-from perflab.engines.registry import ADAPTERS
+from perflab.engines.registry import display_name
 from perflab.report.model import BenchBlock, CandidateSection, Figures
 from perflab.study.loadcurve import LOAD_UNITS
 from perflab.study.plan import CandidatePlan
@@ -36,8 +36,7 @@ def failure_block(case: str, message: str) -> BenchBlock:
 
 def engine_title(engine: str | None) -> str:
     """``sglang`` → ``SGLang`` (unknown names as they are)."""
-    adapter = ADAPTERS.get(engine or "")
-    return adapter.display_name if adapter is not None else (engine or "unknown engine")
+    return display_name(engine) if engine else "unknown engine"
 
 
 def engine_versions(runs: Iterable[Run]) -> list[tuple[str, str]]:
@@ -77,7 +76,7 @@ def record(run: Run, result: ProfileResult, **facts: Any) -> dict[str, Any]:
         "host": run.host_name,
         "replicas": run.replicas,
         "knobs": run.knobs_summary,
-        "serve_command": run.serve_commands[0] if run.serve_commands else None,
+        "serve_command": first_serve_command(run),
         "profile": result.profile_name,
         "case": case_name(result),
         "sweep_kind": point.get("kind"),

@@ -42,11 +42,16 @@ def _measured(candidate: CandidateSection) -> bool:
     return candidate.value is not None and candidate.decision not in ("failed", "disqualified")
 
 
+def ranked(stage: StageSection) -> list[CandidateSection]:
+    """The stage's candidates measured by their own run (not failed, not reused), best first."""
+    measured = [c for c in stage.candidates if c.value is not None and c.decision not in ("failed", "reused")]
+    return sorted(measured, key=lambda c: c.value, reverse=True)
+
+
 def _best_candidate(stage: StageSection) -> CandidateSection | None:
     if stage.winner is not None:
         return next(candidate for candidate in stage.candidates if candidate.label == stage.winner)
-    measured = [c for c in stage.candidates if c.value is not None and c.decision not in ("failed", "reused")]
-    return max(measured, key=lambda c: c.value, default=None)
+    return next(iter(ranked(stage)), None)
 
 
 def summary_rows(baseline: CandidateSection, stages: Sequence[StageSection]) -> list[SummaryRow]:

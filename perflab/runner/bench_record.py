@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perflab.profiles import BenchmarkProfile
-from perflab.remote.bench import find_bench
+from perflab.remote.bench import BenchProcess, find_bench
 from perflab.runner import results
 from perflab.runner.store import RunStore
 from perflab.transport.base import Transport
@@ -47,6 +47,15 @@ def sweep_label(profile: BenchmarkProfile, point_index: int) -> dict[str, Any] |
 def bench_entry(name: str, profile_index: int, point_index: int) -> dict[str, Any]:
     """The ``remote_state["bench"]`` record of the benchmark about to start."""
     return {"name": name, "profile_index": profile_index, "point_index": point_index}
+
+
+def recorded_bench(transport: Transport, remote_state: Mapping[str, Any]) -> BenchProcess | None:
+    """The benchmark the record says is in flight, if it was started (its pid file exists on the host,
+    or on this machine for a forwarded one)."""
+    entry = remote_state.get(BENCH_KEY)
+    if not entry:
+        return None
+    return find_bench(transport, remote_state["run_key"], entry["name"])
 
 
 def store_bench_result(
@@ -96,10 +105,10 @@ def store_in_flight(
     when it was forwarded; call after it was stopped) and drop the record; False when there was no
     bench in flight or it left no partial result (a bench that ended on its own was handled by the
     runner, whatever its outcome)."""
-    entry = remote_state.get(BENCH_KEY)
-    bench = find_bench(transport, remote_state["run_key"], entry["name"]) if entry else None
+    bench = recorded_bench(transport, remote_state)
     if bench is None:
         return False
+    entry = remote_state[BENCH_KEY]
     where, directory = bench.transport, bench.process.run_dir
     result = _read_json(where, posixpath.join(directory, f"{entry['name']}.json"))
     if result is None or not result.get("partial"):

@@ -21,8 +21,6 @@ from perflab.runner.errors import RunFailed
 DATASET_FLAG = "--dataset-path"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-# The benchmark tells a dataset's format by its file extension.
-EXTENSIONS = {"jsonl": ".jsonl", "csv": ".csv", "sharegpt": ".json", "text": ".txt"}
 
 
 def _stored_id(engine: Engine, ref: str) -> int | None:
@@ -52,9 +50,13 @@ def dataset_files(engine: Engine, profile: BenchmarkProfile, directory: Path) ->
     ref = profile.dataset_ref or SHAREGPT_FILE
     stored = _stored(engine, ref)
     if stored is not None:
+        # The benchmark tells a dataset's format by its file suffix (imported here: the module loads
+        # the bench's dataset readers, which the runner needs only for a stored dataset).
+        from perflab.datasets import SUFFIX_BY_FORMAT
+
         dataset, content = stored
         stem = _UNSAFE.sub("_", Path(dataset.name).stem) or "dataset"
-        path = directory / f"{stem}-{dataset.id}{EXTENSIONS.get(dataset.format, '')}"
+        path = directory / f"{stem}-{dataset.id}{SUFFIX_BY_FORMAT.get(dataset.format, '')}"
         path.write_bytes(content)
         return {DATASET_FLAG: path}
     local = Path(ref).expanduser()

@@ -10,7 +10,7 @@ from sqlalchemy.engine import Engine
 from db import crud
 from db.models import Run
 from db.session import new_session
-from perflab.engines import ENGINE_NAMES, get_adapter
+from perflab.engines.registry import display_name
 
 
 def run_json(engine: Engine, run_id: int) -> dict[str, Any]:
@@ -18,7 +18,7 @@ def run_json(engine: Engine, run_id: int) -> dict[str, Any]:
     with new_session(engine) as session:
         run = crud.require_run(session, run_id=run_id)
         results = crud.list_profile_results(session, run_id=run_id)
-        samples = len(crud.list_samples(session, run_id=run_id))
+        samples = crud.count_samples(session, run_id=run_id)
     return {
         "run_id": run.id,
         "status": run.status,
@@ -55,7 +55,7 @@ def run_json(engine: Engine, run_id: int) -> dict[str, Any]:
 
 def outcome_line(run: Run) -> str:
     """``run 7 done: vLLM Qwen/Qwen3-8B on gpu-a (tp=4 ×2)`` or the failure with its class."""
-    engine = get_adapter(run.engine).display_name if run.engine in ENGINE_NAMES else run.engine
+    engine = display_name(run.engine) if run.engine else run.engine
     head = f"run {run.id} {run.status}: {engine} {run.model} on {run.host_name} ({run.knobs_summary})"
     if run.status == "failed":
         return f"{head}\n  {run.failure_class}: {run.failure_message}"

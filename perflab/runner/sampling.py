@@ -13,6 +13,7 @@ sampler never stops the run.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Sequence
@@ -85,8 +86,6 @@ class Sampler:
         self.vendor = vendor
         self.store = store
         self.interval_s = interval_s
-        self.stored = 0
-        self.last_error: str | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"sampler-run-{store.run_id}", daemon=True)
         self._started = 0.0
@@ -102,10 +101,9 @@ class Sampler:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            try:
-                self.stored += self.store.add_samples(self.take())
-            except (TransportError, SQLAlchemyError, ValueError, OSError) as exc:
-                self.last_error = str(exc)
+            # A round that fails is skipped; the next one samples again.
+            with contextlib.suppress(TransportError, SQLAlchemyError, ValueError, OSError):
+                self.store.add_samples(self.take())
             self._stop.wait(self.interval_s)
 
     def take(self) -> list[dict[str, Any]]:

@@ -14,8 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perflab.remote import process as rp
-from perflab.remote.bench import BenchProcess, find_bench
-from perflab.runner.bench_record import BENCH_KEY, store_in_flight
+from perflab.runner.bench_record import recorded_bench, store_in_flight
 from perflab.runner.store import RunStore
 from perflab.transport.base import Transport
 from perflab.transport.retry import RETRY_DELAYS_S, retrying
@@ -43,15 +42,6 @@ def recorded_processes(transport: Transport, remote_state: Mapping[str, Any]) ->
         except FileNotFoundError:
             continue
     return found
-
-
-def recorded_bench(transport: Transport, remote_state: Mapping[str, Any]) -> BenchProcess | None:
-    """The benchmark the record says is in flight, if it was started (its pid file exists on the host,
-    or on this machine for a forwarded one)."""
-    entry = remote_state.get(BENCH_KEY)
-    if not entry:
-        return None
-    return find_bench(transport, remote_state["run_key"], entry["name"])
 
 
 def _outcome(stopped: rp.StopResult) -> str:

@@ -112,9 +112,8 @@ class Responder:
             self.write_frame(b"%x\r\n%s\r\n" % (len(data), data))
 
     def write_frame(self, frame: bytes) -> None:
-        """Write one chunk already framed for chunked transfer encoding."""
-        if not self._transport.is_closing():
-            self._transport.write(frame)
+        """Write one chunk already framed for chunked transfer encoding (dropped once the client left)."""
+        self._transport.write(frame)
 
     def end_stream(self, last: bytes = b"") -> None:
         """Write an optional last chunk and the terminating zero-length chunk."""

@@ -66,6 +66,11 @@ class MetricsRecorder:
         if len(self._window) > 4096:
             del self._window[:2048]
 
+    @property
+    def prefix_hit_rate(self) -> float:
+        """Share of queried prompt tokens found in the prefix cache (0 before any query)."""
+        return self.prefix_hits / self.prefix_queries if self.prefix_queries else 0.0
+
     def generation_throughput(self, now: float, span: float = 5.0) -> float:
         """Tokens per second over the last ``span`` seconds of loop time."""
         start = now - span
@@ -187,14 +192,13 @@ def metric_names(flavour: str) -> List[str]:
 
 
 def _values(recorder: MetricsRecorder, gauges: EngineGauges, now: float) -> Dict[str, object]:
-    hit_rate = recorder.prefix_hits / recorder.prefix_queries if recorder.prefix_queries else 0.0
     return {
         "running": gauges.running,
         "waiting": gauges.waiting,
         "kv_usage": gauges.kv_usage,
         "kv_used_tokens": gauges.kv_used_tokens,
         "gen_throughput": recorder.generation_throughput(now),
-        "hit_rate": hit_rate,
+        "hit_rate": recorder.prefix_hit_rate,
         "preemptions": recorder.preemptions,
         "prefix_queries": recorder.prefix_queries,
         "prefix_hits": recorder.prefix_hits,
@@ -277,9 +281,7 @@ def trtllm_iteration_stats(recorder: MetricsRecorder, gauges: EngineGauges, max_
                 "freeNumBlocks": max(0, max_blocks - used_blocks),
                 "usedNumBlocks": used_blocks,
                 "tokensPerBlock": gauges.block_size,
-                "cacheHitRate": recorder.prefix_hits / recorder.prefix_queries
-                if recorder.prefix_queries
-                else 0.0,
+                "cacheHitRate": recorder.prefix_hit_rate,
             },
         }
     ]

@@ -25,11 +25,12 @@ class ResponseFormat:
         self.kind = kind
         self.reasoning_tokens = reasoning_tokens
         obj = "chat.completion.chunk" if kind == "chat" else "text_completion"
-        self._id = json.dumps(request_id)
-        self._model = json.dumps(model)
+        self._request_id = request_id
+        self._model = model
         self._created = created
         self._chunk_head = (
-            f'data: {{"id":{self._id},"object":"{obj}","created":{created},"model":{self._model},'
+            f'data: {{"id":{json.dumps(request_id)},"object":"{obj}","created":{created},'
+            f'"model":{json.dumps(model)},'
         )
         # Fast path of one content token: head + piece + tail (generated pieces need no JSON escaping).
         if kind == "chat":
@@ -96,10 +97,10 @@ class ResponseFormat:
             }
             obj = "text_completion"
         body = {
-            "id": json.loads(self._id),
+            "id": self._request_id,
             "object": obj,
             "created": self._created,
-            "model": json.loads(self._model),
+            "model": self._model,
             "choices": [choice],
             "usage": json.loads(_usage(prompt_tokens, completion_tokens)),
         }

@@ -26,7 +26,7 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -111,13 +111,16 @@ def _take_lease(session: Session, study_id: int, holder: str) -> bool:
     return taken
 
 
+def _without_lease(study: Study) -> dict[str, Any]:
+    """The study's state less its lease (an advance that ends gives the lease back with its write)."""
+    return {key: value for key, value in (study.state or {}).items() if key != "lease"}
+
+
 def _release_lease(session: Session, study_id: int, holder: str) -> None:
     def decide(study: Study) -> dict[str, Any] | None:
-        state = dict(study.state or {})
-        if (state.get("lease") or {}).get("holder") != holder:
+        if ((study.state or {}).get("lease") or {}).get("holder") != holder:
             return None
-        state.pop("lease")
-        return {"state": state}
+        return {"state": _without_lease(study)}
 
     crud.change_study(session, study_id=study_id, decide=decide)
 
@@ -125,17 +128,16 @@ def _release_lease(session: Session, study_id: int, holder: str) -> None:
 # ----- advancing --------------------------------------------------------------------------------------
 
 
-def _candidate_status(candidate: CandidatePlan, found: Mapping[str, RunOutcome]) -> str:
+def _candidate_status(candidate: CandidatePlan, outcome: RunOutcome | None) -> str:
     if candidate.error is not None:
         return "invalid"
     if candidate.decision == "reused":
         return "reused"
-    outcome = found.get(candidate.fingerprint)
     return outcome.run.status if outcome is not None else "waiting"
 
 
-def _row(candidate: CandidatePlan, found: Mapping[str, RunOutcome], **overrides: Any) -> dict[str, Any]:
-    outcome = found.get(candidate.fingerprint) if candidate.fingerprint else None
+def _row(progress: StudyProgress, candidate: CandidatePlan, **overrides: Any) -> dict[str, Any]:
+    outcome = progress.outcome(candidate)
     measurement = candidate.measurement
     row = {
         "stage_index": candidate.stage_index,
@@ -145,7 +147,7 @@ def _row(candidate: CandidatePlan, found: Mapping[str, RunOutcome], **overrides:
         "config_fingerprint": candidate.fingerprint,
         "run_id": outcome.run.id if outcome is not None else None,
         "role": candidate.role,
-        "status": _candidate_status(candidate, found),
+        "status": _candidate_status(candidate, outcome),
         "objective_value": measurement.value if measurement is not None else None,
         "decision": candidate.decision,
         "note": candidate.note,
@@ -156,15 +158,15 @@ def _row(candidate: CandidatePlan, found: Mapping[str, RunOutcome], **overrides:
 
 def desired_rows(progress: StudyProgress) -> list[dict[str, Any]]:
     """The ``studycandidate`` rows the plan calls for, in stage and position order."""
-    plan, found = progress.plan, progress.found
-    rows = [_row(candidate, found) for candidate in plan.candidates()]
+    plan = progress.plan
+    rows = [_row(progress, candidate) for candidate in plan.candidates()]
     if plan.status in ("validating", "done") and progress.spec.validation_profiles:
         index = len(progress.spec.stages) + 1
         for label, candidate in (("Baseline", plan.baseline), ("Optimized", plan.best)):
             rows.append(
                 _row(
+                    progress,
                     candidate,
-                    found,
                     stage_index=index,
                     stage_name=VALIDATION_STAGE,
                     label=label,
@@ -245,12 +247,8 @@ def _trim_validation(session: Session, progress: StudyProgress) -> None:
 
 
 def _phase(plan: StudyPlan, stages: int) -> str:
-    if plan.status == "failed":
-        return "failed"
-    if plan.status == "done":
-        return "done"
-    if plan.status == "validating":
-        return "validating"
+    if plan.status != "running":
+        return plan.status  # failed, validating, done
     if not plan.stages:
         return "measuring the baseline"
     current = plan.stages[-1]
@@ -272,7 +270,7 @@ def _finish(session: Session, progress: StudyProgress) -> Study:
     plan = progress.plan
 
     def decide(study: Study) -> dict[str, Any]:
-        state = {key: value for key, value in (study.state or {}).items() if key != "lease"}
+        state = _without_lease(study)
         fields: dict[str, Any] = {"state": {**state, **_state(progress)}}
         if study.status in FINISHED_STUDY_STATUSES:
             return {"state": state}
@@ -311,8 +309,7 @@ def advance(engine: Engine, study_id: int, *, holder: str | None = None) -> Stud
             failure = str(error)
 
             def failed(stored: Study) -> dict[str, Any]:
-                state = {key: value for key, value in (stored.state or {}).items() if key != "lease"}
-                return {"status": "failed", "state": {**state, "failure": failure}}
+                return {"status": "failed", "state": {**_without_lease(stored), "failure": failure}}
 
             crud.change_study(session, study_id=study_id, decide=failed)
             raise
@@ -352,14 +349,8 @@ def _change_status(engine: Engine, study_id: int, allowed: Sequence[str], status
             )
         return {"status": status}
 
-    with new_session(engine) as session:
-        if crud.get_study(session, study_id=study_id) is None:
-            raise crud.NotFound("study", study_id)
-        try:
-            return crud.change_study(session, study_id=study_id, decide=decide)
-        except StudyStateError:
-            session.rollback()
-            raise
+    with new_session(engine) as session:  # change_study raises NotFound and rolls back on errors
+        return crud.change_study(session, study_id=study_id, decide=decide)
 
 
 def pause_study(engine: Engine, study_id: int) -> Study:

@@ -69,10 +69,9 @@ def _measurement(
     run: Run, results: Sequence[ProfileResult], tuning: BenchmarkProfile, found: Score | None, attempts: int
 ) -> Measurement | None:
     finished = run.status in FINISHED_RUN_STATUSES
-    tuned = tuning_results(results, tuning)
     moved_on = any(result.profile_name != tuning.name for result in results)
-    complete = bool(tuned) and (tuning.sweep is None or finished or moved_on)
-    if complete and found is not None:
+    # ``found`` is the score of the complete tuning results: None when there are none
+    if found is not None and (tuning.sweep is None or finished or moved_on):
         return Measurement("measured", run.id, found.value, found.success_rate, finished=finished)
     if not finished:
         return Measurement("pending", run.id)

@@ -28,8 +28,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from perflab.engines.config import ENGINE_NAMES, EngineConfig
-from perflab.engines.registry import get_adapter
+from perflab.engines.config import EngineConfig
+from perflab.engines.registry import display_name
 from perflab.problems import line_of, plain_message, syntax_problem, yaml_location
 from perflab.profiles import PRESETS, BenchmarkProfile, GoodputSLOs, scaled
 from perflab.study.configs import FILL, CandidateConfigError, build_config, explain, split_args
@@ -82,7 +82,7 @@ def field_of_dimension(dimension: str) -> str:
 
 def _value_text(field: str, value: Any) -> str:
     if field == "engine":
-        return get_adapter(value).display_name if value in ENGINE_NAMES else str(value)
+        return display_name(str(value))
     if field == "model":
         return str(value)
     if field == "extra_args":
@@ -301,20 +301,21 @@ def _is_stat(word: str) -> bool:
         return False
 
 
+def _preset(name: Any) -> BenchmarkProfile:
+    if name not in PRESETS:
+        raise ValueError(f"unknown profile preset '{name}'; presets: {', '.join(PRESETS)}")
+    return PRESETS[name]
+
+
 def resolve_profile(entry: Any, scale: float = 1.0) -> BenchmarkProfile:
     """A preset name or profile mapping as a BenchmarkProfile, scaled by ``scale``."""
     if isinstance(entry, str):
-        if entry not in PRESETS:
-            raise ValueError(f"unknown profile preset '{entry}'; presets: {', '.join(PRESETS)}")
-        profile = PRESETS[entry]
+        profile = _preset(entry)
     elif isinstance(entry, dict):
         preset = entry.get("preset")
         fields = {key: value for key, value in entry.items() if key != "preset"}
         if preset is not None:
-            if preset not in PRESETS:
-                raise ValueError(f"unknown profile preset '{preset}'; presets: {', '.join(PRESETS)}")
-            base = json.loads(PRESETS[preset].model_dump_json())
-            fields = {**base, **fields}
+            fields = {**json.loads(_preset(preset).model_dump_json()), **fields}
         try:
             profile = BenchmarkProfile.model_validate(fields)
         except ValidationError as error:

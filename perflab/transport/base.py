@@ -297,6 +297,3 @@ class Transport(ABC):
     def workdir(self) -> str:
         """perflab's directory on the host (absolute)."""
         return self.resolve_path(self.host.workdir)
-
-    def describe(self) -> str:
-        return f"host '{self.host.name}' ({self.host.display_address})"

@@ -158,9 +158,7 @@ def _translate(host: HostConfig, exc: BaseException) -> BaseException:
         return _unreachable(host, f"no answer within {host.connect_timeout_s:g} s")
     if isinstance(exc, socket.gaierror):
         return _unreachable(host, f"the name does not resolve ({exc.strerror})")
-    if isinstance(exc, paramiko.ssh_exception.NoValidConnectionsError):
-        return _unreachable(host, "connection refused")
-    if isinstance(exc, ConnectionRefusedError):
+    if isinstance(exc, (paramiko.ssh_exception.NoValidConnectionsError, ConnectionRefusedError)):
         return _unreachable(host, "connection refused")
     if isinstance(exc, (OSError, EOFError)):
         return _unreachable(host, str(exc) or type(exc).__name__)

@@ -15,9 +15,10 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import IO
 
 from perflab.transport.base import (
     EXIT_CANNOT_CHDIR,
@@ -148,16 +149,19 @@ class LocalTransport(Transport):
             return _FailedStart(self.host.name, command.argv, timeout, started)
         return _LocalStream(self.host.name, command.argv, timeout, started)
 
-    def upload(self, local: str | Path, remote: str, *, mode: int | None = None) -> None:
+    def _replace(self, remote: str, mode: int, write: Callable[[IO[bytes]], object]) -> None:
+        """Write ``remote`` through a temporary file beside it (parents created), then rename it over."""
         target = Path(self.resolve_path(remote))
         target.parent.mkdir(parents=True, exist_ok=True)
-        with (
-            tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{target.name}.", delete=False) as tmp,
-            open(local, "rb") as source,
-        ):
-            shutil.copyfileobj(source, tmp)
-        os.chmod(tmp.name, mode if mode is not None else (os.stat(local).st_mode & 0o777))
+        with tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{target.name}.", delete=False) as tmp:
+            write(tmp)
+        os.chmod(tmp.name, mode)
         os.replace(tmp.name, target)
+
+    def upload(self, local: str | Path, remote: str, *, mode: int | None = None) -> None:
+        file_mode = mode if mode is not None else (os.stat(local).st_mode & 0o777)
+        with open(local, "rb") as source:
+            self._replace(remote, file_mode, lambda tmp: shutil.copyfileobj(source, tmp))
 
     def download(self, remote: str, local: str | Path) -> None:
         destination = Path(local)
@@ -168,14 +172,8 @@ class LocalTransport(Transport):
         return Path(self.resolve_path(remote)).read_text(encoding="utf-8")
 
     def write_text(self, remote: str, text: str, *, mode: int | None = None) -> None:
-        target = Path(self.resolve_path(remote))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(
-            "w", encoding="utf-8", dir=target.parent, prefix=f".{target.name}.", delete=False
-        ) as tmp:
-            tmp.write(text)
-        os.chmod(tmp.name, mode if mode is not None else 0o644)
-        os.replace(tmp.name, target)
+        payload = text.encode("utf-8")
+        self._replace(remote, mode if mode is not None else 0o644, lambda tmp: tmp.write(payload))
 
     def forward(self, remote_port: int) -> AbstractContextManager[int]:
         return _same_port(remote_port)

@@ -29,12 +29,13 @@ from perflab.views.formatting import (
 )
 from perflab.views.metrics import KEY_METRICS, Direction, Metric, metric_heading, metric_value, result_metrics
 from perflab.views.pareto import pareto_front
-from perflab.views.run_detail import ProfileView, RunView, profile_view, run_view
+from perflab.views.run_detail import ProfileView, RunView, profile_views, run_view
 from perflab.views.run_list import run_link
 
 FIRST_RESULT = "First result of each run"
-BETTER_STYLE = "background-color: lightgreen"
-WORSE_STYLE = "background-color: #fbcaca"
+# The seeds' colours of gains and losses (as perflab.report.summary writes them), for the table's
+# cells and its markdown export.
+VERDICT_COLOURS: dict[str, str] = {"better": "lightgreen", "worse": "#fbcaca"}
 THROUGHPUT_KEYS: frozenset[str] = frozenset(
     {"total_token_throughput", "output_throughput", "max_output_tokens_per_s"}
 )
@@ -111,15 +112,7 @@ def load_compare(session: Session, run_ids: list[int]) -> CompareSet:
     """The runs of ``run_ids`` with their results and request records."""
     found = crud.get_runs(session, run_ids=run_ids)
     found_ids = {run.id for run in found}
-    runs = [
-        CompareRun(
-            run=run_view(run),
-            results=[
-                profile_view(session, stored) for stored in crud.list_profile_results(session, run_id=run.id)
-            ],
-        )
-        for run in found
-    ]
+    runs = [CompareRun(run=run_view(run), results=profile_views(session, run.id)) for run in found]
     return CompareSet(runs=runs, missing=[run_id for run_id in run_ids if run_id not in found_ids])
 
 
@@ -238,7 +231,8 @@ def styled(table: ComparisonTable) -> Styler:
 
 
 def _style(verdict_text: str) -> str:
-    return {"better": BETTER_STYLE, "worse": WORSE_STYLE}.get(verdict_text, "")
+    colour = VERDICT_COLOURS.get(verdict_text)
+    return f"background-color: {colour}" if colour else ""
 
 
 def comparison_markdown(table: ComparisonTable) -> str:
@@ -250,7 +244,7 @@ def comparison_markdown(table: ComparisonTable) -> str:
         cells = []
         for column, name in enumerate(table.run_names):
             text = frame.iat[row, column]
-            colour = {"better": "lightgreen", "worse": "#fbcaca"}.get(table.verdicts.at[metric.key, name])
+            colour = VERDICT_COLOURS.get(table.verdicts.at[metric.key, name])
             cells.append(f'<span style="background-color:{colour};">{text}</span>' if colour else text)
         lines.append("| " + " | ".join([frame.index[row], *cells]) + " |")
     return "\n".join(lines) + "\n"

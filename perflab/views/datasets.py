@@ -4,10 +4,12 @@ prompt-length table its histogram is drawn from."""
 from __future__ import annotations
 
 import pandas as pd
+from sqlmodel import Session
 
+from db import crud
 from db.models import Dataset
 from perflab.datasets import SUFFIX_BY_FORMAT, DatasetUploadError, parse_upload
-from perflab.views.formatting import format_bytes, format_time
+from perflab.views.formatting import format_bytes, format_time, shorten
 
 PREVIEW_ROWS = 20
 PREVIEW_CHARS = 300
@@ -49,7 +51,7 @@ def preview_frame(dataset: Dataset, limit: int = PREVIEW_ROWS) -> pd.DataFrame:
     lengths = dataset.prompt_token_lengths or parsed.token_lengths
     rows = [
         {
-            "Prompt": prompt if len(prompt) <= PREVIEW_CHARS else prompt[: PREVIEW_CHARS - 1] + "…",
+            "Prompt": shorten(prompt, PREVIEW_CHARS),
             "Output len": output_len,
             "Prompt tokens": lengths[position] if position < len(lengths) else None,
         }
@@ -58,6 +60,12 @@ def preview_frame(dataset: Dataset, limit: int = PREVIEW_ROWS) -> pd.DataFrame:
         )
     ]
     return pd.DataFrame(rows, columns=["Prompt", "Output len", "Prompt tokens"])
+
+
+def load_preview(session: Session, dataset_id: int) -> pd.DataFrame | None:
+    """:func:`preview_frame` of a stored dataset, or None when it does not exist."""
+    dataset = crud.get_dataset(session, dataset_id=dataset_id)
+    return None if dataset is None else preview_frame(dataset)
 
 
 def lengths_frame(lengths: list[int] | None) -> pd.DataFrame:

@@ -21,7 +21,7 @@ from sqlmodel import Session
 
 from db import crud
 from db.crud import RunSummary
-from db.models import FINISHED_RUN_STATUSES, IN_FLIGHT_RUN_STATUSES, ProfileResult, Run, RunSample
+from db.models import FINISHED_RUN_STATUSES, ProfileResult, Run, RunSample
 from perflab.bench.report import format_text_block, partial_note
 from perflab.views.commands import CommandPreview, stored_command_preview
 from perflab.views.formatting import PARTIAL_MARK, format_duration, host_label
@@ -64,10 +64,6 @@ class RunView(RunSummary):
     @property
     def finished(self) -> bool:
         return self.status in FINISHED_RUN_STATUSES
-
-    @property
-    def in_flight(self) -> bool:
-        return self.status in IN_FLIGHT_RUN_STATUSES
 
     @property
     def host_display(self) -> str:
@@ -216,6 +212,11 @@ def profile_view(session: Session, stored: ProfileResult) -> ProfileView:
     )
 
 
+def profile_views(session: Session, run_id: int) -> list[ProfileView]:
+    """Every profile result of a run, in order, with its request records."""
+    return [profile_view(session, stored) for stored in crud.list_profile_results(session, run_id=run_id)]
+
+
 def samples_frame(samples: list[RunSample]) -> pd.DataFrame:
     """Samples as rows of ``t_s``, ``source`` and each sampled value in its own column."""
     rows = [{"t_s": sample.t_s, "source": sample.source, **sample.values} for sample in samples]
@@ -229,9 +230,7 @@ def load_run_detail(session: Session, run_id: int) -> RunDetail | None:
         return None
     return RunDetail(
         run=run_view(run),
-        profiles=[
-            profile_view(session, stored) for stored in crud.list_profile_results(session, run_id=run_id)
-        ],
+        profiles=profile_views(session, run_id),
         samples=samples_frame(crud.list_samples(session, run_id=run_id)),
         planned_command=None if run.serve_commands else stored_command_preview(run.config),
     )
@@ -239,18 +238,30 @@ def load_run_detail(session: Session, run_id: int) -> RunDetail | None:
 
 def run_version(session: Session, run_id: int) -> str | None:
     """A short key that changes whenever the run page's data changes (None for an unknown run)."""
-    row = session.execute(
-        sa.select(Run.status, Run.heartbeat_at, Run.finished_at, Run.cancel_requested).where(Run.id == run_id)
-    ).first()
-    if row is None:
-        return None
-    results = session.execute(
-        sa.select(sa.func.count()).select_from(ProfileResult).where(ProfileResult.run_id == run_id)
-    ).scalar_one()
-    samples = session.execute(
-        sa.select(sa.func.count()).select_from(RunSample).where(RunSample.run_id == run_id)
-    ).scalar_one()
-    return "|".join(str(part) for part in (*row, results, samples))
+    return run_versions(session, [run_id]).get(run_id)
+
+
+def run_versions(session: Session, run_ids: list[int]) -> dict[int, str]:
+    """:func:`run_version` of each of ``run_ids`` that exists, in three queries whatever their number."""
+    rows = session.execute(
+        sa.select(Run.id, Run.status, Run.heartbeat_at, Run.finished_at, Run.cancel_requested).where(
+            Run.id.in_(run_ids)
+        )
+    ).all()
+    results = _counts(session, ProfileResult, run_ids)
+    samples = _counts(session, RunSample, run_ids)
+    return {
+        run_id: "|".join(str(part) for part in (*columns, results.get(run_id, 0), samples.get(run_id, 0)))
+        for run_id, *columns in rows
+    }
+
+
+def _counts(
+    session: Session, table: type[ProfileResult] | type[RunSample], run_ids: list[int]
+) -> dict[int, int]:
+    """How many rows of ``table`` each of ``run_ids`` has (runs without any are left out)."""
+    query = sa.select(table.run_id, sa.func.count()).where(table.run_id.in_(run_ids)).group_by(table.run_id)
+    return {run_id: count for run_id, count in session.execute(query)}
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from db import crud
 from db.models import Run
 from db.session import new_session
 from perflab.inventory import Inventory, InventoryError
-from perflab.redact import hosts_redactor
+from perflab.redact import Redactor, hosts_redactor
 from perflab.runner.stop import wind_down
 from perflab.runner.store import RunStore
 from perflab.simhost import SimulatedHostError
@@ -35,7 +35,7 @@ LOG_TAIL_LINES = 200
 
 
 def _stop_on_host(
-    engine: Engine, run: Run, inventory: Inventory, grace_s: float
+    engine: Engine, run: Run, inventory: Inventory, grace_s: float, redactor: Redactor
 ) -> tuple[dict[str, object], str | None]:
     """Stop the run's recorded processes; returns the fields to store and a problem, if any."""
     state = dict(run.remote_state or {})
@@ -47,7 +47,7 @@ def _stop_on_host(
         with open_transport(host) as transport:
             tail = wind_down(
                 transport,
-                RunStore(engine, run.id, hosts_redactor(inventory)),
+                RunStore(engine, run.id, redactor),
                 state,
                 grace_s=grace_s,
                 log_lines=LOG_TAIL_LINES,
@@ -63,8 +63,8 @@ def _stop_on_host(
 
 def recover_run(engine: Engine, run: Run, inventory: Inventory, *, grace_s: float) -> bool:
     """Stop and fail one orphaned run; False if it had finished meanwhile."""
-    fields, problem = _stop_on_host(engine, run, inventory, grace_s)
     redactor = hosts_redactor(inventory)
+    fields, problem = _stop_on_host(engine, run, inventory, grace_s, redactor)
     fields = redactor.data(fields)
     message = RESTART_MESSAGE if problem is None else f"{RESTART_MESSAGE}; {redactor.text(problem)}"
     with new_session(engine) as session:

@@ -22,10 +22,8 @@ from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
-from sqlmodel import select
 
 from db import crud
-from db.models import Run
 from db.session import new_session
 from perflab import settings
 from perflab.inventory import Inventory, InventoryError, default_inventory_path, load_inventory
@@ -39,17 +37,6 @@ logger = logging.getLogger(__name__)
 def default_worker_id(prefix: str = "worker") -> str:
     """``<prefix>-<hostname>-<pid>``: unique per process across the machines sharing a database."""
     return f"{prefix}-{socket.gethostname()}-{os.getpid()}"
-
-
-def queued_host_names(engine: Engine) -> list[str]:
-    """The hosts that have claimable queued runs."""
-    query = (
-        select(Run.host_name)
-        .where(Run.status == "queued", Run.cancel_requested == sa.false(), Run.host_name.is_not(None))
-        .distinct()
-    )
-    with new_session(engine) as session:
-        return sorted(name for name in session.exec(query) if name is not None)
 
 
 @dataclass
@@ -239,7 +226,9 @@ class Worker:
         with self._lock:
             self._blocked_until = {host: until for host, until in self._blocked_until.items() if until > now}
             blocked = set(self._blocked_until)
-        return [host for host in queued_host_names(self.engine) if host not in blocked]
+        with new_session(self.engine) as session:
+            queued = crud.queued_host_names(session)
+        return [host for host in queued if host not in blocked]
 
     def _claim_available(self) -> list[int]:
         """Claim and start runs while there is capacity; returns the ids started."""

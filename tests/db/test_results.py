@@ -105,5 +105,6 @@ def test_samples_in_time_order_by_source(db_session: Session) -> None:
         4,
     ]
     assert len(crud.list_samples(db_session, run_id=run.id)) == 3
+    assert crud.count_samples(db_session, run_id=run.id) == 3
     with pytest.raises(ValueError, match="sample source"):
         crud.add_samples(db_session, run_id=run.id, samples=[{"t_s": 0, "source": "moon", "values": {}}])

@@ -34,7 +34,6 @@ GIB = 1024**3
 class EngineLog:
     """Start-up and shutdown output of one engine; subclasses word it like their engine."""
 
-    engine = "vllm"
     bind_early = False
     server_header = "uvicorn"
     startup_seconds = 10.0

@@ -119,7 +119,6 @@ def knobs_from_config(config: dict, environ: Dict[str, str]) -> Tuple[Knobs, Lis
 class MindieLog(EngineLog):
     """MindIE's ``[YYYY-MM-DD HH:MM:SS.mmm+08:00] [pid] [pid] [llm] [INFO] message`` lines."""
 
-    engine = "mindie"
     server_header = "MindIE-Server"
     startup_seconds = 8.0
     warmup_seconds = 25.0

@@ -138,7 +138,6 @@ def knobs_from_args(args: argparse.Namespace) -> Knobs:
 class SglangLog(EngineLog):
     """SGLang's ``[YYYY-MM-DD HH:MM:SS TP0] message`` lines."""
 
-    engine = "sglang"
     startup_seconds = 10.0
     warmup_seconds = 20.0
 

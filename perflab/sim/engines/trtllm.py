@@ -220,7 +220,6 @@ def knobs_from_values(values: Dict[str, object], extra: Dict[str, object]) -> Kn
 class TrtllmLog(EngineLog):
     """TensorRT-LLM's ``[MM/DD/YYYY-HH:MM:SS] [TRT-LLM] [I] message`` lines."""
 
-    engine = "trtllm"
     bind_early = True
     startup_seconds = 15.0
     warmup_seconds = 25.0
