@@ -302,7 +302,7 @@ def _is_stat(word: str) -> bool:
 
 
 def _preset(name: Any) -> BenchmarkProfile:
-    if name not in PRESETS:
+    if not isinstance(name, str) or name not in PRESETS:
         raise ValueError(f"unknown profile preset '{name}'; presets: {', '.join(PRESETS)}")
     return PRESETS[name]
 

@@ -153,3 +153,16 @@ def test_the_form_builds_a_spec_and_reports_stage_yaml_by_line() -> None:
             min_success_pct=100,
             min_gain_pct=1,
         )
+
+
+@pytest.mark.parametrize("preset", ["[short]", "{name: short}"])
+def test_a_preset_that_is_not_a_name_is_a_problem_not_a_crash(preset: str) -> None:
+    text = GOOD.replace(
+        "tuning_profile: {preset: sharegpt, num_prompts: 200}", f"tuning_profile: {{preset: {preset}}}"
+    )
+    with pytest.raises(StudySpecError) as caught:
+        parse_spec(text, name="spec.yaml")
+    assert any(
+        problem.startswith("spec.yaml:") and "unknown profile preset" in problem
+        for problem in caught.value.problems
+    )
