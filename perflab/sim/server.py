@@ -37,11 +37,10 @@ class Console:
 def raise_open_file_limit() -> None:
     """Allow as many open connections as the hard limit permits (thousands of streams need it)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY or hard > soft:
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+    if soft != resource.RLIM_INFINITY and soft < target:  # never lower a limit already higher
         with contextlib.suppress(ValueError, OSError):
-            resource.setrlimit(
-                resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 65536, hard)
-            )
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
 def install_stop_signals(loop: asyncio.AbstractEventLoop) -> asyncio.Event:
