@@ -6,7 +6,6 @@ import streamlit as st
 
 from perflab import ui
 from perflab.engines import ENGINE_NAMES
-from perflab.inventory import InventoryError, default_inventory_path, load_inventory
 from perflab.profiles import PRESETS
 from perflab.study import views
 from perflab.study.coordinator import create_study
@@ -40,11 +39,7 @@ else:
 
 st.header("New study")
 ui.require_login("start a study")
-try:
-    inventory = load_inventory(default_inventory_path())
-except InventoryError as error:
-    st.error("The hosts file cannot be read, so no study can start:\n\n" + "\n".join(error.problems))
-    st.stop()
+inventory = ui.inventory_or_stop()
 
 
 def start(spec: StudySpec) -> None:

@@ -89,6 +89,18 @@ def test_empty_and_broken_hosts_files(
     )
 
 
+def test_a_broken_hosts_file_stops_the_new_study_form(empty_db: str, app_env, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("hosts:\n  - name: gpu-a\n    port: twenty\n")
+    app_env(empty_db, broken)
+    app = run_app("pages/studies.py")
+    assert not app.exception
+    assert texts(app.main.error) == [
+        "The hosts file cannot be used:\n\n- broken.yaml:3: host 'gpu-a' field 'port': must be an integer"
+    ]
+    assert not app.main.button
+
+
 def test_sidebar_shows_database_worker_and_active_runs(data_db: SeededDatabase, app_env) -> None:  # type: ignore[no-untyped-def]
     with db_session.session_scope(db_session.get_engine(data_db.url)) as session:
         crud.register_worker(session, worker_id="worker-a", hostname="box", pid=42)
