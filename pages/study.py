@@ -110,10 +110,10 @@ def study_body(shown_status: str) -> None:
     if progress.study.status != shown_status:
         st.rerun()
     spec = progress.spec
-    state = progress.study.state or {}
+    phase = (progress.study.state or {}).get("phase", "")
     facts = [
         ui.status_text(progress.study.status),
-        state.get("phase", ""),
+        phase if phase != progress.study.status else "",  # a finished study's phase repeats its status
         f"model **{spec.model}**",
         f"hosts {', '.join(spec.hosts)}",
         f"objective {report.objective}",

@@ -34,6 +34,7 @@ def test_finished_study_shows_command_tables_stages_and_downloads(study_db: Stud
     assert study.recommended_command in texts(app.code)
     markdown = " ".join(texts(app.markdown))
     assert ui.status_text("done") in markdown
+    assert f"{ui.status_text('done')} · model **Qwen/Qwen3-8B**" in markdown  # the phase is not repeated
     assert "| **Chat** | Total TPS:" in markdown and "| **Short Prompt** | Total TPS:" in markdown
     assert "| Engine |" in markdown and "| Impossible parallelism | - |" in markdown
     assert [sub.value for sub in app.subheader] == ["1. Engine", "2. Impossible parallelism"]
