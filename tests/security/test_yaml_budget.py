@@ -73,7 +73,8 @@ def test_study_create_refuses_the_bomb_with_one_line_under_a_memory_cap(tmp_path
     spec.write_text(BOMB_SPEC)
     database = tmp_path / "perflab.db"
     result = subprocess.run(
-        [sys.executable, "-m", "perflab", "study", "--url", f"sqlite:///{database}", "create", "--spec", str(spec)],
+        [sys.executable, "-m", "perflab", "study", "--url", f"sqlite:///{database}"]
+        + ["create", "--spec", str(spec)],
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
         preexec_fn=_cap_memory,
@@ -136,6 +137,10 @@ def test_documents_over_budget_are_refused_with_their_line(text: str, line: int 
 
 def test_ordinary_anchors_and_merge_keys_still_read() -> None:
     document = safe_yaml.load("base: &b {tp: 2, ep: 1}\nmore: {<<: *b, ep: 2}\nsame: *b\n")
-    assert document.data == {"base": {"tp": 2, "ep": 1}, "more": {"tp": 2, "ep": 2}, "same": {"tp": 2, "ep": 1}}
+    assert document.data == {
+        "base": {"tp": 2, "ep": 1},
+        "more": {"tp": 2, "ep": 2},
+        "same": {"tp": 2, "ep": 1},
+    }
     assert document.root is not None and document.root.start_mark.line == 0
     assert safe_yaml.load("").data is None
