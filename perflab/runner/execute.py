@@ -46,7 +46,7 @@ from perflab.runner.launch import (
 )
 from perflab.runner.logs import LogFollower
 from perflab.runner.options import RunnerOptions
-from perflab.runner.placement import choose_gpus
+from perflab.runner.placement import check_cpu_engine, choose_gpus
 from perflab.runner.readiness import wait_until_ready
 from perflab.runner.sampling import Sampler
 from perflab.runner.stop import stop_recorded, wind_down
@@ -130,6 +130,7 @@ class _Execution:
         self.status = "launching"
         self.transport: Transport | None = None
         self.remote_state: dict[str, Any] | None = None
+        self.on_cpu = False
         self._last_cancel_check = 0.0
 
     # ----- events and interruption -------------------------------------------------------------------
@@ -226,6 +227,7 @@ class _Execution:
             adapter=plan.adapter,
             run_key=run_key,
             plans=plans,
+            cpu=self.on_cpu,
             on_started=self._record_started,
         )
         logs = {replica.name: LogFollower(self.transport, replica.process) for replica in replicas}
@@ -286,6 +288,7 @@ class _Execution:
         )
         self.transport = transport = self._open(plan.host)
         probe = probe_host(transport)
+        self.on_cpu = check_cpu_engine(plan.adapter, probe, host_name=plan.host.name)
         gpu_ids = self._place(plan, probe)
         self.store.update(
             gpu_ids=list(gpu_ids),

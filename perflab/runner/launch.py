@@ -122,16 +122,18 @@ def start_replicas(
     adapter: EngineAdapter,
     run_key: str,
     plans: Sequence[ReplicaPlan],
+    cpu: bool = False,
     on_started: Callable[[Replica, str], None],
 ) -> list[Replica]:
-    """Start every replica; ``on_started(replica, exact command)`` runs after each start."""
+    """Start every replica; ``on_started(replica, exact command)`` runs after each start. With ``cpu``
+    the plans' devices are NUMA nodes of a CPU host."""
     directory = rp.run_dir(transport, run_key)
     replicas: list[Replica] = []
     for plan in plans:
         name = process_name(plan.index)
         workdir = posixpath.join(directory, name)
         argv = adapter.serve_argv(config, port=plan.port)
-        env = adapter.env(config, gpu_ids=plan.gpu_ids, run_dir=workdir)
+        env = adapter.env(config, gpu_ids=plan.gpu_ids, run_dir=workdir, cpu=cpu)
         if plan.port in listening_ports(transport):
             raise PortTaken(
                 f"port {plan.port} on host '{transport.host.name}' is already in use by another process, "
