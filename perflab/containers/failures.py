@@ -1,7 +1,9 @@
 """Why a container could not be pulled or started, read from the runtime's own words.
 
 Each class has the messages Docker and Podman print for it (sources below); the first class in
-:data:`CONTAINER_FAILURE_CLASSES` order that matches a line wins, and that line is the evidence. An
+:data:`CONTAINER_FAILURE_CLASSES` order that matches a line wins, and that line is the evidence
+(Docker's "pull access denied …, repository does not exist or may require 'docker login'" is read as
+not found, its likelier cause; the message keeps Docker's words). An
 engine's own log lines never match these, so the runner checks them before the engine adapter's.
 
 Sources: Podman 4.3.1 output recorded on a Debian 12 host (a registry answering ``manifest unknown``
@@ -22,8 +24,8 @@ from perflab.engines.failures import FailureInfo, condense
 CONTAINER_FAILURE_CLASSES: dict[str, str] = {
     "container_runtime_missing": "no usable container runtime (docker or podman) on the host",
     "image_no_space": "the host ran out of disk space while storing the image",
-    "image_unauthorized": "the registry refused the image without credentials",
     "image_not_found": "the image (or its tag) does not exist in the registry",
+    "image_unauthorized": "the registry refused the image without credentials",
     "registry_unreachable": "the image's registry could not be reached",
     "container_gpu_unavailable": "the container runtime cannot pass the accelerators through",
     "image_pull_failed": "the image could not be pulled",
