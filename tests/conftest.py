@@ -8,6 +8,7 @@ pytest_plugins: list[str] = [
     "tests.fixtures.rxstamps",
     "tests.fixtures.tokenizer",
     "tests.fixtures.runs",
+    "tests.fixtures.podman",
     "tests.fixtures.ui_data",
     "tests.fixtures.study_data",
     "tests.fixtures.streamlit_app",
