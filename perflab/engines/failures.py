@@ -66,6 +66,7 @@ _EXCEPTION_LINE = re.compile(r"(?:^|[\s\]:(])((?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Er
 _ERROR_LINE = re.compile(
     r"\[ERROR\]|\bERROR\b|\[fail\]|^Error: |hit an exception|Traceback \(most recent call last\)"
 )
+_TRACEBACK_FRAME = re.compile(r'^File ".*", line \d+')
 _WRAPPER_MESSAGES = re.compile(
     r"Engine core initialization failed|EngineDeadError|Worker failed with error|See root cause above"
     r"|See stack trace \(above\)|Failed core proc"
@@ -152,19 +153,37 @@ def _fallback_line(lines: list[str]) -> str | None:
     return errors[0] if errors else None
 
 
+def _lines(log_text: str) -> list[tuple[str, bool]]:
+    """The non-empty lines, each marked True when it is a traceback's source line (the one after a
+    ``File "…", line N``, e.g. ``raise HFValidationError(``)."""
+    lines: list[tuple[str, bool]] = []
+    after_frame = False
+    for line in log_text.splitlines():
+        if line.strip():
+            lines.append((line, after_frame))
+            after_frame = bool(_TRACEBACK_FRAME.match(condense(line)))
+    return lines
+
+
 def classify(log_text: str, signatures: Iterable[Signature], engine: str) -> FailureInfo | None:
-    """The most root-cause failure that ``log_text`` shows, or None when it shows no error at all."""
-    lines = [line for line in log_text.splitlines() if line.strip()]
+    """The most root-cause failure that ``log_text`` shows, or None when it shows no error at all.
+
+    A class's message is its first matching line that is not a traceback source line; only a log
+    whose sole match is such a source line (a cut-off traceback) uses it."""
+    marked = _lines(log_text)
     patterns = tuple(signatures)
     first_match: dict[str, str] = {}
-    for line in lines:
+    source_match: dict[str, str] = {}
+    for line, is_source in marked:
+        found = first_match if not is_source else source_match
         for signature in patterns:
-            if signature.failure_class not in first_match and signature.pattern.search(line):
-                first_match[signature.failure_class] = line
+            if signature.failure_class not in found and signature.pattern.search(line):
+                found[signature.failure_class] = line
     for failure_class in CLASS_PRIORITY:
-        if failure_class in first_match:
-            return _failure(failure_class, engine, first_match[failure_class])
-    fallback = _fallback_line(lines)
+        line = first_match.get(failure_class) or source_match.get(failure_class)
+        if line is not None:
+            return _failure(failure_class, engine, line)
+    fallback = _fallback_line([line for line, _ in marked])
     return _failure("crash", engine, fallback) if fallback is not None else None
 
 
