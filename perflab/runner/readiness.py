@@ -1,6 +1,7 @@
 """Waiting until every replica is ready, or knowing why one never will be.
 
-A replica is ready when its health endpoint answers 200 or its log shows the engine's readiness line.
+A replica is ready when its log shows the engine's readiness line, or its process still runs and its
+health endpoint answers 200.
 It has failed when its process is gone (the log's classified failure, else ``crash``) or when, still
 running, its log shows a root-cause failure signature (out of memory, unsupported hardware, …). Past
 the deadline the run fails with ``timeout``. ``interrupt`` runs every poll and raises to stop waiting
@@ -54,10 +55,14 @@ def wait_until_ready(
             lines = log.poll()
             if lines:
                 latest = lines[-1]
-            if any(adapter.is_ready_line(line) for line in lines) or endpoints.healthy(replica):
+            if any(adapter.is_ready_line(line) for line in lines):
                 pending.remove(replica)
                 continue
+            # Alive first: a health answer on the replica's port may come from another process that
+            # bound it after the engine failed to.
             _check_alive(transport, adapter, replica, log)
+            if endpoints.healthy(replica):
+                pending.remove(replica)
         on_progress(len(replicas) - len(pending), latest)
         if not pending:
             return

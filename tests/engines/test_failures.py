@@ -122,3 +122,12 @@ def test_timeout_failure_quotes_the_last_log_line() -> None:
 def test_single_line_signatures(engine: str, line: str, failure_class: str) -> None:
     failure = get_adapter(engine).classify_failure(line)
     assert failure is not None and failure.failure_class == failure_class
+
+
+def test_a_traceback_source_line_is_never_the_message() -> None:
+    text = _read(LOGS / "vllm" / "model_not_found_cpu_build.log")
+    assert "    raise HFValidationError(" in text.splitlines()
+    failure = get_adapter("vllm").classify_failure(text)
+    assert failure is not None and failure.failure_class == "model_not_found"
+    assert failure.evidence_line.startswith("huggingface_hub.errors.HFValidationError: Repo id must be")
+    assert "raise" not in failure.message

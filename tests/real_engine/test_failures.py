@@ -18,7 +18,7 @@ from perflab.engines import EngineConfig
 from perflab.inventory import HostConfig
 from perflab.runner import RunnerOptions, execute_run, submit_run
 from perflab.runner.profile_spec import parse_profile
-from tests.fixtures.real_vllm import tiny_model_dir
+from tests.fixtures.real_vllm import free_port, tiny_model_dir
 from tests.fixtures.runs import inventory_of, run_key_pids
 
 pytestmark = [pytest.mark.real_engine, pytest.mark.timeout(900)]
@@ -29,6 +29,8 @@ PROFILE = parse_profile("random:in=16,out=4,n=2")
 
 
 def _failed_run(engine: Engine, host: HostConfig, options: RunnerOptions = OPTIONS, **fields: object) -> Run:
+    # A port of its own, away from the default ports other engines on this machine may take meanwhile.
+    fields.setdefault("port", free_port())
     config = EngineConfig(
         engine="vllm",
         model=str(fields.pop("model", tiny_model_dir())),

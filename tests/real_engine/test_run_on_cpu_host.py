@@ -16,7 +16,7 @@ from db import crud
 from db.session import new_session
 from perflab.cli import main
 from perflab.inventory import HostConfig
-from tests.fixtures.real_vllm import tiny_model_dir, vllm_bin
+from tests.fixtures.real_vllm import free_port, tiny_model_dir, vllm_bin
 from tests.fixtures.runs import perflab_env, run_key_pids, stored_run, write_hosts_file
 
 pytestmark = [pytest.mark.real_engine, pytest.mark.timeout(900)]
@@ -49,6 +49,8 @@ def test_perflab_run_of_real_vllm_on_a_cpu_host_end_to_end(
             "1024",
             "--cpu-kvcache-space-gib",
             "1",
+            "--port",
+            str(free_port()),
             "--profile",
             "random:in=48,out=24,n=12,concurrency=4,name=tiny-load",
             "--json",
