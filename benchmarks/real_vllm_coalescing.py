@@ -50,6 +50,7 @@ from tests.fixtures.real_vllm import (  # noqa: E402
     READY_TIMEOUT_S,
     SERVED_MODEL_NAME,
     free_port,
+    healthy,
     host_env,
     start_vllm_server,
     tiny_model_dir,
@@ -130,18 +131,11 @@ def _perflab_bench(profile: BenchmarkProfile, port: int, host: HostConfig) -> di
 
 
 def _wait_healthy(base_url: str) -> None:
-    import urllib.request
-
     deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(base_url + "/health", timeout=5) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
+    while not healthy(base_url):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{base_url} did not become healthy")
         time.sleep(READY_POLL_S)
-    raise RuntimeError(f"{base_url} did not become healthy")
 
 
 def _config(port: int | None = None) -> EngineConfig:

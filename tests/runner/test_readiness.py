@@ -3,9 +3,6 @@ have bound the port the engine failed to bind."""
 
 from __future__ import annotations
 
-import http.server
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,32 +16,13 @@ from perflab.runner.launch import Replica
 from perflab.runner.logs import LogFollower
 from perflab.runner.readiness import wait_until_ready
 from perflab.transport import open_transport
-
-
-class _Healthy(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - the http.server hook name
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def foreign_server() -> Iterator[int]:
-    """A server that is not the engine, answering 200 to every GET on a loopback port."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Healthy)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield int(server.server_address[1])
-    server.shutdown()
-    server.server_close()
+from tests.fixtures.sim_server import SimServerFactory
 
 
 def test_a_dead_engine_is_not_ready_because_something_else_answers_on_its_port(
-    tmp_path: Path, foreign_server: int
+    tmp_path: Path, sim_server: SimServerFactory
 ) -> None:
+    foreign_port = int(sim_server(model="Qwen/Qwen3-8B").rsplit(":", 1)[1])  # a server that is not the engine
     adapter = get_adapter("vllm")
     host = HostConfig(name="here", transport="local", workdir=str(tmp_path / "w"))
     log_line = "OSError: [Errno 98] Address already in use"
@@ -52,7 +30,7 @@ def test_a_dead_engine_is_not_ready_because_something_else_answers_on_its_port(
         process = rp.start_detached(
             transport, ["sh", "-c", f"echo '{log_line}'; exit 1"], run_key="run-ready", name="engine-0"
         )
-        replica = Replica(ReplicaPlan(0, (0,), foreign_server), process)
+        replica = Replica(ReplicaPlan(0, (0,), foreign_port), process)
         assert endpoints.healthy(replica), "the foreign server answers on the replica's port"
         while rp.process_state(transport, process).running:
             pass
