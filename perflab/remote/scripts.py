@@ -80,6 +80,23 @@ awk '$4 == "0A" { n = split($2, address, ":"); print address[n] }' /proc/net/tcp
 exit 0
 """
 
+# port_owner PORT_HEX PID... -> "ours" when one of the PIDs holds the socket listening on the port,
+# "other" when another process does (or nothing listens), "unknown" when no PID's descriptors can be read.
+PORT_OWNER = r"""
+port=$1; shift
+inodes=$(awk -v port="$port" '$4 == "0A" { n = split($2, a, ":"); if (a[n] == port) print $10 }' \
+  /proc/net/tcp /proc/net/tcp6 2>/dev/null)
+readable=""
+for pid in "$@"; do
+  links=$(ls -l "/proc/$pid/fd" 2>/dev/null) || continue
+  readable=1
+  for inode in $inodes; do
+    case "$links" in *"socket:[$inode]"*) echo ours; exit 0 ;; esac
+  done
+done
+if [ -n "$readable" ]; then echo other; else echo unknown; fi
+"""
+
 # state PGID START MARKER EXIT_FILE -> "pids: ..." and "exit: <status or empty>". The exit file is read
 # first: once it exists, every process the command started is already there to be found.
 STATE = (
