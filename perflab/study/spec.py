@@ -28,7 +28,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from perflab.engines.config import EngineConfig
+from perflab.engines.config import EngineConfig, refuse_flag_like
 from perflab.engines.registry import display_name
 from perflab.problems import line_of, plain_message, syntax_problem, yaml_location
 from perflab.profiles import PRESETS, BenchmarkProfile, GoodputSLOs, scaled
@@ -200,6 +200,11 @@ class StudySpec(BaseModel):
     min_gain_pct: float = Field(1.0, ge=0, description="smallest gain over the best so far that is kept")
     gpus_per_node: int | None = Field(None, ge=1, description="accelerators per node (default: the hosts')")
     goal: str | None = Field(None, description="the optimization objective in words, for the report")
+
+    @field_validator("model")
+    @classmethod
+    def _model_is_a_name(cls, model: str) -> str:
+        return refuse_flag_like("model", model)
 
     @field_validator("hosts")
     @classmethod
