@@ -132,6 +132,9 @@ class HostConfig(BaseModel):
     secrets: dict[str, SecretSource] = Field(
         default_factory=dict, description="secret variables set for every command, read on the app machine"
     )
+    allow_env: tuple[str, ...] = Field(
+        (), description="variables that change what code runs (LD_PRELOAD, …) an engine config may set"
+    )
     simulate: SimulateSpec | None = None
     connect_timeout_s: float = Field(10.0, gt=0, le=600)
     connect_attempts: int = Field(3, ge=1, le=10)
@@ -158,6 +161,13 @@ class HostConfig(BaseModel):
     @field_validator("secrets")
     @classmethod
     def _secret_names_valid(cls, value: dict[str, SecretSource]) -> dict[str, SecretSource]:
+        for name in value:
+            _check_env_name(name)
+        return value
+
+    @field_validator("allow_env")
+    @classmethod
+    def _allowed_names_valid(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for name in value:
             _check_env_name(name)
         return value

@@ -223,6 +223,7 @@ def run(args: argparse.Namespace) -> int:
             worker_id=None if args.queue else worker.worker_id,
             queued_by=cli_user(args.queued_by),
             label=args.label,
+            host=host,
         )
     except (EngineConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

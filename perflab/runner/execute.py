@@ -25,6 +25,7 @@ from sqlalchemy.engine import Engine
 
 from db.crud import IllegalTransition
 from db.models import Run
+from perflab.env_policy import EnvNotAllowed, check_env
 from perflab.engines import EngineAdapter, EngineConfig, EngineConfigError, get_adapter
 from perflab.inventory import HostConfig, Inventory, InventoryError
 from perflab.probe import ProbeResult, probe_host
@@ -98,6 +99,10 @@ def _load_plan(run: Run, inventory: Inventory) -> _Plan:
         host = inventory.get(run.host_name)
     except InventoryError as exc:
         raise RunFailed("host_unknown", str(exc)) from None
+    try:
+        check_env(config, host)
+    except EnvNotAllowed as exc:
+        raise RunFailed("invalid_config", f"run {run.id} cannot be executed: {exc}") from None
     return _Plan(config, adapter, profiles, host)
 
 

@@ -17,6 +17,8 @@ from db.models import FINISHED_RUN_STATUSES, Run
 from db.session import new_session
 from perflab.engines import EngineConfig, get_adapter
 from perflab.profiles import BenchmarkProfile
+from perflab.env_policy import check_env
+from perflab.inventory import HostConfig
 from perflab.redact import check_config
 from perflab.runner.bench_record import profile_json
 
@@ -38,12 +40,17 @@ def submit_run(
     queued_by: str | None = None,
     label: str | None = None,
     study_id: int | None = None,
+    host: HostConfig | None = None,
 ) -> Run:
     """Store a run of ``config`` on ``host_name`` with ``profiles`` (queued, or launching for
-    ``worker_id``). Raises :class:`perflab.engines.EngineConfigError` for a config its engine refuses
-    or that carries a secret (:class:`perflab.redact.SecretInConfig`), and ValueError without profiles."""
+    ``worker_id``). Raises :class:`perflab.engines.EngineConfigError` for a config its engine refuses,
+    that carries a secret (:class:`perflab.redact.SecretInConfig`) or, given the ``host`` entry, sets a
+    variable the host does not allow (:class:`perflab.env_policy.EnvNotAllowed`; the runner checks that
+    again before it launches), and ValueError without profiles."""
     get_adapter(config.engine).validate(config)
     check_config(config)
+    if host is not None:
+        check_env(config, host)
     if not profiles:
         raise ValueError("a run needs at least one benchmark profile")
     with new_session(engine) as session:

@@ -37,6 +37,7 @@ from db import crud
 from db.crud.studies import FINISHED_STUDY_STATUSES
 from db.models import Run, Study, utcnow
 from db.session import new_session
+from perflab.env_policy import env_problems
 from perflab.inventory import Inventory
 from perflab.redact import check_config
 from perflab.runner.submit import submit_run
@@ -82,6 +83,11 @@ def create_study(
             check_config(spec.baseline_config(gpus_per_node))
         except ValueError as error:
             raise StudySpecError([f"baseline: {error}"]) from None
+        refused = [
+            why for name in spec.hosts for _, why in env_problems(spec.env_settings(), inventory.get(name))
+        ]
+        if refused:
+            raise StudySpecError([f"env: {why}" for why in refused])
         study = crud.create_study(session, name=spec.name, spec=spec.stored(), queued_by=queued_by)
         return crud.update_study(
             session,

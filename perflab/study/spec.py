@@ -201,6 +201,14 @@ class StudySpec(BaseModel):
     gpus_per_node: int | None = Field(None, ge=1, description="accelerators per node (default: the hosts')")
     goal: str | None = Field(None, description="the optimization objective in words, for the report")
 
+    def env_settings(self) -> dict[str, str]:
+        """Every environment variable the baseline or a candidate sets (the last value seen)."""
+        settings = dict(self.baseline.get("env") or {})
+        for stage in self.stages:
+            for candidate in stage.candidates:
+                settings.update(candidate.changes.get("env") or {})
+        return settings
+
     @field_validator("model")
     @classmethod
     def _model_is_a_name(cls, model: str) -> str:

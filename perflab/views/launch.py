@@ -231,6 +231,7 @@ def _queue(
     session: Session,
     *,
     host_name: str,
+    host: HostConfig | None,
     simulated: bool,
     accelerator: str | None,
     config: EngineConfig,
@@ -245,6 +246,7 @@ def _queue(
         profiles=profiles,
         queued_by=queued_by or None,
         label=(label or "").strip() or None,
+        host=host,
     )
     return crud.update_run(session, run_id=run.id, simulated=simulated, accelerator=accelerator)
 
@@ -270,6 +272,7 @@ def queue_run(
     return _queue(
         session,
         host_name=host.name,
+        host=host,
         simulated=host.simulated,
         accelerator=accelerator_of(stored_host.last_probe if stored_host else None),
         config=config,
@@ -301,6 +304,7 @@ def rerun(session: Session, run: RunView, *, queued_by: str | None = None) -> Ru
     return _queue(
         session,
         host_name=run.host_name or "",
+        host=None,
         simulated=run.simulated,
         accelerator=run.accelerator,
         config=EngineConfig.model_validate(run.config),
