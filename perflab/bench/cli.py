@@ -97,7 +97,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="SLOs for goodput, e.g. ttft:500 tpot:50 e2el:20000",
     )
     parser.add_argument("--tokenizer", help="tokenizer.json, or a directory holding a tokenizer")
-    parser.add_argument("--api-key", default=None, help="bearer token (default: $OPENAI_API_KEY)")
+    parser.add_argument(
+        "--api-key",
+        default=None,
+        help="bearer token (default: $OPENAI_API_KEY; prefer the variable: a flag's value is in the "
+        "process list for every user of the machine)",
+    )
     parser.add_argument(
         "--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="per-request limit in seconds"
     )
