@@ -25,8 +25,8 @@ from sqlalchemy.engine import Engine
 
 from db.crud import IllegalTransition
 from db.models import Run
-from perflab.env_policy import EnvNotAllowed, check_env
 from perflab.engines import EngineAdapter, EngineConfig, EngineConfigError, get_adapter
+from perflab.env_policy import EnvNotAllowed, check_env
 from perflab.inventory import HostConfig, Inventory, InventoryError
 from perflab.probe import ProbeResult, probe_host
 from perflab.profiles import BenchmarkProfile

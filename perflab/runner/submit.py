@@ -16,9 +16,9 @@ from db import crud
 from db.models import FINISHED_RUN_STATUSES, Run
 from db.session import new_session
 from perflab.engines import EngineConfig, get_adapter
-from perflab.profiles import BenchmarkProfile
 from perflab.env_policy import check_env
 from perflab.inventory import HostConfig
+from perflab.profiles import BenchmarkProfile
 from perflab.redact import check_config
 from perflab.runner.bench_record import profile_json
 

@@ -82,7 +82,6 @@ def render_command(argv: Sequence[str], env: Mapping[str, str], cwd: str | None,
     return shlex.join(["sh", "-c", _PROLOGUE, "perflab", cwd or "", str(secrets), *inner])
 
 
-
 class _PidFilter:
     """Takes the prologue's ``PERFLAB_PID=<pid>`` line out of a stderr byte stream.
 

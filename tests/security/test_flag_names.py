@@ -63,7 +63,8 @@ def test_profile_refuses_a_flag_as_dataset() -> None:
 
 
 @pytest.mark.parametrize(
-    ("model", "served", "line"), [("--trust-remote-code", "ok", 2), ("Qwen/Qwen3-8B", "--trust-remote-code", 4)]
+    ("model", "served", "line"),
+    [("--trust-remote-code", "ok", 2), ("Qwen/Qwen3-8B", "--trust-remote-code", 4)],
 )
 def test_study_spec_refuses_a_flag_as_a_name(model: str, served: str, line: int) -> None:
     with pytest.raises(StudySpecError) as raised:
