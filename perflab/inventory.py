@@ -135,6 +135,9 @@ class HostConfig(BaseModel):
     allow_env: tuple[str, ...] = Field(
         (), description="variables that change what code runs (LD_PRELOAD, …) an engine config may set"
     )
+    dataset_dirs: tuple[str, ...] = Field(
+        (), description="directories of the app machine whose files profiles may send to this host"
+    )
     simulate: SimulateSpec | None = None
     connect_timeout_s: float = Field(10.0, gt=0, le=600)
     connect_attempts: int = Field(3, ge=1, le=10)

@@ -13,11 +13,15 @@ variable with a default that suits a real deployment.
 - ``PERFLAB_WORKER_STALE_S``: a worker whose heartbeat is older than this is taken for dead (default 60 s).
 - ``PERFLAB_APP_WORKDIR``: perflab's directory on the app's machine, where a benchmark forwarded from a
   host without a usable Python keeps its run directory (default ``~/.perflab/app``).
+- ``PERFLAB_DATASET_DIRS``: directories of the app's machine (separated by ``:``) whose files benchmark
+  profiles may name as datasets, for every host (default none: only stored datasets and a host's
+  ``dataset_dirs``); see :mod:`perflab.dataset_dirs`.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -28,6 +32,7 @@ READY_TIMEOUT_ENV = "PERFLAB_READY_TIMEOUT_S"
 APP_WORKER_ENV = "PERFLAB_APP_WORKER"
 WORKER_STALE_ENV = "PERFLAB_WORKER_STALE_S"
 APP_WORKDIR_ENV = "PERFLAB_APP_WORKDIR"
+DATASET_DIRS_ENV = "PERFLAB_DATASET_DIRS"
 
 REAL_READY_TIMEOUT_S = 20 * 60.0
 SIMULATED_READY_TIMEOUT_S = 5 * 60.0
@@ -89,3 +94,9 @@ def open_database() -> Engine:
         reason = str(exc).splitlines()[0]
         raise SettingError(f"cannot use the database {describe()}: {reason}") from None
     return engine
+
+
+def dataset_dirs() -> list[Path]:
+    """The directories ``PERFLAB_DATASET_DIRS`` declares (``:``-separated, ``~`` expanded)."""
+    text = os.environ.get(DATASET_DIRS_ENV, "")
+    return [Path(part.strip()).expanduser() for part in text.split(os.pathsep) if part.strip()]

@@ -1,8 +1,9 @@
 """The dataset file a profile needs, found in the database (uploaded datasets) or on the app machine.
 
 A ShareGPT or custom profile names its dataset by ``dataset_ref``: a stored dataset's id, content hash
-or name, or a path on the app's machine (ShareGPT without a ref: the usual dump file name). The file
-is handed to the remote benchmark, which uploads it to the host once per content.
+or name, or a file under a dataset directory declared for the host (:mod:`perflab.dataset_dirs`;
+ShareGPT without a ref: the usual dump file name). The file is handed to the remote benchmark, which
+uploads it to the host once per content; nothing else of the app's machine is ever sent.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from sqlalchemy.engine import Engine
 from db import crud
 from db.models import Dataset
 from db.session import new_session
+from perflab.dataset_dirs import DatasetNotDeclared, declared_dataset_file
+from perflab.inventory import HostConfig
 from perflab.profiles import SHAREGPT_FILE, BenchmarkProfile
 from perflab.runner.errors import RunFailed
 
@@ -43,8 +46,26 @@ def _stored(engine: Engine, ref: str) -> tuple[Dataset, bytes] | None:
         return (dataset, dataset.content) if dataset is not None else None
 
 
-def dataset_files(engine: Engine, profile: BenchmarkProfile, directory: Path) -> dict[str, Path]:
-    """``{"--dataset-path": local file}`` for ``profile`` (empty for random datasets)."""
+def dataset_problem(engine: Engine, profile: BenchmarkProfile, host: HostConfig | None) -> str | None:
+    """Why ``profile``'s dataset cannot be sent to ``host`` (neither stored nor a declared file), or
+    None; checked when a run is stored, before anything is sent anywhere."""
+    if profile.dataset == "random":
+        return None
+    ref = profile.dataset_ref or SHAREGPT_FILE
+    if _stored_id(engine, ref) is not None:
+        return None
+    try:
+        declared_dataset_file(ref, host)
+    except DatasetNotDeclared as exc:
+        return f"profile '{profile.name}': {exc}"
+    return None
+
+
+def dataset_files(
+    engine: Engine, profile: BenchmarkProfile, directory: Path, host: HostConfig
+) -> dict[str, Path]:
+    """``{"--dataset-path": local file}`` for ``profile`` (empty for random datasets): a stored dataset
+    written into ``directory``, or a file under a dataset directory declared for ``host``."""
     if profile.dataset == "random":
         return {}
     ref = profile.dataset_ref or SHAREGPT_FILE
@@ -59,11 +80,7 @@ def dataset_files(engine: Engine, profile: BenchmarkProfile, directory: Path) ->
         path = directory / f"{stem}-{dataset.id}{SUFFIX_BY_FORMAT.get(dataset.format, '')}"
         path.write_bytes(content)
         return {DATASET_FLAG: path}
-    local = Path(ref).expanduser()
-    if local.is_file():
-        return {DATASET_FLAG: local}
-    raise RunFailed(
-        "dataset_missing",
-        f"profile '{profile.name}': dataset '{ref}' is neither a stored dataset (id, content hash or name) "
-        "nor a file on the app machine; upload it first",
-    )
+    try:
+        return {DATASET_FLAG: declared_dataset_file(ref, host)}
+    except DatasetNotDeclared as exc:
+        raise RunFailed("dataset_missing", f"profile '{profile.name}': {exc}") from None
