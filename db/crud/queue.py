@@ -155,3 +155,13 @@ def in_flight_runs(session: Session, *, worker_id: str) -> list[Run]:
         select(Run).where(Run.worker_id == worker_id, Run.status.in_(IN_FLIGHT_RUN_STATUSES)).order_by(Run.id)
     )
     return list(session.exec(query))
+
+
+def in_flight_run_keys(session: Session, *, host_name: str) -> set[str]:
+    """The run keys (``remote_state["run_key"]``) of the host's runs not finished yet."""
+    query = select(Run).where(Run.host_name == host_name, Run.status.in_(IN_FLIGHT_RUN_STATUSES))
+    return {
+        str(run.remote_state["run_key"])
+        for run in session.exec(query)
+        if (run.remote_state or {}).get("run_key")
+    }

@@ -47,6 +47,7 @@ from perflab.runner.launch import (
 )
 from perflab.runner.logs import LogFollower
 from perflab.runner.options import RunnerOptions
+from perflab.runner.orphans import stop_orphans
 from perflab.runner.placement import choose_gpus
 from perflab.runner.readiness import wait_until_ready
 from perflab.runner.sampling import Sampler
@@ -170,9 +171,29 @@ class _Execution:
         except (TransportError, SimulatedHostError) as exc:
             raise RunFailed("host_unreachable", f"host '{host.name}': {exc}") from None
 
-    def _place(self, plan: _Plan, probe: ProbeResult) -> tuple[int, ...]:
+    def _stop_orphans(self, host_name: str) -> bool:
+        """Stop what runs no longer in flight left on the host (see :mod:`perflab.runner.orphans`);
+        whether anything was stopped."""
+        assert self.transport is not None
+        stopped = stop_orphans(
+            self.transport,
+            lambda: self.store.in_flight_run_keys(host_name),
+            grace_s=self.options.stop_grace_s,
+        )
+        if stopped:
+            described = ", ".join(f"{name} ({outcome})" for name, outcome in sorted(stopped.items()))
+            logger.info("run %s: stopped processes earlier runs left on host %s: %s", self.store.run_id,
+                        host_name, described)  # fmt: skip
+            self.emit("message", f"stopped processes earlier runs left on host '{host_name}': {described}")
+        return bool(stopped)
+
+    def _place(self, plan: _Plan, probe: ProbeResult) -> tuple[tuple[int, ...], ProbeResult]:
+        """The GPUs locked for the run, and the probe they were chosen from (taken again after
+        stopping processes earlier runs left behind)."""
+        assert self.transport is not None
         host_name = plan.host.name
         races = 0
+        swept = False
         while True:
             self.interrupt()
             locked = {
@@ -183,11 +204,18 @@ class _Execution:
             try:
                 gpu_ids = choose_gpus(plan.config, probe.accelerators, locked, host_name=host_name)
                 if self.store.acquire_gpus(host_name=host_name, gpu_ids=gpu_ids, worker_id=self.worker_id):
-                    return gpu_ids
+                    return gpu_ids, probe
                 races += 1
                 if races < MAX_LOCK_RACES:
                     continue
                 raise GpusBusy("other runs kept locking the chosen GPUs first")
+            except RunFailed as failure:
+                if failure.failure_class != "gpus_unavailable" or swept:
+                    raise
+                swept = True
+                if not self._stop_orphans(host_name):
+                    raise
+                probe = probe_host(self.transport)
             except GpusBusy as busy:
                 if self.options.hand_back_when_busy:
                     raise _HandedBack(str(busy)) from None
@@ -291,7 +319,7 @@ class _Execution:
         )
         self.transport = transport = self._open(plan.host)
         probe = probe_host(transport)
-        gpu_ids = self._place(plan, probe)
+        gpu_ids, probe = self._place(plan, probe)
         self.store.update(
             gpu_ids=list(gpu_ids),
             simulated=plan.host.simulated,
@@ -345,6 +373,7 @@ class _Execution:
                     remote_state,
                     grace_s=self.options.stop_grace_s,
                     log_lines=self.options.log_tail_lines,
+                    retry_delays_s=self.options.reconnect_delays_s,
                 )
             except TransportError as exc:
                 remote_state["cleanup_error"] = str(exc)

@@ -98,6 +98,10 @@ class RunStore:
                 session, host_name=host_name, gpu_ids=gpu_ids, run_id=self.run_id, worker_id=worker_id
             )
 
+    def in_flight_run_keys(self, host_name: str) -> set[str]:
+        with new_session(self.engine) as session:
+            return crud.in_flight_run_keys(session, host_name=host_name)
+
     def release_gpus(self) -> int:
         with new_session(self.engine) as session:
             return crud.release_gpus(session, run_id=self.run_id)

@@ -16,6 +16,7 @@ from sqlmodel import Session
 
 from db import crud
 from db.models import Run
+from perflab.dataset_dirs import DatasetNotDeclared
 from perflab.engines import EngineConfig
 from perflab.engines.flags import format_value, parse_json_object
 from perflab.inventory import HostConfig
@@ -239,15 +240,18 @@ def _queue(
     queued_by: str | None,
     label: str | None,
 ) -> Run:
-    run = submit_run(
-        session.get_bind(),
-        host_name=host_name,
-        config=config,
-        profiles=profiles,
-        queued_by=queued_by or None,
-        label=(label or "").strip() or None,
-        host=host,
-    )
+    try:
+        run = submit_run(
+            session.get_bind(),
+            host_name=host_name,
+            config=config,
+            profiles=profiles,
+            queued_by=queued_by or None,
+            label=(label or "").strip() or None,
+            host=host,
+        )
+    except DatasetNotDeclared as problem:
+        raise LaunchInputError("profiles", str(problem)) from None
     return crud.update_run(session, run_id=run.id, simulated=simulated, accelerator=accelerator)
 
 

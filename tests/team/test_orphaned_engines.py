@@ -1,0 +1,80 @@
+"""The SSH connection cut mid-benchmark, over the real sshd (through a TCP proxy that can drop every
+connection and refuse new ones): the runner reconnects and stops the engine; when it cannot, the next
+placement on that host finds the engine by its run marker and stops it, while a GPU busy with a
+process perflab did not start stays refused."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+
+from perflab.inventory import HostConfig
+from perflab.sim.gpustate import Registration
+from tests.fixtures.runs import (
+    BackgroundRun,
+    SimHostFactory,
+    benchmarking_with_progress,
+    run_key_pids,
+    stored_run,
+    wait_for_run,
+)
+from tests.fixtures.sshd import SshServer, TcpProxy
+from tests.team.conftest import FAST, LONG_PROFILE, WORKER, check_failed, execute, submit
+
+# Reconnect attempts a few tenths of a second apart, so a host that stays cut ends the run quickly.
+QUICK_RECONNECT = dataclasses.replace(FAST, reconnect_delays_s=(0.2, 0.5))
+
+
+def _proxied_host(
+    sim_host: SimHostFactory, sshd: SshServer, proxy: TcpProxy, tmp_path: Path, name: str, **overrides: object
+) -> HostConfig:
+    known_hosts = tmp_path / f"known_hosts-{name}"
+    known_hosts.write_text(sshd.known_hosts_line(proxy.port))
+    return sim_host(name, port=proxy.port, known_hosts=str(known_hosts), **overrides)
+
+
+def test_the_runner_reconnects_through_refused_attempts_and_stops_the_engine(
+    runs_db: Engine, sim_host: SimHostFactory, sshd: SshServer, tcp_proxy: TcpProxy, tmp_path: Path
+) -> None:
+    host = _proxied_host(sim_host, sshd, tcp_proxy, tmp_path, "flaky", count=1)
+    run = submit(runs_db, host, LONG_PROFILE, gpu_ids=[0])
+    background = BackgroundRun(runs_db, run.id, host, WORKER, FAST)
+    wait_for_run(runs_db, run.id, benchmarking_with_progress)
+    tcp_proxy.refuse_next(2)
+    tcp_proxy.cut()
+
+    assert background.join(timeout_s=120.0) == "failed"
+    failed = check_failed(runs_db, run.id, "connection_lost")
+    assert failed.remote_state["stopped"]["engine-0"] in ("term", "kill")
+
+
+def test_an_engine_left_by_a_lost_connection_is_stopped_by_the_next_placement(
+    runs_db: Engine, sim_host: SimHostFactory, sshd: SshServer, tcp_proxy: TcpProxy, tmp_path: Path
+) -> None:
+    host = _proxied_host(sim_host, sshd, tcp_proxy, tmp_path, "cut-off", count=2)
+    run = submit(runs_db, host, LONG_PROFILE, gpu_ids=[0])
+    background = BackgroundRun(runs_db, run.id, host, WORKER, QUICK_RECONNECT)
+    orphan_key = wait_for_run(runs_db, run.id, benchmarking_with_progress).remote_state["run_key"]
+    # The host stays unreachable until the run has ended: its engine is left running on GPU 0.
+    tcp_proxy.refuse_next(1_000_000)
+    tcp_proxy.cut()
+    assert background.join(timeout_s=120.0) == "failed"
+    lost = stored_run(runs_db, run.id)
+    assert lost.failure_class == "connection_lost" and "cleanup_error" in lost.remote_state
+    assert run_key_pids(orphan_key) != []
+    tcp_proxy.refuse_next(0)
+
+    following = submit(runs_db, host, "short:n=4", gpu_ids=[0])
+    assert execute(runs_db, host, following) == "done", stored_run(runs_db, following.id).failure_message
+    assert run_key_pids(orphan_key) == []
+
+    # GPU 1 is busy with a program perflab did not start (this test process): it stays refused.
+    foreign = Registration(str(Path(host.workdir) / "sim" / "state"), "other", {1: "python3"}, {1: 70000})
+    try:
+        refused = submit(runs_db, host, "short:n=4", gpu_ids=[1])
+        assert execute(runs_db, host, refused) == "failed"
+        check_failed(runs_db, refused.id, "gpus_unavailable", "perflab did not start", "GPU 1: 70000 MiB")
+    finally:
+        foreign.remove()
