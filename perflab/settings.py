@@ -16,6 +16,8 @@ variable with a default that suits a real deployment.
 - ``PERFLAB_DATASET_DIRS``: directories of the app's machine (separated by ``:``) whose files benchmark
   profiles may name as datasets, for every host (default none: only stored datasets and a host's
   ``dataset_dirs``); see :mod:`perflab.dataset_dirs`.
+- ``PERFLAB_SPOOL_DIR``: where a run keeps its results while the database cannot take them, until they
+  are stored (default ``<repo>/var/spool``); see :mod:`perflab.runner.spool`.
 """
 
 from __future__ import annotations
@@ -26,13 +28,14 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from db.session import describe, get_engine, upgrade
+from db.session import REPO_ROOT, describe, get_engine, upgrade
 
 READY_TIMEOUT_ENV = "PERFLAB_READY_TIMEOUT_S"
 APP_WORKER_ENV = "PERFLAB_APP_WORKER"
 WORKER_STALE_ENV = "PERFLAB_WORKER_STALE_S"
 APP_WORKDIR_ENV = "PERFLAB_APP_WORKDIR"
 DATASET_DIRS_ENV = "PERFLAB_DATASET_DIRS"
+SPOOL_DIR_ENV = "PERFLAB_SPOOL_DIR"
 
 REAL_READY_TIMEOUT_S = 20 * 60.0
 SIMULATED_READY_TIMEOUT_S = 5 * 60.0
@@ -100,3 +103,9 @@ def dataset_dirs() -> list[Path]:
     """The directories ``PERFLAB_DATASET_DIRS`` declares (``:``-separated, ``~`` expanded)."""
     text = os.environ.get(DATASET_DIRS_ENV, "")
     return [Path(part.strip()).expanduser() for part in text.split(os.pathsep) if part.strip()]
+
+
+def spool_dir() -> Path:
+    """Where runs keep writes the database could not take: ``$PERFLAB_SPOOL_DIR`` or ``<repo>/var/spool``."""
+    text = os.environ.get(SPOOL_DIR_ENV, "").strip()
+    return Path(text).expanduser() if text else REPO_ROOT / "var" / "spool"

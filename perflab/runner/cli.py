@@ -23,6 +23,7 @@ from perflab.auth import cli_user
 from perflab.engines import ENGINE_NAMES, EngineConfig, EngineConfigError
 from perflab.inventory import InventoryError, default_inventory_path, load_inventory
 from perflab.profiles import BenchmarkProfile
+from perflab.runner import spool
 from perflab.runner.execute import RunEvent
 from perflab.runner.options import RunnerOptions
 from perflab.runner.profile_spec import ProfileSpecError, parse_profile
@@ -193,6 +194,8 @@ def _execute(engine: Engine, worker: Worker, run_id: int) -> str:
             with new_session(engine) as session:
                 crud.request_cancel(session, run_id=run_id)
     worker.stop()
+    if handle.status is not None:
+        return handle.status
     with new_session(engine) as session:
         return crud.require_run(session, run_id=run_id).status
 
@@ -207,6 +210,7 @@ def run(args: argparse.Namespace) -> int:
             raise BadInput(f"--ready-timeout {args.ready_timeout:g}: must be > 0")
         ready_timeout = args.ready_timeout or settings.ready_timeout_s(simulated=host.simulated)
         engine = settings.open_database()
+        spool.replay_all(engine)
     except (BadInput, InventoryError, settings.SettingError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -236,6 +240,14 @@ def run(args: argparse.Namespace) -> int:
         )
         return 0
     status = _execute(engine, worker, stored.id)
+    if spool.pending(stored.id):
+        print(
+            f"error: run {stored.id} ended {status}, but the database could not be written: its results "
+            f"are kept in {spool.spool_path(stored.id)} and stored once it can be written again (by any "
+            "perflab worker, or the next `perflab run`)",
+            file=sys.stderr,
+        )
+        return 1
     if args.json:
         print(json.dumps(run_json(engine, stored.id), indent=2))
     else:

@@ -157,6 +157,8 @@ class _Execution:
         """Raise when the worker shuts down or a user asked to cancel (checked at most every 0.5 s)."""
         if self.should_stop():
             raise RunFailed("worker_stopped", "the worker shut down while the run was in flight")
+        if self.store.unavailable is not None:
+            raise RunFailed("database_unavailable", self.store.unavailable)
         now = time.monotonic()
         if now - self._last_cancel_check >= CANCEL_CHECK_S:
             self._last_cancel_check = now
@@ -409,6 +411,7 @@ class _Execution:
         except IllegalTransition as exc:
             logger.warning("run %s was finished elsewhere: %s", self.store.run_id, exc)
             return self.store.load().status
+        self.store.flush()
         return status
 
 
