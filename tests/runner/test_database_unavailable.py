@@ -45,7 +45,9 @@ def sqlite_file(tmp_path: Path) -> Iterator[tuple[Path, Engine]]:
     _chattr("-i", path, wal)
 
 
-def _lock_when_benchmarking(engine: Engine, path: Path, locked: threading.Event, stop: threading.Event) -> None:
+def _lock_when_benchmarking(
+    engine: Engine, path: Path, locked: threading.Event, stop: threading.Event
+) -> None:
     """Make the database file and its WAL immutable once the run has measured some requests."""
     while not stop.wait(0.1):
         with new_session(engine) as session:
