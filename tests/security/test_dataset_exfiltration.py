@@ -17,14 +17,13 @@ from perflab.cli import main
 from perflab.dataset_dirs import DatasetNotDeclared, declared_dataset_file
 from perflab.engines import EngineConfig
 from perflab.inventory import HostConfig, Inventory
-from perflab.runner import RunnerOptions, execute_run, submit_run
 from perflab.runner.profile_spec import parse_profile
 from perflab.study.coordinator import create_study
 from perflab.study.spec import StudySpecError, parse_spec
 from perflab.study.views import spec_from_upload
 from tests.fixtures.runs import SimHostFactory, free_port_block, perflab_env, write_hosts_file
+from tests.security.conftest import run_to_end
 
-FAST = RunnerOptions(ready_poll_s=0.2, sample_interval_s=1.0, stop_grace_s=5.0, ready_timeout_s=60.0)
 SECRET_LINE = "perflab-test-private-line"
 STUDY = """\
 name: exfiltrate
@@ -83,19 +82,9 @@ def test_a_stored_run_naming_a_private_file_fails_before_sending_it(
 ) -> None:
     host = sim_host("exfil-runner")
     config = EngineConfig(engine="vllm", model="Qwen/Qwen3-8B", port=free_port_block(1))
-    stored = submit_run(
-        runs_db, host_name=host.name, config=config, worker_id="w",
-        profiles=[parse_profile(f"custom:path={private_file},n=5")],
-    )  # fmt: skip
+    run = run_to_end(runs_db, host, config, [parse_profile(f"custom:path={private_file},n=5")])
 
-    status = execute_run(
-        stored.id, engine=runs_db, inventory=Inventory(path=Path("h.yaml"), hosts=(host,)), worker_id="w",
-        options=FAST,
-    )  # fmt: skip
-
-    with new_session(runs_db) as session:
-        run = crud.require_run(session, run_id=stored.id)
-    assert status == "failed" and run.failure_class == "dataset_missing"
+    assert run.status == "failed" and run.failure_class == "dataset_missing"
     assert "declared dataset directory" in (run.failure_message or "")
     assert _sent_to(host) == []
 
@@ -110,19 +99,11 @@ def test_a_file_in_a_declared_directory_is_sent(
     monkeypatch.setenv("PERFLAB_DATASET_DIRS", f"/nonexistent:{declared}")
     host = sim_host("exfil-declared")
     config = EngineConfig(engine="vllm", model="Qwen/Qwen3-8B", port=free_port_block(1))
-    stored = submit_run(
-        runs_db, host_name=host.name, config=config, worker_id="w", host=host,
-        profiles=[parse_profile("custom:path=chats.jsonl,n=5")],
-    )  # fmt: skip
+    run = run_to_end(runs_db, host, config, [parse_profile("custom:path=chats.jsonl,n=5")], check_host=True)
 
-    status = execute_run(
-        stored.id, engine=runs_db, inventory=Inventory(path=Path("h.yaml"), hosts=(host,)), worker_id="w",
-        options=FAST,
-    )  # fmt: skip
-
-    assert status == "done"
+    assert run.status == "done", run.failure_message
     with new_session(runs_db) as session:
-        (result,) = crud.list_profile_results(session, run_id=stored.id)
+        (result,) = crud.list_profile_results(session, run_id=run.id)
     assert result.completed == 5 and len(_sent_to(host)) == 1
 
 

@@ -16,14 +16,13 @@ from perflab.cli import main
 from perflab.engines import EngineConfig
 from perflab.env_policy import EnvNotAllowed, hijack_reason
 from perflab.inventory import Inventory, InventoryError, load_inventory
-from perflab.runner import RunnerOptions, execute_run, submit_run
 from perflab.runner.profile_spec import parse_profile
 from perflab.study.coordinator import create_study
 from perflab.study.spec import StudySpecError, parse_spec
 from perflab.views.launch import queue_run
 from tests.fixtures.runs import SimHostFactory, free_port_block, perflab_env, write_hosts_file
+from tests.security.conftest import run_to_end
 
-FAST = RunnerOptions(ready_poll_s=0.2, sample_interval_s=1.0, stop_grace_s=5.0, ready_timeout_s=60.0)
 STUDY = """\
 name: hijack
 model: Qwen/Qwen3-8B
@@ -95,17 +94,9 @@ def test_the_runner_refuses_a_stored_run_before_launching(
         engine="vllm", model="Qwen/Qwen3-8B", port=free_port_block(1), env={"PYTHONPATH": str(directory)}
     )
     # Stored without the host's entry (as a study's runs are): the runner checks again.
-    stored = submit_run(runs_db, host_name=host.name, config=config, profiles=[parse_profile("short:n=2")],
-                        worker_id="w")  # fmt: skip
+    run = run_to_end(runs_db, host, config, [parse_profile("short:n=2")])
 
-    status = execute_run(
-        stored.id, engine=runs_db, inventory=Inventory(path=Path("h.yaml"), hosts=(host,)), worker_id="w",
-        options=FAST,
-    )  # fmt: skip
-
-    with new_session(runs_db) as session:
-        run = crud.require_run(session, run_id=stored.id)
-    assert status == "failed" and run.failure_class == "invalid_config"
+    assert run.status == "failed" and run.failure_class == "invalid_config"
     assert "PYTHONPATH is refused" in (run.failure_message or "")
     assert run.launching_at is not None and run.serve_commands in (None, [])
     assert not marker.exists()
@@ -119,15 +110,9 @@ def test_a_variable_the_host_allows_reaches_the_engine(
     config = EngineConfig(
         engine="vllm", model="Qwen/Qwen3-8B", port=free_port_block(1), env={"PYTHONPATH": str(directory)}
     )
-    stored = submit_run(runs_db, host_name=host.name, config=config, profiles=[parse_profile("short:n=2")],
-                        worker_id="w", host=host)  # fmt: skip
+    run = run_to_end(runs_db, host, config, [parse_profile("short:n=2")], check_host=True)
 
-    status = execute_run(
-        stored.id, engine=runs_db, inventory=Inventory(path=Path("h.yaml"), hosts=(host,)), worker_id="w",
-        options=FAST,
-    )  # fmt: skip
-
-    assert status == "done"
+    assert run.status == "done", run.failure_message
     assert marker.read_text() == "ran"
 
 

@@ -19,12 +19,10 @@ from sqlalchemy.engine import Engine
 from db import crud
 from db.session import new_session
 from perflab.engines import EngineConfig
-from perflab.inventory import Inventory
-from perflab.runner import RunnerOptions, execute_run, submit_run
 from perflab.runner.profile_spec import parse_profile
 from tests.fixtures.runs import SimHostFactory, free_port_block
+from tests.security.conftest import run_to_end
 
-FAST = RunnerOptions(ready_poll_s=0.2, sample_interval_s=0.5, stop_grace_s=5.0, ready_timeout_s=60.0)
 SECRET_VARIABLE = "PERFLAB_TEST_SECRET_KEY"
 
 
@@ -94,17 +92,11 @@ def test_no_secret_is_on_a_command_line_during_a_run_over_ssh(
     host = sim_host("ssh-secrets", secrets=host_secrets(token_file))
     config = EngineConfig(engine="vllm", model="Qwen/Qwen3-8B", port=free_port_block(1))
     profiles = [parse_profile("short:n=20"), parse_profile("random:in=64,out=8,n=20,rate=20,name=paced")]
-    stored = submit_run(runs_db, host_name=host.name, config=config, profiles=profiles, worker_id="w")
-
-    status = execute_run(
-        stored.id, engine=runs_db, inventory=Inventory(path=Path("h.yaml"), hosts=(host,)), worker_id="w",
-        options=FAST,
-    )  # fmt: skip
+    run = run_to_end(runs_db, host, config, profiles)
 
     with new_session(runs_db) as session:
-        run = crud.require_run(session, run_id=stored.id)
-        results = crud.list_profile_results(session, run_id=stored.id)
-    assert status == "done", run.failure_message
+        results = crud.list_profile_results(session, run_id=run.id)
+    assert run.status == "done", run.failure_message
     # The engine demanded VLLM_API_KEY and the on-host benchmark sent OPENAI_API_KEY: both arrived.
     assert [(result.completed, result.failed) for result in results] == [(20, 0), (20, 0)]
     assert all(result.bench_mode == "on-host" for result in results)

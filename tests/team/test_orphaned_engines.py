@@ -10,7 +10,9 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
+from db.models import Run
 from perflab.inventory import HostConfig
+from perflab.runner import RunnerOptions
 from perflab.sim.gpustate import Registration
 from tests.fixtures.runs import (
     BackgroundRun,
@@ -21,31 +23,32 @@ from tests.fixtures.runs import (
     wait_for_run,
 )
 from tests.fixtures.sshd import SshServer, TcpProxy
-from tests.team.conftest import FAST, LONG_PROFILE, WORKER, check_failed, execute, submit
+from tests.team.conftest import FAST, LONG_PROFILE, WORKER, check_failed, execute, proxied_host, submit
 
 # Reconnect attempts a few tenths of a second apart, so a host that stays cut ends the run quickly.
 QUICK_RECONNECT = dataclasses.replace(FAST, reconnect_delays_s=(0.2, 0.5))
 
 
-def _proxied_host(
-    sim_host: SimHostFactory, sshd: SshServer, proxy: TcpProxy, tmp_path: Path, name: str, **overrides: object
-) -> HostConfig:
-    known_hosts = tmp_path / f"known_hosts-{name}"
-    known_hosts.write_text(sshd.known_hosts_line(proxy.port))
-    return sim_host(name, port=proxy.port, known_hosts=str(known_hosts), **overrides)
+def _cut_mid_benchmark(
+    engine: Engine, host: HostConfig, options: RunnerOptions, proxy: TcpProxy, refusals: int
+) -> tuple[Run, str]:
+    """A long run on GPU 0 whose connections are cut once it measured requests, the next ``refusals``
+    connections refused; the run at its end and its run key."""
+    run = submit(engine, host, LONG_PROFILE, gpu_ids=[0])
+    background = BackgroundRun(engine, run.id, host, WORKER, options)
+    run_key = wait_for_run(engine, run.id, benchmarking_with_progress).remote_state["run_key"]
+    proxy.refuse_next(refusals)
+    proxy.cut()
+    assert background.join(timeout_s=120.0) == "failed"
+    return stored_run(engine, run.id), run_key
 
 
 def test_the_runner_reconnects_through_refused_attempts_and_stops_the_engine(
     runs_db: Engine, sim_host: SimHostFactory, sshd: SshServer, tcp_proxy: TcpProxy, tmp_path: Path
 ) -> None:
-    host = _proxied_host(sim_host, sshd, tcp_proxy, tmp_path, "flaky", count=1)
-    run = submit(runs_db, host, LONG_PROFILE, gpu_ids=[0])
-    background = BackgroundRun(runs_db, run.id, host, WORKER, FAST)
-    wait_for_run(runs_db, run.id, benchmarking_with_progress)
-    tcp_proxy.refuse_next(2)
-    tcp_proxy.cut()
+    host = proxied_host(sim_host, sshd, tcp_proxy, tmp_path, "flaky", count=1)
+    run, _ = _cut_mid_benchmark(runs_db, host, FAST, tcp_proxy, refusals=2)
 
-    assert background.join(timeout_s=120.0) == "failed"
     failed = check_failed(runs_db, run.id, "connection_lost")
     assert failed.remote_state["stopped"]["engine-0"] in ("term", "kill")
 
@@ -53,15 +56,9 @@ def test_the_runner_reconnects_through_refused_attempts_and_stops_the_engine(
 def test_an_engine_left_by_a_lost_connection_is_stopped_by_the_next_placement(
     runs_db: Engine, sim_host: SimHostFactory, sshd: SshServer, tcp_proxy: TcpProxy, tmp_path: Path
 ) -> None:
-    host = _proxied_host(sim_host, sshd, tcp_proxy, tmp_path, "cut-off", count=2)
-    run = submit(runs_db, host, LONG_PROFILE, gpu_ids=[0])
-    background = BackgroundRun(runs_db, run.id, host, WORKER, QUICK_RECONNECT)
-    orphan_key = wait_for_run(runs_db, run.id, benchmarking_with_progress).remote_state["run_key"]
+    host = proxied_host(sim_host, sshd, tcp_proxy, tmp_path, "cut-off", count=2)
     # The host stays unreachable until the run has ended: its engine is left running on GPU 0.
-    tcp_proxy.refuse_next(1_000_000)
-    tcp_proxy.cut()
-    assert background.join(timeout_s=120.0) == "failed"
-    lost = stored_run(runs_db, run.id)
+    lost, orphan_key = _cut_mid_benchmark(runs_db, host, QUICK_RECONNECT, tcp_proxy, refusals=1_000_000)
     assert lost.failure_class == "connection_lost" and "cleanup_error" in lost.remote_state
     assert run_key_pids(orphan_key) != []
     tcp_proxy.refuse_next(0)
