@@ -191,8 +191,11 @@ def _execute(engine: Engine, worker: Worker, run_id: int) -> str:
                 break
         except KeyboardInterrupt:
             print(f"[run {run_id}] cancelling: stopping the engines", file=sys.stderr, flush=True)
-            with new_session(engine) as session:
-                crud.request_cancel(session, run_id=run_id)
+            try:
+                with new_session(engine) as session:
+                    crud.request_cancel(session, run_id=run_id)
+            except spool.UNAVAILABLE_ERRORS as exc:
+                print(f"[run {run_id}] cannot ask it to cancel: {spool.first_line(exc)}", file=sys.stderr)
     worker.stop()
     if handle.status is not None:
         return handle.status

@@ -34,7 +34,7 @@ from perflab.redact import hosts_redactor
 from perflab.runner import environment
 from perflab.runner.bench_record import BENCH_KEY
 from perflab.runner.benchmark import BenchContext, run_profiles
-from perflab.runner.datasets import dataset_files
+from perflab.runner.datasets import dataset_files, dataset_problem
 from perflab.runner.endpoints import Endpoints
 from perflab.runner.errors import GpusBusy, RunCancelled, RunFailed
 from perflab.runner.launch import (
@@ -316,6 +316,10 @@ class _Execution:
         if run.cancel_requested:
             raise RunCancelled()
         plan = _load_plan(run, self.inventory)
+        for profile in plan.profiles:  # before anything starts, as the benchmark checks again before sending
+            problem = dataset_problem(self.store.engine, profile, plan.host)
+            if problem is not None:
+                raise RunFailed("dataset_missing", problem)
         self.emit(
             "status", f"launching {plan.adapter.display_name} for {plan.config.model} on {plan.host.name}"
         )
