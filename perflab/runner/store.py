@@ -108,8 +108,9 @@ class RunStore:
         text_block: str | None,
         bench_mode: str | None,
         sweep_point: Mapping[str, Any] | None = None,
-    ) -> None:
-        self._write(
+    ) -> int | None:
+        """The stored result's id (None while the database is unavailable: the result is spooled)."""
+        stored = self._write(
             "add_result",
             profile=dict(profile),
             result=self.redactor.data(json_safe(dict(result))),
@@ -117,6 +118,7 @@ class RunStore:
             bench_mode=bench_mode,
             sweep_point=dict(sweep_point) if sweep_point is not None else None,
         )
+        return None if stored is None else int(stored.id)
 
     def add_samples(self, samples: Iterable[Mapping[str, Any]]) -> None:
         self._write("add_samples", samples=[json_safe(dict(sample)) for sample in samples])

@@ -49,8 +49,11 @@ def test_the_runner_reconnects_through_refused_attempts_and_stops_the_engine(
     host = proxied_host(sim_host, sshd, tcp_proxy, tmp_path, "flaky", count=1)
     run, _ = _cut_mid_benchmark(runs_db, host, FAST, tcp_proxy, refusals=2)
 
-    failed = check_failed(runs_db, run.id, "connection_lost")
-    assert failed.remote_state["stopped"]["engine-0"] in ("term", "kill")
+    # The cut ends the run (connection_lost, or bench_failed when the benchmark's stream saw its end
+    # first); either way the runner reconnected and stopped the engine.
+    assert run.failure_class in ("connection_lost", "bench_failed"), run.failure_message
+    assert run.remote_state["stopped"]["engine-0"] in ("term", "kill")
+    assert run_key_pids(run.remote_state["run_key"]) == []
 
 
 def test_an_engine_left_by_a_lost_connection_is_stopped_by_the_next_placement(
