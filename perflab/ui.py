@@ -47,6 +47,7 @@ STATUS_ICONS: dict[str, str] = {
     "done": ":green[:material/task_alt:]",
     "failed": ":red[:material/error:]",
     "cancelled": ":gray[:material/block:]",
+    "incomplete": ":orange[:material/warning:]",
 }
 
 

@@ -40,6 +40,7 @@ DECISION_WORDS = {
     "not_better": "not better",
     "failed": "failed",
     "disqualified": "disqualified",
+    "unmeasured": "not measured",
 }
 
 
