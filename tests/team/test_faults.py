@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
-from perflab.inventory import HostConfig
 from perflab.sim.gpustate import Registration
 from perflab.transport import open_transport
 from perflab.transport.retry import retrying
@@ -31,6 +30,7 @@ from tests.fixtures.runs import (
     benchmarking_with_progress,
     free_port_block,
     perflab_env,
+    proxied_host,
     wait_for_run,
     write_hosts_file,
 )
@@ -64,19 +64,10 @@ def test_the_engine_dying_mid_benchmark(runs_db: Engine, sim_host: SimHostFactor
     bystander.check()
 
 
-def _proxied_host(
-    sim_host: SimHostFactory, sshd: SshServer, proxy: TcpProxy, tmp_path: Path, name: str, **overrides: object
-) -> HostConfig:
-    """A simulated host reached over SSH through ``proxy``."""
-    known_hosts = tmp_path / f"known_hosts-{name}"
-    known_hosts.write_text(sshd.known_hosts_line(proxy.port))
-    return sim_host(name, port=proxy.port, known_hosts=str(known_hosts), **overrides)
-
-
 def test_the_ssh_connection_dropping_mid_run(
     runs_db: Engine, sim_host: SimHostFactory, sshd: SshServer, tcp_proxy: TcpProxy, tmp_path: Path
 ) -> None:
-    host = _proxied_host(sim_host, sshd, tcp_proxy, tmp_path, "dropping")
+    host = proxied_host(sim_host, sshd, tcp_proxy, tmp_path, "dropping")
     run, background = start(runs_db, host, LONG_PROFILE)
     bystander = Bystander.start(runs_db, sim_host("steady"))
     wait_for_run(runs_db, run.id, benchmarking_with_progress)
@@ -164,7 +155,7 @@ def test_the_host_unreachable_at_start(runs_db: Engine, sim_host: SimHostFactory
 def test_transient_connection_failures_are_retried_with_backoff(
     runs_db: Engine, sim_host: SimHostFactory, sshd: SshServer, tcp_proxy: TcpProxy, tmp_path: Path
 ) -> None:
-    host = _proxied_host(sim_host, sshd, tcp_proxy, tmp_path, "flaky", connect_attempts=3)
+    host = proxied_host(sim_host, sshd, tcp_proxy, tmp_path, "flaky", connect_attempts=3)
     tcp_proxy.refuse_next(2)
 
     with open_transport(host) as transport:
@@ -176,7 +167,7 @@ def test_transient_connection_failures_are_retried_with_backoff(
 def test_a_read_cut_by_a_dropped_connection_is_retried(
     sim_host: SimHostFactory, sshd: SshServer, tcp_proxy: TcpProxy, tmp_path: Path
 ) -> None:
-    host = _proxied_host(sim_host, sshd, tcp_proxy, tmp_path, "blip")
+    host = proxied_host(sim_host, sshd, tcp_proxy, tmp_path, "blip")
     with open_transport(host) as transport:
         cut = threading.Timer(0.5, tcp_proxy.cut)
         cut.start()
