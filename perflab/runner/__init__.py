@@ -18,7 +18,7 @@ from perflab.runner.errors import (
 from perflab.runner.execute import EventHandler, RunEvent, execute_run
 from perflab.runner.options import RunnerOptions
 from perflab.runner.stop import stop_recorded
-from perflab.runner.submit import knobs_summary, submit_run, wait_for_runs
+from perflab.runner.submit import submit_run, wait_for_runs
 
 __all__ = [
     "INFRASTRUCTURE_FAILURES",
@@ -30,7 +30,6 @@ __all__ = [
     "RunFailed",
     "RunnerOptions",
     "execute_run",
-    "knobs_summary",
     "stop_recorded",
     "submit_run",
     "wait_for_runs",

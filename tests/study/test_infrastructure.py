@@ -60,9 +60,11 @@ def test_a_study_measures_every_candidate_while_another_process_holds_the_usual_
     assert set(decisions.values()) <= MEASURED, decisions
     with new_session(runs_db) as session:
         runs = load_progress(session, study_id=final.id).runs
-    assert [run.status for run in runs] == ["done"] * len(runs)
-    ports = [process["port"] for run in runs for process in run.remote_state["processes"]]
-    assert len(ports) == len(runs) + 1 and not set(ports) & set(held)
+    # a run that lost a race for a port to another program on this shared machine is measured again
+    done = [run for run in runs if run.status == "done"]
+    assert {run.config_fingerprint for run in done} == {run.config_fingerprint for run in runs}
+    ports = [process["port"] for run in done for process in run.remote_state["processes"]]
+    assert held and len(ports) == len(done) + 1 and not set(ports) & set(held)
 
 
 def test_a_host_dropping_mid_study_leaves_it_incomplete_until_the_missing_candidates_are_measured(
