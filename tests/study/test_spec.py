@@ -3,14 +3,15 @@ spec reported with its file, line and field."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from perflab.profiles import PRESETS
-from perflab.study.configs import CandidateConfigError, build_config
+from perflab.study.configs import CandidateConfigError, build_config, config_fields
 from perflab.study.spec import StudySpecError, load_spec, parse_spec, spec_from_data
-from perflab.study.views import spec_from_form, spec_from_upload
+from perflab.study.views import STAGES_TEMPLATE, spec_from_form, spec_from_upload
 
 GOOD = """\
 name: demo
@@ -153,6 +154,31 @@ def test_the_form_builds_a_spec_and_reports_stage_yaml_by_line() -> None:
             min_success_pct=100,
             min_gain_pct=1,
         )
+
+
+def test_the_form_template_labels_claim_no_replica_count_their_configurations_lack() -> None:
+    spec = spec_from_form(
+        name="f",
+        model="Qwen/Qwen3-8B",
+        hosts=["local-sim"],
+        engine="vllm",
+        tuning_profile="short",
+        validation_profiles=[],
+        stages_yaml=STAGES_TEMPLATE.format(model="Qwen/Qwen3-8B"),
+        objective="total_token_throughput",
+        scale=1.0,
+        min_success_pct=100,
+        min_gain_pct=1,
+    )
+    base = config_fields(spec.baseline_config(8))
+    for stage in spec.stages:
+        for candidate in stage.candidates:
+            config = build_config(base, candidate.changes, gpus_per_node=8)
+            claimed = re.search(r"[x×]\s*(\d+)\b", candidate.label)
+            assert claimed is None or int(claimed.group(1)) == config.replicas, (
+                candidate.label,
+                config.replicas,
+            )
 
 
 @pytest.mark.parametrize("preset", ["[short]", "{name: short}"])
