@@ -18,6 +18,7 @@ from perflab.study.coordinator import create_study, measure_missing
 from perflab.study.headless import wait_for_study
 from perflab.study.progress import StudyProgress, load_progress
 from perflab.study.spec import parse_spec
+from perflab.study.text import progress_lines
 from tests.fixtures.ports import held_ports
 from tests.fixtures.runs import SimHostFactory, proxied_host, write_hosts_file
 from tests.fixtures.sshd import SshServer, TcpProxy
@@ -108,7 +109,8 @@ def test_a_host_dropping_mid_study_leaves_it_incomplete_until_the_missing_candid
         "TensorRT-LLM": "unmeasured",
     }
     with new_session(runs_db) as session:
-        runs = load_progress(session, study_id=study.id).runs
+        progress = load_progress(session, study_id=study.id)
+        runs = progress.runs
         report = study_report(session, study_id=study.id)
     # two attempts each (the first, and one retry after 0.5 s), then no claim about either
     assert sorted(run.engine for run in runs) == ["sglang", "sglang", "trtllm", "trtllm", "vllm"]
@@ -116,6 +118,9 @@ def test_a_host_dropping_mid_study_leaves_it_incomplete_until_the_missing_candid
     assert '"Incomplete study"' in text and "- Engine · SGLang: not measured (infrastructure): " in text
     assert "Baseline, the best measured so far, is provisional" in text
     assert report.recommended_command is None
+    shown = progress_lines(progress)  # study show
+    assert shown[0].endswith("[incomplete] incomplete: 2 candidate(s) could not be measured")
+    assert shown[-1].startswith("Incomplete: not measured because of the infrastructure: Engine · SGLang (")
 
     tcp_proxy.come_back()
     measure_missing(runs_db, study.id)
