@@ -61,8 +61,8 @@ if queued_for == run.id:
 else:
     st.session_state.pop(QUEUED_NOTE_KEY, None)
 link_col, rerun_col, json_col, csv_col, _ = st.columns([1, 1, 1, 1, 2])
-if link_col.button("Copy link", key="run_copy_link", icon=":material/link:"):
-    ui.show_link(ui.share_link(PAGE, {"run": str(run.id)}, current_page=PAGE))
+with link_col:
+    ui.copy_link_button(ui.share_link(PAGE, {"run": str(run.id)}, current_page=PAGE), key="run")
 blocker = ui.write_blocker("re-run it") or launch.rerun_blocker(run)
 if (
     rerun_col.button(
@@ -134,10 +134,11 @@ def draw_profile(profile: run_detail.ProfileView) -> None:
         st.code(profile.text_block, language=None)
     else:
         st.caption("No text block: this result lacks fields the vllm-bench summary needs.")
-    if not profile.timeseries.empty:
+    timeline = profile.timeline
+    if not timeline.empty:
         st.subheader("Throughput and requests in flight")
         ui.chart(
-            run_charts.throughput_timeline(profile.timeseries),
+            run_charts.throughput_timeline(timeline),
             key=f"timeline_{profile.id}",
             file_name=f"run-{run.id}-{profile.name}-throughput.png",
         )
@@ -188,6 +189,12 @@ else:
         with tab:
             draw_profile(profile)
 
+if run_charts.has_samples(detail.samples) and not (
+    run_charts.has_engine_samples(detail.samples) or run_charts.has_accelerator_samples(detail.samples)
+):
+    st.caption(
+        "Engine and accelerator samples: too few to draw (the run was shorter than the sampling interval)."
+    )
 if run_charts.has_engine_samples(detail.samples):
     st.subheader("Engine queue and KV-cache")
     ui.chart(run_charts.engine_timeline(detail.samples), key="engine", file_name=f"run-{run.id}-engine.png")
