@@ -10,6 +10,7 @@ import streamlit as st
 from db import crud
 from perflab import ui
 from perflab.charts import run as run_charts
+from perflab.hub.catalog import used_sample
 from perflab.views import cards, distributions, launch, run_detail, run_export
 from perflab.views.formatting import format_time, replicas_mark
 
@@ -130,10 +131,16 @@ def draw_profile(profile: run_detail.ProfileView) -> None:
     columns = st.columns(4)
     for position, card in enumerate(cards.metric_cards(profile.result, run.replicas)):
         columns[position % 4].metric(card.label, card.value, help=card.help)
+    for note in profile.notes:
+        if used_sample([note]):
+            st.warning(note, icon=":material/science:")
     if profile.text_block:
         st.code(profile.text_block, language=None)
     else:
         st.caption("No text block: this result lacks fields the vllm-bench summary needs.")
+    other_notes = [note for note in profile.notes if not used_sample([note])]
+    if other_notes:
+        st.caption("Benchmark notes: " + "; ".join(other_notes))
     timeline = profile.timeline
     if not timeline.empty:
         st.subheader("Throughput and requests in flight")

@@ -23,6 +23,7 @@ from db import crud
 from db.crud import RunSummary
 from db.models import FINISHED_RUN_STATUSES, ProfileResult, Run, RunSample
 from perflab.bench.report import format_text_block, partial_note
+from perflab.hub.catalog import used_sample
 from perflab.views import timeline as timelines
 from perflab.views.commands import CommandPreview, stored_command_preview
 from perflab.views.formatting import PARTIAL_MARK, format_duration, host_label
@@ -115,6 +116,16 @@ class ProfileView:
     def marked_title(self) -> str:
         """Its title, marked ``(partial)`` for a partial result."""
         return f"{self.title} {PARTIAL_MARK}" if self.partial else self.title
+
+    @property
+    def notes(self) -> list[str]:
+        """The benchmark's remarks on its dataset (lengths estimated, prompts reused, sample used)."""
+        return [note for note in self.result.get("notes") or [] if isinstance(note, str)]
+
+    @property
+    def used_sample(self) -> bool:
+        """Whether the result was measured on perflab's ShareGPT-format sample."""
+        return used_sample(self.notes)
 
     @property
     def timeline(self) -> timelines.Timeline:
