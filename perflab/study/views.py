@@ -13,6 +13,7 @@ import yaml
 from sqlmodel import Session
 
 from db import crud
+from perflab import safe_yaml
 from perflab.inventory import Inventory
 from perflab.problems import syntax_problem
 from perflab.report.model import StageSection
@@ -134,7 +135,7 @@ def spec_from_form(
 ) -> StudySpec:
     """The spec the new-study form describes; raises StudySpecError (the stages' YAML by line)."""
     try:
-        stages = yaml.safe_load(stages_yaml)
+        stages = safe_yaml.load(stages_yaml).data
     except yaml.YAMLError as error:
         raise StudySpecError([syntax_problem("stages", error, SPEC_FORMATS)]) from None
     data = {
