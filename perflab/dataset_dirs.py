@@ -2,8 +2,9 @@
 
 A profile names its dataset by a stored dataset (id, content hash or name: what was uploaded on the
 Datasets page) or by a file. A file is sent to the host, so only files under the dataset directories
-the administrator declared may be named — ``PERFLAB_DATASET_DIRS`` (the app's setting, for every host)
-and a host's ``dataset_dirs:`` in hosts.yaml — never ``/etc/passwd`` or the app's SSH keys. A relative
+the administrator declared may be named — ``PERFLAB_DATASET_DIRS`` (the app's setting, for every host),
+the hub cache where :mod:`perflab.hub` keeps what it fetched (``PERFLAB_HUB_CACHE``) and a host's
+``dataset_dirs:`` in hosts.yaml — never ``/etc/passwd`` or the app's SSH keys. A relative
 name is looked up in each declared directory in turn; an absolute one (or ``~/…``) must lie inside one
 once symbolic links are resolved. :func:`declared_dataset_dirs` is the one list of those directories.
 """
@@ -14,7 +15,7 @@ import os
 from pathlib import Path
 
 from perflab.inventory import HostConfig
-from perflab.settings import dataset_dirs
+from perflab.settings import dataset_dirs, hub_cache_dir
 
 
 class DatasetNotDeclared(ValueError):
@@ -23,8 +24,10 @@ class DatasetNotDeclared(ValueError):
 
 def declared_dataset_dirs(host: HostConfig | None) -> list[Path]:
     """The directories whose files may be sent to ``host`` (resolved): the app's
-    ``PERFLAB_DATASET_DIRS``, then the host's ``dataset_dirs``."""
-    declared = [*dataset_dirs(), *(Path(path).expanduser() for path in (host.dataset_dirs if host else ()))]
+    ``PERFLAB_DATASET_DIRS``, the hub cache (``PERFLAB_HUB_CACHE``: files fetched from the Hugging Face
+    hub), then the host's ``dataset_dirs``."""
+    host_dirs = (Path(path).expanduser() for path in (host.dataset_dirs if host else ()))
+    declared = [*dataset_dirs(), hub_cache_dir(), *host_dirs]
     return [Path(os.path.realpath(directory)) for directory in declared]
 
 
@@ -44,7 +47,8 @@ def declared_dataset_file(ref: str, host: HostConfig | None) -> Path:
             return resolved
     where = ", ".join(str(directory) for directory in directories) or "none declared"
     raise DatasetNotDeclared(
-        f"dataset '{ref}' is neither a stored dataset (id, content hash or name) nor a file under a "
-        f"declared dataset directory ({where}); upload it on the Datasets page, or have the "
-        "administrator declare its directory in PERFLAB_DATASET_DIRS or the host's dataset_dirs"
+        f"dataset '{ref}' is neither a stored dataset (id, content hash or name), a hub file "
+        f"(hf://datasets/<owner>/<name>/<path>) nor a file under a declared dataset directory ({where}); "
+        "upload it on the Datasets page, or have the administrator declare its directory in "
+        "PERFLAB_DATASET_DIRS or the host's dataset_dirs"
     )

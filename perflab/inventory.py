@@ -140,6 +140,9 @@ class HostConfig(BaseModel):
         (), description="directories of the app machine whose files profiles may send to this host"
     )
     simulate: SimulateSpec | None = None
+    container_runtime: Literal["docker", "podman"] | None = Field(
+        None, description="runtime for engines run from images (default: the one the probe finds)"
+    )
     connect_timeout_s: float = Field(10.0, gt=0, le=600)
     connect_attempts: int = Field(3, ge=1, le=10)
     keepalive_s: int = Field(15, ge=0, le=3600)

@@ -16,6 +16,7 @@ class RunnerOptions:
     point's output throughput is not at least this fraction above the best point before it.
     ``reconnect_delays_s``: when a run ends, stopping what it started on its host is tried again after
     each of these pauses while the connection is lost (the SSH pool reconnects each time).
+    ``pull_timeout_s``: how long pulling a config's image may take (vendors' images are 10-25 GB).
     """
 
     ready_timeout_s: float | None = None
@@ -28,6 +29,7 @@ class RunnerOptions:
     log_tail_lines: int = 200
     flat_gain: float = 0.03
     reconnect_delays_s: tuple[float, ...] = (1.0, 3.0, 10.0)
+    pull_timeout_s: float = 3600.0
 
     def ready_deadline_s(self, *, simulated: bool) -> float:
         if self.ready_timeout_s is not None:

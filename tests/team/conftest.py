@@ -3,9 +3,7 @@ next to it, and the checks every fault ends with."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
@@ -17,7 +15,6 @@ from perflab.inventory import HostConfig
 from perflab.runner import RunnerOptions, execute_run, submit_run
 from perflab.runner.profile_spec import parse_profile
 from tests.fixtures.runs import BackgroundRun, free_port_block, inventory_of, run_key_pids, stored_run
-from tests.fixtures.sshd import SshServer, TcpProxy
 
 WORKER = "team-worker"
 FAST = RunnerOptions(ready_poll_s=0.2, sample_interval_s=1.0, stop_grace_s=5.0, ready_timeout_s=60.0)
@@ -106,17 +103,3 @@ def check_partial(engine: Engine, run_id: int, reason: str) -> ProfileResult:
     assert 0 < len(records) == result.completed + result.failed < 300
     assert "Partial result:" in (result.text_block or "")
     return result
-
-
-def proxied_host(
-    sim_host: Callable[..., HostConfig],
-    sshd: SshServer,
-    proxy: TcpProxy,
-    tmp_path: Path,
-    name: str,
-    **overrides: object,
-) -> HostConfig:
-    """A simulated host reached over SSH through ``proxy`` (which can drop and refuse connections)."""
-    known_hosts = tmp_path / f"known_hosts-{name}"
-    known_hosts.write_text(sshd.known_hosts_line(proxy.port))
-    return sim_host(name, port=proxy.port, known_hosts=str(known_hosts), **overrides)

@@ -15,7 +15,6 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -25,11 +24,13 @@ from perflab.sim.gpustate import Registration
 from perflab.transport import open_transport
 from perflab.transport.retry import retrying
 from perflab.worker import RESTART_MESSAGE, Worker
+from tests.fixtures.ports import answering_server
 from tests.fixtures.runs import (
     SimHostFactory,
     benchmarking_with_progress,
     free_port_block,
     perflab_env,
+    proxied_host,
     wait_for_run,
     write_hosts_file,
 )
@@ -42,7 +43,6 @@ from tests.team.conftest import (
     check_failed,
     check_partial,
     execute,
-    proxied_host,
     results_of,
     start,
     submit,
@@ -179,28 +179,11 @@ def test_a_read_cut_by_a_dropped_connection_is_retried(
     assert tcp_proxy.accepted == 2, "one connection cut mid-read, one for the second try"
 
 
-class _AnsweringEverything(BaseHTTPRequestHandler):
-    """Another program on the engine's port that answers every request (a health probe included)."""
-
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-        self.send_response(200)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - http.server's signature
-        return
-
-
 @pytest.fixture
 def squatter() -> Iterator[int]:
     """A port taken by an HTTP server that answers 200 to everything."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _AnsweringEverything)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield int(server.server_address[1])
-    server.shutdown()
-    server.server_close()
+    with answering_server(0) as port:
+        yield port
 
 
 def test_the_engine_port_already_taken(runs_db: Engine, sim_host: SimHostFactory, squatter: int) -> None:

@@ -18,12 +18,13 @@ from tests.fixtures.runs import (
     BackgroundRun,
     SimHostFactory,
     benchmarking_with_progress,
+    proxied_host,
     run_key_pids,
     stored_run,
     wait_for_run,
 )
 from tests.fixtures.sshd import SshServer, TcpProxy
-from tests.team.conftest import FAST, LONG_PROFILE, WORKER, check_failed, execute, proxied_host, submit
+from tests.team.conftest import FAST, LONG_PROFILE, WORKER, check_failed, execute, submit
 
 # Reconnect attempts a few tenths of a second apart, so a host that stays cut ends the run quickly.
 QUICK_RECONNECT = dataclasses.replace(FAST, reconnect_delays_s=(0.2, 0.5))
