@@ -126,8 +126,15 @@ def test_dot_dot_and_symbolic_links_do_not_leave_a_declared_directory(
         with pytest.raises(DatasetNotDeclared, match="declared dataset directory"):
             declared_dataset_file(ref, host)
     assert declared_dataset_file("fine.jsonl", host) == declared / "fine.jsonl"
-    with pytest.raises(DatasetNotDeclared, match=r"\(none declared\)"):
-        declared_dataset_file("fine.jsonl", HostConfig(name="bare", transport="local"))
+    # Without PERFLAB_DATASET_DIRS nor dataset_dirs, only the hub cache is declared.
+    hub = tmp_path / "hub"
+    (hub / "datasets--team--chats").mkdir(parents=True)
+    (hub / "datasets--team--chats" / "a.jsonl").write_text("{}\n")
+    monkeypatch.setenv("PERFLAB_HUB_CACHE", str(hub))
+    bare = HostConfig(name="bare", transport="local")
+    with pytest.raises(DatasetNotDeclared, match=rf"declared dataset directory \({hub}\)"):
+        declared_dataset_file("fine.jsonl", bare)
+    assert declared_dataset_file(str(hub / "datasets--team--chats" / "a.jsonl"), bare).parent.parent == hub
 
 
 @pytest.mark.parametrize("path", ["/etc/passwd", "~/.ssh/id_ed25519"])
