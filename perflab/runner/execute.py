@@ -277,7 +277,7 @@ class _Execution:
         tried: set[int] = set()
         attempt = 1
         while True:
-            avoid = listening_ports(self.transport) | tried
+            avoid = listening_ports(self.transport) | self.store.ports_of_other_runs(plan.host.name) | tried
             plans = plan_replicas(plan.config, plan.adapter, gpu_ids, avoid=avoid, host_name=plan.host.name)
             try:
                 return self._start_ready(plan, run_id, plans, endpoints)
@@ -357,7 +357,9 @@ class _Execution:
                 timeout_s=self.options.bench_timeout_s,
                 interrupt=self.interrupt,
                 on_progress=self.progress,
-                dataset_files=lambda profile: dataset_files(self.store.engine, profile, directory),
+                dataset_files=lambda profile, notes: dataset_files(
+                    self.store.engine, profile, directory, notes
+                ),
                 record_bench=self._record_bench,
             )
             run_profiles(context, plan.profiles, flat_gain=self.options.flat_gain)
