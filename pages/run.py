@@ -134,6 +134,8 @@ def draw_profile(profile: run_detail.ProfileView) -> None:
         st.code(profile.text_block, language=None)
     else:
         st.caption("No text block: this result lacks fields the vllm-bench summary needs.")
+    for note in profile.definition_notes:
+        st.caption(note)
     if not profile.timeseries.empty:
         st.subheader("Throughput and requests in flight")
         ui.chart(

@@ -33,7 +33,12 @@ from perflab.bench.report import build_result
 from perflab.bench.rxstamp import SOURCE_KERNEL
 from perflab.bench.stopping import EarlyStop, partial_fields, run_until_stopped
 from perflab.bench.tally import to_record
-from perflab.bench.tokenizer import ServerTokenizer, TokenizeUnavailable, resolve_tokenizers
+from perflab.bench.tokenizer import (
+    ServerTokenizer,
+    TokenizeUnavailable,
+    first_served_model,
+    resolve_tokenizers,
+)
 from perflab.bench.traffic import build_schedule
 from perflab.bench.transport import StreamingTransport
 
@@ -139,11 +144,20 @@ async def run_benchmark_async(
     """
     stop = stop if stop is not None else EarlyStop()
     options.validate()
+    if not options.model:
+        options.model = first_served_model(options.base_urls[0], options.headers())
     raise_open_file_limit()
     schedule = build_schedule(
         options.num_prompts, options.request_rate, options.burstiness, options.seed, options.ramp_up_seconds
     )
-    tokenizers = resolve_tokenizers(options.tokenizer, options.model, options.base_urls[0], options.headers())
+    tokenizers = resolve_tokenizers(
+        options.tokenizer,
+        options.model,
+        options.base_urls[0],
+        options.headers(),
+        served_model=options.served_model_name,
+        trust_remote_code=options.trust_remote_code,
+    )
     try:
         dataset = load_dataset(options.dataset_spec(), tokenizers.best)
         length_check = None
@@ -171,7 +185,9 @@ async def run_benchmark_async(
         ]
     finally:
         tokenizers.close()
-    metrics = compute(records, options.percentiles, options.goodput or None)
+    metrics = compute(
+        records, options.percentiles, options.goodput or None, options.input_tokens, options.peak_concurrency
+    )
     result = build_result(
         options,
         metrics,

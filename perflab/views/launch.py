@@ -199,12 +199,13 @@ def custom_profile(form: CustomProfileForm) -> BenchmarkProfile:
 
 
 def profiles_frame(profiles: Sequence[BenchmarkProfile], model: str) -> pd.DataFrame:
-    """The chosen profiles with their load and the equivalent ``vllm bench serve`` command."""
+    """The chosen profiles with their load and the equivalent ``vllm bench serve`` command (one that
+    runs unchanged under ``vllm bench serve`` and ``perflab bench`` and sends the same requests)."""
     rows = [
         {
             "Profile": profile.title,
             "Load": describe_load(profile),
-            "vllm bench serve": profile.vllm_bench_command(model),
+            "vllm bench serve": profile.vllm_bench_command(model, same_requests=True),
         }
         for profile in profiles
     ]

@@ -5,7 +5,8 @@ A result's text block is the stored one (the bench's, or the block an import cam
 rendered from the result with :func:`perflab.bench.report.format_text_block` when the result has
 every field that needs; imported results lacking fields simply have none. A partial result (its
 benchmark stopped early: the engine died, the run was cancelled or failed) is marked so, with the
-sentence that says how much it covers and why.
+sentence that says how much it covers and why. A result that records which definitions it used for
+input tokens and peak concurrency says so in :attr:`ProfileView.definition_notes`.
 """
 
 from __future__ import annotations
@@ -116,6 +117,11 @@ class ProfileView:
         return f"{self.title} {PARTIAL_MARK}" if self.partial else self.title
 
     @property
+    def definition_notes(self) -> list[str]:
+        """How its input tokens and peak concurrent requests were counted (see :func:`definition_notes`)."""
+        return definition_notes(self.result)
+
+    @property
     def timeseries(self) -> pd.DataFrame:
         """The bench's per-second series: ``t``, ``output_tokens``, ``requests_in_flight``, ``completed``."""
         rows = self.result.get("timeseries") or []
@@ -140,6 +146,43 @@ class RunDetail:
             for profile in self.profiles
             if profile.partial
         ]
+
+
+INPUT_TOKEN_WORDS = {
+    "usage": "the server's usage.prompt_tokens, chat template included (vLLM's definition)",
+    "prompt": "the prompts' own tokens (perflab's definition)",
+}
+CONCURRENCY_WORDS = {
+    "per-second": "requests active during the fullest 1-second bucket (vLLM's definition)",
+    "exact": "the most requests in flight at one instant (perflab's definition)",
+}
+
+
+def definition_notes(result: dict[str, Any]) -> list[str]:
+    """``Total input tokens: the server's usage.prompt_tokens, … (vLLM's definition); the prompts' own
+    tokens: 1536.`` and the like for peak concurrency; nothing for a result that does not record them."""
+    notes = []
+    counted = result.get("input_tokens_definition")
+    if counted in INPUT_TOKEN_WORDS:
+        other, other_field = (
+            ("the prompts' own tokens", "total_prompt_input_tokens")
+            if counted == "usage"
+            else ("the server's usage", "total_usage_input_tokens")
+        )
+        other_value = result.get(other_field)
+        tail = f"; {other}: {other_value}" if isinstance(other_value, int) else ""
+        notes.append(f"Total input tokens: {INPUT_TOKEN_WORDS[counted]}{tail}.")
+    peak = result.get("peak_concurrency_definition")
+    if peak in CONCURRENCY_WORDS:
+        other, other_field = (
+            ("at one instant at most", "max_overlapping_requests")
+            if peak == "per-second"
+            else ("per 1-second bucket (vLLM's)", "max_requests_per_second_bucket")
+        )
+        other_value = result.get(other_field)
+        tail = f"; {other}: {other_value}" if isinstance(other_value, int) else ""
+        notes.append(f"Peak concurrent requests: {CONCURRENCY_WORDS[peak]}{tail}.")
+    return notes
 
 
 def profile_title(profile: dict[str, Any], fallback: str | None) -> str:
