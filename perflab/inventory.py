@@ -28,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 
+from perflab import safe_yaml
 from perflab.problems import line_of, plain_message, syntax_problem, yaml_location
 from perflab.secrets import is_secret_name
 
@@ -258,10 +259,10 @@ def parse_inventory(text: str, path: Path) -> Inventory:
     """Validate the YAML ``text`` of hosts.yaml (``path`` names it in messages)."""
     label = path.name
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        document = safe_yaml.load(text)
     except yaml.YAMLError as exc:
         raise InventoryError([syntax_problem(label, exc)]) from None
+    data, root = document.data, document.root
     if data is None:
         return Inventory(path=path, hosts=())
     if not isinstance(data, dict) or set(data) - {"hosts"}:

@@ -11,4 +11,5 @@ pytest_plugins: list[str] = [
     "tests.fixtures.ui_data",
     "tests.fixtures.study_data",
     "tests.fixtures.streamlit_app",
+    "tests.fixtures.real_vllm",
 ]

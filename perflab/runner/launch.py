@@ -2,27 +2,43 @@
 
 Replica ``i`` runs detached (see :mod:`perflab.remote.process`) as process ``engine-<i>`` of the run,
 in its own working directory ``<run dir>/engine-<i>/`` holding the adapter's files, with the adapter's
-environment (visible devices = the replica's GPUs). Without a configured port, replica ports follow
-the first GPU of each replica (default port + GPU index), so runs on disjoint GPUs of one host never
-collide; with one, replica ``i`` listens on port + ``i``. A port something else already listens on
-fails the run (``port_in_use``) before the replica starts: the health probe would otherwise be
-answered by that other server.
+environment (visible devices = the replica's GPUs).
+
+Ports: with a configured (pinned) port, replica ``i`` listens on port + ``i``. Without one, each replica
+gets the first port, from the engine's default port + its first GPU index upward, that nothing on the
+host listens on (read from ``/proc/net/tcp{,6}`` over the transport) and that no other replica of the
+run took. Just before each replica starts its port is checked again: one something else listens on
+raises :class:`PortTaken` (``port_in_use``) — the health probe would otherwise be answered by that
+other server. For a chosen port that is a race the runner answers by choosing again
+(:data:`MAX_PORT_ATTEMPTS`); a pinned port stays taken, so the run fails.
 """
 
 from __future__ import annotations
 
 import posixpath
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from perflab.engines import EngineAdapter, EngineConfig, ReplicaPlan, replica_plans
+from perflab.engines.replicas import MAX_PORT
 from perflab.remote import process as rp
 from perflab.remote import scripts
 from perflab.runner.errors import RunFailed
 from perflab.transport.base import Transport
 from perflab.transport.errors import CommandFailed
+
+# Launches of one run, each on freshly chosen ports, when chosen ports turn out to be taken.
+MAX_PORT_ATTEMPTS = 3
+
+
+class PortTaken(RunFailed):
+    """Something else listens on the port a replica was about to serve on (``port_in_use``)."""
+
+    def __init__(self, message: str, port: int) -> None:
+        super().__init__("port_in_use", message)
+        self.port = port
 
 
 @dataclass(frozen=True)
@@ -45,12 +61,38 @@ def process_name(index: int) -> str:
     return f"engine-{index}"
 
 
-def plan_replicas(config: EngineConfig, adapter: EngineAdapter, gpu_ids: Sequence[int]) -> list[ReplicaPlan]:
-    """The replicas of ``config`` on the locked ``gpu_ids`` (ports as the module docstring says)."""
+def listening_ports(transport: Transport) -> frozenset[int]:
+    """The TCP ports some process on the host listens on now."""
+    result = transport.run(["sh", "-c", scripts.LISTENING, "perflab-listening"], timeout=30.0, check=True)
+    return frozenset(int(word, 16) for word in result.stdout.split())
+
+
+def _first_free(preferred: int, avoid: Collection[int], host_name: str) -> int:
+    for port in range(preferred, MAX_PORT + 1):
+        if port not in avoid:
+            return port
+    raise RunFailed("port_in_use", f"no free port from {preferred} to {MAX_PORT} on host '{host_name}'")
+
+
+def plan_replicas(
+    config: EngineConfig,
+    adapter: EngineAdapter,
+    gpu_ids: Sequence[int],
+    *,
+    avoid: Collection[int] = (),
+    host_name: str = "",
+) -> list[ReplicaPlan]:
+    """The replicas of ``config`` on the locked ``gpu_ids``; unless the config pins a port, each gets
+    the first port from default port + first GPU index that is not in ``avoid`` nor another replica's."""
     plans = replica_plans(config, gpu_ids)
     if config.port is not None:
         return plans
-    return [ReplicaPlan(plan.index, plan.gpu_ids, adapter.default_port + plan.gpu_ids[0]) for plan in plans]
+    chosen: list[ReplicaPlan] = []
+    for plan in plans:
+        taken = {*avoid, *(other.port for other in chosen)}
+        port = _first_free(adapter.default_port + plan.gpu_ids[0], taken, host_name)
+        chosen.append(ReplicaPlan(plan.index, plan.gpu_ids, port))
+    return chosen
 
 
 def initial_remote_state(
@@ -73,11 +115,6 @@ def serve_command(argv: Sequence[str], env: dict[str, str]) -> str:
     return shlex.join([*(f"{key}={value}" for key, value in env.items()), *argv])
 
 
-def port_listening(transport: Transport, port: int) -> bool:
-    """Whether some process on the host already listens on TCP ``port``."""
-    return transport.run(["sh", "-c", scripts.LISTENING, "perflab-listening", str(port)], timeout=30.0).ok
-
-
 def start_replicas(
     transport: Transport,
     *,
@@ -95,11 +132,11 @@ def start_replicas(
         workdir = posixpath.join(directory, name)
         argv = adapter.serve_argv(config, port=plan.port)
         env = adapter.env(config, gpu_ids=plan.gpu_ids, run_dir=workdir)
-        if port_listening(transport, plan.port):
-            raise RunFailed(
-                "port_in_use",
+        if plan.port in listening_ports(transport):
+            raise PortTaken(
                 f"port {plan.port} on host '{transport.host.name}' is already in use by another process, "
                 f"so {name} cannot serve on it; stop that process or set another port",
+                plan.port,
             )
         try:
             transport.run(["mkdir", "-p", workdir], timeout=30.0, check=True)
