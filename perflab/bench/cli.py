@@ -160,7 +160,9 @@ def _add_dataset(parser: argparse.ArgumentParser) -> None:
         help=f"one of {', '.join(DATASET_KINDS)} (default random)",
     )
     group.add_argument("--dataset-path", help="ShareGPT JSON, or a custom .jsonl/.csv/.txt file")
-    group.add_argument("--input-len", type=int, default=None, help="random: prompt tokens (any dataset flag)")
+    group.add_argument(
+        "--input-len", type=int, default=None, help="random: prompt tokens (overrides --random-input-len)"
+    )
     group.add_argument(
         "--random-input-len", type=int, default=1024, help="random: prompt tokens (default 1024)"
     )

@@ -53,6 +53,7 @@ TOKENIZER_MODES = ("auto", "hf")
 # vLLM 0.32.0 flags perflab bench does not offer, with what to use instead where there is something.
 UNSUPPORTED_FLAGS: Dict[str, str] = {
     "--use-beam-search": "",
+    "--logprobs": "",
     "--probe-request-rate": "",
     "--profile": "",
     "--self-timed": "",
