@@ -3,7 +3,9 @@
 ``run_benchmark_async(options)`` returns the JSON result (see ``report.build_result``). Warmup
 requests go first, with the same concurrency limit, and are left out of every statistic; the measured
 ones follow the precomputed schedule (``traffic``, sent by ``dispatch``). When a local tokenizer made
-the prompts and the server has ``/tokenize``, up to 200 prompt lengths are checked against it.
+the prompts and the server has ``/tokenize``, up to 200 prompt lengths are checked against it; random
+prompts the two count differently are re-aligned to the server's tokenizer first (as vLLM 0.32.0 does),
+with a note saying so.
 
 Before the measured requests start, ``send_measured`` opens as many keep-alive connections per
 server as requests can be in flight there (the concurrency limit, else the request count, at most
@@ -25,6 +27,7 @@ import httpx
 
 from perflab.bench.clock import SOURCE_POLL, SOURCE_READ, new_event_loop
 from perflab.bench.datasets import Dataset, load_dataset
+from perflab.bench.datasets.synthetic import align_to_server
 from perflab.bench.dispatch import Dispatch, Phase, Prepared, dispatch_lag_ms, prepare_requests
 from perflab.bench.metrics import compute
 from perflab.bench.options import BenchOptions
@@ -163,6 +166,13 @@ async def run_benchmark_async(
         length_check = None
         if tokenizers.local is not None and tokenizers.server is not None:
             length_check = check_lengths(dataset, tokenizers.server)
+            if options.dataset == "random" and length_check["mismatched"]:
+                changed = align_to_server(dataset, tokenizers.server, options.seed)
+                dataset.notes.append(
+                    f"the server's tokenizer counts the prompts differently from {tokenizers.local.name}: "
+                    f"{changed} prompts re-aligned to its lengths"
+                )
+                length_check = check_lengths(dataset, tokenizers.server)
         prepared = prepare_requests(options, dataset.samples)
         warmup, measured = prepared[: options.warmup], prepared[options.warmup :]
         if transport is None:

@@ -148,13 +148,30 @@ class RunDetail:
         ]
 
 
-INPUT_TOKEN_WORDS = {
-    "usage": "the server's usage.prompt_tokens, chat template included (vLLM's definition)",
-    "prompt": "the prompts' own tokens (perflab's definition)",
-}
-CONCURRENCY_WORDS = {
-    "per-second": "requests active during the fullest 1-second bucket (vLLM's definition)",
-    "exact": "the most requests in flight at one instant (perflab's definition)",
+# Per definition field: each value's words, and (words, result field) of the other definition's value.
+DEFINITIONS: dict[str, tuple[str, dict[str, str], dict[str, tuple[str, str]]]] = {
+    "input_tokens_definition": (
+        "Total input tokens",
+        {
+            "usage": "the server's usage.prompt_tokens, chat template included (vLLM's definition)",
+            "prompt": "the prompts' own tokens (perflab's definition)",
+        },
+        {
+            "usage": ("the prompts' own tokens", "total_prompt_input_tokens"),
+            "prompt": ("the server's usage", "total_usage_input_tokens"),
+        },
+    ),
+    "peak_concurrency_definition": (
+        "Peak concurrent requests",
+        {
+            "per-second": "requests active during the fullest 1-second bucket (vLLM's definition)",
+            "exact": "the most requests in flight at one instant (perflab's definition)",
+        },
+        {
+            "per-second": ("at one instant at most", "max_overlapping_requests"),
+            "exact": ("per 1-second bucket (vLLM's)", "max_requests_per_second_bucket"),
+        },
+    ),
 }
 
 
@@ -162,26 +179,14 @@ def definition_notes(result: dict[str, Any]) -> list[str]:
     """``Total input tokens: the server's usage.prompt_tokens, … (vLLM's definition); the prompts' own
     tokens: 1536.`` and the like for peak concurrency; nothing for a result that does not record them."""
     notes = []
-    counted = result.get("input_tokens_definition")
-    if counted in INPUT_TOKEN_WORDS:
-        other, other_field = (
-            ("the prompts' own tokens", "total_prompt_input_tokens")
-            if counted == "usage"
-            else ("the server's usage", "total_usage_input_tokens")
-        )
+    for field, (label, words, others) in DEFINITIONS.items():
+        used = result.get(field)
+        if used not in words:
+            continue
+        other, other_field = others[used]
         other_value = result.get(other_field)
         tail = f"; {other}: {other_value}" if isinstance(other_value, int) else ""
-        notes.append(f"Total input tokens: {INPUT_TOKEN_WORDS[counted]}{tail}.")
-    peak = result.get("peak_concurrency_definition")
-    if peak in CONCURRENCY_WORDS:
-        other, other_field = (
-            ("at one instant at most", "max_overlapping_requests")
-            if peak == "per-second"
-            else ("per 1-second bucket (vLLM's)", "max_requests_per_second_bucket")
-        )
-        other_value = result.get(other_field)
-        tail = f"; {other}: {other_value}" if isinstance(other_value, int) else ""
-        notes.append(f"Peak concurrent requests: {CONCURRENCY_WORDS[peak]}{tail}.")
+        notes.append(f"{label}: {words[used]}{tail}.")
     return notes
 
 

@@ -224,13 +224,34 @@ def test_what_perflab_does_not_offer_is_one_clear_error(scripted_server, capsys,
     assert server.completions == []
 
 
-def test_the_unsupported_table_names_no_flag_perflab_accepts():
+def accepted_flags() -> set[str]:
+    """Every flag ``perflab bench`` takes (the hidden unsupported ones left out)."""
     parser = argparse.ArgumentParser()
     configure(parser)
-    accepted = {
+    return {
         flag
         for action in parser._actions
         if action.help != argparse.SUPPRESS
         for flag in action.option_strings
     }
-    assert accepted.isdisjoint(UNSUPPORTED_FLAGS)
+
+
+def test_the_unsupported_table_names_no_flag_perflab_accepts():
+    assert accepted_flags().isdisjoint(UNSUPPORTED_FLAGS)
+
+
+def test_random_prompts_follow_the_servers_tokenizer_when_the_local_one_disagrees(
+    sim_server, tiny_tokenizer_path, tmp_path, capsys
+):
+    # The simulated engine counts words; the local tokenizer.json counts BPE pieces: the prompts are
+    # re-aligned to the server's lengths, as vllm bench serve 0.32 re-aligns its random prompts.
+    url = sim_server(fixed_ttft_ms=1, fixed_itl_ms=1)
+    result_file = tmp_path / "r.json"
+    argv = ["bench", "--base-url", url, "--model", "sim-model", "--tokenizer", str(tiny_tokenizer_path)]
+    argv += ["--random-input-len", "40", "--random-output-len", "2", "--num-prompts", "6", "--seed", "5"]
+    assert main([*argv, "--no-progress", "--save-result", str(result_file)]) == 0
+    result = json.loads(result_file.read_text())
+    assert any("6 prompts re-aligned to its lengths" in note for note in result["notes"])
+    assert result["input_tokens_source"] == "server" and result["input_tokens_check"]["mismatched"] == 0
+    assert [record["usage_input_tokens"] for record in result["requests"]] == [40] * 6
+    assert result["total_input_tokens"] == result["total_prompt_input_tokens"] == 240
