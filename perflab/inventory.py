@@ -134,6 +134,9 @@ class HostConfig(BaseModel):
         default_factory=dict, description="secret variables set for every command, read on the app machine"
     )
     simulate: SimulateSpec | None = None
+    container_runtime: Literal["docker", "podman"] | None = Field(
+        None, description="runtime for engines run from images (default: the one the probe finds)"
+    )
     connect_timeout_s: float = Field(10.0, gt=0, le=600)
     connect_attempts: int = Field(3, ge=1, le=10)
     keepalive_s: int = Field(15, ge=0, le=3600)

@@ -8,8 +8,10 @@ pytest_plugins: list[str] = [
     "tests.fixtures.rxstamps",
     "tests.fixtures.tokenizer",
     "tests.fixtures.runs",
+    "tests.fixtures.podman",
     "tests.fixtures.ui_data",
     "tests.fixtures.study_data",
     "tests.fixtures.streamlit_app",
+    "tests.fixtures.hub_server",
     "tests.fixtures.real_vllm",
 ]

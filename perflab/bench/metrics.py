@@ -6,7 +6,10 @@
 - E2EL: request sent → last text chunk.
 - duration: first dispatch → last completion; throughputs divide the successful totals by it.
 - peak output tokens/s: the largest number of output tokens received in one 1-second bucket
-  (buckets start at the first dispatch).
+  (buckets start at the first dispatch), as ``vllm bench serve`` counts it, but never below the
+  average output throughput: a run shorter than a second has one bucket holding fewer tokens than
+  a second would (vLLM then reports a "peak" under the average), and a partial last bucket can only
+  lower the maximum.
 - input tokens and peak concurrent requests come in two definitions; ``total_input_tokens``,
   ``total_token_throughput`` and ``max_concurrent_requests`` (vLLM's names) use the one chosen, vLLM
   0.32.0's by default, and both values are kept under their own names:
@@ -241,7 +244,9 @@ def compute(
         request_goodput=goodput,
         output_throughput=per_second(total_output),
         total_token_throughput=per_second(total_input + total_output),
-        max_output_tokens_per_s=float(max((row["output_tokens"] for row in timeseries), default=0)),
+        max_output_tokens_per_s=max(
+            float(max((row["output_tokens"] for row in timeseries), default=0)), per_second(total_output)
+        ),
         max_concurrent_requests=concurrency[peak_concurrency],
         latency={
             "ttft": summarize(ttfts, percentiles),

@@ -25,12 +25,14 @@ from sqlalchemy.engine import Engine
 
 from db.crud import IllegalTransition
 from db.models import Run
+from perflab.containers.images import ImageInfo
+from perflab.containers.launch import ContainerPlan
 from perflab.engines import EngineAdapter, EngineConfig, EngineConfigError, ReplicaPlan, get_adapter
 from perflab.inventory import HostConfig, Inventory, InventoryError
 from perflab.probe import ProbeResult, probe_host
 from perflab.profiles import BenchmarkProfile
 from perflab.redact import hosts_redactor
-from perflab.runner import environment
+from perflab.runner import containers, environment
 from perflab.runner.bench_record import BENCH_KEY
 from perflab.runner.benchmark import BenchContext, run_profiles
 from perflab.runner.datasets import dataset_files
@@ -130,6 +132,7 @@ class _Execution:
         self.status = "launching"
         self.transport: Transport | None = None
         self.remote_state: dict[str, Any] | None = None
+        self.container: ContainerPlan | None = None
         self._last_cancel_check = 0.0
 
     # ----- events and interruption -------------------------------------------------------------------
@@ -200,6 +203,23 @@ class _Execution:
             "message", f"started {replica.name} on port {replica.port} (GPUs {list(replica.plan.gpu_ids)})"
         )
 
+    def _pull_progress(self, image: str) -> Callable[[str], None]:
+        def on_line(line: str) -> None:
+            self.interrupt()
+            self.progress({"pulling": image, "log_line": line})
+
+        self.emit("message", f"making sure image {image} is on the host")
+        return on_line
+
+    def _record_container(
+        self, transport: Transport, container: ContainerPlan, info: ImageInfo, probe: ProbeResult, engine: str
+    ) -> None:
+        found = containers.snapshot(transport, container, info, probe, engine=engine)
+        snapshot = dict(self.store.load().environment or {})
+        snapshot["container"] = found
+        snapshot["engine_version"] = found["engine_version"]
+        self.store.update(environment=snapshot)
+
     def _record_bench(self, entry: dict[str, Any] | None) -> None:
         assert self.remote_state is not None
         if entry is None:
@@ -215,7 +235,9 @@ class _Execution:
         assert self.transport is not None
         run_key = f"run-{run_id}-{secrets.token_hex(3)}"
         retries = (self.remote_state or {}).get(PORT_RETRIES_KEY)
-        self.remote_state = initial_remote_state(self.transport, run_key=run_key, plans=plans)
+        self.remote_state = initial_remote_state(
+            self.transport, run_key=run_key, plans=plans, container=self.container
+        )
         if retries:
             self.remote_state[PORT_RETRIES_KEY] = retries
         self.store.update(remote_state=dict(self.remote_state), serve_commands=[])
@@ -227,6 +249,7 @@ class _Execution:
             run_key=run_key,
             plans=plans,
             on_started=self._record_started,
+            container=self.container,
         )
         logs = {replica.name: LogFollower(self.transport, replica.process) for replica in replicas}
         wait_until_ready(
@@ -254,7 +277,7 @@ class _Execution:
         tried: set[int] = set()
         attempt = 1
         while True:
-            avoid = listening_ports(self.transport) | tried
+            avoid = listening_ports(self.transport) | self.store.ports_of_other_runs(plan.host.name) | tried
             plans = plan_replicas(plan.config, plan.adapter, gpu_ids, avoid=avoid, host_name=plan.host.name)
             try:
                 return self._start_ready(plan, run_id, plans, endpoints)
@@ -294,9 +317,21 @@ class _Execution:
             environment=environment.snapshot(plan.host, probe, engine=plan.config.engine, gpu_ids=gpu_ids),
         )
         vendor = next((acc.vendor for acc in probe.accelerators if acc.index in gpu_ids), "nvidia")
+        if plan.config.image is not None:
+            self.container, image_info = containers.prepare(
+                transport,
+                probe,
+                image=plan.config.image,
+                run_id=run.id,
+                vendor=vendor,
+                pull_timeout_s=self.options.pull_timeout_s,
+                on_line=self._pull_progress(plan.config.image),
+            )
         with ExitStack() as stack:
             endpoints = stack.enter_context(Endpoints(transport, plan.adapter))
             replicas = self._launch(plan, gpu_ids, run.id, endpoints)
+            if self.container is not None:
+                self._record_container(transport, self.container, image_info, probe, plan.config.engine)
             self.set_status("ready", f"{len(replicas)} replica(s) ready")
             directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="perflab-run-")))
             stack.enter_context(
@@ -322,7 +357,9 @@ class _Execution:
                 timeout_s=self.options.bench_timeout_s,
                 interrupt=self.interrupt,
                 on_progress=self.progress,
-                dataset_files=lambda profile: dataset_files(self.store.engine, profile, directory),
+                dataset_files=lambda profile, notes: dataset_files(
+                    self.store.engine, profile, directory, notes
+                ),
                 record_bench=self._record_bench,
             )
             run_profiles(context, plan.profiles, flat_gain=self.options.flat_gain)

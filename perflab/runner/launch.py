@@ -11,6 +11,12 @@ run took. Just before each replica starts its port is checked again: one somethi
 raises :class:`PortTaken` (``port_in_use``) — the health probe would otherwise be answered by that
 other server. For a chosen port that is a race the runner answers by choosing again
 (:data:`MAX_PORT_ATTEMPTS`); a pinned port stays taken, so the run fails.
+
+A config that names an image starts each replica as a container instead (:mod:`perflab.containers`):
+the detached process then supervises container ``perflab-run-<id>-<i>`` (its log is the container's,
+read from the runtime), so readiness, logs and failure classification work unchanged; the recorded
+command is the runtime's ``run`` argv, and ``remote_state`` names the runtime and each container so
+stopping (and crash recovery) removes them.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from perflab.containers.launch import ContainerPlan, replica_container
+from perflab.containers.runtime import container_name, run_argv, supervised_argv
 from perflab.engines import EngineAdapter, EngineConfig, ReplicaPlan, replica_plans
 from perflab.engines.replicas import MAX_PORT
 from perflab.remote import process as rp
@@ -96,18 +104,27 @@ def plan_replicas(
 
 
 def initial_remote_state(
-    transport: Transport, *, run_key: str, plans: Sequence[ReplicaPlan]
+    transport: Transport,
+    *,
+    run_key: str,
+    plans: Sequence[ReplicaPlan],
+    container: ContainerPlan | None = None,
 ) -> dict[str, Any]:
     """What the run is about to start on the host (stored before anything starts)."""
-    return {
+    processes: list[dict[str, Any]] = [
+        {"name": process_name(plan.index), "port": plan.port, "gpu_ids": list(plan.gpu_ids)} for plan in plans
+    ]
+    state: dict[str, Any] = {
         "host": transport.host.name,
         "run_key": run_key,
         "run_dir": rp.run_dir(transport, run_key),
-        "processes": [
-            {"name": process_name(plan.index), "port": plan.port, "gpu_ids": list(plan.gpu_ids)}
-            for plan in plans
-        ],
+        "processes": processes,
     }
+    if container is not None:
+        state["container_runtime"] = container.runtime
+        for plan, entry in zip(plans, processes, strict=True):
+            entry["container"] = container_name(container.run_id, plan.index)
+    return state
 
 
 def serve_command(argv: Sequence[str], env: dict[str, str]) -> str:
@@ -123,15 +140,15 @@ def start_replicas(
     run_key: str,
     plans: Sequence[ReplicaPlan],
     on_started: Callable[[Replica, str], None],
+    container: ContainerPlan | None = None,
 ) -> list[Replica]:
-    """Start every replica; ``on_started(replica, exact command)`` runs after each start."""
+    """Start every replica (as containers with ``container``); ``on_started(replica, exact command)``
+    runs after each start."""
     directory = rp.run_dir(transport, run_key)
     replicas: list[Replica] = []
     for plan in plans:
         name = process_name(plan.index)
         workdir = posixpath.join(directory, name)
-        argv = adapter.serve_argv(config, port=plan.port)
-        env = adapter.env(config, gpu_ids=plan.gpu_ids, run_dir=workdir)
         if plan.port in listening_ports(transport):
             raise PortTaken(
                 f"port {plan.port} on host '{transport.host.name}' is already in use by another process, "
@@ -142,12 +159,28 @@ def start_replicas(
             transport.run(["mkdir", "-p", workdir], timeout=30.0, check=True)
             for file_name, text in adapter.files(config, port=plan.port).items():
                 transport.write_text(posixpath.join(workdir, file_name), text)
+            if container is None:
+                argv = adapter.serve_argv(config, port=plan.port)
+                env = adapter.env(config, gpu_ids=plan.gpu_ids, run_dir=workdir)
+                command = serve_command(argv, env)
+            else:
+                spec = replica_container(
+                    transport,
+                    container,
+                    config=config,
+                    adapter=adapter,
+                    run_key=run_key,
+                    replica=plan,
+                    workdir=workdir,
+                    run_dir=directory,
+                )
+                argv, env, command = supervised_argv(spec), {}, shlex.join(run_argv(spec))
             process = rp.start_detached(transport, argv, run_key=run_key, name=name, env=env, cwd=workdir)
-        except CommandFailed as exc:
+        except (CommandFailed, ValueError) as exc:
             raise RunFailed(
                 "launch_failed", f"cannot start {name} on host '{transport.host.name}': {exc}"
             ) from None
         replica = Replica(plan, process)
         replicas.append(replica)
-        on_started(replica, serve_command(argv, env))
+        on_started(replica, command)
     return replicas

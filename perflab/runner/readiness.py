@@ -1,6 +1,8 @@
 """Waiting until every replica is ready, or knowing why one never will be.
 
-A replica is ready when its health endpoint answers 200 or its log shows the engine's readiness line.
+A replica is ready when its log shows the engine's readiness line, or its health endpoint answers 200
+and the replica's own process holds the port (another program that took the port meanwhile — its engine
+then fails to bind — may answer the probe too).
 It has failed when its process is gone (the log's classified failure, else ``crash``) or when, still
 running, its log shows a root-cause failure signature (out of memory, unsupported hardware, …). Past
 the deadline the run fails with ``timeout``. ``interrupt`` runs every poll and raises to stop waiting
@@ -17,7 +19,7 @@ from perflab.remote import process as rp
 from perflab.runner.endpoints import Endpoints
 from perflab.runner.errors import RunFailed
 from perflab.runner.launch import Replica
-from perflab.runner.logs import LogFollower, failure_of
+from perflab.runner.logs import LogFollower, classify_log, failure_of
 from perflab.transport.base import Transport
 
 
@@ -26,7 +28,7 @@ def _check_alive(transport: Transport, adapter: EngineAdapter, replica: Replica,
     if not state.running:
         log.poll()
         raise failure_of(adapter, replica.name, log.text, state.exit_status)
-    info = adapter.classify_failure(log.text)
+    info = classify_log(adapter, log.text)
     if info is not None and info.failure_class != "crash":
         raise RunFailed(info.failure_class, info.message)
 
@@ -54,7 +56,9 @@ def wait_until_ready(
             lines = log.poll()
             if lines:
                 latest = lines[-1]
-            if any(adapter.is_ready_line(line) for line in lines) or endpoints.healthy(replica):
+            if any(adapter.is_ready_line(line) for line in lines) or (
+                endpoints.healthy(replica) and rp.serves_port(transport, replica.process, replica.port)
+            ):
                 pending.remove(replica)
                 continue
             _check_alive(transport, adapter, replica, log)
