@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from perflab import ui
-from perflab.importers import ImportFileError, import_content
+from perflab.importers import AlreadyImported, ImportFileError, import_content
 from perflab.views import run_list, urlstate
 
 ui.ensure_app_shell()
@@ -42,6 +42,8 @@ def import_results() -> None:
                 )
         except ImportFileError as problem:
             st.error(str(problem))
+        except AlreadyImported as known:
+            st.info(str(known), icon=":material/content_copy:")
         else:
             ids = ", ".join(f"#{run.id}" for run in runs)
             st.success(f"{upload.name}: imported {len(runs)} run{'s' if len(runs) != 1 else ''} ({ids})")

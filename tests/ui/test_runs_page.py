@@ -139,3 +139,10 @@ def test_import_reports_each_bad_file_and_keeps_the_good_ones(empty_db: str, ope
     assert any(text.startswith(f"{good.name}: imported") for text in successes)
     table = app.dataframe[0].value
     assert set(table["Source"]) == {"imported"} and set(table["Label"]) == {"team import"}
+    # The same files again: recognised by their content, nothing stored twice.
+    position = texts(app.caption)[0]
+    app.button(key="import_button").click().run()
+    assert not app.exception
+    notes = [text for text in texts(app.main.info) if "already imported" in text]
+    assert len(notes) == 2 and notes[0].startswith(f"{SEED_002.name}: already imported as runs ")
+    assert texts(app.caption)[0] == position
