@@ -26,6 +26,7 @@ from perflab.engines import get_adapter
 from perflab.importers.commands import config_from_command, engine_named_in
 from perflab.importers.detect import decode, parse_content
 from perflab.importers.facts import DocumentFacts, canonical_model, document_facts
+from perflab.importers.limits import check_size
 from perflab.importers.model import ImportedResult, ImportFileError
 from perflab.redact import Redactor, process_redactor
 
@@ -82,6 +83,7 @@ def read_file(path: str | Path) -> ParsedFile:
     """Read and parse one file; raises :class:`ImportFileError` naming it."""
     path = Path(path)
     try:
+        check_size(str(path), path.stat().st_size)
         content = path.read_bytes()
     except OSError as error:
         raise ImportFileError(str(path), f"cannot read: {error.strerror or error}") from None
