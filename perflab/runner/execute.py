@@ -228,6 +228,7 @@ class _Execution:
             run_key=run_key,
             plans=plans,
             on_started=self._record_started,
+            engine_version=probe.engines.get(plan.config.engine),
         )
         vendor = next((acc.vendor for acc in probe.accelerators if acc.index in gpu_ids), "nvidia")
         with ExitStack() as stack:
@@ -266,7 +267,7 @@ class _Execution:
                 adapter=plan.adapter,
                 store=self.store,
                 run_key=run_key,
-                model=plan.config.served_model_name or plan.config.model,
+                model=plan.adapter.served_name(plan.config),
                 replicas=replicas,
                 timeout_s=self.options.bench_timeout_s,
                 interrupt=self.interrupt,

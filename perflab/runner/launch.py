@@ -86,14 +86,19 @@ def start_replicas(
     run_key: str,
     plans: Sequence[ReplicaPlan],
     on_started: Callable[[Replica, str], None],
+    engine_version: str | None = None,
 ) -> list[Replica]:
-    """Start every replica; ``on_started(replica, exact command)`` runs after each start."""
+    """Start every replica; ``on_started(replica, exact command)`` runs after each start.
+
+    ``engine_version`` is the host's engine version as probed (the adapter may launch differently per
+    version); the adapter's files are written with its :attr:`~EngineAdapter.file_mode`.
+    """
     directory = rp.run_dir(transport, run_key)
     replicas: list[Replica] = []
     for plan in plans:
         name = process_name(plan.index)
         workdir = posixpath.join(directory, name)
-        argv = adapter.serve_argv(config, port=plan.port)
+        argv = adapter.serve_argv(config, port=plan.port, engine_version=engine_version)
         env = adapter.env(config, gpu_ids=plan.gpu_ids, run_dir=workdir)
         if port_listening(transport, plan.port):
             raise RunFailed(
@@ -103,8 +108,9 @@ def start_replicas(
             )
         try:
             transport.run(["mkdir", "-p", workdir], timeout=30.0, check=True)
-            for file_name, text in adapter.files(config, port=plan.port).items():
-                transport.write_text(posixpath.join(workdir, file_name), text)
+            files = adapter.files(config, port=plan.port, engine_version=engine_version)
+            for file_name, text in files.items():
+                transport.write_text(posixpath.join(workdir, file_name), text, mode=adapter.file_mode)
             process = rp.start_detached(transport, argv, run_key=run_key, name=name, env=env, cwd=workdir)
         except CommandFailed as exc:
             raise RunFailed(
