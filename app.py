@@ -1,7 +1,7 @@
 """perflab's web app: ``streamlit run app.py``.
 
 Registers every page with ``st.navigation`` (share links look like ``http://host:8501/run?run=42``)
-and draws the shell around them (:func:`perflab.ui.app_shell`): the database migrated on start, the
+and draws the shell around them (:func:`perflab.ui.run_in_shell`): the database migrated on start, the
 in-process worker started once per server process (unless ``PERFLAB_APP_WORKER=0``), and the
 sidebar status: database, worker, queued and running runs.
 """
@@ -29,6 +29,4 @@ PAGES = {
     ],
 }
 
-current = st.navigation(PAGES)
-ui.app_shell()
-current.run()
+ui.run_in_shell(st.navigation(PAGES))

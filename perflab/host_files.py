@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import yaml
 
+from perflab import safe_yaml
 from perflab.inventory import HostConfig, Inventory
 from perflab.problems import yaml_location
 
@@ -68,7 +69,7 @@ def host_file_problems(host: HostConfig) -> list[HostFileProblem]:
 def _document(inventory: Inventory) -> yaml.Node | None:
     """The YAML node tree of the inventory's file (None when it cannot be read again)."""
     try:
-        return yaml.compose(inventory.path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+        return safe_yaml.compose(inventory.path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return None
 

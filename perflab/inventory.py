@@ -28,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 
+from perflab import safe_yaml
 from perflab.problems import line_of, plain_message, syntax_problem, yaml_location
 from perflab.secrets import is_secret_name
 
@@ -133,6 +134,9 @@ class HostConfig(BaseModel):
         default_factory=dict, description="secret variables set for every command, read on the app machine"
     )
     simulate: SimulateSpec | None = None
+    container_runtime: Literal["docker", "podman"] | None = Field(
+        None, description="runtime for engines run from images (default: the one the probe finds)"
+    )
     connect_timeout_s: float = Field(10.0, gt=0, le=600)
     connect_attempts: int = Field(3, ge=1, le=10)
     keepalive_s: int = Field(15, ge=0, le=3600)
@@ -258,10 +262,10 @@ def parse_inventory(text: str, path: Path) -> Inventory:
     """Validate the YAML ``text`` of hosts.yaml (``path`` names it in messages)."""
     label = path.name
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        document = safe_yaml.load(text)
     except yaml.YAMLError as exc:
         raise InventoryError([syntax_problem(label, exc)]) from None
+    data, root = document.data, document.root
     if data is None:
         return Inventory(path=path, hosts=())
     if not isinstance(data, dict) or set(data) - {"hosts"}:

@@ -11,6 +11,8 @@ from typing import Any
 
 import yaml
 
+from perflab.safe_yaml import YamlBudgetError
+
 _TYPE_MESSAGES = {
     "int_parsing": "must be an integer",
     "int_type": "must be an integer",
@@ -52,10 +54,12 @@ def yaml_location(label: str, root: yaml.Node | None, loc: tuple[Any, ...]) -> s
 
 
 def syntax_problem(label: str, error: yaml.YAMLError, formats: str = "YAML") -> str:
-    """``label:line: not valid YAML: why`` for a parse error (``formats`` names what was expected)."""
+    """``label:line: not valid YAML: why`` for a parse error (``formats`` names what was expected), or
+    ``label:line: not read: why`` for a document over :mod:`perflab.safe_yaml`'s budget."""
     mark = getattr(error, "problem_mark", None)
     where = f"{label}:{mark.line + 1}" if mark is not None else label
-    return f"{where}: not valid {formats}: {getattr(error, 'problem', None) or error}"
+    verdict = "not read" if isinstance(error, YamlBudgetError) else f"not valid {formats}"
+    return f"{where}: {verdict}: {getattr(error, 'problem', None) or error}"
 
 
 def line_of(problem: str) -> int:

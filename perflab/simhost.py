@@ -7,7 +7,10 @@ first, ``PYTHONPATH``, ...) the transport applies to every command on that host.
 real code path (probing, detached starts, readiness, logs, stop, the benchmark) runs unchanged.
 
 The shims run the simulator from the agent zipapp shipped to the host; on the app's own machine
-(``transport: local``) they run it straight from this source checkout.
+(``transport: local``) they run it straight from this source checkout. An engine started from a
+container image on a simulated host gets the same shims: :func:`container_setup` mounts the sim home
+and the agent into the container and gives it the shims' environment, so the image only needs the
+``python:`` command the shims run.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ import hashlib
 import posixpath
 import threading
 
+from perflab.containers.runtime import Mount
 from perflab.inventory import HostConfig
 from perflab.remote.agent import checkout_dir, ensure_agent
-from perflab.sim.shims import shim_env, shim_files
+from perflab.sim.shims import DEFAULT_PATH, shim_env, shim_files
 from perflab.transport.base import Transport
 
 SIM_DIR = "sim"
@@ -50,6 +54,10 @@ def _host_path(transport: Transport) -> str:
     return result.stdout
 
 
+def _agent_path(transport: Transport) -> str:
+    return checkout_dir() if transport.kind == "local" else ensure_agent(transport)
+
+
 def prepare_host(transport: Transport, host: HostConfig) -> dict[str, str]:
     """Install (or refresh) the shims for ``host.simulate`` and return the env to apply to commands."""
     if host.simulate is None:
@@ -58,7 +66,7 @@ def prepare_host(transport: Transport, host: HostConfig) -> dict[str, str]:
     with _lock:
         if key in _prepared:
             return dict(_prepared[key])
-    agent_path = checkout_dir() if transport.kind == "local" else ensure_agent(transport)
+    agent_path = _agent_path(transport)
     sim_home = posixpath.join(transport.workdir, SIM_DIR)
     try:
         files = shim_files(host.python, agent_path, sim_home, host.simulate.as_spec())
@@ -77,3 +85,13 @@ def prepare_host(transport: Transport, host: HostConfig) -> dict[str, str]:
     with _lock:
         _prepared[key] = env
     return dict(env)
+
+
+def container_setup(transport: Transport) -> tuple[dict[str, str], tuple[Mount, ...]]:
+    """The environment and mounts that make an engine container on this simulated host run the shims:
+    the sim home (read-write: the simulated engines record the GPUs they hold there) and the agent
+    (read-only), at the same paths; ``PATH`` is the shims first, then the usual system directories."""
+    sim_home = posixpath.join(transport.workdir, SIM_DIR)
+    agent_path = _agent_path(transport)
+    mounts = (Mount(sim_home, sim_home, read_only=False), Mount(agent_path, agent_path))
+    return shim_env(sim_home, agent_path, DEFAULT_PATH), mounts

@@ -18,6 +18,7 @@ from __future__ import annotations
 import mimetypes
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, NamedTuple
 from urllib.parse import urlencode, urlsplit
 
@@ -26,6 +27,7 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
+from streamlit.navigation.page import StreamlitPage
 from streamlit.runtime.pages_manager import PagesManager
 
 from db import session as db_session
@@ -53,6 +55,10 @@ STATUS_ICONS: dict[str, str] = {
 # ----- app shell ----------------------------------------------------------------------------------
 
 
+# Set while app.py runs a page inside the shell it drew, in this script run's thread only.
+_IN_SHELL: ContextVar[bool] = ContextVar("perflab_in_shell", default=False)
+
+
 def app_shell() -> None:
     """What surrounds every page: the wide layout, the access check (nothing starts when it fails),
     the migrated database, the in-app worker (once per server process), the sidebar status and login."""
@@ -74,23 +80,37 @@ def settings_or_stop() -> None:
         st.stop()
 
 
+def run_in_shell(page: StreamlitPage) -> None:
+    """Draw the app shell, then ``page`` inside it (``app.py``'s whole script)."""
+    app_shell()
+    token = _IN_SHELL.set(True)
+    try:
+        page.run()
+    finally:
+        _IN_SHELL.reset(token)
+
+
 def ensure_app_shell() -> None:
-    """Hand over to ``app.py`` when this page was started without it; call it first on every page.
+    """Draw the app shell unless this very script run already did (through ``app.py``); call it first
+    on every page, so that no page renders without the access check whatever the session's age.
 
     Streamlit treats an app with a ``pages/`` folder as a pages-directory app until its entry script
-    has called ``st.navigation`` once in the server process; until then a shared link such as
-    ``/run?run=42`` opened first after a restart runs ``pages/run.py`` alone, under a navigation made
-    of file names. Such a page switches the server to ``st.navigation``; in a fresh session it reruns
-    at once, so ``app.py`` draws the shell and the real navigation around the same page (pages are
-    identified by their URL path either way). A session that already holds widget state (a browser
-    that reconnected with a click in flight) must not lose it to a rerun: the page draws the shell
-    itself and the next interaction runs ``app.py``.
+    has called ``st.navigation`` once in the server process; until then a page opened first after a
+    restart (a shared link such as ``/run?run=42``, or any page a session opens while the first session
+    is still starting) runs ``pages/<page>.py`` alone, under a navigation made of file names. Whether
+    another session has meanwhile switched the server over says nothing about this run, so such a page
+    switches the server to ``st.navigation`` and, in a fresh session, reruns at once so that ``app.py``
+    draws the shell and the real navigation around the same page (pages are identified by their URL
+    path either way). A session that already holds widget state (a browser that reconnected with a
+    click in flight) must not lose it to a rerun: the page draws the shell itself and the next
+    interaction runs ``app.py``.
     """
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
-        if not st.session_state:
-            st.rerun()
-        app_shell()
+    if _IN_SHELL.get():
+        return
+    PagesManager.uses_pages_directory = False
+    if not st.session_state:
+        st.rerun()
+    app_shell()
 
 
 # ----- access -------------------------------------------------------------------------------------

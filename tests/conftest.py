@@ -8,7 +8,9 @@ pytest_plugins: list[str] = [
     "tests.fixtures.rxstamps",
     "tests.fixtures.tokenizer",
     "tests.fixtures.runs",
+    "tests.fixtures.podman",
     "tests.fixtures.ui_data",
     "tests.fixtures.study_data",
     "tests.fixtures.streamlit_app",
+    "tests.fixtures.real_vllm",
 ]

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from perflab.containers.image import check_image
+
 EngineName = Literal["vllm", "sglang", "trtllm", "mindie", "vllm-ascend"]
 
 ENGINE_NAMES: tuple[str, ...] = ("vllm", "sglang", "trtllm", "mindie", "vllm-ascend")
@@ -67,6 +69,7 @@ class EngineConfig(BaseModel):
     gpu_ids: tuple[int, ...] | None = None
     port: int | None = Field(None, ge=1, le=65535)
     replicas: int = Field(1, ge=1)
+    image: str | None = Field(None, description="container image to run the engine from (else the host's)")
 
     @field_validator("model")
     @classmethod
@@ -74,6 +77,11 @@ class EngineConfig(BaseModel):
         if any(ch in value for ch in "\r\n\0"):
             raise ValueError("model must be a single line")
         return value.strip()
+
+    @field_validator("image")
+    @classmethod
+    def _image_is_a_reference(cls, value: str | None) -> str | None:
+        return check_image(value) if value is not None else None
 
     @field_validator("gpu_ids")
     @classmethod

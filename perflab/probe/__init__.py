@@ -1,6 +1,6 @@
 """Probe a host: accelerators (nvidia-smi / npu-smi), CPU and RAM, its Python, installed engines.
 
-``probe_host(transport)`` runs the four small probes concurrently over the transport and gathers what
+``probe_host(transport)`` runs the five small probes concurrently over the transport and gathers what
 they learn into a :class:`ProbeResult`; whatever one probe cannot learn (a missing tool, a failing
 driver, an old Python) becomes a :class:`ProbeProblem` with a sentence a user can act on, while the
 other probes still report. Connection-level failures propagate as transport errors.
@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
 from perflab.engines.registry import ADAPTERS
-from perflab.probe import ascend, engines, nvidia, system
+from perflab.probe import ascend, containers, engines, nvidia, system
 from perflab.probe.models import Accelerator, ProbeProblem, ProbeResult, PythonInfo, SystemInfo
 from perflab.transport.base import EXIT_NOT_FOUND, CommandResult, Transport
 from perflab.transport.errors import CommandTimeout
@@ -121,19 +121,26 @@ def _probe_python(
     return info, found, problems
 
 
+def _probe_containers(transport: Transport, timeout: float) -> containers.RuntimeScan:
+    result = _run(transport, containers.ARGV, timeout)
+    return containers.parse(result.stdout) if result is not None else containers.RuntimeScan()
+
+
 def probe_host(transport: Transport, *, timeout: float = DEFAULT_TIMEOUT_S) -> ProbeResult:
     """Everything perflab wants to know about the host behind ``transport``."""
     started = time.monotonic()
     probed_at = datetime.now(timezone.utc)
-    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="probe") as pool:
+    with ThreadPoolExecutor(max_workers=5, thread_name_prefix="probe") as pool:
         nvidia_future = pool.submit(_probe_nvidia, transport, timeout)
         ascend_future = pool.submit(_probe_ascend, transport, timeout)
         system_future = pool.submit(_probe_system, transport, timeout)
         python_future = pool.submit(_probe_python, transport, timeout)
+        runtimes_future = pool.submit(_probe_containers, transport, timeout)
         gpus, gpu_problem, has_nvidia = nvidia_future.result()
         npus, npu_problem, has_ascend = ascend_future.result()
         system_info, system_problem = system_future.result()
         python_info, installed, python_problems = python_future.result()
+        runtimes = runtimes_future.result()
     problems = [problem for problem in (gpu_problem, npu_problem, system_problem) if problem is not None]
     if not has_nvidia and not has_ascend:
         problems.append(
@@ -152,6 +159,8 @@ def probe_host(transport: Transport, *, timeout: float = DEFAULT_TIMEOUT_S) -> P
         system=system_info,
         python=python_info,
         engines=installed,
+        container_runtimes=runtimes.usable,
+        container_runtime_errors=runtimes.broken,
         problems=problems,
         probed_at=probed_at,
         duration_s=round(time.monotonic() - started, 3),

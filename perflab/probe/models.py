@@ -70,6 +70,12 @@ class ProbeResult(BaseModel):
     system: SystemInfo = Field(default_factory=SystemInfo)
     python: PythonInfo
     engines: dict[str, str] = Field(default_factory=dict, description="engine name -> installed version")
+    container_runtimes: dict[str, str] = Field(
+        default_factory=dict, description="usable container runtime (podman, docker) -> version"
+    )
+    container_runtime_errors: dict[str, str] = Field(
+        default_factory=dict, description="installed runtime that did not answer -> its last output line"
+    )
     problems: list[ProbeProblem] = Field(default_factory=list)
     probed_at: datetime
     duration_s: float

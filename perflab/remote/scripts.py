@@ -74,11 +74,10 @@ printf '%s\n%s\n' "$$" "${start:--}" > "$pid_file" || exit 125
 exec "$@"
 """
 
-# listening PORT -> exit status 0 when some process listens on TCP PORT (IPv4 or IPv6, any address).
+# listening -> the hex port of every listening TCP socket (IPv4 or IPv6, any address), one per line.
 LISTENING = r"""
-hex=$(printf '%04X' "$1")
-awk -v port=":$hex" '$4 == "0A" && substr($2, length($2) - 4) == port { found = 1 } END { exit !found }' \
-  /proc/net/tcp /proc/net/tcp6 2>/dev/null
+awk '$4 == "0A" { n = split($2, address, ":"); print address[n] }' /proc/net/tcp /proc/net/tcp6 2>/dev/null
+exit 0
 """
 
 # state PGID START MARKER EXIT_FILE -> "pids: ..." and "exit: <status or empty>". The exit file is read

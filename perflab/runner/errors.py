@@ -7,7 +7,10 @@ user asked to cancel; :class:`GpusBusy` means other runs hold the GPUs, so the r
 
 from __future__ import annotations
 
-# Failure classes the runner itself assigns (the engine adapters add theirs, e.g. ``oom``).
+from perflab.containers.failures import CONTAINER_FAILURE_CLASSES
+
+# Failure classes the runner itself assigns (the engine adapters add theirs, e.g. ``oom``), with those
+# of engines run from images (pull and container runtime failures).
 RUNNER_FAILURE_CLASSES: dict[str, str] = {
     "invalid_config": "the stored config or profiles cannot be run",
     "host_unknown": "the run's host is not in the hosts file",
@@ -21,6 +24,7 @@ RUNNER_FAILURE_CLASSES: dict[str, str] = {
     "worker_stopped": "the worker shut down while the run was in flight",
     "worker_restarted": "the worker died while the run was in flight",
     "internal_error": "perflab itself failed (a bug; the message names the error)",
+    **CONTAINER_FAILURE_CLASSES,
 }
 
 

@@ -25,24 +25,33 @@ from sqlalchemy.engine import Engine
 
 from db.crud import IllegalTransition
 from db.models import Run
-from perflab.engines import EngineAdapter, EngineConfig, EngineConfigError, get_adapter
+from perflab.containers.images import ImageInfo
+from perflab.containers.launch import ContainerPlan
+from perflab.engines import EngineAdapter, EngineConfig, EngineConfigError, ReplicaPlan, get_adapter
 from perflab.inventory import HostConfig, Inventory, InventoryError
 from perflab.probe import ProbeResult, probe_host
 from perflab.profiles import BenchmarkProfile
 from perflab.redact import hosts_redactor
-from perflab.runner import environment
+from perflab.runner import containers, environment
 from perflab.runner.bench_record import BENCH_KEY
 from perflab.runner.benchmark import BenchContext, run_profiles
 from perflab.runner.datasets import dataset_files
 from perflab.runner.endpoints import Endpoints
 from perflab.runner.errors import GpusBusy, RunCancelled, RunFailed
-from perflab.runner.launch import Replica, initial_remote_state, plan_replicas, start_replicas
+from perflab.runner.launch import (
+    MAX_PORT_ATTEMPTS,
+    Replica,
+    initial_remote_state,
+    listening_ports,
+    plan_replicas,
+    start_replicas,
+)
 from perflab.runner.logs import LogFollower
 from perflab.runner.options import RunnerOptions
 from perflab.runner.placement import choose_gpus
 from perflab.runner.readiness import wait_until_ready
 from perflab.runner.sampling import Sampler
-from perflab.runner.stop import wind_down
+from perflab.runner.stop import stop_recorded, wind_down
 from perflab.runner.store import RunStore
 from perflab.simhost import SimulatedHostError
 from perflab.transport import open_transport
@@ -54,6 +63,8 @@ logger = logging.getLogger(__name__)
 CANCEL_CHECK_S = 0.5
 # Times a run re-reads the locks after another run locked its chosen GPUs first.
 MAX_LOCK_RACES = 3
+# remote_state entry listing the launches whose chosen ports turned out to be taken.
+PORT_RETRIES_KEY = "port_retries"
 
 
 @dataclass(frozen=True)
@@ -87,6 +98,7 @@ def _load_plan(run: Run, inventory: Inventory) -> _Plan:
         config = EngineConfig.model_validate(run.config or {})
         adapter = get_adapter(config.engine)
         adapter.validate(config)
+        adapter.check_launch(config)
         profiles = [BenchmarkProfile.model_validate(profile) for profile in run.profiles]
     except (ValidationError, EngineConfigError, ValueError) as exc:
         raise RunFailed("invalid_config", f"run {run.id} cannot be executed: {exc}") from None
@@ -121,6 +133,8 @@ class _Execution:
         self.status = "launching"
         self.transport: Transport | None = None
         self.remote_state: dict[str, Any] | None = None
+        self.container: ContainerPlan | None = None
+        self.engine_version: str | None = None
         self._last_cancel_check = 0.0
 
     # ----- events and interruption -------------------------------------------------------------------
@@ -191,6 +205,23 @@ class _Execution:
             "message", f"started {replica.name} on port {replica.port} (GPUs {list(replica.plan.gpu_ids)})"
         )
 
+    def _pull_progress(self, image: str) -> Callable[[str], None]:
+        def on_line(line: str) -> None:
+            self.interrupt()
+            self.progress({"pulling": image, "log_line": line})
+
+        self.emit("message", f"making sure image {image} is on the host")
+        return on_line
+
+    def _record_container(
+        self, transport: Transport, container: ContainerPlan, info: ImageInfo, probe: ProbeResult, engine: str
+    ) -> None:
+        found = containers.snapshot(transport, container, info, probe, engine=engine)
+        snapshot = dict(self.store.load().environment or {})
+        snapshot["container"] = found
+        snapshot["engine_version"] = found["engine_version"]
+        self.store.update(environment=snapshot)
+
     def _record_bench(self, entry: dict[str, Any] | None) -> None:
         assert self.remote_state is not None
         if entry is None:
@@ -198,6 +229,78 @@ class _Execution:
         else:
             self.remote_state[BENCH_KEY] = entry
         self.store.update(remote_state=dict(self.remote_state))
+
+    def _start_ready(
+        self, plan: _Plan, run_id: int, plans: list[ReplicaPlan], endpoints: Endpoints
+    ) -> list[Replica]:
+        """Record and start one set of replicas, then wait until every one is ready."""
+        assert self.transport is not None
+        run_key = f"run-{run_id}-{secrets.token_hex(3)}"
+        retries = (self.remote_state or {}).get(PORT_RETRIES_KEY)
+        self.remote_state = initial_remote_state(
+            self.transport, run_key=run_key, plans=plans, container=self.container
+        )
+        if retries:
+            self.remote_state[PORT_RETRIES_KEY] = retries
+        self.store.update(remote_state=dict(self.remote_state), serve_commands=[])
+        self.interrupt()
+        replicas = start_replicas(
+            self.transport,
+            config=plan.config,
+            adapter=plan.adapter,
+            run_key=run_key,
+            plans=plans,
+            on_started=self._record_started,
+            container=self.container,
+            engine_version=self.engine_version,
+        )
+        logs = {replica.name: LogFollower(self.transport, replica.process) for replica in replicas}
+        wait_until_ready(
+            self.transport,
+            plan.adapter,
+            replicas,
+            endpoints=endpoints,
+            logs=logs,
+            deadline_s=self.options.ready_deadline_s(simulated=plan.host.simulated),
+            poll_s=self.options.ready_poll_s,
+            interrupt=self.interrupt,
+            on_progress=lambda ready, line: self.progress(
+                {"replicas_ready": ready, "replicas": len(replicas), "log_line": line}
+            ),
+        )
+        return replicas
+
+    def _launch(
+        self, plan: _Plan, gpu_ids: tuple[int, ...], run_id: int, endpoints: Endpoints
+    ) -> list[Replica]:
+        """Start the replicas on free ports until they are ready. A port taken between the choice and
+        the engine's bind (``port_in_use`` before the start or in the engine's log) is stopped and
+        chosen again, up to ``MAX_PORT_ATTEMPTS`` launches; a pinned port is never changed."""
+        assert self.transport is not None
+        tried: set[int] = set()
+        attempt = 1
+        while True:
+            avoid = listening_ports(self.transport) | tried
+            plans = plan_replicas(plan.config, plan.adapter, gpu_ids, avoid=avoid, host_name=plan.host.name)
+            try:
+                return self._start_ready(plan, run_id, plans, endpoints)
+            except RunFailed as failure:
+                if failure.failure_class != "port_in_use" or plan.config.port is not None:
+                    raise
+                if attempt == MAX_PORT_ATTEMPTS:
+                    raise RunFailed(
+                        "port_in_use", f"{failure.message} (after {attempt} launches on other free ports)"
+                    ) from None
+                assert self.remote_state is not None
+                stop_recorded(self.transport, self.remote_state, grace_s=self.options.stop_grace_s)
+                ports = [entry["port"] for entry in self.remote_state["processes"]]
+                tried.update(ports)
+                self.remote_state[PORT_RETRIES_KEY] = [
+                    *self.remote_state.get(PORT_RETRIES_KEY, []),
+                    {"ports": ports, "reason": failure.message},
+                ]
+                self.emit("message", f"port taken at launch, choosing another: {failure.message}")
+                attempt += 1
 
     def _execute(self) -> None:
         run = self.store.load()
@@ -209,6 +312,8 @@ class _Execution:
         )
         self.transport = transport = self._open(plan.host)
         probe = probe_host(transport)
+        if plan.config.image is None:
+            self.engine_version = probe.engines.get(plan.config.engine)
         gpu_ids = self._place(plan, probe)
         self.store.update(
             gpu_ids=list(gpu_ids),
@@ -216,37 +321,22 @@ class _Execution:
             accelerator=environment.accelerator_label(probe, gpu_ids),
             environment=environment.snapshot(plan.host, probe, engine=plan.config.engine, gpu_ids=gpu_ids),
         )
-        plans = plan_replicas(plan.config, plan.adapter, gpu_ids)
-        run_key = f"run-{run.id}-{secrets.token_hex(3)}"
-        self.remote_state = initial_remote_state(transport, run_key=run_key, plans=plans)
-        self.store.update(remote_state=dict(self.remote_state))
-        self.interrupt()
-        replicas = start_replicas(
-            transport,
-            config=plan.config,
-            adapter=plan.adapter,
-            run_key=run_key,
-            plans=plans,
-            on_started=self._record_started,
-            engine_version=probe.engines.get(plan.config.engine),
-        )
         vendor = next((acc.vendor for acc in probe.accelerators if acc.index in gpu_ids), "nvidia")
+        if plan.config.image is not None:
+            self.container, image_info = containers.prepare(
+                transport,
+                probe,
+                image=plan.config.image,
+                run_id=run.id,
+                vendor=vendor,
+                pull_timeout_s=self.options.pull_timeout_s,
+                on_line=self._pull_progress(plan.config.image),
+            )
         with ExitStack() as stack:
             endpoints = stack.enter_context(Endpoints(transport, plan.adapter))
-            logs = {replica.name: LogFollower(transport, replica.process) for replica in replicas}
-            wait_until_ready(
-                transport,
-                plan.adapter,
-                replicas,
-                endpoints=endpoints,
-                logs=logs,
-                deadline_s=self.options.ready_deadline_s(simulated=plan.host.simulated),
-                poll_s=self.options.ready_poll_s,
-                interrupt=self.interrupt,
-                on_progress=lambda ready, line: self.progress(
-                    {"replicas_ready": ready, "replicas": len(replicas), "log_line": line}
-                ),
-            )
+            replicas = self._launch(plan, gpu_ids, run.id, endpoints)
+            if self.container is not None:
+                self._record_container(transport, self.container, image_info, probe, plan.config.engine)
             self.set_status("ready", f"{len(replicas)} replica(s) ready")
             directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="perflab-run-")))
             stack.enter_context(
@@ -266,7 +356,7 @@ class _Execution:
                 transport=transport,
                 adapter=plan.adapter,
                 store=self.store,
-                run_key=run_key,
+                run_key=self.remote_state["run_key"],
                 model=plan.adapter.served_name(plan.config),
                 replicas=replicas,
                 timeout_s=self.options.bench_timeout_s,

@@ -2,27 +2,51 @@
 
 Replica ``i`` runs detached (see :mod:`perflab.remote.process`) as process ``engine-<i>`` of the run,
 in its own working directory ``<run dir>/engine-<i>/`` holding the adapter's files, with the adapter's
-environment (visible devices = the replica's GPUs). Without a configured port, replica ports follow
-the first GPU of each replica (default port + GPU index), so runs on disjoint GPUs of one host never
-collide; with one, replica ``i`` listens on port + ``i``. A port something else already listens on
-fails the run (``port_in_use``) before the replica starts: the health probe would otherwise be
-answered by that other server.
+environment (visible devices = the replica's GPUs).
+
+Ports: with a configured (pinned) port, replica ``i`` listens on port + ``i``. Without one, each replica
+gets the first port, from the engine's default port + its first GPU index upward, that nothing on the
+host listens on (read from ``/proc/net/tcp{,6}`` over the transport) and that no other replica of the
+run took. Just before each replica starts its port is checked again: one something else listens on
+raises :class:`PortTaken` (``port_in_use``) — the health probe would otherwise be answered by that
+other server. For a chosen port that is a race the runner answers by choosing again
+(:data:`MAX_PORT_ATTEMPTS`); a pinned port stays taken, so the run fails.
+
+A config that names an image starts each replica as a container instead (:mod:`perflab.containers`):
+the detached process then supervises container ``perflab-run-<id>-<i>`` (its log is the container's,
+read from the runtime), so readiness, logs and failure classification work unchanged; the recorded
+command is the runtime's ``run`` argv, and ``remote_state`` names the runtime and each container so
+stopping (and crash recovery) removes them.
 """
 
 from __future__ import annotations
 
 import posixpath
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from perflab.containers.launch import ContainerPlan, replica_container
+from perflab.containers.runtime import container_name, run_argv, supervised_argv
 from perflab.engines import EngineAdapter, EngineConfig, ReplicaPlan, replica_plans
+from perflab.engines.replicas import MAX_PORT
 from perflab.remote import process as rp
 from perflab.remote import scripts
 from perflab.runner.errors import RunFailed
 from perflab.transport.base import Transport
 from perflab.transport.errors import CommandFailed
+
+# Launches of one run, each on freshly chosen ports, when chosen ports turn out to be taken.
+MAX_PORT_ATTEMPTS = 3
+
+
+class PortTaken(RunFailed):
+    """Something else listens on the port a replica was about to serve on (``port_in_use``)."""
+
+    def __init__(self, message: str, port: int) -> None:
+        super().__init__("port_in_use", message)
+        self.port = port
 
 
 @dataclass(frozen=True)
@@ -45,37 +69,67 @@ def process_name(index: int) -> str:
     return f"engine-{index}"
 
 
-def plan_replicas(config: EngineConfig, adapter: EngineAdapter, gpu_ids: Sequence[int]) -> list[ReplicaPlan]:
-    """The replicas of ``config`` on the locked ``gpu_ids`` (ports as the module docstring says)."""
+def listening_ports(transport: Transport) -> frozenset[int]:
+    """The TCP ports some process on the host listens on now."""
+    result = transport.run(["sh", "-c", scripts.LISTENING, "perflab-listening"], timeout=30.0, check=True)
+    return frozenset(int(word, 16) for word in result.stdout.split())
+
+
+def _first_free(preferred: int, avoid: Collection[int], host_name: str) -> int:
+    for port in range(preferred, MAX_PORT + 1):
+        if port not in avoid:
+            return port
+    raise RunFailed("port_in_use", f"no free port from {preferred} to {MAX_PORT} on host '{host_name}'")
+
+
+def plan_replicas(
+    config: EngineConfig,
+    adapter: EngineAdapter,
+    gpu_ids: Sequence[int],
+    *,
+    avoid: Collection[int] = (),
+    host_name: str = "",
+) -> list[ReplicaPlan]:
+    """The replicas of ``config`` on the locked ``gpu_ids``; unless the config pins a port, each gets
+    the first port from default port + first GPU index that is not in ``avoid`` nor another replica's."""
     plans = replica_plans(config, gpu_ids)
     if config.port is not None:
         return plans
-    return [ReplicaPlan(plan.index, plan.gpu_ids, adapter.default_port + plan.gpu_ids[0]) for plan in plans]
+    chosen: list[ReplicaPlan] = []
+    for plan in plans:
+        taken = {*avoid, *(other.port for other in chosen)}
+        port = _first_free(adapter.default_port + plan.gpu_ids[0], taken, host_name)
+        chosen.append(ReplicaPlan(plan.index, plan.gpu_ids, port))
+    return chosen
 
 
 def initial_remote_state(
-    transport: Transport, *, run_key: str, plans: Sequence[ReplicaPlan]
+    transport: Transport,
+    *,
+    run_key: str,
+    plans: Sequence[ReplicaPlan],
+    container: ContainerPlan | None = None,
 ) -> dict[str, Any]:
     """What the run is about to start on the host (stored before anything starts)."""
-    return {
+    processes: list[dict[str, Any]] = [
+        {"name": process_name(plan.index), "port": plan.port, "gpu_ids": list(plan.gpu_ids)} for plan in plans
+    ]
+    state: dict[str, Any] = {
         "host": transport.host.name,
         "run_key": run_key,
         "run_dir": rp.run_dir(transport, run_key),
-        "processes": [
-            {"name": process_name(plan.index), "port": plan.port, "gpu_ids": list(plan.gpu_ids)}
-            for plan in plans
-        ],
+        "processes": processes,
     }
+    if container is not None:
+        state["container_runtime"] = container.runtime
+        for plan, entry in zip(plans, processes, strict=True):
+            entry["container"] = container_name(container.run_id, plan.index)
+    return state
 
 
 def serve_command(argv: Sequence[str], env: dict[str, str]) -> str:
     """The exact command of one replica, environment assignments first."""
     return shlex.join([*(f"{key}={value}" for key, value in env.items()), *argv])
-
-
-def port_listening(transport: Transport, port: int) -> bool:
-    """Whether some process on the host already listens on TCP ``port``."""
-    return transport.run(["sh", "-c", scripts.LISTENING, "perflab-listening", str(port)], timeout=30.0).ok
 
 
 def start_replicas(
@@ -86,37 +140,50 @@ def start_replicas(
     run_key: str,
     plans: Sequence[ReplicaPlan],
     on_started: Callable[[Replica, str], None],
+    container: ContainerPlan | None = None,
     engine_version: str | None = None,
 ) -> list[Replica]:
-    """Start every replica; ``on_started(replica, exact command)`` runs after each start.
-
-    ``engine_version`` is the host's engine version as probed (the adapter may launch differently per
-    version); the adapter's files are written with its :attr:`~EngineAdapter.file_mode`.
-    """
+    """Start every replica (as containers with ``container``); ``on_started(replica, exact command)``
+    runs after each start. ``engine_version`` is the host's engine version as probed (the adapter may
+    launch differently per version); the adapter's files are written with its ``file_mode``."""
     directory = rp.run_dir(transport, run_key)
     replicas: list[Replica] = []
     for plan in plans:
         name = process_name(plan.index)
         workdir = posixpath.join(directory, name)
-        argv = adapter.serve_argv(config, port=plan.port, engine_version=engine_version)
-        env = adapter.env(config, gpu_ids=plan.gpu_ids, run_dir=workdir)
-        if port_listening(transport, plan.port):
-            raise RunFailed(
-                "port_in_use",
+        if plan.port in listening_ports(transport):
+            raise PortTaken(
                 f"port {plan.port} on host '{transport.host.name}' is already in use by another process, "
                 f"so {name} cannot serve on it; stop that process or set another port",
+                plan.port,
             )
         try:
             transport.run(["mkdir", "-p", workdir], timeout=30.0, check=True)
             files = adapter.files(config, port=plan.port, engine_version=engine_version)
             for file_name, text in files.items():
                 transport.write_text(posixpath.join(workdir, file_name), text, mode=adapter.file_mode)
+            if container is None:
+                argv = adapter.serve_argv(config, port=plan.port, engine_version=engine_version)
+                env = adapter.env(config, gpu_ids=plan.gpu_ids, run_dir=workdir)
+                command = serve_command(argv, env)
+            else:
+                spec = replica_container(
+                    transport,
+                    container,
+                    config=config,
+                    adapter=adapter,
+                    run_key=run_key,
+                    replica=plan,
+                    workdir=workdir,
+                    run_dir=directory,
+                )
+                argv, env, command = supervised_argv(spec), {}, shlex.join(run_argv(spec))
             process = rp.start_detached(transport, argv, run_key=run_key, name=name, env=env, cwd=workdir)
-        except CommandFailed as exc:
+        except (CommandFailed, ValueError) as exc:
             raise RunFailed(
                 "launch_failed", f"cannot start {name} on host '{transport.host.name}': {exc}"
             ) from None
         replica = Replica(plan, process)
         replicas.append(replica)
-        on_started(replica, serve_command(argv, env))
+        on_started(replica, command)
     return replicas

@@ -2,14 +2,16 @@
 
 A :class:`LogFollower` reads the log from the byte offset it reached last time and keeps the latest
 lines, enough for the adapter's classifier to find the root cause of a failed start. :func:`failure_of`
-turns a dead or failing replica into the :class:`RunFailed` the run ends with.
+turns a dead or failing replica into the :class:`RunFailed` the run ends with; :func:`classify_log`
+reads a container runtime's failure (an engine run from an image) before the engine's own.
 """
 
 from __future__ import annotations
 
 from collections import deque
 
-from perflab.engines import EngineAdapter
+from perflab.containers.failures import classify_container_failure
+from perflab.engines import EngineAdapter, FailureInfo
 from perflab.remote import process as rp
 from perflab.runner.errors import RunFailed
 from perflab.transport.base import Transport
@@ -39,9 +41,15 @@ class LogFollower:
         return "\n".join(self._lines)
 
 
+def classify_log(adapter: EngineAdapter, log_text: str) -> FailureInfo | None:
+    """A container runtime's failure in the log (e.g. no GPU runtime), else the engine's own."""
+    found = classify_container_failure(log_text, subject=adapter.display_name)
+    return found if found is not None else adapter.classify_failure(log_text)
+
+
 def failure_of(adapter: EngineAdapter, name: str, log_text: str, exit_status: int | None) -> RunFailed:
     """The failure of a replica that exited (``exit_status``) or logged a fatal error."""
-    info = adapter.classify_failure(log_text)
+    info = classify_log(adapter, log_text)
     if info is not None:
         return RunFailed(info.failure_class, info.message)
     how = f"with status {exit_status}" if exit_status is not None else "without an exit status"

@@ -14,6 +14,7 @@ class RunnerOptions:
     ``hand_back_when_busy``: when other runs hold the GPUs, a worker hands the run back to the queue
     (True); the CLI waits for them instead (False). ``flat_gain``: a load-curve sweep stops once a
     point's output throughput is not at least this fraction above the best point before it.
+    ``pull_timeout_s``: how long pulling a config's image may take (vendors' images are 10-25 GB).
     """
 
     ready_timeout_s: float | None = None
@@ -25,6 +26,7 @@ class RunnerOptions:
     hand_back_when_busy: bool = True
     log_tail_lines: int = 200
     flat_gain: float = 0.03
+    pull_timeout_s: float = 3600.0
 
     def ready_deadline_s(self, *, simulated: bool) -> float:
         if self.ready_timeout_s is not None:

@@ -17,7 +17,7 @@ from perflab.remote import process as rp
 from perflab.runner.endpoints import Endpoints
 from perflab.runner.errors import RunFailed
 from perflab.runner.launch import Replica
-from perflab.runner.logs import LogFollower, failure_of
+from perflab.runner.logs import LogFollower, classify_log, failure_of
 from perflab.transport.base import Transport
 
 
@@ -26,7 +26,7 @@ def _check_alive(transport: Transport, adapter: EngineAdapter, replica: Replica,
     if not state.running:
         log.poll()
         raise failure_of(adapter, replica.name, log.text, state.exit_status)
-    info = adapter.classify_failure(log.text)
+    info = classify_log(adapter, log.text)
     if info is not None and info.failure_class != "crash":
         raise RunFailed(info.failure_class, info.message)
 

@@ -4,8 +4,10 @@ The runner calls this when a run ends (always), and the worker calls it for runs
 worker that died: the record names the host, the run key and every process the run meant to start,
 written before each started — the engines, and the benchmark in flight (on the host, or on the app's
 machine when it was forwarded) — so nothing can be left behind unseen. The benchmark is stopped
-first, so it writes its partial result while its engines still answer. Transient SSH failures while
-stopping are retried with backoff.
+first, so it writes its partial result while its engines still answer. An engine run from an image
+is stopped through its runtime (``stop -t <grace>``, then ``rm``) before its supervising process, and
+any other container labelled with the run key is removed too. Transient SSH failures while stopping
+are retried with backoff.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from perflab.containers import control
+from perflab.containers.launch import env_file_path
 from perflab.remote import process as rp
 from perflab.runner.bench_record import recorded_bench, store_in_flight
 from perflab.runner.store import RunStore
@@ -55,8 +59,32 @@ def _stop_once(transport: Transport, remote_state: Mapping[str, Any], grace_s: f
         stopped = rp.stop(bench.transport, bench.process, grace_s)
         if stopped.outcome != "none":
             outcomes[bench.process.name] = _outcome(stopped)
+    outcomes.update(_stop_containers(transport, remote_state, grace_s))
     for process in recorded_processes(transport, remote_state):
-        outcomes[process.name] = _outcome(rp.stop(transport, process, grace_s))
+        stopped = _outcome(rp.stop(transport, process, grace_s))
+        if process.name not in outcomes or stopped.startswith("left"):
+            outcomes[process.name] = stopped
+    return outcomes
+
+
+def _stop_containers(transport: Transport, remote_state: Mapping[str, Any], grace_s: float) -> dict[str, str]:
+    """Stop and remove the run's containers: ``{process name: outcome}`` for the recorded ones (and
+    ``{container name: outcome}`` for any other container carrying the run's label)."""
+    runtime = remote_state.get("container_runtime")
+    if runtime is None:
+        return {}
+    outcomes = {}
+    recorded = {
+        entry["container"]: entry["name"]
+        for entry in remote_state.get("processes", [])
+        if entry.get("container")
+    }
+    for container, name in recorded.items():
+        outcomes[name] = control.stop_container(transport, runtime, container, grace_s)
+        transport.run(["rm", "-f", "--", env_file_path(remote_state["run_dir"], container)], timeout=30.0)
+    for container in control.run_containers(transport, runtime, remote_state["run_key"]):
+        if container not in recorded:
+            outcomes[container] = control.stop_container(transport, runtime, container, grace_s)
     return outcomes
 
 

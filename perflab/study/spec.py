@@ -28,6 +28,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from perflab import safe_yaml
 from perflab.engines.config import EngineConfig
 from perflab.engines.registry import display_name
 from perflab.problems import line_of, plain_message, syntax_problem, yaml_location
@@ -330,10 +331,10 @@ def resolve_profile(entry: Any, scale: float = 1.0) -> BenchmarkProfile:
 def parse_spec(text: str, *, name: str = "study spec") -> StudySpec:
     """Validate a YAML or JSON spec; raises :class:`StudySpecError` with every problem, by line."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        document = safe_yaml.load(text)
     except yaml.YAMLError as error:
         raise StudySpecError([syntax_problem(name, error, SPEC_FORMATS)]) from None
+    data, root = document.data, document.root
     if not isinstance(data, dict):
         raise StudySpecError(
             [f"{name}:1: a study spec is a mapping (name, model, hosts, baseline, stages, …)"]

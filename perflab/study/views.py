@@ -12,6 +12,7 @@ import yaml
 from sqlmodel import Session
 
 from db import crud
+from perflab import safe_yaml
 from perflab.problems import syntax_problem
 from perflab.report.model import StageSection
 from perflab.study.spec import SPEC_FORMATS, StudySpec, StudySpecError, parse_spec, spec_from_data
@@ -106,7 +107,7 @@ def spec_from_form(
 ) -> StudySpec:
     """The spec the new-study form describes; raises StudySpecError (the stages' YAML by line)."""
     try:
-        stages = yaml.safe_load(stages_yaml)
+        stages = safe_yaml.load(stages_yaml).data
     except yaml.YAMLError as error:
         raise StudySpecError([syntax_problem("stages", error, SPEC_FORMATS)]) from None
     data = {

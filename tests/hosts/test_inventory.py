@@ -207,3 +207,33 @@ def test_jump_must_be_resolved_before_use() -> None:
         _ = host.jump_host
     with pytest.raises(ValueError):
         host.with_jump_host(HostConfig(name="other", address="x"))
+
+
+def test_container_runtime_is_docker_or_podman(tmp_path: Path) -> None:
+    inventory = load_inventory(
+        write(
+            tmp_path,
+            """
+            hosts:
+              - name: gpu-a
+                address: 10.0.0.5
+                container_runtime: docker
+              - name: gpu-b
+                address: 10.0.0.6
+            """,
+        )
+    )
+    assert inventory.get("gpu-a").container_runtime == "docker"
+    assert inventory.get("gpu-b").container_runtime is None
+    found = problems(
+        tmp_path,
+        """
+        hosts:
+          - name: gpu-a
+            address: 10.0.0.5
+            container_runtime: containerd
+        """,
+    )
+    assert found == [
+        "hosts.yaml:5: host 'gpu-a' field 'container_runtime': must be one of 'docker' or 'podman'"
+    ]

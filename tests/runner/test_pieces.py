@@ -79,6 +79,17 @@ def test_replica_ports_follow_the_first_gpu_unless_a_port_is_set() -> None:
     assert [plan.gpu_ids for plan in plan_replicas(_config(replicas=2), adapter, (4, 5))] == [(4,), (5,)]
 
 
+def test_chosen_ports_skip_taken_ones_and_each_other_but_a_pinned_port_stays() -> None:
+    adapter = get_adapter("vllm")
+    taken = {8000, 8001, 8002, 8004}
+    plans = plan_replicas(_config(replicas=3), adapter, (0, 1, 2), avoid=taken)
+    assert [plan.port for plan in plans] == [8003, 8005, 8006]
+    pinned = plan_replicas(_config(replicas=2, port=8000), adapter, (0, 1), avoid=taken)
+    assert [plan.port for plan in pinned] == [8000, 8001]
+    with pytest.raises(RunFailed, match="no free port from 8000 to 65535 on host 'h'"):
+        plan_replicas(_config(), adapter, (0,), avoid=range(8000, 65536), host_name="h")
+
+
 def test_gauges_are_read_per_label_set() -> None:
     text = (
         "# HELP vllm:num_requests_running Number of requests.\n"

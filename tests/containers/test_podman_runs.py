@@ -1,0 +1,214 @@
+"""Engines run from images with real Podman, over the real sshd to a simulated host: started, ready,
+benchmarked and stopped with no container left; secrets reach the container through a 0600 file only;
+pulls from a real registry (progress, not found, unauthorized); a worker killed with ``kill -9``
+leaves no container once recovered."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+
+from db import crud
+from db.session import new_session
+from perflab.containers.runtime import LABEL_RUN
+from perflab.engines import EngineConfig
+from perflab.profiles import PRESETS, scaled
+from perflab.runner import RunnerOptions, execute_run, submit_run
+from perflab.runner.profile_spec import parse_profile
+from perflab.worker import RESTART_MESSAGE, Worker
+from tests.fixtures.podman import Registry, containers_labelled, podman
+from tests.fixtures.runs import (
+    BackgroundRun,
+    SimHostFactory,
+    benchmarking_with_progress,
+    cancel,
+    free_port_block,
+    inventory_of,
+    perflab_env,
+    stored_run,
+    wait_for_run,
+    write_hosts_file,
+)
+
+WORKER = "container-test-worker"
+FAST = RunnerOptions(ready_poll_s=0.2, sample_interval_s=1.0, stop_grace_s=5.0, ready_timeout_s=120.0)
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SECRET = "hf_containerSecretValue123"
+
+
+def _config(image: str, **knobs: object) -> EngineConfig:
+    return EngineConfig(
+        engine="vllm", model="Qwen/Qwen3-8B", tp=2, port=free_port_block(1), image=image, **knobs
+    )
+
+
+def _execute(engine: Engine, host, config: EngineConfig, profiles) -> object:  # type: ignore[no-untyped-def]
+    stored = submit_run(engine, host_name=host.name, config=config, profiles=profiles, worker_id=WORKER)
+    execute_run(stored.id, engine=engine, inventory=inventory_of(host), worker_id=WORKER, options=FAST)
+    return stored_run(engine, stored.id)
+
+
+def test_a_containerised_engine_is_started_benchmarked_and_removed(
+    runs_db: Engine, sim_host: SimHostFactory, podman_env: dict[str, str], python_image: str
+) -> None:
+    host = sim_host("podman-node", env=podman_env)
+    run = _execute(runs_db, host, _config(python_image), [scaled(PRESETS["short"], 0.03)])
+
+    assert run.status == "done" and run.failure_class is None, run.failure_message
+    (command,) = run.serve_commands
+    assert command.startswith(f"podman run --detach --name perflab-run-{run.id}-0 --pull never")
+    assert f"--label {LABEL_RUN}={run.id}" in command and "--ipc host" in command
+    assert f"--entrypoint vllm {python_image} serve Qwen/Qwen3-8B" in command
+    container = run.environment["container"]
+    assert container["runtime"] == "podman" and container["runtime_version"]
+    assert container["image"] == python_image and container["image_id"] and container["pulled"] is False
+    # The version the engine reports inside the container (the simulated one, as the host's probe saw it).
+    assert (
+        container["engine_version"] == run.environment["engines"]["vllm"] == run.environment["engine_version"]
+    )
+    assert run.remote_state["stopped"] == {"engine-0": "term"}
+    assert "Application startup complete" in (run.log_tail or "")
+    assert containers_labelled(LABEL_RUN, str(run.id)) == []
+    with new_session(runs_db) as session:
+        (result,) = crud.list_profile_results(session, run_id=run.id)
+        sources = {sample.source for sample in crud.list_samples(session, run_id=run.id)}
+    assert result.completed > 0 and result.failed == 0
+    assert sources == {"engine", "accelerator"}
+
+
+def test_secrets_reach_the_container_through_a_private_file_only(
+    runs_db: Engine, sim_host: SimHostFactory, podman_env: dict[str, str], python_image: str, tmp_path: Path
+) -> None:
+    secret_file = tmp_path / "hf-token"
+    secret_file.write_text(SECRET + "\n")
+    host = sim_host("podman-secrets", env=podman_env, secrets={"HF_TOKEN": {"file": str(secret_file)}})
+    config = _config(python_image)
+    stored = submit_run(
+        runs_db,
+        host_name=host.name,
+        config=config,
+        profiles=[parse_profile("random:in=64,out=8,n=300,rate=5")],
+        worker_id=WORKER,
+    )
+    background = BackgroundRun(runs_db, stored.id, host, WORKER, FAST)
+    try:
+        run = wait_for_run(runs_db, stored.id, benchmarking_with_progress, timeout_s=120)
+        name = f"perflab-run-{run.id}-0"
+        env_file = Path(run.remote_state["run_dir"]) / f"{name}.env"
+        assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
+        assert env_file.read_text() == f"HF_TOKEN={SECRET}\n"
+        inside = podman("container", "inspect", "--format", "{{json .Config.Env}}", name).stdout
+        assert f"HF_TOKEN={SECRET}" in inside
+        assert (
+            SECRET not in " ".join(run.serve_commands) and f"--env-file {env_file}" in run.serve_commands[0]
+        )
+        assert all(SECRET not in _command_line(pid) for pid in _pids())
+    finally:
+        cancel(runs_db, stored.id)
+        assert background.join(120) == "cancelled"
+    assert not env_file.exists()
+    assert containers_labelled(LABEL_RUN, str(stored.id)) == []
+
+
+def test_an_image_pulled_from_a_registry_shows_progress_and_its_digest(
+    runs_db: Engine,
+    sim_host: SimHostFactory,
+    python_image: str,
+    registry: Registry,
+    podman_env: dict[str, str],
+) -> None:
+    remote = registry.reference("perflab/python3:pulled")
+    podman("push", "--quiet", python_image, remote)
+    podman("rmi", "--force", remote, check=False)
+    host = sim_host("podman-pull", env=podman_env)
+    events: list[str] = []
+    stored = submit_run(
+        runs_db,
+        host_name=host.name,
+        config=_config(remote),
+        profiles=[scaled(PRESETS["short"], 0.02)],
+        worker_id=WORKER,
+    )
+    status = execute_run(
+        stored.id,
+        engine=runs_db,
+        inventory=inventory_of(host),
+        worker_id=WORKER,
+        options=FAST,
+        on_event=lambda event: events.append(str(event.data.get("log_line", ""))),
+    )
+    run = stored_run(runs_db, stored.id)
+    assert status == "done", run.failure_message
+    assert any(line.startswith("Copying blob") for line in events), events[:20]
+    container = run.environment["container"]
+    assert container["pulled"] is True
+    assert any(digest.startswith(f"{remote.rsplit(':', 1)[0]}@sha256:") for digest in container["digests"])
+
+
+def test_pull_failures_are_classified(
+    runs_db: Engine, sim_host: SimHostFactory, registry: Registry, podman_env: dict[str, str]
+) -> None:
+    host = sim_host("podman-missing", env=podman_env)
+    profiles = [scaled(PRESETS["short"], 0.02)]
+    missing = _execute(runs_db, host, _config(registry.reference("perflab/does-not-exist:1")), profiles)
+    assert missing.status == "failed" and missing.failure_class == "image_not_found"
+    assert "manifest unknown" in missing.failure_message
+    assert missing.serve_commands == [] and missing.remote_state is None
+
+    locked = _execute(runs_db, host, _config(registry.reference("perflab/private:1", auth=True)), profiles)
+    assert locked.failure_class == "image_unauthorized"
+    assert "authentication required" in locked.failure_message
+
+
+def test_a_worker_killed_mid_run_leaves_no_container_after_recovery(
+    runs_db: Engine, sim_host: SimHostFactory, podman_env: dict[str, str], python_image: str, tmp_path: Path
+) -> None:
+    host = sim_host("podman-crash", env=podman_env)
+    hosts_file = write_hosts_file(tmp_path / "hosts.yaml", [host])
+    queued = submit_run(
+        runs_db,
+        host_name=host.name,
+        config=_config(python_image),
+        profiles=[parse_profile("random:in=64,out=8,n=300,rate=5")],
+    )
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "perflab", "worker", "--worker-id", "container-crash", "--poll", "0.2"],
+        cwd=REPO_ROOT,
+        env={**os.environ, **perflab_env(runs_db, hosts_file)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_run(runs_db, queued.id, benchmarking_with_progress, timeout_s=120)
+    finally:
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(timeout=10)
+    assert containers_labelled(LABEL_RUN, str(queued.id)) == [f"perflab-run-{queued.id}-0"]
+
+    restarted = Worker(runs_db, inventory_path=hosts_file, worker_id="container-crash", runner_options=FAST)
+    try:
+        assert restarted.run_once() == {}
+    finally:
+        restarted.stop()
+    run = stored_run(runs_db, queued.id)
+    assert run.failure_class == "worker_restarted" and run.failure_message == RESTART_MESSAGE
+    assert run.remote_state["stopped"]["engine-0"] == "term"
+    assert containers_labelled(LABEL_RUN, str(queued.id)) == []
+
+
+def _pids() -> list[int]:
+    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+
+
+def _command_line(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
