@@ -84,6 +84,8 @@ class EngineAdapter:
     plumbing_args: ClassVar[tuple[str, ...]] = ()
     lookalike_flags: ClassVar[FlagTable | None] = None
     vocabulary: ClassVar[Mapping[str, Vocabulary]] = {}
+    help_argv: ClassVar[tuple[str, ...] | None] = None
+    flag_abbreviations: ClassVar[bool] = False
     bare_switches: ClassVar[tuple[str, ...]] = ()
     default_env: ClassVar[Mapping[str, str]] = {}
     file_mode: ClassVar[int] = 0o644

@@ -81,6 +81,8 @@ class SglangAdapter(EngineAdapter):
         kv_cache_usage="sglang:token_usage",
     )
     program = ("python3", "-m", "sglang.launch_server")
+    help_argv = ("python3", "-m", "sglang.launch_server", "--help")
+    flag_abbreviations = True
     model_flag = "--model-path"
     flags = SGLANG_FLAGS
     special_knobs = frozenset({"enable_chunked_prefill", "speculative_config"})

@@ -68,6 +68,7 @@ class TrtllmAdapter(EngineAdapter):
         path="/prometheus/metrics",
     )
     program = ("trtllm-serve",)
+    help_argv = ("trtllm-serve", "serve", "--help")
     flags = TRTLLM_FLAGS
     file_knobs = frozenset(
         {"attention_backend", "enable_prefix_caching", "kv_cache_dtype", "speculative_config"}

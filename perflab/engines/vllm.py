@@ -70,6 +70,8 @@ class VllmAdapter(EngineAdapter):
         kv_cache_usage="vllm:kv_cache_usage_perc",
     )
     program = ("vllm", "serve")
+    help_argv = ("vllm", "serve", "--help=all")
+    flag_abbreviations = True
     flags = VLLM_FLAGS
     bare_switches = ("--trust-remote-code", "--enforce-eager")
     ready_markers = ("Application startup complete",)

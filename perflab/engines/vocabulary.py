@@ -2,7 +2,9 @@
 
 Each adapter declares a ``{knob: Vocabulary}`` mapping (``VLLM_VOCABULARY``, …) and refuses a value
 outside it before anything is launched, naming the engine, the knob, the version the table comes from,
-the word to use for another engine's spelling, and the accepted values.
+the word to use for another engine's spelling, and the accepted values. The preflight
+(:mod:`perflab.engines.preflight`) then checks the launch against the help of the engine version
+actually installed on the host.
 """
 
 from __future__ import annotations

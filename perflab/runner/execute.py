@@ -1,7 +1,8 @@
 """One run's lifecycle: launching → ready → benchmarking → done | failed | cancelled.
 
 :func:`execute_run` takes a run already claimed (status ``launching``) and drives it: load and
-validate its config and profiles, reach and probe the host, lock its GPUs, record and start every
+validate its config and profiles, reach and probe the host, check the config against what the host's
+engine accepts (:mod:`perflab.engines.preflight`), lock its GPUs, record and start every
 replica, wait until they are ready, benchmark every profile while a sampler stores metrics, and — in
 every case — stop what it started, keep the engine log tail, release the GPUs and store the final
 status with the failure class and message. Cancellation and worker shutdown are checked at every
@@ -28,6 +29,7 @@ from db.models import Run
 from perflab.containers.images import ImageInfo
 from perflab.containers.launch import ContainerPlan
 from perflab.engines import EngineAdapter, EngineConfig, EngineConfigError, ReplicaPlan, get_adapter
+from perflab.engines.preflight import default_cache, preflight
 from perflab.inventory import HostConfig, Inventory, InventoryError
 from perflab.probe import ProbeResult, probe_host
 from perflab.profiles import BenchmarkProfile
@@ -302,6 +304,15 @@ class _Execution:
                 self.emit("message", f"port taken at launch, choosing another: {failure.message}")
                 attempt += 1
 
+    def _preflight(self, plan: _Plan, transport: Transport) -> None:
+        """Refuse, before anything is locked or started, flags and values the host's engine lacks."""
+        verdict = preflight(
+            transport, plan.adapter, plan.config, engine_version=self.engine_version, cache=default_cache()
+        )
+        if not verdict.ok:
+            raise RunFailed("launch_failed" if verdict.missing else "unknown_argument", verdict.summary())
+        self.emit("message", verdict.summary())
+
     def _execute(self) -> None:
         run = self.store.load()
         if run.cancel_requested:
@@ -314,6 +325,7 @@ class _Execution:
         probe = probe_host(transport)
         if plan.config.image is None:
             self.engine_version = probe.engines.get(plan.config.engine)
+            self._preflight(plan, transport)
         gpu_ids = self._place(plan, probe)
         self.store.update(
             gpu_ids=list(gpu_ids),

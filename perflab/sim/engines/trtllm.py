@@ -4,7 +4,8 @@
 ``--pp_size``, ``--max_num_tokens``, ``--max_batch_size``, ``--max_seq_len``,
 ``--kv_cache_free_gpu_memory_fraction``, ``--backend``, ``--host``, ``--port``,
 ``--enable_chunked_prefill``, ``--extra_llm_api_options FILE`` …), ``--opt value`` or ``--opt=value``.
-Unknown options fail as click fails (``Error: No such option: --x``, exit 2). The YAML options file
+Unknown options fail as click fails (``Error: No such option: --x``, exit 2); ``--help`` lists the
+options in click's layout. The YAML options file
 may set ``kv_cache_config`` (``enable_block_reuse``, ``dtype``, ``free_gpu_memory_fraction``),
 ``enable_chunked_prefill``, ``max_batch_size``, ``max_num_tokens``, ``max_seq_len``, ``attn_backend``,
 ``speculative_config`` (``decoding_type``, ``max_draft_len`` / the deprecated ``num_nextn_predict_layers``)
@@ -110,6 +111,19 @@ EXTRA_KEYS = {
     "return_perf_metrics",
     "kv_cache_dtype",
 }
+
+
+_METAVARS = {"str": "TEXT", "int": "INTEGER", "float": "FLOAT", "flag": ""}
+
+
+def help_text() -> str:
+    """``trtllm-serve serve --help`` in click's layout: one line per option with its metavar or choices."""
+    lines = [USAGE.splitlines()[0], "", "Options:"]
+    for option, (_, kind) in OPTIONS.items():
+        metavar = f"[{'|'.join(kind)}]" if isinstance(kind, tuple) else _METAVARS[str(kind)]
+        lines.append(f"  {option} {metavar}".rstrip())
+    lines.append("  --help                          Show this message and exit.")
+    return "\n".join(lines) + "\n"
 
 
 class ClickError(Exception):
@@ -260,6 +274,9 @@ def main(argv: List[str]) -> int:
     host = host_or_none("trtllm-serve")
     if host is None:
         return 1
+    if "--help" in argv:
+        print(help_text(), end="", flush=True)
+        return 0
     try:
         values = parse_argv(argv)
     except ClickError as error:

@@ -1,6 +1,7 @@
 """``vllm`` on a simulated host: ``vllm serve MODEL [options]`` as vLLM parses and logs it.
 
-Options use vLLM's names (``-tp/--tensor-parallel-size``, ``-dp``, ``--enable-expert-parallel``,
+``--help`` and ``--help=all`` print the options (perflab's preflight reads them). Options use vLLM's
+names (``-tp/--tensor-parallel-size``, ``-dp``, ``--enable-expert-parallel``,
 ``--quantization``, ``--max-num-batched-tokens``, ``--max-num-seqs``, ``--[no-]enable-prefix-caching``,
 ``--kv-cache-dtype``, ``--[no-]enable-chunked-prefill``, ``--speculative-config JSON``,
 ``--performance-mode``, ``--max-model-len`` (``32k`` allowed), ``--gpu-memory-utilization``,
@@ -303,6 +304,9 @@ def main(argv: List[str]) -> int:
         )
         print(f"vllm: error: {message}", file=sys.stderr, flush=True)
         return 2
+    if any(arg == "--help" or arg.startswith("--help=") or arg == "-h" for arg in argv[1:]):
+        print(build_parser().format_help(), end="", flush=True)  # vLLM's --help=all lists every flag
+        return 0
     try:
         args = build_parser().parse_args(normalize_options(argv[1:]))
     except SystemExit as exit_:
