@@ -145,19 +145,31 @@ with st.expander("Custom profile", expanded=False):
     )
     stored_dataset = dataset_options[dataset_label]
     in_col, out_col, count_col, rate_col, concurrency_col = st.columns(5)
+    if stored_dataset is None:
+        input_len = int(
+            in_col.number_input("Input tokens", min_value=1, value=1024, key="launch_custom_input_len")
+        )
+    else:
+        input_len = None
+        in_col.caption("Input lengths: the dataset's own prompts.")
+    # Each dataset has its own prompt count, so picking another one starts from its size.
+    num_prompts = int(
+        count_col.number_input(
+            "Prompts",
+            min_value=1,
+            value=launch.DEFAULT_PROMPTS if stored_dataset is None else stored_dataset.num_prompts,
+            key=f"launch_custom_num_prompts_{stored_dataset.id if stored_dataset else 'random'}",
+        )
+    )
     custom_form = launch.CustomProfileForm(
         name=custom_name,
         dataset="random" if stored_dataset is None else "stored",
         dataset_fields=None if stored_dataset is None else profile_dataset(stored_dataset),
-        input_len=int(
-            in_col.number_input("Input tokens", min_value=1, value=1024, key="launch_custom_input_len")
-        ),
+        input_len=input_len,
         output_len=int(
             out_col.number_input("Output tokens", min_value=1, value=128, key="launch_custom_output_len")
         ),
-        num_prompts=int(
-            count_col.number_input("Prompts", min_value=1, value=100, key="launch_custom_num_prompts")
-        ),
+        num_prompts=num_prompts,
         request_rate=rate_col.number_input(
             "Request rate (req/s)",
             min_value=0.01,
@@ -169,6 +181,9 @@ with st.expander("Custom profile", expanded=False):
             "Max concurrency", min_value=1, value=None, key="launch_custom_concurrency"
         ),
     )
+    reuse = launch.reuse_note(num_prompts, stored_dataset.num_prompts if stored_dataset else None)
+    if reuse:
+        st.warning(reuse, icon=":material/repeat:")
     if add_custom:
         try:
             profiles.append(launch.custom_profile(custom_form))
@@ -177,7 +192,10 @@ with st.expander("Custom profile", expanded=False):
 scale = SCALES[st.selectbox("Prompts per profile", list(SCALES), key="launch_scale")]
 profiles = launch.scale_profiles(profiles, scale)
 if profiles:
-    st.dataframe(launch.profiles_frame(profiles, model or "MODEL"), hide_index=True)
+    st.dataframe(
+        launch.profiles_frame(profiles, model or "MODEL", dataset_names=launch.dataset_names(datasets)),
+        hide_index=True,
+    )
 else:
     st.caption("Pick at least one profile.")
 

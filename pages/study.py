@@ -49,8 +49,8 @@ st.title(f"Study {study.id}: {study.name}")
 active = study.status not in FINISHED_STUDY_STATUSES
 
 link_col, pause_col, cancel_col = st.columns(3)
-if link_col.button("Copy link", key="study_copy_link", icon=":material/link:"):
-    ui.show_link(ui.share_link(PAGE, {"study": str(study.id)}, current_page=PAGE))
+with link_col:
+    ui.copy_link_button(ui.share_link(PAGE, {"study": str(study.id)}, current_page=PAGE), key="study")
 try:
     if not ui.may_write():
         pause_col.caption("Log in (in the sidebar) to pause or cancel this study.")

@@ -190,8 +190,11 @@ class BenchmarkProfile(BaseModel):
             args += ["--save-result", save_result]
         return args
 
-    def vllm_bench_command(self, model: str, *, base_url: str | None = None) -> str:
-        """The equivalent ``vllm bench serve`` command, worded as the seeds' "Benchmark Script".
+    def vllm_bench_command(
+        self, model: str, *, base_url: str | None = None, dataset_path: str | None = None
+    ) -> str:
+        """The equivalent ``vllm bench serve`` command, worded as the seeds' "Benchmark Script"
+        (``dataset_path`` names the dataset file instead of ``dataset_ref``).
 
         Percentiles are left out: they only choose which quantiles vLLM prints.
         """
@@ -200,7 +203,7 @@ class BenchmarkProfile(BaseModel):
             words += ["--base-url", base_url]
         words += ["--backend", VLLM_BACKENDS[self.endpoint], "--endpoint", ENDPOINT_PATHS[self.endpoint]]
         words += ["--dataset-name", self.dataset]
-        path = self._dataset_path(None)
+        path = self._dataset_path(dataset_path)
         if path is not None:
             words += ["--dataset-path", path]
         if self.dataset == "random":

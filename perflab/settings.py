@@ -13,11 +13,16 @@ variable with a default that suits a real deployment.
 - ``PERFLAB_WORKER_STALE_S``: a worker whose heartbeat is older than this is taken for dead (default 60 s).
 - ``PERFLAB_APP_WORKDIR``: perflab's directory on the app's machine, where a benchmark forwarded from a
   host without a usable Python keeps its run directory (default ``~/.perflab/app``).
+- ``PERFLAB_APP_URL``: the web app's address as its users open it (default ``http://localhost:8501``),
+  for the links commands print (``perflab run`` prints the run page's).
+- ``PERFLAB_HUB_CACHE``: where datasets fetched from the Hugging Face hub are kept on the app's machine
+  (default ``~/.cache/perflab/hub``); a declared dataset location (:mod:`perflab.hub`).
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -28,11 +33,15 @@ READY_TIMEOUT_ENV = "PERFLAB_READY_TIMEOUT_S"
 APP_WORKER_ENV = "PERFLAB_APP_WORKER"
 WORKER_STALE_ENV = "PERFLAB_WORKER_STALE_S"
 APP_WORKDIR_ENV = "PERFLAB_APP_WORKDIR"
+HUB_CACHE_ENV = "PERFLAB_HUB_CACHE"
+APP_URL_ENV = "PERFLAB_APP_URL"
 
 REAL_READY_TIMEOUT_S = 20 * 60.0
 SIMULATED_READY_TIMEOUT_S = 5 * 60.0
 DEFAULT_WORKER_STALE_S = 60.0
 DEFAULT_APP_WORKDIR = "~/.perflab/app"
+DEFAULT_HUB_CACHE = "~/.cache/perflab/hub"
+DEFAULT_APP_URL = "http://localhost:8501"
 
 
 class SettingError(ValueError):
@@ -73,6 +82,7 @@ def check() -> None:
     """Read every setting that has a format once; :class:`SettingError` names the first bad one."""
     ready_timeout_s(simulated=False)
     worker_stale_s()
+    app_url()
 
 
 def app_workdir() -> str:
@@ -89,3 +99,21 @@ def open_database() -> Engine:
         reason = str(exc).splitlines()[0]
         raise SettingError(f"cannot use the database {describe()}: {reason}") from None
     return engine
+
+
+def hub_cache_dir() -> Path:
+    """Where hub datasets are cached: ``$PERFLAB_HUB_CACHE`` or ``~/.cache/perflab/hub``."""
+    return Path(os.environ.get(HUB_CACHE_ENV, "").strip() or DEFAULT_HUB_CACHE).expanduser()
+
+
+def app_url() -> str:
+    """The web app's base address (``PERFLAB_APP_URL``, default ``http://localhost:8501``), no slash."""
+    value = os.environ.get(APP_URL_ENV, "").strip() or DEFAULT_APP_URL
+    if not value.startswith(("http://", "https://")):
+        raise SettingError(f"{APP_URL_ENV}={value!r}: expected an http:// or https:// address")
+    return value.rstrip("/")
+
+
+def run_page_url(run_id: int) -> str:
+    """The address of run ``run_id``'s page in the web app."""
+    return f"{app_url()}/run?run={run_id}"

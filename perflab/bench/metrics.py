@@ -6,8 +6,11 @@
 - E2EL: request sent → last text chunk.
 - duration: first dispatch → last completion; throughputs divide the successful totals by it.
 - peak output tokens/s: the largest number of output tokens received in one 1-second bucket
-  (buckets start at the first dispatch); peak concurrent requests: exact maximum overlap of the
-  requests' [sent, ended) intervals.
+  (buckets start at the first dispatch), as ``vllm bench serve`` counts it, but never below the
+  average output throughput: a run shorter than a second has one bucket holding fewer tokens than
+  a second would (vLLM then reports a "peak" under the average), and a partial last bucket can only
+  lower the maximum; peak concurrent requests: exact maximum overlap of the requests' [sent, ended)
+  intervals.
 - goodput: successful requests per second meeting every SLO (``ttft``, ``tpot``, ``e2el`` in ms;
   a request with one output token has TPOT 0 for this purpose).
 
@@ -199,7 +202,9 @@ def compute(
         request_goodput=goodput,
         output_throughput=per_second(total_output),
         total_token_throughput=per_second(total_input + total_output),
-        max_output_tokens_per_s=float(max((row["output_tokens"] for row in timeseries), default=0)),
+        max_output_tokens_per_s=max(
+            float(max((row["output_tokens"] for row in timeseries), default=0)), per_second(total_output)
+        ),
         max_concurrent_requests=int(max((row["requests_in_flight"] for row in timeseries), default=0)),
         latency={
             "ttft": summarize(ttfts, percentiles),

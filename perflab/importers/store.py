@@ -20,6 +20,7 @@ from db.models import Run
 from perflab.engines import get_adapter
 from perflab.importers.commands import config_from_command, engine_named_in
 from perflab.importers.detect import parse_content
+from perflab.importers.limits import check_size
 from perflab.importers.model import ImportedResult, ImportFileError
 from perflab.redact import Redactor, process_redactor
 
@@ -44,6 +45,7 @@ def read_file(path: str | Path) -> ParsedFile:
     """Read and parse one file; raises :class:`ImportFileError` naming it."""
     path = Path(path)
     try:
+        check_size(str(path), path.stat().st_size)
         content = path.read_bytes()
     except OSError as error:
         raise ImportFileError(str(path), f"cannot read: {error.strerror or error}") from None

@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from sqlmodel import Session
 
+from perflab.hub.catalog import SAMPLE_REPORT_NOTE, used_sample
 from perflab.report.model import (
     CandidateSection,
     ComparisonRow,
@@ -199,6 +200,12 @@ def report_of(progress: StudyProgress) -> Report:
         )
     if any(run.simulated for run in progress.runs):
         notes.append("Measured on simulated hosts: the figures come from perflab's performance model.")
+    if any(
+        used_sample(result.result.get("notes"))
+        for outcome in progress.found.values()
+        for result in outcome.results
+    ):
+        notes.append(SAMPLE_REPORT_NOTE)
     if plan.failure:
         notes.append(plan.failure)
     return Report(

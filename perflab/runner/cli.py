@@ -227,16 +227,19 @@ def run(args: argparse.Namespace) -> int:
     except (EngineConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    link = settings.run_page_url(stored.id)
     if args.queue:
         print(
-            json.dumps({"run_id": stored.id, "status": stored.status})
+            json.dumps({"run_id": stored.id, "status": stored.status, "url": link})
             if args.json
-            else f"queued run {stored.id}"
+            else f"queued run {stored.id}: {link}"
         )
         return 0
+    print(f"[run {stored.id}] run page: {link}", file=sys.stderr, flush=True)
     status = _execute(engine, worker, stored.id)
     if args.json:
-        print(json.dumps(run_json(engine, stored.id), indent=2))
+        print(json.dumps({**run_json(engine, stored.id), "url": link}, indent=2))
     else:
         sys.stdout.write(run_text(engine, stored.id))
+        print(f"Run page: {link}")
     return EXIT_STATUS.get(status, 1)

@@ -1,8 +1,12 @@
-"""The dataset file a profile needs, found in the database (uploaded datasets) or on the app machine.
+"""The dataset file a profile needs, found in the database (uploaded datasets), on the app machine or
+on the Hugging Face hub.
 
 A ShareGPT or custom profile names its dataset by ``dataset_ref``: a stored dataset's id, content hash
-or name, or a path on the app's machine (ShareGPT without a ref: the usual dump file name). The file
-is handed to the remote benchmark, which uploads it to the host once per content.
+or name, a path on the app's machine, or a hub file (the ShareGPT dump's file name, which is also what
+a ShareGPT profile without a ref means, or ``hf://datasets/<owner>/<name>/<path>``), fetched into the
+hub cache (:mod:`perflab.hub`); with the hub unreachable the ShareGPT dump falls back to perflab's
+ShareGPT-format sample, and the note saying so goes with the result. The file is handed to the remote
+benchmark, which uploads it to the host once per content.
 """
 
 from __future__ import annotations
@@ -15,8 +19,11 @@ from sqlalchemy.engine import Engine
 from db import crud
 from db.models import Dataset
 from db.session import new_session
+from perflab.hub.catalog import hub_file, resolve_hub_dataset
+from perflab.hub.client import HubError
 from perflab.profiles import SHAREGPT_FILE, BenchmarkProfile
 from perflab.runner.errors import RunFailed
+from perflab.settings import hub_cache_dir
 
 DATASET_FLAG = "--dataset-path"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -43,8 +50,24 @@ def _stored(engine: Engine, ref: str) -> tuple[Dataset, bytes] | None:
         return (dataset, dataset.content) if dataset is not None else None
 
 
-def dataset_files(engine: Engine, profile: BenchmarkProfile, directory: Path) -> dict[str, Path]:
-    """``{"--dataset-path": local file}`` for ``profile`` (empty for random datasets)."""
+def _hub_dataset(profile: BenchmarkProfile, ref: str, notes: list[str] | None) -> Path | None:
+    try:
+        file = hub_file(ref)
+        if file is None:
+            return None
+        resolved = resolve_hub_dataset(file, cache_dir=hub_cache_dir())
+    except HubError as problem:
+        raise RunFailed("dataset_missing", f"profile '{profile.name}': {problem}") from None
+    if resolved.note and notes is not None:
+        notes.append(resolved.note)
+    return resolved.path
+
+
+def dataset_files(
+    engine: Engine, profile: BenchmarkProfile, directory: Path, notes: list[str] | None = None
+) -> dict[str, Path]:
+    """``{"--dataset-path": local file}`` for ``profile`` (empty for random datasets); a remark on the
+    file (the sample standing in for the ShareGPT dump) is appended to ``notes``."""
     if profile.dataset == "random":
         return {}
     ref = profile.dataset_ref or SHAREGPT_FILE
@@ -62,8 +85,11 @@ def dataset_files(engine: Engine, profile: BenchmarkProfile, directory: Path) ->
     local = Path(ref).expanduser()
     if local.is_file():
         return {DATASET_FLAG: local}
+    hub = _hub_dataset(profile, ref, notes)
+    if hub is not None:
+        return {DATASET_FLAG: hub}
     raise RunFailed(
         "dataset_missing",
-        f"profile '{profile.name}': dataset '{ref}' is neither a stored dataset (id, content hash or name) "
-        "nor a file on the app machine; upload it first",
+        f"profile '{profile.name}': dataset '{ref}' is neither a stored dataset (id, content hash or name), "
+        "a file on the app machine nor a hub file (hf://datasets/<owner>/<name>/<path>); upload it first",
     )

@@ -374,7 +374,9 @@ class _Execution:
                 timeout_s=self.options.bench_timeout_s,
                 interrupt=self.interrupt,
                 on_progress=self.progress,
-                dataset_files=lambda profile: dataset_files(self.store.engine, profile, directory),
+                dataset_files=lambda profile, notes: dataset_files(
+                    self.store.engine, profile, directory, notes
+                ),
                 record_bench=self._record_bench,
             )
             run_profiles(context, plan.profiles, flat_gain=self.options.flat_gain)

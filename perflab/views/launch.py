@@ -6,7 +6,7 @@ The live serve command comes from :func:`perflab.views.commands.command_preview`
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from sqlmodel import Session
 
 from db import crud
-from db.models import Run
+from db.models import Dataset, Run
 from perflab.engines import EngineConfig
 from perflab.engines.flags import format_value, parse_json_object
 from perflab.inventory import HostConfig
@@ -24,6 +24,8 @@ from perflab.profiles import PRESETS, BenchmarkProfile, scaled
 from perflab.redact import config_problems
 from perflab.runner.submit import submit_run
 from perflab.views.run_detail import RunView
+
+DEFAULT_PROMPTS = 100
 
 TRISTATE: dict[str, bool | None] = {"engine default": None, "on": True, "off": False}
 # Form fields the config takes as they are, like the number knobs; text knobs are stripped (empty: the
@@ -168,7 +170,7 @@ class CustomProfileForm:
     dataset_fields: dict[str, str] | None = None
     input_len: int | None = 1024
     output_len: int | None = 128
-    num_prompts: int = 100
+    num_prompts: int = DEFAULT_PROMPTS
     request_rate: float | None = None
     max_concurrency: int | None = None
     seed: int | None = 42
@@ -198,13 +200,34 @@ def custom_profile(form: CustomProfileForm) -> BenchmarkProfile:
         raise _input_error(error, "profile") from None
 
 
-def profiles_frame(profiles: Sequence[BenchmarkProfile], model: str) -> pd.DataFrame:
-    """The chosen profiles with their load and the equivalent ``vllm bench serve`` command."""
+def reuse_note(num_prompts: int, dataset_prompts: int | None) -> str | None:
+    """What asking for more prompts than a dataset holds means, or None when it holds enough."""
+    if dataset_prompts is None or num_prompts <= dataset_prompts:
+        return None
+    return (
+        f"The dataset holds {dataset_prompts} prompts: {num_prompts} requests send them again in order "
+        f"(each about {num_prompts / dataset_prompts:.1f} times), which a prefix cache may favour."
+    )
+
+
+def dataset_names(datasets: Sequence[Dataset]) -> dict[str, str]:
+    """Stored datasets' names by content hash (how custom profiles refer to them)."""
+    return {dataset.content_hash: dataset.name for dataset in datasets}
+
+
+def profiles_frame(
+    profiles: Sequence[BenchmarkProfile], model: str, *, dataset_names: Mapping[str, str] | None = None
+) -> pd.DataFrame:
+    """The chosen profiles with their load and the equivalent ``vllm bench serve`` command (a stored
+    dataset named by its name rather than its content hash)."""
+    names = dataset_names or {}
     rows = [
         {
             "Profile": profile.title,
             "Load": describe_load(profile),
-            "vllm bench serve": profile.vllm_bench_command(model),
+            "vllm bench serve": profile.vllm_bench_command(
+                model, dataset_path=names.get(profile.dataset_ref or "")
+            ),
         }
         for profile in profiles
     ]

@@ -23,6 +23,8 @@ from db import crud
 from db.crud import RunSummary
 from db.models import FINISHED_RUN_STATUSES, ProfileResult, Run, RunSample
 from perflab.bench.report import format_text_block, partial_note
+from perflab.hub.catalog import used_sample
+from perflab.views import timeline as timelines
 from perflab.views.commands import CommandPreview, stored_command_preview
 from perflab.views.formatting import PARTIAL_MARK, format_duration, host_label
 
@@ -116,10 +118,23 @@ class ProfileView:
         return f"{self.title} {PARTIAL_MARK}" if self.partial else self.title
 
     @property
-    def timeseries(self) -> pd.DataFrame:
-        """The bench's per-second series: ``t``, ``output_tokens``, ``requests_in_flight``, ``completed``."""
-        rows = self.result.get("timeseries") or []
-        return pd.DataFrame([row for row in rows if isinstance(row, dict)])
+    def notes(self) -> list[str]:
+        """The benchmark's remarks on its dataset (lengths estimated, prompts reused, sample used)."""
+        return [note for note in self.result.get("notes") or [] if isinstance(note, str)]
+
+    @property
+    def used_sample(self) -> bool:
+        """Whether the result was measured on perflab's ShareGPT-format sample."""
+        return used_sample(self.notes)
+
+    @property
+    def timeline(self) -> timelines.Timeline:
+        """Output tokens/s and requests in flight over time: from the per-request records in bins fit
+        for the run's length, else the bench's per-second series."""
+        built = timelines.from_records(self.records) if not self.records.empty else None
+        if built is not None and not built.empty:
+            return built
+        return timelines.from_series(self.result.get("timeseries") or [])
 
 
 @dataclass(frozen=True)

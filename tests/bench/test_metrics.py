@@ -137,8 +137,29 @@ def test_peak_output_tokens_counts_tokens_per_one_second_bucket():
     )
     metrics = compute([a, b])
     assert [row["output_tokens"] for row in metrics.timeseries] == [5, 4]
-    assert metrics.max_output_tokens_per_s == 5.0
+    # 9 tokens in 1.5 s average 6 tok/s: the half-filled last bucket cannot pull the peak below that.
+    assert metrics.max_output_tokens_per_s == pytest.approx(6.0)
     assert [row["completed"] for row in metrics.timeseries] == [1, 1]
+
+
+def test_peak_output_tokens_is_never_below_the_average():
+    # 400 tokens in half a second: one bucket of 400 tokens, an average of 800 tok/s.
+    short = RequestRecord(
+        index=0,
+        base_url="x",
+        scheduled_s=0.0,
+        dispatched_s=0.0,
+        start_s=0.0,
+        end_s=0.5,
+        chunk_times_s=[0.1 + index * 0.001 for index in range(400)],
+        chunk_tokens=[1] * 400,
+        output_tokens=400,
+        success=True,
+    )
+    metrics = compute([short])
+    assert [row["output_tokens"] for row in metrics.timeseries] == [400]
+    assert metrics.output_throughput == pytest.approx(800.0)
+    assert metrics.max_output_tokens_per_s == pytest.approx(800.0)
 
 
 def test_concurrency_is_exact_overlap_with_touching_intervals_not_overlapping():

@@ -72,11 +72,20 @@ def test_a_failing_config_prints_the_reason_and_exits_1(
     assert "failed: TensorRT-LLM Qwen/Qwen3-8B-FP8 on a100 (defaults)" in captured.out
     assert "unsupported_hardware: TensorRT-LLM:" in captured.out
     assert "[run " in captured.err and "started engine-0" in captured.err
+    (run_id,) = {
+        line.split()[1].rstrip("]") for line in captured.err.splitlines() if line.startswith("[run ")
+    }
+    assert f"[run {run_id}] run page: http://localhost:8501/run?run={run_id}\n" in captured.err
+    assert captured.out.endswith(f"Run page: http://localhost:8501/run?run={run_id}\n")
 
 
 def test_queue_only_stores_the_run(
-    cli_env: dict[str, str], runs_db: Engine, capsys: pytest.CaptureFixture[str]
+    cli_env: dict[str, str],
+    runs_db: Engine,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("PERFLAB_APP_URL", "http://perf.example:8501/lab/")
     code = main(
         ["run", "--host", "h100", "--engine", "sglang", "--model", "m", "--tp", "2"]
         + ["--profile", "short", "--queue"]
@@ -84,7 +93,7 @@ def test_queue_only_stores_the_run(
 
     (run,) = _runs(runs_db)
     assert code == 0
-    assert capsys.readouterr().out == f"queued run {run.id}\n"
+    assert capsys.readouterr().out == f"queued run {run.id}: http://perf.example:8501/lab/run?run={run.id}\n"
     assert (run.status, run.engine, run.knobs_summary) == ("queued", "sglang", "tp=2")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import socket
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from db import crud
 from db.session import new_session
 from perflab import settings
 from perflab.engines import EngineConfig, InvalidKnobValue
+from perflab.hub.sample import SAMPLE_PATH
 from perflab.inventory import default_inventory_path
 from perflab.profiles import PRESETS, BenchmarkProfile
 from perflab.runner import RunFailed, submit_run, wait_for_runs
@@ -70,8 +72,24 @@ def test_datasets_are_found_by_id_hash_name_or_path(runs_db: Engine, tmp_path: P
         "--dataset-path": local
     }
     assert dataset_files(runs_db, PRESETS["short"], tmp_path) == {}
-    with pytest.raises(RunFailed, match="dataset 'ShareGPT_V3_unfiltered_cleaned_split.json' is neither"):
-        dataset_files(runs_db, PRESETS["sharegpt"], tmp_path)
+    with pytest.raises(RunFailed, match="dataset 'nope.json' is neither a stored dataset"):
+        dataset_files(runs_db, parse_profile("custom:path=nope.json,n=1"), tmp_path)
+
+
+def test_sharegpt_without_a_reachable_hub_runs_on_the_labelled_sample(
+    runs_db: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    monkeypatch.setenv("PERFLAB_HF_ENDPOINT", f"http://127.0.0.1:{closed}")
+    monkeypatch.setenv("PERFLAB_HUB_CACHE", str(tmp_path / "hub"))
+    notes: list[str] = []
+    assert dataset_files(runs_db, PRESETS["sharegpt"], tmp_path, notes) == {"--dataset-path": SAMPLE_PATH}
+    (note,) = notes
+    assert note.startswith("ShareGPT-format sample used instead of the ShareGPT dump (hf://datasets/")
+    with pytest.raises(RunFailed, match="dataset_missing|cannot be reached"):
+        dataset_files(runs_db, parse_profile("custom:path=hf://datasets/team/x/a.jsonl,n=1"), tmp_path)
 
 
 def test_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

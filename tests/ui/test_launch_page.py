@@ -99,7 +99,18 @@ def test_custom_profile_with_an_uploaded_dataset(empty_db: str, open_page, tmp_p
         f"#{dataset.id} · support.jsonl (jsonl, 2 prompts)"
     ).run()
     app.text_input(key="launch_custom_name").input("Support traffic").run()
-    app.number_input(key="launch_custom_num_prompts").set_value(8).run()
+    # The dataset's own size is the default; its prompts set the input lengths, so no such field.
+    prompts = app.number_input(key=f"launch_custom_num_prompts_{dataset.id}")
+    assert prompts.value == 2 and "Input tokens" not in [field.label for field in app.number_input]
+    assert "Input lengths: the dataset's own prompts." in [caption.value for caption in app.caption]
+    assert not app.main.warning
+    command = app.dataframe[0].value["vllm bench serve"][0]
+    assert "--dataset-name custom --dataset-path support.jsonl " in command
+    prompts.set_value(8).run()
+    assert [warning.value for warning in app.main.warning] == [
+        "The dataset holds 2 prompts: 8 requests send them again in order (each about 4.0 times), "
+        "which a prefix cache may favour."
+    ]
     app.number_input(key="launch_custom_concurrency").set_value(2).run()
     assert list(app.dataframe[0].value["Load"]) == ["custom, 8 prompts, concurrency 2"]
     app.button(key="launch_queue").click().run()

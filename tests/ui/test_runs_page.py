@@ -18,7 +18,7 @@ def test_empty_database_says_how_to_start(empty_db: str, open_page) -> None:  # 
     assert not app.dataframe
     sidebar = " ".join(texts(app.sidebar.caption))
     assert f"Database: {db_session.describe(empty_db)}" in sidebar
-    assert "Queued runs: 0 · running: 0" in sidebar
+    assert "Queued runs: 0 · in flight: 0" in sidebar
     assert any("No worker running" in text for text in texts(app.sidebar.warning))
 
 
@@ -42,7 +42,7 @@ def test_every_run_is_listed_with_its_facts(data_db: SeededDatabase, open_page) 
     assert table.loc[runs.replicated, "Replicas"] == "×2" and done["Replicas"] == ""
     assert table.loc[runs.failed, "Status"] == "failed"
     sidebar = " ".join(texts(app.sidebar.caption))
-    assert "Queued runs: 1 · running: 1" in sidebar
+    assert "Queued runs: 1 · in flight: 1 (benchmarking 1)" in sidebar
 
 
 def test_filters_sort_and_paging(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]

@@ -31,7 +31,7 @@ def test_finished_run_detail(seeded_database: SeededDatabase) -> None:
         paced.records["output_tokens"] - 1
     )
     assert (paced.records["tpot_ms"] - expected_tpot).abs().max() < 1e-9
-    assert set(paced.timeseries.columns) >= {"t", "output_tokens", "requests_in_flight"}
+    assert set(paced.timeline.frame.columns) == {"t", "output_tokens_per_s", "requests_in_flight"}
     assert paced.text_block is not None and "Serving Benchmark Result" in paced.text_block
     assert set(detail.samples["source"]) == {"engine", "accelerator"}
     assert {"running", "waiting", "kv_cache_usage", "gpu", "utilization_pct"} <= set(detail.samples.columns)
