@@ -37,8 +37,8 @@ def test_the_installed_vllm_refuses_an_unknown_flag_before_it_starts(tmp_path: P
     assert verdict.checked and not verdict.missing
     assert verdict.problems == (
         f"vLLM {version} has no flag --no-such-flag",
-        f"vLLM {version} does not accept --dtype 'float99' (choices: auto, bfloat16, float, float16, float32, "
-        "half)",
+        f"vLLM {version} does not accept --dtype 'float99' "
+        "(choices: auto, bfloat16, float, float16, float32, half)",
     )
     assert preflight(transport, adapter, good, engine_version=version, cache=cache).ok
     assert list((tmp_path / "cache").glob("*.json"))
