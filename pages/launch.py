@@ -51,6 +51,21 @@ else:
     st.caption("Not probed yet: the Hosts page lists its accelerators and engine versions.")
 if host.simulated:
     st.caption("Simulated host: engines and accelerators are answered by perflab's simulator.")
+source_col, image_col = st.columns([1, 2])
+image_source = source_col.selectbox(
+    "Run the engine from", launch.image_sources(engine), key="launch_image_source"
+)
+image = ""
+if image_source != launch.HOST_INSTALL:
+    image = image_col.text_input(
+        "Container image (edit the tag)",
+        value=launch.image_default(engine, image_source),
+        placeholder="registry/name:tag",
+        key=f"launch_image_{engine}_{image_source}",
+        help="Started with the host's podman or docker (hosts.yaml container_runtime, else the one found).",
+    )
+    if target.probe is not None:
+        st.caption(f"Container runtimes on the host: {hosts.container_runtimes_text(target.probe)}")
 
 st.subheader("Knobs")
 st.caption("Leave a knob empty for the engine's default.")
@@ -101,6 +116,7 @@ form = launch.ConfigForm(
     ),
     extra_args=st.text_input("Extra arguments", placeholder="--enforce-eager", key="launch_extra_args"),
     env=st.text_area("Environment (NAME=value per line)", height=68, key="launch_env"),
+    image=image,
 )
 
 st.subheader("Serve command")
@@ -113,6 +129,11 @@ else:
     preview = command_preview(config)
     if preview.command:
         st.code(preview.command, language="bash")
+        if config.image is not None:
+            st.caption(
+                f"Runs inside {config.image}: perflab adds the container's devices, mounts, network and "
+                "--env-file for the host's secrets (docs/engines.md, Containers)."
+            )
     else:
         st.error(preview.error)
         config = None

@@ -12,7 +12,7 @@ from perflab import ui
 from perflab.charts import run as run_charts
 from perflab.hub.catalog import used_sample
 from perflab.views import cards, distributions, launch, run_detail, run_export
-from perflab.views.formatting import format_time, replicas_mark
+from perflab.views.formatting import format_time
 
 ui.ensure_app_shell()
 
@@ -45,7 +45,7 @@ facts = [
     f"host **{run.host_display}**" if run.host_name else "",
     run.accelerator or "accelerator unknown",
     " ".join(part for part in (run.engine, run.model) if part) or "engine unknown",
-    (run.knobs_summary or "") + (f" {replicas_mark(run.replicas)}" if run.replicas > 1 else ""),
+    run.knobs_summary or "",  # ends with ×N for N replicas
     f"source {run.source}" + (f" ({run.imported_from})" if run.imported_from else ""),
     f"created {format_time(run.created_at)}" + (f" by {run.queued_by}" if run.queued_by else ""),
 ]

@@ -282,7 +282,7 @@ class _Execution:
         tried: set[int] = set()
         attempt = 1
         while True:
-            avoid = listening_ports(self.transport) | tried
+            avoid = listening_ports(self.transport) | self.store.ports_of_other_runs(plan.host.name) | tried
             plans = plan_replicas(plan.config, plan.adapter, gpu_ids, avoid=avoid, host_name=plan.host.name)
             try:
                 return self._start_ready(plan, run_id, plans, endpoints)

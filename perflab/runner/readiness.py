@@ -1,6 +1,8 @@
 """Waiting until every replica is ready, or knowing why one never will be.
 
-A replica is ready when its health endpoint answers 200 or its log shows the engine's readiness line.
+A replica is ready when its log shows the engine's readiness line, or its health endpoint answers 200
+and the replica's own process holds the port (another program that took the port meanwhile — its engine
+then fails to bind — may answer the probe too).
 It has failed when its process is gone (the log's classified failure, else ``crash``) or when, still
 running, its log shows a root-cause failure signature (out of memory, unsupported hardware, …). Past
 the deadline the run fails with ``timeout``. ``interrupt`` runs every poll and raises to stop waiting
@@ -54,7 +56,9 @@ def wait_until_ready(
             lines = log.poll()
             if lines:
                 latest = lines[-1]
-            if any(adapter.is_ready_line(line) for line in lines) or endpoints.healthy(replica):
+            if any(adapter.is_ready_line(line) for line in lines) or (
+                endpoints.healthy(replica) and rp.serves_port(transport, replica.process, replica.port)
+            ):
                 pending.remove(replica)
                 continue
             _check_alive(transport, adapter, replica, log)

@@ -3,7 +3,9 @@
 :func:`check_config` opens the host's transport, asks its engine what it accepts
 (:func:`perflab.engines.preflight.preflight`, sharing the worker's help cache) and words the verdict
 for the page: ``success`` (every flag and value accepted), ``error`` (what the engine refuses, or a host
-that cannot be reached) or ``warning`` (the engine could not be asked; the launch would go ahead).
+that cannot be reached), ``warning`` (the engine could not be asked; the launch would go ahead) or
+``info`` for a config that runs in a container image, whose engine the host's installation says nothing
+about.
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ def probed_version(probe: ProbeResult | None, engine: str) -> str | None:
 
 def check_config(host: HostConfig, config: EngineConfig, engine_version: str | None) -> PreflightView:
     """Ask ``host``'s engine whether it accepts ``config``; never raises for host or config problems."""
+    if config.image is not None:
+        return PreflightView(
+            "info", f"runs inside {config.image}: the engine in the image is not asked before the launch"
+        )
     try:
         transport = open_transport(host)
     except (TransportError, SimulatedHostError) as exc:

@@ -55,6 +55,12 @@ def test_finished_run_shows_results_commands_and_charts(data_db: SeededDatabase,
     ]
 
 
+def test_a_replicated_run_names_its_replica_count_once(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
+    app = open_page(data_db.url, RUN_PAGE, {"run": str(data_db.runs.replicated)})
+    facts = " ".join(texts(app.markdown))
+    assert "tp=2 ×2" in facts and facts.count("×2") == 1, facts
+
+
 def test_latency_metric_choice_redraws_the_distribution(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
     app = open_page(data_db.url, RUN_PAGE, {"run": str(data_db.runs.done)})
     selector = app.selectbox[0]

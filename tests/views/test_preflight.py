@@ -20,3 +20,10 @@ def test_an_unreachable_host_is_an_error_not_a_traceback(tmp_path) -> None:  # t
     host = HostConfig(name="gone", address="127.0.0.1", port=1, user="nobody", workdir=str(tmp_path))
     shown = check_config(host, EngineConfig(engine="vllm", model="m"), None)
     assert shown.level == "error" and shown.text.startswith("host 'gone' cannot be checked: ")
+
+
+def test_a_container_config_is_not_judged_by_the_hosts_installation(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    host = HostConfig(name="gpu", transport="local", workdir=str(tmp_path))
+    config = EngineConfig(engine="vllm", model="m", image="vllm/vllm-openai:v0.11.0")
+    shown = check_config(host, config, "0.32.0")
+    assert shown.level == "info" and "vllm/vllm-openai:v0.11.0" in shown.text
