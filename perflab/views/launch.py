@@ -237,7 +237,8 @@ def dataset_names(datasets: Sequence[Dataset]) -> dict[str, str]:
 def profiles_frame(
     profiles: Sequence[BenchmarkProfile], model: str, *, dataset_names: Mapping[str, str] | None = None
 ) -> pd.DataFrame:
-    """The chosen profiles with their load and the equivalent ``vllm bench serve`` command (a stored
+    """The chosen profiles with their load and the equivalent ``vllm bench serve`` command (one that
+    runs unchanged under ``vllm bench serve`` and ``perflab bench`` and sends the same requests; a stored
     dataset named by its name rather than its content hash)."""
     names = dataset_names or {}
     rows = [
@@ -245,7 +246,7 @@ def profiles_frame(
             "Profile": profile.title,
             "Load": describe_load(profile),
             "vllm bench serve": profile.vllm_bench_command(
-                model, dataset_path=names.get(profile.dataset_ref or "")
+                model, dataset_path=names.get(profile.dataset_ref or ""), same_requests=True
             ),
         }
         for profile in profiles
