@@ -9,7 +9,7 @@ from db import crud
 from perflab import ui
 from perflab.datasets import profile_dataset
 from perflab.engines import ENGINE_NAMES, EngineConfigError, get_adapter
-from perflab.views import hosts, launch, run_detail
+from perflab.views import hosts, launch, preflight, run_detail
 from perflab.views.commands import command_preview
 from perflab.views.datasets import dataset_choice_label
 from perflab.views.formatting import format_time
@@ -137,6 +137,15 @@ else:
     else:
         st.error(preview.error)
         config = None
+if config is not None and st.button(
+    "Check against the host's engine",
+    key="launch_preflight",
+    help="Asks the engine installed on the host (its --help) whether it accepts every flag and value, "
+    "as the worker does before launching.",
+):
+    with st.spinner(f"Asking {get_adapter(config.engine).display_name} on {host.name}…"):
+        verdict = preflight.check_config(host, config, preflight.probed_version(target.probe, config.engine))
+    getattr(st, verdict.level)(verdict.text)
 
 st.subheader("Benchmark profiles")
 presets = launch.preset_choices()

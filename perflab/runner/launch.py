@@ -141,9 +141,11 @@ def start_replicas(
     plans: Sequence[ReplicaPlan],
     on_started: Callable[[Replica, str], None],
     container: ContainerPlan | None = None,
+    engine_version: str | None = None,
 ) -> list[Replica]:
     """Start every replica (as containers with ``container``); ``on_started(replica, exact command)``
-    runs after each start."""
+    runs after each start. ``engine_version`` is the host's engine version as probed (the adapter may
+    launch differently per version); the adapter's files are written with its ``file_mode``."""
     directory = rp.run_dir(transport, run_key)
     replicas: list[Replica] = []
     for plan in plans:
@@ -157,10 +159,11 @@ def start_replicas(
             )
         try:
             transport.run(["mkdir", "-p", workdir], timeout=30.0, check=True)
-            for file_name, text in adapter.files(config, port=plan.port).items():
-                transport.write_text(posixpath.join(workdir, file_name), text)
+            files = adapter.files(config, port=plan.port, engine_version=engine_version)
+            for file_name, text in files.items():
+                transport.write_text(posixpath.join(workdir, file_name), text, mode=adapter.file_mode)
             if container is None:
-                argv = adapter.serve_argv(config, port=plan.port)
+                argv = adapter.serve_argv(config, port=plan.port, engine_version=engine_version)
                 env = adapter.env(config, gpu_ids=plan.gpu_ids, run_dir=workdir)
                 command = serve_command(argv, env)
             else:
