@@ -138,6 +138,8 @@ def draw_profile(profile: run_detail.ProfileView) -> None:
         st.code(profile.text_block, language=None)
     else:
         st.caption("No text block: this result lacks fields the vllm-bench summary needs.")
+    for note in profile.definition_notes:
+        st.caption(note)
     other_notes = [note for note in profile.notes if not used_sample([note])]
     if other_notes:
         st.caption("Benchmark notes: " + "; ".join(other_notes))

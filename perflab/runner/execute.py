@@ -1,7 +1,8 @@
 """One run's lifecycle: launching → ready → benchmarking → done | failed | cancelled.
 
 :func:`execute_run` takes a run already claimed (status ``launching``) and drives it: load and
-validate its config and profiles, reach and probe the host, lock its GPUs, record and start every
+validate its config and profiles, reach and probe the host, check the config against what the host's
+engine accepts (:mod:`perflab.engines.preflight`), lock its GPUs, record and start every
 replica, wait until they are ready, benchmark every profile while a sampler stores metrics, and — in
 every case — stop what it started, keep the engine log tail, release the GPUs and store the final
 status with the failure class and message. Cancellation and worker shutdown are checked at every
@@ -14,7 +15,7 @@ import logging
 import secrets
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,9 +26,9 @@ from sqlalchemy.engine import Engine
 
 from db.crud import IllegalTransition
 from db.models import Run
-from perflab.containers.images import ImageInfo
 from perflab.containers.launch import ContainerPlan
 from perflab.engines import EngineAdapter, EngineConfig, EngineConfigError, ReplicaPlan, get_adapter
+from perflab.engines.preflight import default_cache, preflight
 from perflab.env_policy import EnvNotAllowed, check_env
 from perflab.inventory import HostConfig, Inventory, InventoryError
 from perflab.probe import ProbeResult, probe_host
@@ -100,6 +101,7 @@ def _load_plan(run: Run, inventory: Inventory) -> _Plan:
         config = EngineConfig.model_validate(run.config or {})
         adapter = get_adapter(config.engine)
         adapter.validate(config)
+        adapter.check_launch(config)
         profiles = [BenchmarkProfile.model_validate(profile) for profile in run.profiles]
     except (ValidationError, EngineConfigError, ValueError) as exc:
         raise RunFailed("invalid_config", f"run {run.id} cannot be executed: {exc}") from None
@@ -139,6 +141,7 @@ class _Execution:
         self.transport: Transport | None = None
         self.remote_state: dict[str, Any] | None = None
         self.container: ContainerPlan | None = None
+        self.engine_version: str | None = None
         self._last_cancel_check = 0.0
 
     # ----- events and interruption -------------------------------------------------------------------
@@ -246,14 +249,25 @@ class _Execution:
         self.emit("message", f"making sure image {image} is on the host")
         return on_line
 
-    def _record_container(
-        self, transport: Transport, container: ContainerPlan, info: ImageInfo, probe: ProbeResult, engine: str
-    ) -> None:
-        found = containers.snapshot(transport, container, info, probe, engine=engine)
+    def _prepare_container(self, plan: _Plan, transport: Transport, probe: ProbeResult, vendor: str) -> None:
+        """Runtime, image and the image's engine version; recorded, then the preflight in the image."""
+        assert plan.config.image is not None
+        self.container, info = containers.prepare(
+            transport,
+            probe,
+            image=plan.config.image,
+            engine=plan.config.engine,
+            run_id=self.store.run_id,
+            vendor=vendor,
+            pull_timeout_s=self.options.pull_timeout_s,
+            on_line=self._pull_progress(plan.config.image),
+        )
+        self.engine_version = self.container.engine_version
         snapshot = dict(self.store.load().environment or {})
-        snapshot["container"] = found
-        snapshot["engine_version"] = found["engine_version"]
+        snapshot["container"] = containers.snapshot(self.container, info, probe)
+        snapshot["engine_version"] = self.engine_version
         self.store.update(environment=snapshot)
+        self._preflight(plan, transport, prefix=self.container.oneshot(transport))
 
     def _record_bench(self, entry: dict[str, Any] | None) -> None:
         assert self.remote_state is not None
@@ -285,6 +299,7 @@ class _Execution:
             plans=plans,
             on_started=self._record_started,
             container=self.container,
+            engine_version=self.engine_version,
         )
         logs = {replica.name: LogFollower(self.transport, replica.process) for replica in replicas}
         wait_until_ready(
@@ -334,6 +349,21 @@ class _Execution:
                 self.emit("message", f"port taken at launch, choosing another: {failure.message}")
                 attempt += 1
 
+    def _preflight(self, plan: _Plan, transport: Transport, prefix: Sequence[str] = ()) -> None:
+        """Refuse, before anything is started, flags and values the host's engine lacks (with
+        ``prefix``, the engine of the run's image)."""
+        verdict = preflight(
+            transport,
+            plan.adapter,
+            plan.config,
+            engine_version=self.engine_version,
+            prefix=prefix,
+            cache=default_cache(),
+        )
+        if not verdict.ok:
+            raise RunFailed("launch_failed" if verdict.missing else "unknown_argument", verdict.summary())
+        self.emit("message", verdict.summary())
+
     def _execute(self) -> None:
         run = self.store.load()
         if run.cancel_requested:
@@ -348,6 +378,9 @@ class _Execution:
         )
         self.transport = transport = self._open(plan.host)
         probe = probe_host(transport)
+        if plan.config.image is None:
+            self.engine_version = probe.engines.get(plan.config.engine)
+            self._preflight(plan, transport)
         gpu_ids, probe = self._place(plan, probe)
         self.store.update(
             gpu_ids=list(gpu_ids),
@@ -357,20 +390,10 @@ class _Execution:
         )
         vendor = next((acc.vendor for acc in probe.accelerators if acc.index in gpu_ids), "nvidia")
         if plan.config.image is not None:
-            self.container, image_info = containers.prepare(
-                transport,
-                probe,
-                image=plan.config.image,
-                run_id=run.id,
-                vendor=vendor,
-                pull_timeout_s=self.options.pull_timeout_s,
-                on_line=self._pull_progress(plan.config.image),
-            )
+            self._prepare_container(plan, transport, probe, vendor)
         with ExitStack() as stack:
             endpoints = stack.enter_context(Endpoints(transport, plan.adapter))
             replicas = self._launch(plan, gpu_ids, run.id, endpoints)
-            if self.container is not None:
-                self._record_container(transport, self.container, image_info, probe, plan.config.engine)
             self.set_status("ready", f"{len(replicas)} replica(s) ready")
             directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="perflab-run-")))
             stack.enter_context(
@@ -391,7 +414,7 @@ class _Execution:
                 adapter=plan.adapter,
                 store=self.store,
                 run_key=self.remote_state["run_key"],
-                model=plan.config.served_model_name or plan.config.model,
+                model=plan.adapter.served_name(plan.config),
                 replicas=replicas,
                 timeout_s=self.options.bench_timeout_s,
                 interrupt=self.interrupt,
