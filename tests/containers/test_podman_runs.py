@@ -64,6 +64,7 @@ def test_a_containerised_engine_is_started_benchmarked_and_removed(
     run = _execute(runs_db, host, _config(python_image), [scaled(PRESETS["short"], 0.03)])
 
     assert run.status == "done" and run.failure_class is None, run.failure_message
+    assert run.knobs_summary == f"image {python_image} · tp=2"
     (command,) = run.serve_commands
     assert command.startswith(f"podman run --detach --name perflab-run-{run.id}-0 --pull never")
     assert f"--label {LABEL_RUN}={run.id}" in command and "--ipc host" in command
