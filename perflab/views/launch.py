@@ -20,7 +20,7 @@ from db import crud
 from db.models import Dataset, Run
 from perflab.containers.image import presets_for
 from perflab.dataset_dirs import DatasetNotDeclared
-from perflab.engines import EngineConfig
+from perflab.engines import EngineConfig, get_adapter
 from perflab.engines.flags import format_value, parse_json_object
 from perflab.inventory import HostConfig
 from perflab.probe.models import ProbeResult
@@ -62,6 +62,15 @@ def image_sources(engine: str) -> list[str]:
 def image_default(engine: str, source: str) -> str:
     """The image field's starting text for ``source``: a vendor image with its tag, else empty."""
     return next((preset.reference for preset in presets_for(engine) if preset.repository == source), "")
+
+
+def accepted_words(engine: str, knob: str) -> str | None:
+    """The values a one-word knob takes on ``engine``, with the engine version the list follows."""
+    adapter = get_adapter(engine)
+    words = adapter.vocabulary.get(knob)
+    if words is None:
+        return None
+    return f"{adapter.display_name} {words.version} accepts: {', '.join(words.values)}"
 
 
 class LaunchInputError(ValueError):

@@ -64,6 +64,7 @@ def test_a_containerised_engine_is_started_benchmarked_and_removed(
     run = _execute(runs_db, host, _config(python_image), [scaled(PRESETS["short"], 0.03)])
 
     assert run.status == "done" and run.failure_class is None, run.failure_message
+    assert run.knobs_summary == f"image {python_image} · tp=2"
     (command,) = run.serve_commands
     assert command.startswith(f"podman run --detach --name perflab-run-{run.id}-0 --pull never")
     assert f"--label {LABEL_RUN}={run.id}" in command and "--ipc host" in command
@@ -259,3 +260,26 @@ def _command_line(pid: int) -> str:
             return handle.read().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
+
+
+def test_a_foreign_container_holding_the_name_fails_the_run_and_is_left_alone(
+    runs_db: Engine, sim_host: SimHostFactory, podman_env: dict[str, str], python_image: str
+) -> None:
+    host = sim_host("podman-conflict", env=podman_env)
+    stored = submit_run(
+        runs_db,
+        host_name=host.name,
+        config=_config(python_image),
+        profiles=[scaled(PRESETS["short"], 0.02)],
+        worker_id=WORKER,
+    )
+    foreign = f"perflab-run-{stored.id}-0"
+    podman("create", "--name", foreign, python_image, "true")
+    try:
+        execute_run(stored.id, engine=runs_db, inventory=inventory_of(host), worker_id=WORKER, options=FAST)
+        run = stored_run(runs_db, stored.id)
+        assert run.failure_class == "container_name_in_use", run.failure_message
+        assert f'the container name "{foreign}" is already in use' in run.failure_message
+        assert podman("container", "exists", foreign, check=False).returncode == 0
+    finally:
+        podman("rm", "--force", foreign, check=False)
