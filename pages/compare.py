@@ -56,14 +56,12 @@ baseline_id = baseline_col.selectbox(
 if ui.query_param("baseline") != str(baseline_id):
     st.query_params["baseline"] = str(baseline_id)
 profile = profile_col.selectbox("Profile", compared.profiles(), key="compare_profile")
-if link_col.button("Copy link", key="compare_copy_link", icon=":material/link:"):
-    ui.show_link(ui.share_link(PAGE, urlstate.compare_query(found_ids, baseline_id), current_page=PAGE))
+with link_col:
+    ui.copy_link_button(
+        ui.share_link(PAGE, urlstate.compare_query(found_ids, baseline_id), current_page=PAGE), key="compare"
+    )
 
-st.dataframe(
-    compare.runs_frame(compared),
-    hide_index=True,
-    column_config={"Run": st.column_config.LinkColumn("Run", display_text=r"run=(\d+)")},
-)
+st.markdown(compare.runs_markdown(compared))
 
 table = compare.comparison_table(compared, profile=profile, baseline_id=baseline_id)
 st.subheader("Metrics")

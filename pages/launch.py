@@ -10,7 +10,7 @@ from perflab import ui
 from perflab.datasets import profile_dataset
 from perflab.engines import ENGINE_NAMES, EngineConfigError, get_adapter
 from perflab.probe.cpu import is_cpu_host
-from perflab.views import hosts, launch, run_detail
+from perflab.views import hosts, launch, preflight, run_detail
 from perflab.views.commands import command_preview
 from perflab.views.datasets import dataset_choice_label
 from perflab.views.formatting import format_time
@@ -52,6 +52,21 @@ else:
     st.caption("Not probed yet: the Hosts page lists its accelerators and engine versions.")
 if host.simulated:
     st.caption("Simulated host: engines and accelerators are answered by perflab's simulator.")
+source_col, image_col = st.columns([1, 2])
+image_source = source_col.selectbox(
+    "Run the engine from", launch.image_sources(engine), key="launch_image_source"
+)
+image = ""
+if image_source != launch.HOST_INSTALL:
+    image = image_col.text_input(
+        "Container image (edit the tag)",
+        value=launch.image_default(engine, image_source),
+        placeholder="registry/name:tag",
+        key=f"launch_image_{engine}_{image_source}",
+        help="Started with the host's podman or docker (hosts.yaml container_runtime, else the one found).",
+    )
+    if target.probe is not None:
+        st.caption(f"Container runtimes on the host: {hosts.container_runtimes_text(target.probe)}")
 
 st.subheader("Knobs")
 st.caption("Leave a knob empty for the engine's default.")
@@ -85,10 +100,22 @@ form = launch.ConfigForm(
     ep=int(ep_col.number_input("EP", min_value=1, value=1, key="launch_ep")),
     replicas=int(replicas_col.number_input("Replicas", min_value=1, value=1, key="launch_replicas")),
     gpu_ids=gpus_col.text_input("GPU ids", placeholder="0,1,2,3", key="launch_gpu_ids"),
-    quantization=text_cols[0].text_input("Quantization", key="launch_quantization"),
-    attention_backend=text_cols[1].text_input("Attention backend", key="launch_attention_backend"),
-    kv_cache_dtype=text_cols[2].text_input("KV-cache dtype", key="launch_kv_cache_dtype"),
-    performance_mode=text_cols[3].text_input("Performance mode", key="launch_performance_mode"),
+    quantization=text_cols[0].text_input(
+        "Quantization", key="launch_quantization", help=launch.accepted_words(engine, "quantization")
+    ),
+    attention_backend=text_cols[1].text_input(
+        "Attention backend",
+        key="launch_attention_backend",
+        help=launch.accepted_words(engine, "attention_backend"),
+    ),
+    kv_cache_dtype=text_cols[2].text_input(
+        "KV-cache dtype", key="launch_kv_cache_dtype", help=launch.accepted_words(engine, "kv_cache_dtype")
+    ),
+    performance_mode=text_cols[3].text_input(
+        "Performance mode",
+        key="launch_performance_mode",
+        help=launch.accepted_words(engine, "performance_mode"),
+    ),
     reasoning_parser=text_cols[4].text_input("Reasoning parser", key="launch_reasoning_parser"),
     max_num_batched_tokens=number_cols[0].number_input(
         "Max batched tokens", min_value=1, value=None, step=1024, key="launch_max_num_batched_tokens"
@@ -120,6 +147,7 @@ form = launch.ConfigForm(
     ),
     extra_args=st.text_input("Extra arguments", placeholder="--enforce-eager", key="launch_extra_args"),
     env=st.text_area("Environment (NAME=value per line)", height=68, key="launch_env"),
+    image=image,
     **cpu_knobs,  # type: ignore[arg-type]
 )
 
@@ -133,9 +161,23 @@ else:
     preview = command_preview(config)
     if preview.command:
         st.code(preview.command, language="bash")
+        if config.image is not None:
+            st.caption(
+                f"Runs inside {config.image}: perflab adds the container's devices, mounts, network and "
+                "--env-file for the host's secrets (docs/engines.md, Containers)."
+            )
     else:
         st.error(preview.error)
         config = None
+if config is not None and st.button(
+    "Check against the host's engine",
+    key="launch_preflight",
+    help="Asks the engine installed on the host (its --help) whether it accepts every flag and value, "
+    "as the worker does before launching.",
+):
+    with st.spinner(f"Asking {get_adapter(config.engine).display_name} on {host.name}…"):
+        verdict = preflight.check_config(host, config, preflight.probed_version(target.probe, config.engine))
+    getattr(st, verdict.level)(verdict.text)
 
 st.subheader("Benchmark profiles")
 presets = launch.preset_choices()
@@ -156,19 +198,31 @@ with st.expander("Custom profile", expanded=False):
     )
     stored_dataset = dataset_options[dataset_label]
     in_col, out_col, count_col, rate_col, concurrency_col = st.columns(5)
+    if stored_dataset is None:
+        input_len = int(
+            in_col.number_input("Input tokens", min_value=1, value=1024, key="launch_custom_input_len")
+        )
+    else:
+        input_len = None
+        in_col.caption("Input lengths: the dataset's own prompts.")
+    # Each dataset has its own prompt count, so picking another one starts from its size.
+    num_prompts = int(
+        count_col.number_input(
+            "Prompts",
+            min_value=1,
+            value=launch.DEFAULT_PROMPTS if stored_dataset is None else stored_dataset.num_prompts,
+            key=f"launch_custom_num_prompts_{stored_dataset.id if stored_dataset else 'random'}",
+        )
+    )
     custom_form = launch.CustomProfileForm(
         name=custom_name,
         dataset="random" if stored_dataset is None else "stored",
         dataset_fields=None if stored_dataset is None else profile_dataset(stored_dataset),
-        input_len=int(
-            in_col.number_input("Input tokens", min_value=1, value=1024, key="launch_custom_input_len")
-        ),
+        input_len=input_len,
         output_len=int(
             out_col.number_input("Output tokens", min_value=1, value=128, key="launch_custom_output_len")
         ),
-        num_prompts=int(
-            count_col.number_input("Prompts", min_value=1, value=100, key="launch_custom_num_prompts")
-        ),
+        num_prompts=num_prompts,
         request_rate=rate_col.number_input(
             "Request rate (req/s)",
             min_value=0.01,
@@ -180,6 +234,9 @@ with st.expander("Custom profile", expanded=False):
             "Max concurrency", min_value=1, value=None, key="launch_custom_concurrency"
         ),
     )
+    reuse = launch.reuse_note(num_prompts, stored_dataset.num_prompts if stored_dataset else None)
+    if reuse:
+        st.warning(reuse, icon=":material/repeat:")
     if add_custom:
         try:
             profiles.append(launch.custom_profile(custom_form))
@@ -188,7 +245,10 @@ with st.expander("Custom profile", expanded=False):
 scale = SCALES[st.selectbox("Prompts per profile", list(SCALES), key="launch_scale")]
 profiles = launch.scale_profiles(profiles, scale)
 if profiles:
-    st.dataframe(launch.profiles_frame(profiles, model or "MODEL"), hide_index=True)
+    st.dataframe(
+        launch.profiles_frame(profiles, model or "MODEL", dataset_names=launch.dataset_names(datasets)),
+        hide_index=True,
+    )
 else:
     st.caption("Pick at least one profile.")
 

@@ -10,8 +10,9 @@ import streamlit as st
 from db import crud
 from perflab import ui
 from perflab.charts import run as run_charts
+from perflab.hub.catalog import used_sample
 from perflab.views import cards, distributions, launch, run_detail, run_export
-from perflab.views.formatting import format_time, replicas_mark
+from perflab.views.formatting import format_time
 
 ui.ensure_app_shell()
 
@@ -44,7 +45,7 @@ facts = [
     f"host **{run.host_display}**" if run.host_name else "",
     run.accelerator or "accelerator unknown",
     " ".join(part for part in (run.engine, run.model) if part) or "engine unknown",
-    (run.knobs_summary or "") + (f" {replicas_mark(run.replicas)}" if run.replicas > 1 else ""),
+    run.knobs_summary or "",  # ends with ×N for N replicas
     f"source {run.source}" + (f" ({run.imported_from})" if run.imported_from else ""),
     f"created {format_time(run.created_at)}" + (f" by {run.queued_by}" if run.queued_by else ""),
 ]
@@ -61,8 +62,8 @@ if queued_for == run.id:
 else:
     st.session_state.pop(QUEUED_NOTE_KEY, None)
 link_col, rerun_col, json_col, csv_col, _ = st.columns([1, 1, 1, 1, 2])
-if link_col.button("Copy link", key="run_copy_link", icon=":material/link:"):
-    ui.show_link(ui.share_link(PAGE, {"run": str(run.id)}, current_page=PAGE))
+with link_col:
+    ui.copy_link_button(ui.share_link(PAGE, {"run": str(run.id)}, current_page=PAGE), key="run")
 blocker = ui.write_blocker("re-run it") or launch.rerun_blocker(run)
 if (
     rerun_col.button(
@@ -130,14 +131,23 @@ def draw_profile(profile: run_detail.ProfileView) -> None:
     columns = st.columns(4)
     for position, card in enumerate(cards.metric_cards(profile.result, run.replicas)):
         columns[position % 4].metric(card.label, card.value, help=card.help)
+    for note in profile.notes:
+        if used_sample([note]):
+            st.warning(note, icon=":material/science:")
     if profile.text_block:
         st.code(profile.text_block, language=None)
     else:
         st.caption("No text block: this result lacks fields the vllm-bench summary needs.")
-    if not profile.timeseries.empty:
+    for note in profile.definition_notes:
+        st.caption(note)
+    other_notes = [note for note in profile.notes if not used_sample([note])]
+    if other_notes:
+        st.caption("Benchmark notes: " + "; ".join(other_notes))
+    timeline = profile.timeline
+    if not timeline.empty:
         st.subheader("Throughput and requests in flight")
         ui.chart(
-            run_charts.throughput_timeline(profile.timeseries),
+            run_charts.throughput_timeline(timeline),
             key=f"timeline_{profile.id}",
             file_name=f"run-{run.id}-{profile.name}-throughput.png",
         )
@@ -188,6 +198,12 @@ else:
         with tab:
             draw_profile(profile)
 
+if run_charts.has_samples(detail.samples) and not (
+    run_charts.has_engine_samples(detail.samples) or run_charts.has_accelerator_samples(detail.samples)
+):
+    st.caption(
+        "Engine and accelerator samples: too few to draw (the run was shorter than the sampling interval)."
+    )
 if run_charts.has_engine_samples(detail.samples):
     st.subheader("Engine queue and KV-cache")
     ui.chart(run_charts.engine_timeline(detail.samples), key="engine", file_name=f"run-{run.id}-engine.png")

@@ -59,9 +59,10 @@ def start(spec: StudySpec) -> None:
     )
 
 
+defaults = views.form_defaults(inventory, DEFAULT_MODEL)
 form_tab, upload_tab = st.tabs(["Form", "Upload a spec"])
 with form_tab, st.form("new_study"):
-    name = st.text_input("Name", key="study_name", placeholder="Qwen3-8B on H100")
+    name = st.text_input("Name", value=defaults.name, key="study_name")
     model = st.text_input("Model", value=DEFAULT_MODEL, key="study_model")
     hosts = st.multiselect("Hosts", inventory.names(), default=inventory.names()[:1], key="study_hosts")
     engine = st.selectbox("Baseline engine", ENGINE_NAMES, key="study_engine")
@@ -81,10 +82,10 @@ with form_tab, st.form("new_study"):
         "Prompt scale",
         min_value=0.01,
         max_value=1.0,
-        value=1.0,
+        value=defaults.scale,
         step=0.05,
         key="study_scale",
-        help="Fraction of every profile's prompts (1 = the presets as published).",
+        help="Fraction of every profile's prompts (1 = the presets as published). " + views.SCALE_HELP,
     )
     min_success = success_col.number_input(
         "Minimum success rate (%)", min_value=1.0, max_value=100.0, value=100.0, key="study_min_success"

@@ -29,6 +29,7 @@ from pydantic import (
 )
 
 from perflab import safe_yaml
+from perflab.containers.runtime import parse_mount
 from perflab.problems import line_of, plain_message, syntax_problem, yaml_location
 from perflab.secrets import is_secret_name
 
@@ -133,9 +134,19 @@ class HostConfig(BaseModel):
     secrets: dict[str, SecretSource] = Field(
         default_factory=dict, description="secret variables set for every command, read on the app machine"
     )
+    allow_env: tuple[str, ...] = Field(
+        (), description="variables that change what code runs (LD_PRELOAD, …) an engine config may set"
+    )
+    dataset_dirs: tuple[str, ...] = Field(
+        (), description="directories of the app machine whose files profiles may send to this host"
+    )
     simulate: SimulateSpec | None = None
     container_runtime: Literal["docker", "podman"] | None = Field(
         None, description="runtime for engines run from images (default: the one the probe finds)"
+    )
+    container_mounts: tuple[str, ...] = Field(
+        (),
+        description="host paths every engine container gets, SOURCE[:TARGET][:ro|rw] (read-only by default)",
     )
     connect_timeout_s: float = Field(10.0, gt=0, le=600)
     connect_attempts: int = Field(3, ge=1, le=10)
@@ -164,6 +175,20 @@ class HostConfig(BaseModel):
     def _secret_names_valid(cls, value: dict[str, SecretSource]) -> dict[str, SecretSource]:
         for name in value:
             _check_env_name(name)
+        return value
+
+    @field_validator("allow_env")
+    @classmethod
+    def _allowed_names_valid(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            _check_env_name(name)
+        return value
+
+    @field_validator("container_mounts")
+    @classmethod
+    def _mounts_parse(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for text in value:
+            parse_mount(text)
         return value
 
     @field_validator("labels")

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from perflab.engines.config import refuse_flag_like
 from perflab.engines.flags import format_value
 
 SHAREGPT_FILE = "ShareGPT_V3_unfiltered_cleaned_split.json"
@@ -105,6 +106,11 @@ class BenchmarkProfile(BaseModel):
         if not values or any(not 0 < value < 100 for value in values):
             raise ValueError("percentiles must be a non-empty list of values between 0 and 100")
         return tuple(sorted(set(values)))
+
+    @field_validator("dataset_ref")
+    @classmethod
+    def _dataset_ref_is_a_name(cls, value: str | None) -> str | None:
+        return None if value is None else refuse_flag_like("dataset_ref", value)
 
     @model_validator(mode="after")
     def _dataset_fields(self) -> BenchmarkProfile:
@@ -190,17 +196,28 @@ class BenchmarkProfile(BaseModel):
             args += ["--save-result", save_result]
         return args
 
-    def vllm_bench_command(self, model: str, *, base_url: str | None = None) -> str:
-        """The equivalent ``vllm bench serve`` command, worded as the seeds' "Benchmark Script".
+    def vllm_bench_command(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        dataset_path: str | None = None,
+        same_requests: bool = False,
+    ) -> str:
+        """The equivalent ``vllm bench serve`` command, worded as the seeds' "Benchmark Script"
+        (``dataset_path`` names the dataset file instead of ``dataset_ref``).
 
-        Percentiles are left out: they only choose which quantiles vLLM prints.
+        Percentiles are left out: they only choose which quantiles vLLM prints. With
+        ``same_requests`` the command also states what ``perflab bench`` does by default and vLLM 0.32.0
+        does not (greedy sampling, ``ignore_eos`` beyond random datasets) and prints the same sections,
+        so it runs unchanged under both tools and sends the same requests.
         """
         words = ["vllm", "bench", "serve", "--model", model]
         if base_url is not None:
             words += ["--base-url", base_url]
         words += ["--backend", VLLM_BACKENDS[self.endpoint], "--endpoint", ENDPOINT_PATHS[self.endpoint]]
         words += ["--dataset-name", self.dataset]
-        path = self._dataset_path(None)
+        path = self._dataset_path(dataset_path)
         if path is not None:
             words += ["--dataset-path", path]
         if self.dataset == "random":
@@ -225,6 +242,16 @@ class BenchmarkProfile(BaseModel):
         goodput = self.goodput.as_pairs()
         if goodput:
             words += ["--goodput", *goodput]
+        if same_requests:
+            words += ["--temperature", "0"]
+            if self.dataset != "random":
+                words.append("--ignore-eos")
+            words += [
+                "--percentile-metrics",
+                "ttft,tpot,itl,e2el",
+                "--metric-percentiles",
+                ",".join(format_value(value) for value in self.percentiles),
+            ]
         return shlex.join(words)
 
 

@@ -9,12 +9,13 @@
 - cached reads keyed by the database URL and the data's version (``st.cache_data``), cleared after
   the app writes;
 - query parameters validated once at the top of a page, with a friendly message instead of a
-  traceback; absolute share links ("Copy link");
+  traceback; absolute share links and the "Copy link" button that puts them on the clipboard;
 - small drawing helpers: download buttons for charts (PNG) and tables, the sidebar status.
 """
 
 from __future__ import annotations
 
+import html
 import mimetypes
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -37,8 +38,8 @@ from perflab.inventory import Inventory, InventoryError, default_inventory_path,
 from perflab.views import compare, datasets, run_detail, run_list, status, urlstate
 from perflab.views.run_list import run_link
 
-DEFAULT_BASE_URL = "http://localhost:8501"
 TABLE_ROW_PX = 35
+SIDEBAR_REFRESH_S = 3.0
 # Distinct hosts/engines/models change rarely; runs the worker adds show up within this time.
 FILTER_CHOICES_TTL_S = 60
 STATUS_ICONS: dict[str, str] = {
@@ -49,6 +50,7 @@ STATUS_ICONS: dict[str, str] = {
     "done": ":green[:material/task_alt:]",
     "failed": ":red[:material/error:]",
     "cancelled": ":gray[:material/block:]",
+    "incomplete": ":orange[:material/warning:]",
 }
 
 
@@ -367,7 +369,7 @@ def app_base_url(current_page: str) -> str:
             path = path[: -len(current_page) - 1]
         return f"{parts.scheme}://{parts.netloc}{path}"
     host = st.context.headers.get("Host") if st.context.headers else None
-    return f"http://{host}" if host else DEFAULT_BASE_URL
+    return f"http://{host}" if host else settings.app_url()
 
 
 def share_link(page: str, params: dict[str, str], *, current_page: str) -> str:
@@ -375,9 +377,67 @@ def share_link(page: str, params: dict[str, str], *, current_page: str) -> str:
     return f"{app_base_url(current_page)}/{page}?{urlencode(params, safe=',')}"
 
 
-def show_link(link: str) -> None:
-    """The link in a code block (with its copy button)."""
-    st.code(link, language=None)
+COPY_BUTTON_HTML = """
+<style>
+  .perflab-copy button {{
+    font: inherit; font-size: 0.95rem; min-height: 2.5rem; padding: 0.25rem 0.75rem; cursor: pointer;
+    border: 1px solid rgba(49, 51, 63, 0.2); border-radius: 0.5rem; background: inherit; color: inherit;
+  }}
+  .perflab-copy button:hover {{ border-color: #ff4b4b; color: #ff4b4b; }}
+  .perflab-copy span {{ margin-left: 0.5rem; font-size: 0.85rem; opacity: 0.75; }}
+</style>
+<div class="perflab-copy">
+  <button type="button" id="{element_id}" data-link="{link}" title="{link}">Copy link</button>
+  <span id="{element_id}-note" role="status"></span>
+</div>
+<script>
+(() => {{
+  const button = document.getElementById("{element_id}");
+  const note = document.getElementById("{element_id}-note");
+  if (!button || button.dataset.ready) return;
+  button.dataset.ready = "1";
+  const fallback = (text) => {{
+    const area = document.createElement("textarea");
+    area.value = text;
+    area.setAttribute("readonly", "");
+    area.style.position = "fixed";
+    area.style.opacity = "0";
+    document.body.appendChild(area);
+    area.select();
+    const copied = document.execCommand("copy");
+    area.remove();
+    if (!copied) throw new Error("copy refused");
+  }};
+  button.addEventListener("click", async () => {{
+    const link = button.dataset.link;
+    try {{
+      if (navigator.clipboard && window.isSecureContext) {{
+        await navigator.clipboard.writeText(link);
+      }} else {{
+        fallback(link);
+      }}
+      note.textContent = "Copied " + link;
+    }} catch (error) {{
+      try {{
+        fallback(link);
+        note.textContent = "Copied " + link;
+      }} catch (again) {{
+        note.textContent = "Copy this link: " + link;
+      }}
+    }}
+  }});
+}})();
+</script>
+"""
+
+
+def copy_link_button(link: str, *, key: str) -> None:
+    """A "Copy link" button that puts ``link`` on the clipboard in the browser (the Clipboard API, or
+    a selected text copy where the page is not a secure context) and says what it copied."""
+    st.html(
+        COPY_BUTTON_HTML.format(element_id=f"perflab-copy-{key}", link=html.escape(link, quote=True)),
+        unsafe_allow_javascript=True,
+    )
 
 
 # ----- drawing helpers ----------------------------------------------------------------------------
@@ -431,22 +491,28 @@ def inventory_or_stop() -> Inventory:
         st.stop()
 
 
-def sidebar_status(*, app_worker: bool) -> None:
-    """The sidebar: database in use, worker state, queued and running runs."""
+@st.fragment(run_every=SIDEBAR_REFRESH_S)
+def _live_status(app_worker: bool) -> None:
+    """The status lines, redrawn every few seconds so a run that starts or ends shows without a click."""
     with session() as opened:
         summary = status.app_status(
             opened, database=db_session.describe(), stale_after_s=settings.worker_stale_s()
         )
-    sidebar = st.sidebar
-    sidebar.caption(f"Database: {summary.database}")
+    st.caption(f"Database: {summary.database}")
     if not app_worker:
-        sidebar.caption(f"In-app worker off ({settings.APP_WORKER_ENV}=0)")
+        st.caption(f"In-app worker off ({settings.APP_WORKER_ENV}=0)")
     if summary.worker_alive:
-        sidebar.caption(f"Worker: {summary.worker_summary()}")
+        st.caption(f"Worker: {summary.worker_summary()}")
     else:
-        sidebar.warning(summary.worker_summary(), icon=":material/warning:")
-    sidebar.caption(f"Queued runs: {summary.queued} · running: {summary.in_flight}")
+        st.warning(summary.worker_summary(), icon=":material/warning:")
+    st.caption(summary.runs_text())
     for active in summary.active_runs:
-        sidebar.markdown(
+        st.markdown(
             f"[{status_text(active.status)} · run {active.id}]({run_link(active.id)}) · {active.host}"
         )
+
+
+def sidebar_status(*, app_worker: bool) -> None:
+    """The sidebar: database in use, worker state, queued and in-flight runs (kept live)."""
+    with st.sidebar:
+        _live_status(app_worker)

@@ -12,5 +12,6 @@ pytest_plugins: list[str] = [
     "tests.fixtures.ui_data",
     "tests.fixtures.study_data",
     "tests.fixtures.streamlit_app",
+    "tests.fixtures.hub_server",
     "tests.fixtures.real_vllm",
 ]

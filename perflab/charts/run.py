@@ -1,9 +1,12 @@
 """Charts of one run: throughput and requests in flight over time, engine queue and KV-cache, GPU
 utilisation, latency distributions, and TTFT against input length per request.
 
-Time-series charts take the bench's per-second series (``ProfileView.timeseries``) or the run's
-samples (``RunDetail.samples``: ``engine`` rows with ``running``/``waiting``/``kv_cache_usage`` per
-replica, ``accelerator`` rows with ``gpu``/``utilization_pct``/``memory_used_mib``).
+Time-series charts take a profile's timeline (``ProfileView.timeline``: bins from 10 ms up, so a run
+shorter than a second still draws a curve) or the run's samples (``RunDetail.samples``: ``engine``
+rows with ``running``/``waiting``/``kv_cache_usage`` per replica, ``accelerator`` rows with
+``gpu``/``utilization_pct``/``memory_used_mib``), drawn once there are at least two sampling instants.
+Time axes get as many decimals as their bins need; value axes print significant digits with thousands
+separators (``5,000``, ``0.5``), never a fixed number of decimals.
 """
 
 from __future__ import annotations
@@ -14,23 +17,44 @@ import pandas as pd
 
 from perflab.charts.common import CHART_HEIGHT, fixed_scale, highlight, legend_selection, number_tooltip
 from perflab.views.distributions import cdf_points, metric_label
+from perflab.views.timeline import Timeline
 
 ENGINE_SERIES: dict[str, str] = {"running": "Running requests", "waiting": "Waiting requests (queue)"}
 HISTOGRAM_BINS = 40
 SCATTER_LIMIT = 5000
 OUTCOME_COLORS = {"ok": "#4c78a8", "failed": "#e45756"}
+VALUE_FORMAT = ",~r"
+MIN_SAMPLING_INSTANTS = 2
+
+
+def time_format(step_s: float) -> str:
+    """The tick format of a time axis whose points are ``step_s`` apart (``,.2f`` for 10 ms bins)."""
+    decimals = max(0, min(3, -int(np.floor(np.log10(step_s))))) if step_s > 0 else 1
+    return f",.{decimals}f"
 
 
 def _timeline(
-    frame: pd.DataFrame, *, x: str, x_title: str, value_title: str, series_title: str, name: str
+    frame: pd.DataFrame,
+    *,
+    x: str,
+    x_title: str,
+    value_title: str,
+    series_title: str,
+    name: str,
+    step_s: float = 1.0,
 ) -> alt.Chart:
     selection = legend_selection("series", name)
     return (
         alt.Chart(frame)
         .mark_line(point=alt.OverlayMarkDef(size=12))
         .encode(
-            x=alt.X(f"{x}:Q", title=x_title, axis=alt.Axis(format=",.1f")),
-            y=alt.Y("value:Q", title=value_title),
+            x=alt.X(f"{x}:Q", title=x_title, axis=alt.Axis(format=time_format(step_s))),
+            y=alt.Y(
+                "value:Q",
+                title=value_title,
+                scale=alt.Scale(zero=True, nice=True),
+                axis=alt.Axis(format=VALUE_FORMAT, tickMinStep=1),
+            ),
             color=alt.Color("series:N", title=series_title),
             opacity=highlight(selection),
             tooltip=[
@@ -50,7 +74,13 @@ def _stacked(*charts: alt.Chart) -> alt.VConcatChart:
 
 
 def _column_timelines(
-    frame: pd.DataFrame, columns: tuple[tuple[str, str, str], ...], *, x: str, series_title: str
+    frame: pd.DataFrame,
+    columns: tuple[tuple[str, str, str], ...],
+    *,
+    x: str,
+    series_title: str,
+    x_title: str = "Time (s)",
+    step_s: float = 1.0,
 ) -> list[alt.Chart]:
     """A timeline of each ``(column, value title, selection name)`` that ``frame`` has; a frame without
     a ``series`` column is one series named by the value title."""
@@ -65,28 +95,38 @@ def _column_timelines(
             _timeline(
                 values[[x, "series", "value"]].dropna(),
                 x=x,
-                x_title="Time (s)",
+                x_title=x_title,
                 value_title=title,
                 series_title=series_title,
                 name=name,
+                step_s=step_s,
             )
         )
     return charts
 
 
-def throughput_timeline(timeseries: pd.DataFrame) -> alt.VConcatChart:
-    """Output tokens/s (top) and requests in flight (bottom), one point per second of the benchmark."""
+def throughput_timeline(timeline: Timeline) -> alt.VConcatChart:
+    """Output tokens/s (top) and requests in flight (bottom), one point per bin of the timeline."""
+    width = f"{timeline.bin_s * 1000:g} ms" if timeline.bin_s < 1 else f"{timeline.bin_s:g} s"
     return _stacked(
         *_column_timelines(
-            timeseries,
+            timeline.frame,
             (
-                ("output_tokens", "Output tokens/s", "tokens"),
+                ("output_tokens_per_s", "Output tokens/s", "tokens"),
                 ("requests_in_flight", "Requests in flight", "flight"),
             ),
             x="t",
             series_title="Series",
+            x_title=f"Time since the first request (s), {width} bins",
+            step_s=timeline.bin_s,
         )
     )
+
+
+def _sampling_step(times: pd.Series) -> float:
+    """The smallest gap between distinct sampling instants (1 s when there is none)."""
+    gaps = np.diff(np.unique(times.dropna().to_numpy(dtype=float)))
+    return float(gaps.min()) if gaps.size else 1.0
 
 
 def engine_timeline(samples: pd.DataFrame) -> alt.VConcatChart:
@@ -107,6 +147,7 @@ def engine_timeline(samples: pd.DataFrame) -> alt.VConcatChart:
         value_title="Requests",
         series_title="Engine",
         name="queue",
+        step_s=_sampling_step(engine["t_s"]),
     )
     if "replica" in engine:
         kv = engine.assign(series="replica " + engine["replica"].astype("Int64").astype(str))
@@ -114,23 +155,38 @@ def engine_timeline(samples: pd.DataFrame) -> alt.VConcatChart:
         kv = engine.assign(series="engine")
     kv = kv.assign(value=kv["kv_cache_usage"] * 100.0)[["t_s", "series", "value"]].dropna()
     cache = _timeline(
-        kv, x="t_s", x_title="Time (s)", value_title="KV-cache usage (%)", series_title="Replica", name="kv"
+        kv,
+        x="t_s",
+        x_title="Time (s)",
+        value_title="KV-cache usage (%)",
+        series_title="Replica",
+        name="kv",
+        step_s=_sampling_step(engine["t_s"]),
     )
     return _stacked(queue, cache)
 
 
+def _sampled(samples: pd.DataFrame, source: str, column: str) -> bool:
+    """Whether ``samples`` has ``column`` from ``source`` at enough instants to draw a line."""
+    if samples.empty or column not in samples:
+        return False
+    rows = samples[samples["source"] == source]
+    return rows["t_s"].nunique() >= MIN_SAMPLING_INSTANTS
+
+
+def has_samples(samples: pd.DataFrame) -> bool:
+    """Whether the run stored any engine or accelerator sample."""
+    return not samples.empty
+
+
 def has_engine_samples(samples: pd.DataFrame) -> bool:
-    """Whether the run has engine gauge samples to chart."""
-    return not samples.empty and bool((samples["source"] == "engine").any()) and "kv_cache_usage" in samples
+    """Whether the run has engine gauge samples to chart (at two instants at least)."""
+    return _sampled(samples, "engine", "kv_cache_usage")
 
 
 def has_accelerator_samples(samples: pd.DataFrame) -> bool:
-    """Whether the run has accelerator utilisation samples to chart."""
-    return (
-        not samples.empty
-        and bool((samples["source"] == "accelerator").any())
-        and "utilization_pct" in samples
-    )
+    """Whether the run has accelerator utilisation samples to chart (at two instants at least)."""
+    return _sampled(samples, "accelerator", "utilization_pct")
 
 
 def accelerator_timeline(samples: pd.DataFrame) -> alt.VConcatChart:
@@ -146,6 +202,7 @@ def accelerator_timeline(samples: pd.DataFrame) -> alt.VConcatChart:
             ),
             x="t_s",
             series_title="Accelerator",
+            step_s=_sampling_step(gpus["t_s"]),
         )
     )
 

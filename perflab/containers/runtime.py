@@ -39,8 +39,6 @@ ASCEND_DRIVER_MOUNTS: tuple[str, ...] = (
     "/usr/local/Ascend/driver/version.info",
     "/etc/ascend_install.info",
 )
-# In-container program perflab asks for the engine's version (the probe's snippet runs with it).
-CONTAINER_PYTHON = "python3"
 
 
 def container_name(run_id: int, replica: int) -> str:
@@ -91,11 +89,21 @@ class Mount:
         return f"{self.source}:{self.target}" + (":ro" if self.read_only else "")
 
 
+def parse_mount(text: str) -> Mount:
+    """``SRC[:DST][:ro|rw]`` (read-only unless ``:rw``; DST defaults to SRC) as a :class:`Mount`."""
+    parts = text.split(":")
+    mode = parts.pop() if len(parts) > 1 and parts[-1] in ("ro", "rw") else "ro"
+    if not 1 <= len(parts) <= 2 or not all(parts):
+        raise ValueError(f"mount {text!r} must be SOURCE[:TARGET][:ro|rw] with absolute paths")
+    return Mount(parts[0], parts[-1], read_only=mode == "ro")
+
+
 def accelerator_args(runtime: str, vendor: str | None, gpu_ids: Sequence[int]) -> list[str]:
-    """The flags that pass ``gpu_ids`` of ``vendor`` (``nvidia`` or ``ascend``) into the container."""
+    """The flags that pass ``gpu_ids`` of ``vendor`` (``nvidia`` or ``ascend``) into the container; none
+    for ``cpu`` (a CPU host's NUMA nodes: the container shares the host's CPUs)."""
     check_runtime(runtime)
     ids = [int(gpu) for gpu in gpu_ids]
-    if not ids or vendor is None:
+    if not ids or vendor is None or vendor == "cpu":
         return []
     if vendor == "nvidia":
         if runtime == "docker":
@@ -208,8 +216,18 @@ def pull_argv(runtime: str, image: str) -> list[str]:
     return [check_runtime(runtime), "pull", image]
 
 
-def exec_argv(runtime: str, name: str, argv: Sequence[str]) -> list[str]:
-    return [check_runtime(runtime), "exec", name, *argv]
+def oneshot_prefix(
+    runtime: str, image: str, *, env: Mapping[str, str] = {}, mounts: Sequence[Mount] = ()
+) -> list[str]:
+    """``<runtime> run --rm`` of ``image`` with ``env`` and ``mounts``, no device and the image's
+    entrypoint cleared: followed by a program and its arguments, it runs that command in the image once
+    (the engine's version, its ``--help``)."""
+    argv = [check_runtime(runtime), "run", "--rm", "--pull", "never", "--network", "host"]
+    for key, value in env.items():
+        argv += ["--env", f"{key}={value}"]
+    for mount in mounts:
+        argv += ["--volume", mount.arg()]
+    return [*argv, "--entrypoint", "", image]
 
 
 # supervise RUNTIME NAME RUN_ARGS... : the detached process of one engine container. It starts the

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
+from perflab.importers import limits
 from perflab.importers.guidellm import parse_guidellm
 from perflab.importers.model import ImportedResult, ImportFileError
 from perflab.importers.vllm_json import parse_vllm_records
 from perflab.importers.vllm_text import HEADER, parse_text
 
+LOGGER = logging.getLogger(__name__)
 EXPECTED = (
     "expected vllm bench serve JSON (--save-result), a printed 'Serving Benchmark Result' block, "
     "or a guidellm JSON report"
@@ -35,7 +38,7 @@ def _json_lines(name: str, text: str) -> list[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            records.append((number, json.loads(line)))
+            records.append((number, limits.load_json(name, line, line=number)))
         except json.JSONDecodeError as error:
             raise ImportFileError(
                 name, f"invalid JSON: {error.msg} (column {error.colno})", line=number
@@ -45,7 +48,7 @@ def _json_lines(name: str, text: str) -> list[tuple[int, Any]]:
 
 def _parse_json(name: str, text: str) -> list[ImportedResult]:
     try:
-        data = json.loads(text)
+        data = limits.load_json(name, text, line=1)
     except json.JSONDecodeError as error:
         if error.msg != "Extra data":
             raise ImportFileError(
@@ -60,13 +63,26 @@ def _parse_json(name: str, text: str) -> list[ImportedResult]:
 
 
 def parse_content(name: str, content: bytes | str) -> list[ImportedResult]:
-    """Every result in one file's content, in file order; raises :class:`ImportFileError`."""
+    """Every result in one file's content, in file order, each one storable (:mod:`.limits`);
+    raises :class:`ImportFileError`."""
+    limits.check_size(name, len(content))
     text = decode(name, content)
     stripped = text.strip()
     if not stripped:
         raise ImportFileError(name, f"the file is empty; {EXPECTED}")
-    if stripped[0] in "{[":
-        return _parse_json(name, text)
-    if HEADER.search(text):
-        return parse_text(name, text)
-    raise ImportFileError(name, f"no benchmark results found; {EXPECTED}")
+    try:
+        if stripped[0] in "{[":
+            results = _parse_json(name, text)
+        elif HEADER.search(text):
+            results = parse_text(name, text)
+        else:
+            raise ImportFileError(name, f"no benchmark results found; {EXPECTED}")
+    except (TypeError, ValueError, OverflowError, AttributeError, KeyError, IndexError) as error:
+        if isinstance(error, ImportFileError):
+            raise
+        # A shape no parser check foresaw: one line for the person importing, the details in the log.
+        LOGGER.warning("importing %s failed", name, exc_info=True)
+        raise ImportFileError(
+            name, f"unexpected content ({type(error).__name__}: {error}); {EXPECTED}"
+        ) from None
+    return limits.storable(name, results)

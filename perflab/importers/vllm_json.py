@@ -11,6 +11,7 @@ import shlex
 from collections.abc import Iterable
 from typing import Any
 
+from perflab.importers.limits import shown
 from perflab.importers.model import ImportedResult, ImportFileError
 
 REQUIRED_FIELDS: tuple[str, ...] = ("completed", "duration")
@@ -48,7 +49,12 @@ def _check(name: str, where: str, line: int, record: Any) -> dict[str, Any]:
     for field in NUMBER_FIELDS:
         if field in record and record[field] is not None and not _is_number(record[field]):
             raise ImportFileError(
-                name, f"{where}field {field} is {record[field]!r}, expected a number", line=line
+                name, f"{where}field {field} is {shown(record[field])}, expected a number", line=line
+            )
+    for field in ARRAY_FIELDS:
+        if record.get(field) is not None and not isinstance(record[field], list):
+            raise ImportFileError(
+                name, f"{where}field {field} is {shown(record[field])}, expected a list", line=line
             )
     return record
 

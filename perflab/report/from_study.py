@@ -12,12 +12,14 @@ from dataclasses import replace
 
 from sqlmodel import Session
 
+from perflab.hub.catalog import SAMPLE_REPORT_NOTE, used_sample
 from perflab.report.model import (
     CandidateSection,
     ComparisonRow,
     Figures,
     Report,
     StageSection,
+    Unmeasured,
     ValidationSection,
     node_figures,
 )
@@ -34,7 +36,7 @@ from perflab.report.sections import (
 from perflab.report.summary import summary_rows
 from perflab.study.configs import serve_command
 from perflab.study.loadcurve import LoadCurve, curve_from_results
-from perflab.study.plan import CandidatePlan, StagePlan, StudyPlan
+from perflab.study.plan import UNMEASURED, CandidatePlan, StagePlan, StudyPlan
 from perflab.study.progress import StudyProgress, load_progress
 from perflab.study.spec import OBJECTIVE_UNITS, OBJECTIVES
 
@@ -199,6 +201,12 @@ def report_of(progress: StudyProgress) -> Report:
         )
     if any(run.simulated for run in progress.runs):
         notes.append("Measured on simulated hosts: the figures come from perflab's performance model.")
+    if any(
+        used_sample(result.result.get("notes"))
+        for outcome in progress.found.values()
+        for result in outcome.results
+    ):
+        notes.append(SAMPLE_REPORT_NOTE)
     if plan.failure:
         notes.append(plan.failure)
     return Report(
@@ -225,4 +233,11 @@ def report_of(progress: StudyProgress) -> Report:
         records=tuple(_records(progress)),
         notes=tuple(notes),
         baseline=None if _baseline_in_stages(plan) else baseline,
+        unmeasured=tuple(
+            Unmeasured(candidate.stage_name, candidate.label, candidate.note or "")
+            for candidate in plan.unmeasured()
+        ),
+        provisional_best=plan.best.label
+        if plan.status == "incomplete" and plan.best.decision != UNMEASURED
+        else None,
     )

@@ -66,7 +66,7 @@ class BenchContext:
     timeout_s: float
     interrupt: Callable[[], None]
     on_progress: Callable[[dict[str, Any]], None]
-    dataset_files: Callable[[BenchmarkProfile], dict[str, Path]]
+    dataset_files: Callable[[BenchmarkProfile, list[str]], dict[str, Path]]
     record_bench: Callable[[dict[str, Any] | None], None]
 
 
@@ -81,18 +81,22 @@ def _check_engines(ctx: BenchContext, during: str) -> None:
             raise failure
 
 
-def bench_command(args: Sequence[str], replicas: Sequence[Replica]) -> str:
-    """The benchmark as a command line, with the replicas' base URLs on the host."""
+def bench_command(args: Sequence[str], replicas: Sequence[Replica], files: dict[str, Path]) -> str:
+    """The benchmark as a command line, with the replicas' base URLs on the host and the dataset file
+    by its name (the bench reads the copy uploaded to the host's datasets directory)."""
     targets = [part for replica in replicas for part in ("--base-url", f"http://127.0.0.1:{replica.port}")]
-    return shlex.join(["perflab", "bench", *targets, *args])
+    named = [part for flag, path in files.items() for part in (flag, path.name)]
+    return shlex.join(["perflab", "bench", *targets, *args, *named])
 
 
 def _run_point(
     ctx: BenchContext, point: BenchmarkProfile, point_index: int, label: dict[str, Any]
 ) -> dict[str, Any]:
-    files = ctx.dataset_files(point)
+    notes: list[str] = []
+    files = ctx.dataset_files(point, notes)
     args = without_flags(point.bench_args(base_urls=["-"], model=ctx.model), _ADDED_BY_REMOTE)
-    ctx.store.update(bench_commands=[*ctx.store.load().bench_commands, bench_command(args, ctx.replicas)])
+    shown = bench_command(args, ctx.replicas, files)
+    ctx.store.update(bench_commands=[*ctx.store.load().bench_commands, shown])
     name = f"bench-{label['profile_index']}-{point_index}"
     ctx.record_bench(bench_entry(name, label["profile_index"], point_index))
 
@@ -127,7 +131,9 @@ def _run_point(
         ctx.store,
         point=point,
         sweep_point=label.get("sweep_point"),
-        result=bench.result,
+        result={**bench.result, "notes": [*notes, *(bench.result.get("notes") or [])]}
+        if notes
+        else bench.result,
         bench_text=bench.text_block,
         bench_mode=bench.mode,
         replicas=len(ctx.replicas),

@@ -1,8 +1,9 @@
 """Waiting until every replica is ready, or knowing why one never will be.
 
-A replica is ready when its log shows the engine's readiness line, or its process still runs, its
-health endpoint answers 200 and the socket listening on its port is one of its processes' (when their
-descriptors can be read).
+A replica is ready when its log shows the engine's readiness line, or its health endpoint answers 200
+and the replica's own process holds the port (another program that took the port meanwhile — its engine
+then fails to bind — may answer the probe too). A container's engine runs under the container runtime,
+not under the replica's process, so there the health answer alone counts.
 It has failed when its process is gone (the log's classified failure, else ``crash``) or when, still
 running, its log shows a root-cause failure signature (out of memory, unsupported hardware, …). Past
 the deadline the run fails with ``timeout``. ``interrupt`` runs every poll and raises to stop waiting
@@ -16,7 +17,6 @@ from collections.abc import Callable, Sequence
 
 from perflab.engines import EngineAdapter, timeout_failure
 from perflab.remote import process as rp
-from perflab.remote import scripts
 from perflab.runner.endpoints import Endpoints
 from perflab.runner.errors import RunFailed
 from perflab.runner.launch import Replica
@@ -24,10 +24,7 @@ from perflab.runner.logs import LogFollower, classify_log, failure_of
 from perflab.transport.base import Transport
 
 
-def _check_alive(
-    transport: Transport, adapter: EngineAdapter, replica: Replica, log: LogFollower
-) -> tuple[int, ...]:
-    """The replica's live pids; raises :class:`RunFailed` when it died or its log shows a root cause."""
+def _check_alive(transport: Transport, adapter: EngineAdapter, replica: Replica, log: LogFollower) -> None:
     state = rp.process_state(transport, replica.process)
     if not state.running:
         log.poll()
@@ -35,14 +32,13 @@ def _check_alive(
     info = classify_log(adapter, log.text)
     if info is not None and info.failure_class != "crash":
         raise RunFailed(info.failure_class, info.message)
-    return state.pids
 
 
-def _serves_own_port(transport: Transport, replica: Replica, pids: tuple[int, ...]) -> bool:
-    """False when another process than the replica's listens on its port (unknown counts as its own)."""
-    argv = ["sh", "-c", scripts.PORT_OWNER, "perflab-port-owner", f"{replica.port:04X}", *map(str, pids)]
-    result = transport.run(argv, timeout=30.0)
-    return result.stdout.strip() != "other"
+def _answers(transport: Transport, endpoints: Endpoints, replica: Replica) -> bool:
+    """Whether the replica's health endpoint answers 200 from the replica's own engine."""
+    if not endpoints.healthy(replica):
+        return False
+    return replica.in_container or rp.serves_port(transport, replica.process, replica.port)
 
 
 def wait_until_ready(
@@ -68,14 +64,10 @@ def wait_until_ready(
             lines = log.poll()
             if lines:
                 latest = lines[-1]
-            if any(adapter.is_ready_line(line) for line in lines):
+            if any(adapter.is_ready_line(line) for line in lines) or _answers(transport, endpoints, replica):
                 pending.remove(replica)
                 continue
-            # A health answer counts only from the replica's own live process: another process may
-            # have bound its port after perflab chose it (the engine then fails to bind it).
-            pids = _check_alive(transport, adapter, replica, log)
-            if endpoints.healthy(replica) and _serves_own_port(transport, replica, pids):
-                pending.remove(replica)
+            _check_alive(transport, adapter, replica, log)
         on_progress(len(replicas) - len(pending), latest)
         if not pending:
             return

@@ -29,7 +29,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from perflab import safe_yaml
-from perflab.engines.config import EngineConfig
+from perflab.containers.image import check_image
+from perflab.engines.config import EngineConfig, refuse_flag_like
 from perflab.engines.registry import display_name
 from perflab.problems import line_of, plain_message, syntax_problem, yaml_location
 from perflab.profiles import PRESETS, BenchmarkProfile, GoodputSLOs, scaled
@@ -117,6 +118,10 @@ class CandidateSpec(BaseModel):
                 raise ValueError("env must be a mapping of variable names to values")
             if name == "replicas" and value != FILL and (not isinstance(value, int) or value < 1):
                 raise ValueError("replicas must be a whole number >= 1 or 'fill'")
+            if name == "image" and value is not None:
+                if not isinstance(value, str):
+                    raise ValueError("image must be an image reference such as vllm/vllm-openai:v0.11.0")
+                check_image(value)
         return changes
 
 
@@ -201,6 +206,19 @@ class StudySpec(BaseModel):
     min_gain_pct: float = Field(1.0, ge=0, description="smallest gain over the best so far that is kept")
     gpus_per_node: int | None = Field(None, ge=1, description="accelerators per node (default: the hosts')")
     goal: str | None = Field(None, description="the optimization objective in words, for the report")
+
+    def env_settings(self) -> dict[str, str]:
+        """Every environment variable the baseline or a candidate sets (the last value seen)."""
+        settings = dict(self.baseline.get("env") or {})
+        for stage in self.stages:
+            for candidate in stage.candidates:
+                settings.update(candidate.changes.get("env") or {})
+        return settings
+
+    @field_validator("model")
+    @classmethod
+    def _model_is_a_name(cls, model: str) -> str:
+        return refuse_flag_like("model", model)
 
     @field_validator("hosts")
     @classmethod

@@ -5,6 +5,7 @@ form or an uploaded file."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -13,6 +14,7 @@ from sqlmodel import Session
 
 from db import crud
 from perflab import safe_yaml
+from perflab.inventory import Inventory
 from perflab.problems import syntax_problem
 from perflab.report.model import StageSection
 from perflab.study.spec import SPEC_FORMATS, StudySpec, StudySpecError, parse_spec, spec_from_data
@@ -28,7 +30,7 @@ STAGES_TEMPLATE = """\
   candidates: [{model}-FP8]
 - name: Parallelism
   candidates:
-    - {{label: TP2 x2, set: {{tp: 2, replicas: fill}}}}
+    - {{tp: 2, replicas: fill}}
 - name: Max batched tokens
   dimension: max_num_batched_tokens
   candidates: [4096, 8192]
@@ -41,7 +43,34 @@ DECISION_WORDS = {
     "not_better": "not better",
     "failed": "failed",
     "disqualified": "disqualified",
+    "unmeasured": "not measured",
 }
+
+
+# A simulated first host makes the form a demo: a tenth of each preset's prompts (the study takes
+# minutes instead of the better part of an hour on the simulator's timings).
+SIMULATED_SCALE = 0.1
+SCALE_HELP = f"The form starts at {SIMULATED_SCALE:g} when the first host is simulated (a quick demo)."
+
+
+@dataclass(frozen=True)
+class FormDefaults:
+    """What the new-study form starts with."""
+
+    name: str
+    scale: float
+
+
+def form_defaults(inventory: Inventory, model: str) -> FormDefaults:
+    """The form's name (``Qwen3-8B on local-sim``) and prompt scale for its first host."""
+    names = inventory.names()
+    short_model = model.rstrip("/").rsplit("/", 1)[-1]
+    if not names:
+        return FormDefaults(name=f"{short_model} study", scale=1.0)
+    first = inventory.get(names[0])
+    return FormDefaults(
+        name=f"{short_model} on {first.name}", scale=SIMULATED_SCALE if first.simulated else 1.0
+    )
 
 
 def parse_study_id(raw: str | None) -> int:

@@ -1,12 +1,14 @@
 """The Launch page's model: form values → an :class:`EngineConfig` and benchmark profiles, and
 queuing the run (a ``queued`` row the worker picks up). Re-running a stored run queues a copy of it.
-The live serve command comes from :func:`perflab.views.commands.command_preview`.
+The live serve command comes from :func:`perflab.views.commands.command_preview`. The engine runs
+from the host's installation or from a container image: a vendor's image (:data:`IMAGE_PRESETS`,
+its tag editable) or any other reference.
 """
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,8 +17,10 @@ from pydantic import ValidationError
 from sqlmodel import Session
 
 from db import crud
-from db.models import Run
-from perflab.engines import EngineConfig
+from db.models import Dataset, Run
+from perflab.containers.image import presets_for
+from perflab.dataset_dirs import DatasetNotDeclared
+from perflab.engines import EngineConfig, get_adapter
 from perflab.engines.flags import format_value, parse_json_object
 from perflab.inventory import HostConfig
 from perflab.probe.models import ProbeResult
@@ -24,6 +28,8 @@ from perflab.profiles import PRESETS, BenchmarkProfile, scaled
 from perflab.redact import config_problems
 from perflab.runner.submit import submit_run
 from perflab.views.run_detail import RunView
+
+DEFAULT_PROMPTS = 100
 
 TRISTATE: dict[str, bool | None] = {"engine default": None, "on": True, "off": False}
 # Form fields the config takes as they are, like the number knobs; text knobs are stripped (empty: the
@@ -45,6 +51,29 @@ NUMBER_KNOBS: tuple[str, ...] = (
     "cpu_kvcache_space_gib",
     "cpu_reserved_cores",
 )
+
+
+HOST_INSTALL = "the host's installation"
+OTHER_IMAGE = "another image"
+
+
+def image_sources(engine: str) -> list[str]:
+    """Where the engine may run from: the host, each vendor image repository of ``engine``, any image."""
+    return [HOST_INSTALL, *(preset.repository for preset in presets_for(engine)), OTHER_IMAGE]
+
+
+def image_default(engine: str, source: str) -> str:
+    """The image field's starting text for ``source``: a vendor image with its tag, else empty."""
+    return next((preset.reference for preset in presets_for(engine) if preset.repository == source), "")
+
+
+def accepted_words(engine: str, knob: str) -> str | None:
+    """The values a one-word knob takes on ``engine``, with the engine version the list follows."""
+    adapter = get_adapter(engine)
+    words = adapter.vocabulary.get(knob)
+    if words is None:
+        return None
+    return f"{adapter.display_name} {words.version} accepts: {', '.join(words.values)}"
 
 
 class LaunchInputError(ValueError):
@@ -83,6 +112,7 @@ class ConfigForm:
     extra_args: str = ""
     env: str = ""
     gpu_ids: str = ""
+    image: str = ""
 
 
 def _env(text: str) -> dict[str, str]:
@@ -128,6 +158,7 @@ def build_config(form: ConfigForm) -> EngineConfig:
         "extra_args": _extra_args(form.extra_args),
         "env": _env(form.env),
         "gpu_ids": _gpu_ids(form.gpu_ids),
+        "image": form.image.strip() or None,
     }
     fields.update({knob: getattr(form, knob).strip() or None for knob in TEXT_KNOBS})
     if form.speculative_config.strip():
@@ -174,7 +205,7 @@ class CustomProfileForm:
     dataset_fields: dict[str, str] | None = None
     input_len: int | None = 1024
     output_len: int | None = 128
-    num_prompts: int = 100
+    num_prompts: int = DEFAULT_PROMPTS
     request_rate: float | None = None
     max_concurrency: int | None = None
     seed: int | None = 42
@@ -204,13 +235,35 @@ def custom_profile(form: CustomProfileForm) -> BenchmarkProfile:
         raise _input_error(error, "profile") from None
 
 
-def profiles_frame(profiles: Sequence[BenchmarkProfile], model: str) -> pd.DataFrame:
-    """The chosen profiles with their load and the equivalent ``vllm bench serve`` command."""
+def reuse_note(num_prompts: int, dataset_prompts: int | None) -> str | None:
+    """What asking for more prompts than a dataset holds means, or None when it holds enough."""
+    if dataset_prompts is None or num_prompts <= dataset_prompts:
+        return None
+    return (
+        f"The dataset holds {dataset_prompts} prompts: {num_prompts} requests send them again in order "
+        f"(each about {num_prompts / dataset_prompts:.1f} times), which a prefix cache may favour."
+    )
+
+
+def dataset_names(datasets: Sequence[Dataset]) -> dict[str, str]:
+    """Stored datasets' names by content hash (how custom profiles refer to them)."""
+    return {dataset.content_hash: dataset.name for dataset in datasets}
+
+
+def profiles_frame(
+    profiles: Sequence[BenchmarkProfile], model: str, *, dataset_names: Mapping[str, str] | None = None
+) -> pd.DataFrame:
+    """The chosen profiles with their load and the equivalent ``vllm bench serve`` command (one that
+    runs unchanged under ``vllm bench serve`` and ``perflab bench`` and sends the same requests; a stored
+    dataset named by its name rather than its content hash)."""
+    names = dataset_names or {}
     rows = [
         {
             "Profile": profile.title,
             "Load": describe_load(profile),
-            "vllm bench serve": profile.vllm_bench_command(model),
+            "vllm bench serve": profile.vllm_bench_command(
+                model, dataset_path=names.get(profile.dataset_ref or ""), same_requests=True
+            ),
         }
         for profile in profiles
     ]
@@ -237,6 +290,7 @@ def _queue(
     session: Session,
     *,
     host_name: str,
+    host: HostConfig | None,
     simulated: bool,
     accelerator: str | None,
     config: EngineConfig,
@@ -244,14 +298,18 @@ def _queue(
     queued_by: str | None,
     label: str | None,
 ) -> Run:
-    run = submit_run(
-        session.get_bind(),
-        host_name=host_name,
-        config=config,
-        profiles=profiles,
-        queued_by=queued_by or None,
-        label=(label or "").strip() or None,
-    )
+    try:
+        run = submit_run(
+            session.get_bind(),
+            host_name=host_name,
+            config=config,
+            profiles=profiles,
+            queued_by=queued_by or None,
+            label=(label or "").strip() or None,
+            host=host,
+        )
+    except DatasetNotDeclared as problem:
+        raise LaunchInputError("profiles", str(problem)) from None
     return crud.update_run(session, run_id=run.id, simulated=simulated, accelerator=accelerator)
 
 
@@ -276,6 +334,7 @@ def queue_run(
     return _queue(
         session,
         host_name=host.name,
+        host=host,
         simulated=host.simulated,
         accelerator=accelerator_of(stored_host.last_probe if stored_host else None),
         config=config,
@@ -307,6 +366,7 @@ def rerun(session: Session, run: RunView, *, queued_by: str | None = None) -> Ru
     return _queue(
         session,
         host_name=run.host_name or "",
+        host=None,
         simulated=run.simulated,
         accelerator=run.accelerator,
         config=EngineConfig.model_validate(run.config),

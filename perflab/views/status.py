@@ -3,7 +3,7 @@ are queued or in flight."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlmodel import Session
@@ -13,6 +13,8 @@ from db.models import IN_FLIGHT_RUN_STATUSES, utcnow
 from perflab.views.formatting import host_label
 
 ACTIVE_RUNS_SHOWN = 8
+# The in-flight statuses in lifecycle order (db.models.IN_FLIGHT_RUN_STATUSES).
+IN_FLIGHT_ORDER: tuple[str, ...] = ("launching", "ready", "benchmarking")
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,16 @@ class AppStatus:
     in_flight: int
     active_runs: list[ActiveRun]
 
+    in_flight_by_status: dict[str, int] = field(default_factory=dict)
+
+    def runs_text(self) -> str:
+        """``Queued runs: 1 · in flight: 2 (launching 1, benchmarking 1)``: every run a worker holds,
+        from the moment it starts launching."""
+        detail = ", ".join(f"{name} {count}" for name, count in self.in_flight_by_status.items() if count)
+        return f"Queued runs: {self.queued} · in flight: {self.in_flight}" + (
+            f" ({detail})" if detail else ""
+        )
+
     @property
     def worker_alive(self) -> bool:
         return any(worker.alive for worker in self.workers)
@@ -84,6 +96,11 @@ def app_status(
         limit=ACTIVE_RUNS_SHOWN,
     )
     in_flight = active.total - queued
+    by_status = (
+        {name: crud.list_runs(session, status=name, limit=1).total for name in IN_FLIGHT_ORDER}
+        if in_flight
+        else {}
+    )
     active_runs = [
         ActiveRun(
             id=row.id,
@@ -94,5 +111,10 @@ def app_status(
         for row in active.rows
     ]
     return AppStatus(
-        database=database, workers=workers, queued=queued, in_flight=in_flight, active_runs=active_runs
+        database=database,
+        workers=workers,
+        queued=queued,
+        in_flight=in_flight,
+        active_runs=active_runs,
+        in_flight_by_status=by_status,
     )

@@ -72,11 +72,20 @@ def test_a_failing_config_prints_the_reason_and_exits_1(
     assert "failed: TensorRT-LLM Qwen/Qwen3-8B-FP8 on a100 (defaults)" in captured.out
     assert "unsupported_hardware: TensorRT-LLM:" in captured.out
     assert "[run " in captured.err and "started engine-0" in captured.err
+    (run_id,) = {
+        line.split()[1].rstrip("]") for line in captured.err.splitlines() if line.startswith("[run ")
+    }
+    assert f"[run {run_id}] run page: http://localhost:8501/run?run={run_id}\n" in captured.err
+    assert captured.out.endswith(f"Run page: http://localhost:8501/run?run={run_id}\n")
 
 
 def test_queue_only_stores_the_run(
-    cli_env: dict[str, str], runs_db: Engine, capsys: pytest.CaptureFixture[str]
+    cli_env: dict[str, str],
+    runs_db: Engine,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("PERFLAB_APP_URL", "http://perf.example:8501/lab/")
     code = main(
         ["run", "--host", "h100", "--engine", "sglang", "--model", "m", "--tp", "2"]
         + ["--profile", "short", "--queue"]
@@ -84,8 +93,17 @@ def test_queue_only_stores_the_run(
 
     (run,) = _runs(runs_db)
     assert code == 0
-    assert capsys.readouterr().out == f"queued run {run.id}\n"
+    assert capsys.readouterr().out == f"queued run {run.id}: http://perf.example:8501/lab/run?run={run.id}\n"
     assert (run.status, run.engine, run.knobs_summary) == ("queued", "sglang", "tp=2")
+    assert run.config["image"] is None
+
+
+def test_an_image_is_stored_with_the_queued_config(cli_env: dict[str, str], runs_db: Engine) -> None:
+    image = "lmsysorg/sglang:v0.5.3"
+    code = main(f"run --host h100 --engine sglang --model m --image {image} --profile short --queue".split())
+
+    (run,) = _runs(runs_db)
+    assert code == 0 and run.config["image"] == image
 
 
 @pytest.mark.parametrize(
@@ -105,6 +123,7 @@ def test_queue_only_stores_the_run(
         (["--profile", "nope"], "error: --profile 'nope': 'nope' is neither a preset"),
         (["--host", "elsewhere"], "error: hosts.yaml: no host named 'elsewhere' (known hosts: h100, a100)"),
         (["--ready-timeout", "0"], "error: --ready-timeout 0: must be > 0"),
+        (["--image=-v"], "error: --image: image '-v' is not an image reference such as vllm/vllm-openai"),
     ],
 )
 def test_bad_input_is_one_clear_line_and_stores_nothing(

@@ -110,7 +110,7 @@ def test_sidebar_shows_database_worker_and_active_runs(data_db: SeededDatabase, 
     captions = texts(app.sidebar.caption)
     assert "Worker: 1 worker running" in captions
     assert "In-app worker off (PERFLAB_APP_WORKER=0)" in captions
-    assert "Queued runs: 1 · running: 1" in captions
+    assert "Queued runs: 1 · in flight: 1 (benchmarking 1)" in captions
     links = texts(app.sidebar.markdown)
     queued = data_db.runs.queued
     assert (

@@ -102,7 +102,18 @@ def test_custom_profile_with_an_uploaded_dataset(empty_db: str, open_page, tmp_p
         f"#{dataset.id} · support.jsonl (jsonl, 2 prompts)"
     ).run()
     app.text_input(key="launch_custom_name").input("Support traffic").run()
-    app.number_input(key="launch_custom_num_prompts").set_value(8).run()
+    # The dataset's own size is the default; its prompts set the input lengths, so no such field.
+    prompts = app.number_input(key=f"launch_custom_num_prompts_{dataset.id}")
+    assert prompts.value == 2 and "Input tokens" not in [field.label for field in app.number_input]
+    assert "Input lengths: the dataset's own prompts." in [caption.value for caption in app.caption]
+    assert not app.main.warning
+    command = app.dataframe[0].value["vllm bench serve"][0]
+    assert "--dataset-name custom --dataset-path support.jsonl " in command
+    prompts.set_value(8).run()
+    assert [warning.value for warning in app.main.warning] == [
+        "The dataset holds 2 prompts: 8 requests send them again in order (each about 4.0 times), "
+        "which a prefix cache may favour."
+    ]
     app.number_input(key="launch_custom_concurrency").set_value(2).run()
     assert list(app.dataframe[0].value["Load"]) == ["custom, 8 prompts, concurrency 2"]
     app.button(key="launch_queue").click().run()
@@ -114,6 +125,42 @@ def test_custom_profile_with_an_uploaded_dataset(empty_db: str, open_page, tmp_p
         "custom",
         crud.content_hash(content),
     )
+
+
+def test_the_hosts_engine_judges_the_config_before_queueing(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]
+    """The preflight button asks the simulated host's vLLM (``--help=all``) as the worker does."""
+    app = open_page(empty_db, LAUNCH_PAGE)
+    app.text_input(key="launch_extra_args").input("--no-such-flag").run()
+    app.button(key="launch_preflight").click().run()
+    assert not app.exception
+    (refusal,) = texts(app.error)
+    assert refusal.startswith("preflight: vLLM ") and refusal.endswith("has no flag --no-such-flag")
+    app.text_input(key="launch_extra_args").input("--enforce-eager").run()
+    app.button(key="launch_preflight").click().run()
+    assert not texts(app.error)
+    assert texts(app.success)[0].endswith("accepts every flag and value of this configuration")
+
+
+def test_an_engine_image_is_picked_from_the_vendor_presets_with_its_tag_edited(  # type: ignore[no-untyped-def]
+    empty_db: str, open_page
+) -> None:
+    app = open_page(empty_db, LAUNCH_PAGE)
+    sources = app.selectbox(key="launch_image_source").options
+    assert sources == ["the host's installation", "vllm/vllm-openai", "another image"]
+    app.selectbox(key="launch_image_source").select("vllm/vllm-openai").run()
+    field = app.text_input(key="launch_image_vllm_vllm/vllm-openai")
+    assert field.value == "vllm/vllm-openai:v0.11.0"
+    field.input("vllm/vllm-openai:v0.10.2 --privileged").run()
+    assert not app.exception
+    assert texts(app.error)[0].startswith("image: Value error, image 'vllm/vllm-openai:v0.10.2 --privileged'")
+    app.text_input(key="launch_image_vllm_vllm/vllm-openai").input("vllm/vllm-openai:v0.10.2").run()
+    assert "Runs inside vllm/vllm-openai:v0.10.2" in " ".join(texts(app.caption))
+    app.multiselect(key="launch_presets").select(app.multiselect(key="launch_presets").options[1]).run()
+    app.button(key="launch_queue").click().run()
+    [run] = queued_runs(empty_db)
+    assert run.config["image"] == "vllm/vllm-openai:v0.10.2"
+    app.selectbox(key="launch_engine").select("vllm-ascend").run()
+    assert "quay.io/ascend/vllm-ascend" in app.selectbox(key="launch_image_source").options
 
 
 def test_cpu_host_offers_vllm_cpu_knobs(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]

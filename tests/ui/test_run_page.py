@@ -39,6 +39,9 @@ def test_finished_run_shows_results_commands_and_charts(data_db: SeededDatabase,
     assert cards["Success rate"] == "100.0 %"
     code = texts(app.code)
     assert sum("Serving Benchmark Result" in block for block in code) == 2
+    captions = texts(app.caption)
+    assert any(text.startswith("Total input tokens: the server's usage.prompt_tokens") for text in captions)
+    assert any(text.startswith("Peak concurrent requests: requests active during the") for text in captions)
     assert f"vllm serve {MODEL} -tp 2" in code
     assert any(block.startswith("vllm bench serve --model") for block in code)
     # Per profile: throughput timeline, histogram, CDF, scatter; per run: engine and accelerator series.
@@ -55,6 +58,12 @@ def test_finished_run_shows_results_commands_and_charts(data_db: SeededDatabase,
     ]
 
 
+def test_a_replicated_run_names_its_replica_count_once(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
+    app = open_page(data_db.url, RUN_PAGE, {"run": str(data_db.runs.replicated)})
+    facts = " ".join(texts(app.markdown))
+    assert "tp=2 ×2" in facts and facts.count("×2") == 1, facts
+
+
 def test_latency_metric_choice_redraws_the_distribution(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
     app = open_page(data_db.url, RUN_PAGE, {"run": str(data_db.runs.done)})
     selector = app.selectbox[0]
@@ -67,7 +76,7 @@ def test_latency_metric_choice_redraws_the_distribution(data_db: SeededDatabase,
     assert all('"ITL (ms)"' in spec and '"TTFT (ms)"' not in spec for spec in first_tab_specs)
 
 
-def test_copy_link_shows_the_absolute_address(data_db: SeededDatabase, app_env) -> None:  # type: ignore[no-untyped-def]
+def test_copy_link_carries_the_absolute_address(data_db: SeededDatabase, app_env) -> None:  # type: ignore[no-untyped-def]
     app_env(data_db.url)
     app = AppTest.from_file(str(APP), default_timeout=60)
     app.context = {"url": "http://perf.example:8501/run"}
@@ -75,8 +84,8 @@ def test_copy_link_shows_the_absolute_address(data_db: SeededDatabase, app_env) 
     app.switch_page(RUN_PAGE)
     app.query_params["run"] = str(data_db.runs.done)
     app.run()
-    app.button(key="run_copy_link").click().run()
-    assert f"http://perf.example:8501/run?run={data_db.runs.done}" in texts(app.code)
+    (button,) = [element for element in app.get("html") if "perflab-copy-run" in element.proto.body]
+    assert f'data-link="http://perf.example:8501/run?run={data_db.runs.done}"' in button.proto.body
 
 
 def test_rerun_queues_a_copy(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]

@@ -11,7 +11,7 @@ from perflab.charts import compare as compare_charts
 from perflab.charts import run as run_charts
 from perflab.charts.datasets import length_histogram
 from perflab.charts.export import chart_png
-from perflab.views import compare
+from perflab.views import compare, timeline
 from perflab.views.datasets import lengths_frame
 from perflab.views.distributions import latency_values
 from perflab.views.run_detail import RunDetail, load_run_detail
@@ -34,7 +34,7 @@ def data_of(chart_dict: dict) -> list[dict]:  # type: ignore[type-arg]
 
 def test_run_charts(detail: RunDetail) -> None:
     profile = detail.profiles[0]
-    timeline = run_charts.throughput_timeline(profile.timeseries).to_dict()
+    timeline = run_charts.throughput_timeline(profile.timeline).to_dict()
     assert len(timeline["vconcat"]) == 2
     assert {row["series"] for row in data_of(timeline)} == {"Output tokens/s", "Requests in flight"}
 
@@ -61,10 +61,39 @@ def test_run_charts(detail: RunDetail) -> None:
 def test_empty_samples_are_detected() -> None:
     empty = pd.DataFrame(columns=["t_s", "source"])
     assert not run_charts.has_engine_samples(empty) and not run_charts.has_accelerator_samples(empty)
-    engine_only = pd.DataFrame(
+    one_instant = pd.DataFrame(
         [{"t_s": 0.0, "source": "engine", "running": 1, "waiting": 0, "kv_cache_usage": 0.5}]
     )
+    assert run_charts.has_samples(one_instant) and not run_charts.has_engine_samples(one_instant)
+    engine_only = pd.concat([one_instant, one_instant.assign(t_s=2.0)], ignore_index=True)
     assert run_charts.has_engine_samples(engine_only) and not run_charts.has_accelerator_samples(engine_only)
+
+
+def test_a_run_shorter_than_a_second_gets_a_readable_timeline() -> None:
+    # 20 requests 20 ms apart, each streaming 10 chunks 10 ms apart after a 40 ms TTFT (130 ms long).
+    records = pd.DataFrame(
+        {
+            "start_s": [index * 0.02 for index in range(20)],
+            "ttft_ms": [40.0] * 20,
+            "itl_ms": [[10.0] * 9] * 20,
+            "e2el_ms": [130.0] * 20,
+            "output_tokens": [10.0] * 20,
+            "success": [True] * 20,
+        }
+    )
+    built = timeline.from_records(records)
+    assert built.bin_s == 0.02 and len(built.frame) == 26  # the last request ends at 0.51 s
+    assert built.frame["output_tokens_per_s"].sum() * built.bin_s == pytest.approx(200.0)
+    assert built.frame["requests_in_flight"].max() == 7
+    chart = run_charts.throughput_timeline(built).to_dict()
+    (tokens, flight) = chart["vconcat"]
+    assert tokens["encoding"]["x"]["axis"]["format"] == ",.2f"
+    assert tokens["encoding"]["x"]["title"] == "Time since the first request (s), 20 ms bins"
+    assert tokens["encoding"]["y"]["axis"]["format"] == ",~r"
+    assert chart_png(run_charts.throughput_timeline(built)).startswith(PNG_MAGIC)
+    # Without records the bench's per-second series is drawn as it is.
+    series = timeline.from_series([{"t": 0, "output_tokens": 400, "requests_in_flight": 20, "completed": 20}])
+    assert series.bin_s == 1.0 and series.frame["output_tokens_per_s"].tolist() == [400]
 
 
 def test_compare_charts(seeded_database: SeededDatabase) -> None:

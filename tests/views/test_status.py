@@ -35,6 +35,7 @@ def test_workers_and_active_runs(db_session: Session) -> None:
     status = app_status(db_session, database="db", stale_after_s=STALE_AFTER_S)
     assert status.worker_alive and status.worker_summary() == "2 workers running"
     assert (status.queued, status.in_flight) == (1, 1)
+    assert status.runs_text() == "Queued runs: 1 · in flight: 1 (launching 1)"
     assert [(run.id, run.status, run.host, run.title) for run in status.active_runs] == [
         (running.id, "launching", "gpu-a", "tuning"),
         (queued.id, "queued", "local-sim (simulated)", "vllm m"),

@@ -1,0 +1,111 @@
+"""A benchmark's throughput and requests in flight over time, binned finely enough to read.
+
+The bench's own series (``result["timeseries"]``) has one row per second, so a run shorter than a
+few seconds is one or two points. When the per-request records are stored, the timeline is rebuilt
+from them with a bin width chosen from the run's length (:func:`bin_width`: 10 ms to 1 min, about
+:data:`TARGET_BINS` bins): each request's output tokens are spread evenly over its streamed chunks
+(the first at TTFT, the others at its inter-token gaps), and each bin's requests in flight is the
+largest overlap of the requests' [sent, ended) intervals within it. Imported summaries without records
+keep the per-second series.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+NICE_WIDTHS_S: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
+TARGET_BINS = 40
+COLUMNS = ("t", "output_tokens_per_s", "requests_in_flight")
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Rows ``t`` (bin start, s), ``output_tokens_per_s`` and ``requests_in_flight``; ``bin_s`` wide."""
+
+    frame: pd.DataFrame
+    bin_s: float
+
+    @property
+    def empty(self) -> bool:
+        return self.frame.empty
+
+
+def bin_width(duration_s: float) -> float:
+    """The smallest nice width that cuts ``duration_s`` into at most :data:`TARGET_BINS` bins."""
+    for width in NICE_WIDTHS_S:
+        if duration_s / width <= TARGET_BINS:
+            return width
+    return NICE_WIDTHS_S[-1]
+
+
+def _token_arrivals(records: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Times (s from the first dispatch) of every streamed chunk of the successful requests, and the
+    output tokens each carries."""
+    times: list[float] = []
+    tokens: list[float] = []
+    for row in records.itertuples(index=False):
+        if not row.success or not math.isfinite(row.start_s) or not math.isfinite(row.ttft_ms):
+            continue
+        gaps = [float(gap) for gap in (row.itl_ms or []) if gap is not None]
+        chunk_times = row.start_s + (row.ttft_ms + np.concatenate([[0.0], np.cumsum(gaps)])) / 1000.0
+        count = row.output_tokens if math.isfinite(row.output_tokens) else len(chunk_times)
+        times.extend(chunk_times.tolist())
+        tokens.extend([count / len(chunk_times)] * len(chunk_times))
+    return np.asarray(times, dtype=float), np.asarray(tokens, dtype=float)
+
+
+def _in_flight_peaks(records: pd.DataFrame, bins: int, width: float) -> np.ndarray:
+    """Per bin, the largest number of requests in flight at any instant in it."""
+    spans = records.dropna(subset=["start_s", "e2el_ms"])
+    events = sorted(
+        [(start, 1) for start in spans["start_s"]]
+        + [
+            (start + e2el / 1000.0, -1)
+            for start, e2el in zip(spans["start_s"], spans["e2el_ms"], strict=True)
+        ]
+    )
+    peaks = np.zeros(bins, dtype=int)
+    in_flight = position = 0
+    for index in range(bins):
+        end = (index + 1) * width
+        peak = in_flight
+        while position < len(events) and events[position][0] < end:
+            in_flight += events[position][1]
+            peak = max(peak, in_flight)
+            position += 1
+        peaks[index] = peak
+    return peaks
+
+
+def from_records(records: pd.DataFrame) -> Timeline:
+    """The timeline rebuilt from per-request records (empty when none has a start and a TTFT)."""
+    times, tokens = _token_arrivals(records)
+    ends = (records["start_s"] + records["e2el_ms"] / 1000.0).dropna()
+    duration = max([*times.tolist(), *ends.tolist()], default=0.0)
+    if not len(times) or duration <= 0:
+        return Timeline(pd.DataFrame(columns=list(COLUMNS)), 1.0)
+    width = bin_width(duration)
+    bins = max(1, math.ceil(duration / width - 1e-9))
+    index = np.minimum((times / width).astype(int), bins - 1)
+    per_bin = np.bincount(index, weights=tokens, minlength=bins)
+    frame = pd.DataFrame(
+        {
+            "t": np.arange(bins) * width,
+            "output_tokens_per_s": per_bin / width,
+            "requests_in_flight": _in_flight_peaks(records, bins, width),
+        }
+    )
+    return Timeline(frame, width)
+
+
+def from_series(rows: list[dict]) -> Timeline:
+    """The bench's per-second series as a timeline."""
+    frame = pd.DataFrame([row for row in rows if isinstance(row, dict)])
+    if frame.empty or "t" not in frame:
+        return Timeline(pd.DataFrame(columns=list(COLUMNS)), 1.0)
+    frame = frame.rename(columns={"output_tokens": "output_tokens_per_s"})
+    return Timeline(frame[[column for column in COLUMNS if column in frame]], 1.0)
