@@ -1,10 +1,14 @@
 """Failed starts of the real vLLM (CPU build), launched by perflab on a CPU host over a real sshd and
-classified from the engine's own log, with the error line (never a traceback source line) as message."""
+classified from the engine's own log, with the error line (never a traceback source line) as message.
+Arguments the installed vLLM refuses are caught earlier by perflab's preflight; their real log lines are
+classified from the engine run directly."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,11 +18,11 @@ from sqlalchemy.engine import Engine
 from db import crud
 from db.models import Run
 from db.session import new_session
-from perflab.engines import EngineConfig
+from perflab.engines import EngineConfig, get_adapter
 from perflab.inventory import HostConfig
 from perflab.runner import RunnerOptions, execute_run, submit_run
 from perflab.runner.profile_spec import parse_profile
-from tests.fixtures.real_vllm import free_port, tiny_model_dir
+from tests.fixtures.real_vllm import free_port, serve_env, tiny_model_dir, vllm_bin
 from tests.fixtures.runs import inventory_of, run_key_pids
 
 pytestmark = [pytest.mark.real_engine, pytest.mark.timeout(900)]
@@ -50,16 +54,31 @@ def _failed_run(engine: Engine, host: HostConfig, options: RunnerOptions = OPTIO
     return run
 
 
-def test_unknown_flag(runs_db: Engine, vllm_cpu_host: HostConfig) -> None:
-    run = _failed_run(runs_db, vllm_cpu_host, extra_args=("--no-such-flag",))
+@pytest.mark.parametrize(
+    ("extra_args", "error_line"),
+    [
+        (("--no-such-flag",), "vllm: error: unrecognized arguments: --no-such-flag"),
+        (("--dtype", "float99"), "vllm serve: error: argument --dtype: invalid choice: 'float99'"),
+    ],
+    ids=["unknown-flag", "invalid-choice"],
+)
+def test_refused_arguments(
+    runs_db: Engine, vllm_cpu_host: HostConfig, extra_args: tuple[str, ...], error_line: str
+) -> None:
+    """perflab's preflight refuses them before the engine starts; the engine's own log says the same."""
+    run = _failed_run(runs_db, vllm_cpu_host, extra_args=extra_args)
     assert run.failure_class == "unknown_argument"
-    assert run.failure_message.endswith("vllm: error: unrecognized arguments: --no-such-flag")
+    assert "vLLM 0.32.0+cpu" in run.failure_message and extra_args[-1] in run.failure_message
 
-
-def test_invalid_choice(runs_db: Engine, vllm_cpu_host: HostConfig) -> None:
-    run = _failed_run(runs_db, vllm_cpu_host, extra_args=("--dtype", "float99"))
-    assert run.failure_class == "unknown_argument"
-    assert "error: argument --dtype: invalid choice: 'float99'" in run.failure_message
+    adapter = get_adapter("vllm")
+    config = EngineConfig(engine="vllm", model=str(tiny_model_dir()), extra_args=extra_args)
+    argv = adapter.serve_argv(config, port=free_port())
+    env = serve_env(PATH=f"{vllm_bin().parent}:{os.environ['PATH']}")
+    engine_run = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
+    assert engine_run.returncode != 0
+    failure = adapter.classify_failure(engine_run.stdout + engine_run.stderr)
+    assert failure is not None and failure.failure_class == "unknown_argument"
+    assert error_line in failure.message
 
 
 def test_missing_model_names_the_error_line(
