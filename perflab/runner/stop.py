@@ -125,10 +125,19 @@ def log_excerpt(transport: Transport, remote_state: Mapping[str, Any], *, lines:
 
 
 def wind_down(
-    transport: Transport, store: RunStore, remote_state: dict[str, Any], *, grace_s: float, log_lines: int
+    transport: Transport,
+    store: RunStore,
+    remote_state: dict[str, Any],
+    *,
+    grace_s: float,
+    log_lines: int,
+    retry_delays_s: Sequence[float] = RETRY_DELAYS_S,
 ) -> str | None:
-    """The end of a run on its host: stop everything recorded (outcomes in ``remote_state["stopped"]``),
-    store the result the benchmark in flight left, and return the engine log excerpt."""
-    remote_state["stopped"] = stop_recorded(transport, remote_state, grace_s=grace_s)
+    """The end of a run on its host: stop everything recorded (outcomes in ``remote_state["stopped"]``;
+    retried after each of ``retry_delays_s`` while the connection is lost), store the result the
+    benchmark in flight left, and return the engine log excerpt."""
+    remote_state["stopped"] = stop_recorded(
+        transport, remote_state, grace_s=grace_s, retry_delays_s=retry_delays_s
+    )
     store_in_flight(transport, store, remote_state, store.load().profiles)
     return log_excerpt(transport, remote_state, lines=log_lines)

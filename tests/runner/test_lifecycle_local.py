@@ -124,7 +124,7 @@ def test_a_missing_dataset_fails_the_run_before_any_request(
 
     assert stored.status == "failed" and stored.failure_class == "dataset_missing"
     assert "'/nonexistent/sharegpt.json'" in stored.failure_message
-    assert run_key_pids(stored.remote_state["run_key"]) == []
+    assert stored.remote_state is None, "nothing is started on the host"
 
 
 def test_without_hand_back_a_run_waits_for_locked_gpus(runs_db: Engine, sim_host: SimHostFactory) -> None:
