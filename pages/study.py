@@ -10,6 +10,7 @@ import streamlit as st
 from db import crud
 from db.crud.studies import FINISHED_STUDY_STATUSES
 from perflab import ui
+from perflab.hub.catalog import SAMPLE_REPORT_NOTE
 from perflab.report import charts as report_charts
 from perflab.report.export import report_files, results_csv, results_json, zip_bytes
 from perflab.report.from_study import report_of
@@ -129,7 +130,10 @@ def study_body(shown_status: str) -> None:
     ]
     st.markdown(" · ".join(fact for fact in facts if fact))
     for note in report.notes:
-        st.caption(note)
+        if note == SAMPLE_REPORT_NOTE:
+            st.warning(note, icon=":material/science:")
+        else:
+            st.caption(note)
     if progress.plan.failure:
         st.error(progress.plan.failure)
     if progress.plan.status == "incomplete":

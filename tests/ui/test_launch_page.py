@@ -124,6 +124,20 @@ def test_custom_profile_with_an_uploaded_dataset(empty_db: str, open_page, tmp_p
     )
 
 
+def test_the_hosts_engine_judges_the_config_before_queueing(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]
+    """The preflight button asks the simulated host's vLLM (``--help=all``) as the worker does."""
+    app = open_page(empty_db, LAUNCH_PAGE)
+    app.text_input(key="launch_extra_args").input("--no-such-flag").run()
+    app.button(key="launch_preflight").click().run()
+    assert not app.exception
+    (refusal,) = texts(app.error)
+    assert refusal.startswith("preflight: vLLM ") and refusal.endswith("has no flag --no-such-flag")
+    app.text_input(key="launch_extra_args").input("--enforce-eager").run()
+    app.button(key="launch_preflight").click().run()
+    assert not texts(app.error)
+    assert texts(app.success)[0].endswith("accepts every flag and value of this configuration")
+
+
 def test_an_engine_image_is_picked_from_the_vendor_presets_with_its_tag_edited(  # type: ignore[no-untyped-def]
     empty_db: str, open_page
 ) -> None:
