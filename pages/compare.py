@@ -61,11 +61,7 @@ with link_col:
         ui.share_link(PAGE, urlstate.compare_query(found_ids, baseline_id), current_page=PAGE), key="compare"
     )
 
-st.dataframe(
-    compare.runs_frame(compared),
-    hide_index=True,
-    column_config={"Run": st.column_config.LinkColumn("Run", display_text=r"run=(\d+)")},
-)
+st.markdown(compare.runs_markdown(compared))
 
 table = compare.comparison_table(compared, profile=profile, baseline_id=baseline_id)
 st.subheader("Metrics")

@@ -9,7 +9,7 @@ from db import crud
 from perflab import ui
 from perflab.datasets import profile_dataset
 from perflab.engines import ENGINE_NAMES, EngineConfigError, get_adapter
-from perflab.views import hosts, launch, run_detail
+from perflab.views import hosts, launch, preflight, run_detail
 from perflab.views.commands import command_preview
 from perflab.views.datasets import dataset_choice_label
 from perflab.views.formatting import format_time
@@ -51,6 +51,21 @@ else:
     st.caption("Not probed yet: the Hosts page lists its accelerators and engine versions.")
 if host.simulated:
     st.caption("Simulated host: engines and accelerators are answered by perflab's simulator.")
+source_col, image_col = st.columns([1, 2])
+image_source = source_col.selectbox(
+    "Run the engine from", launch.image_sources(engine), key="launch_image_source"
+)
+image = ""
+if image_source != launch.HOST_INSTALL:
+    image = image_col.text_input(
+        "Container image (edit the tag)",
+        value=launch.image_default(engine, image_source),
+        placeholder="registry/name:tag",
+        key=f"launch_image_{engine}_{image_source}",
+        help="Started with the host's podman or docker (hosts.yaml container_runtime, else the one found).",
+    )
+    if target.probe is not None:
+        st.caption(f"Container runtimes on the host: {hosts.container_runtimes_text(target.probe)}")
 
 st.subheader("Knobs")
 st.caption("Leave a knob empty for the engine's default.")
@@ -101,6 +116,7 @@ form = launch.ConfigForm(
     ),
     extra_args=st.text_input("Extra arguments", placeholder="--enforce-eager", key="launch_extra_args"),
     env=st.text_area("Environment (NAME=value per line)", height=68, key="launch_env"),
+    image=image,
 )
 
 st.subheader("Serve command")
@@ -113,9 +129,23 @@ else:
     preview = command_preview(config)
     if preview.command:
         st.code(preview.command, language="bash")
+        if config.image is not None:
+            st.caption(
+                f"Runs inside {config.image}: perflab adds the container's devices, mounts, network and "
+                "--env-file for the host's secrets (docs/engines.md, Containers)."
+            )
     else:
         st.error(preview.error)
         config = None
+if config is not None and st.button(
+    "Check against the host's engine",
+    key="launch_preflight",
+    help="Asks the engine installed on the host (its --help) whether it accepts every flag and value, "
+    "as the worker does before launching.",
+):
+    with st.spinner(f"Asking {get_adapter(config.engine).display_name} on {host.name}…"):
+        verdict = preflight.check_config(host, config, preflight.probed_version(target.probe, config.engine))
+    getattr(st, verdict.level)(verdict.text)
 
 st.subheader("Benchmark profiles")
 presets = launch.preset_choices()

@@ -12,7 +12,7 @@ from perflab import ui
 from perflab.charts import run as run_charts
 from perflab.hub.catalog import used_sample
 from perflab.views import cards, distributions, launch, run_detail, run_export
-from perflab.views.formatting import format_time, replicas_mark
+from perflab.views.formatting import format_time
 
 ui.ensure_app_shell()
 
@@ -45,7 +45,7 @@ facts = [
     f"host **{run.host_display}**" if run.host_name else "",
     run.accelerator or "accelerator unknown",
     " ".join(part for part in (run.engine, run.model) if part) or "engine unknown",
-    (run.knobs_summary or "") + (f" {replicas_mark(run.replicas)}" if run.replicas > 1 else ""),
+    run.knobs_summary or "",  # ends with ×N for N replicas
     f"source {run.source}" + (f" ({run.imported_from})" if run.imported_from else ""),
     f"created {format_time(run.created_at)}" + (f" by {run.queued_by}" if run.queued_by else ""),
 ]
@@ -138,6 +138,8 @@ def draw_profile(profile: run_detail.ProfileView) -> None:
         st.code(profile.text_block, language=None)
     else:
         st.caption("No text block: this result lacks fields the vllm-bench summary needs.")
+    for note in profile.definition_notes:
+        st.caption(note)
     other_notes = [note for note in profile.notes if not used_sample([note])]
     if other_notes:
         st.caption("Benchmark notes: " + "; ".join(other_notes))

@@ -7,12 +7,14 @@ from __future__ import annotations
 import streamlit as st
 
 from perflab import ui
-from perflab.importers import ImportFileError, import_content
+from perflab.importers import AlreadyImported, ImportFileError, import_content
 from perflab.views import run_list, urlstate
 
 ui.ensure_app_shell()
 
 RUNS_TABLE_ROWS = 20
+LAST_QUERY_KEY = "runs_last_query"
+SELECTED_KEY = "runs_selected_order"
 
 st.title("Runs")
 
@@ -40,6 +42,8 @@ def import_results() -> None:
                 )
         except ImportFileError as problem:
             st.error(str(problem))
+        except AlreadyImported as known:
+            st.info(str(known), icon=":material/content_copy:")
         else:
             ids = ", ".join(f"#{run.id}" for run in runs)
             st.success(f"{upload.name}: imported {len(runs)} run{'s' if len(runs) != 1 else ''} ({ids})")
@@ -51,6 +55,13 @@ if ui.may_write():
         import_results()
 
 choices = ui.filter_choices()
+# The filters live in the address (shareable): a query this page did not write itself (a pasted or
+# followed link) sets the widgets.
+query = {name: value for name, value in st.query_params.items() if name in run_list.QUERY_KEYS}
+if query != st.session_state.get(LAST_QUERY_KEY):
+    for key in run_list.QUERY_KEYS.values():
+        st.session_state.pop(key, None)
+    st.session_state.update(run_list.widget_state_from_query(query, choices))
 
 status_col, host_col, accelerator_col, engine_col, model_col, source_col = st.columns(
     [1.2, 1.2, 1.2, 1, 1.4, 1.3]
@@ -70,6 +81,12 @@ sort_label = sort_col.selectbox("Sort by", list(run_list.SORT_CHOICES), key="run
 descending = order_col.selectbox("Order", ["descending", "ascending"], key="runs_order") == "descending"
 page_size = size_col.selectbox("Runs per page", run_list.PAGE_SIZES, index=1, key="runs_page_size")
 page_number = page_col.number_input("Page", min_value=1, step=1, key="runs_page")
+shown_query = run_list.query_from_view(
+    filters, sort_label=sort_label, descending=descending, page_size=page_size, page=int(page_number)
+)
+if shown_query != query:
+    st.query_params.from_dict(shown_query)
+st.session_state[LAST_QUERY_KEY] = shown_query
 
 with ui.session() as session:
     page = run_list.load_run_page(
@@ -99,24 +116,33 @@ selection = st.dataframe(
     height=ui.table_height(min(len(page.run_ids), RUNS_TABLE_ROWS)),
     column_config={
         "Run": st.column_config.LinkColumn(
-            "Run", display_text=r"run=(\d+)", help="Open the run page", width=60
+            "Run", display_text=r"run=(\d+)", help="Open the run page", width=50
         ),
-        "Status": st.column_config.TextColumn(width=100),
-        "Engine": st.column_config.TextColumn(width=90),
-        "Knobs": st.column_config.TextColumn(width=160),
-        "Replicas": st.column_config.TextColumn("×", width=40, help="replicas serving the run (node totals)"),
-        "Total tok/s": st.column_config.NumberColumn(format="%.2f"),
-        "Output tok/s": st.column_config.NumberColumn(format="%.2f"),
-        "Mean TTFT (ms)": st.column_config.NumberColumn(format="%.2f"),
-        "Mean TPOT (ms)": st.column_config.NumberColumn(format="%.2f"),
+        "Status": st.column_config.TextColumn(width=85),
+        "Model": st.column_config.TextColumn(width=150),
+        "Engine": st.column_config.TextColumn(width=60),
+        "Knobs": st.column_config.TextColumn(width=130, help="the settings that differ from the defaults"),
+        "Profile": st.column_config.TextColumn(width=80),
+        "Replicas": st.column_config.TextColumn("×", width=30, help="replicas serving the run (node totals)"),
+        "Total tok/s": st.column_config.NumberColumn(format="%.2f", width=85),
+        "Output tok/s": st.column_config.NumberColumn("Out tok/s", format="%.2f", width=80),
+        "Mean TTFT (ms)": st.column_config.NumberColumn(
+            "TTFT ms", format="%.2f", width=70, help="mean time to first token (ms)"
+        ),
+        "Mean TPOT (ms)": st.column_config.NumberColumn(
+            "TPOT ms", format="%.2f", width=70, help="mean time per output token, first excluded (ms)"
+        ),
         "Created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
     },
 )
-selected = [page.run_ids[row] for row in selection.selection.rows if row < len(page.run_ids)]
+picked = [page.run_ids[row] for row in selection.selection.rows if row < len(page.run_ids)]
+selected = run_list.selection_order(st.session_state.get(SELECTED_KEY, []), picked)
+st.session_state[SELECTED_KEY] = selected
 st.caption(
     f"Selected: {', '.join(f'#{run_id}' for run_id in selected)}"
+    + (f" (baseline #{selected[0]}, the first picked)" if len(selected) > 1 else "")
     if selected
-    else "Select rows to compare runs."
+    else "Select rows to compare runs; the first one picked is the baseline."
 )
 if st.button("Compare selected", key="compare_selected", disabled=len(selected) < 2, type="primary"):
-    st.switch_page("pages/compare.py", query_params=urlstate.compare_query(selected))
+    st.switch_page("pages/compare.py", query_params=urlstate.compare_query(selected, selected[0]))

@@ -1,6 +1,7 @@
 """Study (``?study=ID``): its stages with candidates, results, failures and winners as they arrive, the
 recommended serve command, the optimization summary, baseline vs optimized on every validation
-profile, charts, and the report download. Pause, resume and cancel."""
+profile, charts, and the report download. Pause, resume and cancel; an incomplete study lists the
+candidates the infrastructure kept from being measured and offers to measure them."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import streamlit as st
 from db import crud
 from db.crud.studies import FINISHED_STUDY_STATUSES
 from perflab import ui
+from perflab.hub.catalog import SAMPLE_REPORT_NOTE
 from perflab.report import charts as report_charts
 from perflab.report.export import report_files, results_csv, results_json, zip_bytes
 from perflab.report.from_study import report_of
@@ -17,11 +19,13 @@ from perflab.study import views
 from perflab.study.coordinator import (
     StudyStateError,
     cancel_study,
+    measure_missing,
     pause_study,
     resume_study,
 )
 from perflab.study.progress import load_progress
 from perflab.study.spec import StudySpecError
+from perflab.study.text import incomplete_text
 from perflab.views.urlstate import BadParam
 
 ui.ensure_app_shell()
@@ -63,6 +67,11 @@ try:
         "Resume", key="study_resume", icon=":material/play_arrow:"
     ):
         resume_study(ui.db_engine(), study.id)
+        st.rerun()
+    elif study.status == "incomplete" and pause_col.button(
+        "Measure the missing candidates", key="study_measure_missing", icon=":material/replay:"
+    ):
+        measure_missing(ui.db_engine(), study.id)
         st.rerun()
     if active and ui.may_write():
         with cancel_col.popover("Cancel study", icon=":material/cancel:"):
@@ -121,15 +130,22 @@ def study_body(shown_status: str) -> None:
     ]
     st.markdown(" · ".join(fact for fact in facts if fact))
     for note in report.notes:
-        st.caption(note)
+        if note == SAMPLE_REPORT_NOTE:
+            st.warning(note, icon=":material/science:")
+        else:
+            st.caption(note)
     if progress.plan.failure:
         st.error(progress.plan.failure)
+    if progress.plan.status == "incomplete":
+        st.warning(incomplete_text(progress.plan))
 
     st.header("Recommended serve command")
     if report.recommended_command:
         st.code(report.recommended_command, language="bash")
         if report.recommended_replicas > 1:
             st.caption(f"Run {report.recommended_replicas} replicas per node (figures are per replica × N).")
+    elif report.unmeasured:
+        st.caption("None over candidates that could not be measured (see above).")
     else:
         best = progress.plan.best
         st.caption(f"Not decided yet; best so far: {best.label}.")

@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "study": ("perflab.study.cli", "run an optimization study"),
     "report": ("perflab.report.cli", "export a study report"),
     "db": ("perflab.db_cli", "create or upgrade the database schema"),
+    "datasets": ("perflab.hub.cli", "fetch a Hugging Face hub dataset into the cache"),
 }
 
 

@@ -29,6 +29,7 @@ from pydantic import (
 )
 
 from perflab import safe_yaml
+from perflab.containers.runtime import parse_mount
 from perflab.problems import line_of, plain_message, syntax_problem, yaml_location
 from perflab.secrets import is_secret_name
 
@@ -137,6 +138,10 @@ class HostConfig(BaseModel):
     container_runtime: Literal["docker", "podman"] | None = Field(
         None, description="runtime for engines run from images (default: the one the probe finds)"
     )
+    container_mounts: tuple[str, ...] = Field(
+        (),
+        description="host paths every engine container gets, SOURCE[:TARGET][:ro|rw] (read-only by default)",
+    )
     connect_timeout_s: float = Field(10.0, gt=0, le=600)
     connect_attempts: int = Field(3, ge=1, le=10)
     keepalive_s: int = Field(15, ge=0, le=3600)
@@ -164,6 +169,13 @@ class HostConfig(BaseModel):
     def _secret_names_valid(cls, value: dict[str, SecretSource]) -> dict[str, SecretSource]:
         for name in value:
             _check_env_name(name)
+        return value
+
+    @field_validator("container_mounts")
+    @classmethod
+    def _mounts_parse(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for text in value:
+            parse_mount(text)
         return value
 
     @field_validator("labels")

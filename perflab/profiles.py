@@ -191,12 +191,20 @@ class BenchmarkProfile(BaseModel):
         return args
 
     def vllm_bench_command(
-        self, model: str, *, base_url: str | None = None, dataset_path: str | None = None
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        dataset_path: str | None = None,
+        same_requests: bool = False,
     ) -> str:
         """The equivalent ``vllm bench serve`` command, worded as the seeds' "Benchmark Script"
         (``dataset_path`` names the dataset file instead of ``dataset_ref``).
 
-        Percentiles are left out: they only choose which quantiles vLLM prints.
+        Percentiles are left out: they only choose which quantiles vLLM prints. With
+        ``same_requests`` the command also states what ``perflab bench`` does by default and vLLM 0.32.0
+        does not (greedy sampling, ``ignore_eos`` beyond random datasets) and prints the same sections,
+        so it runs unchanged under both tools and sends the same requests.
         """
         words = ["vllm", "bench", "serve", "--model", model]
         if base_url is not None:
@@ -228,6 +236,16 @@ class BenchmarkProfile(BaseModel):
         goodput = self.goodput.as_pairs()
         if goodput:
             words += ["--goodput", *goodput]
+        if same_requests:
+            words += ["--temperature", "0"]
+            if self.dataset != "random":
+                words.append("--ignore-eos")
+            words += [
+                "--percentile-metrics",
+                "ttft,tpot,itl,e2el",
+                "--metric-percentiles",
+                ",".join(format_value(value) for value in self.percentiles),
+            ]
         return shlex.join(words)
 
 

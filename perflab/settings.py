@@ -11,6 +11,8 @@ variable with a default that suits a real deployment.
 - ``PERFLAB_APP_WORKER``: ``0`` stops the web app from starting its in-process worker (teams that run
   ``python -m perflab worker`` processes instead).
 - ``PERFLAB_WORKER_STALE_S``: a worker whose heartbeat is older than this is taken for dead (default 60 s).
+- ``PERFLAB_STUDY_RETRY_DELAYS_S``: comma-separated seconds a study waits before measuring again a
+  configuration whose run the infrastructure failed, one per retry (default ``30,120``: three attempts).
 - ``PERFLAB_APP_WORKDIR``: perflab's directory on the app's machine, where a benchmark forwarded from a
   host without a usable Python keeps its run directory (default ``~/.perflab/app``).
 - ``PERFLAB_APP_URL``: the web app's address as its users open it (default ``http://localhost:8501``),
@@ -33,6 +35,7 @@ READY_TIMEOUT_ENV = "PERFLAB_READY_TIMEOUT_S"
 APP_WORKER_ENV = "PERFLAB_APP_WORKER"
 WORKER_STALE_ENV = "PERFLAB_WORKER_STALE_S"
 APP_WORKDIR_ENV = "PERFLAB_APP_WORKDIR"
+STUDY_RETRY_ENV = "PERFLAB_STUDY_RETRY_DELAYS_S"
 HUB_CACHE_ENV = "PERFLAB_HUB_CACHE"
 APP_URL_ENV = "PERFLAB_APP_URL"
 
@@ -40,6 +43,7 @@ REAL_READY_TIMEOUT_S = 20 * 60.0
 SIMULATED_READY_TIMEOUT_S = 5 * 60.0
 DEFAULT_WORKER_STALE_S = 60.0
 DEFAULT_APP_WORKDIR = "~/.perflab/app"
+DEFAULT_STUDY_RETRY_DELAYS_S: tuple[float, ...] = (30.0, 120.0)
 DEFAULT_HUB_CACHE = "~/.cache/perflab/hub"
 DEFAULT_APP_URL = "http://localhost:8501"
 
@@ -78,10 +82,26 @@ def worker_stale_s() -> float:
     return _positive_seconds(WORKER_STALE_ENV, DEFAULT_WORKER_STALE_S)
 
 
+def study_retry_delays_s() -> tuple[float, ...]:
+    """Seconds before each new attempt at a study configuration the infrastructure kept from being
+    measured (``PERFLAB_STUDY_RETRY_DELAYS_S``; empty items are not allowed, ``0`` retries at once)."""
+    text = os.environ.get(STUDY_RETRY_ENV, "").strip()
+    if not text:
+        return DEFAULT_STUDY_RETRY_DELAYS_S
+    try:
+        delays = tuple(float(item) for item in text.split(","))
+    except ValueError:
+        raise SettingError(f"{STUDY_RETRY_ENV}={text!r}: expected seconds separated by commas") from None
+    if any(delay < 0 for delay in delays):
+        raise SettingError(f"{STUDY_RETRY_ENV}={text!r}: delays must be >= 0")
+    return delays
+
+
 def check() -> None:
     """Read every setting that has a format once; :class:`SettingError` names the first bad one."""
     ready_timeout_s(simulated=False)
     worker_stale_s()
+    study_retry_delays_s()
     app_url()
 
 

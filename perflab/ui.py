@@ -50,6 +50,7 @@ STATUS_ICONS: dict[str, str] = {
     "done": ":green[:material/task_alt:]",
     "failed": ":red[:material/error:]",
     "cancelled": ":gray[:material/block:]",
+    "incomplete": ":orange[:material/warning:]",
 }
 
 

@@ -149,9 +149,13 @@ def list_workers(session: Session) -> list[Worker]:
     return list(session.exec(select(Worker).order_by(Worker.heartbeat_at.desc())))
 
 
-def in_flight_runs(session: Session, *, worker_id: str) -> list[Run]:
-    """Runs a worker claimed and has not finished (launching, ready or benchmarking)."""
-    query = (
-        select(Run).where(Run.worker_id == worker_id, Run.status.in_(IN_FLIGHT_RUN_STATUSES)).order_by(Run.id)
-    )
-    return list(session.exec(query))
+def in_flight_runs(
+    session: Session, *, worker_id: str | None = None, host_name: str | None = None
+) -> list[Run]:
+    """Runs claimed and not finished (launching, ready or benchmarking), of one worker or on one host."""
+    query = select(Run).where(Run.status.in_(IN_FLIGHT_RUN_STATUSES))
+    if worker_id is not None:
+        query = query.where(Run.worker_id == worker_id)
+    if host_name is not None:
+        query = query.where(Run.host_name == host_name)
+    return list(session.exec(query.order_by(Run.id)))

@@ -57,13 +57,13 @@ def _knob_text(name: str, value: Any) -> str:
 
 
 def summarize_knobs(config: EngineConfig) -> str:
-    """A short text of the knobs that differ from the engine default, e.g. ``tp=4 · kv_cache_dtype=fp8``."""
+    """A short text of the knobs that differ from the engine default, then ``×N`` for N replicas, e.g.
+    ``tp=4 · kv_cache_dtype=fp8 ×2`` (the one place a run's replica count is written into it)."""
     parts = [_knob_text(name, value) for name, value in config.knob_values().items()]
     if config.extra_args:
         parts.append(" ".join(config.extra_args))
-    if config.replicas > 1:
-        parts.append(f"{config.replicas} replicas")
-    return " · ".join(parts) if parts else "defaults"
+    summary = " · ".join(parts) if parts else "defaults"
+    return f"{summary} ×{config.replicas}" if config.replicas > 1 else summary
 
 
 def create_run(session: Session, *, config: EngineConfig | None = None, **fields: Any) -> Run:

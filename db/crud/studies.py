@@ -20,7 +20,7 @@ from db.models import (
 )
 from db.session import begin_write
 
-FINISHED_STUDY_STATUSES: frozenset[str] = frozenset({"done", "failed", "cancelled"})
+FINISHED_STUDY_STATUSES: frozenset[str] = frozenset({"done", "failed", "cancelled", "incomplete"})
 
 
 def create_study(session: Session, *, name: str, spec: dict[str, Any], queued_by: str | None = None) -> Study:
@@ -53,7 +53,8 @@ def change_study(
     """Lock the study, let ``decide`` compute the columns to set from its current values, and set them
     in the same transaction (``decide`` returning None changes nothing).
 
-    ``updated_at`` is stamped, and ``finished_at`` when the status becomes done/failed/cancelled.
+    ``updated_at`` is stamped, and ``finished_at`` when the status becomes done/failed/cancelled/
+    incomplete.
     """
     study = lock_row(session, Study, study_id, "study")
     try:

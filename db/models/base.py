@@ -60,7 +60,15 @@ BENCH_MODES: tuple[str, ...] = ("on-host", "forwarded")
 SAMPLE_SOURCES: tuple[str, ...] = ("engine", "accelerator", "bench")
 DATASET_FORMATS: tuple[str, ...] = ("jsonl", "csv", "sharegpt", "text")
 
-STUDY_STATUSES: tuple[str, ...] = ("queued", "running", "paused", "done", "failed", "cancelled")
+STUDY_STATUSES: tuple[str, ...] = (
+    "queued",
+    "running",
+    "paused",
+    "done",
+    "failed",
+    "cancelled",
+    "incomplete",
+)
 CANDIDATE_ROLES: tuple[str, ...] = ("candidate", "baseline", "validation")
 CANDIDATE_DECISIONS: tuple[str, ...] = (
     "winner",
@@ -69,4 +77,5 @@ CANDIDATE_DECISIONS: tuple[str, ...] = (
     "failed",
     "disqualified",
     "reused",
+    "unmeasured",
 )

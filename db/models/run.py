@@ -60,6 +60,8 @@ class Run(SQLModel, table=True):
     queued_by: str | None = None
     study_id: int | None = Field(default=None, foreign_key="study.id", ondelete="SET NULL", index=True)
     label: str | None = None
+    # SHA-256 of the imported file's text (imported runs only): the same file is not stored twice.
+    import_hash: str | None = Field(default=None, index=True)
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime, index=True)
     launching_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     ready_at: datetime | None = Field(default=None, sa_type=UTCDateTime)

@@ -22,9 +22,6 @@ import httpx
 from perflab.bench.sse import SSEParser
 from perflab.bench.transport import TIMING_EXTENSION, TimedBody
 
-ENDPOINT_PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
-BACKEND_NAMES = {"chat": "openai-chat", "completions": "openai"}
-
 # The C scanner behind json.loads, called directly: half the cost per event of json.loads(bytes).
 _scan_json = JSONDecoder().scan_once
 
@@ -36,8 +33,10 @@ def build_body(
     max_tokens: int,
     ignore_eos: bool,
     temperature: Optional[float],
+    extra: Optional[Dict[str, Any]] = None,
 ) -> bytes:
-    """The JSON request body for one prompt."""
+    """The JSON request body for one prompt; ``extra`` (sampling parameters, ``--extra-body``) is
+    merged in last, as ``vllm bench serve`` does."""
     body: Dict[str, Any] = {"model": model}
     if endpoint == "chat":
         body["messages"] = [{"role": "user", "content": prompt}]
@@ -50,6 +49,8 @@ def build_body(
         body["ignore_eos"] = True
     if temperature is not None:
         body["temperature"] = temperature
+    if extra:
+        body.update(extra)
     return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
 

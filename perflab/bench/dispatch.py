@@ -16,7 +16,7 @@ from typing import Dict, List, Sequence
 
 import httpx
 
-from perflab.bench.client import ENDPOINT_PATHS, Outcome, build_body, stream_request
+from perflab.bench.client import Outcome, build_body, stream_request
 from perflab.bench.datasets import Sample
 from perflab.bench.options import BenchOptions
 from perflab.bench.progress import Progress
@@ -32,23 +32,29 @@ class Prepared:
 
 
 def prepare_requests(options: BenchOptions, samples: Sequence[Sample]) -> List[Prepared]:
-    """httpx requests built ahead of the run, so dispatching one costs only the send."""
+    """httpx requests built ahead of the run, so dispatching one costs only the send (each with an
+    ``x-request-id`` of the prefix and its index when ``request_id_prefix`` is set, as vLLM sends)."""
     headers = options.headers()
-    urls = [httpx.URL(base + ENDPOINT_PATHS[options.endpoint]) for base in options.base_urls]
+    urls = [httpx.URL(base + options.endpoint_path) for base in options.base_urls]
+    extra = dict(options.sampling, **options.extra_body)
     prepared = []
     for index, sample in enumerate(samples):
         body = build_body(
-            options.endpoint,
-            options.model,
+            options.endpoint_kind,
+            options.request_model,
             sample.prompt,
             sample.output_len,
             options.ignore_eos,
             options.temperature,
+            extra,
         )
         slot = index % len(urls)
+        request_headers = headers
+        if options.request_id_prefix is not None:
+            request_headers = dict(headers, **{"x-request-id": f"{options.request_id_prefix}{index}"})
         prepared.append(
             Prepared(
-                httpx.Request("POST", urls[slot], content=body, headers=headers),
+                httpx.Request("POST", urls[slot], content=body, headers=request_headers),
                 options.base_urls[slot],
                 sample,
             )
@@ -102,7 +108,7 @@ class Phase:
     ):
         self._transport = transport
         self.options = options
-        self._chat = options.endpoint == "chat"
+        self._chat = options.endpoint_kind == "chat"
         self._keep_text = keep_text
         self.progress = progress
         self._slots = asyncio.Semaphore(options.max_concurrency) if options.max_concurrency else None

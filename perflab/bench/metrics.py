@@ -9,8 +9,16 @@
   (buckets start at the first dispatch), as ``vllm bench serve`` counts it, but never below the
   average output throughput: a run shorter than a second has one bucket holding fewer tokens than
   a second would (vLLM then reports a "peak" under the average), and a partial last bucket can only
-  lower the maximum; peak concurrent requests: exact maximum overlap of the requests' [sent, ended)
-  intervals.
+  lower the maximum.
+- input tokens and peak concurrent requests come in two definitions; ``total_input_tokens``,
+  ``total_token_throughput`` and ``max_concurrent_requests`` (vLLM's names) use the one chosen, vLLM
+  0.32.0's by default, and both values are kept under their own names:
+  - input tokens ``usage`` (vLLM): the server's ``usage.prompt_tokens`` (chat template included), else
+    the prompt's own count; ``prompt`` (perflab): the prompt's own tokens as the dataset counted them.
+  - peak concurrency ``per-second`` (vLLM ``calculate_metrics``): 1-second buckets from the first
+    successful request's start; each successful request counts in every bucket from the one it was
+    sent in to the one its last token arrived in; the fullest bucket. ``exact`` (perflab): the
+    maximum overlap of all requests' [sent, ended) intervals.
 - goodput: successful requests per second meeting every SLO (``ttft``, ``tpot``, ``e2el`` in ms;
   a request with one output token has TPOT 0 for this purpose).
 
@@ -30,6 +38,8 @@ from perflab.bench.records import RequestRecord
 DEFAULT_PERCENTILES: Tuple[float, ...] = (50.0, 90.0, 95.0, 99.0)
 LATENCY_METRICS: Tuple[str, ...] = ("ttft", "tpot", "itl", "e2el")
 SLO_METRICS: Tuple[str, ...] = ("ttft", "tpot", "e2el")
+INPUT_TOKEN_DEFINITIONS: Tuple[str, ...] = ("usage", "prompt")
+CONCURRENCY_DEFINITIONS: Tuple[str, ...] = ("per-second", "exact")
 
 
 @dataclass
@@ -58,6 +68,10 @@ class Metrics:
     max_output_tokens_per_s: float
     max_concurrent_requests: int
     latency: Dict[str, Summary]
+    input_tokens_definition: str = "usage"
+    peak_concurrency_definition: str = "per-second"
+    input_tokens_by_definition: Dict[str, int] = field(default_factory=dict)
+    concurrency_by_definition: Dict[str, int] = field(default_factory=dict)
     failure_reasons: Dict[str, int] = field(default_factory=dict)
     output_tokens_source: Dict[str, int] = field(default_factory=dict)
     timeseries: List[Dict[str, float]] = field(default_factory=list)
@@ -121,6 +135,22 @@ def concurrency_per_second(records: Sequence[RequestRecord], origin_s: float, bu
     return peaks
 
 
+def active_requests_per_second(successes: Sequence[RequestRecord]) -> List[int]:
+    """vLLM 0.32.0's concurrency series: for each 1-second bucket from the first successful request's
+    start, how many successful requests were active at some moment of it (sent in or before the
+    bucket, last token in or after it)."""
+    spans = [(record.start_s, record.e2el_s or 0.0) for record in successes]
+    if not spans:
+        return []
+    origin = min(start for start, _ in spans)
+    last_end = max(start + latency for start, latency in spans)
+    counts = [0] * (int(math.ceil(last_end - origin)) + 1)
+    for start, latency in spans:
+        for second in range(int(start - origin), int(start + latency - origin) + 1):
+            counts[second] += 1
+    return counts
+
+
 def build_timeseries(
     successes: Sequence[RequestRecord],
     everything: Sequence[RequestRecord],
@@ -153,8 +183,11 @@ def compute(
     records: Sequence[RequestRecord],
     percentiles: Sequence[float] = DEFAULT_PERCENTILES,
     goodput_slos_ms: Optional[Dict[str, float]] = None,
+    input_tokens: str = "usage",
+    peak_concurrency: str = "per-second",
 ) -> Metrics:
-    """Compute the run's metrics from its measured (non-warmup) requests."""
+    """Compute the run's metrics from its measured (non-warmup) requests, with the ``input_tokens``
+    and ``peak_concurrency`` definitions given for the fields that carry vLLM's names."""
     successes = [record for record in records if record.success]
     failures = [record for record in records if not record.success]
     origin_s = min((record.dispatched_s for record in records), default=0.0)
@@ -173,7 +206,11 @@ def compute(
         if tpot is not None:
             tpots.append(tpot)
 
-    total_input = sum(record.input_tokens for record in successes)
+    input_totals = {
+        definition: sum(record.input_tokens_as(definition) for record in successes)
+        for definition in INPUT_TOKEN_DEFINITIONS
+    }
+    total_input = input_totals[input_tokens]
     total_output = sum(record.output_tokens for record in successes)
     timeseries = build_timeseries(successes, records, origin_s, duration_s)
 
@@ -192,6 +229,11 @@ def compute(
     for record in successes:
         sources[record.output_tokens_source] = sources.get(record.output_tokens_source, 0) + 1
 
+    concurrency = {
+        "per-second": max(active_requests_per_second(successes), default=0),
+        "exact": int(max((row["requests_in_flight"] for row in timeseries), default=0)),
+    }
+
     return Metrics(
         completed=len(successes),
         failed=len(failures),
@@ -205,7 +247,7 @@ def compute(
         max_output_tokens_per_s=max(
             float(max((row["output_tokens"] for row in timeseries), default=0)), per_second(total_output)
         ),
-        max_concurrent_requests=int(max((row["requests_in_flight"] for row in timeseries), default=0)),
+        max_concurrent_requests=concurrency[peak_concurrency],
         latency={
             "ttft": summarize(ttfts, percentiles),
             "tpot": summarize(tpots, percentiles),
@@ -215,4 +257,8 @@ def compute(
         failure_reasons=reasons,
         output_tokens_source=sources,
         timeseries=timeseries,
+        input_tokens_definition=input_tokens,
+        peak_concurrency_definition=peak_concurrency,
+        input_tokens_by_definition=input_totals,
+        concurrency_by_definition=concurrency,
     )

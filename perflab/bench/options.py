@@ -1,25 +1,53 @@
 """``BenchOptions``: everything one benchmark run needs, with the parsers and checks for it.
 
 The CLI fills it from argv; the app can build one directly and call ``perflab.bench.run_benchmark``.
-``validate()`` raises ``BenchError`` with a one-line message for every bad value.
+``validate()`` raises ``BenchError`` with a one-line message for every bad value. The endpoint is
+``chat``, ``completions`` or a path (``/v1/chat/completions``); with a ``backend`` named as
+``vllm bench serve`` names them (``openai``, ``vllm``, ``openai-chat``) and no endpoint, the backend
+decides, as in vLLM 0.32.0.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from perflab.bench.datasets.base import DATASET_KINDS, DatasetSpec
 from perflab.bench.errors import BenchError
-from perflab.bench.metrics import DEFAULT_PERCENTILES, SLO_METRICS
+from perflab.bench.metrics import (
+    CONCURRENCY_DEFINITIONS,
+    DEFAULT_PERCENTILES,
+    INPUT_TOKEN_DEFINITIONS,
+    LATENCY_METRICS,
+    SLO_METRICS,
+)
+from perflab.bench.vllm_flags import (
+    BACKEND_ENDPOINTS,
+    DEFAULT_BACKENDS,
+    ENDPOINT_PATHS,
+    OTHER_BACKENDS,
+    OTHER_DATASETS,
+    OTHER_PERCENTILE_METRICS,
+    unsupported_choice,
+)
 
 ENDPOINTS = ("chat", "completions")
+# vLLM 0.32.0's sampling flags (``--top-p`` …), sent in each request when given, and their types.
+SAMPLING_PARAMETERS: Dict[str, type] = {
+    "top_p": float,
+    "top_k": int,
+    "min_p": float,
+    "frequency_penalty": float,
+    "presence_penalty": float,
+    "repetition_penalty": float,
+}
 DEFAULT_TIMEOUT_S = 6 * 3600.0
 PROGRESS_MODES = ("bar", "json", "none")
 
 
-def parse_percentiles(text: str) -> Tuple[float, ...]:
+def parse_percentiles(text: str, flag: str = "--percentiles") -> Tuple[float, ...]:
     """``"50,90,99"`` → ``(50.0, 90.0, 99.0)``; each must lie in [0, 100]."""
     values: List[float] = []
     for item in text.split(","):
@@ -27,13 +55,66 @@ def parse_percentiles(text: str) -> Tuple[float, ...]:
         try:
             value = float(item)
         except ValueError:
-            raise BenchError(f"--percentiles: {item!r} is not a number") from None
+            raise BenchError(f"{flag}: {item!r} is not a number") from None
         if not 0.0 <= value <= 100.0:
-            raise BenchError(f"--percentiles: {item} is outside [0, 100]")
+            raise BenchError(f"{flag}: {item} is outside [0, 100]")
         values.append(value)
     if not values:
-        raise BenchError("--percentiles needs at least one value")
+        raise BenchError(f"{flag} needs at least one value")
     return tuple(values)
+
+
+def parse_percentile_metrics(text: str) -> Tuple[str, ...]:
+    """``"ttft,tpot,itl"`` → ``("ttft", "tpot", "itl")``: the metrics whose sections are printed."""
+    names = tuple(item.strip().lower() for item in text.split(",") if item.strip())
+    for name in names:
+        if name in OTHER_PERCENTILE_METRICS:
+            raise BenchError(unsupported_choice("percentile metric", name, LATENCY_METRICS))
+        if name not in LATENCY_METRICS:
+            raise BenchError(f"--percentile-metrics: {name!r} is not one of {', '.join(LATENCY_METRICS)}")
+    if not names:
+        raise BenchError("--percentile-metrics needs at least one metric")
+    return names
+
+
+def parse_pairs(items: Sequence[str], flag: str) -> Dict[str, str]:
+    """``["a=1", "b=x"]`` → ``{"a": "1", "b": "x"}`` (``--header`` and ``--metadata``)."""
+    pairs: Dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise BenchError(f"{flag}: {item!r} must be KEY=VALUE")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def resolve_endpoint(backend: Optional[str], endpoint: Optional[str]) -> Tuple[str, str]:
+    """``(kind, path)`` of the endpoint: ``chat`` or ``completions`` and the URL path requests go to."""
+    if backend is not None and backend not in BACKEND_ENDPOINTS:
+        if backend in OTHER_BACKENDS:
+            raise BenchError(unsupported_choice("backend", backend, list(BACKEND_ENDPOINTS)))
+        raise BenchError(f"--backend {backend!r} is not one of {', '.join(BACKEND_ENDPOINTS)}")
+    backend_kind = BACKEND_ENDPOINTS[backend] if backend is not None else None
+    if endpoint is None:
+        kind = backend_kind or "chat"
+        return kind, ENDPOINT_PATHS[kind]
+    if endpoint in ENDPOINTS:
+        kind, path = endpoint, ENDPOINT_PATHS[endpoint]
+    elif endpoint.startswith("/") and endpoint.rstrip("/").endswith("/chat/completions"):
+        kind, path = "chat", endpoint
+    elif endpoint.startswith("/") and endpoint.rstrip("/").endswith("/completions"):
+        kind, path = "completions", endpoint
+    else:
+        raise BenchError(
+            f"--endpoint {endpoint!r} must be chat, completions, or a path ending in "
+            "/chat/completions or /completions"
+        )
+    if backend_kind is not None and backend_kind != kind:
+        raise BenchError(
+            f"--backend {backend} sends {backend_kind} requests "
+            f"but --endpoint {endpoint} is a {kind} endpoint"
+        )
+    return kind, path
 
 
 def parse_goodput(items: Sequence[str]) -> Dict[str, float]:
@@ -68,11 +149,18 @@ def normalize_base_url(url: str) -> str:
 
 @dataclass
 class BenchOptions:
-    """One benchmark run's settings (the CLI flags, by the same names)."""
+    """One benchmark run's settings (the CLI flags, by the same names).
+
+    ``model`` is the model id (a local path also finds the tokenizer); requests name
+    ``served_model_name`` when given, else ``model``. An empty ``model`` is asked of the server
+    (the first of its ``/v1/models``) when the run starts.
+    """
 
     base_urls: List[str]
     model: str
-    endpoint: str = "chat"
+    endpoint: Optional[str] = None
+    backend: Optional[str] = None
+    served_model_name: Optional[str] = None
     dataset: str = "random"
     dataset_path: Optional[str] = None
     input_len: int = 1024
@@ -84,8 +172,10 @@ class BenchOptions:
     seed: int = 0
     warmup: int = 0
     percentiles: Tuple[float, ...] = DEFAULT_PERCENTILES
+    percentile_metrics: Tuple[str, ...] = LATENCY_METRICS
     goodput: Dict[str, float] = field(default_factory=dict)
     tokenizer: Optional[str] = None
+    trust_remote_code: bool = False
     api_key: Optional[str] = None
     range_ratio: float = 0.0
     prefix_len: int = 0
@@ -93,18 +183,43 @@ class BenchOptions:
     timeout: float = DEFAULT_TIMEOUT_S
     ignore_eos: bool = True
     temperature: Optional[float] = 0.0
+    sampling: Dict[str, float] = field(default_factory=dict)
+    extra_body: Dict[str, Any] = field(default_factory=dict)
+    extra_headers: Dict[str, str] = field(default_factory=dict)
+    request_id_prefix: Optional[str] = None
+    input_tokens: str = "usage"
+    peak_concurrency: str = "per-second"
     label: Optional[str] = None
     progress: str = "bar"
+
+    @property
+    def endpoint_kind(self) -> str:
+        """``chat`` or ``completions``."""
+        return resolve_endpoint(self.backend, self.endpoint)[0]
+
+    @property
+    def endpoint_path(self) -> str:
+        """The URL path requests are sent to, e.g. ``/v1/chat/completions``."""
+        return resolve_endpoint(self.backend, self.endpoint)[1]
+
+    @property
+    def backend_name(self) -> str:
+        """vLLM's name for the backend: as given, else ``openai-chat`` or ``openai`` by endpoint."""
+        return self.backend or DEFAULT_BACKENDS[self.endpoint_kind]
+
+    @property
+    def request_model(self) -> str:
+        """The model name each request carries."""
+        return self.served_model_name or self.model
 
     def validate(self) -> None:
         if not self.base_urls:
             raise BenchError("--base-url is required")
         self.base_urls = [normalize_base_url(url) for url in self.base_urls]
-        if not self.model.strip():
-            raise BenchError("--model must not be empty")
-        if self.endpoint not in ENDPOINTS:
-            raise BenchError(f"--endpoint must be one of {', '.join(ENDPOINTS)}")
+        resolve_endpoint(self.backend, self.endpoint)
         if self.dataset not in DATASET_KINDS:
+            if self.dataset in OTHER_DATASETS:
+                raise BenchError(unsupported_choice("dataset", self.dataset, DATASET_KINDS))
             raise BenchError(f"--dataset must be one of {', '.join(DATASET_KINDS)}")
         if self.num_prompts < 1:
             raise BenchError("--num-prompts must be at least 1")
@@ -118,6 +233,13 @@ class BenchOptions:
             raise BenchError("--timeout must be positive")
         if self.progress not in PROGRESS_MODES:
             raise BenchError(f"progress must be one of {', '.join(PROGRESS_MODES)}")
+        if self.input_tokens not in INPUT_TOKEN_DEFINITIONS:
+            raise BenchError(f"--input-tokens must be one of {', '.join(INPUT_TOKEN_DEFINITIONS)}")
+        if self.peak_concurrency not in CONCURRENCY_DEFINITIONS:
+            raise BenchError(f"--peak-concurrency must be one of {', '.join(CONCURRENCY_DEFINITIONS)}")
+        unknown = sorted(set(self.sampling) - set(SAMPLING_PARAMETERS))
+        if unknown:
+            raise BenchError(f"unknown sampling parameter {unknown[0]!r}")
 
     def dataset_spec(self) -> DatasetSpec:
         """The dataset for the warmup requests followed by the measured ones."""
@@ -137,7 +259,16 @@ class BenchOptions:
         argv: List[str] = []
         for url in self.base_urls:
             argv += ["--base-url", url]
-        argv += ["--model", self.model, "--endpoint", self.endpoint, "--dataset", self.dataset]
+        if self.model:
+            argv += ["--model", self.model]
+        for flag, value in (
+            ("--served-model-name", self.served_model_name),
+            ("--backend", self.backend),
+            ("--endpoint", self.endpoint),
+        ):
+            if value is not None:
+                argv += [flag, value]
+        argv += ["--dataset", self.dataset]
         if self.dataset_path is not None:
             argv += ["--dataset-path", self.dataset_path]
         argv += ["--input-len", str(self.input_len)]
@@ -167,15 +298,28 @@ class BenchOptions:
             "--percentiles",
             ",".join(f"{p:g}" for p in self.percentiles),
         ]
+        if self.percentile_metrics != LATENCY_METRICS:
+            argv += ["--percentile-metrics", ",".join(self.percentile_metrics)]
         if self.goodput:
             argv += ["--goodput"] + [f"{name}:{limit:g}" for name, limit in self.goodput.items()]
         if self.tokenizer is not None:
             argv += ["--tokenizer", self.tokenizer]
+        if self.trust_remote_code:
+            argv.append("--trust-remote-code")
         argv += ["--timeout", f"{self.timeout:g}"]
         if not self.ignore_eos:
             argv.append("--no-ignore-eos")
         if self.temperature is not None:
             argv += ["--temperature", f"{self.temperature:g}"]
+        for name, value in self.sampling.items():
+            argv += ["--" + name.replace("_", "-"), f"{value:g}"]
+        if self.extra_body:
+            argv += ["--extra-body", json.dumps(self.extra_body, sort_keys=True)]
+        if self.extra_headers:
+            argv += ["--header"] + [f"{key}={value}" for key, value in self.extra_headers.items()]
+        if self.request_id_prefix is not None:
+            argv += ["--request-id-prefix", self.request_id_prefix]
+        argv += ["--input-tokens", self.input_tokens, "--peak-concurrency", self.peak_concurrency]
         if self.label is not None:
             argv += ["--label", self.label]
         return argv
@@ -188,4 +332,5 @@ class BenchOptions:
         }
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
+        headers.update(self.extra_headers)
         return headers

@@ -4,6 +4,8 @@ A ``RequestRecord`` is the only input of ``perflab.bench.metrics``. Times are of
 dispatch of the measured run. ``chunk_times_s`` holds the arrival time of every streamed chunk that
 carried generated text (content, reasoning or completion text); ``chunk_tokens`` says how many output
 tokens each chunk stands for, so throughput is counted in tokens even when a chunk carries several.
+``input_tokens`` is the prompt's own length (as the dataset counted it, else the server's usage);
+``usage_input_tokens`` what the server reported as ``usage.prompt_tokens``, chat template included.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class RequestRecord:
     chunk_tokens: List[int] = field(default_factory=list)
     input_tokens: int = 0
     input_tokens_source: str = "dataset"
+    usage_input_tokens: Optional[int] = None
     output_tokens: int = 0
     output_tokens_source: str = SOURCE_CHUNKS
     success: bool = False
@@ -57,10 +60,19 @@ class RequestRecord:
             return None
         return (self.chunk_times_s[-1] - self.chunk_times_s[0]) / (self.output_tokens - 1)
 
-    def to_json(self) -> Dict[str, Any]:
-        """The per-request record of the JSON result (milliseconds for latencies)."""
+    def input_tokens_as(self, definition: str) -> int:
+        """Input tokens by ``definition``: ``prompt`` (the prompt's own length) or ``usage`` (the
+        server's ``usage.prompt_tokens`` when it reported them, else the prompt's own length)."""
+        if definition == "usage" and self.usage_input_tokens is not None:
+            return self.usage_input_tokens
+        return self.input_tokens
+
+    def to_json(self, input_tokens: str = "usage") -> Dict[str, Any]:
+        """The per-request record of the JSON result (milliseconds for latencies); ``input_tokens``
+        follows the given definition, the prompt's own length and the server's usage sit beside it."""
         ttft = self.ttft_s
         e2el = self.e2el_s
+        from_usage = input_tokens == "usage" and self.usage_input_tokens is not None
         return {
             "index": self.index,
             "start_s": round(self.start_s, 6),
@@ -68,8 +80,10 @@ class RequestRecord:
             "ttft_ms": None if ttft is None else round(ttft * 1000.0, 4),
             "itl_ms": [round(gap * 1000.0, 4) for gap in self.itl_s],
             "e2el_ms": None if e2el is None else round(e2el * 1000.0, 4),
-            "input_tokens": self.input_tokens,
-            "input_tokens_source": self.input_tokens_source,
+            "input_tokens": self.input_tokens_as(input_tokens),
+            "input_tokens_source": "usage" if from_usage else self.input_tokens_source,
+            "prompt_input_tokens": self.input_tokens,
+            "usage_input_tokens": self.usage_input_tokens,
             "output_tokens": self.output_tokens,
             "output_tokens_source": self.output_tokens_source,
             "connect_ms": None if self.connect_ms is None else round(self.connect_ms, 4),

@@ -2,8 +2,9 @@
 
 ``build_result`` uses the field names of ``vllm bench serve --save-result`` (``ttfts``/``itls`` in
 seconds, as vLLM writes them) plus perflab's extras, listed in docs/architecture.md.
-``format_text_block(result)`` renders the "Serving Benchmark Result" block from such a result, with the
-same labels, order and padding as vLLM, a failed-requests line and an E2EL section;
+``format_text_block(result)`` renders the "Serving Benchmark Result" block from such a result with the
+labels, order and padding of vLLM 0.32.0 (``benchmark`` in ``vllm/benchmarks/serve.py``): one latency
+section per metric of the result's ``percentile_metrics`` (all four for results that name none);
 ``partial_note(result)`` is the line that says a result covers only the requests that ended before the
 bench was stopped, and ``format_failures(result)`` counts the failures by reason.
 """
@@ -15,7 +16,6 @@ import math
 from typing import Any, Dict, List, Optional, Sequence
 
 from perflab import __version__
-from perflab.bench.client import BACKEND_NAMES
 from perflab.bench.metrics import LATENCY_METRICS, Metrics
 from perflab.bench.options import BenchOptions
 from perflab.bench.records import RequestRecord
@@ -61,7 +61,7 @@ def build_result(
     notes: List[str],
 ) -> Dict[str, Any]:
     """The JSON result of one run."""
-    backend = BACKEND_NAMES[options.endpoint]
+    backend = options.backend_name
     result: Dict[str, Any] = {
         "date": datetime.datetime.now().strftime("%Y%m%d-%H%M%S"),
         "backend": backend,
@@ -88,13 +88,20 @@ def build_result(
     result.update(latency_fields(metrics))
     result.update(
         {
-            "input_lens": [record.input_tokens for record in records],
+            "input_tokens_definition": metrics.input_tokens_definition,
+            "total_usage_input_tokens": metrics.input_tokens_by_definition["usage"],
+            "total_prompt_input_tokens": metrics.input_tokens_by_definition["prompt"],
+            "peak_concurrency_definition": metrics.peak_concurrency_definition,
+            "max_requests_per_second_bucket": metrics.concurrency_by_definition["per-second"],
+            "max_overlapping_requests": metrics.concurrency_by_definition["exact"],
+            "input_lens": [record.input_tokens_as(options.input_tokens) for record in records],
             "output_lens": [record.output_tokens for record in records],
             "ttfts": [record.ttft_s or 0.0 for record in records],
             "itls": [record.itl_s for record in records],
             "errors": [record.error or "" for record in records],
             "perflab_version": __version__,
             "percentiles": list(options.percentiles),
+            "percentile_metrics": list(options.percentile_metrics),
             "goodput_slos": dict(options.goodput),
             "warmup_requests": options.warmup,
             "ramp_up_seconds": options.ramp_up_seconds,
@@ -116,7 +123,7 @@ def build_result(
             "output_tokens_source": metrics.output_tokens_source,
             "failure_reasons": metrics.failure_reasons,
             "timeseries": metrics.timeseries,
-            "requests": [record.to_json() for record in records],
+            "requests": [record.to_json(options.input_tokens) for record in records],
             "base_urls": list(options.base_urls),
             "notes": list(notes),
             "bench_args": options.to_argv(),
@@ -149,9 +156,10 @@ def format_text_block(result: Dict[str, Any]) -> str:
     lines.append(_line("Output token throughput (tok/s):", float(result["output_throughput"])))
     lines.append(_line("Peak output token throughput (tok/s):", float(result["max_output_tokens_per_s"])))
     lines.append(_line("Peak concurrent requests:", float(result["max_concurrent_requests"])))
-    lines.append(_line("Total Token throughput (tok/s):", float(result["total_token_throughput"])))
+    lines.append(_line("Total token throughput (tok/s):", float(result["total_token_throughput"])))
     percentiles = result.get("percentiles") or []
-    for name in LATENCY_METRICS:
+    selected = result.get("percentile_metrics") or LATENCY_METRICS
+    for name in (metric for metric in LATENCY_METRICS if metric in selected):
         short, header = METRIC_HEADERS[name]
         lines.append("{s:{c}^{n}}".format(s=header, n=50, c="-"))
         lines.append(_line(f"Mean {short} (ms):", float(result[f"mean_{name}_ms"])))

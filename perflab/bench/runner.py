@@ -3,7 +3,9 @@
 ``run_benchmark_async(options)`` returns the JSON result (see ``report.build_result``). Warmup
 requests go first, with the same concurrency limit, and are left out of every statistic; the measured
 ones follow the precomputed schedule (``traffic``, sent by ``dispatch``). When a local tokenizer made
-the prompts and the server has ``/tokenize``, up to 200 prompt lengths are checked against it.
+the prompts and the server has ``/tokenize``, up to 200 prompt lengths are checked against it; random
+prompts the two count differently are re-aligned to the server's tokenizer first (as vLLM 0.32.0 does),
+with a note saying so.
 
 Before the measured requests start, ``send_measured`` opens as many keep-alive connections per
 server as requests can be in flight there (the concurrency limit, else the request count, at most
@@ -25,6 +27,7 @@ import httpx
 
 from perflab.bench.clock import SOURCE_POLL, SOURCE_READ, new_event_loop
 from perflab.bench.datasets import Dataset, load_dataset
+from perflab.bench.datasets.synthetic import align_to_server
 from perflab.bench.dispatch import Dispatch, Phase, Prepared, dispatch_lag_ms, prepare_requests
 from perflab.bench.metrics import compute
 from perflab.bench.options import BenchOptions
@@ -33,7 +36,12 @@ from perflab.bench.report import build_result
 from perflab.bench.rxstamp import SOURCE_KERNEL
 from perflab.bench.stopping import EarlyStop, partial_fields, run_until_stopped
 from perflab.bench.tally import to_record
-from perflab.bench.tokenizer import ServerTokenizer, TokenizeUnavailable, resolve_tokenizers
+from perflab.bench.tokenizer import (
+    ServerTokenizer,
+    TokenizeUnavailable,
+    first_served_model,
+    resolve_tokenizers,
+)
 from perflab.bench.traffic import build_schedule
 from perflab.bench.transport import StreamingTransport
 
@@ -139,16 +147,32 @@ async def run_benchmark_async(
     """
     stop = stop if stop is not None else EarlyStop()
     options.validate()
+    if not options.model:
+        options.model = first_served_model(options.base_urls[0], options.headers())
     raise_open_file_limit()
     schedule = build_schedule(
         options.num_prompts, options.request_rate, options.burstiness, options.seed, options.ramp_up_seconds
     )
-    tokenizers = resolve_tokenizers(options.tokenizer, options.model, options.base_urls[0], options.headers())
+    tokenizers = resolve_tokenizers(
+        options.tokenizer,
+        options.model,
+        options.base_urls[0],
+        options.headers(),
+        served_model=options.served_model_name,
+        trust_remote_code=options.trust_remote_code,
+    )
     try:
         dataset = load_dataset(options.dataset_spec(), tokenizers.best)
         length_check = None
         if tokenizers.local is not None and tokenizers.server is not None:
             length_check = check_lengths(dataset, tokenizers.server)
+            if options.dataset == "random" and length_check["mismatched"]:
+                changed = align_to_server(dataset, tokenizers.server, options.seed)
+                dataset.notes.append(
+                    f"the server's tokenizer counts the prompts differently from {tokenizers.local.name}: "
+                    f"{changed} prompts re-aligned to its lengths"
+                )
+                length_check = check_lengths(dataset, tokenizers.server)
         prepared = prepare_requests(options, dataset.samples)
         warmup, measured = prepared[: options.warmup], prepared[options.warmup :]
         if transport is None:
@@ -171,7 +195,9 @@ async def run_benchmark_async(
         ]
     finally:
         tokenizers.close()
-    metrics = compute(records, options.percentiles, options.goodput or None)
+    metrics = compute(
+        records, options.percentiles, options.goodput or None, options.input_tokens, options.peak_concurrency
+    )
     result = build_result(
         options,
         metrics,

@@ -1,8 +1,9 @@
 """Turning a request's raw ``Outcome`` into a ``RequestRecord``: relative times and token counts.
 
 Output tokens come from the server's usage when it reported them, else from a tokenizer over the
-streamed text, else from the number of text chunks; prompt tokens from the dataset's exact count,
-else the server's usage, else the dataset's estimate. Each record says which source it used.
+streamed text, else from the number of text chunks; the prompt's own tokens from the dataset's exact
+count, else the server's usage, else the dataset's estimate, and the server's ``usage.prompt_tokens``
+beside them. Each record says which source it used.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ def to_record(
     record.input_tokens, record.input_tokens_source = input_count(
         dispatch.prepared.sample, outcome, dataset_source
     )
+    record.usage_input_tokens = outcome.prompt_tokens
     if outcome.success:
         record.output_tokens, record.output_tokens_source = output_count(outcome, tokenizer)
         record.chunk_tokens = distribute_tokens(record.output_tokens, outcome.chunk_chars)

@@ -239,8 +239,9 @@ def _tokenizer_json_in(path: str) -> Optional[str]:
     return candidate if os.path.isfile(candidate) else None
 
 
-def load_local_tokenizer(path: str) -> Optional[LocalTokenizer]:
-    """Load ``path`` (tokenizer.json, or a directory holding one or a transformers tokenizer).
+def load_local_tokenizer(path: str, trust_remote_code: bool = False) -> Optional[LocalTokenizer]:
+    """Load ``path`` (tokenizer.json, or a directory holding one or a transformers tokenizer, which
+    may run the directory's own code with ``trust_remote_code``).
 
     Returns None when ``path`` holds no tokenizer this machine can read; raises ``BenchError`` when it
     does but loading fails.
@@ -262,7 +263,7 @@ def load_local_tokenizer(path: str) -> Optional[LocalTokenizer]:
         except ImportError:
             return None
         try:
-            backend = transformers.AutoTokenizer.from_pretrained(path)
+            backend = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
         except Exception as exc:
             raise BenchError(f"cannot load tokenizer from {path}: {exc}") from exc
         return LocalTokenizer(path, backend, "transformers")
@@ -342,6 +343,31 @@ class ServerTokenizer(Tokenizer):
             self._conn = None
 
 
+def first_served_model(base_url: str, headers: Dict[str, str], timeout: float = 30.0) -> str:
+    """The id of the first model the server lists at ``/v1/models`` (``vllm bench serve`` without
+    ``--model`` asks the same); ``BenchError`` when it cannot say."""
+    parts = urllib.parse.urlsplit(base_url)
+    secure = parts.scheme == "https"
+    factory = http.client.HTTPSConnection if secure else http.client.HTTPConnection
+    conn = factory(parts.hostname or "127.0.0.1", parts.port or (443 if secure else 80), timeout=timeout)
+    where = f"{base_url}/v1/models"
+    try:
+        conn.request("GET", parts.path.rstrip("/") + "/v1/models", headers=headers)
+        response = conn.getresponse()
+        data = response.read()
+    except (OSError, http.client.HTTPException) as exc:
+        raise BenchError(f"no --model given and {where} cannot be read: {exc}") from exc
+    finally:
+        conn.close()
+    if response.status != 200:
+        raise BenchError(f"no --model given and {where} answered HTTP {response.status}")
+    try:
+        models = json.loads(data).get("data") or []
+        return str(models[0]["id"])
+    except (ValueError, AttributeError, IndexError, KeyError, TypeError):
+        raise BenchError(f"no --model given and {where} lists no model") from None
+
+
 def probe_server_tokenizer(base_url: str, model: str, headers: Dict[str, str]) -> Optional[ServerTokenizer]:
     """A ``ServerTokenizer`` when the server tokenizes and detokenizes, else None."""
     tokenizer = ServerTokenizer(base_url, model, headers)
@@ -371,15 +397,21 @@ class Tokenizers:
 
 
 def resolve_tokenizers(
-    tokenizer: Optional[str], model: str, base_url: str, headers: Dict[str, str]
+    tokenizer: Optional[str],
+    model: str,
+    base_url: str,
+    headers: Dict[str, str],
+    served_model: Optional[str] = None,
+    trust_remote_code: bool = False,
 ) -> Tokenizers:
-    """``tokenizer`` (or ``model`` when it is a local directory), and the server's /tokenize."""
+    """``tokenizer`` (or ``model`` when it is a local directory), and the server's /tokenize (asked
+    for ``served_model``, else ``model``)."""
     if tokenizer:
-        local = load_local_tokenizer(tokenizer)
+        local = load_local_tokenizer(tokenizer, trust_remote_code)
         if local is None:
             raise BenchError(
                 f"--tokenizer {tokenizer}: no tokenizer.json there, and transformers cannot load it"
             )
     else:
-        local = load_local_tokenizer(model)
-    return Tokenizers(local, probe_server_tokenizer(base_url, model, headers))
+        local = load_local_tokenizer(model, trust_remote_code)
+    return Tokenizers(local, probe_server_tokenizer(base_url, served_model or model, headers))

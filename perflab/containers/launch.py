@@ -12,6 +12,7 @@
 - the host's ``secrets:`` (e.g. ``HF_TOKEN``) through ``--env-file`` pointing at a 0600 file in the
   run directory (removed when the engines are stopped), never on a command line; the host's ``env:``
   stays with the commands on the host (the runtime's own settings, such as ``CONTAINERS_CONF``);
+- the host's ``container_mounts:`` (e.g. a model store, the engine's compile cache);
 - on a simulated host, the simulator's shims (:func:`perflab.simhost.container_setup`) and the host's
   pid namespace (the simulated GPUs are held by host pids, as a real driver sees them); no device is
   passed, since there is none.
@@ -30,12 +31,16 @@ from perflab.containers.runtime import (
     Mount,
     container_name,
     in_container_ids,
+    parse_mount,
 )
 from perflab.engines import EngineAdapter, EngineConfig, ReplicaPlan
 from perflab.remote.private_files import write_env_file
 from perflab.transport.base import Transport
 
 HF_CACHE_IN_CONTAINER = "/root/.cache/huggingface"
+# Accelerators handed to the container as devices (renumbered from 0 inside); a CPU host's NUMA nodes
+# keep their ids, since the container shares the host's CPUs.
+PASSED_VENDORS = ("nvidia", "ascend")
 
 
 @dataclass(frozen=True)
@@ -87,7 +92,7 @@ def replica_container(
     run_dir: str,
 ) -> ContainerSpec:
     """The container of one replica (its secrets file, if the host has secrets, goes into ``run_dir``)."""
-    passed = not plan.simulated
+    passed = not plan.simulated and plan.vendor in PASSED_VENDORS
     gpu_ids: Sequence[int] = replica.gpu_ids
     env = adapter.env(config, gpu_ids=in_container_ids(gpu_ids, passed=passed), run_dir=workdir)
     mounts, model_env = model_mounts(transport, config.model)
@@ -104,7 +109,12 @@ def replica_container(
         labels={LABEL_RUN: str(plan.run_id), LABEL_RUN_KEY: run_key},
         env=env,
         env_file=env_file,
-        mounts=(Mount(workdir, workdir, read_only=False), *mounts, *plan.sim_mounts),
+        mounts=(
+            Mount(workdir, workdir, read_only=False),
+            *mounts,
+            *(parse_mount(text) for text in transport.host.container_mounts),
+            *plan.sim_mounts,
+        ),
         workdir=workdir,
         vendor=plan.vendor if passed else None,
         gpu_ids=tuple(gpu_ids) if passed else (),

@@ -91,11 +91,21 @@ class Mount:
         return f"{self.source}:{self.target}" + (":ro" if self.read_only else "")
 
 
+def parse_mount(text: str) -> Mount:
+    """``SRC[:DST][:ro|rw]`` (read-only unless ``:rw``; DST defaults to SRC) as a :class:`Mount`."""
+    parts = text.split(":")
+    mode = parts.pop() if len(parts) > 1 and parts[-1] in ("ro", "rw") else "ro"
+    if not 1 <= len(parts) <= 2 or not all(parts):
+        raise ValueError(f"mount {text!r} must be SOURCE[:TARGET][:ro|rw] with absolute paths")
+    return Mount(parts[0], parts[-1], read_only=mode == "ro")
+
+
 def accelerator_args(runtime: str, vendor: str | None, gpu_ids: Sequence[int]) -> list[str]:
-    """The flags that pass ``gpu_ids`` of ``vendor`` (``nvidia`` or ``ascend``) into the container."""
+    """The flags that pass ``gpu_ids`` of ``vendor`` (``nvidia`` or ``ascend``) into the container; none
+    for ``cpu`` (a CPU host's NUMA nodes: the container shares the host's CPUs)."""
     check_runtime(runtime)
     ids = [int(gpu) for gpu in gpu_ids]
-    if not ids or vendor is None:
+    if not ids or vendor is None or vendor == "cpu":
         return []
     if vendor == "nvidia":
         if runtime == "docker":

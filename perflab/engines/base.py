@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -24,6 +24,7 @@ from perflab.engines.config import EngineConfig
 from perflab.engines.errors import EngineConfigError, InvalidKnobValue, UnsupportedKnob
 from perflab.engines.failures import COMMON_SIGNATURES, FailureInfo, Signature, classify
 from perflab.engines.flags import Flag, FlagTable, parse_int
+from perflab.engines.vocabulary import Vocabulary
 
 _WORD = re.compile(r"^[A-Za-z0-9_.:/+\-]+$")
 _WORD_KNOBS = ("quantization", "attention_backend", "kv_cache_dtype", "performance_mode", "reasoning_parser")
@@ -53,6 +54,16 @@ class SpeculativeRequest:
     extra: Mapping[str, Any]
 
 
+def _knob_of_flag(table: FlagTable | None, flag: str, normalize: Callable[[str], str]) -> str | None:
+    """The typed knob whose flag (any spelling) ``table`` writes as ``flag``, or None."""
+    if table is None:
+        return None
+    for entry in table.flags:
+        if flag in {normalize(spelling) for spelling in entry.spellings()}:
+            return entry.knob.partition(".")[0]
+    return None
+
+
 class EngineAdapter:
     """Base adapter: table-driven flags, validation, display command, env, readiness and failure logs."""
 
@@ -71,8 +82,13 @@ class EngineAdapter:
     file_knobs: ClassVar[frozenset[str]] = frozenset()
     unsupported: ClassVar[Mapping[str, str]] = {}
     plumbing_args: ClassVar[tuple[str, ...]] = ()
+    lookalike_flags: ClassVar[FlagTable | None] = None
+    vocabulary: ClassVar[Mapping[str, Vocabulary]] = {}
+    help_argv: ClassVar[tuple[str, ...] | None] = None
+    flag_abbreviations: ClassVar[bool] = False
     bare_switches: ClassVar[tuple[str, ...]] = ()
     default_env: ClassVar[Mapping[str, str]] = {}
+    file_mode: ClassVar[int] = 0o644
     ready_markers: ClassVar[tuple[str, ...]]
     signatures: ClassVar[tuple[Signature, ...]] = COMMON_SIGNATURES
 
@@ -91,10 +107,35 @@ class EngineAdapter:
                 raise InvalidKnobValue(self.display_name, knob, f"must be a single word, got {value!r}")
         self._check_extra_args(config)
         self._check_env(config)
+        for knob in _WORD_KNOBS:
+            value = self.knob_word(config, knob)
+            if value is not None:
+                self.check_word(knob, value)
         self.check_values(config)
+
+    def knob_word(self, config: EngineConfig, knob: str) -> str | None:
+        """The word the engine receives for a one-word knob (hook: SGLang writes fp8 as fp8_e4m3)."""
+        value = getattr(config, knob)
+        return value if isinstance(value, str) else None
+
+    def check_word(self, knob: str, value: str) -> None:
+        """Refuse ``value`` unless the engine's vocabulary for ``knob`` (if it has one) contains it."""
+        words = self.vocabulary.get(knob)
+        if words is not None:
+            words.check(self.display_name, knob, value)
 
     def check_values(self, config: EngineConfig) -> None:
         """Engine-specific value formats and knob combinations (hook)."""
+
+    def check_launch(self, config: EngineConfig) -> None:
+        """What only a launch needs, beyond :meth:`validate` (hook: MindIE's local weight directory).
+
+        A command can be shown and imported without it; :meth:`serve_argv` and :meth:`files` check it.
+        """
+
+    def served_name(self, config: EngineConfig) -> str:
+        """The model name clients put in requests (hook: MindIE derives a valid ``modelName``)."""
+        return config.served_model_name or config.model
 
     def covered_knobs(self) -> frozenset[str]:
         """Every knob this adapter either renders or rejects; tests hold this equal to all knobs."""
@@ -115,22 +156,30 @@ class EngineAdapter:
         """Flags that point the engine at files from :meth:`files` (hook)."""
         return ()
 
+    def normalize_flag(self, flag: str) -> str:
+        """The spelling the engine's parser reads ``flag`` as (hook: vLLM folds ``_`` into ``-``)."""
+        return flag
+
     def _check_extra_args(self, config: EngineConfig) -> None:
-        reserved = self.reserved_flags()
+        reserved = {self.normalize_flag(flag) for flag in self.reserved_flags()}
         for item in config.extra_args:
             if any(ch in item for ch in "\r\n\0"):
                 raise InvalidKnobValue(
                     self.display_name, "extra_args", f"item {item!r} must be a single line"
                 )
-            flag = item.partition("=")[0]
+            flag = self.normalize_flag(item.partition("=")[0])
             if flag in reserved:
-                owner = self._knob_of_flag(flag)
+                owner = _knob_of_flag(self.flags, flag, self.normalize_flag)
                 hint = f"set {owner} instead" if owner else "perflab sets it itself"
                 raise InvalidKnobValue(self.display_name, "extra_args", f"repeats {flag}; {hint}")
-
-    def _knob_of_flag(self, flag: str) -> str | None:
-        knob = next((f.knob for f in self.flags.flags if flag in f.spellings()), None)
-        return knob.partition(".")[0] if knob else None
+            lookalike = _knob_of_flag(self.lookalike_flags, flag, self.normalize_flag)
+            if lookalike is not None:
+                raise InvalidKnobValue(
+                    self.display_name,
+                    "extra_args",
+                    f"passes {flag}, vLLM's flag for {lookalike}, which {self.display_name} does not have; "
+                    f"set {lookalike} instead",
+                )
 
     def _check_env(self, config: EngineConfig) -> None:
         for key, value in config.env.items():
@@ -168,9 +217,20 @@ class EngineAdapter:
         """Argv items naming the run-directory files (hook); shown in the display command too."""
         return []
 
-    def serve_argv(self, config: EngineConfig, *, port: int, host: str = "127.0.0.1") -> list[str]:
-        """The argv the host executes for one replica listening on ``host:port``."""
+    def launch_file_args(self, config: EngineConfig) -> list[str]:
+        """Argv items naming the run-directory files at launch (hook; default :meth:`file_args`)."""
+        return self.file_args(config)
+
+    def serve_argv(
+        self, config: EngineConfig, *, port: int, host: str = "127.0.0.1", engine_version: str | None = None
+    ) -> list[str]:
+        """The argv the host executes for one replica listening on ``host:port``.
+
+        ``engine_version`` is the installed engine's version as the probe found it (None: unknown); only
+        engines whose launch differs between versions read it.
+        """
         self.validate(config)
+        self.check_launch(config)
         return [
             *self.program,
             *self.model_words(config.model),
@@ -179,7 +239,7 @@ class EngineAdapter:
             self.port_flag,
             str(port),
             *self.knob_args(config),
-            *self.file_args(config),
+            *self.launch_file_args(config),
             *self.plumbing_args,
             *config.extra_args,
         ]
@@ -197,9 +257,13 @@ class EngineAdapter:
         env_words = [f"{key}={value}" for key, value in config.env.items()]
         return shlex.join([*env_words, *self.display_words(config)])
 
-    def files(self, config: EngineConfig, *, port: int, host: str = "127.0.0.1") -> dict[str, str]:
-        """Files (relative name → content) to write into the run directory before starting."""
+    def files(
+        self, config: EngineConfig, *, port: int, host: str = "127.0.0.1", engine_version: str | None = None
+    ) -> dict[str, str]:
+        """Files (relative name → content) to write into the run directory before starting, each with
+        mode :attr:`file_mode`."""
         self.validate(config)
+        self.check_launch(config)
         return {}
 
     def env(

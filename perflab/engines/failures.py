@@ -10,6 +10,11 @@ signatures often match one log (a CUDA OOM in a worker is followed by NCCL teard
 within a class the earliest matching line is the evidence. A log with no signature falls back to
 ``crash`` with the last exception line that is not a known wrapper message, or else the first error
 line (MindIE logs errors without tracebacks).
+
+Only error lines can be evidence: the frames of a Python traceback (``  File "…", line N, in f``), the
+source line printed under each frame (``    raise HFValidationError(``) and the caret lines under it
+are skipped, so the message is the exception line itself
+(``huggingface_hub.errors.HFValidationError: Repo id must be …``), whatever the engine.
 """
 
 from __future__ import annotations
@@ -66,6 +71,9 @@ _EXCEPTION_LINE = re.compile(r"(?:^|[\s\]:(])((?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Er
 _ERROR_LINE = re.compile(
     r"\[ERROR\]|\bERROR\b|\[fail\]|^Error: |hit an exception|Traceback \(most recent call last\)"
 )
+_TRACEBACK_FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
+_CARETS = re.compile(r"^\s*[\^~]+\s*$")
+_RAISED_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::|$)")
 _WRAPPER_MESSAGES = re.compile(
     r"Engine core initialization failed|EngineDeadError|Worker failed with error|See root cause above"
     r"|See stack trace \(above\)|Failed core proc"
@@ -152,9 +160,32 @@ def _fallback_line(lines: list[str]) -> str | None:
     return errors[0] if errors else None
 
 
+def evidence_lines(log_text: str) -> list[str]:
+    """The non-empty lines of a log without traceback frames, their source lines and caret markers.
+
+    A frame line (after any logger prefix) is ``File "path", line N, in name``; the lines after it are
+    the source code Python prints for that frame (several for a statement spanning lines), up to the
+    next frame or the exception line (``Name: message``) that ends the traceback.
+    """
+    kept: list[str] = []
+    in_frame = False
+    for line in log_text.splitlines():
+        text = _LOG_PREFIX.sub("", line.strip()).strip()
+        if not text:
+            continue
+        if _TRACEBACK_FRAME.match(text):
+            in_frame = True
+            continue
+        if _CARETS.match(text) or (in_frame and not _RAISED_LINE.match(text)):
+            continue
+        in_frame = False
+        kept.append(line)
+    return kept
+
+
 def classify(log_text: str, signatures: Iterable[Signature], engine: str) -> FailureInfo | None:
     """The most root-cause failure that ``log_text`` shows, or None when it shows no error at all."""
-    lines = [line for line in log_text.splitlines() if line.strip()]
+    lines = evidence_lines(log_text)
     patterns = tuple(signatures)
     first_match: dict[str, str] = {}
     for line in lines:
@@ -170,7 +201,7 @@ def classify(log_text: str, signatures: Iterable[Signature], engine: str) -> Fai
 
 def timeout_failure(engine: str, deadline_s: float, log_text: str) -> FailureInfo:
     """The failure the runner records when the engine is still not ready at its deadline."""
-    lines = [line for line in log_text.splitlines() if line.strip()]
+    lines = evidence_lines(log_text)
     last = lines[-1] if lines else ""
     message = f"{engine}: {SUMMARIES['timeout']} ({deadline_s:g} s)"
     if last:

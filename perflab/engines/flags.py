@@ -50,6 +50,16 @@ def parse_json_object(text: str) -> dict[str, Any]:
     return value
 
 
+def option_value(tokens: Sequence[str], index: int, inline: str | None) -> tuple[str | None, int]:
+    """The value of an option whose name ended before ``tokens[index]``: its ``=value`` (``inline``) or
+    the next word; returns the value (None when there is none) and the index after it."""
+    if inline is not None:
+        return inline, index
+    if index < len(tokens):
+        return tokens[index], index + 1
+    return None, index
+
+
 @dataclass(frozen=True)
 class Flag:
     """One typed knob rendered as one engine flag.
@@ -135,12 +145,8 @@ class FlagTable:
                     raise ValueError(f"{name} takes no value, got {token!r}")
                 parsed.values[flag.knob] = flag.kind != "off_switch" and name != flag.negative
                 continue
-            if has_inline:
-                raw = inline
-            elif index < len(tokens):
-                raw = tokens[index]
-                index += 1
-            else:
+            raw, index = option_value(tokens, index, inline if has_inline else None)
+            if raw is None:
                 raise ValueError(f"{name} needs a value")
             try:
                 parsed.values[flag.knob] = flag.convert(raw)

@@ -9,12 +9,18 @@
 Knob mapping (the same one GPUStack's "mindie serve" flags use): ``max_num_seqs`` → ``maxBatchSize``;
 ``max_num_batched_tokens`` → ``maxPrefillTokens``; ``max_model_len`` → ``maxSeqLen`` (and
 ``maxIterTimes``; ``maxInputTokenLen`` = min(maxSeqLen, maxPrefillTokens)); ``enable_prefix_caching`` →
-``enablePrefixCache`` plus the ``prefix_cache`` plugin; ``enable_chunked_prefill`` → split-fuse
-(``enableSplit``, ``templateType: Mix``, the ``splitfuse`` plugin); an ``mtp`` speculative config → the
-``mtp`` plugin with ``num_speculative_tokens``. Devices are listed by logical index (0..n-1) because the
-adapter exposes the physical ones through ``ASCEND_RT_VISIBLE_DEVICES``. The management and metrics
-endpoints share the serving port, so one port per replica serves the API, health and Prometheus.
-"""
+the ``prefix_cache`` plugin; ``enable_chunked_prefill`` → split-fuse (``templateType: Mix`` and the
+``splitfuse`` plugin); an ``mtp`` speculative config → the ``mtp`` plugin with ``num_speculative_tokens``.
+
+Per version: MindIE 2.x also reads ``ScheduleConfig.enablePrefixCache`` and the split-fuse fields
+``enableSplit``/``splitType``/``splitStartType``/``splitChunkTokens``/``splitStartBatchSize``, which are
+written for it (``legacy_schedule``). MindIE-LLM 3.x ignores them (docs/zh/user_guide/feature/
+prefix_cache.md: "enablePrefixCache … no longer needs to be configured"; splitFuse.md: the plugin and
+``templateType`` switch split-fuse on), so they are left out there rather than written as if they worked.
+
+Devices are listed by logical index (0..n-1) because the adapter exposes the physical ones through
+``ASCEND_RT_VISIBLE_DEVICES``. The management and metrics endpoints share the serving port, so one port per
+replica serves the API, health and Prometheus."""
 
 from __future__ import annotations
 
@@ -84,11 +90,13 @@ def _server_config(host: str, port: int) -> dict[str, Any]:
     }
 
 
-def _model_config(config: EngineConfig, active_plugin: dict[str, Any] | None) -> dict[str, Any]:
+def _model_config(
+    config: EngineConfig, model_name: str, active_plugin: dict[str, Any] | None
+) -> dict[str, Any]:
     world_size = config.gpus_per_replica
     model: dict[str, Any] = {
         "modelInstanceType": "Standard",
-        "modelName": config.served_model_name or config.model,
+        "modelName": model_name,
         "modelWeightPath": config.model,
         "worldSize": world_size,
         "cpuMemSize": 5,
@@ -107,7 +115,7 @@ def _model_config(config: EngineConfig, active_plugin: dict[str, Any] | None) ->
     return model
 
 
-def _schedule_config(config: EngineConfig) -> dict[str, Any]:
+def _schedule_config(config: EngineConfig, legacy_schedule: bool) -> dict[str, Any]:
     batch_size = config.max_num_seqs or DEFAULT_MAX_BATCH_SIZE
     schedule: dict[str, Any] = {
         "templateType": "Standard",
@@ -125,25 +133,35 @@ def _schedule_config(config: EngineConfig) -> dict[str, Any]:
         "supportSelectBatch": False,
         "maxQueueDelayMicroseconds": 5000,
     }
-    if config.enable_prefix_caching:
+    if config.enable_prefix_caching and legacy_schedule:
         schedule["enablePrefixCache"] = True
     if config.enable_chunked_prefill:
-        schedule.update(
-            templateType="Mix",
-            enableSplit=True,
-            policyType=0,
-            splitType=False,
-            splitStartType=False,
-            splitChunkTokens=SPLIT_CHUNK_TOKENS,
-            splitStartBatchSize=min(SPLIT_START_BATCH_SIZE, batch_size),
-        )
+        schedule["templateType"] = "Mix"
+        if legacy_schedule:
+            schedule.update(
+                enableSplit=True,
+                policyType=0,
+                splitType=False,
+                splitStartType=False,
+                splitChunkTokens=SPLIT_CHUNK_TOKENS,
+                splitStartBatchSize=min(SPLIT_START_BATCH_SIZE, batch_size),
+            )
     return schedule
 
 
 def build_config_json(
-    config: EngineConfig, *, port: int, host: str, mtp_tokens: int | None
+    config: EngineConfig,
+    *,
+    port: int,
+    host: str,
+    model_name: str,
+    mtp_tokens: int | None,
+    legacy_schedule: bool,
 ) -> dict[str, Any]:
-    """The full ``config.json`` document for one replica listening on ``host:port``."""
+    """The full ``config.json`` document for one replica listening on ``host:port``.
+
+    ``legacy_schedule`` writes the ScheduleConfig fields only MindIE 2.x reads (see the module docstring).
+    """
     seq_len = max_seq_len(config)
     return {
         "Version": "1.0.0",
@@ -160,8 +178,8 @@ def build_config_json(
                 "maxSeqLen": seq_len,
                 "maxInputTokenLen": min(seq_len, max_prefill_tokens(config)),
                 "truncation": False,
-                "ModelConfig": [_model_config(config, plugin(config, mtp_tokens))],
+                "ModelConfig": [_model_config(config, model_name, plugin(config, mtp_tokens))],
             },
-            "ScheduleConfig": _schedule_config(config),
+            "ScheduleConfig": _schedule_config(config, legacy_schedule),
         },
     }

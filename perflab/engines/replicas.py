@@ -3,7 +3,8 @@
 Replica ``i`` gets the ``i``-th block of ``tp×dp`` GPUs and listens on ``base port + i`` (the config's port,
 else the engine's default); the runner starts one engine per :class:`ReplicaPlan` (without a configured
 port it moves each replica to a free port from the default port + its first GPU index upward, see
-:mod:`perflab.runner.launch`) and the benchmark spreads requests over all replica URLs, as the seeds' "3019.19×2" results do.
+:mod:`perflab.runner.launch`) and the benchmark spreads requests over all replica URLs, as the seeds'
+"3019.19×2" results do.
 """
 
 from __future__ import annotations

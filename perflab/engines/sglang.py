@@ -1,9 +1,10 @@
 """SGLang (``python3 -m sglang.launch_server``).
 
-Flag names follow SGLang's server arguments reference (``docs/advanced_features/server_arguments.md``):
+Flag names follow SGLang 0.5.23's server arguments (``sglang/srt/arg_groups/fields``, ``--help``):
 ``--model-path``, ``--tp-size``, ``--dp-size``, ``--ep-size``, ``--attention-backend`` (fa3, flashinfer,
 triton, …), ``--max-running-requests``, ``--chunked-prefill-size`` (-1 disables chunked prefill),
-``--disable-radix-cache`` (prefix caching is on by default), ``--kv-cache-dtype`` (fp8_e4m3/fp8_e5m2/…),
+``--disable-radix-cache`` (prefix caching is on by default), ``--kv-cache-dtype`` (fp8_e4m3/fp8_e5m2/…;
+enumerated values follow :mod:`perflab.engines.vocabulary`),
 ``--context-length``, ``--mem-fraction-static``, ``--reasoning-parser`` and the
 ``--speculative-algorithm`` family. Default port 30000; ``GET /health`` answers 503 until warm-up ends and
 the log says "The server is fired up and ready to roll!". Prometheus gauges need ``--enable-metrics``,
@@ -27,8 +28,9 @@ from perflab.engines.config import EngineConfig
 from perflab.engines.errors import InvalidKnobValue
 from perflab.engines.failures import COMMON_SIGNATURES, Signature
 from perflab.engines.flags import Flag, FlagTable, parse_float, parse_int
+from perflab.engines.vllm import VLLM_FLAGS
+from perflab.engines.vocabulary import SGLANG_VOCABULARY
 
-SGLANG_KV_CACHE_DTYPES = ("auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16", "fp4_e2m1")
 SPECULATIVE_ALGORITHMS = {
     "mtp": "NEXTN",
     "eagle": "EAGLE",
@@ -79,6 +81,8 @@ class SglangAdapter(EngineAdapter):
         kv_cache_usage="sglang:token_usage",
     )
     program = ("python3", "-m", "sglang.launch_server")
+    help_argv = ("python3", "-m", "sglang.launch_server", "--help")
+    flag_abbreviations = True
     model_flag = "--model-path"
     flags = SGLANG_FLAGS
     special_knobs = frozenset({"enable_chunked_prefill", "speculative_config"})
@@ -86,12 +90,19 @@ class SglangAdapter(EngineAdapter):
         "performance_mode": "tune max_num_seqs and max_num_batched_tokens instead",
     }
     plumbing_args = ("--enable-metrics",)
+    lookalike_flags = VLLM_FLAGS
+    vocabulary = SGLANG_VOCABULARY
     bare_switches = ("--trust-remote-code", "--enable-dp-attention", "--disable-cuda-graph")
     ready_markers = ("The server is fired up and ready to roll",)
     signatures = (
         *COMMON_SIGNATURES,
         Signature.of("oom", r"Not enough memory\. Please try to increase --mem-fraction-static"),
         Signature.of("unsupported_hardware", r"Only SM [\d.x]+(?: and [\d.x]+)? (?:is|are) supported"),
+        # SGLang 0.5.23 attention_registry.py ("FlashAttention v3 Backend requires SM>=80 and SM<=90. …"),
+        # kernels and hooks ("requires SM90 (Hopper) or later", "requires SM100/SM103", "requires SM10x")
+        Signature.of("unsupported_hardware", r"requires (?:SM ?(?:>=|<=)?\d|SM\d+x|MP>=\d)"),
+        # SGLang 0.5.23 arg_groups ("TRTLLM MLA backend is only supported on Blackwell GPUs (SM100/SM12x)")
+        Signature.of("unsupported_hardware", r"is only supported on (?:Hopper|Blackwell)[^.]*\(SM\d"),
     )
 
     def model_flag_aliases(self) -> tuple[str, ...]:
@@ -104,13 +115,6 @@ class SglangAdapter(EngineAdapter):
                 "ep",
                 f"({config.ep}) must divide tp ({config.tp}): experts are split "
                 "within the tensor-parallel group",
-            )
-        dtype = self._kv_cache_dtype(config)
-        if dtype is not None and dtype not in SGLANG_KV_CACHE_DTYPES:
-            raise InvalidKnobValue(
-                self.display_name,
-                "kv_cache_dtype",
-                f"must be fp8 or one of {', '.join(SGLANG_KV_CACHE_DTYPES)}",
             )
         if config.max_num_batched_tokens is not None and config.enable_chunked_prefill is False:
             raise InvalidKnobValue(
@@ -125,6 +129,9 @@ class SglangAdapter(EngineAdapter):
     @staticmethod
     def _kv_cache_dtype(config: EngineConfig) -> str | None:
         return "fp8_e4m3" if config.kv_cache_dtype == "fp8" else config.kv_cache_dtype
+
+    def knob_word(self, config: EngineConfig, knob: str) -> str | None:
+        return self._kv_cache_dtype(config) if knob == "kv_cache_dtype" else super().knob_word(config, knob)
 
     def render_knob(self, knob: str, value: Any, config: EngineConfig) -> list[str]:
         if knob == "kv_cache_dtype":
@@ -145,6 +152,7 @@ class SglangAdapter(EngineAdapter):
                 f"method {request.method!r} has no SGLang algorithm; "
                 f"use one of {', '.join(SPECULATIVE_ALGORITHMS)}",
             )
+        self.check_word("speculative_config", algorithm)
         if algorithm in _DRAFT_MODEL_ALGORITHMS and request.draft_model is None:
             raise InvalidKnobValue(
                 self.display_name, "speculative_config", f'method {request.method!r} needs a draft "model"'

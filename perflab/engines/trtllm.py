@@ -1,19 +1,25 @@
-"""TensorRT-LLM (``trtllm-serve MODEL``, PyTorch backend, v1.x).
+"""TensorRT-LLM (``trtllm-serve MODEL``, PyTorch backend, 1.3).
 
 Command-line flags follow ``tensorrt_llm/commands/serve.py`` (click, underscore names): ``--tp_size``,
 ``--ep_size``, ``--max_batch_size``, ``--max_num_tokens``, ``--max_seq_len``, ``--enable_chunked_prefill``,
-``--reasoning_parser`` and ``--extra_llm_api_options FILE`` (a YAML of LLM API arguments that overrides the
-flags). Knobs without a flag go into that YAML, which :meth:`TrtllmAdapter.files` writes:
-``attn_backend`` (TRTLLM, FLASHINFER, VANILLA), ``kv_cache_config.enable_block_reuse`` (prefix caching),
-``kv_cache_config.dtype`` (fp8) and ``speculative_config`` (``decoding_type: MTP`` with
-``num_nextn_predict_layers``, or ``NGram`` with ``max_draft_len``).
+``--reasoning_parser``, ``--served_model_name`` (1.3, NVIDIA/TensorRT-LLM#11711) and
+``--extra_llm_api_options FILE`` (a YAML of LLM API arguments that overrides the flags). Knobs without a
+flag go into that YAML, which :meth:`TrtllmAdapter.files` writes: ``attn_backend`` (TRTLLM, FLASHINFER,
+VANILLA), ``kv_cache_config.enable_block_reuse`` (prefix caching), ``kv_cache_config.dtype`` (fp8) and
+``speculative_config`` (``decoding_type: MTP`` or ``NGram`` with ``max_draft_len``; MTP's older
+``num_nextn_predict_layers`` is deprecated for ``max_draft_len``).
+
+The YAML always carries ``return_perf_metrics: true`` and ``enable_iter_perf_stats: true`` at launch: with
+them trtllm-serve publishes Prometheus gauges on ``/prometheus/metrics`` (``tensorrt_llm/metrics/
+collector.py``: ``trtllm_num_requests_running``, ``trtllm_num_requests_waiting``,
+``trtllm_kv_cache_utilization``, a fraction). Like SGLang's ``--enable-metrics`` this plumbing is not part
+of the display command, which names the file only when a knob needs it.
 
 Quantization is read from the checkpoint (pick a quantized model id such as ``Qwen/Qwen3-32B-FP8``), there
 is no data-parallel flag (attention DP is a different feature; use replicas), and
 ``--kv_cache_free_gpu_memory_fraction`` is a share of the memory left after loading weights rather than
 of the whole device, so ``gpu_memory_utilization`` is refused instead of being mistranslated. Default port
-8000, ``GET /health``; readiness is uvicorn's "Application startup complete.". trtllm-serve exposes no
-Prometheus gauges for running/waiting requests or KV usage, so :attr:`TrtllmAdapter.metrics` is None.
+8000, ``GET /health``; readiness is uvicorn's "Application startup complete.".
 """
 
 from __future__ import annotations
@@ -22,26 +28,29 @@ from typing import Any
 
 import yaml
 
-from perflab.engines.base import EngineAdapter
+from perflab.engines.base import EngineAdapter, EngineMetrics
 from perflab.engines.config import EngineConfig
 from perflab.engines.errors import InvalidKnobValue
 from perflab.engines.failures import COMMON_SIGNATURES, Signature
 from perflab.engines.flags import Flag, FlagTable, parse_int
+from perflab.engines.vllm import VLLM_FLAGS
+from perflab.engines.vocabulary import TRTLLM_VOCABULARY
 
 EXTRA_OPTIONS_FILE = "extra_llm_api_options.yaml"
 EXTRA_OPTIONS_FLAG = "--extra_llm_api_options"
-TRTLLM_ATTENTION_BACKENDS = ("TRTLLM", "FLASHINFER", "VANILLA")
-TRTLLM_KV_CACHE_DTYPES = ("auto", "fp8")
+# LLM API arguments perflab adds at launch so /prometheus/metrics carries the queue and KV gauges.
+METRICS_OPTIONS = {"return_perf_metrics": True, "enable_iter_perf_stats": True}
 
 TRTLLM_FLAGS = FlagTable(
     (
-        Flag("tp", "--tp_size", convert=parse_int),
-        Flag("ep", "--ep_size", convert=parse_int),
+        Flag("tp", "--tp_size", aliases=("--tensor_parallel_size",), convert=parse_int),
+        Flag("ep", "--ep_size", aliases=("--moe_expert_parallel_size",), convert=parse_int),
         Flag("max_num_batched_tokens", "--max_num_tokens", convert=parse_int),
         Flag("max_num_seqs", "--max_batch_size", convert=parse_int),
         Flag("enable_chunked_prefill", "--enable_chunked_prefill", kind="switch"),
         Flag("max_model_len", "--max_seq_len", convert=parse_int),
         Flag("reasoning_parser", "--reasoning_parser"),
+        Flag("served_model_name", "--served_model_name"),
     )
 )
 
@@ -52,8 +61,14 @@ class TrtllmAdapter(EngineAdapter):
     default_port = 8000
     health_path = "/health"
     visible_devices_env = "CUDA_VISIBLE_DEVICES"
-    metrics = None
+    metrics = EngineMetrics(
+        running="trtllm_num_requests_running",
+        waiting="trtllm_num_requests_waiting",
+        kv_cache_usage="trtllm_kv_cache_utilization",
+        path="/prometheus/metrics",
+    )
     program = ("trtllm-serve",)
+    help_argv = ("trtllm-serve", "serve", "--help")
     flags = TRTLLM_FLAGS
     file_knobs = frozenset(
         {"attention_backend", "enable_prefix_caching", "kv_cache_dtype", "speculative_config"}
@@ -65,8 +80,9 @@ class TrtllmAdapter(EngineAdapter):
         "performance_mode": "tune max_num_seqs and max_num_batched_tokens instead",
         "gpu_memory_utilization": "its --kv_cache_free_gpu_memory_fraction is a share of the memory left "
         "after the weights, not of the device; pass that flag in extra_args if you need it",
-        "served_model_name": "it serves the model under its id or path; leave served_model_name unset",
     }
+    lookalike_flags = VLLM_FLAGS
+    vocabulary = TRTLLM_VOCABULARY
     bare_switches = ("--trust_remote_code", "--fail_fast_on_attention_window_too_large")
     ready_markers = ("Application startup complete",)
     signatures = (
@@ -82,17 +98,6 @@ class TrtllmAdapter(EngineAdapter):
         if config.tp % config.ep:
             raise InvalidKnobValue(
                 self.display_name, "ep", f"({config.ep}) must divide tp ({config.tp}): MoE TP × EP = TP"
-            )
-        backend = config.attention_backend
-        if backend is not None and backend.upper() not in TRTLLM_ATTENTION_BACKENDS:
-            raise InvalidKnobValue(
-                self.display_name,
-                "attention_backend",
-                f"must be one of {', '.join(TRTLLM_ATTENTION_BACKENDS)}",
-            )
-        if config.kv_cache_dtype is not None and config.kv_cache_dtype not in TRTLLM_KV_CACHE_DTYPES:
-            raise InvalidKnobValue(
-                self.display_name, "kv_cache_dtype", f"must be one of {', '.join(TRTLLM_KV_CACHE_DTYPES)}"
             )
         if config.speculative_config is not None:
             self._speculative_options(config)
@@ -115,23 +120,22 @@ class TrtllmAdapter(EngineAdapter):
 
     def _speculative_options(self, config: EngineConfig) -> dict[str, Any]:
         request = self.speculative_request(config, frozenset({"prompt_lookup_max"}))
-        if request.method == "mtp":
-            return {"decoding_type": "MTP", "num_nextn_predict_layers": request.num_tokens}
-        if request.method == "ngram":
-            options: dict[str, Any] = {"decoding_type": "NGram", "max_draft_len": request.num_tokens}
-            if "prompt_lookup_max" in request.extra:
-                options["max_matching_ngram_size"] = request.extra["prompt_lookup_max"]
-            return options
-        raise InvalidKnobValue(
-            self.display_name,
-            "speculative_config",
-            f"method {request.method!r} is not mapped; use mtp or ngram",
-        )
+        self.check_word("speculative_config", request.method)
+        decoding_type = "MTP" if request.method == "mtp" else "NGram"
+        options: dict[str, Any] = {"decoding_type": decoding_type, "max_draft_len": request.num_tokens}
+        if "prompt_lookup_max" in request.extra:
+            options["max_matching_ngram_size"] = request.extra["prompt_lookup_max"]
+        return options
 
     def file_args(self, config: EngineConfig) -> list[str]:
         return [EXTRA_OPTIONS_FLAG, EXTRA_OPTIONS_FILE] if self.extra_options(config) else []
 
-    def files(self, config: EngineConfig, *, port: int, host: str = "127.0.0.1") -> dict[str, str]:
+    def launch_file_args(self, config: EngineConfig) -> list[str]:
+        return [EXTRA_OPTIONS_FLAG, EXTRA_OPTIONS_FILE]
+
+    def files(
+        self, config: EngineConfig, *, port: int, host: str = "127.0.0.1", engine_version: str | None = None
+    ) -> dict[str, str]:
         self.validate(config)
-        options = self.extra_options(config)
-        return {EXTRA_OPTIONS_FILE: yaml.safe_dump(options, sort_keys=False)} if options else {}
+        options = {**self.extra_options(config), **METRICS_OPTIONS}
+        return {EXTRA_OPTIONS_FILE: yaml.safe_dump(options, sort_keys=False)}

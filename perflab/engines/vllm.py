@@ -1,11 +1,13 @@
 """vLLM (``vllm serve``) and vLLM-Ascend, which is the same CLI with Ascend environment defaults.
 
-Flag names follow ``vllm/engine/arg_utils.py`` (v0.11–v0.17): ``-tp``/``--tensor-parallel-size``,
-``-dp``/``--data-parallel-size``, ``--enable-expert-parallel`` (EP size is then TP×DP),
-``--attention-backend`` (AttentionConfig, v0.12+), ``--performance-mode`` (v0.17+),
-``--speculative-config`` (a JSON object), negatable ``--[no-]enable-prefix-caching`` and
-``--[no-]enable-chunked-prefill``. Health is ``GET /health``; readiness is uvicorn's
-"Application startup complete." line, which vLLM's API server prints after its routes are mounted.
+Flag names follow ``vllm/engine/arg_utils.py`` of vLLM 0.32.0 (``vllm serve --help=all``):
+``-tp``/``--tensor-parallel-size``, ``-dp``/``--data-parallel-size``, ``--enable-expert-parallel``/``-ep``
+(EP size is then TP×DP), ``--attention-backend`` (an ``AttentionBackendEnum`` name such as FLASH_ATTN,
+FLASHINFER, TRITON_ATTN), ``--performance-mode``, ``--speculative-config``/``-sc`` (a JSON object),
+negatable ``--[no-]enable-prefix-caching`` and ``--[no-]enable-chunked-prefill``; enumerated values
+follow :mod:`perflab.engines.vocabulary`. vLLM reads ``--some_flag`` as ``--some-flag``. Health is
+``GET /health``; readiness is uvicorn's "Application startup complete." line, which vLLM's API server
+prints after its routes are mounted.
 """
 
 from __future__ import annotations
@@ -15,16 +17,15 @@ from typing import Any
 from perflab.engines.base import EngineAdapter, EngineMetrics
 from perflab.engines.config import EngineConfig
 from perflab.engines.errors import InvalidKnobValue
+from perflab.engines.failures import COMMON_SIGNATURES, Signature
 from perflab.engines.flags import Flag, FlagTable, parse_float, parse_int, parse_json_object
-
-VLLM_KV_CACHE_DTYPES = ("auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla")
-VLLM_PERFORMANCE_MODES = ("balanced", "interactivity", "throughput")
+from perflab.engines.vocabulary import VLLM_ASCEND_VOCABULARY, VLLM_VOCABULARY
 
 VLLM_FLAGS = FlagTable(
     (
         Flag("tp", "-tp", aliases=("--tensor-parallel-size",), convert=parse_int),
         Flag("dp", "-dp", aliases=("--data-parallel-size",), convert=parse_int),
-        Flag("ep", "--enable-expert-parallel", kind="switch"),
+        Flag("ep", "--enable-expert-parallel", aliases=("-ep",), kind="switch"),
         Flag("quantization", "--quantization", aliases=("-q",)),
         Flag("attention_backend", "--attention-backend"),
         Flag("max_num_batched_tokens", "--max-num-batched-tokens", convert=parse_int),
@@ -42,10 +43,15 @@ VLLM_FLAGS = FlagTable(
             kind="negatable",
             negative="--no-enable-chunked-prefill",
         ),
-        Flag("speculative_config", "--speculative-config", convert=parse_json_object),
+        Flag("speculative_config", "--speculative-config", aliases=("-sc",), convert=parse_json_object),
         Flag("performance_mode", "--performance-mode"),
         Flag("max_model_len", "--max-model-len", convert=parse_int),
-        Flag("gpu_memory_utilization", "--gpu-memory-utilization", convert=parse_float),
+        Flag(
+            "gpu_memory_utilization",
+            "--gpu-memory-utilization",
+            aliases=("--device-memory-utilization",),
+            convert=parse_float,
+        ),
         Flag("reasoning_parser", "--reasoning-parser"),
         Flag("served_model_name", "--served-model-name"),
     )
@@ -64,9 +70,24 @@ class VllmAdapter(EngineAdapter):
         kv_cache_usage="vllm:kv_cache_usage_perc",
     )
     program = ("vllm", "serve")
+    help_argv = ("vllm", "serve", "--help=all")
+    flag_abbreviations = True
     flags = VLLM_FLAGS
     bare_switches = ("--trust-remote-code", "--enforce-eager")
     ready_markers = ("Application startup complete",)
+    signatures = (
+        *COMMON_SIGNATURES,
+        # vllm/v1/attention/backends/registry.py: an --attention-backend that is no enum name
+        Signature.of("unknown_argument", r"Unknown attention backend: '[^']*'\. Valid options are"),
+        # vllm/platforms/cuda.py: the chosen backend rejects this GPU, dtype or model
+        Signature.of("unsupported_hardware", r"Selected backend \S+ is not valid for this configuration"),
+        # vllm/v1/attention/backends/triton_attn.py, mla/triton_mla.py: FP8/bf16 KV cache below SM89/SM80
+        Signature.of(
+            "unsupported_hardware",
+            r"KV cache is not supported (?:by the Triton \w+ backend )?on .*\(compute capability",
+        ),
+    )
+    vocabulary = VLLM_VOCABULARY
 
     def check_values(self, config: EngineConfig) -> None:
         workers = config.tp * config.dp
@@ -77,17 +98,16 @@ class VllmAdapter(EngineAdapter):
                 f"must be 1 or TP×DP = {workers}: --enable-expert-parallel makes the expert-parallel size "
                 "equal to the number of TP×DP workers",
             )
-        if config.kv_cache_dtype is not None and config.kv_cache_dtype not in VLLM_KV_CACHE_DTYPES:
-            raise InvalidKnobValue(
-                self.display_name, "kv_cache_dtype", f"must be one of {', '.join(VLLM_KV_CACHE_DTYPES)}"
-            )
-        if config.performance_mode is not None and config.performance_mode not in VLLM_PERFORMANCE_MODES:
-            raise InvalidKnobValue(
-                self.display_name, "performance_mode", f"must be one of {', '.join(VLLM_PERFORMANCE_MODES)}"
-            )
         spec = config.speculative_config
         if spec is not None and "method" not in spec and "model" not in spec:
             raise InvalidKnobValue(self.display_name, "speculative_config", 'needs a "method" or a "model"')
+        method = (spec or {}).get("method")
+        if method is not None:
+            self.check_word("speculative_config", str(method))
+
+    def normalize_flag(self, flag: str) -> str:
+        """vLLM's parser reads ``--max_num_seqs`` as ``--max-num-seqs``."""
+        return "--" + flag[2:].replace("_", "-") if flag.startswith("--") else flag
 
     def finish_parse(self, values: dict[str, Any]) -> dict[str, Any]:
         if values.pop("ep", False):
@@ -116,3 +136,4 @@ class VllmAscendAdapter(VllmAdapter):
     unsupported = {
         "attention_backend": "it always uses its Ascend attention backend; remove attention_backend",
     }
+    vocabulary = VLLM_ASCEND_VOCABULARY

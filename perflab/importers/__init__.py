@@ -9,6 +9,7 @@ detects the format from the content; :func:`import_files` / :func:`import_conten
 from perflab.importers.detect import parse_content
 from perflab.importers.model import ImportedResult, ImportFileError
 from perflab.importers.store import (
+    AlreadyImported,
     ImportFailed,
     ParsedFile,
     import_content,
@@ -19,6 +20,7 @@ from perflab.importers.store import (
 )
 
 __all__ = [
+    "AlreadyImported",
     "ImportFailed",
     "ImportFileError",
     "ImportedResult",

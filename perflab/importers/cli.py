@@ -2,7 +2,8 @@
 benchmark results as runs.
 
 Each file is parsed completely first; a file that fails is reported (file and line) and stores
-nothing, the others are still imported. The exit status is 1 if any file failed.
+nothing, the others are still imported. A file imported before (same text) is reported with the
+runs it became and stored no second time. The exit status is 1 if any file failed.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from db import session as db_session
 from perflab.auth import cli_user
 from perflab.cli_database import add_url_option, command_engine
 from perflab.importers.model import ImportFileError
-from perflab.importers.store import read_file, run_record, store_parsed
+from perflab.importers.store import AlreadyImported, read_file, run_record, store_parsed
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -40,7 +41,11 @@ def run(args: argparse.Namespace) -> int:
                 print(f"error: {error}", file=sys.stderr)
                 failed += 1
                 continue
-            runs = store_parsed(session, parsed, queued_by=cli_user(args.queued_by), label=args.label)
+            try:
+                runs = store_parsed(session, parsed, queued_by=cli_user(args.queued_by), label=args.label)
+            except AlreadyImported as known:
+                print(str(known), file=sys.stderr)
+                continue
             if args.json:
                 records.extend(run_record(session, stored) for stored in runs)
             else:

@@ -3,23 +3,29 @@
 Every file is parsed completely before anything of it is stored, so a file with an error stores
 nothing. Each result becomes one run (status ``done`` with one profile result, or ``failed`` with
 the recorded message) whose engine, model and config come from its serving command when that
-command can be read. Secrets in the files (``--api-key …``, ``HF_TOKEN=…``, known values) are masked.
+command can be read, else from what the document states (:mod:`perflab.importers.facts`: model,
+hardware and accelerator, engine versions); model names are made canonical against the document's
+and the stored runs' hub ids. Each run keeps the SHA-256 of its file's text (``import_hash``): the
+same file imported again stores nothing and raises :class:`AlreadyImported` naming the runs it
+became. Secrets in the files (``--api-key …``, ``HF_TOKEN=…``, known values) are masked.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from db import crud
 from db.models import Run
 from perflab.engines import get_adapter
 from perflab.importers.commands import config_from_command, engine_named_in
-from perflab.importers.detect import parse_content
+from perflab.importers.detect import decode, parse_content
+from perflab.importers.facts import DocumentFacts, canonical_model, document_facts
 from perflab.importers.limits import check_size
 from perflab.importers.model import ImportedResult, ImportFileError
 from perflab.redact import Redactor, process_redactor
@@ -33,12 +39,44 @@ class ImportFailed(ValueError):
         super().__init__("\n".join(str(error) for error in errors))
 
 
+class AlreadyImported(ValueError):
+    """The file was imported before (same text); nothing was stored. ``run_ids`` are its runs."""
+
+    def __init__(self, name: str, run_ids: list[int]) -> None:
+        self.name = name
+        self.run_ids = run_ids
+        super().__init__(f"{name}: already imported as {_runs_text(run_ids)}; nothing stored again")
+
+
+def _runs_text(run_ids: list[int]) -> str:
+    if len(run_ids) == 1:
+        return f"run {run_ids[0]}"
+    if run_ids == list(range(run_ids[0], run_ids[-1] + 1)):
+        return f"runs {run_ids[0]}–{run_ids[-1]}"
+    return "runs " + ", ".join(str(run_id) for run_id in run_ids)
+
+
 @dataclass(frozen=True)
 class ParsedFile:
-    """A file's name (as stored in ``imported_from``) and the results parsed from it."""
+    """A file's name (as stored in ``imported_from``), the results parsed from it, what the document
+    states about its experiment and the SHA-256 of its text."""
 
     name: str
     results: list[ImportedResult]
+    facts: DocumentFacts = DocumentFacts()
+    content_hash: str | None = None
+
+
+def parse_file(name: str, content: bytes | str) -> ParsedFile:
+    """Parse one file's content; raises :class:`ImportFileError` naming it."""
+    results = parse_content(name, content)
+    text = decode(name, content)
+    return ParsedFile(
+        Path(name).name,
+        results,
+        facts=document_facts(text),
+        content_hash=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+    )
 
 
 def read_file(path: str | Path) -> ParsedFile:
@@ -49,7 +87,22 @@ def read_file(path: str | Path) -> ParsedFile:
         content = path.read_bytes()
     except OSError as error:
         raise ImportFileError(str(path), f"cannot read: {error.strerror or error}") from None
-    return ParsedFile(path.name, parse_content(str(path), content))
+    return parse_file(str(path), content)
+
+
+def imported_runs(session: Session, content_hash: str | None) -> list[int]:
+    """The runs an earlier import of the same text became (oldest first)."""
+    if content_hash is None:
+        return []
+    query = select(Run.id).where(Run.import_hash == content_hash).order_by(Run.id)
+    return [run_id for run_id in session.exec(query) if run_id is not None]
+
+
+def _known_models(session: Session, parsed: ParsedFile) -> set[str | None]:
+    """Model names a bare one may stand for: the document's own and the stored runs'."""
+    stored = set(session.exec(select(Run.model).where(Run.model.is_not(None)).distinct()))
+    commands = (config_from_command(item.serve_command) for item in parsed.results if item.serve_command)
+    return {parsed.facts.model, *stored, *(config.model for config in commands if config is not None)}
 
 
 def _failure_class(engine: str | None, message: str) -> str:
@@ -64,29 +117,41 @@ def _create_run(
     session: Session,
     item: ImportedResult,
     *,
-    imported_from: str,
+    parsed: ParsedFile,
+    known_models: set[str | None],
     queued_by: str | None,
     label: str | None,
     redactor: Redactor,
 ) -> Run:
     command = redactor.optional(item.serve_command)
     config = config_from_command(command) if command and not item.serve_args_only else None
+    facts = parsed.facts
     fields: dict[str, Any] = {
         "status": "failed" if item.failure_message else "done",
         "source": "imported",
-        "imported_from": imported_from,
+        "imported_from": parsed.name,
+        "import_hash": parsed.content_hash,
         "label": label or item.label,
         "queued_by": queued_by,
         "profiles": [redactor.data(item.profile)],
         "serve_commands": [command] if command else [],
         "bench_commands": [redactor.text(item.bench_command)] if item.bench_command else [],
+        "accelerator": facts.accelerator,
+        "environment": redactor.data(facts.environment()),
     }
-    if config is None:
-        fields["engine"] = item.engine or (
-            engine_named_in(" ".join(command.split()[:3])) if command else None
+    if config is not None:
+        model = canonical_model(config.model, known_models)
+        if model != config.model:
+            config = config.model_copy(update={"model": model})
+    else:
+        fields["engine"] = (
+            item.engine
+            or (engine_named_in(" ".join(command.split()[:3])) if command else None)
+            or facts.only_engine()
         )
-        fields["model"] = (
-            item.result.get("model_id") if isinstance(item.result.get("model_id"), str) else None
+        model_id = item.result.get("model_id")
+        fields["model"] = canonical_model(
+            model_id if isinstance(model_id, str) else facts.model, known_models
         )
     if item.failure_message:
         engine = config.engine if config else fields["engine"]
@@ -100,14 +165,19 @@ def store_parsed(
 ) -> list[Run]:
     """Store a parsed file's results as runs, in file order (all of them or, on error, none), with
     every secret in them masked."""
+    earlier = imported_runs(session, parsed.content_hash)
+    if earlier:
+        raise AlreadyImported(parsed.name, earlier)
     runs: list[Run] = []
     redactor = process_redactor()
+    known_models = _known_models(session, parsed)
     try:
         for item in parsed.results:
             run = _create_run(
                 session,
                 item,
-                imported_from=parsed.name,
+                parsed=parsed,
+                known_models=known_models,
                 queued_by=queued_by,
                 label=label,
                 redactor=redactor,
@@ -138,9 +208,9 @@ def import_content(
     queued_by: str | None = None,
     label: str | None = None,
 ) -> list[Run]:
-    """Parse and store one uploaded file's content; raises :class:`ImportFileError`."""
-    parsed = ParsedFile(Path(name).name, parse_content(name, content))
-    return store_parsed(session, parsed, queued_by=queued_by, label=label)
+    """Parse and store one uploaded file's content; raises :class:`ImportFileError`, or
+    :class:`AlreadyImported` when the same text was imported before."""
+    return store_parsed(session, parse_file(name, content), queued_by=queued_by, label=label)
 
 
 def import_files(
@@ -152,7 +222,8 @@ def import_files(
 ) -> list[Run]:
     """Import every file, runs in file order; if any file fails to parse, store nothing at all.
 
-    Raises :class:`ImportFailed` listing every file that failed.
+    Raises :class:`ImportFailed` listing every file that failed, :class:`AlreadyImported` for a file
+    imported before (the files before it are stored).
     """
     parsed: list[ParsedFile] = []
     errors: list[ImportFileError] = []

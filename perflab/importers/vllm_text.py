@@ -2,9 +2,11 @@
 
 Reads every block of a file (a terminal capture, a log, or a seed-style markdown write-up), with
 every label variant the seeds and vLLM versions print: "Failed requests", "Maximum request
-concurrency", "Request rate configured (RPS)", goodput, peak throughput and concurrency, Mean/
-Median/Std/Pnn lines for TTFT, TPOT, ITL and E2EL in ms, and a "Latency" section in seconds (taken
-as E2EL). Unknown lines are left out of the result but kept in the stored block text.
+concurrency", "Request rate configured (RPS)", goodput, peak throughput and concurrency, "Total Token
+throughput" (older) and "Total token throughput" (vLLM 0.32.0), Mean/Median/Std/Pnn lines for TTFT,
+TPOT, ITL and E2EL in ms, vLLM 0.32.0's client-side queueing sections, speculative-decoding lines and
+RTFx, and a "Latency" section in seconds (taken as E2EL). Unknown lines are left out of the result
+but kept in the stored block text.
 
 Around each block it finds the serving command that applies (the last one printed above it, see
 :mod:`perflab.importers.commands`), a ``# comment`` line right above it naming the case, and a label
@@ -29,7 +31,14 @@ _PAIR = re.compile(
     re.IGNORECASE,
 )
 _STAT = r"(mean|median|std|p\d+(?:\.\d+)?)"
-_LATENCY_MS = re.compile(rf"^{_STAT} (ttft|tpot|itl|e2el) ?\(ms\)$")
+_LATENCY_MS = re.compile(
+    rf"^{_STAT} (ttft|tpot|itl|e2el|client queue time|e2el incl\. client queue) ?\(ms\)$"
+)
+# vLLM 0.32.0's latency section names → the metric part of their result fields.
+LATENCY_NAMES = {
+    "client queue time": "client_queue_time",
+    "e2el incl. client queue": "e2el_including_client_queue",
+}
 _LATENCY_S = re.compile(rf"^{_STAT} latency ?\(s\)$")
 _SECTION = re.compile(r"-{3,}[^=\n]*?-{3,}|={10,}")
 _NUMBERING = re.compile(r"^\d+(?:\.\d+)*\.?\s+")
@@ -52,6 +61,12 @@ SCALAR_FIELDS: dict[str, tuple[str, bool]] = {
     "peak output token throughput (tok/s)": ("max_output_tokens_per_s", False),
     "peak concurrent requests": ("max_concurrent_requests", False),
     "total token throughput (tok/s)": ("total_token_throughput", False),
+    "rtfx (inverse real-time factor)": ("rtfx", False),
+    "acceptance rate (%)": ("spec_decode_acceptance_rate", False),
+    "acceptance length": ("spec_decode_acceptance_length", False),
+    "drafts": ("spec_decode_num_drafts", True),
+    "draft tokens": ("spec_decode_draft_tokens", True),
+    "accepted tokens": ("spec_decode_accepted_tokens", True),
 }
 REQUIRED_LABELS: tuple[str, ...] = ("Successful requests", "Benchmark duration (s)")
 
@@ -64,7 +79,8 @@ def _field_for(label: str) -> tuple[str, bool, int] | None:
         return name, integer, 1
     match = _LATENCY_MS.match(key)
     if match:
-        return f"{match.group(1)}_{match.group(2)}_ms", False, 1
+        metric = LATENCY_NAMES.get(match.group(2), match.group(2))
+        return f"{match.group(1)}_{metric}_ms", False, 1
     match = _LATENCY_S.match(key)
     if match:
         return f"{match.group(1)}_e2el_ms", False, 1000

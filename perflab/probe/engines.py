@@ -2,8 +2,9 @@
 
 The snippet runs on any Python 3 (it avoids newer syntax) and prints one JSON object: the Python
 version and executable, the installed versions of vLLM, SGLang, TensorRT-LLM and vLLM-Ascend
-(``importlib.metadata``), and MindIE (``mindieservice_daemon`` on PATH or in its usual install
-directory; version from ``$MIES_INSTALL_PATH/version.info`` or the ``version.info`` beside ``bin/``).
+(``importlib.metadata``), and MindIE: MindIE-LLM 3's ``mindie_llm`` distribution, or — which wins —
+``mindieservice_daemon`` on PATH or in its usual install directory with its version from
+``$MIES_INSTALL_PATH/version.info`` or the ``version.info`` beside ``bin/`` (packaged MindIE 2.x).
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ for engine, names in DISTRIBUTIONS:
             break
         except Exception:
             pass
+try:
+    engines["mindie"] = metadata.version("mindie_llm")
+except Exception:
+    pass
 VERSION_KEYS = ("ascend-mindie", "mindie-service", "version")
 def which(program):
     for folder in os.environ.get("PATH", "").split(os.pathsep):

@@ -206,6 +206,13 @@ def process_state(transport: Transport, process: RemoteProcess) -> ProcessState:
     return ProcessState(pids, int(code) if code.lstrip("-").isdigit() else None)
 
 
+def serves_port(transport: Transport, process: RemoteProcess, port: int) -> bool:
+    """Whether one of ``process``'s processes is the one listening on TCP ``port`` (not another program
+    that took the port)."""
+    argv = ["sh", "-c", scripts.SERVES, "perflab-serves", str(port), *process._identity_args()]
+    return retrying(lambda: transport.run(argv, timeout=_COMMAND_TIMEOUT_S)).ok
+
+
 def is_running(transport: Transport, process: RemoteProcess) -> bool:
     return process_state(transport, process).running
 

@@ -80,6 +80,27 @@ awk '$4 == "0A" { n = split($2, address, ":"); print address[n] }' /proc/net/tcp
 exit 0
 """
 
+# serves PORT PGID START MARKER -> exit status 0 when a member of the detached process holds the socket
+# listening on TCP PORT (its inode, from /proc/net/tcp{,6}, among the members' open files).
+SERVES = (
+    _MEMBERS
+    + r"""
+port=$(printf ':%04X' "$1"); shift
+inodes=$(awk -v port="$port" '$4 == "0A" && substr($2, length($2) - 4) == port { print $10 }' \
+  /proc/net/tcp /proc/net/tcp6 2>/dev/null)
+[ -n "$inodes" ] || exit 1
+for pid in $(members "$@"); do
+  for fd in /proc/"$pid"/fd/*; do
+    link=$(readlink "$fd" 2>/dev/null) || continue
+    for inode in $inodes; do
+      [ "$link" = "socket:[$inode]" ] && exit 0
+    done
+  done
+done
+exit 1
+"""
+)
+
 # state PGID START MARKER EXIT_FILE -> "pids: ..." and "exit: <status or empty>". The exit file is read
 # first: once it exists, every process the command started is already there to be found.
 STATE = (

@@ -8,6 +8,9 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
+
 import altair as alt
 import pandas as pd
 import vl_convert
@@ -17,6 +20,34 @@ from perflab.study.loadcurve import LOAD_TITLES, LoadCurve
 
 WIDTH = 520
 HEIGHT = 260
+# Ticks a value axis aims for; its top tick is the first one above the largest value plus a margin (a
+# fraction of it) that keeps a point's whole circle inside the plot.
+VALUE_TICKS = 5
+TOP_MARGIN = 0.05
+
+
+def _round_step(raw: float) -> float:
+    """The smallest 1, 2, 2.5 or 5 × 10^k that is at least ``raw``."""
+    power = 10.0 ** math.floor(math.log10(raw))
+    return next(power * factor for factor in (1.0, 2.0, 2.5, 5.0, 10.0) if power * factor >= raw)
+
+
+def value_axis(field: str, values: Iterable[float], title: str) -> alt.Y:
+    """The y encoding of quantitative ``field``: from 0 to the first round tick above the largest of
+    ``values`` (with a margin), every tick labelled, so no point or bar reaches past the top of the
+    axis."""
+    top = max((value for value in values if value is not None and math.isfinite(value)), default=0.0)
+    if top <= 0:
+        return alt.Y(f"{field}:Q", title=title)
+    step = _round_step(top / VALUE_TICKS)
+    ticks = math.floor(top * (1.0 + TOP_MARGIN) / step) + 1
+    domain_max = step * ticks
+    return alt.Y(
+        f"{field}:Q",
+        scale=alt.Scale(domain=[0, domain_max], nice=False, zero=True),
+        axis=alt.Axis(values=[step * index for index in range(ticks + 1)]),
+        title=title,
+    )
 
 
 def comparison_data(report: Report) -> pd.DataFrame:
@@ -30,13 +61,14 @@ def comparison_data(report: Report) -> pd.DataFrame:
 
 def comparison_chart(report: Report) -> alt.Chart:
     """Grouped bars: baseline vs optimized node Total TPS per benchmark case."""
+    data = comparison_data(report)
     return (
-        alt.Chart(comparison_data(report), title="Baseline vs optimized")
+        alt.Chart(data, title="Baseline vs optimized")
         .mark_bar()
         .encode(
             x=alt.X("case:N", title=None, sort=None, axis=alt.Axis(labelAngle=-20, labelLimit=180)),
             xOffset=alt.XOffset("side:N", sort=["Baseline", "Optimized"]),
-            y=alt.Y("total_tps:Q", title="Total TPS (tok/s, node)"),
+            y=value_axis("total_tps", data["total_tps"], "Total TPS (tok/s, node)"),
             color=alt.Color("side:N", title=None, sort=["Baseline", "Optimized"]),
             tooltip=["case", "side", alt.Tooltip("total_tps:Q", format=".2f")],
         )
@@ -65,12 +97,13 @@ def stages_chart(report: Report) -> alt.Chart:
     """Every measured candidate per stage (a reused one at the value of the run it reuses), coloured
     by its decision."""
     title = f"{report.objective} per stage ({report.objective_unit})".replace(" ()", "")
+    data = stages_data(report)
     return (
-        alt.Chart(stages_data(report), title=title)
+        alt.Chart(data, title=title)
         .mark_circle(size=90)
         .encode(
             x=alt.X("stage:N", title=None, sort=None, axis=alt.Axis(labelAngle=-20, labelLimit=220)),
-            y=alt.Y("value:Q", title=report.objective),
+            y=value_axis("value", data["value"], report.objective),
             color=alt.Color("decision:N", title="Decision"),
             tooltip=["stage", "candidate", "decision", alt.Tooltip("value:Q", format=".2f")],
         )

@@ -45,6 +45,8 @@ def results_json(report: Report) -> str:
     """The report's conclusions and every number, as JSON."""
     payload: dict[str, Any] = {
         **_fields(report, "title", "model", "objective", "recommended_command", "recommended_replicas"),
+        "provisional_best": report.provisional_best,
+        "unmeasured": [_fields(item, "stage", "label", "reason") for item in report.unmeasured],
         "comparison": [
             {
                 "case": row.case,

@@ -19,6 +19,7 @@ from perflab.report.model import (
     Figures,
     Report,
     StageSection,
+    Unmeasured,
     ValidationSection,
     node_figures,
 )
@@ -35,7 +36,7 @@ from perflab.report.sections import (
 from perflab.report.summary import summary_rows
 from perflab.study.configs import serve_command
 from perflab.study.loadcurve import LoadCurve, curve_from_results
-from perflab.study.plan import CandidatePlan, StagePlan, StudyPlan
+from perflab.study.plan import UNMEASURED, CandidatePlan, StagePlan, StudyPlan
 from perflab.study.progress import StudyProgress, load_progress
 from perflab.study.spec import OBJECTIVE_UNITS, OBJECTIVES
 
@@ -232,4 +233,11 @@ def report_of(progress: StudyProgress) -> Report:
         records=tuple(_records(progress)),
         notes=tuple(notes),
         baseline=None if _baseline_in_stages(plan) else baseline,
+        unmeasured=tuple(
+            Unmeasured(candidate.stage_name, candidate.label, candidate.note or "")
+            for candidate in plan.unmeasured()
+        ),
+        provisional_best=plan.best.label
+        if plan.status == "incomplete" and plan.best.decision != UNMEASURED
+        else None,
     )

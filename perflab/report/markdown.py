@@ -211,6 +211,26 @@ def _curve(title: str, curve: LoadCurve, chart: str | None) -> list[str]:
     return [*lines, ""]
 
 
+def _incomplete(report: Report) -> list[str]:
+    """The warning of an incomplete study: its unmeasured candidates, and no claim over them."""
+    if not report.unmeasured:
+        return []
+    body = [
+        "These candidates could not be measured because of the infrastructure (not a result):",
+        "",
+        *(f"- {item.stage} · {item.label}: {item.reason}" for item in report.unmeasured),
+        "",
+    ]
+    if report.provisional_best:
+        body.append(
+            f"No configuration is recommended over them: {report.provisional_best}, the best measured "
+            "so far, is provisional until they are measured."
+        )
+    else:
+        body.append("Nothing can be recommended until they are measured.")
+    return _admonition("warning", "Incomplete study", body, open_=True)
+
+
 def render_markdown(report: Report, charts: Mapping[str, str] | None = None) -> str:
     """The report's markdown; ``charts`` maps chart names (``comparison``, ``stages``, ``load_curve_1``…)
     to the relative paths of their PNG files."""
@@ -229,6 +249,7 @@ def render_markdown(report: Report, charts: Mapping[str, str] | None = None) -> 
                 f"Run {replicas} replicas of it per node; Total TPS is written per replica x {replicas}.",
                 "",
             ]
+    lines += _incomplete(report)
     lines += ["Comparison of benchmark results before and after optimization:", ""]
     lines += [*comparison_table(report.comparison, report.decimals), ""]
     notes = [*report.notes, *NOTE_LIMITS]

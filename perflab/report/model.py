@@ -124,9 +124,20 @@ class ValidationSection:
 
 
 @dataclass(frozen=True)
+class Unmeasured:
+    """A candidate the infrastructure kept from being measured, and why."""
+
+    stage: str
+    label: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Report:
     """A study report in the seeds' layout, plus every number behind it. ``baseline`` is shown as its
-    own section when no stage lists the baseline configuration among its candidates."""
+    own section when no stage lists the baseline configuration among its candidates. ``unmeasured``
+    lists the candidates of an incomplete study: no recommendation is made over them, and
+    ``provisional_best`` names the best measured configuration so far."""
 
     title: str
     model: str | None
@@ -149,3 +160,5 @@ class Report:
     notes: tuple[str, ...] = ()
     decimals: int = 1
     baseline: CandidateSection | None = None
+    unmeasured: tuple[Unmeasured, ...] = ()
+    provisional_best: str | None = None

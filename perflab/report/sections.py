@@ -123,5 +123,5 @@ def decided_candidate(
         value=plan.value,
         figures=figures,
         run_id=run.id if run is not None else None,
-        status=run.status if run is not None else None,
+        status="retrying" if plan.retrying else run.status if run is not None else None,
     )

@@ -8,13 +8,20 @@
   and crash recovery's).
 """
 
-from perflab.runner.errors import RUNNER_FAILURE_CLASSES, GpusBusy, RunCancelled, RunFailed
+from perflab.runner.errors import (
+    INFRASTRUCTURE_FAILURES,
+    RUNNER_FAILURE_CLASSES,
+    GpusBusy,
+    RunCancelled,
+    RunFailed,
+)
 from perflab.runner.execute import EventHandler, RunEvent, execute_run
 from perflab.runner.options import RunnerOptions
 from perflab.runner.stop import stop_recorded
-from perflab.runner.submit import knobs_summary, submit_run, wait_for_runs
+from perflab.runner.submit import submit_run, wait_for_runs
 
 __all__ = [
+    "INFRASTRUCTURE_FAILURES",
     "RUNNER_FAILURE_CLASSES",
     "EventHandler",
     "GpusBusy",
@@ -23,7 +30,6 @@ __all__ = [
     "RunFailed",
     "RunnerOptions",
     "execute_run",
-    "knobs_summary",
     "stop_recorded",
     "submit_run",
     "wait_for_runs",

@@ -60,6 +60,7 @@ FLAG_OF_FIELD = {field: flag for flag, field, _ in KNOB_FLAGS} | {
     "env": "--env",
     "extra_args": "--extra-arg",
     "model": "--model",
+    "image": "--image",
 }
 
 
@@ -71,6 +72,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", required=True, help="a host of the hosts file")
     parser.add_argument("--engine", required=True, choices=ENGINE_NAMES)
     parser.add_argument("--model", required=True, help="hub id or path")
+    parser.add_argument(
+        "--image",
+        default=None,
+        help="run the engine from this container image, e.g. vllm/vllm-openai:v0.11.0 "
+        "(with the host's podman or docker)",
+    )
     knobs = parser.add_argument_group("engine knobs (left out: the engine's default)")
     for flag, field, kind in KNOB_FLAGS:
         if kind is bool:
@@ -147,6 +154,8 @@ def build_config(args: argparse.Namespace) -> EngineConfig:
     fields["env"] = _env(args.env)
     fields["extra_args"] = tuple(args.extra_args)
     fields["gpu_ids"] = _gpu_ids(args.gpu_ids)
+    if args.image is not None:
+        fields["image"] = args.image
     try:
         return EngineConfig(**fields)
     except ValidationError as exc:
@@ -170,6 +179,9 @@ def _print_event(event: RunEvent) -> None:
         print(f"[run {event.run_id}] {event.message}", file=sys.stderr, flush=True)
     elif event.kind == "progress" and "waiting_for_gpus" in event.data:
         print(f"[run {event.run_id}] waiting: {event.data['waiting_for_gpus']}", file=sys.stderr, flush=True)
+    elif event.kind == "progress" and "pulling" in event.data:
+        line = event.data.get("log_line", "")
+        print(f"[run {event.run_id}] pulling {event.data['pulling']}: {line}", file=sys.stderr, flush=True)
     elif event.kind == "progress" and "total" in event.data:
         data = event.data
         point = data.get("sweep_point")

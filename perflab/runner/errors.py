@@ -3,6 +3,10 @@
 :class:`RunFailed` carries the failure class and message stored on the run (the adapter's classes from
 the engine log, ``timeout``, or one of :data:`RUNNER_FAILURE_CLASSES`); :class:`RunCancelled` means a
 user asked to cancel; :class:`GpusBusy` means other runs hold the GPUs, so the run goes back to the queue.
+
+:data:`INFRASTRUCTURE_FAILURES` are the classes that say nothing about the configuration that was run —
+the host, the network, the worker or perflab itself stood in the way — so a study measures the
+configuration again instead of counting the run as its result.
 """
 
 from __future__ import annotations
@@ -25,6 +29,21 @@ RUNNER_FAILURE_CLASSES: dict[str, str] = {
     "worker_restarted": "the worker died while the run was in flight",
     "internal_error": "perflab itself failed (a bug; the message names the error)",
     **CONTAINER_FAILURE_CLASSES,
+}
+
+# Failures of the infrastructure, not of the engine or its configuration. A ready ``timeout`` is not
+# one: perflab cannot tell a slow host from a configuration that starts slowly (a large model, a long
+# graph capture), so, like an engine's own failure (oom, unknown argument, crash), it stays a result.
+INFRASTRUCTURE_FAILURES: dict[str, str] = {
+    "host_unknown": "the host left the hosts file",
+    "host_unreachable": "the host could not be reached or logged into",
+    "connection_lost": "the connection to the host dropped",
+    "gpus_unavailable": "the accelerators were held by processes perflab did not start",
+    "port_in_use": "another process held the serving port",
+    "launch_failed": "the host could not start the engine process",
+    "worker_stopped": "the worker shut down under the run",
+    "worker_restarted": "the worker died under the run",
+    "internal_error": "perflab itself failed",
 }
 
 

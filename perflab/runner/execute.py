@@ -1,7 +1,8 @@
 """One run's lifecycle: launching → ready → benchmarking → done | failed | cancelled.
 
 :func:`execute_run` takes a run already claimed (status ``launching``) and drives it: load and
-validate its config and profiles, reach and probe the host, lock its GPUs, record and start every
+validate its config and profiles, reach and probe the host, check the config against what the host's
+engine accepts (:mod:`perflab.engines.preflight`), lock its GPUs, record and start every
 replica, wait until they are ready, benchmark every profile while a sampler stores metrics, and — in
 every case — stop what it started, keep the engine log tail, release the GPUs and store the final
 status with the failure class and message. Cancellation and worker shutdown are checked at every
@@ -28,6 +29,7 @@ from db.models import Run
 from perflab.containers.images import ImageInfo
 from perflab.containers.launch import ContainerPlan
 from perflab.engines import EngineAdapter, EngineConfig, EngineConfigError, ReplicaPlan, get_adapter
+from perflab.engines.preflight import default_cache, preflight
 from perflab.inventory import HostConfig, Inventory, InventoryError
 from perflab.probe import ProbeResult, probe_host
 from perflab.profiles import BenchmarkProfile
@@ -98,6 +100,7 @@ def _load_plan(run: Run, inventory: Inventory) -> _Plan:
         config = EngineConfig.model_validate(run.config or {})
         adapter = get_adapter(config.engine)
         adapter.validate(config)
+        adapter.check_launch(config)
         profiles = [BenchmarkProfile.model_validate(profile) for profile in run.profiles]
     except (ValidationError, EngineConfigError, ValueError) as exc:
         raise RunFailed("invalid_config", f"run {run.id} cannot be executed: {exc}") from None
@@ -133,6 +136,7 @@ class _Execution:
         self.transport: Transport | None = None
         self.remote_state: dict[str, Any] | None = None
         self.container: ContainerPlan | None = None
+        self.engine_version: str | None = None
         self._last_cancel_check = 0.0
 
     # ----- events and interruption -------------------------------------------------------------------
@@ -250,6 +254,7 @@ class _Execution:
             plans=plans,
             on_started=self._record_started,
             container=self.container,
+            engine_version=self.engine_version,
         )
         logs = {replica.name: LogFollower(self.transport, replica.process) for replica in replicas}
         wait_until_ready(
@@ -277,7 +282,7 @@ class _Execution:
         tried: set[int] = set()
         attempt = 1
         while True:
-            avoid = listening_ports(self.transport) | tried
+            avoid = listening_ports(self.transport) | self.store.ports_of_other_runs(plan.host.name) | tried
             plans = plan_replicas(plan.config, plan.adapter, gpu_ids, avoid=avoid, host_name=plan.host.name)
             try:
                 return self._start_ready(plan, run_id, plans, endpoints)
@@ -299,6 +304,15 @@ class _Execution:
                 self.emit("message", f"port taken at launch, choosing another: {failure.message}")
                 attempt += 1
 
+    def _preflight(self, plan: _Plan, transport: Transport) -> None:
+        """Refuse, before anything is locked or started, flags and values the host's engine lacks."""
+        verdict = preflight(
+            transport, plan.adapter, plan.config, engine_version=self.engine_version, cache=default_cache()
+        )
+        if not verdict.ok:
+            raise RunFailed("launch_failed" if verdict.missing else "unknown_argument", verdict.summary())
+        self.emit("message", verdict.summary())
+
     def _execute(self) -> None:
         run = self.store.load()
         if run.cancel_requested:
@@ -309,6 +323,9 @@ class _Execution:
         )
         self.transport = transport = self._open(plan.host)
         probe = probe_host(transport)
+        if plan.config.image is None:
+            self.engine_version = probe.engines.get(plan.config.engine)
+            self._preflight(plan, transport)
         gpu_ids = self._place(plan, probe)
         self.store.update(
             gpu_ids=list(gpu_ids),
@@ -352,7 +369,7 @@ class _Execution:
                 adapter=plan.adapter,
                 store=self.store,
                 run_key=self.remote_state["run_key"],
-                model=plan.config.served_model_name or plan.config.model,
+                model=plan.adapter.served_name(plan.config),
                 replicas=replicas,
                 timeout_s=self.options.bench_timeout_s,
                 interrupt=self.interrupt,

@@ -51,10 +51,12 @@ class PortTaken(RunFailed):
 
 @dataclass(frozen=True)
 class Replica:
-    """One started engine: where it listens, its GPUs and its detached process."""
+    """One started engine: where it listens, its GPUs and its detached process (which supervises a
+    container when ``in_container``: the engine's own processes are then the runtime's, not its)."""
 
     plan: ReplicaPlan
     process: rp.RemoteProcess
+    in_container: bool = False
 
     @property
     def name(self) -> str:
@@ -141,9 +143,11 @@ def start_replicas(
     plans: Sequence[ReplicaPlan],
     on_started: Callable[[Replica, str], None],
     container: ContainerPlan | None = None,
+    engine_version: str | None = None,
 ) -> list[Replica]:
     """Start every replica (as containers with ``container``); ``on_started(replica, exact command)``
-    runs after each start."""
+    runs after each start. ``engine_version`` is the host's engine version as probed (the adapter may
+    launch differently per version); the adapter's files are written with its ``file_mode``."""
     directory = rp.run_dir(transport, run_key)
     replicas: list[Replica] = []
     for plan in plans:
@@ -157,10 +161,11 @@ def start_replicas(
             )
         try:
             transport.run(["mkdir", "-p", workdir], timeout=30.0, check=True)
-            for file_name, text in adapter.files(config, port=plan.port).items():
-                transport.write_text(posixpath.join(workdir, file_name), text)
+            files = adapter.files(config, port=plan.port, engine_version=engine_version)
+            for file_name, text in files.items():
+                transport.write_text(posixpath.join(workdir, file_name), text, mode=adapter.file_mode)
             if container is None:
-                argv = adapter.serve_argv(config, port=plan.port)
+                argv = adapter.serve_argv(config, port=plan.port, engine_version=engine_version)
                 env = adapter.env(config, gpu_ids=plan.gpu_ids, run_dir=workdir)
                 command = serve_command(argv, env)
             else:
@@ -180,7 +185,7 @@ def start_replicas(
             raise RunFailed(
                 "launch_failed", f"cannot start {name} on host '{transport.host.name}': {exc}"
             ) from None
-        replica = Replica(plan, process)
+        replica = Replica(plan, process, in_container=container is not None)
         replicas.append(replica)
         on_started(replica, command)
     return replicas

@@ -92,6 +92,17 @@ class RunStore:
         with new_session(self.engine) as session:
             return crud.gpu_locks(session, host_name=host_name)
 
+    def ports_of_other_runs(self, host_name: str) -> set[int]:
+        """The engine ports other unfinished runs on the host recorded (bound or about to be)."""
+        with new_session(self.engine) as session:
+            runs = crud.in_flight_runs(session, host_name=host_name)
+        return {
+            entry["port"]
+            for run in runs
+            if run.id != self.run_id
+            for entry in (run.remote_state or {}).get("processes", [])
+        }
+
     def acquire_gpus(self, *, host_name: str, gpu_ids: Sequence[int], worker_id: str) -> bool:
         with new_session(self.engine) as session:
             return crud.acquire_gpus(

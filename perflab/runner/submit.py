@@ -21,13 +21,6 @@ from perflab.redact import check_config
 from perflab.runner.bench_record import profile_json
 
 
-def knobs_summary(config: EngineConfig) -> str:
-    """The knobs that differ from the defaults, with ``×N`` for N replicas (``tp=4 ×2``)."""
-    if config.replicas == 1:
-        return crud.summarize_knobs(config)
-    return f"{crud.summarize_knobs(config.model_copy(update={'replicas': 1}))} ×{config.replicas}"
-
-
 def submit_run(
     engine: Engine,
     *,
@@ -52,7 +45,6 @@ def submit_run(
             config=config,
             host_name=host_name,
             profiles=[profile_json(profile) for profile in profiles],
-            knobs_summary=knobs_summary(config),
             status="queued" if worker_id is None else "launching",
             worker_id=worker_id,
             queued_by=queued_by,

@@ -195,12 +195,15 @@ def resolve_deployment(engine: str, knobs: Knobs, accel: Accelerator) -> Deploym
     _check_quantization(dep)
     if engine == "mindie" and dep.prefix_caching and model.arch.is_moe:
         raise failures.prefix_cache_on_moe(model.arch.architecture)
+    backend = knobs.attention_backend
+    if backend and engine in ("vllm", "vllm-ascend"):
+        backend = None if backend.lower() == "auto" else backend.upper()
     try:
-        dep.attention_factor = dep.profile.backend_factor(knobs.attention_backend, accel.sm_version)
+        dep.attention_factor = dep.profile.backend_factor(backend, accel.sm_version)
+    except KeyError:
+        raise failures.unknown_attention_backend(engine, backend or "", dep.profile.backend_names()) from None
     except ValueError:
-        raise failures.invalid_attention_backend(
-            engine, knobs.attention_backend or "", sorted(dep.profile.backends)
-        ) from None
+        raise failures.backend_rejects_device(engine, backend or "", dep.profile.backend_names()) from None
     if dep.performance_mode == "throughput":
         dep.attention_factor *= 1.03
     if not dep.spec_method:

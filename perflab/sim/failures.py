@@ -213,8 +213,33 @@ def free_memory_too_low(engine: str, free: float, total: float, utilization: flo
     )
 
 
-def invalid_attention_backend(engine: str, backend: str, valid: List[str]) -> EngineFailure:
+def unknown_attention_backend(engine: str, backend: str, valid: List[str]) -> EngineFailure:
+    """A backend name the engine does not know (vLLM 0.32: vllm/v1/attention/backends/registry.py)."""
+    if engine in ("vllm", "vllm-ascend"):
+        return raised(
+            engine,
+            f"ValueError: Unknown attention backend: '{backend}'. Valid options are: {', '.join(valid)}",
+        )
     return raised(engine, f"ValueError: Invalid attention backend: '{backend}'. Valid backends are: {valid}")
+
+
+def backend_rejects_device(engine: str, backend: str, valid: List[str]) -> EngineFailure:
+    """A known backend this GPU generation cannot run, worded as each engine words it."""
+    if engine in ("vllm", "vllm-ascend"):
+        # vLLM 0.32 vllm/platforms/cuda.py, reasons from vllm/v1/attention/backend.py
+        return raised(
+            engine,
+            f"ValueError: Selected backend AttentionBackendEnum.{backend} is not valid for this "
+            "configuration. Reason: ['compute capability not supported']",
+        )
+    if engine == "sglang" and backend == "fa3":
+        # SGLang 0.5.23 sglang/srt/layers/attention/attention_registry.py
+        return raised(
+            engine,
+            "AssertionError: FlashAttention v3 Backend requires SM>=80 and SM<=90. "
+            "Please use `--attention-backend flashinfer`.",
+        )
+    return unknown_attention_backend(engine, backend, valid)
 
 
 def port_in_use(engine: str, host: str, port: int) -> EngineFailure:

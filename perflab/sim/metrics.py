@@ -176,6 +176,8 @@ _MINDIE = [
 ]
 _TRTLLM = [
     ("trtllm_request_success_total", "finished"),
+    ("trtllm_num_requests_running", "running"),
+    ("trtllm_num_requests_waiting", "waiting"),
     ("trtllm_kv_cache_utilization", "kv_usage"),
     ("trtllm_kv_cache_hit_rate", "hit_rate"),
     ("trtllm_time_to_first_token_seconds", "ttft"),

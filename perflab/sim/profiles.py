@@ -11,17 +11,63 @@ at high concurrency, MindIE well ahead of vLLM-Ascend on 910B); they are documen
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 # Attention backend → (speed factor, minimum SM version, maximum SM version); 0 = no bound.
+# vLLM's names are AttentionBackendEnum members (vLLM 0.32); the shim upper-cases the value as vLLM does.
 _VLLM_BACKENDS = {
     "FLASH_ATTN": (1.0, 80, 0),
     "FLASHINFER": (1.0, 80, 0),
     "TRITON_ATTN": (0.93, 0, 0),
     "FLEX_ATTENTION": (0.85, 0, 0),
-    "TREE_ATTN": (0.9, 0, 0),
-    "XFORMERS": (0.9, 0, 0),
 }
+# vLLM 0.32 AttentionBackendEnum names the simulator does not model: vLLM knows them, and on the
+# simulated GPUs it refuses them as not valid for the configuration (ROCm, XPU, CPU, MLA-only, …).
+_VLLM_OTHER_BACKENDS = tuple(
+    [
+        "FLASH_ATTN_DIFFKV",
+        "TRITON_ATTN_DIFFKV",
+        "TRITON_FLASH_ATTN",
+        "ROCM_ATTN",
+        "ROCM_SEGMENTED_ATTN",
+        "ROCM_AITER_MLA",
+        "ROCM_AITER_TRITON_MLA",
+        "ROCM_AITER_FA",
+        "ROCM_AITER_MLA_SPARSE",
+        "XPU_MLA_SPARSE",
+        "TORCH_SDPA",
+        "TRITON_FLASHINFER",
+        "FLASHINFER_MLA",
+        "TOKENSPEED_MLA",
+        "FLASHINFER_MLA_SPARSE",
+        "FLASHINFER_MLA_SPARSE_SM120",
+        "FLASHINFER_MLA_SPARSE_SM90",
+        "TRITON_MLA",
+        "CUTLASS_MLA",
+        "FLASHMLA",
+        "FLASHMLA_SPARSE",
+        "FLASHMLA_SPARSE_DSV4",
+        "FLASHINFER_MLA_SPARSE_DSV4",
+        "ROCM_FLASHMLA_SPARSE_DSV4",
+        "FLASHMLA_SPARSE_DSV41",
+        "FLASHINFER_MLA_SPARSE_DSV41",
+        "FLASHMLA_MEGA_ATTN_DSV41",
+        "B12X",
+        "FLASH_ATTN_MLA",
+        "FLASH_ATTN_MLA_SPARSE",
+        "MINIMAX_M3_SPARSE",
+        "CUTLASS_MSA",
+        "TRITON_MSA",
+        "NO_ATTENTION",
+        "HPC_ATTN",
+        "ROCM_AITER_UNIFIED_ATTN",
+        "CPU_ATTN",
+        "CPU_MLA",
+        "AMX_MLA",
+        "TURBOQUANT",
+        "ULTRAQUANT",
+    ]
+)
 _SGLANG_BACKENDS = {
     "fa3": (1.0, 80, 90),
     "flashinfer": (0.98, 0, 0),
@@ -47,6 +93,7 @@ class EngineProfile:
         block_size: int,
         backends: Dict[str, Tuple[float, int, int]],
         version: str,
+        unmodelled_backends: Tuple[str, ...] = (),
     ) -> None:
         self.name = name
         self.efficiency = efficiency
@@ -55,13 +102,24 @@ class EngineProfile:
         self.block_size = block_size
         self.backends = backends
         self.version = version
+        self.unmodelled_backends = unmodelled_backends
+
+    def backend_names(self) -> List[str]:
+        """Every attention backend name the engine knows, modelled or not."""
+        return [*self.backends, *self.unmodelled_backends]
 
     def backend_factor(self, backend: Optional[str], sm_version: int) -> float:
-        """Speed factor of an attention backend; raises ValueError if this engine or GPU lacks it."""
+        """Speed factor of an attention backend.
+
+        Raises KeyError when this engine has no such backend, ValueError when the GPU's SM version is
+        outside the backend's range.
+        """
         if not backend or not self.backends:
             return 1.0
-        if backend not in self.backends:
+        if backend in self.unmodelled_backends:
             raise ValueError(backend)
+        if backend not in self.backends:
+            raise KeyError(backend)
         factor, min_sm, max_sm = self.backends[backend]
         if (min_sm and sm_version < min_sm) or (max_sm and sm_version > max_sm):
             raise ValueError(backend)
@@ -69,7 +127,7 @@ class EngineProfile:
 
 
 PROFILES: Dict[str, EngineProfile] = {
-    "vllm": EngineProfile("vllm", 1.0, 3.0, 8.0, 16, _VLLM_BACKENDS, "0.11.0"),
+    "vllm": EngineProfile("vllm", 1.0, 3.0, 8.0, 16, _VLLM_BACKENDS, "0.11.0", _VLLM_OTHER_BACKENDS),
     "sglang": EngineProfile("sglang", 1.06, 2.5, 6.0, 16, _SGLANG_BACKENDS, "0.5.5.post1"),
     "trtllm": EngineProfile("trtllm", 1.08, 2.0, 5.0, 32, _TRTLLM_BACKENDS, "1.0.0"),
     "mindie": EngineProfile("mindie", 1.0, 4.0, 10.0, 128, {}, "2.1.RC1"),

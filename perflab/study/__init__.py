@@ -14,6 +14,7 @@ from perflab.study.coordinator import (
     advance_studies,
     cancel_study,
     create_study,
+    measure_missing,
     pause_study,
     resume_study,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "create_study",
     "load_progress",
     "load_spec",
+    "measure_missing",
     "parse_spec",
     "pause_study",
     "plan_study",

@@ -2,8 +2,11 @@
 
 - ``create --spec study.yaml``: store a queued study (workers execute it);
 - ``run --spec study.yaml [--wait]``: create it and, with ``--wait``, execute it in this process with
-  a worker, printing progress until it ends (exit 0 when done, 1 when it failed or was cancelled);
-- ``list``, ``show ID``, ``pause ID``, ``resume ID``, ``cancel ID``.
+  a worker, printing progress until it ends (exit 0 when done, 1 when it failed, was cancelled or is
+  incomplete);
+- ``list``, ``show ID``, ``pause ID``, ``resume ID``, ``cancel ID``;
+- ``measure-missing ID``: an ``incomplete`` study (candidates the infrastructure kept from being
+  measured) measures those candidates again and goes on (a worker executes it).
 
 A bad spec or host prints every problem (file, line, field or host) and exits 2.
 """
@@ -21,14 +24,26 @@ from db import session as db_session
 from perflab.auth import cli_user
 from perflab.cli_database import add_url_option, command_engine
 from perflab.inventory import InventoryError, default_inventory_path, load_inventory
-from perflab.study.coordinator import StudyStateError, cancel_study, create_study, pause_study, resume_study
+from perflab.study.coordinator import (
+    StudyStateError,
+    cancel_study,
+    create_study,
+    measure_missing,
+    pause_study,
+    resume_study,
+)
 from perflab.study.headless import StudyTimeout, wait_for_study
 from perflab.study.hosts import StudyHostError
 from perflab.study.progress import load_progress
 from perflab.study.spec import StudySpecError, load_spec
 from perflab.study.text import progress_lines
 
-STATUS_CHANGES = {"pause": pause_study, "resume": resume_study, "cancel": cancel_study}
+STATUS_CHANGES = {
+    "pause": (pause_study, "pause a study"),
+    "resume": (resume_study, "resume a paused study"),
+    "cancel": (cancel_study, "cancel a study and its runs"),
+    "measure-missing": (measure_missing, "measure again the candidates of an incomplete study"),
+}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -48,8 +63,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     show_parser = commands.add_parser("show", help="a study's stages, candidates and decisions")
     show_parser.add_argument("study_id", type=int, metavar="ID")
     show_parser.add_argument("--json", action="store_true", help="the study and its candidates as JSON")
-    for name in STATUS_CHANGES:
-        sub = commands.add_parser(name, help=f"{name} a study")
+    for name, (_change_function, help_text) in STATUS_CHANGES.items():
+        sub = commands.add_parser(name, help=help_text)
         sub.add_argument("study_id", type=int, metavar="ID")
 
 
@@ -119,7 +134,8 @@ def _show(engine: Engine, args: argparse.Namespace) -> int:
 
 
 def _change(engine: Engine, args: argparse.Namespace) -> int:
-    study = STATUS_CHANGES[args.action](engine, args.study_id)
+    change, _help_text = STATUS_CHANGES[args.action]
+    study = change(engine, args.study_id)
     print(f"study {study.id}: {study.status}")
     return 0
 

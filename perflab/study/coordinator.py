@@ -11,8 +11,11 @@ what the rules decide, and makes the database agree:
   is launched exactly once: the study decides on the tuning result while the same launch goes on with
   the validation profiles. As soon as a configuration can no longer become the final winner its run
   drops the validation profiles it has not started;
-- the study moves ``queued → running → done`` (or ``failed`` when the baseline fails), and its
-  recommended serve command is stored.
+- the study moves ``queued → running → done`` (or ``failed`` when the baseline fails, ``incomplete``
+  when the infrastructure kept candidates from being measured even after the retries: the unmeasured
+  candidates and why are in ``state["unmeasured"]``, and no serve command is recommended over them),
+  and its recommended serve command is stored. :func:`measure_missing` sends an incomplete study back
+  to ``running`` with fresh attempts for the unmeasured candidates.
 
 It keeps no state outside the database, so it is safe to call again at any time, after a restart, or
 from several workers (a short lease in ``study.state`` lets one of them advance a study at a time).
@@ -42,8 +45,8 @@ from perflab.redact import check_config
 from perflab.runner.submit import submit_run
 from perflab.study.configs import serve_command
 from perflab.study.hosts import check_hosts, host_facts, next_host
-from perflab.study.measure import RunOutcome, study_runs, unfinished
-from perflab.study.plan import CandidatePlan, StudyPlan
+from perflab.study.measure import MEASURE_FROM_RUN, RunOutcome, study_runs, unfinished
+from perflab.study.plan import UNMEASURED, CandidatePlan, StudyPlan
 from perflab.study.progress import StudyProgress, load_progress
 from perflab.study.spec import StudySpec, StudySpecError
 
@@ -131,8 +134,10 @@ def _release_lease(session: Session, study_id: int, holder: str) -> None:
 def _candidate_status(candidate: CandidatePlan, outcome: RunOutcome | None) -> str:
     if candidate.error is not None:
         return "invalid"
-    if candidate.decision == "reused":
-        return "reused"
+    if candidate.decision in ("reused", UNMEASURED):
+        return candidate.decision
+    if candidate.retrying:
+        return "retrying"
     return outcome.run.status if outcome is not None else "waiting"
 
 
@@ -247,6 +252,8 @@ def _trim_validation(session: Session, progress: StudyProgress) -> None:
 
 
 def _phase(plan: StudyPlan, stages: int) -> str:
+    if plan.status == "incomplete":
+        return f"incomplete: {len(plan.unmeasured())} candidate(s) could not be measured"
     if plan.status != "running":
         return plan.status  # failed, validating, done
     if not plan.stages:
@@ -263,6 +270,10 @@ def _state(progress: StudyProgress) -> dict[str, Any]:
         "best_value": plan.best.value,
         "baseline_value": plan.baseline.value,
         "failure": plan.failure,
+        "unmeasured": [
+            {"stage": candidate.stage_name, "label": candidate.label, "reason": candidate.note}
+            for candidate in plan.unmeasured()
+        ],
     }
 
 
@@ -276,8 +287,8 @@ def _finish(session: Session, progress: StudyProgress) -> Study:
             return {"state": state}
         if plan.status == "done":
             fields["status"] = "done"
-        elif plan.status == "failed":
-            fields["status"] = "failed"
+        elif plan.status in ("failed", "incomplete"):
+            fields["status"] = plan.status
         elif study.status == "queued":
             fields["status"] = "running"
         if plan.status == "done" and plan.best.config is not None:
@@ -361,6 +372,24 @@ def pause_study(engine: Engine, study_id: int) -> Study:
 def resume_study(engine: Engine, study_id: int) -> Study:
     """Let a paused study queue runs again."""
     return _change_status(engine, study_id, ("paused",), "running", "resumed")
+
+
+def measure_missing(engine: Engine, study_id: int) -> Study:
+    """Send an incomplete study back to ``running``: every candidate the infrastructure kept from being
+    measured gets new attempts (runs so far no longer count), and the study goes on from there."""
+
+    def decide(study: Study) -> dict[str, Any]:
+        if study.status != "incomplete":
+            raise StudyStateError(
+                f"study {study_id} is {study.status}; only an incomplete study has missing candidates"
+            )
+        last_run = max((run.id for run in study_runs(session, study_id=study_id)), default=0)
+        phase = "measuring the missing candidates"
+        state = {**(study.state or {}), MEASURE_FROM_RUN: last_run, "phase": phase}
+        return {"status": "running", "state": state, "finished_at": None}
+
+    with new_session(engine) as session:
+        return crud.change_study(session, study_id=study_id, decide=decide)
 
 
 def cancel_study(engine: Engine, study_id: int) -> Study:

@@ -6,6 +6,10 @@ the next stage starts from it. The rules, from the seed studies:
 
 - a candidate whose configuration the engine cannot run, or that fails to start, is **failed**: its
   error is recorded and it is skipped;
+- one the infrastructure kept from being measured, even after the retries (host unreachable, port
+  taken, …; see :mod:`perflab.study.measure`), is **unmeasured**: neither failed nor beaten. Its stage
+  picks no winner over it, so the study stops there, ``incomplete``, with the best so far as a
+  provisional answer, until the missing candidates are measured;
 - one whose success rate is below the threshold is **disqualified** ("Success rate: 51.6%, optimization
   skipped");
 - one that does not beat the best so far by at least ``min_gain`` is **not better** ("lower than
@@ -20,27 +24,31 @@ The plan says which configurations still need a run (``wanted``) and which may s
 winner (``may_win``: the baseline, the best so far and the open stage's contenders), whose runs keep
 their validation profiles; every other run may drop them. Once every stage is decided the study is
 ``validating`` until every run has ended (the baseline's and the winner's with their validation
-profiles), then ``done``.
+profiles), then ``done``. A baseline that could not be measured makes the study ``incomplete`` too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any, Literal
 
 from perflab.engines.config import EngineConfig
 from perflab.study.configs import CandidateConfigError, build_config, config_fields
 from perflab.study.spec import StageSpec
 
-MeasurementState = Literal["pending", "measured", "failed"]
-PlanStatus = Literal["running", "validating", "done", "failed"]
+MeasurementState = Literal["pending", "measured", "failed", "unmeasured"]
+PlanStatus = Literal["running", "validating", "done", "failed", "incomplete"]
 BASELINE_STAGE = "Baseline"
+UNMEASURED = "unmeasured"
 
 
 @dataclass(frozen=True)
 class Measurement:
-    """What the run of one configuration has shown: ``pending`` until its tuning result is stored.
+    """What the run of one configuration has shown: ``pending`` until its tuning result is stored (or,
+    with ``retry_at``, until the infrastructure failure in ``error`` is retried), ``unmeasured`` when
+    the infrastructure kept it from being measured.
 
     ``finished`` says the run has ended, so no more of its profiles will be measured.
     """
@@ -51,6 +59,7 @@ class Measurement:
     success_rate: float | None = None
     error: str | None = None
     finished: bool = False
+    retry_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -82,6 +91,11 @@ class CandidatePlan:
         return self.config.fingerprint() if self.config is not None else None
 
     @property
+    def retrying(self) -> bool:
+        """Whether the infrastructure failed its last run and a new attempt waits for its backoff."""
+        return self.measurement is not None and self.measurement.retry_at is not None
+
+    @property
     def value(self) -> float | None:
         measured = self.measurement is not None and self.measurement.state == "measured"
         return self.measurement.value if measured else None
@@ -97,6 +111,11 @@ class StagePlan:
     reference: CandidatePlan
     winner: CandidatePlan | None = None
     decided: bool = False
+
+    @property
+    def unmeasured(self) -> tuple[CandidatePlan, ...]:
+        """Candidates the infrastructure kept from being measured."""
+        return tuple(candidate for candidate in self.candidates if candidate.decision == UNMEASURED)
 
     @property
     def improvement(self) -> float | None:
@@ -122,6 +141,10 @@ class StudyPlan:
         """The baseline, then every reached stage's candidates in order."""
         return [self.baseline, *(candidate for stage in self.stages for candidate in stage.candidates)]
 
+    def unmeasured(self) -> list[CandidatePlan]:
+        """Every candidate (the baseline included) the infrastructure kept from being measured."""
+        return [candidate for candidate in self.candidates() if candidate.decision == UNMEASURED]
+
 
 def gain_text(value: float, reference: float) -> str:
     """``+22.2%`` / ``-1.4%``: ``value`` against ``reference``."""
@@ -135,6 +158,8 @@ def _beats(value: float, reference: float, rules: Rules) -> bool:
 def _outcome(candidate: CandidatePlan, best: CandidatePlan, rules: Rules) -> CandidatePlan:
     """The decision for a candidate with a finished measurement (None when it is a contender)."""
     measurement = candidate.measurement
+    if measurement.state == "unmeasured":
+        return replace(candidate, decision=UNMEASURED, note=unmeasured_note(measurement))
     if measurement.state == "failed":
         return replace(candidate, decision="failed", note=measurement.error or "failed")
     if measurement.value is None:
@@ -155,7 +180,19 @@ def _outcome(candidate: CandidatePlan, best: CandidatePlan, rules: Rules) -> Can
     return candidate
 
 
-def _unmeasured(candidate: CandidatePlan) -> bool:
+def unmeasured_note(measurement: Measurement) -> str:
+    """Why a candidate has no measurement: the infrastructure failure of its last attempt."""
+    return f"not measured (infrastructure): {measurement.error}"
+
+
+def retry_note(measurement: Measurement) -> str | None:
+    """When and why a configuration is measured again, for one waiting out its backoff."""
+    if measurement.retry_at is None:
+        return None
+    return f"measured again from {measurement.retry_at:%H:%M:%S} UTC after {measurement.error}"
+
+
+def _waiting(candidate: CandidatePlan) -> bool:
     measurement = candidate.measurement
     return candidate.decision is None and (measurement is None or measurement.state == "pending")
 
@@ -164,16 +201,16 @@ def decide_stage(
     candidates: Sequence[CandidatePlan], best: CandidatePlan, rules: Rules
 ) -> tuple[list[CandidatePlan], CandidatePlan | None, bool]:
     """A stage's decisions against ``best``: the candidates, the winner (or None), and whether the
-    stage is decided. While a candidate is unmeasured the others are judged already (a failure or a
-    value that does not beat ``best`` is final) but no winner is chosen. Candidates decided before
-    (failed, reused) keep their decision."""
+    stage is decided. While a candidate waits for its measurement, or could not be measured at all,
+    the others are judged already (a failure or a value that does not beat ``best`` is final) but no
+    winner is chosen. Candidates decided before (failed, reused) keep their decision."""
     judged = [
         candidate
-        if candidate.decision is not None or _unmeasured(candidate)
+        if candidate.decision is not None or _waiting(candidate)
         else _outcome(candidate, best, rules)
         for candidate in candidates
     ]
-    if any(_unmeasured(candidate) for candidate in judged):
+    if any(_waiting(candidate) or candidate.decision == UNMEASURED for candidate in judged):
         return judged, None, False
     winner = max((c for c in judged if c.decision is None), key=lambda c: c.value, default=None)
     decided = []
@@ -247,7 +284,8 @@ def _stage(
             continue
         first_of[fingerprint] = candidate
         measurement = measurements.get(fingerprint)
-        candidate = replace(candidate, measurement=measurement)
+        note = retry_note(measurement) if measurement is not None else None
+        candidate = replace(candidate, measurement=measurement, note=note)
         if measurement is None:
             wanted.append(candidate.config)
         resolved.append(candidate)
@@ -286,7 +324,11 @@ def plan_study(
     measurement = base.measurement
     if measurement is None or measurement.state == "pending":
         wanted = (baseline,) if measurement is None else ()
+        base = replace(base, note=retry_note(measurement) if measurement is not None else None)
         return StudyPlan(base, (), base, "running", wanted, frozenset({base_fingerprint}))
+    if measurement.state == "unmeasured":
+        unmeasured = replace(base, decision=UNMEASURED, note=unmeasured_note(measurement))
+        return StudyPlan(unmeasured, (), unmeasured, "incomplete", may_win=frozenset({base_fingerprint}))
     if measurement.state == "failed" or measurement.value is None:
         error = measurement.error or "the result has no value for the objective"
         failed = replace(base, decision="failed", note=error)
@@ -298,14 +340,16 @@ def plan_study(
     base = replace(base, decision="kept", note=note)
     best = base
     reached: list[StagePlan] = []
+    finished = all(measurement.finished for measurement in measurements.values())
     for stage_index, stage in enumerate(stages, start=1):
         stage_plan, wanted = _stage(stage_index, stage, best, measurements, rules, gpus_per_node)
         reached.append(stage_plan)
         if not stage_plan.decided:
             may_win = frozenset({base_fingerprint, best.fingerprint, *_contenders(stage_plan)})
-            return StudyPlan(base, tuple(reached), best, "running", tuple(wanted), may_win)
+            blocked = not any(_waiting(candidate) for candidate in stage_plan.candidates)
+            status: PlanStatus = "incomplete" if blocked and finished else "running"
+            return StudyPlan(base, tuple(reached), best, status, tuple(wanted), may_win)
         if stage_plan.winner is not None:
             best = stage_plan.winner
-    finished = all(measurement.finished for measurement in measurements.values())
     may_win = frozenset({base_fingerprint, best.fingerprint})
     return StudyPlan(base, tuple(reached), best, "done" if finished else "validating", (), may_win)

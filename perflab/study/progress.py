@@ -11,7 +11,14 @@ from sqlmodel import Session
 
 from db import crud
 from db.models import Run, Study
-from perflab.study.measure import RunOutcome, measurements, outcomes, results_by_run, study_runs
+from perflab.study.measure import (
+    MEASURE_FROM_RUN,
+    RunOutcome,
+    measurements,
+    outcomes,
+    results_by_run,
+    study_runs,
+)
 from perflab.study.plan import CandidatePlan, Rules, plan_study
 from perflab.study.spec import StudySpec, StudySpecError, spec_from_data
 
@@ -57,5 +64,6 @@ def load_progress(session: Session, *, study_id: int) -> StudyProgress:
         tuning=spec.tuning(),
         objective=spec.objective,
         slos=spec.slos,
+        measure_from_run=(study.state or {}).get(MEASURE_FROM_RUN, 0),
     )
     return StudyProgress(study, spec, found, runs)

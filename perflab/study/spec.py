@@ -29,6 +29,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from perflab import safe_yaml
+from perflab.containers.image import check_image
 from perflab.engines.config import EngineConfig
 from perflab.engines.registry import display_name
 from perflab.problems import line_of, plain_message, syntax_problem, yaml_location
@@ -117,6 +118,10 @@ class CandidateSpec(BaseModel):
                 raise ValueError("env must be a mapping of variable names to values")
             if name == "replicas" and value != FILL and (not isinstance(value, int) or value < 1):
                 raise ValueError("replicas must be a whole number >= 1 or 'fill'")
+            if name == "image" and value is not None:
+                if not isinstance(value, str):
+                    raise ValueError("image must be an image reference such as vllm/vllm-openai:v0.11.0")
+                check_image(value)
         return changes
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from perflab.study.plan import CandidatePlan
+from perflab.study.plan import UNMEASURED, CandidatePlan, StudyPlan
 from perflab.study.progress import StudyProgress
 from perflab.study.spec import OBJECTIVE_UNITS
 
@@ -15,6 +15,8 @@ def _value(candidate: CandidatePlan, unit: str) -> str:
 def _state(progress: StudyProgress, candidate: CandidatePlan) -> str:
     if candidate.decision is not None:
         return candidate.decision.replace("_", " ")
+    if candidate.retrying:
+        return "retrying"
     outcome = progress.outcome(candidate)
     return outcome.run.status if outcome is not None else "waiting"
 
@@ -25,6 +27,19 @@ def _line(progress: StudyProgress, candidate: CandidatePlan, unit: str) -> str:
     note = f"  {candidate.note}" if candidate.note else ""
     state = _state(progress, candidate)
     return f"  {candidate.label:<28} {state:<13} {_value(candidate, unit):>16}  {run}{note}"
+
+
+def incomplete_text(plan: StudyPlan) -> str:
+    """What an incomplete study lacks, and what its best so far is worth."""
+    missing = "; ".join(
+        f"{candidate.stage_name} · {candidate.label} ({candidate.note})" for candidate in plan.unmeasured()
+    )
+    provisional = (
+        f" The best measured so far, {plan.best.label}, is provisional: it claims nothing over them."
+        if plan.best.decision != UNMEASURED
+        else ""
+    )
+    return f"Incomplete: not measured because of the infrastructure: {missing}.{provisional}"
 
 
 def progress_lines(progress: StudyProgress) -> list[str]:
@@ -39,6 +54,8 @@ def progress_lines(progress: StudyProgress) -> list[str]:
         lines.extend(_line(progress, candidate, unit) for candidate in stage.candidates)
     if plan.failure:
         lines.append(f"failed: {plan.failure}")
+    if plan.status == "incomplete":
+        lines.append(incomplete_text(plan))
     if study.recommended_command:
         lines.append(f"recommended: {study.recommended_command}")
         if plan.best.config is not None and plan.best.config.replicas > 1:

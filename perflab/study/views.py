@@ -30,7 +30,7 @@ STAGES_TEMPLATE = """\
   candidates: [{model}-FP8]
 - name: Parallelism
   candidates:
-    - {{label: TP2 x2, set: {{tp: 2, replicas: fill}}}}
+    - {{tp: 2, replicas: fill}}
 - name: Max batched tokens
   dimension: max_num_batched_tokens
   candidates: [4096, 8192]
@@ -43,6 +43,7 @@ DECISION_WORDS = {
     "not_better": "not better",
     "failed": "failed",
     "disqualified": "disqualified",
+    "unmeasured": "not measured",
 }
 
 

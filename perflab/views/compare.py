@@ -8,6 +8,7 @@ is judged by the metric's direction (higher throughput is better, lower latency 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import pandas as pd
@@ -267,24 +268,34 @@ def comparison_csv(table: ComparisonTable) -> str:
     return frame.to_csv(index=False)
 
 
-def runs_frame(compare: CompareSet) -> pd.DataFrame:
-    """The compared runs' facts: where and what each ran, with a link to its page."""
-    rows = [
-        {
-            "Run": run_link(run.run.id),
-            "Name": run.name,
-            "Status": run.run.status,
-            "Host": run.run.host_display,
-            "Accelerator": run.run.accelerator or "",
-            "Engine": run.run.engine or "",
-            "Model": run.run.model or "",
-            "Knobs": run.run.knobs_summary or "",
-            "Replicas": replicas_mark(run.run.replicas),
-            "Profiles": ", ".join(result.marked_title for result in run.results),
-        }
-        for run in compare.runs
-    ]
-    return pd.DataFrame(rows)
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]#|<>~])")
+
+
+def markdown_text(text: str) -> str:
+    """``text`` as literal markdown table-cell text (special characters escaped, one line)."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(text.split()))
+
+
+def runs_markdown(compare: CompareSet) -> str:
+    """The compared runs' facts as a markdown table whose cells wrap (knobs are what differs between
+    runs, so they are never cut), each run linking to its page."""
+    header = ["Run", "Name", "Where", "Engine", "Model", "Knobs", "Replicas", "Profiles"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    for run in compare.runs:
+        facts = run.run
+        where = " · ".join(part for part in (facts.host_display, facts.accelerator or "") if part)
+        cells = [
+            f"[#{facts.id}]({run_link(facts.id)})",
+            markdown_text(run.name),
+            markdown_text(where),
+            markdown_text(facts.engine or ""),
+            markdown_text(facts.model or ""),
+            markdown_text(facts.knobs_summary or ""),
+            markdown_text(replicas_mark(facts.replicas)),
+            markdown_text(", ".join(result.marked_title for result in run.results)),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def bars_frame(compare: CompareSet, metric_key: str) -> pd.DataFrame:

@@ -164,7 +164,7 @@ def accelerators_frame(probe: ProbeResult | None) -> pd.DataFrame:
 
 
 def system_lines(probe: ProbeResult | None) -> list[str]:
-    """CPU, RAM and Python of a probed host as short lines."""
+    """CPU, RAM, Python and container runtimes of a probed host as short lines."""
     if probe is None:
         return []
     system = probe.system
@@ -184,7 +184,15 @@ def system_lines(probe: ProbeResult | None) -> list[str]:
         f"CPU: {cpu}",
         f"RAM: {ram}",
         f"Python: {probe.python.version or 'not found'} ({probe.python.command})",
+        f"Container runtimes: {container_runtimes_text(probe)}",
     ]
+
+
+def container_runtimes_text(probe: ProbeResult) -> str:
+    """``podman 4.3.1; docker: Cannot connect to the Docker daemon …`` (usable first), or ``none``."""
+    usable = [f"{name} {version}" for name, version in probe.container_runtimes.items()]
+    broken = [f"{name}: {why}" for name, why in probe.container_runtime_errors.items()]
+    return "; ".join([*usable, *broken]) or "none"
 
 
 def host_choices(inventory: Inventory) -> dict[str, HostConfig]:

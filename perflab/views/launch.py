@@ -1,6 +1,8 @@
 """The Launch page's model: form values → an :class:`EngineConfig` and benchmark profiles, and
 queuing the run (a ``queued`` row the worker picks up). Re-running a stored run queues a copy of it.
-The live serve command comes from :func:`perflab.views.commands.command_preview`.
+The live serve command comes from :func:`perflab.views.commands.command_preview`. The engine runs
+from the host's installation or from a container image: a vendor's image (:data:`IMAGE_PRESETS`,
+its tag editable) or any other reference.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from sqlmodel import Session
 
 from db import crud
 from db.models import Dataset, Run
+from perflab.containers.image import presets_for
 from perflab.engines import EngineConfig
 from perflab.engines.flags import format_value, parse_json_object
 from perflab.inventory import HostConfig
@@ -44,6 +47,20 @@ NUMBER_KNOBS: tuple[str, ...] = (
     "max_model_len",
     "gpu_memory_utilization",
 )
+
+
+HOST_INSTALL = "the host's installation"
+OTHER_IMAGE = "another image"
+
+
+def image_sources(engine: str) -> list[str]:
+    """Where the engine may run from: the host, each vendor image repository of ``engine``, any image."""
+    return [HOST_INSTALL, *(preset.repository for preset in presets_for(engine)), OTHER_IMAGE]
+
+
+def image_default(engine: str, source: str) -> str:
+    """The image field's starting text for ``source``: a vendor image with its tag, else empty."""
+    return next((preset.reference for preset in presets_for(engine) if preset.repository == source), "")
 
 
 class LaunchInputError(ValueError):
@@ -79,6 +96,7 @@ class ConfigForm:
     extra_args: str = ""
     env: str = ""
     gpu_ids: str = ""
+    image: str = ""
 
 
 def _env(text: str) -> dict[str, str]:
@@ -124,6 +142,7 @@ def build_config(form: ConfigForm) -> EngineConfig:
         "extra_args": _extra_args(form.extra_args),
         "env": _env(form.env),
         "gpu_ids": _gpu_ids(form.gpu_ids),
+        "image": form.image.strip() or None,
     }
     fields.update({knob: getattr(form, knob).strip() or None for knob in TEXT_KNOBS})
     if form.speculative_config.strip():
@@ -218,7 +237,8 @@ def dataset_names(datasets: Sequence[Dataset]) -> dict[str, str]:
 def profiles_frame(
     profiles: Sequence[BenchmarkProfile], model: str, *, dataset_names: Mapping[str, str] | None = None
 ) -> pd.DataFrame:
-    """The chosen profiles with their load and the equivalent ``vllm bench serve`` command (a stored
+    """The chosen profiles with their load and the equivalent ``vllm bench serve`` command (one that
+    runs unchanged under ``vllm bench serve`` and ``perflab bench`` and sends the same requests; a stored
     dataset named by its name rather than its content hash)."""
     names = dataset_names or {}
     rows = [
@@ -226,7 +246,7 @@ def profiles_frame(
             "Profile": profile.title,
             "Load": describe_load(profile),
             "vllm bench serve": profile.vllm_bench_command(
-                model, dataset_path=names.get(profile.dataset_ref or "")
+                model, dataset_path=names.get(profile.dataset_ref or ""), same_requests=True
             ),
         }
         for profile in profiles

@@ -5,7 +5,8 @@ A result's text block is the stored one (the bench's, or the block an import cam
 rendered from the result with :func:`perflab.bench.report.format_text_block` when the result has
 every field that needs; imported results lacking fields simply have none. A partial result (its
 benchmark stopped early: the engine died, the run was cancelled or failed) is marked so, with the
-sentence that says how much it covers and why.
+sentence that says how much it covers and why. A result that records which definitions it used for
+input tokens and peak concurrency says so in :attr:`ProfileView.definition_notes`.
 """
 
 from __future__ import annotations
@@ -118,6 +119,11 @@ class ProfileView:
         return f"{self.title} {PARTIAL_MARK}" if self.partial else self.title
 
     @property
+    def definition_notes(self) -> list[str]:
+        """How its input tokens and peak concurrent requests were counted (see :func:`definition_notes`)."""
+        return definition_notes(self.result)
+
+    @property
     def notes(self) -> list[str]:
         """The benchmark's remarks on its dataset (lengths estimated, prompts reused, sample used)."""
         return [note for note in self.result.get("notes") or [] if isinstance(note, str)]
@@ -155,6 +161,48 @@ class RunDetail:
             for profile in self.profiles
             if profile.partial
         ]
+
+
+# Per definition field: each value's words, and (words, result field) of the other definition's value.
+DEFINITIONS: dict[str, tuple[str, dict[str, str], dict[str, tuple[str, str]]]] = {
+    "input_tokens_definition": (
+        "Total input tokens",
+        {
+            "usage": "the server's usage.prompt_tokens, chat template included (vLLM's definition)",
+            "prompt": "the prompts' own tokens (perflab's definition)",
+        },
+        {
+            "usage": ("the prompts' own tokens", "total_prompt_input_tokens"),
+            "prompt": ("the server's usage", "total_usage_input_tokens"),
+        },
+    ),
+    "peak_concurrency_definition": (
+        "Peak concurrent requests",
+        {
+            "per-second": "requests active during the fullest 1-second bucket (vLLM's definition)",
+            "exact": "the most requests in flight at one instant (perflab's definition)",
+        },
+        {
+            "per-second": ("at one instant at most", "max_overlapping_requests"),
+            "exact": ("per 1-second bucket (vLLM's)", "max_requests_per_second_bucket"),
+        },
+    ),
+}
+
+
+def definition_notes(result: dict[str, Any]) -> list[str]:
+    """``Total input tokens: the server's usage.prompt_tokens, … (vLLM's definition); the prompts' own
+    tokens: 1536.`` and the like for peak concurrency; nothing for a result that does not record them."""
+    notes = []
+    for field, (label, words, others) in DEFINITIONS.items():
+        used = result.get(field)
+        if used not in words:
+            continue
+        other, other_field = others[used]
+        other_value = result.get(other_field)
+        tail = f"; {other}: {other_value}" if isinstance(other_value, int) else ""
+        notes.append(f"{label}: {words[used]}{tail}.")
+    return notes
 
 
 def profile_title(profile: dict[str, Any], fallback: str | None) -> str:
@@ -293,6 +341,7 @@ class RunProgress:
     profile_number: int | None
     profiles: int | None
     cancel_requested: bool
+    pulling: str | None = None
 
     @property
     def fraction(self) -> float:
@@ -302,6 +351,8 @@ class RunProgress:
         """``benchmarking · profile sharegpt (1 of 2) · 412/1000 requests (3 failed), 64 in flight ·
         41.5 s elapsed``."""
         parts = [self.status]
+        if self.pulling:
+            parts.append(f"pulling {self.pulling}")
         if self.profile:
             of = (
                 f" ({self.profile_number} of {self.profiles})"
@@ -347,4 +398,13 @@ def load_progress(session: Session, run_id: int) -> RunProgress | None:
         profile_number=_int(index) + 1 if isinstance(index, int) else None,
         profiles=_int(progress.get("profiles")) or None,
         cancel_requested=bool(row.cancel_requested),
+        pulling=_pull_text(progress),
     )
+
+
+def _pull_text(progress: dict[str, Any]) -> str | None:
+    """``IMAGE: last line of the pull`` while a run's image is being pulled, else None."""
+    image, line = progress.get("pulling"), progress.get("log_line")
+    if not isinstance(image, str):
+        return None
+    return f"{image}: {line}" if isinstance(line, str) and line else image

@@ -46,13 +46,13 @@ SORT_CHOICES: dict[str, str] = {
     "Duration": "duration",
 }
 PAGE_SIZES: tuple[int, ...] = (25, 50, 100, 200)
+# What a run is and how fast it was come first, so they fit a 1400 px window beside the sidebar; where
+# it ran and its bookkeeping follow.
 TABLE_COLUMNS: tuple[str, ...] = (
     "Run",
     "Status",
-    "Host",
-    "Accelerator",
-    "Engine",
     "Model",
+    "Engine",
     "Knobs",
     "Profile",
     "Total tok/s",
@@ -60,10 +60,29 @@ TABLE_COLUMNS: tuple[str, ...] = (
     "Output tok/s",
     "Mean TTFT (ms)",
     "Mean TPOT (ms)",
+    "Host",
+    "Accelerator",
     "Label",
     "Source",
     "Created",
 )
+# Query parameters of the runs page (shareable filters) → widget keys; multi-valued ones are
+# comma-separated.
+QUERY_KEYS: dict[str, str] = {
+    "status": "runs_status",
+    "host": "runs_host",
+    "accelerator": "runs_accelerator",
+    "engine": "runs_engine",
+    "model": "runs_model",
+    "source": "runs_source",
+    "sort": "runs_sort",
+    "order": "runs_order",
+    "size": "runs_page_size",
+    "page": "runs_page",
+}
+MULTI_VALUED = ("status", "host", "accelerator", "engine")
+ORDERS = ("descending", "ascending")
+DEFAULT_PAGE_SIZE = PAGE_SIZES[1]
 
 
 @dataclass(frozen=True)
@@ -158,7 +177,7 @@ def load_run_page(
     sort_label: str = "Created",
     descending: bool = True,
     page: int = 1,
-    page_size: int = PAGE_SIZES[1],
+    page_size: int = DEFAULT_PAGE_SIZE,
 ) -> RunListPage:
     """The runs matching ``filters`` on page ``page`` (clamped to the last page)."""
     source, simulated = SOURCE_CHOICES.get(filters.source, (None, None))
@@ -192,3 +211,62 @@ def load_run_page(
 def filter_choices(session: Session) -> dict[str, list[str]]:
     """The values each filter widget offers (the distinct values of stored runs)."""
     return crud.run_filter_choices(session)
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def widget_state_from_query(params: dict[str, str], choices: dict[str, list[str]]) -> dict[str, object]:
+    """Widget values for the page's filters from its query parameters; values no widget can show
+    (an unknown engine, a page that is not a number) are left out."""
+    state: dict[str, object] = {}
+    for name in MULTI_VALUED:
+        if name in params:
+            state[QUERY_KEYS[name]] = [
+                value for value in _split(params[name]) if value in choices.get(name, [])
+            ]
+    if "model" in params:
+        state[QUERY_KEYS["model"]] = params["model"]
+    pickers = {"source": list(SOURCE_CHOICES), "sort": list(SORT_CHOICES), "order": list(ORDERS)}
+    for name, options in pickers.items():
+        if params.get(name) in options:
+            state[QUERY_KEYS[name]] = params[name]
+    size = params.get("size", "")
+    if size.isdigit() and int(size) in PAGE_SIZES:
+        state[QUERY_KEYS["size"]] = int(size)
+    page = params.get("page", "")
+    if page.isdigit() and int(page) >= 1:
+        state[QUERY_KEYS["page"]] = int(page)
+    return state
+
+
+def query_from_view(
+    filters: RunFilters, *, sort_label: str, descending: bool, page_size: int, page: int
+) -> dict[str, str]:
+    """The query parameters that reopen this view; defaults are left out."""
+    params: dict[str, str] = {}
+    for name in MULTI_VALUED:
+        values = getattr(filters, name)
+        if values:
+            params[name] = ",".join(values)
+    if filters.model_text.strip():
+        params["model"] = filters.model_text.strip()
+    if filters.source != "All sources":
+        params["source"] = filters.source
+    if sort_label != "Created":
+        params["sort"] = sort_label
+    if not descending:
+        params["order"] = "ascending"
+    if page_size != DEFAULT_PAGE_SIZE:
+        params["size"] = str(page_size)
+    if page != 1:
+        params["page"] = str(page)
+    return params
+
+
+def selection_order(previous: list[int], selected: list[int]) -> list[int]:
+    """The selected runs in the order they were picked: those picked before keep their place, newly
+    picked ones follow (in table order when several arrive at once)."""
+    kept = [run_id for run_id in previous if run_id in selected]
+    return kept + [run_id for run_id in selected if run_id not in kept]

@@ -52,12 +52,21 @@ def test_run_writes_vllm_fields_and_perflab_extras(scripted_server, tiny_tokeniz
     result = json.loads(result_file.read_text())
     assert len(server.completions) == 14  # two warmup requests, twelve measured
     assert (result["completed"], result["failed"], result["warmup_requests"]) == (12, 0, 2)
-    assert result["total_input_tokens"] == 12 * 40 and result["input_tokens_source"] == "tokenizer"
+    # vLLM's definitions by default: input tokens as the server's usage reports them, concurrency per
+    # 1-second bucket; perflab's own (the prompts' 40 tokens, the exact overlap) sit beside them.
+    assert (
+        result["input_tokens_definition"] == "usage" and result["peak_concurrency_definition"] == "per-second"
+    )
+    usage_counts = [record["usage_input_tokens"] for record in result["requests"]]
+    assert result["total_input_tokens"] == result["total_usage_input_tokens"] == sum(usage_counts)
+    assert result["input_lens"] == usage_counts
+    assert result["total_prompt_input_tokens"] == 12 * 40 and result["input_tokens_source"] == "tokenizer"
     assert result["total_output_tokens"] == 12 * 8 and result["output_tokens_source"] == {"usage": 12}
     assert result["backend"] == result["endpoint_type"] == "openai-chat"
     assert (result["label"], result["model_id"], result["num_prompts"]) == ("smoke", "scripted-model", 12)
     assert result["request_rate"] == "inf" and result["max_concurrency"] == 4
-    assert result["max_concurrent_requests"] == 4
+    assert result["max_overlapping_requests"] == 4
+    assert result["max_concurrent_requests"] == result["max_requests_per_second_bucket"] >= 4
     assert result["request_goodput"] == pytest.approx(result["request_throughput"])
     for name in ("ttft", "tpot", "itl", "e2el"):
         for stat in ("mean", "median", "std", "p50", "p99.9"):

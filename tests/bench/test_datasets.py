@@ -179,6 +179,16 @@ def write(tmp_path: Path, name: str, text: str) -> str:
     return str(path)
 
 
+def test_custom_jsonl_reads_vllm_output_tokens(tmp_path):
+    # vllm bench serve's custom dataset names the output length "output_tokens".
+    path = write(tmp_path, "vllm.jsonl", '{"prompt": "a b", "output_tokens": 7}\n{"prompt": "c d"}\n')
+    dataset = load_dataset(DatasetSpec(kind="custom", path=path, count=2, output_len=3), None)
+    assert [sample.output_len for sample in dataset.samples] == [7, 3]
+    bad = write(tmp_path, "bad.jsonl", '{"prompt": "a", "output_tokens": 0}\n')
+    with pytest.raises(DatasetError, match="field 'output_tokens': must be a positive integer"):
+        load_dataset(DatasetSpec(kind="custom", path=bad, count=1), None)
+
+
 MALFORMED = [
     ("custom", "bad.jsonl", '{"prompt": "ok"}\n{"prompt": "broken"\n', 2, None, "invalid JSON"),
     ("custom", "bad.jsonl", '{"prompt": "ok"}\n\n{"text": "no prompt"}\n', 3, "prompt", "missing"),

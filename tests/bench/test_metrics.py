@@ -6,7 +6,13 @@ import math
 
 import pytest
 
-from perflab.bench.metrics import compute, concurrency_per_second, percentile, summarize
+from perflab.bench.metrics import (
+    active_requests_per_second,
+    compute,
+    concurrency_per_second,
+    percentile,
+    summarize,
+)
 from perflab.bench.records import RequestRecord, distribute_tokens
 
 
@@ -80,7 +86,9 @@ def test_two_requests_by_hand():
     assert metrics.request_throughput == pytest.approx(2.0)
     assert metrics.output_throughput == pytest.approx(5.0)
     assert metrics.total_token_throughput == pytest.approx(25.0)
-    assert metrics.max_concurrent_requests == 1  # A ends at 0.4, B starts at 0.5
+    # Both were active at some moment of second 0 (vLLM's count); never at the same instant (exact).
+    assert metrics.max_concurrent_requests == metrics.concurrency_by_definition["per-second"] == 2
+    assert metrics.concurrency_by_definition["exact"] == 1  # A ends at 0.4, B starts at 0.5
     assert metrics.latency["ttft"].percentiles_ms == [(50.0, pytest.approx(200.0))]
 
 
@@ -111,7 +119,9 @@ def test_failed_requests_are_counted_and_excluded():
     assert metrics.total_output_tokens == 2
     assert metrics.duration_s == pytest.approx(2.0)  # the failed request ended last
     assert metrics.request_throughput == pytest.approx(0.5)
-    assert metrics.max_concurrent_requests == 4  # all four overlap in (0.1, 0.3)
+    assert compute([ok, failed, cut, other], peak_concurrency="exact").max_concurrent_requests == 4
+    # vLLM counts successful requests only: the one that succeeded.
+    assert metrics.max_concurrent_requests == 1
 
 
 def test_duration_runs_from_first_dispatch():
@@ -167,8 +177,8 @@ def test_concurrency_is_exact_overlap_with_touching_intervals_not_overlapping():
     b = record(1, 1.0, [2.0])  # starts exactly when a ends
     c = record(2, 0.5, [1.5])
     assert concurrency_per_second([a, b, c], 0.0, 2) == [2, 2]
-    assert compute([a, b, c]).max_concurrent_requests == 2
-    assert compute([a, b]).max_concurrent_requests == 1
+    assert compute([a, b, c], peak_concurrency="exact").max_concurrent_requests == 2
+    assert compute([a, b], peak_concurrency="exact").max_concurrent_requests == 1
 
 
 def test_timeseries_rows_and_in_flight_per_second():
@@ -176,7 +186,10 @@ def test_timeseries_rows_and_in_flight_per_second():
     metrics = compute(requests)
     assert [row["t"] for row in metrics.timeseries] == [0, 1]
     assert [row["requests_in_flight"] for row in metrics.timeseries] == [5, 5]
-    assert max(row["requests_in_flight"] for row in metrics.timeseries) == metrics.max_concurrent_requests
+    assert (
+        max(row["requests_in_flight"] for row in metrics.timeseries)
+        == (metrics.concurrency_by_definition["exact"])
+    )
 
 
 def test_goodput_counts_requests_meeting_every_slo():
@@ -219,3 +232,47 @@ def test_distribute_tokens():
     assert sum(distribute_tokens(97, [3, 7, 1, 0, 12])) == 97
     assert distribute_tokens(0, [3]) == [0]
     assert distribute_tokens(4, []) == []
+
+
+def test_per_second_concurrency_counts_requests_active_in_each_bucket_like_vllm():
+    # Eight slots, each sending a 0.1 s request every 0.25 s: never more than 8 in flight at once, but
+    # each 1-second bucket sees 8 × 4 = 32 requests come and go (vLLM 0.32 reported 24-50 at cap 8).
+    records = []
+    for slot in range(8):
+        for turn in range(8):
+            start = turn * 0.25 + slot * 0.01
+            records.append(record(slot * 8 + turn, start, [start + 0.05, start + 0.1]))
+    metrics = compute(records)
+    assert metrics.concurrency_by_definition["exact"] == 8
+    # The last request ends at 1.92 s: vLLM sizes the series ceil(1.92) + 1 = 3 buckets.
+    assert active_requests_per_second(records) == [32, 32, 0]
+    assert metrics.max_concurrent_requests == 32 and metrics.peak_concurrency_definition == "per-second"
+    exact = compute(records, peak_concurrency="exact")
+    assert exact.max_concurrent_requests == 8 and exact.peak_concurrency_definition == "exact"
+
+
+def test_per_second_buckets_start_at_the_first_successful_send_and_span_both_ends():
+    # Buckets start at A's send (0.5): A spans buckets 0..2 (done 2.7), B (1.6 to 1.8) bucket 1.
+    a = record(0, 0.5, [1.0, 2.7])
+    b = record(1, 1.6, [1.7, 1.8])
+    failed = record(2, 0.0, [], success=False, end=3.0, reason="timeout")
+    assert active_requests_per_second([a, b]) == [1, 2, 1, 0]  # ceil(2.7 − 0.5) + 1 buckets
+    assert compute([a, b, failed]).max_concurrent_requests == 2
+
+
+def test_input_tokens_follow_the_chosen_definition_and_keep_both_totals():
+    # The server counted the chat template too (usage 14 and 15); the prompts themselves had 10.
+    a = record(0, 0.0, [0.1, 0.2])
+    b = record(1, 0.0, [0.1, 0.2])
+    c = record(2, 0.0, [0.1, 0.2])
+    a.usage_input_tokens, b.usage_input_tokens = 14, 15  # c's server sent no usage: its own 10 count
+    metrics = compute([a, b, c])
+    assert metrics.input_tokens_definition == "usage"
+    assert metrics.total_input_tokens == 14 + 15 + 10
+    assert metrics.input_tokens_by_definition == {"usage": 39, "prompt": 30}
+    assert metrics.total_token_throughput == pytest.approx((39 + 6) / 0.2)
+    prompt = compute([a, b, c], input_tokens="prompt")
+    assert prompt.total_input_tokens == 30
+    assert prompt.total_token_throughput == pytest.approx((30 + 6) / 0.2)
+    assert a.to_json("usage")["input_tokens"] == 14 and a.to_json("usage")["input_tokens_source"] == "usage"
+    assert a.to_json("prompt")["input_tokens"] == 10 and a.to_json("prompt")["usage_input_tokens"] == 14

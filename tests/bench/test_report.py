@@ -1,4 +1,5 @@
-"""The text block matches ``vllm bench serve`` line for line; the options round-trip through argv."""
+"""The text block matches ``vllm bench serve`` (vLLM 0.32.0) line for line; the options round-trip
+through argv."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ EXPECTED_LINES = [
     "Output token throughput (tok/s):         1960.03   ",
     "Peak output token throughput (tok/s):    3297.00   ",
     "Peak concurrent requests:                64.00     ",
-    "Total Token throughput (tok/s):          4133.90   ",
+    "Total token throughput (tok/s):          4133.90   ",
     "---------------Time to First Token----------------",
     "Mean TTFT (ms):                          10.00     ",
     "Median TTFT (ms):                        9.50      ",
@@ -82,6 +83,17 @@ EXPECTED = "\n".join(EXPECTED_LINES) + "\n"
 
 def test_text_block_has_vllm_labels_order_and_padding():
     assert format_text_block(result()) == EXPECTED
+
+
+def test_text_block_prints_the_sections_of_the_chosen_percentile_metrics():
+    # vLLM 0.32's default --percentile-metrics ttft,tpot,itl: no E2EL section.
+    text = format_text_block(result(percentile_metrics=["ttft", "tpot", "itl"]))
+    assert text == EXPECTED.replace("\n".join(EXPECTED_LINES[-6:-1]) + "\n", "")
+    assert "E2EL" not in text and text.endswith(
+        "P99 ITL (ms):                            30.12     \n" + "=" * 50 + "\n"
+    )
+    only_e2el = format_text_block(result(percentile_metrics=["e2el"]))
+    assert "TTFT" not in only_e2el and "Mean E2EL (ms):" in only_e2el
 
 
 def test_text_block_omits_unset_lines_and_adds_goodput():
@@ -141,6 +153,16 @@ def test_options_round_trip_through_argv():
         temperature=0.7,
         label="x",
         progress="none",
+        backend="openai",
+        served_model_name="served",
+        percentile_metrics=("ttft", "e2el"),
+        trust_remote_code=True,
+        sampling={"top_p": 0.9, "top_k": 20},
+        extra_body={"chat_template_kwargs": {"enable_thinking": False}},
+        extra_headers={"x-team": "perf"},
+        request_id_prefix="run-",
+        input_tokens="prompt",
+        peak_concurrency="exact",
     )
     parser = argparse.ArgumentParser()
     cli.configure(parser)

@@ -79,11 +79,12 @@ def test_latencies_within_two_percent_of_injected(
     with realtime_priority(fixed_sim.pid):
         result = run_benchmark(options)
     assert (result["completed"], result["failed"]) == (prompts, 0)
-    assert result["max_concurrent_requests"] == concurrency
+    assert result["max_overlapping_requests"] == concurrency
     assert result["preconnected"] == concurrency
     assert result["timing_source"] == "kernel"
     assert_matches_injected(result)
-    assert result["total_input_tokens"] == prompts * INPUT_LEN
+    assert result["total_prompt_input_tokens"] == prompts * INPUT_LEN
+    assert result["total_input_tokens"] == result["total_usage_input_tokens"]
     assert result["input_tokens_source"] == "tokenizer"
     assert result["input_tokens_check"]["mismatched"] == 0 and result["input_tokens_check"]["checked"] > 0
     assert result["total_output_tokens"] == prompts * OUTPUT_LEN
@@ -107,7 +108,7 @@ def test_exact_lengths_from_the_servers_tokenize_alone(fixed_sim, tiny_tokenizer
     result = run_benchmark(options)
     assert result["input_tokens_source"] == "server"
     assert result["notes"] == []
-    lengths = [record["input_tokens"] for record in result["requests"]]
+    lengths = [record["prompt_input_tokens"] for record in result["requests"]]
     assert all(5 + 15 <= length <= 5 + 45 for length in lengths)
     # The same seed gives the same prompts; the real tokenizer counts exactly what the bench reported.
     server = ServerTokenizer(fixed_sim.url, "sim-model", {})

@@ -87,7 +87,7 @@ def queue_dataset_run(page: Page, app: AppServer) -> None:
 
 
 def test_upload_queue_watch_share_compare_download(app: AppServer, chromium: Browser, tmp_path: Path) -> None:
-    page = new_page(chromium)
+    page = new_page(chromium, clipboard=True)
     for name, marker in EMPTY_PAGES.items():
         visit(page, app, f"/{name}" if name != "runs" else "/")
         expect(page.get_by_text(marker).first).to_be_visible()
@@ -114,8 +114,10 @@ def test_upload_queue_watch_share_compare_download(app: AppServer, chromium: Bro
     expect(page.get_by_text("by ana")).to_be_visible()
     screenshot(page, "run")
 
-    click(page, "Copy link")
-    share = page.locator('[data-testid="stCode"]').filter(has_text="/run?run=").first.inner_text().strip()
+    page.evaluate("navigator.clipboard.writeText('')")
+    page.get_by_role("button", name="Copy link", exact=True).click()
+    expect(page.get_by_text(f"Copied {app.url}/run?run={first_run}")).to_be_visible()
+    share = page.evaluate("navigator.clipboard.readText()")
     assert share == f"{app.url}/run?run={first_run}"
     viewer = new_page(chromium)
     viewer.goto(share)

@@ -217,3 +217,12 @@ def test_the_runtime_is_the_configured_one_else_the_first_usable() -> None:
         rt.choose_runtime("docker", {"podman": "4.3.1"}, broken)
     with pytest.raises(ValueError, match=r"neither podman nor docker .*\(docker: Cannot connect"):
         rt.choose_runtime(None, {}, broken)
+
+
+def test_host_mounts_are_read_only_unless_rw() -> None:
+    assert rt.parse_mount("/data/models") == rt.Mount("/data/models", "/data/models")
+    assert rt.parse_mount("/c:/root/.cache/vllm:rw") == rt.Mount("/c", "/root/.cache/vllm", read_only=False)
+    assert rt.parse_mount("/a:/b:ro").arg() == "/a:/b:ro"
+    for bad in ("/a:/b:/c", "/a::ro", ":rw"):
+        with pytest.raises(ValueError, match="SOURCE"):
+            rt.parse_mount(bad)

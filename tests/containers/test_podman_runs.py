@@ -6,6 +6,7 @@ leaves no container once recovered."""
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import stat
 import subprocess
@@ -35,17 +36,18 @@ from tests.fixtures.runs import (
     wait_for_run,
     write_hosts_file,
 )
+from tests.fixtures.sshd import SshServer
 
 WORKER = "container-test-worker"
 FAST = RunnerOptions(ready_poll_s=0.2, sample_interval_s=1.0, stop_grace_s=5.0, ready_timeout_s=120.0)
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SECRET = "hf_containerSecretValue123"
+RECORDED_H100 = Path(__file__).resolve().parents[1] / "data" / "probe" / "nvidia-smi" / "h100x1.csv"
 
 
 def _config(image: str, **knobs: object) -> EngineConfig:
-    return EngineConfig(
-        engine="vllm", model="Qwen/Qwen3-8B", tp=2, port=free_port_block(1), image=image, **knobs
-    )
+    fields: dict[str, object] = {"tp": 2, **knobs}
+    return EngineConfig(engine="vllm", model="Qwen/Qwen3-8B", port=free_port_block(1), image=image, **fields)
 
 
 def _execute(engine: Engine, host, config: EngineConfig, profiles) -> object:  # type: ignore[no-untyped-def]
@@ -164,6 +166,26 @@ def test_pull_failures_are_classified(
     locked = _execute(runs_db, host, _config(registry.reference("perflab/private:1", auth=True)), profiles)
     assert locked.failure_class == "image_unauthorized"
     assert "authentication required" in locked.failure_message
+
+
+def test_a_gpu_the_runtime_cannot_pass_through_is_classified(
+    runs_db: Engine, sshd: SshServer, podman_env: dict[str, str], python_image: str, tmp_path: Path
+) -> None:
+    # A host whose nvidia-smi reports one idle H100 (a recorded output) but which has no CDI spec for it:
+    # Podman itself refuses `--device nvidia.com/gpu=0`.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(f"#!/bin/sh\ncat {shlex.quote(str(RECORDED_H100))}\n")
+    smi.chmod(0o755)
+    env = {**podman_env, "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin"}
+    host = sshd.host_config("cdi-less", workdir=str(tmp_path / "work"), env=env)
+    run = _execute(runs_db, host, _config(python_image, tp=1), [scaled(PRESETS["short"], 0.02)])
+
+    assert run.failure_class == "container_gpu_unavailable", run.failure_message
+    assert "unresolvable CDI devices nvidia.com/gpu=0" in run.failure_message
+    assert "--device nvidia.com/gpu=0" in run.serve_commands[0]
+    assert containers_labelled(LABEL_RUN, str(run.id)) == []
 
 
 def test_a_worker_killed_mid_run_leaves_no_container_after_recovery(

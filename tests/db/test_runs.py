@@ -17,6 +17,12 @@ CONFIG = EngineConfig(
 )
 
 
+def test_the_knobs_summary_writes_the_replica_count_once_at_its_end() -> None:
+    assert crud.summarize_knobs(EngineConfig(engine="vllm", model="m", tp=2, replicas=4)) == "tp=2 ×4"
+    assert crud.summarize_knobs(EngineConfig(engine="vllm", model="m", replicas=3)) == "defaults ×3"
+    assert crud.summarize_knobs(EngineConfig(engine="vllm", model="m", tp=4)) == "tp=4"
+
+
 def test_create_run_from_config(db_session: Session) -> None:
     run = crud.create_run(db_session, config=CONFIG, host_name="gpu-1", accelerator="8× H100 80GB")
     again = crud.create_run(db_session, config=CONFIG.model_copy(update={"port": 9000}), host_name="gpu-1")
@@ -26,7 +32,7 @@ def test_create_run_from_config(db_session: Session) -> None:
     assert run.config_fingerprint == CONFIG.fingerprint() == again.config_fingerprint
     assert run.engine_config_id == again.engine_config_id
     assert EngineConfig.model_validate(run.config) == CONFIG
-    assert run.knobs_summary == "tp=4 · enable_prefix_caching · kv_cache_dtype=fp8 · 2 replicas"
+    assert run.knobs_summary == "tp=4 · enable_prefix_caching · kv_cache_dtype=fp8 ×2"
     assert len(db_session.exec(select(EngineConfigRow)).all()) == 1
     stored = crud.get_run(db_session, run_id=run.id)
     assert stored.created_at.tzinfo is not None and stored.created_at.utcoffset().total_seconds() == 0

@@ -19,7 +19,7 @@ FACTS = {
     # engine: (default port, health path, visible devices variable, running-requests gauge or None)
     "vllm": (8000, "/health", "CUDA_VISIBLE_DEVICES", "vllm:num_requests_running"),
     "sglang": (30000, "/health", "CUDA_VISIBLE_DEVICES", "sglang:num_running_reqs"),
-    "trtllm": (8000, "/health", "CUDA_VISIBLE_DEVICES", None),
+    "trtllm": (8000, "/health", "CUDA_VISIBLE_DEVICES", "trtllm_num_requests_running"),
     "mindie": (1025, "/v2/health/ready", "ASCEND_RT_VISIBLE_DEVICES", "num_requests_running"),
     "vllm-ascend": (8000, "/health", "ASCEND_RT_VISIBLE_DEVICES", "vllm:num_requests_running"),
 }

@@ -122,3 +122,33 @@ def test_timeout_failure_quotes_the_last_log_line() -> None:
 def test_single_line_signatures(engine: str, line: str, failure_class: str) -> None:
     failure = get_adapter(engine).classify_failure(line)
     assert failure is not None and failure.failure_class == failure_class
+
+
+def test_message_is_the_error_line_not_the_traceback_source_line() -> None:
+    """Real vLLM 0.32 log: the frame's source ``    raise HFValidationError(`` precedes the error line."""
+    text = _read(LOGS / "vllm" / "model_not_found_hub_validation.log")
+    assert "    raise HFValidationError(" in text.splitlines()
+    failure = get_adapter("vllm").classify_failure(text)
+    assert failure is not None
+    assert failure.failure_class == "model_not_found"
+    assert failure.evidence_line.startswith("huggingface_hub.errors.HFValidationError: Repo id must be")
+    assert failure.message.endswith("'/tmp/does-not-exist-model'. Use `repo_type` argument if needed.")
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm", "mindie"])
+def test_traceback_frames_and_source_lines_are_never_the_message(engine: str) -> None:
+    log = "\n".join(
+        [
+            "Traceback (most recent call last):",
+            '  File "/usr/lib/python3.12/site-packages/engine/worker.py", line 88, in allocate',
+            "    raise torch.OutOfMemoryError(",
+            "        f'CUDA out of memory. Tried to allocate {size}'",
+            "    )",
+            "  ^^^^^^^^^^^^^^^^^^^^^^^",
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+        ]
+    )
+    failure = get_adapter(engine).classify_failure(log)
+    assert failure is not None
+    assert failure.failure_class == "oom"
+    assert failure.evidence_line == "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"

@@ -163,9 +163,11 @@ def test_seed_002_speculative_config_is_read_as_json() -> None:
                 "--enable_chunked_prefill",
                 "--max_seq_len",
                 "40960",
+                "--extra_llm_api_options",
+                "extra_llm_api_options.yaml",
             ],
         ),
-        ("mindie serve Qwen3-30B-A3B --enable-prefix-caching", 1025, ["mindieservice_daemon"]),
+        ("mindie serve /models/Qwen3-30B-A3B --enable-prefix-caching", 1025, ["mindieservice_daemon"]),
     ],
 )
 def test_seed_commands_give_the_real_engine_argv(command: str, port: int, argv: list[str]) -> None:

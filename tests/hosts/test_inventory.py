@@ -237,3 +237,34 @@ def test_container_runtime_is_docker_or_podman(tmp_path: Path) -> None:
     assert found == [
         "hosts.yaml:5: host 'gpu-a' field 'container_runtime': must be one of 'docker' or 'podman'"
     ]
+
+
+def test_container_mounts_are_absolute_paths_read_only_unless_rw(tmp_path: Path) -> None:
+    inventory = load_inventory(
+        write(
+            tmp_path,
+            """
+            hosts:
+              - name: gpu-a
+                address: 10.0.0.5
+                container_mounts: [/data/models, "/root/.cache/vllm:/root/.cache/vllm:rw"]
+            """,
+        )
+    )
+    assert inventory.get("gpu-a").container_mounts == (
+        "/data/models",
+        "/root/.cache/vllm:/root/.cache/vllm:rw",
+    )
+    found = problems(
+        tmp_path,
+        """
+        hosts:
+          - name: gpu-a
+            address: 10.0.0.5
+            container_mounts: [/ok, "data:/data", "/a:/b:/c"]
+        """,
+    )
+    assert found == [
+        "hosts.yaml:5: host 'gpu-a' field 'container_mounts': mount path 'data' must be absolute and hold "
+        "no ':', ',' or newline"
+    ]

@@ -84,6 +84,17 @@ def test_ascend_host_with_mindie(make_host: HostFactory, tmp_path: Path) -> None
     assert result.engines == {"mindie": "2.0.RC1"}
 
 
+def test_mindie_llm_3_is_found_by_its_python_distribution(make_host: HostFactory, tmp_path: Path) -> None:
+    """MindIE-LLM 3 is a wheel (``mindie_llm``, console script ``mindie_llm_server``), no version.info."""
+    info = tmp_path / "site" / "mindie_llm-3.0.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mindie_llm\nVersion: 3.0.0\n")
+    host = make_host(env={"PATH": SYSTEM_PATH, "PYTHONPATH": str(tmp_path / "site")}, python=sys.executable)
+    with open_transport(host) as transport:
+        result = probe_host(transport)
+    assert result.engines == {"mindie": "3.0.0"}
+
+
 def test_failing_driver_missing_tools_and_python(make_host: HostFactory, tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     replay(bin_dir, "nvidia-smi", "nvidia-smi/driver-failed.txt", status=9)

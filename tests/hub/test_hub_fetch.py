@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from perflab.cli import main
 from perflab.hub.catalog import SHAREGPT, hub_file, resolve_hub_dataset
 from perflab.hub.client import (
     HubChecksumMismatch,
@@ -161,3 +162,22 @@ def test_the_shipped_sample_is_what_the_generator_makes() -> None:
     conversations = json.loads(SAMPLE_PATH.read_text(encoding="utf-8"))
     assert 200 <= len(conversations) <= 500
     assert all(len(item["conversations"]) >= 2 for item in conversations)
+
+
+def test_the_datasets_fetch_command(
+    monkeypatch: pytest.MonkeyPatch, hub_server: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hub_server.add(SHAREGPT.repo, SHAREGPT.path, CONTENT)
+    monkeypatch.setenv("PERFLAB_HF_ENDPOINT", hub_server.endpoint)
+    assert main(["datasets", "fetch", "sharegpt"]) == 0
+    out, err = capsys.readouterr()
+    assert Path(out.strip()).read_bytes() == CONTENT and Path(out.strip()).is_relative_to(tmp_path / "cache")
+    assert "downloading: " in err and "ShareGPT_V3_unfiltered_cleaned_split.json: downloaded, " in err
+    assert main(["datasets", "fetch", "sharegpt"]) == 0
+    assert "already cached" in capsys.readouterr().err
+    assert main(["datasets", "fetch", "prompts.jsonl"]) == 2
+    assert "is not a hub dataset" in capsys.readouterr().err
+    monkeypatch.setenv("PERFLAB_HF_ENDPOINT", closed_endpoint())
+    assert main(["datasets", "fetch", "hf://datasets/team/prompts/x.json"]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: hf://datasets/team/prompts/x.json: the hub at http://127.0.0.1:")

@@ -184,3 +184,48 @@ def test_format_is_detected_from_content_not_name(name: str) -> None:
     json_text = (DATA / "vllm_results.jsonl").read_text()
     assert [item.source_format for item in parse_content(name, json_text)] == ["vllm-json", "vllm-json"]
     assert [item.source_format for item in parse_content(name, TERMINAL_CAPTURE)] == ["vllm-text"]
+
+
+# Printed by vLLM 0.32.0 with --max-concurrency 8 --percentile-metrics ttft,client_queue_time
+# --metric-percentiles 99 against a server with speculative decoding.
+VLLM_0_32_BLOCK = """\
+============ Serving Benchmark Result ============
+Successful requests:                     40
+Failed requests:                         0
+Maximum request concurrency:             8
+Benchmark duration (s):                  12.50
+Total input tokens:                      5560
+Total generated tokens:                  1280
+Request throughput (req/s):              3.20
+Output token throughput (tok/s):         102.40
+Peak output token throughput (tok/s):    160.00
+Peak concurrent requests:                24.00
+Total token throughput (tok/s):          547.20
+---------------Time to First Token----------------
+Mean TTFT (ms):                          120.00
+Median TTFT (ms):                        110.00
+P99 TTFT (ms):                           300.00
+---------------Client-side Queueing---------------
+Mean Client Queue Time (ms):             900.00
+Median Client Queue Time (ms):           850.00
+P99 Client Queue Time (ms):              2000.00
+---------------Speculative Decoding---------------
+Acceptance rate (%):                     61.50
+Acceptance length:                       2.23
+Drafts:                                  410
+Draft tokens:                            820
+Accepted tokens:                         504
+==================================================
+"""
+
+
+def test_vllm_0_32_block_with_new_labels_and_sections() -> None:
+    [item] = parse_content("bench.log", VLLM_0_32_BLOCK)
+    result = item.result
+    assert result["total_token_throughput"] == 547.2 and result["max_concurrent_requests"] == 24.0
+    assert (result["mean_client_queue_time_ms"], result["p99_client_queue_time_ms"]) == (900.0, 2000.0)
+    assert (result["spec_decode_acceptance_rate"], result["spec_decode_acceptance_length"]) == (61.5, 2.23)
+    assert (result["spec_decode_num_drafts"], result["spec_decode_accepted_tokens"]) == (410, 504)
+    # The label older vLLM versions (and the seeds) print reads the same.
+    [older] = parse_content("old.log", VLLM_0_32_BLOCK.replace("Total token", "Total Token"))
+    assert older.result["total_token_throughput"] == 547.2

@@ -124,7 +124,7 @@ def test_failed_launches_are_failed_runs_with_their_message(imported: dict[str, 
         ),
         (
             "mindie",
-            "Qwen3-30B-A3B",
+            "Qwen/Qwen3-30B-A3B",  # the serving command's bare name, made canonical
             "Crash, not supported for the model",
             "crash",
             ["mindie serve Qwen3-30B-A3B --enable-prefix-caching"],
@@ -153,7 +153,9 @@ def test_serving_commands_and_configs_are_kept(imported: dict[str, list[Run]]) -
     flattened = imported["002_89d6b111a291c7d5.txt"]
     assert flattened[0].serve_commands == ["--reasoning-parser=qwen3 --max-model-len=32768"]
     assert (flattened[0].engine, flattened[1].engine) == ("vllm", "sglang")
-    assert flattened[0].config is None and flattened[0].model is None
+    # No serving command with a model: the model and hardware are those of the document's setup.
+    assert flattened[0].config is None and flattened[0].model == "Qwen/Qwen3.5-35B-A3B"
+    assert flattened[0].accelerator == "NVIDIA H200"
 
 
 def test_labels_find_the_seed_cases(imported: dict[str, list[Run]]) -> None:

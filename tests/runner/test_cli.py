@@ -95,6 +95,15 @@ def test_queue_only_stores_the_run(
     assert code == 0
     assert capsys.readouterr().out == f"queued run {run.id}: http://perf.example:8501/lab/run?run={run.id}\n"
     assert (run.status, run.engine, run.knobs_summary) == ("queued", "sglang", "tp=2")
+    assert run.config["image"] is None
+
+
+def test_an_image_is_stored_with_the_queued_config(cli_env: dict[str, str], runs_db: Engine) -> None:
+    image = "lmsysorg/sglang:v0.5.3"
+    code = main(f"run --host h100 --engine sglang --model m --image {image} --profile short --queue".split())
+
+    (run,) = _runs(runs_db)
+    assert code == 0 and run.config["image"] == image
 
 
 @pytest.mark.parametrize(
@@ -114,6 +123,7 @@ def test_queue_only_stores_the_run(
         (["--profile", "nope"], "error: --profile 'nope': 'nope' is neither a preset"),
         (["--host", "elsewhere"], "error: hosts.yaml: no host named 'elsewhere' (known hosts: h100, a100)"),
         (["--ready-timeout", "0"], "error: --ready-timeout 0: must be > 0"),
+        (["--image=-v"], "error: --image: image '-v' is not an image reference such as vllm/vllm-openai"),
     ],
 )
 def test_bad_input_is_one_clear_line_and_stores_nothing(

@@ -171,3 +171,22 @@ def test_an_engine_dying_mid_benchmark_fails_the_run_and_keeps_its_records(
     assert result.result["partial"] is True and "went away mid-run" in result.result["partial_reason"]
     assert result.completed > 0 and result.failed > 0 and 0 < len(records) < 30
     assert "Partial result:" in (result.text_block or "")
+
+
+def test_a_flag_the_hosts_engine_lacks_fails_the_run_before_anything_starts(
+    runs_db: Engine, sim_host: SimHostFactory
+) -> None:
+    """The preflight asks the host's vLLM (``vllm serve --help=all``) before locking GPUs or launching."""
+    host = sim_host("preflight", kind="local")
+    run = _submit(runs_db, host, "short:n=5", extra_args=("--no-such-flag",))
+
+    stored = _execute(runs_db, host, run)
+
+    assert stored.status == "failed" and stored.failure_class == "unknown_argument"
+    assert stored.failure_message == (
+        "preflight: vLLM 0.11.0 on host 'preflight' refuses this configuration: "
+        "vLLM 0.11.0 has no flag --no-such-flag"
+    )
+    assert not stored.remote_state and not stored.serve_commands and not stored.gpu_ids
+    with new_session(runs_db) as session:
+        assert crud.gpu_locks(session, host_name=host.name) == []

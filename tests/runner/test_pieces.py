@@ -14,7 +14,6 @@ from perflab.runner.logs import failure_of
 from perflab.runner.placement import choose_gpus
 from perflab.runner.prometheus import gauge_values
 from perflab.runner.sampling import engine_values
-from perflab.runner.submit import knobs_summary
 
 
 def _gpus(count: int, used: dict[int, int] | None = None, total: int = 81559) -> list[Accelerator]:
@@ -148,12 +147,6 @@ def test_replicated_results_say_times_n() -> None:
     assert "Per-replica request throughput" not in block
     assert results.text_block("== block ==\n", results.with_replicas(result, 1), 1) == "== block ==\n"
     assert "per_replica" not in results.with_replicas(result, 1)
-
-
-def test_knobs_summary_ends_with_the_replica_count() -> None:
-    assert knobs_summary(_config(tp=4, replicas=2)) == "tp=4 ×2"
-    assert knobs_summary(_config(replicas=3)) == "defaults ×3"
-    assert knobs_summary(_config(tp=4)) == "tp=4"
 
 
 def test_a_dead_replica_without_a_signature_is_a_crash_with_its_last_line() -> None:

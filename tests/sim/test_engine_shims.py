@@ -264,6 +264,7 @@ def test_trtllm_options_file_and_click_errors(sim_host, tmp_path):
     assert "max_num_tokens=4096, max_batch_size=64" in engine.log
     status, body = _get(port, "/metrics")
     assert status == 200 and json.loads(body)[0]["maxNumActiveRequests"] == 64
+    assert _get(port, "/prometheus/metrics")[0] == 404  # no return_perf_metrics in the options file
     assert engine.terminate() == 0
     unknown = host.run(["trtllm-serve", "Qwen/Qwen3-8B", "--tp-size", "2"])
     assert unknown.returncode == 2
@@ -273,6 +274,57 @@ def test_trtllm_options_file_and_click_errors(sim_host, tmp_path):
     bad_key.write_text("not_an_option: 1\n")
     invalid = host.run(["trtllm-serve", "Qwen/Qwen3-8B", "--extra_llm_api_options", str(bad_key)])
     assert invalid.returncode == 1 and "Extra inputs are not permitted" in invalid.stderr
+
+
+def test_trtllm_prometheus_gauges_and_served_name(sim_host, tmp_path):
+    """With ``return_perf_metrics: true`` the gauges perflab samples are on /prometheus/metrics."""
+    host = sim_host("H100", 1)
+    options = tmp_path / "extra.yaml"
+    options.write_text("return_perf_metrics: true\nenable_iter_perf_stats: true\n")
+    port = free_port()
+    argv = ["trtllm-serve", "Qwen/Qwen3-8B", "--host", "127.0.0.1", "--port", str(port)]
+    engine = host.start([*argv, "--served_model_name", "qwen", "--extra_llm_api_options", str(options)])
+    engine.wait_for(READY["trtllm"])
+    assert _chat(port, "qwen")["model"] == "qwen"
+    status, text = _get(port, "/prometheus/metrics")
+    assert status == 200
+    for gauge in (
+        "trtllm_num_requests_running",
+        "trtllm_num_requests_waiting",
+        "trtllm_kv_cache_utilization",
+    ):
+        assert f"\n{gauge}{{" in text
+    assert engine.terminate() == 0
+
+
+@pytest.mark.parametrize(
+    ("backend", "started", "message", "failure_class"),
+    [
+        ("flash_attn", True, "", None),
+        ("fa3", False, "Unknown attention backend: 'FA3'. Valid options are:", "unknown_argument"),
+        (
+            "FLASHMLA",
+            False,
+            "Selected backend AttentionBackendEnum.FLASHMLA is not valid for this configuration. "
+            "Reason: ['compute capability not supported']",
+            "unsupported_hardware",
+        ),
+    ],
+)
+def test_vllm_attention_backend_names_are_the_enum(sim_host, backend, started, message, failure_class):
+    from perflab.engines import get_adapter
+
+    host = sim_host("A100", 1)
+    argv = ["vllm", "serve", "Qwen/Qwen3-8B", "--host", "127.0.0.1", "--port", str(free_port())]
+    if started:
+        engine = host.start([*argv, "--attention-backend", backend])
+        engine.wait_for(READY["vllm"])
+        assert engine.terminate() == 0
+        return
+    result = host.run([*argv, "--attention-backend", backend])
+    assert result.returncode == 1 and message in result.stderr
+    failure = get_adapter("vllm").classify_failure(result.stderr)
+    assert failure is not None and failure.failure_class == failure_class
 
 
 def _mindie_config(model: str, weights: str, world_size: int, prefix_cache: bool, port: int) -> dict:
@@ -296,6 +348,12 @@ def test_mindie_daemon_reads_config_and_crashes_on_moe_prefix_cache(sim_host, tm
     port = free_port()
     config = tmp_path / "config.json"
     config.write_text(json.dumps(_mindie_config("Qwen3-8B", "/models/Qwen3-8B", 2, False, port)))
+    config.chmod(0o644)
+    refused = host.run(["mindieservice_daemon"], env={"MIES_CONFIG_JSON_PATH": str(config)})
+    assert refused.returncode == 1
+    assert "Check Other group permission failed" in refused.stdout
+    assert "Required permisssion is 640, but got permission is 644" in refused.stdout  # MindIE's own typo
+    config.chmod(0o640)
     engine = host.start(
         ["mindieservice_daemon"], env={"MIES_CONFIG_JSON_PATH": str(config), "MIES_SERVICE_MONITOR_MODE": "1"}
     )
@@ -309,6 +367,11 @@ def test_mindie_daemon_reads_config_and_crashes_on_moe_prefix_cache(sim_host, tm
     config.write_text(json.dumps(_mindie_config("Qwen3-30B-A3B", "/models/Qwen3-30B-A3B", 4, True, port)))
     crash = host.run(["mindieservice_daemon"], env={"MIES_CONFIG_JSON_PATH": str(config)})
     assert crash.returncode == 1 and "prefix cache" in crash.stderr and "MoE" in crash.stderr
+    config.write_text(json.dumps(_mindie_config("Qwen/Qwen3-8B", "/models/Qwen3-8B", 2, False, port)))
+    bad_name = host.run(["mindieservice_daemon"], env={"MIES_CONFIG_JSON_PATH": str(config)})
+    assert (
+        bad_name.returncode == 1 and "The value of modelName must meet the following rules" in bad_name.stderr
+    )
     default = host.run(["mindieservice_daemon"])
     assert default.returncode == 1 and "httpsEnabled" in default.stderr  # the shipped config wants TLS
 

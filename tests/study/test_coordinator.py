@@ -4,6 +4,7 @@ runner moves them (statuses and stored results), so each rule is checked step by
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from perflab.study.coordinator import (
     advance_studies,
     cancel_study,
     create_study,
+    measure_missing,
     pause_study,
     resume_study,
 )
@@ -147,8 +149,30 @@ def test_losers_drop_validation_and_the_winner_keeps_it(db_engine: Engine, study
     assert rows["TensorRT-LLM"].note == "-10.0%: lower than previous, skipped"
 
 
-def test_failures_are_recorded_and_interrupted_runs_retried(db_engine: Engine, study_id: int) -> None:
-    _, sglang, trtllm = _past_the_baseline(db_engine, study_id)
+def _age(engine: Engine, run_id: int, seconds: float) -> None:
+    """Move a finished run's end ``seconds`` into the past (as if that much time had gone by)."""
+    with new_session(engine) as session:
+        run = crud.require_run(session, run_id=run_id)
+        run.finished_at = run.finished_at - timedelta(seconds=seconds)
+        session.add(run)
+        session.commit()
+
+
+def _rows(engine: Engine, study_id: int) -> dict[str, Any]:
+    with new_session(engine) as session:
+        return {row.label: row for row in crud.list_candidates(session, study_id=study_id)}
+
+
+def _study(engine: Engine, study_id: int) -> Any:
+    with new_session(engine) as session:
+        return crud.get_study(session, study_id=study_id)
+
+
+def test_engine_failures_are_results_infrastructure_failures_are_retried_with_backoff(
+    db_engine: Engine, study_id: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PERFLAB_STUDY_RETRY_DELAYS_S", "30,60")
+    baseline, sglang, trtllm = _past_the_baseline(db_engine, study_id)
     _finish(
         db_engine,
         sglang.id,
@@ -160,21 +184,64 @@ def test_failures_are_recorded_and_interrupted_runs_retried(db_engine: Engine, s
         db_engine, trtllm.id, "failed", failure_class="worker_restarted", failure_message="worker restarted"
     )
     advance(db_engine, study_id)
+    _finish(db_engine, baseline.id)  # its validation profile is done too
+    # within the backoff nothing is queued, and the candidate is neither failed nor decided
+    assert len(_runs(db_engine, study_id)) == 3
+    row = _rows(db_engine, study_id)["TensorRT-LLM"]
+    assert (row.status, row.decision) == ("retrying", None)
+    _age(db_engine, trtllm.id, 31)
+    advance(db_engine, study_id)
     runs = _runs(db_engine, study_id)
     assert len(runs) == 4 and runs[-1].config_fingerprint == trtllm.config_fingerprint
-    # a configuration whose worker keeps dying is given up after three attempts
-    for _ in range(2):
-        _finish(db_engine, _runs(db_engine, study_id)[-1].id, "failed", failure_class="worker_stopped")
-        advance(db_engine, study_id)
-    runs = _runs(db_engine, study_id)
-    assert len(runs) == 6 and [run.engine for run in runs].count("trtllm") == 3
-    with new_session(db_engine) as session:
-        rows = {row.label: row for row in crud.list_candidates(session, study_id=study_id)}
+    # the second delay is longer; after the third attempt the configuration is unmeasured, never failed
+    _finish(db_engine, runs[-1].id, "failed", failure_class="port_in_use", failure_message="port 8000 taken")
+    _age(db_engine, runs[-1].id, 31)
+    advance(db_engine, study_id)
+    assert len(_runs(db_engine, study_id)) == 4
+    _age(db_engine, runs[-1].id, 30)
+    advance(db_engine, study_id)
+    last = _runs(db_engine, study_id)[-1]
+    assert last.id != runs[-1].id and last.engine == "trtllm"
+    _finish(
+        db_engine,
+        last.id,
+        "failed",
+        failure_class="host_unreachable",
+        failure_message="host 'gpu-a': refused",
+    )
+    plan = advance(db_engine, study_id)
+
+    assert (
+        plan.status == "incomplete"
+        and [run.engine for run in _runs(db_engine, study_id)].count("trtllm") == 3
+    )
+    rows = _rows(db_engine, study_id)
     assert (rows["SGLang"].decision, rows["SGLang"].note) == (
         "failed",
         "torch.OutOfMemoryError: CUDA out of memory.",
     )
-    assert rows["TensorRT-LLM"].decision == "failed"
+    assert (rows["TensorRT-LLM"].decision, rows["TensorRT-LLM"].status) == ("unmeasured", "unmeasured")
+    reason = "not measured (infrastructure): host_unreachable: host 'gpu-a': refused"
+    assert rows["TensorRT-LLM"].note == reason
+    study = _study(db_engine, study_id)
+    assert study.status == "incomplete" and study.finished_at is not None
+    assert study.recommended_command is None
+    assert study.state["unmeasured"] == [{"stage": "Engine", "label": "TensorRT-LLM", "reason": reason}]
+    assert study.state["phase"] == "incomplete: 1 candidate(s) could not be measured"
+    assert advance(db_engine, study_id) is None
+
+    # measuring the missing candidates: a fresh run at once, and the study goes on from there
+    with pytest.raises(StudyStateError, match="only an incomplete study has missing candidates"):
+        measure_missing(db_engine, create_study(db_engine, parse_spec(SPEC), inventory=INVENTORY).id)
+    assert measure_missing(db_engine, study_id).status == "running"
+    advance(db_engine, study_id)
+    retried = _runs(db_engine, study_id)[-1]
+    assert retried.engine == "trtllm" and retried.status == "queued"
+    assert _rows(db_engine, study_id)["TensorRT-LLM"].decision is None
+    _benchmark(db_engine, retried.id, 1500.0)
+    plan = advance(db_engine, study_id)
+    assert plan.stages[0].winner.label == "TensorRT-LLM" and len(plan.stages) == 2
+    assert _study(db_engine, study_id).status == "running" and _study(db_engine, study_id).finished_at is None
 
 
 def test_a_failed_baseline_fails_the_study(db_engine: Engine, study_id: int) -> None:
@@ -193,6 +260,27 @@ def test_a_failed_baseline_fails_the_study(db_engine: Engine, study_id: int) -> 
     assert study.status == "failed" and study.finished_at is not None
     assert study.state["failure"] == "the baseline failed: RuntimeError: no"
     assert advance(db_engine, study_id) is None
+
+
+def test_a_baseline_the_infrastructure_keeps_from_being_measured_leaves_the_study_incomplete(
+    db_engine: Engine, study_id: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PERFLAB_STUDY_RETRY_DELAYS_S", "0")
+    advance(db_engine, study_id)
+    for failure_class in ("host_unreachable", "connection_lost"):
+        _finish(
+            db_engine,
+            _runs(db_engine, study_id)[-1].id,
+            "failed",
+            failure_class=failure_class,
+            failure_message="gone",
+        )
+        plan = advance(db_engine, study_id)
+    assert len(_runs(db_engine, study_id)) == 2 and plan.status == "incomplete" and plan.failure is None
+    study = _study(db_engine, study_id)
+    reason = "not measured (infrastructure): connection_lost: gone"
+    assert study.status == "incomplete" and study.state["failure"] is None
+    assert study.state["unmeasured"] == [{"stage": "Baseline", "label": "Baseline", "reason": reason}]
 
 
 def test_pause_stops_queuing_resume_continues_cancel_stops_runs(db_engine: Engine, study_id: int) -> None:

@@ -3,9 +3,13 @@ study from the form (and a bad one), pause/resume/cancel, and bad ``?study=`` UR
 
 from __future__ import annotations
 
+import pytest
+
 from db import crud
 from db import session as db_session
 from perflab import ui
+from perflab.study.coordinator import advance
+from perflab.study.measure import study_runs
 from tests.fixtures.study_data import StudyDatabase
 from tests.ui.conftest import app_env, hosts_file, open_page, texts  # noqa: F401  (fixtures reused)
 
@@ -61,6 +65,40 @@ def test_queued_study_can_be_paused_resumed_and_cancelled(study_db: StudyDatabas
     assert not app.exception
     assert _study(study_db.url, study_db.queued).status == "cancelled"
     assert ui.status_text("cancelled") in " ".join(texts(app.markdown))
+
+
+def test_an_incomplete_study_names_what_is_missing_and_measures_it_again(  # type: ignore[no-untyped-def]
+    study_db: StudyDatabase,
+    open_page,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PERFLAB_STUDY_RETRY_DELAYS_S", "0,0")
+    engine = db_session.get_engine(study_db.url)
+    for _ in range(3):  # every attempt at the baseline finds the host unreachable
+        advance(engine, study_db.queued)
+        with db_session.session_scope(engine) as session:
+            run = study_runs(session, study_id=study_db.queued)[-1]
+            crud.set_run_status(
+                session,
+                run_id=run.id,
+                status="failed",
+                failure_class="host_unreachable",
+                failure_message="host 'local-sim': refused",
+            )
+    advance(engine, study_db.queued)
+    assert _study(study_db.url, study_db.queued).status == "incomplete"
+
+    app = open_page(study_db.url, STUDY_PAGE, {"study": str(study_db.queued)})
+    assert not app.exception
+    assert ui.status_text("incomplete") in " ".join(texts(app.markdown))
+    (warning,) = texts(app.main.warning)
+    assert warning.startswith("Incomplete: not measured because of the infrastructure: Baseline · Baseline")
+    assert "host_unreachable: host 'local-sim': refused" in warning
+    assert "None over candidates that could not be measured (see above)." in texts(app.caption)
+    app.button(key="study_measure_missing").click().run()
+    assert not app.exception
+    study = _study(study_db.url, study_db.queued)
+    assert study.status == "running" and study.finished_at is None and study.state["measure_from_run"] > 0
 
 
 def test_bad_and_unknown_study_urls_get_a_friendly_message(study_db: StudyDatabase, open_page) -> None:  # type: ignore[no-untyped-def]  # noqa: F811

@@ -3,14 +3,16 @@ spec reported with its file, line and field."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from perflab.profiles import PRESETS
-from perflab.study.configs import CandidateConfigError, build_config
-from perflab.study.spec import StudySpecError, load_spec, parse_spec, spec_from_data
-from perflab.study.views import spec_from_form, spec_from_upload
+from perflab.study.configs import CandidateConfigError, build_config, config_fields
+from perflab.study.spec import StudySpec, StudySpecError, load_spec, parse_spec, spec_from_data
+from perflab.study.views import STAGES_TEMPLATE, spec_from_form, spec_from_upload
 
 GOOD = """\
 name: demo
@@ -124,6 +126,24 @@ def test_unreadable_and_malformed_files(tmp_path: Path) -> None:
         spec_from_upload("up.yaml", b"\xff\xfe\x00")
 
 
+def _form(**fields: Any) -> StudySpec:
+    """The spec of the new-study form with ``fields`` changed from a plain one."""
+    plain: dict[str, Any] = {
+        "name": "f",
+        "model": "Qwen/Qwen3-8B",
+        "hosts": ["local-sim"],
+        "engine": "vllm",
+        "tuning_profile": "sharegpt",
+        "validation_profiles": [],
+        "stages_yaml": "",
+        "objective": "total_token_throughput",
+        "scale": 1.0,
+        "min_success_pct": 100,
+        "min_gain_pct": 1,
+    }
+    return spec_from_form(**{**plain, **fields})
+
+
 def test_the_form_builds_a_spec_and_reports_stage_yaml_by_line() -> None:
     spec = spec_from_form(
         name="f",
@@ -140,19 +160,20 @@ def test_the_form_builds_a_spec_and_reports_stage_yaml_by_line() -> None:
     )
     assert (spec.objective, spec.min_success_pct, spec.tuning().num_prompts) == ("output_throughput", 95, 100)
     with pytest.raises(StudySpecError, match=r"stages:3: not valid YAML"):
-        spec_from_form(
-            name="f",
-            model="m",
-            hosts=["h"],
-            engine="vllm",
-            tuning_profile="sharegpt",
-            validation_profiles=[],
-            stages_yaml="- name: x\n  candidates: [\n",
-            objective="total_token_throughput",
-            scale=1.0,
-            min_success_pct=100,
-            min_gain_pct=1,
-        )
+        _form(stages_yaml="- name: x\n  candidates: [\n")
+
+
+def test_the_form_template_labels_claim_no_replica_count_their_configurations_lack() -> None:
+    spec = _form(stages_yaml=STAGES_TEMPLATE.format(model="Qwen/Qwen3-8B"))
+    base = config_fields(spec.baseline_config(8))
+    for stage in spec.stages:
+        for candidate in stage.candidates:
+            config = build_config(base, candidate.changes, gpus_per_node=8)
+            claimed = re.search(r"[x×]\s*(\d+)\b", candidate.label)
+            assert claimed is None or int(claimed.group(1)) == config.replicas, (
+                candidate.label,
+                config.replicas,
+            )
 
 
 @pytest.mark.parametrize("preset", ["[short]", "{name: short}"])

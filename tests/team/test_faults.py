@@ -15,22 +15,22 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from sqlalchemy.engine import Engine
 
-from perflab.inventory import HostConfig
 from perflab.sim.gpustate import Registration
 from perflab.transport import open_transport
 from perflab.transport.retry import retrying
 from perflab.worker import RESTART_MESSAGE, Worker
+from tests.fixtures.ports import answering_server
 from tests.fixtures.runs import (
     SimHostFactory,
     benchmarking_with_progress,
     free_port_block,
     perflab_env,
+    proxied_host,
     wait_for_run,
     write_hosts_file,
 )
@@ -64,19 +64,10 @@ def test_the_engine_dying_mid_benchmark(runs_db: Engine, sim_host: SimHostFactor
     bystander.check()
 
 
-def _proxied_host(
-    sim_host: SimHostFactory, sshd: SshServer, proxy: TcpProxy, tmp_path: Path, name: str, **overrides: object
-) -> HostConfig:
-    """A simulated host reached over SSH through ``proxy``."""
-    known_hosts = tmp_path / f"known_hosts-{name}"
-    known_hosts.write_text(sshd.known_hosts_line(proxy.port))
-    return sim_host(name, port=proxy.port, known_hosts=str(known_hosts), **overrides)
-
-
 def test_the_ssh_connection_dropping_mid_run(
     runs_db: Engine, sim_host: SimHostFactory, sshd: SshServer, tcp_proxy: TcpProxy, tmp_path: Path
 ) -> None:
-    host = _proxied_host(sim_host, sshd, tcp_proxy, tmp_path, "dropping")
+    host = proxied_host(sim_host, sshd, tcp_proxy, tmp_path, "dropping")
     run, background = start(runs_db, host, LONG_PROFILE)
     bystander = Bystander.start(runs_db, sim_host("steady"))
     wait_for_run(runs_db, run.id, benchmarking_with_progress)
@@ -164,7 +155,7 @@ def test_the_host_unreachable_at_start(runs_db: Engine, sim_host: SimHostFactory
 def test_transient_connection_failures_are_retried_with_backoff(
     runs_db: Engine, sim_host: SimHostFactory, sshd: SshServer, tcp_proxy: TcpProxy, tmp_path: Path
 ) -> None:
-    host = _proxied_host(sim_host, sshd, tcp_proxy, tmp_path, "flaky", connect_attempts=3)
+    host = proxied_host(sim_host, sshd, tcp_proxy, tmp_path, "flaky", connect_attempts=3)
     tcp_proxy.refuse_next(2)
 
     with open_transport(host) as transport:
@@ -176,7 +167,7 @@ def test_transient_connection_failures_are_retried_with_backoff(
 def test_a_read_cut_by_a_dropped_connection_is_retried(
     sim_host: SimHostFactory, sshd: SshServer, tcp_proxy: TcpProxy, tmp_path: Path
 ) -> None:
-    host = _proxied_host(sim_host, sshd, tcp_proxy, tmp_path, "blip")
+    host = proxied_host(sim_host, sshd, tcp_proxy, tmp_path, "blip")
     with open_transport(host) as transport:
         cut = threading.Timer(0.5, tcp_proxy.cut)
         cut.start()
@@ -188,28 +179,11 @@ def test_a_read_cut_by_a_dropped_connection_is_retried(
     assert tcp_proxy.accepted == 2, "one connection cut mid-read, one for the second try"
 
 
-class _AnsweringEverything(BaseHTTPRequestHandler):
-    """Another program on the engine's port that answers every request (a health probe included)."""
-
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-        self.send_response(200)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - http.server's signature
-        return
-
-
 @pytest.fixture
 def squatter() -> Iterator[int]:
     """A port taken by an HTTP server that answers 200 to everything."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _AnsweringEverything)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield int(server.server_address[1])
-    server.shutdown()
-    server.server_close()
+    with answering_server(0) as port:
+        yield port
 
 
 def test_the_engine_port_already_taken(runs_db: Engine, sim_host: SimHostFactory, squatter: int) -> None:

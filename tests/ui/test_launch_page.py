@@ -122,3 +122,39 @@ def test_custom_profile_with_an_uploaded_dataset(empty_db: str, open_page, tmp_p
         "custom",
         crud.content_hash(content),
     )
+
+
+def test_the_hosts_engine_judges_the_config_before_queueing(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]
+    """The preflight button asks the simulated host's vLLM (``--help=all``) as the worker does."""
+    app = open_page(empty_db, LAUNCH_PAGE)
+    app.text_input(key="launch_extra_args").input("--no-such-flag").run()
+    app.button(key="launch_preflight").click().run()
+    assert not app.exception
+    (refusal,) = texts(app.error)
+    assert refusal.startswith("preflight: vLLM ") and refusal.endswith("has no flag --no-such-flag")
+    app.text_input(key="launch_extra_args").input("--enforce-eager").run()
+    app.button(key="launch_preflight").click().run()
+    assert not texts(app.error)
+    assert texts(app.success)[0].endswith("accepts every flag and value of this configuration")
+
+
+def test_an_engine_image_is_picked_from_the_vendor_presets_with_its_tag_edited(  # type: ignore[no-untyped-def]
+    empty_db: str, open_page
+) -> None:
+    app = open_page(empty_db, LAUNCH_PAGE)
+    sources = app.selectbox(key="launch_image_source").options
+    assert sources == ["the host's installation", "vllm/vllm-openai", "another image"]
+    app.selectbox(key="launch_image_source").select("vllm/vllm-openai").run()
+    field = app.text_input(key="launch_image_vllm_vllm/vllm-openai")
+    assert field.value == "vllm/vllm-openai:v0.11.0"
+    field.input("vllm/vllm-openai:v0.10.2 --privileged").run()
+    assert not app.exception
+    assert texts(app.error)[0].startswith("image: Value error, image 'vllm/vllm-openai:v0.10.2 --privileged'")
+    app.text_input(key="launch_image_vllm_vllm/vllm-openai").input("vllm/vllm-openai:v0.10.2").run()
+    assert "Runs inside vllm/vllm-openai:v0.10.2" in " ".join(texts(app.caption))
+    app.multiselect(key="launch_presets").select(app.multiselect(key="launch_presets").options[1]).run()
+    app.button(key="launch_queue").click().run()
+    [run] = queued_runs(empty_db)
+    assert run.config["image"] == "vllm/vllm-openai:v0.10.2"
+    app.selectbox(key="launch_engine").select("vllm-ascend").run()
+    assert "quay.io/ascend/vllm-ascend" in app.selectbox(key="launch_image_source").options

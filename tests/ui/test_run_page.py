@@ -39,6 +39,9 @@ def test_finished_run_shows_results_commands_and_charts(data_db: SeededDatabase,
     assert cards["Success rate"] == "100.0 %"
     code = texts(app.code)
     assert sum("Serving Benchmark Result" in block for block in code) == 2
+    captions = texts(app.caption)
+    assert any(text.startswith("Total input tokens: the server's usage.prompt_tokens") for text in captions)
+    assert any(text.startswith("Peak concurrent requests: requests active during the") for text in captions)
     assert f"vllm serve {MODEL} -tp 2" in code
     assert any(block.startswith("vllm bench serve --model") for block in code)
     # Per profile: throughput timeline, histogram, CDF, scatter; per run: engine and accelerator series.
@@ -53,6 +56,12 @@ def test_finished_run_shows_results_commands_and_charts(data_db: SeededDatabase,
         "Engine log tail",
         "Lifecycle",
     ]
+
+
+def test_a_replicated_run_names_its_replica_count_once(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
+    app = open_page(data_db.url, RUN_PAGE, {"run": str(data_db.runs.replicated)})
+    facts = " ".join(texts(app.markdown))
+    assert "tp=2 ×2" in facts and facts.count("×2") == 1, facts
 
 
 def test_latency_metric_choice_redraws_the_distribution(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]

@@ -87,13 +87,35 @@ def test_filters_sort_and_paging(data_db: SeededDatabase, open_page) -> None:  #
 def test_selected_runs_open_the_compare_page(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
     app = open_page(data_db.url)
     assert app.button(key="compare_selected").disabled
+    # Row 4 (done) is picked first, then row 3 (replicated): the first picked is the baseline.
+    app.session_state["runs_table"] = {"selection": {"rows": [4], "columns": [], "cells": []}}
+    app.run()
     app.session_state["runs_table"] = {"selection": {"rows": [3, 4], "columns": [], "cells": []}}
     app.run()
-    assert f"Selected: #{data_db.runs.replicated}, #{data_db.runs.done}" in texts(app.caption)
+    runs = data_db.runs
+    assert f"Selected: #{runs.done}, #{runs.replicated} (baseline #{runs.done}, the first picked)" in texts(
+        app.caption
+    )
     app.button(key="compare_selected").click().run()
     assert not app.exception
-    assert app.query_params["compare"] == f"{data_db.runs.replicated},{data_db.runs.done}"
+    assert app.query_params["compare"] == f"{runs.done},{runs.replicated}"
+    assert app.query_params["baseline"] == str(runs.done)
     assert texts(app.title) == ["Compare runs"]
+
+
+def test_filters_are_in_the_address(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
+    app = open_page(data_db.url)
+    app.multiselect(key="runs_engine").select("sglang").run()
+    app.selectbox(key="runs_order").select("ascending").run()
+    assert dict(app.query_params) == {"engine": "sglang", "order": "ascending"}
+    shared = open_page(
+        data_db.url, "pages/runs.py", {"engine": "sglang,nope", "sort": "Total tok/s", "page": "x"}
+    )
+    assert not shared.exception
+    assert shared.multiselect(key="runs_engine").value == ["sglang"]
+    assert shared.selectbox(key="runs_sort").value == "Total tok/s"
+    assert set(shared.dataframe[0].value["Engine"]) == {"sglang"}
+    assert dict(shared.query_params) == {"engine": "sglang", "sort": "Total tok/s"}
 
 
 def test_import_reports_each_bad_file_and_keeps_the_good_ones(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]
@@ -117,3 +139,10 @@ def test_import_reports_each_bad_file_and_keeps_the_good_ones(empty_db: str, ope
     assert any(text.startswith(f"{good.name}: imported") for text in successes)
     table = app.dataframe[0].value
     assert set(table["Source"]) == {"imported"} and set(table["Label"]) == {"team import"}
+    # The same files again: recognised by their content, nothing stored twice.
+    position = texts(app.caption)[0]
+    app.button(key="import_button").click().run()
+    assert not app.exception
+    notes = [text for text in texts(app.main.info) if "already imported" in text]
+    assert len(notes) == 2 and notes[0].startswith(f"{SEED_002.name}: already imported as runs ")
+    assert texts(app.caption)[0] == position

@@ -53,6 +53,7 @@ def test_probe_store_and_reload(sqlite_session: Session, tmp_path: Path) -> None
     assert list(frame["GPU"]) == [0, 1] and frame["Memory total (MiB)"].notna().all()
     lines = hosts.system_lines(reloaded.probe)
     assert lines[2].startswith("RAM: ") and lines[3].startswith("Python: 3.")
+    assert lines[4].startswith("Container runtimes: ")
     stored = crud.get_host(sqlite_session, name="sim")
     assert stored is not None and stored.simulated and stored.transport == "local"
 

@@ -100,7 +100,34 @@ def test_text_block_fallbacks() -> None:
         },
     }
     block = run_detail.text_block_for(None, full)
-    assert block is not None and "Total Token throughput (tok/s):          14.00" in block
+    assert block is not None and "Total token throughput (tok/s):          14.00" in block
+
+
+def test_definition_notes_say_how_input_tokens_and_peak_concurrency_were_counted() -> None:
+    vllm_defaults = {
+        "input_tokens_definition": "usage",
+        "total_prompt_input_tokens": 1536,
+        "peak_concurrency_definition": "per-second",
+        "max_overlapping_requests": 8,
+    }
+    assert run_detail.definition_notes(vllm_defaults) == [
+        "Total input tokens: the server's usage.prompt_tokens, chat template included (vLLM's definition); "
+        "the prompts' own tokens: 1536.",
+        "Peak concurrent requests: requests active during the fullest 1-second bucket (vLLM's definition); "
+        "at one instant at most: 8.",
+    ]
+    perflab_own = {
+        "input_tokens_definition": "prompt",
+        "total_usage_input_tokens": 1668,
+        "peak_concurrency_definition": "exact",
+        "max_requests_per_second_bucket": 32,
+    }
+    assert run_detail.definition_notes(perflab_own) == [
+        "Total input tokens: the prompts' own tokens (perflab's definition); the server's usage: 1668.",
+        "Peak concurrent requests: the most requests in flight at one instant (perflab's definition); "
+        "per 1-second bucket (vLLM's): 32.",
+    ]
+    assert run_detail.definition_notes({"total_input_tokens": 5}) == []  # an import that does not say
 
 
 def test_downloads(seeded_database: SeededDatabase) -> None:
@@ -119,3 +146,15 @@ def test_downloads(seeded_database: SeededDatabase) -> None:
         table.columns
     )
     assert (table["success_rate"] == 100.0).all()
+
+
+def test_progress_while_the_image_is_pulled_names_it_and_the_pull_line(db_session: Session) -> None:
+    run = crud.create_run(db_session, host_name="h", status="launching", profiles=[])
+    crud.update_run(
+        db_session,
+        run_id=run.id,
+        progress={"phase": "launching", "pulling": "vllm/vllm-openai:v0.11.0", "log_line": "Copying blob x"},
+    )
+    progress = run_detail.load_progress(db_session, run.id)
+    assert progress is not None
+    assert progress.text() == "launching · pulling vllm/vllm-openai:v0.11.0: Copying blob x"

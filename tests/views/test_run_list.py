@@ -80,7 +80,7 @@ def test_filters_sort_and_cells(db_session: Session) -> None:
     table = page.table
     assert table.loc[ids["sim-a"], "Host"] == "local-sim (simulated)"
     assert table.loc[ids["sim-a"], "Source"] == "perflab · simulated"
-    assert table.loc[ids["sim-b"], "Replicas"] == "×2" and table.loc[ids["sim-b"], "Knobs"] == "2 replicas"
+    assert table.loc[ids["sim-b"], "Replicas"] == "×2" and table.loc[ids["sim-b"], "Knobs"] == "defaults ×2"
     assert table.loc[ids["real"], "Host"] == "gpu-a" and table.loc[ids["imported"], "Host"] == ""
     assert table.loc[ids["sim-a"], "Run"] == f"run?run={ids['sim-a']}"
 

@@ -1,7 +1,7 @@
 """The ``custom`` dataset: your own prompts from JSONL, CSV or plain text.
 
 - ``.jsonl``: one JSON object per line with a non-empty string ``prompt`` and an optional positive
-  integer ``output_len``;
+  integer ``output_len`` (or ``output_tokens``, as ``vllm bench serve``'s custom dataset names it);
 - ``.csv``: a header with a ``prompt`` column (and optionally ``output_len``);
 - ``.txt``: one prompt per non-blank line.
 
@@ -39,13 +39,13 @@ def _prompt(path: str, line: int, value: Any) -> str:
     return value
 
 
-def _output_len(path: str, line: int, value: Any) -> Optional[int]:
+def _output_len(path: str, line: int, value: Any, field: str = "output_len") -> Optional[int]:
     if value is None or value == "":
         return None
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise DatasetError(path, f"must be a positive integer, not {value!r}", line=line, field="output_len")
+        raise DatasetError(path, f"must be a positive integer, not {value!r}", line=line, field=field)
     return value
 
 
@@ -62,8 +62,9 @@ def read_jsonl(path: str, text: str) -> List[Row]:
             raise DatasetError(
                 path, f"each line must be a JSON object, not {type(entry).__name__}", line=line
             )
+        field = "output_len" if "output_len" in entry else "output_tokens"
         rows.append(
-            (_prompt(path, line, entry.get("prompt")), _output_len(path, line, entry.get("output_len")))
+            (_prompt(path, line, entry.get("prompt")), _output_len(path, line, entry.get(field), field))
         )
     return rows
 

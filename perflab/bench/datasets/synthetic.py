@@ -5,7 +5,9 @@ drawn uniformly from ``[input_len·(1−r), input_len·(1+r)]`` for range ratio 
 Token ids are sampled, decoded, and the text is re-encoded; since decoding and re-encoding can merge
 or split tokens, ids are trimmed or appended until the text encodes to exactly the wanted count.
 Without any tokenizer the prompts are made of common words (about one token each) and their lengths
-are reported as unverified.
+are reported as unverified. ``align_to_server`` brings prompts a local tokenizer made to their length in
+the server's tokenizer when the two disagree (as ``vllm bench serve`` 0.32.0 re-aligns its random
+prompts): too long, cut at the server's token boundary; too short, filled up.
 """
 
 from __future__ import annotations
@@ -93,3 +95,32 @@ def random_dataset(spec: DatasetSpec, tokenizer: Optional[Tokenizer]) -> Dataset
     if inexact:
         notes.append(f"{inexact} prompts could not be brought to their exact token length")
     return Dataset(samples, tokenizer.kind, notes)
+
+
+def align_prompt(server: Tokenizer, rng: random.Random, prompt: str, target: int) -> Tuple[str, int]:
+    """``prompt`` brought to ``target`` tokens of ``server`` (or the closest reached)."""
+    ids = server.encode(prompt)
+    if len(ids) > target:
+        prompt = server.decode(ids[:target])
+        count = server.count(prompt)
+        if count >= target:
+            return prompt, count
+        ids = ids[:count]
+    return exact_text(server, rng, prompt, len(ids), target) if len(ids) < target else (prompt, target)
+
+
+def align_to_server(dataset: Dataset, server: Tokenizer, seed: int) -> int:
+    """Re-make every prompt whose length in ``server`` tokens differs from its local count; returns how
+    many changed. The samples' lengths are then the server's (``prompt_tokens_source`` ``server``)."""
+    rng = random.Random(seed)
+    changed = 0
+    for sample in dataset.samples:
+        target = sample.prompt_tokens
+        if target is None:
+            continue
+        prompt, count = align_prompt(server, rng, sample.prompt, target)
+        if prompt != sample.prompt:
+            changed += 1
+            sample.prompt, sample.prompt_tokens = prompt, count
+    dataset.prompt_tokens_source = server.kind
+    return changed

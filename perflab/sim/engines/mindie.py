@@ -8,14 +8,18 @@ The configuration is read from ``$MIES_CONFIG_JSON_PATH`` when set, else from
 ``BackendConfig.ScheduleConfig`` (``maxBatchSize``, ``maxPrefillTokens``, ``templateType`` ``Mix``
 or ``enableSplit`` for split-fuse, ``enablePrefixCache``). ``NPU_MEMORY_FRACTION`` (default 0.8)
 sets the memory share; ``MIES_SERVICE_MONITOR_MODE=1`` exposes ``/metrics``. Prefix caching on a
-MoE model crashes at start-up, as the seed studies found. The readiness line is
-``Daemon start success!``.
+MoE model crashes at start-up, as the seed studies found. As MindIE-LLM does, the daemon refuses a
+config.json whose permissions exceed 0640 (``FileUtils::ConstrainPermission``) and a ``modelName`` outside
+``^[a-zA-Z0-9_.-]{1,256}$`` or not starting and ending with a letter or digit
+(``CheckModelNameLength``), with MindIE's own messages. The readiness line is ``Daemon start success!``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import stat
 import sys
 import time
 from typing import Dict, List, Optional, Tuple
@@ -27,6 +31,8 @@ from perflab.sim.server import Console
 
 GIB = 1024**3
 READY_LINE = "Daemon start success!"
+CONFIG_MODE = 0o640
+MODEL_NAME = re.compile(r"^[a-zA-Z0-9_.-]{1,256}$")
 
 
 class ConfigError(Exception):
@@ -41,6 +47,22 @@ def config_path(environ: Dict[str, str]) -> str:
     if not install:
         raise ConfigError("neither MIES_CONFIG_JSON_PATH nor MIES_INSTALL_PATH is set")
     return os.path.join(install, "conf", "config.json")
+
+
+def permission_problem(path: str) -> Optional[str]:
+    """MindIE's message for a config file whose permission bits exceed 0640, else None."""
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    names = ["Other group permission", "Owner group permission", "Owner permission"]
+    for index in (3, 2, 1):
+        shift = (index - 1) * 3
+        current, allowed = (mode >> shift) & 7, (CONFIG_MODE >> shift) & 7
+        if current | allowed != allowed:
+            return (
+                f" Check {names[index - 1]} failed: {path} current permission is {current}, but required "
+                f"no greater than {allowed}. Required permisssion is {CONFIG_MODE:o}, but got permission "
+                f"is {mode:o}"
+            )
+    return None
 
 
 def _section(parent: dict, key: str, where: str) -> dict:
@@ -72,6 +94,12 @@ def knobs_from_config(config: dict, environ: Dict[str, str]) -> Tuple[Knobs, Lis
     name = model.get("modelName")
     if not isinstance(weight_path, str) or not weight_path or not isinstance(name, str) or not name:
         raise ConfigError(f"{where}modelName and {where}modelWeightPath are required strings")
+    if not MODEL_NAME.match(name) or not name[0].isalnum() or not name[-1].isalnum():
+        raise ConfigError(
+            "The value of modelName must meet the following rules: The string length is [1, 256] and "
+            "consists of a match of the type [a-zA-Z0-9_.-]. The first and last characters must be "
+            "characters or digits."
+        )
     world_size = _int(model, "worldSize", where, 1)
     dp = _int(model, "dp", where, 1)
     tp = _int(model, "tp", where, max(1, world_size // max(dp, 1)))
@@ -178,6 +206,11 @@ def main(argv: List[str]) -> int:
     environ = dict(os.environ)
     try:
         path = config_path(environ)
+        problem = permission_problem(path)
+        if problem is not None:
+            print(problem, flush=True)
+            print("Daemon start failed!", file=sys.stderr, flush=True)
+            return 1
         with open(path, encoding="utf-8") as handle:
             config = json.load(handle)
         knobs, devices = knobs_from_config(config, environ)

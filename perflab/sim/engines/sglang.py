@@ -1,4 +1,5 @@
-"""``python3 -m sglang.launch_server`` on a simulated host, as SGLang 0.5 parses and logs it.
+"""``python3 -m sglang.launch_server`` on a simulated host, as SGLang 0.5 parses and logs it (choices of
+SGLang 0.5.23).
 
 Options use SGLang's names (``--model-path``, ``--tp-size``, ``--dp-size``, ``--ep-size``,
 ``--attention-backend``, ``--chunked-prefill-size``, ``--max-running-requests``, ``--context-length``,
@@ -20,43 +21,69 @@ from perflab.sim.perfmodel import MemoryPlan
 from perflab.sim.server import Console
 
 GB = 1e9
+# SGLang 0.5.23's choices (sglang/srt/arg_groups/choices.py, fields/model.py, fields/spec.py).
 ATTENTION_BACKENDS = [
-    "aiter",
-    "ascend",
-    "cutlass_mla",
-    "dual_chunk_flash_attn",
+    "triton",
+    "torch_native",
+    "flex_attention",
+    "dsa",
+    "nsa",
+    "qsa",
+    "dsv4",
+    "compressed",
     "fa3",
     "fa4",
     "flashinfer",
+    "llada2_cfg_flashinfer",
     "flashmla",
-    "flex_attention",
-    "intel_amx",
-    "torch_native",
-    "triton",
-    "trtllm_mha",
     "trtllm_mla",
+    "cutedsl_mla",
+    "tokenspeed_mla",
+    "trtllm_mha",
+    "hpc_ops",
+    "minicpm_flashattn",
+    "minicpm_flashinfer",
+    "aiter",
     "wave",
+    "intel_amx",
+    "ascend",
+    "intel_xpu",
 ]
 QUANTIZATION_METHODS = [
     "awq",
-    "awq_marlin",
-    "bitsandbytes",
-    "compressed-tensors",
     "fp8",
-    "gguf",
+    "mxfp8",
     "gptq",
     "gptq_marlin",
-    "marlin",
+    "awq_marlin",
+    "bitsandbytes",
+    "gguf",
     "modelopt",
+    "modelopt_fp8",
     "modelopt_fp4",
-    "moe_wna16",
-    "mxfp4",
-    "qoq",
-    "w4afp8",
-    "w8a8_fp8",
+    "nvfp4_online",
+    "modelopt_mixed",
+    "petit_nvfp4",
     "w8a8_int8",
+    "w8a8_fp8",
+    "moe_wna16",
+    "w4afp8",
+    "mxfp4",
+    "auto-round",
+    "auto-round-int8",
+    "compressed-tensors",
+    "modelslim",
+    "mxfp_w4a8",
+    "quark",
+    "quark_int4fp8_moe",
+    "quark_mxfp4",
+    "mlx_q4",
+    "mlx_q8",
+    "unquant",
+    "humming",
 ]
-SPECULATIVE_ALGORITHMS = ["EAGLE", "EAGLE3", "NEXTN", "NGRAM", "STANDALONE"]
+KV_CACHE_DTYPES = ["auto", "fp8_e5m2", "fp8_e4m3", "mxfp8", "bf16", "bfloat16", "nvfp4", "fp4_mx_block16"]
+SPECULATIVE_ALGORITHMS = ["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH", "DSPARK", "UNO"]
 READY_LINE = "The server is fired up and ready to roll!"
 
 
@@ -80,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--max-running-requests", type=int, default=None)
     add("--max-total-tokens", type=int, default=None)
     add("--context-length", type=int, default=None)
-    add("--kv-cache-dtype", choices=["auto", "fp8_e5m2", "fp8_e4m3"], default="auto")
+    add("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default="auto")
     add("--disable-radix-cache", action="store_true")
     add("--quantization", choices=QUANTIZATION_METHODS, default=None)
     add("--mem-fraction-static", type=float, default=None)

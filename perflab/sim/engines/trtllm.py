@@ -4,12 +4,14 @@
 ``--pp_size``, ``--max_num_tokens``, ``--max_batch_size``, ``--max_seq_len``,
 ``--kv_cache_free_gpu_memory_fraction``, ``--backend``, ``--host``, ``--port``,
 ``--enable_chunked_prefill``, ``--extra_llm_api_options FILE`` …), ``--opt value`` or ``--opt=value``.
-Unknown options fail as click fails (``Error: No such option: --x``, exit 2). The YAML options file
+Unknown options fail as click fails (``Error: No such option: --x``, exit 2); ``--help`` lists the
+options in click's layout. The YAML options file
 may set ``kv_cache_config`` (``enable_block_reuse``, ``dtype``, ``free_gpu_memory_fraction``),
 ``enable_chunked_prefill``, ``max_batch_size``, ``max_num_tokens``, ``max_seq_len``, ``attn_backend``,
-``speculative_config`` (``decoding_type``, ``max_draft_len`` / ``num_nextn_predict_layers``) and a few
-more; unknown keys fail like TensorRT-LLM's pydantic validation. The readiness line is uvicorn's
-``Application startup complete.``
+``speculative_config`` (``decoding_type``, ``max_draft_len`` / the deprecated ``num_nextn_predict_layers``)
+and a few more; unknown keys fail like TensorRT-LLM's pydantic validation. ``--served_model_name`` (1.3)
+names the served model. Prometheus gauges on ``/prometheus/metrics`` need ``return_perf_metrics: true``
+in that file, as in TensorRT-LLM. The readiness line is uvicorn's ``Application startup complete.``
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ OPTIONS: Dict[str, Tuple[str, object]] = {
     "--enable_chunked_prefill": ("enable_chunked_prefill", "flag"),
     "--media_io_kwargs": ("media_io_kwargs", "str"),
     "--chat_template": ("chat_template", "str"),
+    "--served_model_name": ("served_model_name", "str"),
 }
 DEFAULTS: Dict[str, object] = {
     "host": "localhost",
@@ -82,6 +85,7 @@ DEFAULTS: Dict[str, object] = {
     "enable_chunked_prefill": False,
     "extra_llm_api_options": None,
     "reasoning_parser": None,
+    "served_model_name": None,
 }
 EXTRA_KEYS = {
     "kv_cache_config",
@@ -107,6 +111,19 @@ EXTRA_KEYS = {
     "return_perf_metrics",
     "kv_cache_dtype",
 }
+
+
+_METAVARS = {"str": "TEXT", "int": "INTEGER", "float": "FLOAT", "flag": ""}
+
+
+def help_text() -> str:
+    """``trtllm-serve serve --help`` in click's layout: one line per option with its metavar or choices."""
+    lines = [USAGE.splitlines()[0], "", "Options:"]
+    for option, (_, kind) in OPTIONS.items():
+        metavar = f"[{'|'.join(kind)}]" if isinstance(kind, tuple) else _METAVARS[str(kind)]
+        lines.append(f"  {option} {metavar}".rstrip())
+    lines.append("  --help                          Show this message and exit.")
+    return "\n".join(lines) + "\n"
 
 
 class ClickError(Exception):
@@ -196,6 +213,8 @@ def knobs_from_values(values: Dict[str, object], extra: Dict[str, object]) -> Kn
         if key in extra:
             merged[key] = extra[key]
     knobs = Knobs(str(merged["model"]))
+    if merged["served_model_name"]:
+        knobs.served_names = [str(merged["served_model_name"])]
     knobs.tp = int(extra.get("tensor_parallel_size") or merged["tp_size"])  # type: ignore[arg-type]
     knobs.pp = int(merged["pp_size"])  # type: ignore[arg-type]
     knobs.ep = int(extra.get("moe_expert_parallel_size") or merged["ep_size"] or 1)  # type: ignore[arg-type]
@@ -255,6 +274,9 @@ def main(argv: List[str]) -> int:
     host = host_or_none("trtllm-serve")
     if host is None:
         return 1
+    if "--help" in argv:
+        print(help_text(), end="", flush=True)
+        return 0
     try:
         values = parse_argv(argv)
     except ClickError as error:
@@ -276,6 +298,7 @@ def main(argv: List[str]) -> int:
         host,
         TrtllmLog(Console()),
         "CUDA_VISIBLE_DEVICES",
+        metrics_enabled=bool(extra.get("return_perf_metrics")),
         version=host.version("tensorrt_llm"),
     )
     return run_engine(launch)

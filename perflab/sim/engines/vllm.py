@@ -1,10 +1,12 @@
-"""``vllm`` on a simulated host: ``vllm serve MODEL [options]`` as vLLM 0.11 parses and logs it.
+"""``vllm`` on a simulated host: ``vllm serve MODEL [options]`` as vLLM parses and logs it.
 
-Options use vLLM's names (``-tp/--tensor-parallel-size``, ``-dp``, ``--enable-expert-parallel``,
+``--help`` and ``--help=all`` print the options (perflab's preflight reads them). Options use vLLM's
+names (``-tp/--tensor-parallel-size``, ``-dp``, ``--enable-expert-parallel``,
 ``--quantization``, ``--max-num-batched-tokens``, ``--max-num-seqs``, ``--[no-]enable-prefix-caching``,
 ``--kv-cache-dtype``, ``--[no-]enable-chunked-prefill``, ``--speculative-config JSON``,
 ``--performance-mode``, ``--max-model-len`` (``32k`` allowed), ``--gpu-memory-utilization``,
-``--reasoning-parser``, ``--attention-backend`` or ``VLLM_ATTENTION_BACKEND`` …); underscores in
+``--reasoning-parser``, ``--attention-backend`` (an AttentionBackendEnum name, any case) or
+``VLLM_ATTENTION_BACKEND`` …; choices and names follow vLLM 0.32, logs vLLM 0.11); underscores in
 option names are accepted as vLLM's FlexibleArgumentParser does. Unknown options fail with
 argparse's ``unrecognized arguments``. On an Ascend host the same CLI runs as vLLM-Ascend.
 The readiness line is uvicorn's ``Application startup complete.``
@@ -24,25 +26,61 @@ from perflab.sim.perfmodel import MemoryPlan
 from perflab.sim.server import Console
 
 GIB = 1024**3
+# vLLM 0.32's QuantizationMethods and CacheDType (vllm-ascend adds "ascend").
 QUANTIZATION_METHODS = [
-    "aqlm",
     "awq",
-    "awq_marlin",
-    "bitsandbytes",
-    "compressed-tensors",
-    "experts_int8",
-    "fbgemm_fp8",
+    "auto_awq",
     "fp8",
-    "gguf",
-    "gptq",
-    "gptq_marlin",
+    "fbgemm_fp8",
+    "fp_quant",
     "modelopt",
     "modelopt_fp4",
+    "modelopt_mxfp8",
+    "modelopt_mixed",
+    "auto_gptq",
+    "gptq",
+    "gptq_marlin",
+    "awq_marlin",
+    "humming",
+    "compressed-tensors",
+    "experts_int8",
+    "quark",
     "moe_wna16",
+    "torchao",
+    "inc",
     "mxfp4",
+    "gpt_oss_mxfp4",
+    "deepseek_v4_fp8",
+    "online",
+    "fp8_per_tensor",
+    "fp8_per_block",
+    "fp8_per_channel",
+    "int8_per_channel_weight_only",
+    "nvfp4_per_token",
+    "mxfp8",
     "ascend",
 ]
-KV_CACHE_DTYPES = ["auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla"]
+KV_CACHE_DTYPES = [
+    "auto",
+    "float16",
+    "bfloat16",
+    "fp8",
+    "fp8_e4m3",
+    "fp8_e5m2",
+    "fp8_inc",
+    "fp8_ds_mla",
+    "nvfp4_ds_mla",
+    "turboquant_k8v4",
+    "turboquant_4bit_nc",
+    "turboquant_k3v4_nc",
+    "turboquant_3bit_nc",
+    "ultraquant_4bit",
+    "int4_per_token_head",
+    "int8_per_token_head",
+    "fp8_per_token_head",
+    "nvfp4",
+    "nvfp4_4over6",
+]
 PERFORMANCE_MODES = ["balanced", "interactivity", "throughput"]
 SUBCOMMANDS = ["chat", "complete", "serve", "bench", "collect-env", "run-batch"]
 
@@ -69,18 +107,18 @@ def build_parser() -> argparse.ArgumentParser:
     add("--dtype", default="auto")
     add("--seed", type=int, default=0)
     add("--max-model-len", type=human_int, default=None)
-    add("--gpu-memory-utilization", type=float, default=0.9)
+    add("--gpu-memory-utilization", "--device-memory-utilization", type=float, default=0.9)
     add("-tp", "--tensor-parallel-size", type=int, default=1)
     add("-pp", "--pipeline-parallel-size", type=int, default=1)
     add("-dp", "--data-parallel-size", type=int, default=1)
-    add("--enable-expert-parallel", action=argparse.BooleanOptionalAction, default=False)
+    add("--enable-expert-parallel", "-ep", action=argparse.BooleanOptionalAction, default=False)
     add("-q", "--quantization", choices=QUANTIZATION_METHODS, default=None)
     add("--max-num-batched-tokens", type=human_int, default=None)
     add("--max-num-seqs", type=int, default=None)
     add("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=None)
     add("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default="auto")
     add("--enable-chunked-prefill", action=argparse.BooleanOptionalAction, default=None)
-    add("--speculative-config", default=None)
+    add("--speculative-config", "-sc", default=None)
     add("--performance-mode", choices=PERFORMANCE_MODES, default=None)
     add("--reasoning-parser", default=None)
     add("--attention-backend", default=None)
@@ -266,6 +304,9 @@ def main(argv: List[str]) -> int:
         )
         print(f"vllm: error: {message}", file=sys.stderr, flush=True)
         return 2
+    if any(arg == "--help" or arg.startswith("--help=") or arg == "-h" for arg in argv[1:]):
+        print(build_parser().format_help(), end="", flush=True)  # vLLM's --help=all lists every flag
+        return 0
     try:
         args = build_parser().parse_args(normalize_options(argv[1:]))
     except SystemExit as exit_:

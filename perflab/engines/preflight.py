@@ -1,0 +1,223 @@
+"""Version-aware preflight: before a launch, ask the host's engine which flags and values it accepts.
+
+The engine's own help (``vllm serve --help=all``, ``python3 -m sglang.launch_server --help``,
+``trtllm-serve serve --help``; :attr:`EngineAdapter.help_argv`) is run over the host's transport, read
+with :func:`perflab.engines.helptext.parse_help` and cached per host, engine, version and command
+prefix (:class:`HelpCache`, a JSON file per key under the app's work directory), so a second check of
+the same host and version costs no remote command. Every flag of the argv the adapter would launch
+is then checked: one the engine does not list, or a value outside the choices it lists, is a problem
+naming the flag, the value and the engine version, found in seconds instead of after a model load.
+MindIE takes no flags; its preflight checks that the daemon the version needs is on the host.
+
+A container launch runs the same help inside the image: pass the runtime's argv as ``prefix``
+(``("podman", "run", "--rm", IMAGE)``), which also keys the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from perflab.engines.base import EngineAdapter
+from perflab.engines.config import EngineConfig
+from perflab.engines.flags import option_value
+from perflab.engines.helptext import FlagSpec, HelpFlags, parse_help
+from perflab.transport.base import Transport
+from perflab.transport.errors import TransportError
+
+HELP_TIMEOUT_S = 180.0
+NOT_FOUND = 127
+CACHE_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the preflight found: ``problems`` (each naming flag, value and version) or none.
+
+    ``missing`` says the engine's program is not on the host at all. ``checked`` is False when the
+    engine could not be asked (its help failed or timed out); ``note`` then says why, and the launch
+    goes ahead as before.
+    """
+
+    engine: str
+    version: str | None
+    host: str
+    problems: tuple[str, ...] = ()
+    missing: bool = False
+    checked: bool = True
+    note: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def summary(self) -> str:
+        """One line for a log, an error or the Launch page."""
+        who = f"{self.engine} {self.version or '(version unknown)'} on host '{self.host}'"
+        if self.problems:
+            return f"preflight: {who} refuses this configuration: " + "; ".join(self.problems)
+        if not self.checked:
+            return f"preflight: {who} was not checked: {self.note}"
+        return f"preflight: {who} accepts every flag and value of this configuration"
+
+
+class HelpCache:
+    """Parsed help outputs on disk, one JSON file per (host, engine, version, command prefix)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def _path(self, key: Sequence[str]) -> Path:
+        digest = hashlib.sha256(json.dumps(list(key)).encode()).hexdigest()[:24]
+        return self.directory / f"{digest}.json"
+
+    def load(self, key: Sequence[str]) -> dict[str, FlagSpec] | None:
+        try:
+            data = json.loads(self._path(key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if data.get("format") != CACHE_FORMAT or data.get("key") != list(key):
+            return None
+        return {
+            flag: FlagSpec(bool(spec["takes_value"]), tuple(spec["choices"]) if spec["choices"] else None)
+            for flag, spec in data["flags"].items()
+        }
+
+    def store(self, key: Sequence[str], flags: HelpFlags) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        payload = {
+            "format": CACHE_FORMAT,
+            "key": list(key),
+            "flags": {
+                flag: {"takes_value": spec.takes_value, "choices": list(spec.choices or []) or None}
+                for flag, spec in flags.items()
+            },
+        }
+        target = self._path(key)
+        temporary = target.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(payload), encoding="utf-8")
+        temporary.replace(target)
+
+
+def default_cache() -> HelpCache:
+    """The cache under the app machine's work directory (``$PERFLAB_APP_WORKDIR/preflight``)."""
+    from perflab.settings import app_workdir
+
+    return HelpCache(Path(os.path.expanduser(app_workdir())) / "preflight")
+
+
+def _spec(adapter: EngineAdapter, flag: str, flags: HelpFlags) -> FlagSpec | None:
+    """The help's entry for ``flag`` as the engine's parser reads it (argparse also takes a unique
+    prefix of a long flag), or None when the engine does not accept it."""
+    for spelling in (flag, adapter.normalize_flag(flag)):
+        if spelling in flags:
+            return flags[spelling]
+    if adapter.flag_abbreviations and flag.startswith("--"):
+        spelling = adapter.normalize_flag(flag)
+        matches = [name for name in flags if name.startswith("--") and name.startswith(spelling)]
+        if len(matches) == 1:
+            return flags[matches[0]]
+    return None
+
+
+def check_argv(
+    adapter: EngineAdapter, argv: Sequence[str], flags: HelpFlags, version: str | None
+) -> list[str]:
+    """Problems of ``argv`` (the words after the program) against the flags an engine's help lists."""
+    who = f"{adapter.display_name} {version or '(version unknown)'}"
+    problems: list[str] = []
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        index += 1
+        if not word.startswith("-") or word == "-":
+            continue
+        flag, has_inline, inline = word.partition("=")
+        spec = _spec(adapter, flag, flags)
+        if spec is None:
+            problems.append(f"{who} has no flag {flag}")
+            continue
+        if not spec.takes_value:
+            continue
+        value, index = option_value(argv, index, inline if has_inline else None)
+        if value is None:
+            problems.append(f"{flag} needs a value")
+            continue
+        if spec.choices is not None and value not in spec.choices:
+            problems.append(f"{who} does not accept {flag} {value!r} (choices: {', '.join(spec.choices)})")
+    return problems
+
+
+def help_flags(
+    transport: Transport,
+    adapter: EngineAdapter,
+    *,
+    engine_version: str | None,
+    prefix: Sequence[str] = (),
+    cache: HelpCache | None = None,
+) -> tuple[dict[str, FlagSpec] | None, str, bool]:
+    """The flags the host's engine lists in its help (cached when the version is known), or None; how
+    they were found or why not; and whether the engine's program is missing (exit status 127).
+    ``prefix`` runs the help through another command, e.g. a container runtime and image."""
+    assert adapter.help_argv is not None
+    key = (transport.host.name, adapter.name, engine_version or "", *prefix)
+    if cache is not None and engine_version:
+        cached = cache.load(key)
+        if cached is not None:
+            return cached, "cached", False
+    argv = [*prefix, *adapter.help_argv]
+    try:
+        result = transport.run(argv, timeout=HELP_TIMEOUT_S)
+    except TransportError as exc:
+        return None, f"`{' '.join(argv)}` could not run: {exc}", False
+    flags = parse_help(result.stdout) if result.ok else {}
+    if not flags:
+        last = (result.stderr or result.stdout).strip().splitlines()
+        why = f"`{' '.join(argv)}` exited {result.exit_status}" + (f": {last[-1]}" if last else "")
+        return None, why, result.exit_status == NOT_FOUND
+    if cache is not None and engine_version:
+        cache.store(key, flags)
+    return flags, "asked", False
+
+
+def _program_missing(transport: Transport, program: str, prefix: Sequence[str]) -> bool:
+    probe = [*prefix, "sh", "-c", 'command -v "$1" >/dev/null', "perflab-preflight", program]
+    try:
+        return transport.run(probe, timeout=60.0).exit_status != 0
+    except TransportError:
+        return False
+
+
+def preflight(
+    transport: Transport,
+    adapter: EngineAdapter,
+    config: EngineConfig,
+    *,
+    engine_version: str | None,
+    prefix: Sequence[str] = (),
+    cache: HelpCache | None = None,
+) -> Verdict:
+    """Check ``config``'s launch argv against what the host's engine (``engine_version`` as probed;
+    None when unknown) accepts. Raises :class:`EngineConfigError` for a config the adapter refuses."""
+    port = config.port or adapter.default_port
+    argv = adapter.serve_argv(config, port=port, engine_version=engine_version)
+    verdict = Verdict(adapter.display_name, engine_version, transport.host.name)
+    if adapter.help_argv is None:
+        if _program_missing(transport, argv[0], prefix):
+            return replace(verdict, problems=(f"{argv[0]} is not on the host's PATH",), missing=True)
+        return verdict
+    flags, how, missing = help_flags(
+        transport, adapter, engine_version=engine_version, prefix=prefix, cache=cache
+    )
+    if missing:
+        problem = f"{adapter.display_name} is not installed on the host ({how})"
+        return replace(verdict, problems=(problem,), missing=True)
+    if flags is None:
+        return replace(verdict, checked=False, note=how)
+    return replace(
+        verdict, problems=tuple(check_argv(adapter, argv[len(adapter.program) :], flags, engine_version))
+    )
