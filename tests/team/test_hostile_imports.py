@@ -113,9 +113,10 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("name", [*HOSTILE, "too_big.json"])
 def test_hostile_files_on_the_command_line(
-    name: str, corpus: Path, suite_database_url: str, capsys: pytest.CaptureFixture[str]
+    name: str, corpus: Path, suite_database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path, good = corpus / name, BAD / "imports" / "good.json"
+    path, good = corpus / name, tmp_path / "good.json"
+    good.write_text(_good(label=f"beside {name}"))  # a text of its own: not a re-import
     expected = HOSTILE[name][1] if name in HOSTILE else ": 67108865 bytes is larger than perflab imports"
     rows = row_counts(suite_database_url)
 
@@ -143,10 +144,11 @@ def runs_page(suite_database_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path
 
 
 def test_hostile_files_uploaded_on_the_runs_page(
-    runs_page: AppTest, corpus: Path, suite_database_url: str
+    runs_page: AppTest, corpus: Path, suite_database_url: str, tmp_path: Path
 ) -> None:
     rows = row_counts(suite_database_url)
-    good = BAD / "imports" / "good.json"
+    good = tmp_path / "good.json"
+    good.write_text(_good(label="beside the hostile uploads"))
     uploads: list[tuple[str, bytes, str]] = [
         (name, (corpus / name).read_bytes(), "application/octet-stream") for name in HOSTILE
     ]
