@@ -15,7 +15,7 @@ import logging
 import secrets
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,10 +26,10 @@ from sqlalchemy.engine import Engine
 
 from db.crud import IllegalTransition
 from db.models import Run
-from perflab.containers.images import ImageInfo
 from perflab.containers.launch import ContainerPlan
 from perflab.engines import EngineAdapter, EngineConfig, EngineConfigError, ReplicaPlan, get_adapter
 from perflab.engines.preflight import default_cache, preflight
+from perflab.env_policy import EnvNotAllowed, check_env
 from perflab.inventory import HostConfig, Inventory, InventoryError
 from perflab.probe import ProbeResult, probe_host
 from perflab.profiles import BenchmarkProfile
@@ -37,7 +37,7 @@ from perflab.redact import hosts_redactor
 from perflab.runner import containers, environment
 from perflab.runner.bench_record import BENCH_KEY
 from perflab.runner.benchmark import BenchContext, run_profiles
-from perflab.runner.datasets import dataset_files
+from perflab.runner.datasets import dataset_files, dataset_problem
 from perflab.runner.endpoints import Endpoints
 from perflab.runner.errors import GpusBusy, RunCancelled, RunFailed
 from perflab.runner.launch import (
@@ -50,6 +50,7 @@ from perflab.runner.launch import (
 )
 from perflab.runner.logs import LogFollower
 from perflab.runner.options import RunnerOptions
+from perflab.runner.orphans import stop_orphans
 from perflab.runner.placement import choose_gpus
 from perflab.runner.readiness import wait_until_ready
 from perflab.runner.sampling import Sampler
@@ -112,6 +113,10 @@ def _load_plan(run: Run, inventory: Inventory) -> _Plan:
         host = inventory.get(run.host_name)
     except InventoryError as exc:
         raise RunFailed("host_unknown", str(exc)) from None
+    try:
+        check_env(config, host)
+    except EnvNotAllowed as exc:
+        raise RunFailed("invalid_config", f"run {run.id} cannot be executed: {exc}") from None
     return _Plan(config, adapter, profiles, host)
 
 
@@ -158,6 +163,8 @@ class _Execution:
         """Raise when the worker shuts down or a user asked to cancel (checked at most every 0.5 s)."""
         if self.should_stop():
             raise RunFailed("worker_stopped", "the worker shut down while the run was in flight")
+        if self.store.unavailable is not None:
+            raise RunFailed("database_unavailable", self.store.unavailable)
         now = time.monotonic()
         if now - self._last_cancel_check >= CANCEL_CHECK_S:
             self._last_cancel_check = now
@@ -172,9 +179,29 @@ class _Execution:
         except (TransportError, SimulatedHostError) as exc:
             raise RunFailed("host_unreachable", f"host '{host.name}': {exc}") from None
 
-    def _place(self, plan: _Plan, probe: ProbeResult) -> tuple[int, ...]:
+    def _stop_orphans(self, host_name: str) -> bool:
+        """Stop what runs no longer in flight left on the host (see :mod:`perflab.runner.orphans`);
+        whether anything was stopped."""
+        assert self.transport is not None
+        stopped = stop_orphans(
+            self.transport,
+            lambda: self.store.in_flight_run_keys(host_name),
+            grace_s=self.options.stop_grace_s,
+        )
+        if stopped:
+            described = ", ".join(f"{name} ({outcome})" for name, outcome in sorted(stopped.items()))
+            logger.info("run %s: stopped processes earlier runs left on host %s: %s", self.store.run_id,
+                        host_name, described)  # fmt: skip
+            self.emit("message", f"stopped processes earlier runs left on host '{host_name}': {described}")
+        return bool(stopped)
+
+    def _place(self, plan: _Plan, probe: ProbeResult) -> tuple[tuple[int, ...], ProbeResult]:
+        """The GPUs locked for the run, and the probe they were chosen from (taken again after
+        stopping processes earlier runs left behind)."""
+        assert self.transport is not None
         host_name = plan.host.name
         races = 0
+        swept = False
         while True:
             self.interrupt()
             locked = {
@@ -185,11 +212,18 @@ class _Execution:
             try:
                 gpu_ids = choose_gpus(plan.config, probe.accelerators, locked, host_name=host_name)
                 if self.store.acquire_gpus(host_name=host_name, gpu_ids=gpu_ids, worker_id=self.worker_id):
-                    return gpu_ids
+                    return gpu_ids, probe
                 races += 1
                 if races < MAX_LOCK_RACES:
                     continue
                 raise GpusBusy("other runs kept locking the chosen GPUs first")
+            except RunFailed as failure:
+                if failure.failure_class != "gpus_unavailable" or swept:
+                    raise
+                swept = True
+                if not self._stop_orphans(host_name):
+                    raise
+                probe = probe_host(self.transport)
             except GpusBusy as busy:
                 if self.options.hand_back_when_busy:
                     raise _HandedBack(str(busy)) from None
@@ -215,14 +249,25 @@ class _Execution:
         self.emit("message", f"making sure image {image} is on the host")
         return on_line
 
-    def _record_container(
-        self, transport: Transport, container: ContainerPlan, info: ImageInfo, probe: ProbeResult, engine: str
-    ) -> None:
-        found = containers.snapshot(transport, container, info, probe, engine=engine)
+    def _prepare_container(self, plan: _Plan, transport: Transport, probe: ProbeResult, vendor: str) -> None:
+        """Runtime, image and the image's engine version; recorded, then the preflight in the image."""
+        assert plan.config.image is not None
+        self.container, info = containers.prepare(
+            transport,
+            probe,
+            image=plan.config.image,
+            engine=plan.config.engine,
+            run_id=self.store.run_id,
+            vendor=vendor,
+            pull_timeout_s=self.options.pull_timeout_s,
+            on_line=self._pull_progress(plan.config.image),
+        )
+        self.engine_version = self.container.engine_version
         snapshot = dict(self.store.load().environment or {})
-        snapshot["container"] = found
-        snapshot["engine_version"] = found["engine_version"]
+        snapshot["container"] = containers.snapshot(self.container, info, probe)
+        snapshot["engine_version"] = self.engine_version
         self.store.update(environment=snapshot)
+        self._preflight(plan, transport, prefix=self.container.oneshot(transport))
 
     def _record_bench(self, entry: dict[str, Any] | None) -> None:
         assert self.remote_state is not None
@@ -304,10 +349,16 @@ class _Execution:
                 self.emit("message", f"port taken at launch, choosing another: {failure.message}")
                 attempt += 1
 
-    def _preflight(self, plan: _Plan, transport: Transport) -> None:
-        """Refuse, before anything is locked or started, flags and values the host's engine lacks."""
+    def _preflight(self, plan: _Plan, transport: Transport, prefix: Sequence[str] = ()) -> None:
+        """Refuse, before anything is started, flags and values the host's engine lacks (with
+        ``prefix``, the engine of the run's image)."""
         verdict = preflight(
-            transport, plan.adapter, plan.config, engine_version=self.engine_version, cache=default_cache()
+            transport,
+            plan.adapter,
+            plan.config,
+            engine_version=self.engine_version,
+            prefix=prefix,
+            cache=default_cache(),
         )
         if not verdict.ok:
             raise RunFailed("launch_failed" if verdict.missing else "unknown_argument", verdict.summary())
@@ -318,6 +369,10 @@ class _Execution:
         if run.cancel_requested:
             raise RunCancelled()
         plan = _load_plan(run, self.inventory)
+        for profile in plan.profiles:  # before anything starts, as the benchmark checks again before sending
+            problem = dataset_problem(self.store.engine, profile, plan.host)
+            if problem is not None:
+                raise RunFailed("dataset_missing", problem)
         self.emit(
             "status", f"launching {plan.adapter.display_name} for {plan.config.model} on {plan.host.name}"
         )
@@ -326,7 +381,7 @@ class _Execution:
         if plan.config.image is None:
             self.engine_version = probe.engines.get(plan.config.engine)
             self._preflight(plan, transport)
-        gpu_ids = self._place(plan, probe)
+        gpu_ids, probe = self._place(plan, probe)
         self.store.update(
             gpu_ids=list(gpu_ids),
             simulated=plan.host.simulated,
@@ -335,20 +390,10 @@ class _Execution:
         )
         vendor = next((acc.vendor for acc in probe.accelerators if acc.index in gpu_ids), "nvidia")
         if plan.config.image is not None:
-            self.container, image_info = containers.prepare(
-                transport,
-                probe,
-                image=plan.config.image,
-                run_id=run.id,
-                vendor=vendor,
-                pull_timeout_s=self.options.pull_timeout_s,
-                on_line=self._pull_progress(plan.config.image),
-            )
+            self._prepare_container(plan, transport, probe, vendor)
         with ExitStack() as stack:
             endpoints = stack.enter_context(Endpoints(transport, plan.adapter))
             replicas = self._launch(plan, gpu_ids, run.id, endpoints)
-            if self.container is not None:
-                self._record_container(transport, self.container, image_info, probe, plan.config.engine)
             self.set_status("ready", f"{len(replicas)} replica(s) ready")
             directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="perflab-run-")))
             stack.enter_context(
@@ -375,7 +420,7 @@ class _Execution:
                 interrupt=self.interrupt,
                 on_progress=self.progress,
                 dataset_files=lambda profile, notes: dataset_files(
-                    self.store.engine, profile, directory, notes
+                    self.store.engine, profile, directory, plan.host, notes
                 ),
                 record_bench=self._record_bench,
             )
@@ -394,6 +439,7 @@ class _Execution:
                     remote_state,
                     grace_s=self.options.stop_grace_s,
                     log_lines=self.options.log_tail_lines,
+                    retry_delays_s=self.options.reconnect_delays_s,
                 )
             except TransportError as exc:
                 remote_state["cleanup_error"] = str(exc)
@@ -429,6 +475,7 @@ class _Execution:
         except IllegalTransition as exc:
             logger.warning("run %s was finished elsewhere: %s", self.store.run_id, exc)
             return self.store.load().status
+        self.store.flush()
         return status
 
 
