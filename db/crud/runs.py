@@ -58,8 +58,10 @@ def _knob_text(name: str, value: Any) -> str:
 
 def summarize_knobs(config: EngineConfig) -> str:
     """A short text of the knobs that differ from the engine default, then ``×N`` for N replicas, e.g.
-    ``tp=4 · kv_cache_dtype=fp8 ×2`` (the one place a run's replica count is written into it)."""
-    parts = [_knob_text(name, value) for name, value in config.knob_values().items()]
+    ``tp=4 · kv_cache_dtype=fp8 ×2`` (the one place a run's replica count is written into it); a run
+    from an image names it first (``image vllm/vllm-openai:v0.11.0 · tp=4``)."""
+    parts = [f"image {config.image}"] if config.image is not None else []
+    parts += [_knob_text(name, value) for name, value in config.knob_values().items()]
     if config.extra_args:
         parts.append(" ".join(config.extra_args))
     summary = " · ".join(parts) if parts else "defaults"

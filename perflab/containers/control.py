@@ -1,4 +1,4 @@
-"""Engine containers after their start: state, stop and remove, find by label, the engine's version.
+"""Engine containers after their start: state, stop and remove, find by label.
 
 Stopping is ``<runtime> stop -t <grace>`` (the image's stop signal, then KILL after the grace) and then
 ``rm --force``, so no container is left behind; the container's log was already copied to the
@@ -8,16 +8,7 @@ they start) and by the label ``perflab.run_key=<run key>``, which crash recovery
 
 from __future__ import annotations
 
-from perflab.containers.runtime import (
-    CONTAINER_PYTHON,
-    LABEL_RUN_KEY,
-    exec_argv,
-    labelled_argv,
-    remove_argv,
-    state_argv,
-    stop_argv,
-)
-from perflab.probe import engines as engine_probe
+from perflab.containers.runtime import LABEL_RUN_KEY, labelled_argv, remove_argv, state_argv, stop_argv
 from perflab.transport.base import Transport
 
 COMMAND_TIMEOUT_S = 60.0
@@ -53,16 +44,3 @@ def run_containers(transport: Transport, runtime: str, run_key: str) -> list[str
     """The names of every container labelled with ``run_key`` (running or not)."""
     result = transport.run(labelled_argv(runtime, LABEL_RUN_KEY, run_key), timeout=COMMAND_TIMEOUT_S)
     return [line.strip() for line in result.stdout.splitlines() if line.strip()] if result.ok else []
-
-
-def engine_version(transport: Transport, runtime: str, name: str, engine: str) -> str | None:
-    """The engine's version as the container's own Python reports it (the probe's snippet), or None."""
-    argv = exec_argv(runtime, name, engine_probe.argv(CONTAINER_PYTHON))
-    result = transport.run(argv, timeout=COMMAND_TIMEOUT_S)
-    if not result.ok:
-        return None
-    try:
-        _, found = engine_probe.parse(CONTAINER_PYTHON, result.stdout)
-    except (ValueError, IndexError):
-        return None
-    return found.get(engine)

@@ -31,6 +31,7 @@ from perflab.containers.runtime import (
     Mount,
     container_name,
     in_container_ids,
+    oneshot_prefix,
     parse_mount,
 )
 from perflab.engines import EngineAdapter, EngineConfig, ReplicaPlan
@@ -45,7 +46,8 @@ PASSED_VENDORS = ("nvidia", "ascend")
 
 @dataclass(frozen=True)
 class ContainerPlan:
-    """How a run's replicas run as containers: the runtime, the image, and where the GPUs come from."""
+    """How a run's replicas run as containers: the runtime, the image, where the GPUs come from, and
+    the engine version the image reports (None until asked, or when it cannot say)."""
 
     runtime: str
     image: str
@@ -54,6 +56,16 @@ class ContainerPlan:
     simulated: bool
     sim_env: dict[str, str]
     sim_mounts: tuple[Mount, ...]
+    engine_version: str | None = None
+
+    def host_mounts(self, transport: Transport) -> tuple[Mount, ...]:
+        """The host's ``container_mounts`` and, on a simulated host, the simulator's."""
+        return (*(parse_mount(text) for text in transport.host.container_mounts), *self.sim_mounts)
+
+    def oneshot(self, transport: Transport) -> list[str]:
+        """The prefix that runs one command in the image, with what every replica gets besides its
+        devices, files and secrets (:func:`~perflab.containers.runtime.oneshot_prefix`)."""
+        return oneshot_prefix(self.runtime, self.image, env=self.sim_env, mounts=self.host_mounts(transport))
 
 
 def env_file_path(run_dir: str, name: str) -> str:
@@ -105,16 +117,11 @@ def replica_container(
         runtime=plan.runtime,
         name=name,
         image=plan.image,
-        argv=tuple(adapter.serve_argv(config, port=replica.port)),
+        argv=tuple(adapter.serve_argv(config, port=replica.port, engine_version=plan.engine_version)),
         labels={LABEL_RUN: str(plan.run_id), LABEL_RUN_KEY: run_key},
         env=env,
         env_file=env_file,
-        mounts=(
-            Mount(workdir, workdir, read_only=False),
-            *mounts,
-            *(parse_mount(text) for text in transport.host.container_mounts),
-            *plan.sim_mounts,
-        ),
+        mounts=(Mount(workdir, workdir, read_only=False), *mounts, *plan.host_mounts(transport)),
         workdir=workdir,
         vendor=plan.vendor if passed else None,
         gpu_ids=tuple(gpu_ids) if passed else (),

@@ -39,8 +39,6 @@ ASCEND_DRIVER_MOUNTS: tuple[str, ...] = (
     "/usr/local/Ascend/driver/version.info",
     "/etc/ascend_install.info",
 )
-# In-container program perflab asks for the engine's version (the probe's snippet runs with it).
-CONTAINER_PYTHON = "python3"
 
 
 def container_name(run_id: int, replica: int) -> str:
@@ -218,8 +216,18 @@ def pull_argv(runtime: str, image: str) -> list[str]:
     return [check_runtime(runtime), "pull", image]
 
 
-def exec_argv(runtime: str, name: str, argv: Sequence[str]) -> list[str]:
-    return [check_runtime(runtime), "exec", name, *argv]
+def oneshot_prefix(
+    runtime: str, image: str, *, env: Mapping[str, str] = {}, mounts: Sequence[Mount] = ()
+) -> list[str]:
+    """``<runtime> run --rm`` of ``image`` with ``env`` and ``mounts``, no device and the image's
+    entrypoint cleared: followed by a program and its arguments, it runs that command in the image once
+    (the engine's version, its ``--help``)."""
+    argv = [check_runtime(runtime), "run", "--rm", "--pull", "never", "--network", "host"]
+    for key, value in env.items():
+        argv += ["--env", f"{key}={value}"]
+    for mount in mounts:
+        argv += ["--volume", mount.arg()]
+    return [*argv, "--entrypoint", "", image]
 
 
 # supervise RUNTIME NAME RUN_ARGS... : the detached process of one engine container. It starts the

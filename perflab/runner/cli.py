@@ -179,6 +179,9 @@ def _print_event(event: RunEvent) -> None:
         print(f"[run {event.run_id}] {event.message}", file=sys.stderr, flush=True)
     elif event.kind == "progress" and "waiting_for_gpus" in event.data:
         print(f"[run {event.run_id}] waiting: {event.data['waiting_for_gpus']}", file=sys.stderr, flush=True)
+    elif event.kind == "progress" and "pulling" in event.data:
+        line = event.data.get("log_line", "")
+        print(f"[run {event.run_id}] pulling {event.data['pulling']}: {line}", file=sys.stderr, flush=True)
     elif event.kind == "progress" and "total" in event.data:
         data = event.data
         point = data.get("sweep_point")

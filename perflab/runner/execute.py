@@ -15,7 +15,7 @@ import logging
 import secrets
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +26,6 @@ from sqlalchemy.engine import Engine
 
 from db.crud import IllegalTransition
 from db.models import Run
-from perflab.containers.images import ImageInfo
 from perflab.containers.launch import ContainerPlan
 from perflab.engines import EngineAdapter, EngineConfig, EngineConfigError, ReplicaPlan, get_adapter
 from perflab.engines.preflight import default_cache, preflight
@@ -215,14 +214,25 @@ class _Execution:
         self.emit("message", f"making sure image {image} is on the host")
         return on_line
 
-    def _record_container(
-        self, transport: Transport, container: ContainerPlan, info: ImageInfo, probe: ProbeResult, engine: str
-    ) -> None:
-        found = containers.snapshot(transport, container, info, probe, engine=engine)
+    def _prepare_container(self, plan: _Plan, transport: Transport, probe: ProbeResult, vendor: str) -> None:
+        """Runtime, image and the image's engine version; recorded, then the preflight in the image."""
+        assert plan.config.image is not None
+        self.container, info = containers.prepare(
+            transport,
+            probe,
+            image=plan.config.image,
+            engine=plan.config.engine,
+            run_id=self.store.run_id,
+            vendor=vendor,
+            pull_timeout_s=self.options.pull_timeout_s,
+            on_line=self._pull_progress(plan.config.image),
+        )
+        self.engine_version = self.container.engine_version
         snapshot = dict(self.store.load().environment or {})
-        snapshot["container"] = found
-        snapshot["engine_version"] = found["engine_version"]
+        snapshot["container"] = containers.snapshot(self.container, info, probe)
+        snapshot["engine_version"] = self.engine_version
         self.store.update(environment=snapshot)
+        self._preflight(plan, transport, prefix=self.container.oneshot(transport))
 
     def _record_bench(self, entry: dict[str, Any] | None) -> None:
         assert self.remote_state is not None
@@ -304,10 +314,16 @@ class _Execution:
                 self.emit("message", f"port taken at launch, choosing another: {failure.message}")
                 attempt += 1
 
-    def _preflight(self, plan: _Plan, transport: Transport) -> None:
-        """Refuse, before anything is locked or started, flags and values the host's engine lacks."""
+    def _preflight(self, plan: _Plan, transport: Transport, prefix: Sequence[str] = ()) -> None:
+        """Refuse, before anything is started, flags and values the host's engine lacks (with
+        ``prefix``, the engine of the run's image)."""
         verdict = preflight(
-            transport, plan.adapter, plan.config, engine_version=self.engine_version, cache=default_cache()
+            transport,
+            plan.adapter,
+            plan.config,
+            engine_version=self.engine_version,
+            prefix=prefix,
+            cache=default_cache(),
         )
         if not verdict.ok:
             raise RunFailed("launch_failed" if verdict.missing else "unknown_argument", verdict.summary())
@@ -335,20 +351,10 @@ class _Execution:
         )
         vendor = next((acc.vendor for acc in probe.accelerators if acc.index in gpu_ids), "nvidia")
         if plan.config.image is not None:
-            self.container, image_info = containers.prepare(
-                transport,
-                probe,
-                image=plan.config.image,
-                run_id=run.id,
-                vendor=vendor,
-                pull_timeout_s=self.options.pull_timeout_s,
-                on_line=self._pull_progress(plan.config.image),
-            )
+            self._prepare_container(plan, transport, probe, vendor)
         with ExitStack() as stack:
             endpoints = stack.enter_context(Endpoints(transport, plan.adapter))
             replicas = self._launch(plan, gpu_ids, run.id, endpoints)
-            if self.container is not None:
-                self._record_container(transport, self.container, image_info, probe, plan.config.engine)
             self.set_status("ready", f"{len(replicas)} replica(s) ready")
             directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="perflab-run-")))
             stack.enter_context(

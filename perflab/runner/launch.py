@@ -51,10 +51,12 @@ class PortTaken(RunFailed):
 
 @dataclass(frozen=True)
 class Replica:
-    """One started engine: where it listens, its GPUs and its detached process."""
+    """One started engine: where it listens, its GPUs and its detached process (which supervises a
+    container when ``in_container``: the engine's own processes are then the runtime's, not its)."""
 
     plan: ReplicaPlan
     process: rp.RemoteProcess
+    in_container: bool = False
 
     @property
     def name(self) -> str:
@@ -183,7 +185,7 @@ def start_replicas(
             raise RunFailed(
                 "launch_failed", f"cannot start {name} on host '{transport.host.name}': {exc}"
             ) from None
-        replica = Replica(plan, process)
+        replica = Replica(plan, process, in_container=container is not None)
         replicas.append(replica)
         on_started(replica, command)
     return replicas

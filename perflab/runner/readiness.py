@@ -2,7 +2,8 @@
 
 A replica is ready when its log shows the engine's readiness line, or its health endpoint answers 200
 and the replica's own process holds the port (another program that took the port meanwhile — its engine
-then fails to bind — may answer the probe too).
+then fails to bind — may answer the probe too). A container's engine runs under the container runtime,
+not under the replica's process, so there the health answer alone counts.
 It has failed when its process is gone (the log's classified failure, else ``crash``) or when, still
 running, its log shows a root-cause failure signature (out of memory, unsupported hardware, …). Past
 the deadline the run fails with ``timeout``. ``interrupt`` runs every poll and raises to stop waiting
@@ -33,6 +34,13 @@ def _check_alive(transport: Transport, adapter: EngineAdapter, replica: Replica,
         raise RunFailed(info.failure_class, info.message)
 
 
+def _answers(transport: Transport, endpoints: Endpoints, replica: Replica) -> bool:
+    """Whether the replica's health endpoint answers 200 from the replica's own engine."""
+    if not endpoints.healthy(replica):
+        return False
+    return replica.in_container or rp.serves_port(transport, replica.process, replica.port)
+
+
 def wait_until_ready(
     transport: Transport,
     adapter: EngineAdapter,
@@ -56,9 +64,7 @@ def wait_until_ready(
             lines = log.poll()
             if lines:
                 latest = lines[-1]
-            if any(adapter.is_ready_line(line) for line in lines) or (
-                endpoints.healthy(replica) and rp.serves_port(transport, replica.process, replica.port)
-            ):
+            if any(adapter.is_ready_line(line) for line in lines) or _answers(transport, endpoints, replica):
                 pending.remove(replica)
                 continue
             _check_alive(transport, adapter, replica, log)

@@ -341,6 +341,7 @@ class RunProgress:
     profile_number: int | None
     profiles: int | None
     cancel_requested: bool
+    pulling: str | None = None
 
     @property
     def fraction(self) -> float:
@@ -350,6 +351,8 @@ class RunProgress:
         """``benchmarking · profile sharegpt (1 of 2) · 412/1000 requests (3 failed), 64 in flight ·
         41.5 s elapsed``."""
         parts = [self.status]
+        if self.pulling:
+            parts.append(f"pulling {self.pulling}")
         if self.profile:
             of = (
                 f" ({self.profile_number} of {self.profiles})"
@@ -395,4 +398,13 @@ def load_progress(session: Session, run_id: int) -> RunProgress | None:
         profile_number=_int(index) + 1 if isinstance(index, int) else None,
         profiles=_int(progress.get("profiles")) or None,
         cancel_requested=bool(row.cancel_requested),
+        pulling=_pull_text(progress),
     )
+
+
+def _pull_text(progress: dict[str, Any]) -> str | None:
+    """``IMAGE: last line of the pull`` while a run's image is being pulled, else None."""
+    image, line = progress.get("pulling"), progress.get("log_line")
+    if not isinstance(image, str):
+        return None
+    return f"{image}: {line}" if isinstance(line, str) and line else image

@@ -6,6 +6,7 @@ leaves no container once recovered."""
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import stat
 import subprocess
@@ -18,6 +19,7 @@ from db import crud
 from db.session import new_session
 from perflab.containers.runtime import LABEL_RUN
 from perflab.engines import EngineConfig
+from perflab.inventory import HostConfig
 from perflab.profiles import PRESETS, scaled
 from perflab.runner import RunnerOptions, execute_run, submit_run
 from perflab.runner.profile_spec import parse_profile
@@ -35,17 +37,18 @@ from tests.fixtures.runs import (
     wait_for_run,
     write_hosts_file,
 )
+from tests.fixtures.sshd import SshServer
 
 WORKER = "container-test-worker"
 FAST = RunnerOptions(ready_poll_s=0.2, sample_interval_s=1.0, stop_grace_s=5.0, ready_timeout_s=120.0)
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SECRET = "hf_containerSecretValue123"
+RECORDED_H100 = Path(__file__).resolve().parents[1] / "data" / "probe" / "nvidia-smi" / "h100x1.csv"
 
 
 def _config(image: str, **knobs: object) -> EngineConfig:
-    return EngineConfig(
-        engine="vllm", model="Qwen/Qwen3-8B", tp=2, port=free_port_block(1), image=image, **knobs
-    )
+    fields: dict[str, object] = {"tp": 2, **knobs}
+    return EngineConfig(engine="vllm", model="Qwen/Qwen3-8B", port=free_port_block(1), image=image, **fields)
 
 
 def _execute(engine: Engine, host, config: EngineConfig, profiles) -> object:  # type: ignore[no-untyped-def]
@@ -61,6 +64,7 @@ def test_a_containerised_engine_is_started_benchmarked_and_removed(
     run = _execute(runs_db, host, _config(python_image), [scaled(PRESETS["short"], 0.03)])
 
     assert run.status == "done" and run.failure_class is None, run.failure_message
+    assert run.knobs_summary == f"image {python_image} · tp=2"
     (command,) = run.serve_commands
     assert command.startswith(f"podman run --detach --name perflab-run-{run.id}-0 --pull never")
     assert f"--label {LABEL_RUN}={run.id}" in command and "--ipc host" in command
@@ -164,6 +168,50 @@ def test_pull_failures_are_classified(
     locked = _execute(runs_db, host, _config(registry.reference("perflab/private:1", auth=True)), profiles)
     assert locked.failure_class == "image_unauthorized"
     assert "authentication required" in locked.failure_message
+
+
+def _h100_host(sshd: SshServer, tmp_path: Path, podman_env: dict[str, str], *mounts: str) -> HostConfig:
+    """A host whose nvidia-smi reports one idle H100 (a recorded output) but that has no CDI spec for it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(f"#!/bin/sh\ncat {shlex.quote(str(RECORDED_H100))}\n")
+    smi.chmod(0o755)
+    env = {**podman_env, "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin"}
+    return sshd.host_config(
+        "h100-box", workdir=str(tmp_path / "work"), env=env, container_mounts=list(mounts)
+    )
+
+
+def test_a_gpu_the_runtime_cannot_pass_through_is_classified(
+    runs_db: Engine, sshd: SshServer, podman_env: dict[str, str], python_image: str, tmp_path: Path
+) -> None:
+    # Podman itself refuses `--device nvidia.com/gpu=0`. The image's `vllm` is a shell (mounted through
+    # container_mounts), so the preflight in the image finds the program but no help to check.
+    host = _h100_host(sshd, tmp_path, podman_env, "/usr/bin/dash:/usr/local/bin/vllm")
+    run = _execute(runs_db, host, _config(python_image, tp=1), [scaled(PRESETS["short"], 0.02)])
+
+    assert run.failure_class == "container_gpu_unavailable", run.failure_message
+    assert "unresolvable CDI devices nvidia.com/gpu=0" in run.failure_message
+    assert "--device nvidia.com/gpu=0" in run.serve_commands[0]
+    assert run.environment["container"]["engine_version"] is None  # the image has no vLLM package
+    assert containers_labelled(LABEL_RUN, str(run.id)) == []
+
+
+def test_an_image_without_the_engine_is_refused_before_the_start(
+    runs_db: Engine, sshd: SshServer, podman_env: dict[str, str], python_image: str, tmp_path: Path
+) -> None:
+    run = _execute(
+        runs_db,
+        _h100_host(sshd, tmp_path, podman_env),
+        _config(python_image, tp=1),
+        [scaled(PRESETS["short"], 0.02)],
+    )
+
+    assert run.failure_class == "launch_failed"
+    assert "vLLM is not installed" in run.failure_message
+    assert 'exec: "vllm": executable file not found' in run.failure_message
+    assert run.serve_commands == [] and run.remote_state is None
 
 
 def test_a_worker_killed_mid_run_leaves_no_container_after_recovery(

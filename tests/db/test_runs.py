@@ -21,6 +21,9 @@ def test_the_knobs_summary_writes_the_replica_count_once_at_its_end() -> None:
     assert crud.summarize_knobs(EngineConfig(engine="vllm", model="m", tp=2, replicas=4)) == "tp=2 ×4"
     assert crud.summarize_knobs(EngineConfig(engine="vllm", model="m", replicas=3)) == "defaults ×3"
     assert crud.summarize_knobs(EngineConfig(engine="vllm", model="m", tp=4)) == "tp=4"
+    with_image = EngineConfig(engine="vllm", model="m", tp=4, image="vllm/vllm-openai:v0.11.0")
+    assert crud.summarize_knobs(with_image) == "image vllm/vllm-openai:v0.11.0 · tp=4"
+    assert crud.summarize_knobs(EngineConfig(engine="vllm", model="m", image="x:1")) == "image x:1"
 
 
 def test_create_run_from_config(db_session: Session) -> None:

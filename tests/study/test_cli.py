@@ -12,7 +12,8 @@ from db import crud
 from db import session as db_session
 from perflab.cli import main
 from perflab.importers import import_files
-from tests.fixtures.study_data import StudyDatabase
+from perflab.study.measure import RetryPolicy
+from tests.fixtures.study_data import StudyDatabase, leave_incomplete
 
 SEED_000 = Path(__file__).resolve().parents[1] / "data" / "seeds" / "000_7382f1cb439cecdf.txt"
 
@@ -52,6 +53,25 @@ def test_pause_resume_cancel_and_their_errors(
     )
     assert main(["study", "--url", url, "show", "999"]) == 2
     assert "error: study 999 does not exist" in capsys.readouterr().err
+
+
+def test_measure_missing_sends_an_incomplete_study_back_to_running(
+    study_db: StudyDatabase, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PERFLAB_STUDY_RETRY_DELAYS_S", "0")
+    leave_incomplete(db_session.get_engine(study_db.url), study_db.queued, RetryPolicy((0.0,)))
+    url = study_db.url
+    assert main(["study", "--url", url, "show", str(study_db.queued)]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    assert "[incomplete] incomplete: 1 candidate(s) could not be measured" in shown[0]
+    assert shown[-1].startswith("Incomplete: not measured because of the infrastructure: Baseline · Baseline")
+    assert main(["study", "--url", url, "measure-missing", str(study_db.queued)]) == 0
+    assert capsys.readouterr().out == f"study {study_db.queued}: running\n"
+    assert main(["study", "--url", url, "measure-missing", str(study_db.done)]) == 2
+    assert (
+        f"error: study {study_db.done} is done; only an incomplete study has missing candidates"
+        in capsys.readouterr().err
+    )
 
 
 def test_create_reports_spec_and_host_problems(

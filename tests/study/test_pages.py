@@ -8,9 +8,8 @@ import pytest
 from db import crud
 from db import session as db_session
 from perflab import ui
-from perflab.study.coordinator import advance
-from perflab.study.measure import study_runs
-from tests.fixtures.study_data import StudyDatabase
+from perflab.study.measure import RetryPolicy
+from tests.fixtures.study_data import StudyDatabase, leave_incomplete
 from tests.ui.conftest import app_env, hosts_file, open_page, texts  # noqa: F401  (fixtures reused)
 
 STUDIES_PAGE = "pages/studies.py"
@@ -73,19 +72,7 @@ def test_an_incomplete_study_names_what_is_missing_and_measures_it_again(  # typ
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("PERFLAB_STUDY_RETRY_DELAYS_S", "0,0")
-    engine = db_session.get_engine(study_db.url)
-    for _ in range(3):  # every attempt at the baseline finds the host unreachable
-        advance(engine, study_db.queued)
-        with db_session.session_scope(engine) as session:
-            run = study_runs(session, study_id=study_db.queued)[-1]
-            crud.set_run_status(
-                session,
-                run_id=run.id,
-                status="failed",
-                failure_class="host_unreachable",
-                failure_message="host 'local-sim': refused",
-            )
-    advance(engine, study_db.queued)
+    leave_incomplete(db_session.get_engine(study_db.url), study_db.queued, RetryPolicy((0.0, 0.0)))
     assert _study(study_db.url, study_db.queued).status == "incomplete"
 
     app = open_page(study_db.url, STUDY_PAGE, {"study": str(study_db.queued)})

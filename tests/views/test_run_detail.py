@@ -146,3 +146,15 @@ def test_downloads(seeded_database: SeededDatabase) -> None:
         table.columns
     )
     assert (table["success_rate"] == 100.0).all()
+
+
+def test_progress_while_the_image_is_pulled_names_it_and_the_pull_line(db_session: Session) -> None:
+    run = crud.create_run(db_session, host_name="h", status="launching", profiles=[])
+    crud.update_run(
+        db_session,
+        run_id=run.id,
+        progress={"phase": "launching", "pulling": "vllm/vllm-openai:v0.11.0", "log_line": "Copying blob x"},
+    )
+    progress = run_detail.load_progress(db_session, run.id)
+    assert progress is not None
+    assert progress.text() == "launching · pulling vllm/vllm-openai:v0.11.0: Copying blob x"
