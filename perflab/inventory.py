@@ -134,6 +134,12 @@ class HostConfig(BaseModel):
     secrets: dict[str, SecretSource] = Field(
         default_factory=dict, description="secret variables set for every command, read on the app machine"
     )
+    allow_env: tuple[str, ...] = Field(
+        (), description="variables that change what code runs (LD_PRELOAD, …) an engine config may set"
+    )
+    dataset_dirs: tuple[str, ...] = Field(
+        (), description="directories of the app machine whose files profiles may send to this host"
+    )
     simulate: SimulateSpec | None = None
     container_runtime: Literal["docker", "podman"] | None = Field(
         None, description="runtime for engines run from images (default: the one the probe finds)"
@@ -167,6 +173,13 @@ class HostConfig(BaseModel):
     @field_validator("secrets")
     @classmethod
     def _secret_names_valid(cls, value: dict[str, SecretSource]) -> dict[str, SecretSource]:
+        for name in value:
+            _check_env_name(name)
+        return value
+
+    @field_validator("allow_env")
+    @classmethod
+    def _allowed_names_valid(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for name in value:
             _check_env_name(name)
         return value

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from perflab.engines.config import refuse_flag_like
 from perflab.engines.flags import format_value
 
 SHAREGPT_FILE = "ShareGPT_V3_unfiltered_cleaned_split.json"
@@ -105,6 +106,11 @@ class BenchmarkProfile(BaseModel):
         if not values or any(not 0 < value < 100 for value in values):
             raise ValueError("percentiles must be a non-empty list of values between 0 and 100")
         return tuple(sorted(set(values)))
+
+    @field_validator("dataset_ref")
+    @classmethod
+    def _dataset_ref_is_a_name(cls, value: str | None) -> str | None:
+        return None if value is None else refuse_flag_like("dataset_ref", value)
 
     @model_validator(mode="after")
     def _dataset_fields(self) -> BenchmarkProfile:

@@ -15,6 +15,11 @@ variable with a default that suits a real deployment.
   configuration whose run the infrastructure failed, one per retry (default ``30,120``: three attempts).
 - ``PERFLAB_APP_WORKDIR``: perflab's directory on the app's machine, where a benchmark forwarded from a
   host without a usable Python keeps its run directory (default ``~/.perflab/app``).
+- ``PERFLAB_DATASET_DIRS``: directories of the app's machine (separated by ``:``) whose files benchmark
+  profiles may name as datasets, for every host (default none: only stored datasets and a host's
+  ``dataset_dirs``); see :mod:`perflab.dataset_dirs`.
+- ``PERFLAB_SPOOL_DIR``: where a run keeps its results while the database cannot take them, until they
+  are stored (default ``<repo>/var/spool``); see :mod:`perflab.runner.spool`.
 - ``PERFLAB_APP_URL``: the web app's address as its users open it (default ``http://localhost:8501``),
   for the links commands print (``perflab run`` prints the run page's).
 - ``PERFLAB_HUB_CACHE``: where datasets fetched from the Hugging Face hub are kept on the app's machine
@@ -29,12 +34,14 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from db.session import describe, get_engine, upgrade
+from db.session import REPO_ROOT, describe, get_engine, upgrade
 
 READY_TIMEOUT_ENV = "PERFLAB_READY_TIMEOUT_S"
 APP_WORKER_ENV = "PERFLAB_APP_WORKER"
 WORKER_STALE_ENV = "PERFLAB_WORKER_STALE_S"
 APP_WORKDIR_ENV = "PERFLAB_APP_WORKDIR"
+DATASET_DIRS_ENV = "PERFLAB_DATASET_DIRS"
+SPOOL_DIR_ENV = "PERFLAB_SPOOL_DIR"
 STUDY_RETRY_ENV = "PERFLAB_STUDY_RETRY_DELAYS_S"
 HUB_CACHE_ENV = "PERFLAB_HUB_CACHE"
 APP_URL_ENV = "PERFLAB_APP_URL"
@@ -119,6 +126,18 @@ def open_database() -> Engine:
         reason = str(exc).splitlines()[0]
         raise SettingError(f"cannot use the database {describe()}: {reason}") from None
     return engine
+
+
+def dataset_dirs() -> list[Path]:
+    """The directories ``PERFLAB_DATASET_DIRS`` declares (``:``-separated, ``~`` expanded)."""
+    text = os.environ.get(DATASET_DIRS_ENV, "")
+    return [Path(part.strip()).expanduser() for part in text.split(os.pathsep) if part.strip()]
+
+
+def spool_dir() -> Path:
+    """Where runs keep writes the database could not take: ``$PERFLAB_SPOOL_DIR`` or ``<repo>/var/spool``."""
+    text = os.environ.get(SPOOL_DIR_ENV, "").strip()
+    return Path(text).expanduser() if text else REPO_ROOT / "var" / "spool"
 
 
 def hub_cache_dir() -> Path:

@@ -140,7 +140,12 @@ def _add_server(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="chat, completions, or a path such as /v1/chat/completions (default: the backend's, else chat)",
     )
-    group.add_argument("--api-key", default=None, help="bearer token (default: $OPENAI_API_KEY)")
+    group.add_argument(
+        "--api-key",
+        default=None,
+        help="bearer token (default: $OPENAI_API_KEY; prefer the variable: a flag's value is in the "
+        "process list for every user of the machine)",
+    )
     group.add_argument("--header", nargs="*", default=[], metavar="KEY=VALUE", help="extra request headers")
     group.add_argument(
         "--request-id-prefix", default=None, help="send x-request-id PREFIX<n> with each request"

@@ -2,8 +2,9 @@
 
 Stopping is ``<runtime> stop -t <grace>`` (the image's stop signal, then KILL after the grace) and then
 ``rm --force``, so no container is left behind; the container's log was already copied to the
-replica's log file by its supervising process. Containers of a run are found by name (recorded before
-they start) and by the label ``perflab.run_key=<run key>``, which crash recovery uses too.
+replica's log file by its supervising process. A run's containers are found by the label
+``perflab.run_key=<run key>`` they were started with (crash recovery too), never by name alone, so a
+container of the same name that perflab did not start for this run is left alone.
 """
 
 from __future__ import annotations
@@ -42,5 +43,6 @@ def stop_container(transport: Transport, runtime: str, name: str, grace_s: float
 
 def run_containers(transport: Transport, runtime: str, run_key: str) -> list[str]:
     """The names of every container labelled with ``run_key`` (running or not)."""
-    result = transport.run(labelled_argv(runtime, LABEL_RUN_KEY, run_key), timeout=COMMAND_TIMEOUT_S)
-    return [line.strip() for line in result.stdout.splitlines() if line.strip()] if result.ok else []
+    argv = labelled_argv(runtime, LABEL_RUN_KEY, run_key)
+    result = transport.run(argv, timeout=COMMAND_TIMEOUT_S, check=True)
+    return [line.strip() for line in result.stdout.splitlines() if line.strip()]

@@ -10,7 +10,8 @@ Sources: Podman 4.3.1 output recorded on a Debian 12 host (a registry answering 
 and ``unauthorized: authentication required``, an unreachable registry, ``unresolvable CDI devices``);
 Docker (moby) daemon and CLI messages: ``could not select device driver %q with capabilities: %v``
 (daemon/errors.go), ``pull access denied for %s, repository does not exist or may require 'docker
-login'`` (distribution/errors.go), ``manifest for %s not found: manifest unknown``, ``Cannot connect
+login'`` (distribution/errors.go), ``manifest for %s not found: manifest unknown``, ``Conflict. The
+container name %q is already in use by container %s`` (daemon/names.go), ``Cannot connect
 to the Docker daemon at …. Is the docker daemon running?`` (CLI 28.2.2, recorded), ``unknown or
 invalid runtime name``; the NVIDIA Container Toolkit's ``nvidia-container-cli: initialization error``.
 """
@@ -28,6 +29,7 @@ CONTAINER_FAILURE_CLASSES: dict[str, str] = {
     "image_unauthorized": "the registry refused the image without credentials",
     "registry_unreachable": "the image's registry could not be reached",
     "container_gpu_unavailable": "the container runtime cannot pass the accelerators through",
+    "container_name_in_use": "a container perflab did not start for this run holds the run's container name",
     "image_pull_failed": "the image could not be pulled",
 }
 
@@ -53,6 +55,11 @@ _SIGNATURES: tuple[tuple[str, re.Pattern[str], bool], ...] = tuple(
         ("registry_unreachable", r"pinging container registry|dial tcp|Get \"https?://[^\"]*/v2/", True),
         ("container_gpu_unavailable", r"could not select device driver|unresolvable CDI devices", False),
         ("container_gpu_unavailable", r"unknown or invalid runtime name|nvidia-container-cli: ", False),
+        (
+            "container_name_in_use",
+            r"is already in use by container|the container name \S+ is already in use",
+            False,
+        ),
     )
 )
 _PULL_FALLBACK = "image_pull_failed"

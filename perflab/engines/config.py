@@ -41,6 +41,15 @@ KNOBS: tuple[str, ...] = (
 )
 
 
+def refuse_flag_like(field: str, value: str) -> str:
+    """``value`` unchanged unless it starts with ``-``: a name that an engine's argument parser would read
+    as a flag (``--trust-remote-code``, ``-h``) is refused; flags belong in ``extra_args``, where they
+    are visible as flags."""
+    if value.startswith("-"):
+        raise ValueError(f"{field} {value!r} starts with '-'; a name cannot look like a flag")
+    return value
+
+
 class EngineConfig(BaseModel):
     """One serving configuration of one engine for one model."""
 
@@ -76,7 +85,22 @@ class EngineConfig(BaseModel):
     def _model_is_one_line(cls, value: str) -> str:
         if any(ch in value for ch in "\r\n\0"):
             raise ValueError("model must be a single line")
-        return value.strip()
+        return refuse_flag_like("model", value.strip())
+
+    @field_validator("served_model_name")
+    @classmethod
+    def _served_name_is_a_name(cls, value: str | None) -> str | None:
+        if value is not None and any(ch in value for ch in "\r\n\0"):
+            raise ValueError("served_model_name must be a single line")
+        return None if value is None else refuse_flag_like("served_model_name", value)
+
+    @field_validator("speculative_config")
+    @classmethod
+    def _draft_model_is_a_name(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        draft = (value or {}).get("model")
+        if isinstance(draft, str):
+            refuse_flag_like("speculative_config.model", draft)
+        return value
 
     @field_validator("image")
     @classmethod

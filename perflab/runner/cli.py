@@ -23,6 +23,7 @@ from perflab.auth import cli_user
 from perflab.engines import ENGINE_NAMES, EngineConfig, EngineConfigError
 from perflab.inventory import InventoryError, default_inventory_path, load_inventory
 from perflab.profiles import BenchmarkProfile
+from perflab.runner import spool
 from perflab.runner.execute import RunEvent
 from perflab.runner.options import RunnerOptions
 from perflab.runner.profile_spec import ProfileSpecError, parse_profile
@@ -202,9 +203,14 @@ def _execute(engine: Engine, worker: Worker, run_id: int) -> str:
                 break
         except KeyboardInterrupt:
             print(f"[run {run_id}] cancelling: stopping the engines", file=sys.stderr, flush=True)
-            with new_session(engine) as session:
-                crud.request_cancel(session, run_id=run_id)
+            try:
+                with new_session(engine) as session:
+                    crud.request_cancel(session, run_id=run_id)
+            except spool.UNAVAILABLE_ERRORS as exc:
+                print(f"[run {run_id}] cannot ask it to cancel: {spool.first_line(exc)}", file=sys.stderr)
     worker.stop()
+    if handle.status is not None:
+        return handle.status
     with new_session(engine) as session:
         return crud.require_run(session, run_id=run_id).status
 
@@ -219,6 +225,7 @@ def run(args: argparse.Namespace) -> int:
             raise BadInput(f"--ready-timeout {args.ready_timeout:g}: must be > 0")
         ready_timeout = args.ready_timeout or settings.ready_timeout_s(simulated=host.simulated)
         engine = settings.open_database()
+        spool.replay_all(engine)
     except (BadInput, InventoryError, settings.SettingError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -235,6 +242,7 @@ def run(args: argparse.Namespace) -> int:
             worker_id=None if args.queue else worker.worker_id,
             queued_by=cli_user(args.queued_by),
             label=args.label,
+            host=host,
         )
     except (EngineConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -249,6 +257,14 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"[run {stored.id}] run page: {link}", file=sys.stderr, flush=True)
     status = _execute(engine, worker, stored.id)
+    if spool.pending(stored.id):
+        print(
+            f"error: run {stored.id} ended {status}, but the database could not be written: its results "
+            f"are kept in {spool.spool_path(stored.id)} and stored once it can be written again (by any "
+            "perflab worker, or the next `perflab run`)",
+            file=sys.stderr,
+        )
+        return 1
     if args.json:
         print(json.dumps({**run_json(engine, stored.id), "url": link}, indent=2))
     else:

@@ -2,11 +2,12 @@
 on the Hugging Face hub.
 
 A ShareGPT or custom profile names its dataset by ``dataset_ref``: a stored dataset's id, content hash
-or name, a path on the app's machine, or a hub file (the ShareGPT dump's file name, which is also what
-a ShareGPT profile without a ref means, or ``hf://datasets/<owner>/<name>/<path>``), fetched into the
-hub cache (:mod:`perflab.hub`); with the hub unreachable the ShareGPT dump falls back to perflab's
-ShareGPT-format sample, and the note saying so goes with the result. The file is handed to the remote
-benchmark, which uploads it to the host once per content.
+or name, a file under a dataset directory declared for the host (:mod:`perflab.dataset_dirs`), or a
+hub file (the ShareGPT dump's file name, which is also what a ShareGPT profile without a ref means, or
+``hf://datasets/<owner>/<name>/<path>``), fetched into the hub cache (:mod:`perflab.hub`, a declared
+location); with the hub unreachable the ShareGPT dump falls back to perflab's ShareGPT-format sample,
+and the note saying so goes with the result. The file is handed to the remote benchmark, which
+uploads it to the host once per content; nothing else of the app's machine is ever sent.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from sqlalchemy.engine import Engine
 from db import crud
 from db.models import Dataset
 from db.session import new_session
+from perflab.dataset_dirs import DatasetNotDeclared, declared_dataset_file
 from perflab.hub.catalog import hub_file, resolve_hub_dataset
 from perflab.hub.client import HubError
+from perflab.inventory import HostConfig
 from perflab.profiles import SHAREGPT_FILE, BenchmarkProfile
 from perflab.runner.errors import RunFailed
 from perflab.settings import hub_cache_dir
@@ -63,11 +66,38 @@ def _hub_dataset(profile: BenchmarkProfile, ref: str, notes: list[str] | None) -
     return resolved.path
 
 
+def _is_hub_ref(ref: str) -> bool:
+    try:
+        return hub_file(ref) is not None
+    except HubError:
+        return False
+
+
+def dataset_problem(engine: Engine, profile: BenchmarkProfile, host: HostConfig | None) -> str | None:
+    """Why ``profile``'s dataset cannot be sent to ``host`` (neither stored, nor a declared file, nor a
+    hub file), or None; checked when a run is stored and before it starts, before anything is sent."""
+    if profile.dataset == "random":
+        return None
+    ref = profile.dataset_ref or SHAREGPT_FILE
+    if _stored_id(engine, ref) is not None or _is_hub_ref(ref):
+        return None
+    try:
+        declared_dataset_file(ref, host)
+    except DatasetNotDeclared as exc:
+        return f"profile '{profile.name}': {exc}"
+    return None
+
+
 def dataset_files(
-    engine: Engine, profile: BenchmarkProfile, directory: Path, notes: list[str] | None = None
+    engine: Engine,
+    profile: BenchmarkProfile,
+    directory: Path,
+    host: HostConfig,
+    notes: list[str] | None = None,
 ) -> dict[str, Path]:
-    """``{"--dataset-path": local file}`` for ``profile`` (empty for random datasets); a remark on the
-    file (the sample standing in for the ShareGPT dump) is appended to ``notes``."""
+    """``{"--dataset-path": local file}`` for ``profile`` (empty for random datasets): a stored dataset
+    written into ``directory``, a file under a dataset directory declared for ``host``, or a hub file;
+    a remark on the file (the sample standing in for the ShareGPT dump) is appended to ``notes``."""
     if profile.dataset == "random":
         return {}
     ref = profile.dataset_ref or SHAREGPT_FILE
@@ -82,14 +112,10 @@ def dataset_files(
         path = directory / f"{stem}-{dataset.id}{SUFFIX_BY_FORMAT.get(dataset.format, '')}"
         path.write_bytes(content)
         return {DATASET_FLAG: path}
-    local = Path(ref).expanduser()
-    if local.is_file():
-        return {DATASET_FLAG: local}
-    hub = _hub_dataset(profile, ref, notes)
-    if hub is not None:
-        return {DATASET_FLAG: hub}
-    raise RunFailed(
-        "dataset_missing",
-        f"profile '{profile.name}': dataset '{ref}' is neither a stored dataset (id, content hash or name), "
-        "a file on the app machine nor a hub file (hf://datasets/<owner>/<name>/<path>); upload it first",
-    )
+    try:
+        return {DATASET_FLAG: declared_dataset_file(ref, host)}
+    except DatasetNotDeclared as exc:
+        hub = _hub_dataset(profile, ref, notes)
+        if hub is not None:
+            return {DATASET_FLAG: hub}
+        raise RunFailed("dataset_missing", f"profile '{profile.name}': {exc}") from None

@@ -29,6 +29,7 @@ from db.models import Run
 from perflab.containers.launch import ContainerPlan
 from perflab.engines import EngineAdapter, EngineConfig, EngineConfigError, ReplicaPlan, get_adapter
 from perflab.engines.preflight import default_cache, preflight
+from perflab.env_policy import EnvNotAllowed, check_env
 from perflab.inventory import HostConfig, Inventory, InventoryError
 from perflab.probe import ProbeResult, probe_host
 from perflab.profiles import BenchmarkProfile
@@ -36,7 +37,7 @@ from perflab.redact import hosts_redactor
 from perflab.runner import containers, environment
 from perflab.runner.bench_record import BENCH_KEY
 from perflab.runner.benchmark import BenchContext, run_profiles
-from perflab.runner.datasets import dataset_files
+from perflab.runner.datasets import dataset_files, dataset_problem
 from perflab.runner.endpoints import Endpoints
 from perflab.runner.errors import GpusBusy, RunCancelled, RunFailed
 from perflab.runner.launch import (
@@ -49,6 +50,7 @@ from perflab.runner.launch import (
 )
 from perflab.runner.logs import LogFollower
 from perflab.runner.options import RunnerOptions
+from perflab.runner.orphans import stop_orphans
 from perflab.runner.placement import choose_gpus
 from perflab.runner.readiness import wait_until_ready
 from perflab.runner.sampling import Sampler
@@ -111,6 +113,10 @@ def _load_plan(run: Run, inventory: Inventory) -> _Plan:
         host = inventory.get(run.host_name)
     except InventoryError as exc:
         raise RunFailed("host_unknown", str(exc)) from None
+    try:
+        check_env(config, host)
+    except EnvNotAllowed as exc:
+        raise RunFailed("invalid_config", f"run {run.id} cannot be executed: {exc}") from None
     return _Plan(config, adapter, profiles, host)
 
 
@@ -157,6 +163,8 @@ class _Execution:
         """Raise when the worker shuts down or a user asked to cancel (checked at most every 0.5 s)."""
         if self.should_stop():
             raise RunFailed("worker_stopped", "the worker shut down while the run was in flight")
+        if self.store.unavailable is not None:
+            raise RunFailed("database_unavailable", self.store.unavailable)
         now = time.monotonic()
         if now - self._last_cancel_check >= CANCEL_CHECK_S:
             self._last_cancel_check = now
@@ -171,9 +179,29 @@ class _Execution:
         except (TransportError, SimulatedHostError) as exc:
             raise RunFailed("host_unreachable", f"host '{host.name}': {exc}") from None
 
-    def _place(self, plan: _Plan, probe: ProbeResult) -> tuple[int, ...]:
+    def _stop_orphans(self, host_name: str) -> bool:
+        """Stop what runs no longer in flight left on the host (see :mod:`perflab.runner.orphans`);
+        whether anything was stopped."""
+        assert self.transport is not None
+        stopped = stop_orphans(
+            self.transport,
+            lambda: self.store.in_flight_run_keys(host_name),
+            grace_s=self.options.stop_grace_s,
+        )
+        if stopped:
+            described = ", ".join(f"{name} ({outcome})" for name, outcome in sorted(stopped.items()))
+            logger.info("run %s: stopped processes earlier runs left on host %s: %s", self.store.run_id,
+                        host_name, described)  # fmt: skip
+            self.emit("message", f"stopped processes earlier runs left on host '{host_name}': {described}")
+        return bool(stopped)
+
+    def _place(self, plan: _Plan, probe: ProbeResult) -> tuple[tuple[int, ...], ProbeResult]:
+        """The GPUs locked for the run, and the probe they were chosen from (taken again after
+        stopping processes earlier runs left behind)."""
+        assert self.transport is not None
         host_name = plan.host.name
         races = 0
+        swept = False
         while True:
             self.interrupt()
             locked = {
@@ -184,11 +212,18 @@ class _Execution:
             try:
                 gpu_ids = choose_gpus(plan.config, probe.accelerators, locked, host_name=host_name)
                 if self.store.acquire_gpus(host_name=host_name, gpu_ids=gpu_ids, worker_id=self.worker_id):
-                    return gpu_ids
+                    return gpu_ids, probe
                 races += 1
                 if races < MAX_LOCK_RACES:
                     continue
                 raise GpusBusy("other runs kept locking the chosen GPUs first")
+            except RunFailed as failure:
+                if failure.failure_class != "gpus_unavailable" or swept:
+                    raise
+                swept = True
+                if not self._stop_orphans(host_name):
+                    raise
+                probe = probe_host(self.transport)
             except GpusBusy as busy:
                 if self.options.hand_back_when_busy:
                     raise _HandedBack(str(busy)) from None
@@ -334,6 +369,10 @@ class _Execution:
         if run.cancel_requested:
             raise RunCancelled()
         plan = _load_plan(run, self.inventory)
+        for profile in plan.profiles:  # before anything starts, as the benchmark checks again before sending
+            problem = dataset_problem(self.store.engine, profile, plan.host)
+            if problem is not None:
+                raise RunFailed("dataset_missing", problem)
         self.emit(
             "status", f"launching {plan.adapter.display_name} for {plan.config.model} on {plan.host.name}"
         )
@@ -342,7 +381,7 @@ class _Execution:
         if plan.config.image is None:
             self.engine_version = probe.engines.get(plan.config.engine)
             self._preflight(plan, transport)
-        gpu_ids = self._place(plan, probe)
+        gpu_ids, probe = self._place(plan, probe)
         self.store.update(
             gpu_ids=list(gpu_ids),
             simulated=plan.host.simulated,
@@ -381,7 +420,7 @@ class _Execution:
                 interrupt=self.interrupt,
                 on_progress=self.progress,
                 dataset_files=lambda profile, notes: dataset_files(
-                    self.store.engine, profile, directory, notes
+                    self.store.engine, profile, directory, plan.host, notes
                 ),
                 record_bench=self._record_bench,
             )
@@ -400,6 +439,7 @@ class _Execution:
                     remote_state,
                     grace_s=self.options.stop_grace_s,
                     log_lines=self.options.log_tail_lines,
+                    retry_delays_s=self.options.reconnect_delays_s,
                 )
             except TransportError as exc:
                 remote_state["cleanup_error"] = str(exc)
@@ -435,6 +475,7 @@ class _Execution:
         except IllegalTransition as exc:
             logger.warning("run %s was finished elsewhere: %s", self.store.run_id, exc)
             return self.store.load().status
+        self.store.flush()
         return status
 
 

@@ -14,6 +14,8 @@ class RunnerOptions:
     ``hand_back_when_busy``: when other runs hold the GPUs, a worker hands the run back to the queue
     (True); the CLI waits for them instead (False). ``flat_gain``: a load-curve sweep stops once a
     point's output throughput is not at least this fraction above the best point before it.
+    ``reconnect_delays_s``: when a run ends, stopping what it started on its host is tried again after
+    each of these pauses while the connection is lost (the SSH pool reconnects each time).
     ``pull_timeout_s``: how long pulling a config's image may take (vendors' images are 10-25 GB).
     """
 
@@ -26,6 +28,7 @@ class RunnerOptions:
     hand_back_when_busy: bool = True
     log_tail_lines: int = 200
     flat_gain: float = 0.03
+    reconnect_delays_s: tuple[float, ...] = (1.0, 3.0, 10.0)
     pull_timeout_s: float = 3600.0
 
     def ready_deadline_s(self, *, simulated: bool) -> float:

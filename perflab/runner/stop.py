@@ -5,9 +5,10 @@ worker that died: the record names the host, the run key and every process the r
 written before each started — the engines, and the benchmark in flight (on the host, or on the app's
 machine when it was forwarded) — so nothing can be left behind unseen. The benchmark is stopped
 first, so it writes its partial result while its engines still answer. An engine run from an image
-is stopped through its runtime (``stop -t <grace>``, then ``rm``) before its supervising process, and
-any other container labelled with the run key is removed too. Transient SSH failures while stopping
-are retried with backoff.
+is stopped through its runtime (``stop -t <grace>``, then ``rm``) before its supervising process; the
+run's containers are those labelled with its run key (a container of the same name that perflab did
+not start for this run is left alone), and the file that gave a container the host's secrets goes
+too. Transient SSH failures while stopping are retried with backoff.
 """
 
 from __future__ import annotations
@@ -68,23 +69,22 @@ def _stop_once(transport: Transport, remote_state: Mapping[str, Any], grace_s: f
 
 
 def _stop_containers(transport: Transport, remote_state: Mapping[str, Any], grace_s: float) -> dict[str, str]:
-    """Stop and remove the run's containers: ``{process name: outcome}`` for the recorded ones (and
-    ``{container name: outcome}`` for any other container carrying the run's label)."""
+    """Stop and remove the containers labelled with the run key: ``{process name: outcome}`` (the
+    container's name when the record does not name it); the recorded ones' secrets files go too."""
     runtime = remote_state.get("container_runtime")
     if runtime is None:
         return {}
-    outcomes = {}
     recorded = {
         entry["container"]: entry["name"]
         for entry in remote_state.get("processes", [])
         if entry.get("container")
     }
-    for container, name in recorded.items():
-        outcomes[name] = control.stop_container(transport, runtime, container, grace_s)
+    outcomes = {
+        recorded.get(container, container): control.stop_container(transport, runtime, container, grace_s)
+        for container in control.run_containers(transport, runtime, remote_state["run_key"])
+    }
+    for container in recorded:
         transport.run(["rm", "-f", "--", env_file_path(remote_state["run_dir"], container)], timeout=30.0)
-    for container in control.run_containers(transport, runtime, remote_state["run_key"]):
-        if container not in recorded:
-            outcomes[container] = control.stop_container(transport, runtime, container, grace_s)
     return outcomes
 
 
@@ -125,10 +125,19 @@ def log_excerpt(transport: Transport, remote_state: Mapping[str, Any], *, lines:
 
 
 def wind_down(
-    transport: Transport, store: RunStore, remote_state: dict[str, Any], *, grace_s: float, log_lines: int
+    transport: Transport,
+    store: RunStore,
+    remote_state: dict[str, Any],
+    *,
+    grace_s: float,
+    log_lines: int,
+    retry_delays_s: Sequence[float] = RETRY_DELAYS_S,
 ) -> str | None:
-    """The end of a run on its host: stop everything recorded (outcomes in ``remote_state["stopped"]``),
-    store the result the benchmark in flight left, and return the engine log excerpt."""
-    remote_state["stopped"] = stop_recorded(transport, remote_state, grace_s=grace_s)
+    """The end of a run on its host: stop everything recorded (outcomes in ``remote_state["stopped"]``;
+    retried after each of ``retry_delays_s`` while the connection is lost), store the result the
+    benchmark in flight left, and return the engine log excerpt."""
+    remote_state["stopped"] = stop_recorded(
+        transport, remote_state, grace_s=grace_s, retry_delays_s=retry_delays_s
+    )
     store_in_flight(transport, store, remote_state, store.load().profiles)
     return log_excerpt(transport, remote_state, lines=log_lines)

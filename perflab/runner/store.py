@@ -9,8 +9,10 @@ progress lines, benchmark errors) never brings a secret into the database.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -19,6 +21,9 @@ from db import crud
 from db.models import GpuLock, Run
 from db.session import new_session
 from perflab.redact import Redactor
+from perflab.runner import spool
+
+logger = logging.getLogger(__name__)
 
 
 def json_safe(value: Any) -> Any:
@@ -33,30 +38,64 @@ def json_safe(value: Any) -> Any:
 
 
 class RunStore:
-    """The database side of run ``run_id``."""
+    """The database side of run ``run_id``.
+
+    A write the database cannot take (:data:`perflab.runner.spool.UNAVAILABLE_ERRORS`) never raises:
+    it is kept in the run's spool file with every later write, in order (:mod:`perflab.runner.spool`),
+    and :attr:`unavailable` says why, so the runner winds the run down at its next check. Reads then
+    return the run as last read. :meth:`flush` stores the spool once the database takes writes again.
+    """
 
     def __init__(self, engine: Engine, run_id: int, redactor: Redactor | None = None) -> None:
         self.engine = engine
         self.run_id = run_id
         self.redactor = redactor or Redactor()
+        self.spooled: Path | None = None
+        self.unavailable: str | None = None
+        self._last: Run | None = None
+
+    def _write(self, operation: str, **arguments: Any) -> Any:
+        """One write (:data:`perflab.runner.spool.WRITES`) in a session, or — once the database was
+        unavailable — kept in the spool (None)."""
+        if self.spooled is None:
+            try:
+                with new_session(self.engine) as session:
+                    return spool.apply(session, self.run_id, operation, arguments)
+            except spool.UNAVAILABLE_ERRORS as exc:
+                self._start_spooling(exc)
+        if operation != "heartbeat":  # progress is of the moment: nothing to keep of it
+            spool.append(self.run_id, operation, arguments)
+        return None
+
+    def _start_spooling(self, error: BaseException) -> None:
+        if self.spooled is not None:
+            return
+        self.spooled = spool.spool_path(self.run_id)
+        self.unavailable = (
+            f"the database could not be used ({spool.first_line(error)}); the run's results are kept in "
+            f"{self.spooled} and stored once it can be written again"
+        )
+        logger.warning("run %s: %s", self.run_id, self.unavailable)
 
     def load(self) -> Run:
-        with new_session(self.engine) as session:
-            return crud.require_run(session, run_id=self.run_id)
+        """The run as stored; while the database is unavailable, as last read."""
+        try:
+            with new_session(self.engine) as session:
+                self._last = crud.require_run(session, run_id=self.run_id)
+        except spool.UNAVAILABLE_ERRORS as exc:
+            if self._last is None:
+                raise
+            self._start_spooling(exc)
+        return self._last
 
     def set_status(self, status: str, **fields: Any) -> Run:
-        with new_session(self.engine) as session:
-            return crud.set_run_status(
-                session, run_id=self.run_id, status=status, **self.redactor.data(fields)
-            )
+        return self._write("set_status", status=status, **self.redactor.data(fields)) or self.load()
 
     def update(self, **fields: Any) -> Run:
-        with new_session(self.engine) as session:
-            return crud.update_run(session, run_id=self.run_id, **self.redactor.data(fields))
+        return self._write("update", **self.redactor.data(fields)) or self.load()
 
     def heartbeat(self, progress: dict[str, Any] | None = None) -> None:
-        with new_session(self.engine) as session:
-            crud.heartbeat_run(session, run_id=self.run_id, progress=self.redactor.data(json_safe(progress)))
+        self._write("heartbeat", progress=self.redactor.data(json_safe(progress)))
 
     def cancel_requested(self) -> bool:
         return self.load().cancel_requested
@@ -69,24 +108,20 @@ class RunStore:
         text_block: str | None,
         bench_mode: str | None,
         sweep_point: Mapping[str, Any] | None = None,
-    ) -> int:
-        with new_session(self.engine) as session:
-            stored = crud.add_profile_result(
-                session,
-                run_id=self.run_id,
-                profile=profile,
-                result=self.redactor.data(json_safe(dict(result))),
-                text_block=self.redactor.optional(text_block),
-                bench_mode=bench_mode,
-                sweep_point=sweep_point,
-            )
-            return int(stored.id)
+    ) -> int | None:
+        """The stored result's id (None while the database is unavailable: the result is spooled)."""
+        stored = self._write(
+            "add_result",
+            profile=dict(profile),
+            result=self.redactor.data(json_safe(dict(result))),
+            text_block=self.redactor.optional(text_block),
+            bench_mode=bench_mode,
+            sweep_point=dict(sweep_point) if sweep_point is not None else None,
+        )
+        return None if stored is None else int(stored.id)
 
-    def add_samples(self, samples: Iterable[Mapping[str, Any]]) -> int:
-        with new_session(self.engine) as session:
-            return crud.add_samples(
-                session, run_id=self.run_id, samples=[json_safe(dict(s)) for s in samples]
-            )
+    def add_samples(self, samples: Iterable[Mapping[str, Any]]) -> None:
+        self._write("add_samples", samples=[json_safe(dict(sample)) for sample in samples])
 
     def gpu_locks(self, host_name: str) -> list[GpuLock]:
         with new_session(self.engine) as session:
@@ -109,6 +144,20 @@ class RunStore:
                 session, host_name=host_name, gpu_ids=gpu_ids, run_id=self.run_id, worker_id=worker_id
             )
 
-    def release_gpus(self) -> int:
+    def in_flight_run_keys(self, host_name: str) -> set[str]:
+        """The run keys of the host's runs not finished yet (this one included once it has one)."""
         with new_session(self.engine) as session:
-            return crud.release_gpus(session, run_id=self.run_id)
+            states = [run.remote_state or {} for run in crud.in_flight_runs(session, host_name=host_name)]
+        return {str(state["run_key"]) for state in states if state.get("run_key")}
+
+    def release_gpus(self) -> None:
+        self._write("release_gpus")
+
+    def flush(self) -> bool:
+        """Store what was spooled, if the database takes writes again; True when nothing is left."""
+        if self.spooled is None:
+            return True
+        if spool.replay(self.engine, self.run_id):
+            self.spooled = self.unavailable = None
+            return True
+        return False

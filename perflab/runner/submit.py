@@ -15,10 +15,14 @@ from sqlalchemy.engine import Engine
 from db import crud
 from db.models import FINISHED_RUN_STATUSES, Run
 from db.session import new_session
+from perflab.dataset_dirs import DatasetNotDeclared
 from perflab.engines import EngineConfig, get_adapter
+from perflab.env_policy import check_env
+from perflab.inventory import HostConfig
 from perflab.profiles import BenchmarkProfile
 from perflab.redact import check_config
 from perflab.runner.bench_record import profile_json
+from perflab.runner.datasets import dataset_problem
 
 
 def submit_run(
@@ -31,14 +35,24 @@ def submit_run(
     queued_by: str | None = None,
     label: str | None = None,
     study_id: int | None = None,
+    host: HostConfig | None = None,
 ) -> Run:
     """Store a run of ``config`` on ``host_name`` with ``profiles`` (queued, or launching for
     ``worker_id``). Raises :class:`perflab.engines.EngineConfigError` for a config its engine refuses
-    or that carries a secret (:class:`perflab.redact.SecretInConfig`), and ValueError without profiles."""
+    or that carries a secret (:class:`perflab.redact.SecretInConfig`), and ValueError without profiles.
+    Given the host's entry, it also refuses a variable the host does not allow
+    (:class:`perflab.env_policy.EnvNotAllowed`) and a dataset that is neither stored nor a file under a
+    dataset directory declared for the host (:class:`perflab.dataset_dirs.DatasetNotDeclared`, a
+    ValueError); the runner checks both again before it launches or sends anything."""
     get_adapter(config.engine).validate(config)
     check_config(config)
     if not profiles:
         raise ValueError("a run needs at least one benchmark profile")
+    if host is not None:
+        check_env(config, host)
+        problems = [problem for profile in profiles if (problem := dataset_problem(engine, profile, host))]
+        if problems:
+            raise DatasetNotDeclared(problems[0])
     with new_session(engine) as session:
         return crud.create_run(
             session,

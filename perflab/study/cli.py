@@ -21,6 +21,7 @@ from sqlalchemy.engine import Engine
 
 from db import crud
 from db import session as db_session
+from perflab import settings
 from perflab.auth import cli_user
 from perflab.cli_database import add_url_option, command_engine
 from perflab.inventory import InventoryError, default_inventory_path, load_inventory
@@ -144,10 +145,11 @@ def run(args: argparse.Namespace) -> int:
     engine = command_engine(args.url)
     handlers = {"create": _create, "run": _create, "list": _list, "show": _show}
     try:
+        settings.check()
         return handlers.get(args.action, _change)(engine, args)
     except (StudySpecError, InventoryError) as error:
         print("\n".join(f"error: {problem}" for problem in error.problems), file=sys.stderr)
         return 2
-    except (StudyHostError, StudyStateError, crud.NotFound, StudyTimeout) as error:
+    except (StudyHostError, StudyStateError, crud.NotFound, StudyTimeout, settings.SettingError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -40,8 +40,10 @@ from db import crud
 from db.crud.studies import FINISHED_STUDY_STATUSES
 from db.models import Run, Study, utcnow
 from db.session import new_session
+from perflab.env_policy import env_problems
 from perflab.inventory import Inventory
 from perflab.redact import check_config
+from perflab.runner.datasets import dataset_problem
 from perflab.runner.submit import submit_run
 from perflab.study.configs import serve_command
 from perflab.study.hosts import check_hosts, host_facts, next_host
@@ -75,7 +77,8 @@ def create_study(
     """Store a queued study after checking its hosts (known, one accelerator type).
 
     Raises :class:`~perflab.study.hosts.StudyHostError` naming the host, or
-    :class:`~perflab.study.spec.StudySpecError` when the baseline does not fit the hosts' nodes.
+    :class:`~perflab.study.spec.StudySpecError` when the baseline does not fit the hosts' nodes, sets
+    a variable a host does not allow, or a profile names a dataset not sendable to a host.
     """
     with new_session(engine) as session:
         facts = [host_facts(session, inventory, name) for name in spec.hosts]
@@ -85,6 +88,16 @@ def create_study(
             check_config(spec.baseline_config(gpus_per_node))
         except ValueError as error:
             raise StudySpecError([f"baseline: {error}"]) from None
+        hosts = [inventory.get(name) for name in spec.hosts]
+        refused = [f"env: {why}" for host in hosts for _, why in env_problems(spec.env_settings(), host)]
+        refused += [
+            problem
+            for profile in (spec.tuning(), *spec.validation())
+            for host in hosts
+            if (problem := dataset_problem(engine, profile, host))
+        ]
+        if refused:
+            raise StudySpecError(refused)
         study = crud.create_study(session, name=spec.name, spec=spec.stored(), queued_by=queued_by)
         return crud.update_study(
             session,

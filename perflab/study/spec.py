@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from perflab import safe_yaml
 from perflab.containers.image import check_image
-from perflab.engines.config import EngineConfig
+from perflab.engines.config import EngineConfig, refuse_flag_like
 from perflab.engines.registry import display_name
 from perflab.problems import line_of, plain_message, syntax_problem, yaml_location
 from perflab.profiles import PRESETS, BenchmarkProfile, GoodputSLOs, scaled
@@ -206,6 +206,19 @@ class StudySpec(BaseModel):
     min_gain_pct: float = Field(1.0, ge=0, description="smallest gain over the best so far that is kept")
     gpus_per_node: int | None = Field(None, ge=1, description="accelerators per node (default: the hosts')")
     goal: str | None = Field(None, description="the optimization objective in words, for the report")
+
+    def env_settings(self) -> dict[str, str]:
+        """Every environment variable the baseline or a candidate sets (the last value seen)."""
+        settings = dict(self.baseline.get("env") or {})
+        for stage in self.stages:
+            for candidate in stage.candidates:
+                settings.update(candidate.changes.get("env") or {})
+        return settings
+
+    @field_validator("model")
+    @classmethod
+    def _model_is_a_name(cls, model: str) -> str:
+        return refuse_flag_like("model", model)
 
     @field_validator("hosts")
     @classmethod

@@ -2,7 +2,9 @@
 
 A command is always an argv (a list of strings), never a shell string: the local transport hands it to
 ``subprocess`` as is, the SSH transport renders it with ``shlex.join``. The host's ``env`` and
-``secrets`` (and, for a simulated host, the simulator's env) are applied to every command. Remote
+``secrets`` (and, for a simulated host, the simulator's env) are applied to every command; secrets
+never on its command line (the SSH transport sends them on standard input, the local one in the
+process environment). Remote
 paths may start with ``~`` or be relative; both mean "under the login user's home directory".
 """
 
@@ -14,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
@@ -46,11 +48,13 @@ class CommandResult:
 
 @dataclass(frozen=True)
 class Command:
-    """A command ready to start: its argv, every environment variable it gets, its working directory."""
+    """A command ready to start: its argv, the variables it gets — ``secrets`` (the host's ``secrets:``)
+    apart from the rest, since they must never travel on a command line — and its working directory."""
 
     argv: list[str]
     env: dict[str, str]
     cwd: str | None
+    secrets: dict[str, str] = field(default_factory=dict)
 
 
 def validate_argv(argv: Sequence[str]) -> list[str]:
@@ -66,6 +70,12 @@ def validate_argv(argv: Sequence[str]) -> list[str]:
         if "\0" in arg:
             raise ValueError(f"argv item {arg!r} contains a NUL character")
     return args
+
+
+def env_lines(variables: Mapping[str, str]) -> str:
+    """``NAME=value`` lines, one a variable: what the SSH prologue reads from standard input, and the
+    ``--env-file`` format of podman and docker (values are single lines, names valid)."""
+    return "".join(f"{name}={value}\n" for name, value in variables.items())
 
 
 def as_bytes(data: StdinData) -> bytes | None:
@@ -217,9 +227,12 @@ class Transport(ABC):
         return self._stream(self.prepare(argv, env, cwd), timeout=timeout)
 
     def prepare(self, argv: Sequence[str], env: Mapping[str, str] | None, cwd: str | None) -> Command:
-        """The command as it starts on the host: the argv checked, every variable it gets, the absolute
-        working directory."""
-        return Command(validate_argv(argv), self.command_env(env), self.resolve_path(cwd) if cwd else None)
+        """The command as it starts on the host: the argv checked, every variable it gets (the host's
+        secrets apart), the absolute working directory."""
+        merged = self.command_env(env)
+        secrets = {name: value for name, value in merged.items() if name in self.secret_env}
+        plain = {name: value for name, value in merged.items() if name not in secrets}
+        return Command(validate_argv(argv), plain, self.resolve_path(cwd) if cwd else None, secrets)
 
     @abstractmethod
     def _run(self, command: Command, *, timeout: float, stdin: bytes | None) -> CommandResult:
@@ -281,6 +294,8 @@ class Transport(ABC):
         for name, value in merged.items():
             if not name or "=" in name or "\0" in name or "\0" in value:
                 raise ValueError(f"invalid environment variable {name!r}")
+            if name in self.secret_env and "\n" in value:
+                raise ValueError(f"the secret {name} must be a single line")
         return merged
 
     def resolve_path(self, path: str) -> str:

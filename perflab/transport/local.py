@@ -122,7 +122,7 @@ class LocalTransport(Transport):
                 stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
-                env={**os.environ, **command.env},
+                env={**os.environ, **command.env, **command.secrets},
                 cwd=command.cwd,
                 start_new_session=True,
             )

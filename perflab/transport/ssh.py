@@ -1,9 +1,11 @@
 """The SSH transport (paramiko): commands on exec channels, files over SFTP, port forwards.
 
 Every command string is ``shlex.join`` of an argv that starts a tiny fixed ``sh`` prologue: it reports
-the command's pid on stderr (stripped before the caller sees it), changes to ``cwd``, and ``exec``s
-``env -- K=V ... argv``. sshd servers usually refuse ``AcceptEnv``, so variables travel as ``env``
-arguments; the pid lets a timeout stop the remote command instead of leaving it running.
+the command's pid on stderr (stripped before the caller sees it), exports the host's secrets it reads
+from standard input, changes to ``cwd``, and ``exec``s ``env -- K=V ... argv``. sshd servers usually
+refuse ``AcceptEnv``, so ordinary variables travel as ``env`` arguments; secrets never do (any user of
+the host can read command lines), they come first on the command's standard input. The pid lets a
+timeout stop the remote command instead of leaving it running.
 """
 
 from __future__ import annotations
@@ -30,13 +32,19 @@ from perflab.transport.base import (
     CommandStream,
     Transport,
     decode,
+    env_lines,
 )
 from perflab.transport.connections import POOL, ConnectionPool
 from perflab.transport.errors import CommandTimeout, ConnectionLost
 from perflab.transport.forward import PortForward
 
+# Reports the pid, exports the first $2 lines of standard input (NAME=value each: the host's secrets,
+# so they are never on a command line; `read` takes stdin byte by byte, the rest stays for the command),
+# changes to $1 when given, and becomes the command.
 _PROLOGUE = (
-    'printf "PERFLAB_PID=%s\\n" "$$" >&2; if [ -n "$1" ]; then cd -- "$1" || exit 125; fi; shift; exec "$@"'
+    'printf "PERFLAB_PID=%s\\n" "$$" >&2; n=$2; '
+    'while [ "$n" -gt 0 ]; do IFS= read -r line || exit 124; export "$line" || exit 124; n=$((n - 1)); done; '
+    'if [ -n "$1" ]; then cd -- "$1" || exit 125; fi; shift 2; exec "$@"'
 )
 
 # TERM the command (its process group when it leads one), KILL it if it is still there after 2 s.
@@ -65,12 +73,13 @@ def _text_writer(text: str) -> _Writer:
     return write
 
 
-def render_command(argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -> str:
-    """The exact command string sent to sshd for ``argv`` (quoted with ``shlex.join``)."""
+def render_command(argv: Sequence[str], env: Mapping[str, str], cwd: str | None, secrets: int = 0) -> str:
+    """The exact command string sent to sshd for ``argv`` (quoted with ``shlex.join``); ``secrets``: how
+    many ``NAME=value`` lines (:func:`~perflab.transport.base.env_lines`) come first on its standard input."""
     inner = list(argv)
     if env:
         inner = ["env", "--", *(f"{name}={value}" for name, value in env.items()), *inner]
-    return shlex.join(["sh", "-c", _PROLOGUE, "perflab", cwd or "", *inner])
+    return shlex.join(["sh", "-c", _PROLOGUE, "perflab", cwd or "", str(secrets), *inner])
 
 
 class _PidFilter:
@@ -209,7 +218,9 @@ class SSHTransport(Transport):
     def _exec(self, command: Command) -> _RemoteCommand:
         chan = self._session()
         try:
-            chan.exec_command(render_command(command.argv, command.env, command.cwd))
+            chan.exec_command(render_command(command.argv, command.env, command.cwd, len(command.secrets)))
+            if command.secrets:
+                chan.sendall(env_lines(command.secrets).encode("utf-8"))
         except (paramiko.SSHException, EOFError, OSError) as exc:
             chan.close()
             raise ConnectionLost(
@@ -305,8 +316,10 @@ class SSHTransport(Transport):
                     target = self.resolve_path(remote)
                     temp = f"{target}.{uuid.uuid4().hex[:8]}.part"
                     self._makedirs(sftp, posixpath.dirname(target))
-                    write(sftp, temp)
+                    # The mode is set before any byte is written: a 0600 file is never readable by others.
+                    sftp.open(temp, "wb").close()
                     sftp.chmod(temp, mode)
+                    write(sftp, temp)
                     sftp.posix_rename(temp, target)
         except (EOFError, paramiko.SSHException) as exc:
             raise ConnectionLost(

@@ -19,7 +19,8 @@ from sqlmodel import Session
 from db import crud
 from db.models import Dataset, Run
 from perflab.containers.image import presets_for
-from perflab.engines import EngineConfig
+from perflab.dataset_dirs import DatasetNotDeclared
+from perflab.engines import EngineConfig, get_adapter
 from perflab.engines.flags import format_value, parse_json_object
 from perflab.inventory import HostConfig
 from perflab.probe.models import ProbeResult
@@ -61,6 +62,15 @@ def image_sources(engine: str) -> list[str]:
 def image_default(engine: str, source: str) -> str:
     """The image field's starting text for ``source``: a vendor image with its tag, else empty."""
     return next((preset.reference for preset in presets_for(engine) if preset.repository == source), "")
+
+
+def accepted_words(engine: str, knob: str) -> str | None:
+    """The values a one-word knob takes on ``engine``, with the engine version the list follows."""
+    adapter = get_adapter(engine)
+    words = adapter.vocabulary.get(knob)
+    if words is None:
+        return None
+    return f"{adapter.display_name} {words.version} accepts: {', '.join(words.values)}"
 
 
 class LaunchInputError(ValueError):
@@ -274,6 +284,7 @@ def _queue(
     session: Session,
     *,
     host_name: str,
+    host: HostConfig | None,
     simulated: bool,
     accelerator: str | None,
     config: EngineConfig,
@@ -281,14 +292,18 @@ def _queue(
     queued_by: str | None,
     label: str | None,
 ) -> Run:
-    run = submit_run(
-        session.get_bind(),
-        host_name=host_name,
-        config=config,
-        profiles=profiles,
-        queued_by=queued_by or None,
-        label=(label or "").strip() or None,
-    )
+    try:
+        run = submit_run(
+            session.get_bind(),
+            host_name=host_name,
+            config=config,
+            profiles=profiles,
+            queued_by=queued_by or None,
+            label=(label or "").strip() or None,
+            host=host,
+        )
+    except DatasetNotDeclared as problem:
+        raise LaunchInputError("profiles", str(problem)) from None
     return crud.update_run(session, run_id=run.id, simulated=simulated, accelerator=accelerator)
 
 
@@ -313,6 +328,7 @@ def queue_run(
     return _queue(
         session,
         host_name=host.name,
+        host=host,
         simulated=host.simulated,
         accelerator=accelerator_of(stored_host.last_probe if stored_host else None),
         config=config,
@@ -344,6 +360,7 @@ def rerun(session: Session, run: RunView, *, queued_by: str | None = None) -> Ru
     return _queue(
         session,
         host_name=run.host_name or "",
+        host=None,
         simulated=run.simulated,
         accelerator=run.accelerator,
         config=EngineConfig.model_validate(run.config),

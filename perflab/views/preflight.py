@@ -5,7 +5,7 @@
 for the page: ``success`` (every flag and value accepted), ``error`` (what the engine refuses, or a host
 that cannot be reached), ``warning`` (the engine could not be asked; the launch would go ahead) or
 ``info`` for a config that runs in a container image, whose engine the host's installation says nothing
-about.
+about (the worker asks it after pulling the image).
 """
 
 from __future__ import annotations
@@ -38,7 +38,9 @@ def check_config(host: HostConfig, config: EngineConfig, engine_version: str | N
     """Ask ``host``'s engine whether it accepts ``config``; never raises for host or config problems."""
     if config.image is not None:
         return PreflightView(
-            "info", f"runs inside {config.image}: the engine in the image is not asked before the launch"
+            "info",
+            f"runs inside {config.image}: the worker asks the image's engine once the image is on the host, "
+            "before the launch",
         )
     try:
         transport = open_transport(host)

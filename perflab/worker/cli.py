@@ -70,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
     logging.getLogger("perflab").setLevel(logging.INFO)
     install_log_redaction(args.hosts)
     try:
+        settings.check()
         engine = settings.open_database()
     except settings.SettingError as exc:
         print(f"error: {exc}", file=sys.stderr)

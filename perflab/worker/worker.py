@@ -27,7 +27,7 @@ from db import crud
 from db.session import new_session
 from perflab import settings
 from perflab.inventory import Inventory, InventoryError, default_inventory_path, load_inventory
-from perflab.runner import EventHandler, RunnerOptions, execute_run
+from perflab.runner import EventHandler, RunnerOptions, execute_run, spool
 from perflab.study.coordinator import advance_studies
 from perflab.worker.recovery import recover
 
@@ -130,8 +130,11 @@ class Worker:
         for thread in [*self._threads, *(active.thread for active in self._snapshot())]:
             thread.join(timeout=max(deadline - time.monotonic(), 0.1))
         if self._registered:
-            with new_session(self.engine) as session:
-                crud.worker_heartbeat(session, worker_id=self.worker_id, state="stopped")
+            try:
+                with new_session(self.engine) as session:
+                    crud.worker_heartbeat(session, worker_id=self.worker_id, state="stopped")
+            except spool.UNAVAILABLE_ERRORS as exc:
+                logger.warning("worker %s: stop not stored: %s", self.worker_id, spool.first_line(exc))
 
     def execute(self, run_id: int, *, on_event: EventHandler | None = None) -> RunHandle:
         """Execute a run this worker already holds (``launching`` with this worker's id, as
@@ -170,6 +173,8 @@ class Worker:
             try:
                 with new_session(self.engine) as session:
                     crud.worker_heartbeat(session, worker_id=self.worker_id)
+            except spool.UNAVAILABLE_ERRORS as exc:
+                logger.warning("worker %s: heartbeat not stored: %s", self.worker_id, spool.first_line(exc))
             except sa.exc.SQLAlchemyError:
                 logger.exception("worker %s: heartbeat failed", self.worker_id)
 
@@ -179,6 +184,8 @@ class Worker:
                 self._reap()
                 advance_studies(self.engine, holder=self.worker_id)
                 self._claim_available()
+            except spool.UNAVAILABLE_ERRORS as exc:
+                logger.warning("worker %s: database unavailable: %s", self.worker_id, spool.first_line(exc))
             except sa.exc.SQLAlchemyError:
                 logger.exception("worker %s: database error while claiming", self.worker_id)
             self._stopping.wait(self.poll_interval_s)
@@ -235,6 +242,8 @@ class Worker:
         inventory = self._inventory()
         if inventory is None:
             return []
+        # Results runs kept while the database was unavailable are stored before any recovery.
+        spool.replay_all(self.engine)
         if not self._own_recovered:
             self._recover(inventory, include_own=True)
             self._own_recovered = True

@@ -260,3 +260,26 @@ def _command_line(pid: int) -> str:
             return handle.read().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
+
+
+def test_a_foreign_container_holding_the_name_fails_the_run_and_is_left_alone(
+    runs_db: Engine, sim_host: SimHostFactory, podman_env: dict[str, str], python_image: str
+) -> None:
+    host = sim_host("podman-conflict", env=podman_env)
+    stored = submit_run(
+        runs_db,
+        host_name=host.name,
+        config=_config(python_image),
+        profiles=[scaled(PRESETS["short"], 0.02)],
+        worker_id=WORKER,
+    )
+    foreign = f"perflab-run-{stored.id}-0"
+    podman("create", "--name", foreign, python_image, "true")
+    try:
+        execute_run(stored.id, engine=runs_db, inventory=inventory_of(host), worker_id=WORKER, options=FAST)
+        run = stored_run(runs_db, stored.id)
+        assert run.failure_class == "container_name_in_use", run.failure_message
+        assert f'the container name "{foreign}" is already in use' in run.failure_message
+        assert podman("container", "exists", foreign, check=False).returncode == 0
+    finally:
+        podman("rm", "--force", foreign, check=False)

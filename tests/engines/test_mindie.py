@@ -166,7 +166,7 @@ def test_display_uses_the_simplified_vllm_like_flags() -> None:
         ),
         ({"model": "Qwen/Qwen3-30B-A3B"}, "model", "not a local directory"),
         ({"served_model_name": "Qwen/Qwen3-30B-A3B"}, "served_model_name", "not a MindIE modelName"),
-        ({"served_model_name": "-qwen"}, "served_model_name", "starting and ending with a letter"),
+        ({"served_model_name": "qwen-"}, "served_model_name", "starting and ending with a letter"),
     ],
 )
 def test_values_mindie_rejects(update: dict, knob: str, problem: str) -> None:

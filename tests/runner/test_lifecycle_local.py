@@ -124,7 +124,7 @@ def test_a_missing_dataset_fails_the_run_before_any_request(
 
     assert stored.status == "failed" and stored.failure_class == "dataset_missing"
     assert "'/nonexistent/sharegpt.json'" in stored.failure_message
-    assert run_key_pids(stored.remote_state["run_key"]) == []
+    assert stored.remote_state is None, "nothing is started on the host"
 
 
 def test_without_hand_back_a_run_waits_for_locked_gpus(runs_db: Engine, sim_host: SimHostFactory) -> None:
@@ -190,3 +190,25 @@ def test_a_flag_the_hosts_engine_lacks_fails_the_run_before_anything_starts(
     assert not stored.remote_state and not stored.serve_commands and not stored.gpu_ids
     with new_session(runs_db) as session:
         assert crud.gpu_locks(session, host_name=host.name) == []
+
+
+def test_a_tensorrt_llm_run_samples_its_queue_gauges(runs_db: Engine, sim_host: SimHostFactory) -> None:
+    """The launch's options file turns on /prometheus/metrics, where the sampler reads TRT-LLM's gauges."""
+    host = sim_host("trt-metrics", kind="local")
+    config = EngineConfig(engine="trtllm", model="Qwen/Qwen3-8B", port=free_port_block(1))
+    run = submit_run(
+        runs_db,
+        host_name=host.name,
+        config=config,
+        profiles=[parse_profile("random:in=256,out=32,n=24,rate=8,name=paced")],
+        worker_id=WORKER,
+    )
+
+    stored = _execute(runs_db, host, run, RunnerOptions(sample_interval_s=0.3, ready_poll_s=0.2))
+
+    assert stored.status == "done", stored.failure_message
+    assert "--extra_llm_api_options extra_llm_api_options.yaml" in stored.serve_commands[0]
+    with new_session(runs_db) as session:
+        engine_samples = [s.values for s in crud.list_samples(session, run_id=run.id) if s.source == "engine"]
+    assert engine_samples
+    assert all({"running", "waiting", "kv_cache_usage"} <= set(values) for values in engine_samples)

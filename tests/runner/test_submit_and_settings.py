@@ -14,7 +14,7 @@ from db.session import new_session
 from perflab import settings
 from perflab.engines import EngineConfig, InvalidKnobValue
 from perflab.hub.sample import SAMPLE_PATH
-from perflab.inventory import default_inventory_path
+from perflab.inventory import HostConfig, default_inventory_path
 from perflab.profiles import PRESETS, BenchmarkProfile
 from perflab.runner import RunFailed, submit_run, wait_for_runs
 from perflab.runner.datasets import dataset_files
@@ -59,21 +59,25 @@ def test_waiting_for_runs_returns_once_all_finish(runs_db: Engine) -> None:
     assert [run.status for run in finished] == ["cancelled", "cancelled"]
 
 
-def test_datasets_are_found_by_id_hash_name_or_path(runs_db: Engine, tmp_path: Path) -> None:
+def test_datasets_are_found_by_id_hash_name_or_declared_path(runs_db: Engine, tmp_path: Path) -> None:
     content = b'{"prompt": "hi"}\n'
     with new_session(runs_db) as session:
         stored = crud.create_dataset(session, name="team prompts.jsonl", content=content, format="jsonl")
-    local = tmp_path / "local.txt"
+    declared = tmp_path / "declared"
+    declared.mkdir()
+    local = declared / "local.txt"
     local.write_text("hello\n")
+    host = HostConfig(name="h", transport="local", dataset_dirs=(str(declared),))
     for ref in (str(stored.id), stored.content_hash, "team prompts.jsonl"):
-        (path,) = dataset_files(runs_db, parse_profile(f"custom:path={ref},n=1"), tmp_path).values()
+        (path,) = dataset_files(runs_db, parse_profile(f"custom:path={ref},n=1"), tmp_path, host).values()
         assert path.read_bytes() == content and path.suffix == ".jsonl"
-    assert dataset_files(runs_db, parse_profile(f"custom:path={local},n=1"), tmp_path) == {
-        "--dataset-path": local
-    }
-    assert dataset_files(runs_db, PRESETS["short"], tmp_path) == {}
+    for ref in (str(local), "local.txt"):
+        assert dataset_files(runs_db, parse_profile(f"custom:path={ref},n=1"), tmp_path, host) == {
+            "--dataset-path": local
+        }
+    assert dataset_files(runs_db, PRESETS["short"], tmp_path, host) == {}
     with pytest.raises(RunFailed, match="dataset 'nope.json' is neither a stored dataset"):
-        dataset_files(runs_db, parse_profile("custom:path=nope.json,n=1"), tmp_path)
+        dataset_files(runs_db, parse_profile("custom:path=nope.json,n=1"), tmp_path, host)
 
 
 def test_sharegpt_without_a_reachable_hub_runs_on_the_labelled_sample(
@@ -84,12 +88,15 @@ def test_sharegpt_without_a_reachable_hub_runs_on_the_labelled_sample(
         closed = probe.getsockname()[1]
     monkeypatch.setenv("PERFLAB_HF_ENDPOINT", f"http://127.0.0.1:{closed}")
     monkeypatch.setenv("PERFLAB_HUB_CACHE", str(tmp_path / "hub"))
+    host = HostConfig(name="h", transport="local")
     notes: list[str] = []
-    assert dataset_files(runs_db, PRESETS["sharegpt"], tmp_path, notes) == {"--dataset-path": SAMPLE_PATH}
+    assert dataset_files(runs_db, PRESETS["sharegpt"], tmp_path, host, notes) == {
+        "--dataset-path": SAMPLE_PATH
+    }
     (note,) = notes
     assert note.startswith("ShareGPT-format sample used instead of the ShareGPT dump (hf://datasets/")
     with pytest.raises(RunFailed, match="dataset_missing|cannot be reached"):
-        dataset_files(runs_db, parse_profile("custom:path=hf://datasets/team/x/a.jsonl,n=1"), tmp_path)
+        dataset_files(runs_db, parse_profile("custom:path=hf://datasets/team/x/a.jsonl,n=1"), tmp_path, host)
 
 
 def test_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """Fixtures of the secret tests: a real OpenSSH sshd on 127.0.0.1 that accepts password logins, for a
-local user this fixture creates with a password set by ``chpasswd`` (root only; skipped otherwise)."""
+local user this fixture creates with a password set by ``chpasswd`` (root only; skipped otherwise);
+``run_to_end``: one run on a (simulated) host, stored and executed in this thread."""
 
 from __future__ import annotations
 
@@ -8,13 +9,20 @@ import secrets
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import Engine
 
+from db.models import Run
+from perflab.engines import EngineConfig
+from perflab.inventory import HostConfig
+from perflab.profiles import BenchmarkProfile
+from perflab.runner import RunnerOptions, execute_run, submit_run
 from tests.fixtures.loopback_sshd import start_sshd
+from tests.fixtures.runs import inventory_of, stored_run
 from tests.fixtures.sshd import SSHD
 
 
@@ -59,3 +67,25 @@ def password_sshd() -> Iterator[PasswordSshd]:
             server.stop()
         subprocess.run(["userdel", "--force", "--remove", user], capture_output=True, check=False)
         shutil.rmtree(directory, ignore_errors=True)
+
+
+FAST = RunnerOptions(ready_poll_s=0.2, sample_interval_s=0.5, stop_grace_s=5.0, ready_timeout_s=60.0)
+
+
+def run_to_end(
+    engine: Engine,
+    host: HostConfig,
+    config: EngineConfig,
+    profiles: Sequence[BenchmarkProfile],
+    *,
+    check_host: bool = False,
+) -> Run:
+    """Store a claimed run of ``config`` on ``host`` (checked against the host's entry with
+    ``check_host``, as the Launch page and ``perflab run`` do; else as a study's runs are) and execute
+    it; the run as stored at its end."""
+    stored = submit_run(
+        engine, host_name=host.name, config=config, profiles=profiles, worker_id="security",
+        host=host if check_host else None,
+    )  # fmt: skip
+    execute_run(stored.id, engine=engine, inventory=inventory_of(host), worker_id="security", options=FAST)
+    return stored_run(engine, stored.id)

@@ -67,6 +67,12 @@ def test_measure_missing_sends_an_incomplete_study_back_to_running(
     assert shown[-1].startswith("Incomplete: not measured because of the infrastructure: Baseline · Baseline")
     assert main(["study", "--url", url, "measure-missing", str(study_db.queued)]) == 0
     assert capsys.readouterr().out == f"study {study_db.queued}: running\n"
+    monkeypatch.setenv("PERFLAB_STUDY_RETRY_DELAYS_S", "soon")
+    assert main(["study", "--url", url, "show", str(study_db.queued)]) == 2
+    assert capsys.readouterr().err == (
+        "error: PERFLAB_STUDY_RETRY_DELAYS_S='soon': expected seconds separated by commas\n"
+    )
+    monkeypatch.delenv("PERFLAB_STUDY_RETRY_DELAYS_S")
     assert main(["study", "--url", url, "measure-missing", str(study_db.done)]) == 2
     assert (
         f"error: study {study_db.done} is done; only an incomplete study has missing candidates"

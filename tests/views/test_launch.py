@@ -175,3 +175,13 @@ def test_queue_and_rerun(db_session: Session) -> None:
         launch.rerun_blocker(run_view(odd))
         == "its profiles are not perflab benchmark profiles (imported results)"
     )
+
+
+def test_one_word_knobs_name_the_values_and_version_the_engine_accepts() -> None:
+    assert launch.accepted_words("sglang", "kv_cache_dtype") == (
+        "SGLang 0.5.23 accepts: auto, fp8_e5m2, fp8_e4m3, mxfp8, bf16, bfloat16, nvfp4, fp4_mx_block16"
+    )
+    assert (launch.accepted_words("vllm", "attention_backend") or "").startswith(
+        "vLLM 0.32.0 accepts: FLASH_ATTN, FLASH_ATTN_DIFFKV, TRITON_ATTN"
+    )
+    assert launch.accepted_words("mindie", "quantization") is None
