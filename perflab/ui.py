@@ -141,6 +141,7 @@ def access_gate() -> auth.AccessSettings:
         problem = auth.exposure_problem(access, st.get_option("server.address"))
         if problem is None and access.mode == "password":
             auth.shared_password()
+            auth.login_policy()
         if problem is None and access.mode == "oidc":
             problem = auth.oidc_problem(_oidc_settings())
     except auth.AccessConfigError as error:
@@ -220,10 +221,14 @@ def sidebar_login(access: auth.AccessSettings) -> None:
 
 
 def _log_in() -> None:
-    """Check the login form's name and shared password; remember the viewer or why they were refused."""
+    """Check the login form's name and shared password, counted against the client's address (the
+    browser's connection; None from this machine — every client of a proxy on this machine shares
+    it); remember the viewer or why they were refused."""
     try:
         st.session_state[VIEWER_KEY] = auth.check_login(
-            st.session_state.get("auth_name", ""), st.session_state.get("auth_password", "")
+            st.session_state.get("auth_name", ""),
+            st.session_state.get("auth_password", ""),
+            st.context.ip_address,
         )
     except auth.LoginRefused as refused:
         st.session_state[LOGIN_ERROR_KEY] = str(refused)
