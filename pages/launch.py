@@ -245,10 +245,11 @@ with st.expander("Custom profile", expanded=False):
 scale = SCALES[st.selectbox("Prompts per profile", list(SCALES), key="launch_scale")]
 profiles = launch.scale_profiles(profiles, scale)
 if profiles:
-    st.dataframe(
-        launch.profiles_frame(profiles, model or "MODEL", dataset_names=launch.dataset_names(datasets)),
-        hide_index=True,
-    )
+    chosen = launch.profiles_frame(profiles, model or "MODEL", dataset_names=launch.dataset_names(datasets))
+    st.dataframe(chosen[["Profile", "Load"]], hide_index=True)
+    with st.expander("The same loads as `vllm bench serve` commands"):
+        for command in chosen["vllm bench serve"]:
+            st.code(command, language="bash", wrap_lines=True)
 else:
     st.caption("Pick at least one profile.")
 

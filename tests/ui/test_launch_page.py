@@ -107,7 +107,7 @@ def test_custom_profile_with_an_uploaded_dataset(empty_db: str, open_page, tmp_p
     assert prompts.value == 2 and "Input tokens" not in [field.label for field in app.number_input]
     assert "Input lengths: the dataset's own prompts." in [caption.value for caption in app.caption]
     assert not app.main.warning
-    command = app.dataframe[0].value["vllm bench serve"][0]
+    (command,) = [code.value for code in app.code if code.value.startswith("vllm bench serve")]
     assert "--dataset-name custom --dataset-path support.jsonl " in command
     prompts.set_value(8).run()
     assert [warning.value for warning in app.main.warning] == [
