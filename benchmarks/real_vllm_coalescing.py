@@ -63,6 +63,7 @@ READY_POLL_S = 1.0
 def _profile(args: argparse.Namespace) -> BenchmarkProfile:
     return BenchmarkProfile(
         name="coalescing",
+        title="Coalescing",
         dataset="random",
         input_len=64,
         output_len=args.output_len,
@@ -177,7 +178,9 @@ def _perflab_run_case(profile: BenchmarkProfile, host: HostConfig, directory: Pa
     upgrade(url)
     engine = get_engine(url)
     inventory = Inventory(path=directory / "hosts.yaml", hosts=(host,))
-    stored = submit_run(engine, host_name=host.name, config=_config(free_port()), profiles=[profile])
+    stored = submit_run(
+        engine, host_name=host.name, config=_config(free_port()), profiles=[profile], worker_id="coalescing"
+    )
     options = RunnerOptions(ready_timeout_s=READY_TIMEOUT_S, stop_grace_s=20.0)
     status = execute_run(
         stored.id, engine=engine, inventory=inventory, worker_id="coalescing", options=options
@@ -199,20 +202,6 @@ def main() -> None:
     args = parser.parse_args()
     cases = {int(case) for case in args.cases.split(",")}
     profile = _profile(args)
-    rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="coalescing-") as tmp:
-        directory = Path(tmp)
-        host = _local_host(directory)
-        if cases & {1, 2}:
-            with start_vllm_server(directory / "hand-serve.log") as server:
-                if 1 in cases:
-                    rows.append(_figures("hand/hand", _hand_bench(profile, server.base_url, directory)))
-                if 2 in cases:
-                    rows.append(_figures("hand/perflab-bench", _perflab_bench(profile, server.port, host)))
-        if 3 in cases:
-            rows.append(_perflab_launch_cases(profile, host, directory))
-        if 4 in cases:
-            rows.append(_perflab_run_case(profile, host, directory))
     print(
         f"real vLLM 0.32.0+cpu, tiny Qwen2; {args.prompts} prompts × {args.output_len} tokens, "
         f"concurrency {args.concurrency}; {platform.node()}, {os.cpu_count()} CPUs, "
@@ -220,13 +209,30 @@ def main() -> None:
     )
     print(
         f"{'case':<22}{'chunks':>8}{'coalesced':>11}{'share':>8}{'med ITL ms':>12}{'mean ITL ms':>13}"
-        f"{'tok/s':>9}  timing"
+        f"{'tok/s':>9}  timing",
+        flush=True,
     )
-    for row in rows:
-        print(
-            f"{row['case']:<22}{row['chunks']:>8}{row['coalesced']:>11}{row['share']:>8.1%}"
-            f"{row['median_itl']:>12.2f}{row['mean_itl']:>13.2f}{row['tok_s']:>9.1f}  {row['timing']}"
-        )
+    with tempfile.TemporaryDirectory(prefix="coalescing-") as tmp:
+        directory = Path(tmp)
+        host = _local_host(directory)
+        if cases & {1, 2}:
+            with start_vllm_server(directory / "hand-serve.log") as server:
+                if 1 in cases:
+                    _print(_figures("hand/hand", _hand_bench(profile, server.base_url, directory)))
+                if 2 in cases:
+                    _print(_figures("hand/perflab-bench", _perflab_bench(profile, server.port, host)))
+        if 3 in cases:
+            _print(_perflab_launch_cases(profile, host, directory))
+        if 4 in cases:
+            _print(_perflab_run_case(profile, host, directory))
+
+
+def _print(row: dict[str, Any]) -> None:
+    print(
+        f"{row['case']:<22}{row['chunks']:>8}{row['coalesced']:>11}{row['share']:>8.1%}"
+        f"{row['median_itl']:>12.2f}{row['mean_itl']:>13.2f}{row['tok_s']:>9.1f}  {row['timing']}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":
