@@ -21,6 +21,7 @@ from db.session import new_session
 from perflab import settings
 from perflab.auth import cli_user
 from perflab.engines import ENGINE_NAMES, EngineConfig, EngineConfigError
+from perflab.engines.flags import shown
 from perflab.inventory import InventoryError, default_inventory_path, load_inventory
 from perflab.profiles import BenchmarkProfile
 from perflab.runner import spool
@@ -123,7 +124,9 @@ def _convert(flag: str, kind: Any, text: str) -> Any:
     try:
         return kind(text)
     except ValueError as exc:
-        raise BadInput(f"{flag} {text!r}: {exc}") from None
+        raise BadInput(f"{flag} {shown(text)}: {exc}") from None
+    except RecursionError:  # JSON nested deeper than the decoder goes
+        raise BadInput(f"{flag} {shown(text)}: nested too deeply") from None
 
 
 def _env(items: list[str]) -> dict[str, str]:
