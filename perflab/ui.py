@@ -34,6 +34,8 @@ from streamlit.runtime.pages_manager import PagesManager
 from db import session as db_session
 from perflab import auth, redact, settings
 from perflab.charts.export import chart_png
+from perflab.hub.client import HubError, hub_endpoint
+from perflab.hub.downloads import Downloads
 from perflab.inventory import Inventory, InventoryError, default_inventory_path, load_inventory
 from perflab.views import compare, datasets, run_detail, run_list, status, urlstate
 from perflab.views.run_list import run_link
@@ -264,6 +266,20 @@ def session() -> Iterator[Session]:
 
 
 @st.cache_resource(show_spinner=False)
+def hub_endpoint_text() -> str:
+    """The hub's address as the pages show it, or why it cannot be used."""
+    try:
+        return hub_endpoint()
+    except HubError as problem:
+        return str(problem)
+
+
+@st.cache_resource
+def hub_downloads() -> Downloads:
+    """The hub downloads of this server process (shared by every session)."""
+    return Downloads()
+
+
 def _app_worker(url: str) -> Any:
     from perflab.worker import start_app_worker
 
