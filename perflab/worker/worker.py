@@ -133,7 +133,9 @@ class Worker:
             try:
                 with new_session(self.engine) as session:
                     crud.worker_heartbeat(session, worker_id=self.worker_id, state="stopped")
-            except spool.UNAVAILABLE_ERRORS as exc:
+            except sa.exc.DBAPIError as exc:
+                if not spool.unavailable(exc):
+                    raise
                 logger.warning("worker %s: stop not stored: %s", self.worker_id, spool.first_line(exc))
 
     def execute(self, run_id: int, *, on_event: EventHandler | None = None) -> RunHandle:
@@ -173,10 +175,13 @@ class Worker:
             try:
                 with new_session(self.engine) as session:
                     crud.worker_heartbeat(session, worker_id=self.worker_id)
-            except spool.UNAVAILABLE_ERRORS as exc:
-                logger.warning("worker %s: heartbeat not stored: %s", self.worker_id, spool.first_line(exc))
-            except sa.exc.SQLAlchemyError:
-                logger.exception("worker %s: heartbeat failed", self.worker_id)
+            except sa.exc.SQLAlchemyError as exc:
+                if spool.unavailable(exc):
+                    logger.warning(
+                        "worker %s: heartbeat not stored: %s", self.worker_id, spool.first_line(exc)
+                    )
+                else:
+                    logger.exception("worker %s: heartbeat failed", self.worker_id)
 
     def _claim_loop(self) -> None:
         while not self._stopping.is_set():
@@ -184,10 +189,13 @@ class Worker:
                 self._reap()
                 advance_studies(self.engine, holder=self.worker_id)
                 self._claim_available()
-            except spool.UNAVAILABLE_ERRORS as exc:
-                logger.warning("worker %s: database unavailable: %s", self.worker_id, spool.first_line(exc))
-            except sa.exc.SQLAlchemyError:
-                logger.exception("worker %s: database error while claiming", self.worker_id)
+            except sa.exc.SQLAlchemyError as exc:
+                if spool.unavailable(exc):
+                    logger.warning(
+                        "worker %s: database unavailable: %s", self.worker_id, spool.first_line(exc)
+                    )
+                else:
+                    logger.exception("worker %s: database error while claiming", self.worker_id)
             self._stopping.wait(self.poll_interval_s)
 
     # ----- claiming ----------------------------------------------------------------------------------
