@@ -10,6 +10,9 @@ from db import crud
 from perflab import ui
 from perflab.charts.datasets import length_histogram
 from perflab.datasets import MAX_UPLOAD_BYTES, DatasetUploadError, load_tokenizer, parse_upload, store_dataset
+from perflab.hub.catalog import SHAREGPT, hub_file
+from perflab.hub.client import HubError, HubFile
+from perflab.settings import hub_cache_dir
 from perflab.views import datasets as dataset_views
 from perflab.views.formatting import format_bytes, format_number
 
@@ -61,6 +64,53 @@ with st.expander("Upload a dataset", expanded=True):
                 st.info(
                     f"This content is already stored as '{dataset.name}' (#{dataset.id}); nothing was added."
                 )
+
+HUB_POLL_S = 1.0
+
+
+@st.fragment(run_every=HUB_POLL_S)
+def hub_progress(file: HubFile) -> None:
+    """The download of ``file`` as it goes; stops polling once it ended."""
+    state = ui.hub_downloads().state(file)
+    if state is None:
+        return
+    if state.error:
+        st.error(state.error)
+    elif state.result is not None:
+        st.success(
+            f"Fetched {file.ref} ({format_bytes(state.result.size)}, checksum verified)"
+            if state.result.downloaded
+            else f"{file.ref} was already cached and matches the hub."
+        )
+    else:
+        shown = f"{format_bytes(state.done)} of {format_bytes(state.total)}" if state.total else "starting"
+        st.progress(state.fraction, text=f"Downloading {file.ref}: {shown}")
+
+
+with st.expander("Hugging Face hub datasets", expanded=False):
+    st.caption(
+        "ShareGPT profiles use the ShareGPT dump from the Hugging Face hub; other hub files can be named "
+        "as `hf://datasets/<owner>/<name>/<path>` in a profile. They are fetched into "
+        f"`{hub_cache_dir()}` with their checksum verified (hub: {ui.hub_endpoint_text()})."
+    )
+    st.markdown(dataset_views.hub_status(SHAREGPT, hub_cache_dir()))
+    hub_ref = st.text_input("Hub file", value="sharegpt", key="dataset_hub_ref")
+    if st.button("Fetch from the hub", key="dataset_hub_fetch"):
+        try:
+            wanted = hub_file(hub_ref.strip())
+        except HubError as problem:
+            st.error(str(problem))
+        else:
+            if wanted is None:
+                st.error(
+                    f"{hub_ref!r} is not a hub file: use sharegpt or hf://datasets/<owner>/<name>/<path>."
+                )
+            else:
+                ui.hub_downloads().start(wanted, cache_dir=hub_cache_dir())
+                st.session_state["dataset_hub_shown"] = wanted
+    shown_download = st.session_state.get("dataset_hub_shown")
+    if shown_download is not None:
+        hub_progress(shown_download)
 
 with ui.session() as session:
     stored = crud.list_datasets(session)

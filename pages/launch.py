@@ -9,6 +9,7 @@ from db import crud
 from perflab import ui
 from perflab.datasets import profile_dataset
 from perflab.engines import ENGINE_NAMES, EngineConfigError, get_adapter
+from perflab.probe.cpu import is_cpu_host
 from perflab.views import hosts, launch, preflight, run_detail
 from perflab.views.commands import command_preview
 from perflab.views.datasets import dataset_choice_label
@@ -73,6 +74,24 @@ tp_col, dp_col, ep_col, replicas_col, gpus_col = st.columns(5)
 text_cols = st.columns(5)
 number_cols = st.columns(4)
 switch_cols = st.columns(2)
+cpu_knobs: dict[str, object] = {}
+if target.probe is not None and is_cpu_host(target.probe.accelerators):
+    st.caption("CPU host: vLLM's CPU build serves here; its knobs are environment variables.")
+    cpu_cols = st.columns(3)
+    cpu_knobs = {
+        "cpu_kvcache_space_gib": cpu_cols[0].number_input(
+            "KV cache GiB (VLLM_CPU_KVCACHE_SPACE)", min_value=1, value=None, key="launch_cpu_kvcache"
+        ),
+        "cpu_omp_threads_bind": cpu_cols[1].text_input(
+            "Thread binding (VLLM_CPU_OMP_THREADS_BIND)", placeholder="auto", key="launch_cpu_bind"
+        ),
+        "cpu_reserved_cores": cpu_cols[2].number_input(
+            "Reserved cores (VLLM_CPU_NUM_OF_RESERVED_CPU)",
+            min_value=0,
+            value=None,
+            key="launch_cpu_reserved",
+        ),
+    }
 form = launch.ConfigForm(
     engine=engine,
     model=model,
@@ -129,6 +148,7 @@ form = launch.ConfigForm(
     extra_args=st.text_input("Extra arguments", placeholder="--enforce-eager", key="launch_extra_args"),
     env=st.text_area("Environment (NAME=value per line)", height=68, key="launch_env"),
     image=image,
+    **cpu_knobs,  # type: ignore[arg-type]
 )
 
 st.subheader("Serve command")
@@ -225,10 +245,11 @@ with st.expander("Custom profile", expanded=False):
 scale = SCALES[st.selectbox("Prompts per profile", list(SCALES), key="launch_scale")]
 profiles = launch.scale_profiles(profiles, scale)
 if profiles:
-    st.dataframe(
-        launch.profiles_frame(profiles, model or "MODEL", dataset_names=launch.dataset_names(datasets)),
-        hide_index=True,
-    )
+    chosen = launch.profiles_frame(profiles, model or "MODEL", dataset_names=launch.dataset_names(datasets))
+    st.dataframe(chosen[["Profile", "Load"]], hide_index=True)
+    with st.expander("The same loads as `vllm bench serve` commands"):
+        for command in chosen["vllm bench serve"]:
+            st.code(command, language="bash", wrap_lines=True)
 else:
     st.caption("Pick at least one profile.")
 

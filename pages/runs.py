@@ -64,7 +64,7 @@ if query != st.session_state.get(LAST_QUERY_KEY):
     st.session_state.update(run_list.widget_state_from_query(query, choices))
 
 status_col, host_col, accelerator_col, engine_col, model_col, source_col = st.columns(
-    [1.2, 1.2, 1.2, 1, 1.4, 1.3]
+    [1.1, 1.2, 1.3, 1.3, 1.2, 1.2]
 )
 filters = run_list.RunFilters(
     status=tuple(status_col.multiselect("Status", choices["status"], key="runs_status")),

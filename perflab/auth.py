@@ -9,6 +9,9 @@ Settings, from the environment:
   on a loopback address; anywhere else it shows how to enable a login instead of the app.
 - ``PERFLAB_PASSWORD_FILE`` (preferred: the first line of a file) or ``PERFLAB_PASSWORD``: the shared
   password of ``password`` mode.
+- ``PERFLAB_LOGIN_MAX_FAILURES`` (default 10) and ``PERFLAB_LOGIN_WINDOW_S`` (default 900): wrong
+  passwords an address may send within the window before its logins are locked; ten times as many
+  from all addresses together lock every login (:mod:`perflab.login_guard`).
 
 With a login on, everyone can read the run, compare and study pages (shared links), and only a
 logged-in viewer can act: queue, re-run, cancel, import, upload, delete, probe, start or change studies.
@@ -20,11 +23,13 @@ import getpass
 import hmac
 import importlib.util
 import ipaddress
+import math
 import os
-import time
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from perflab.login_guard import LoginGuard, LoginPolicy, duration_text
 from perflab.secrets import SecretUnavailable, read_secret_file
 
 AUTH_ENV = "PERFLAB_AUTH"
@@ -39,7 +44,11 @@ OIDC_KEYS: tuple[str, ...] = (
     "server_metadata_url",
 )
 MAX_NAME_LENGTH = 64
-FAILED_LOGIN_DELAY_S = 0.5
+MAX_FAILURES_ENV = "PERFLAB_LOGIN_MAX_FAILURES"
+WINDOW_ENV = "PERFLAB_LOGIN_WINDOW_S"
+LOCAL_CLIENT = "this machine"
+_GUARDS: dict[LoginPolicy, LoginGuard] = {}
+_GUARDS_LOCK = threading.Lock()
 
 HOW_TO_ENABLE = f"""\
 Pick one and restart perflab:
@@ -145,13 +154,53 @@ def user_name(text: str) -> str:
     return name
 
 
-def check_login(name: str, password: str, environ: Mapping[str, str] | None = None) -> str:
-    """The viewer's name when ``password`` is the shared password; :class:`LoginRefused` otherwise
-    (after a short delay that slows down guessing)."""
+def login_policy(environ: Mapping[str, str] | None = None) -> LoginPolicy:
+    """How many wrong passwords an address may send within how long (``PERFLAB_LOGIN_MAX_FAILURES``,
+    ``PERFLAB_LOGIN_WINDOW_S``); :class:`AccessConfigError` for values perflab cannot use."""
+    env = _env(environ)
+    default = LoginPolicy()
+    try:
+        policy = LoginPolicy(
+            max_failures=int(env.get(MAX_FAILURES_ENV, "").strip() or default.max_failures),
+            window_s=float(env.get(WINDOW_ENV, "").strip() or default.window_s),
+        )
+    except ValueError:
+        policy = LoginPolicy(max_failures=0)
+    if policy.max_failures < 1 or not 0 < policy.window_s < math.inf:
+        raise AccessConfigError(
+            f"{MAX_FAILURES_ENV} must be a whole number >= 1 and {WINDOW_ENV} a number of seconds > 0."
+        )
+    return policy
+
+
+def login_guard(environ: Mapping[str, str] | None = None) -> LoginGuard:
+    """This process's failed-login counts under the configured policy."""
+    policy = login_policy(environ)
+    with _GUARDS_LOCK:
+        return _GUARDS.setdefault(policy, LoginGuard(policy))
+
+
+def check_login(
+    name: str, password: str, address: str | None, environ: Mapping[str, str] | None = None
+) -> str:
+    """The viewer's name when ``password`` is the shared password; :class:`LoginRefused` otherwise.
+    ``address`` is the client's (None: this machine); while it, or the whole server, has had too many
+    wrong passwords the attempt is refused before the password is compared (:mod:`perflab.login_guard`)."""
     who = user_name(name)
-    if not password_matches(password, shared_password(environ)):
-        time.sleep(FAILED_LOGIN_DELAY_S)
-        raise LoginRefused("Wrong password.")
+    expected = shared_password(environ)
+    guard = login_guard(environ)
+    client = address or LOCAL_CLIENT
+    refusal = guard.admit(client)
+    if refusal is not None:
+        raise LoginRefused(refusal)
+    if not password_matches(password, expected):
+        left = guard.failures_left(client)
+        if left <= 0:
+            locked = duration_text(guard.policy.window_s)
+            raise LoginRefused(f"Wrong password. Logins from your address are now locked for {locked}.")
+        tries = "try" if left == 1 else "tries"
+        raise LoginRefused(f"Wrong password ({left} more wrong {tries} lock logins from your address).")
+    guard.forgive(client)
     return who
 
 

@@ -34,6 +34,8 @@ from streamlit.runtime.pages_manager import PagesManager
 from db import session as db_session
 from perflab import auth, redact, settings
 from perflab.charts.export import chart_png
+from perflab.hub.client import HubError, hub_endpoint
+from perflab.hub.downloads import Downloads
 from perflab.inventory import Inventory, InventoryError, default_inventory_path, load_inventory
 from perflab.views import compare, datasets, run_detail, run_list, status, urlstate
 from perflab.views.run_list import run_link
@@ -139,6 +141,7 @@ def access_gate() -> auth.AccessSettings:
         problem = auth.exposure_problem(access, st.get_option("server.address"))
         if problem is None and access.mode == "password":
             auth.shared_password()
+            auth.login_policy()
         if problem is None and access.mode == "oidc":
             problem = auth.oidc_problem(_oidc_settings())
     except auth.AccessConfigError as error:
@@ -218,10 +221,14 @@ def sidebar_login(access: auth.AccessSettings) -> None:
 
 
 def _log_in() -> None:
-    """Check the login form's name and shared password; remember the viewer or why they were refused."""
+    """Check the login form's name and shared password, counted against the client's address (the
+    browser's connection; None from this machine — every client of a proxy on this machine shares
+    it); remember the viewer or why they were refused."""
     try:
         st.session_state[VIEWER_KEY] = auth.check_login(
-            st.session_state.get("auth_name", ""), st.session_state.get("auth_password", "")
+            st.session_state.get("auth_name", ""),
+            st.session_state.get("auth_password", ""),
+            st.context.ip_address,
         )
     except auth.LoginRefused as refused:
         st.session_state[LOGIN_ERROR_KEY] = str(refused)
@@ -259,6 +266,20 @@ def session() -> Iterator[Session]:
 
 
 @st.cache_resource(show_spinner=False)
+def hub_endpoint_text() -> str:
+    """The hub's address as the pages show it, or why it cannot be used."""
+    try:
+        return hub_endpoint()
+    except HubError as problem:
+        return str(problem)
+
+
+@st.cache_resource
+def hub_downloads() -> Downloads:
+    """The hub downloads of this server process (shared by every session)."""
+    return Downloads()
+
+
 def _app_worker(url: str) -> Any:
     from perflab.worker import start_app_worker
 

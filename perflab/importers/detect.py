@@ -80,8 +80,9 @@ def parse_content(name: str, content: bytes | str) -> list[ImportedResult]:
     except (TypeError, ValueError, OverflowError, AttributeError, KeyError, IndexError) as error:
         if isinstance(error, ImportFileError):
             raise
-        # A shape no parser check foresaw: one line for the person importing, the details in the log.
-        LOGGER.warning("importing %s failed", name, exc_info=True)
+        # A shape no parser check foresaw: one line for the person importing, the details in the log
+        # (at debug level: a command's stderr keeps the one line).
+        LOGGER.debug("importing %s failed", name, exc_info=True)
         raise ImportFileError(
             name, f"unexpected content ({type(error).__name__}: {error}); {EXPECTED}"
         ) from None

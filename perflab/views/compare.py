@@ -279,14 +279,13 @@ def markdown_text(text: str) -> str:
 def runs_markdown(compare: CompareSet) -> str:
     """The compared runs' facts as a markdown table whose cells wrap (knobs are what differs between
     runs, so they are never cut), each run linking to its page."""
-    header = ["Run", "Name", "Where", "Engine", "Model", "Knobs", "Replicas", "Profiles"]
+    header = ["Run", "Where", "Engine", "Model", "Knobs", "Replicas", "Profiles"]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     for run in compare.runs:
         facts = run.run
         where = " · ".join(part for part in (facts.host_display, facts.accelerator or "") if part)
         cells = [
-            f"[#{facts.id}]({run_link(facts.id)})",
-            markdown_text(run.name),
+            f"[{markdown_text(run.name)}]({run_link(facts.id)})",
             markdown_text(where),
             markdown_text(facts.engine or ""),
             markdown_text(facts.model or ""),

@@ -1,7 +1,9 @@
-"""The Datasets page's read model: the stored datasets as a table, a preview of one, and the
-prompt-length table its histogram is drawn from."""
+"""The Datasets page's read model: the stored datasets as a table, a preview of one, the
+prompt-length table its histogram is drawn from, and what the hub cache holds."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pandas as pd
 from sqlmodel import Session
@@ -9,6 +11,9 @@ from sqlmodel import Session
 from db import crud
 from db.models import Dataset
 from perflab.datasets import SUFFIX_BY_FORMAT, DatasetUploadError, parse_upload
+from perflab.hub.catalog import STAND_INS
+from perflab.hub.client import HubFile, cached
+from perflab.hub.sample import SAMPLE_CONVERSATIONS
 from perflab.views.formatting import format_bytes, format_time, shorten
 
 PREVIEW_ROWS = 20
@@ -85,3 +90,22 @@ def length_summary(lengths: list[int] | None) -> dict[str, float]:
         "p99": float(series.quantile(0.99)),
         "max": float(series.max()),
     }
+
+
+def hub_status(file: HubFile, cache_dir: Path) -> str:
+    """Whether the hub cache holds ``file`` (with its size, checksum and commit), in one sentence."""
+    found = cached(file, cache_dir)
+    if found is None:
+        stand_in = STAND_INS.get(file)
+        fallback = (
+            f" Until it is, profiles that need it run on perflab's ShareGPT-format sample "
+            f"({SAMPLE_CONVERSATIONS} generated conversations, labelled as such in results)."
+            if stand_in is not None
+            else ""
+        )
+        return f"`{file.ref}` is not fetched yet.{fallback}"
+    commit = f", commit {found.commit[:12]}" if found.commit else ""
+    return (
+        f"`{file.ref}` is cached: {format_bytes(found.size)}, SHA-256 {found.sha256[:12]}…{commit} "
+        f"(`{found.path}`)."
+    )

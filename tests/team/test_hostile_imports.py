@@ -7,6 +7,9 @@ beside them is still imported."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +20,7 @@ from perflab.importers import limits
 from tests.team.test_bad_input import BAD, cli, row_counts
 from tests.ui.conftest import run_app, texts
 
+REPO = Path(__file__).resolve().parents[2]
 GOOD = json.loads((BAD / "imports" / "good.json").read_text())
 DEEP = 100_000
 
@@ -73,7 +77,10 @@ HOSTILE: dict[str, tuple[str, str]] = {
         ":1: requests[0].ttft_ms is 'fast', expected a number",
     ),
     "array_not_a_list.json": (_good(ttfts=5), ":1: field ttfts is 5, expected a list"),
-    "headline_text.json": (_good(mean_ttft_ms="fast"), ":1: field mean_ttft_ms is 'fast', expected a finite number"),
+    "headline_text.json": (
+        _good(mean_ttft_ms="fast"),
+        ":1: field mean_ttft_ms is 'fast', expected a finite number",
+    ),
     "infinite_duration.json": (
         _good(duration=float("inf")),
         ":1: field duration is inf, expected a finite number",
@@ -106,9 +113,10 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("name", [*HOSTILE, "too_big.json"])
 def test_hostile_files_on_the_command_line(
-    name: str, corpus: Path, suite_database_url: str, capsys: pytest.CaptureFixture[str]
+    name: str, corpus: Path, suite_database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path, good = corpus / name, BAD / "imports" / "good.json"
+    path, good = corpus / name, tmp_path / "good.json"
+    good.write_text(_good(label=f"beside {name}"))  # a text of its own: not a re-import
     expected = HOSTILE[name][1] if name in HOSTILE else ": 67108865 bytes is larger than perflab imports"
     rows = row_counts(suite_database_url)
 
@@ -136,10 +144,11 @@ def runs_page(suite_database_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path
 
 
 def test_hostile_files_uploaded_on_the_runs_page(
-    runs_page: AppTest, corpus: Path, suite_database_url: str
+    runs_page: AppTest, corpus: Path, suite_database_url: str, tmp_path: Path
 ) -> None:
     rows = row_counts(suite_database_url)
-    good = BAD / "imports" / "good.json"
+    good = tmp_path / "good.json"
+    good.write_text(_good(label="beside the hostile uploads"))
     uploads: list[tuple[str, bytes, str]] = [
         (name, (corpus / name).read_bytes(), "application/octet-stream") for name in HOSTILE
     ]
@@ -156,6 +165,30 @@ def test_hostile_files_uploaded_on_the_runs_page(
     [success] = texts(runs_page.success)
     assert success.startswith(f"{good.name}: imported 1 run")
     assert row_counts(suite_database_url)["run"] == rows["run"] + 1
+
+
+def test_the_command_prints_one_line_in_its_own_process(corpus: Path, tmp_path: Path) -> None:
+    """Outside pytest's log capture too: a file no parser check foresaw is one line on stderr."""
+    path = corpus / "guidellm_infinite.json"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "perflab",
+            "import",
+            "--url",
+            f"sqlite:///{tmp_path / 'perflab.db'}",
+            str(path),
+        ],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.startswith(f"error: {path}: unexpected content (OverflowError")
+    assert result.stderr.count("\n") == 1, result.stderr
 
 
 def test_an_import_within_the_limits_keeps_what_json_columns_cannot_hold_as_text(

@@ -20,7 +20,7 @@ def test_metric_table_against_the_baseline(data_db: SeededDatabase, open_page) -
     app = open_page(data_db.url, COMPARE_PAGE, {"compare": f"{done},{replicated},{seed}"})
     assert not app.exception
     assert app.query_params["baseline"] == str(done)
-    table = app.dataframe[1].value
+    table = app.dataframe[0].value
     assert list(table.columns) == [
         f"#{done} · simulated vLLM TP2 (simulated) (baseline)",
         f"#{replicated} · two replicas (simulated)",
@@ -33,8 +33,10 @@ def test_metric_table_against_the_baseline(data_db: SeededDatabase, open_page) -
     assert total.iloc[1].endswith("×2 (+0.0%)")
     assert total.iloc[2].startswith("3792.50 (") and "%)" in total.iloc[2]
     assert table.loc["Success rate (%)"].iloc[0] == "100.0 %"
-    facts = app.dataframe[0].value
-    assert list(facts["Host"][:2]) == ["local-sim (simulated)", "local-sim (simulated)"]
+    facts = [text for text in texts(app.markdown) if text.startswith("| Run | Where |")][0].splitlines()
+    assert [row.split(" | ")[1] for row in facts[2:4]] == [
+        "local-sim (simulated) · NVIDIA H100 80GB HBM3"
+    ] * 2
     assert len(app.get("vega_lite_chart")) == 3
     labels = [button.label for button in app.get("download_button")]
     assert labels.count("Download PNG") == 3 and "Download CSV" in labels and "Download markdown" in labels
@@ -46,13 +48,13 @@ def test_baseline_and_profile_choice(data_db: SeededDatabase, open_page) -> None
     app = open_page(
         data_db.url, COMPARE_PAGE, {"compare": f"{done},{replicated},{seed}", "baseline": str(seed)}
     )
-    assert app.dataframe[1].value.columns[2].endswith("(baseline)")
+    assert app.dataframe[0].value.columns[2].endswith("(baseline)")
     app.selectbox(key="compare_baseline").select(replicated).run()
     assert app.query_params["baseline"] == str(replicated)
-    assert app.dataframe[1].value.columns[1].endswith("(baseline)")
+    assert app.dataframe[0].value.columns[1].endswith("(baseline)")
     app.selectbox(key="compare_profile").select("Burst 128→16").run()
     assert not app.exception
-    table = app.dataframe[1].value
+    table = app.dataframe[0].value
     assert table.loc["Total token throughput (tok/s)"].iloc[2] == "—"
     app.selectbox(key="compare_latency").select("mean_ttft_ms").run()
     app.selectbox(key="compare_bar_metric").select("mean_tpot_ms").run()
@@ -105,4 +107,4 @@ def test_ids_typed_on_the_empty_page(data_db: SeededDatabase, open_page) -> None
     app.button(key="compare_open").click().run()
     assert not app.exception
     assert app.query_params["compare"] == f"{data_db.runs.done}, {data_db.runs.replicated}"
-    assert len(app.dataframe) == 2
+    assert len(app.dataframe) == 1 and any(text.startswith("| Run | Where |") for text in texts(app.markdown))

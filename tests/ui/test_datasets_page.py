@@ -4,6 +4,7 @@ a real tokenizer), preview, prompt-length histogram, delete."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,30 @@ def test_delete_needs_confirmation(empty_db: str, open_page) -> None:  # type: i
     app.button(key=f"dataset_delete_{dataset.id}").click().run()
     assert not app.exception
     assert "No datasets yet. Upload one above to benchmark with your own prompts." in texts(app.info)
+
+
+def test_sharegpt_is_fetched_from_the_hub_with_progress(  # type: ignore[no-untyped-def]
+    empty_db: str, open_page, hub_server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PERFLAB_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("PERFLAB_HF_ENDPOINT", hub_server.endpoint)
+    content = SHAREGPT * 50
+    hub_server.add(
+        "anon8231489123/ShareGPT_Vicuna_unfiltered", "ShareGPT_V3_unfiltered_cleaned_split.json", content
+    )
+    app = open_page(empty_db, DATASETS_PAGE)
+    status = [text for text in texts(app.markdown) if "ShareGPT_V3_unfiltered_cleaned_split.json" in text]
+    assert status and "is not fetched yet" in status[0] and "ShareGPT-format sample" in status[0]
+    app.button(key="dataset_hub_fetch").click().run()
+    assert not app.exception
+    for _ in range(100):  # the download runs in a thread of its own; the page polls it
+        app.run()
+        if app.success or app.main.error:
+            break
+        time.sleep(0.1)
+    assert any(text.startswith("Fetched hf://datasets/anon8231489123/") for text in texts(app.success))
+    status = [text for text in texts(app.markdown) if "ShareGPT_V3_unfiltered_cleaned_split.json" in text]
+    assert "is cached: " in status[0] and str(tmp_path / "hub") in status[0]
+    app.text_input(key="dataset_hub_ref").input("prompts.jsonl").run()
+    app.button(key="dataset_hub_fetch").click().run()
+    assert any("is not a hub file" in text for text in texts(app.error))

@@ -52,7 +52,7 @@ def test_partial_result_is_marked_on_runs_run_and_compare_pages(data_db: SeededD
 
     compare = open_page(data_db.url, "pages/compare.py", {"compare": f"{runs.done},{runs.replicated}"})
     assert not compare.exception
-    columns = list(compare.dataframe[1].value.columns)
+    columns = list(compare.dataframe[0].value.columns)
     assert columns == [
         f"#{runs.done} · simulated vLLM TP2 (simulated) (partial) (baseline)",
         f"#{runs.replicated} · two replicas (simulated)",

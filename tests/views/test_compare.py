@@ -89,9 +89,9 @@ def test_chart_data(seed_pair: compare.CompareSet) -> None:
     assert without == [seed_pair.runs[0].name, seed_pair.runs[1].name]
     assert set(curves["run"]) == {seed_pair.runs[2].name} and curves["fraction"].iloc[-1] == 1.0
     table = compare.runs_markdown(seed_pair).splitlines()
-    assert table[0] == "| Run | Name | Where | Engine | Model | Knobs | Replicas | Profiles |"
-    done = seed_pair.runs[2].run
-    assert table[4].startswith(f"| [#{done.id}](run?run={done.id}) | ")
+    assert table[0] == "| Run | Where | Engine | Model | Knobs | Replicas | Profiles |"
+    done = seed_pair.runs[2]
+    assert table[4].startswith(f"| [{compare.markdown_text(done.name)}](run?run={done.run.id}) | ")
     assert "| local-sim (simulated) · " in table[4] and "| tp=2 |" in table[4]
     assert compare.markdown_text("tp=2 · max_num_batched_tokens=8192 | [x](y)") == (
         r"tp=2 · max\_num\_batched\_tokens=8192 \| \[x\](y)"
