@@ -9,6 +9,7 @@ from db import crud
 from perflab import ui
 from perflab.datasets import profile_dataset
 from perflab.engines import ENGINE_NAMES, EngineConfigError, get_adapter
+from perflab.probe.cpu import is_cpu_host
 from perflab.views import hosts, launch, preflight, run_detail
 from perflab.views.commands import command_preview
 from perflab.views.datasets import dataset_choice_label
@@ -73,6 +74,24 @@ tp_col, dp_col, ep_col, replicas_col, gpus_col = st.columns(5)
 text_cols = st.columns(5)
 number_cols = st.columns(4)
 switch_cols = st.columns(2)
+cpu_knobs: dict[str, object] = {}
+if target.probe is not None and is_cpu_host(target.probe.accelerators):
+    st.caption("CPU host: vLLM's CPU build serves here; its knobs are environment variables.")
+    cpu_cols = st.columns(3)
+    cpu_knobs = {
+        "cpu_kvcache_space_gib": cpu_cols[0].number_input(
+            "KV cache GiB (VLLM_CPU_KVCACHE_SPACE)", min_value=1, value=None, key="launch_cpu_kvcache"
+        ),
+        "cpu_omp_threads_bind": cpu_cols[1].text_input(
+            "Thread binding (VLLM_CPU_OMP_THREADS_BIND)", placeholder="auto", key="launch_cpu_bind"
+        ),
+        "cpu_reserved_cores": cpu_cols[2].number_input(
+            "Reserved cores (VLLM_CPU_NUM_OF_RESERVED_CPU)",
+            min_value=0,
+            value=None,
+            key="launch_cpu_reserved",
+        ),
+    }
 form = launch.ConfigForm(
     engine=engine,
     model=model,
@@ -129,6 +148,7 @@ form = launch.ConfigForm(
     extra_args=st.text_input("Extra arguments", placeholder="--enforce-eager", key="launch_extra_args"),
     env=st.text_area("Environment (NAME=value per line)", height=68, key="launch_env"),
     image=image,
+    **cpu_knobs,  # type: ignore[arg-type]
 )
 
 st.subheader("Serve command")

@@ -19,7 +19,7 @@ import json
 import math
 import os
 import sys
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from perflab.bench.datasets.base import DATASET_KINDS
 from perflab.bench.errors import BenchError
@@ -336,7 +336,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_unsupported_flags(parser)
 
 
-def _base_urls(args: argparse.Namespace) -> list:
+def _base_urls(args: argparse.Namespace) -> List[str]:
+    """``--base-url`` as given, else ``http://HOST:PORT`` (vLLM ignores --host/--port beside a base URL)."""
     if args.base_urls:
         return list(args.base_urls)
     host = f"[{args.host}]" if ":" in args.host and not args.host.startswith("[") else args.host

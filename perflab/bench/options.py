@@ -47,7 +47,7 @@ DEFAULT_TIMEOUT_S = 6 * 3600.0
 PROGRESS_MODES = ("bar", "json", "none")
 
 
-def parse_percentiles(text: str, flag: str = "--percentiles") -> Tuple[float, ...]:
+def parse_percentiles(text: str) -> Tuple[float, ...]:
     """``"50,90,99"`` → ``(50.0, 90.0, 99.0)``; each must lie in [0, 100]."""
     values: List[float] = []
     for item in text.split(","):
@@ -55,12 +55,12 @@ def parse_percentiles(text: str, flag: str = "--percentiles") -> Tuple[float, ..
         try:
             value = float(item)
         except ValueError:
-            raise BenchError(f"{flag}: {item!r} is not a number") from None
+            raise BenchError(f"--percentiles: {item!r} is not a number") from None
         if not 0.0 <= value <= 100.0:
-            raise BenchError(f"{flag}: {item} is outside [0, 100]")
+            raise BenchError(f"--percentiles: {item} is outside [0, 100]")
         values.append(value)
     if not values:
-        raise BenchError(f"{flag} needs at least one value")
+        raise BenchError("--percentiles needs at least one value")
     return tuple(values)
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from perflab.engines.config import EngineConfig
+from perflab.engines.config import CPU_KNOBS, EngineConfig
 from perflab.engines.errors import EngineConfigError, InvalidKnobValue, UnsupportedKnob
 from perflab.engines.failures import COMMON_SIGNATURES, FailureInfo, Signature, classify
 from perflab.engines.flags import Flag, FlagTable, parse_int
@@ -72,6 +72,11 @@ class EngineAdapter:
     default_port: ClassVar[int]
     health_path: ClassVar[str]
     visible_devices_env: ClassVar[str]
+    # The variable selecting CPU devices (NUMA nodes) on a host without accelerators; None: the engine
+    # has no CPU backend perflab can launch.
+    cpu_devices_env: ClassVar[str | None] = None
+    # Typed knobs carried by environment variables (knob → variable), e.g. the CPU backend's.
+    env_knobs: ClassVar[Mapping[str, str]] = {}
     metrics: ClassVar[EngineMetrics | None]
     program: ClassVar[tuple[str, ...]]
     model_flag: ClassVar[str | None] = None
@@ -101,6 +106,8 @@ class EngineAdapter:
         for knob in self._set_knobs(config):
             if knob in self.unsupported:
                 raise UnsupportedKnob(self.display_name, knob, self.unsupported[knob])
+            if knob in CPU_KNOBS and knob not in self.env_knobs:
+                raise UnsupportedKnob(self.display_name, knob, "it is a knob of vLLM's CPU build")
         for knob in _WORD_KNOBS:
             value = getattr(config, knob)
             if value is not None and not _WORD.match(value):
@@ -127,6 +134,12 @@ class EngineAdapter:
     def check_values(self, config: EngineConfig) -> None:
         """Engine-specific value formats and knob combinations (hook)."""
 
+    def cpu_problem(self, version: str | None) -> str | None:
+        """Why this engine, installed at ``version`` (None: unknown), cannot run on a CPU host, or None."""
+        if self.cpu_devices_env is None:
+            return f"{self.display_name} has no CPU backend perflab can launch"
+        return None
+
     def check_launch(self, config: EngineConfig) -> None:
         """What only a launch needs, beyond :meth:`validate` (hook: MindIE's local weight directory).
 
@@ -139,7 +152,8 @@ class EngineAdapter:
 
     def covered_knobs(self) -> frozenset[str]:
         """Every knob this adapter either renders or rejects; tests hold this equal to all knobs."""
-        return self.flags.knobs() | self.special_knobs | self.file_knobs | frozenset(self.unsupported)
+        own = self.flags.knobs() | self.special_knobs | self.file_knobs | frozenset(self.unsupported)
+        return own | frozenset(CPU_KNOBS) | frozenset(self.env_knobs)
 
     def _set_knobs(self, config: EngineConfig) -> list[str]:
         knobs = list(config.knob_values())
@@ -187,12 +201,16 @@ class EngineAdapter:
                 raise InvalidKnobValue(self.display_name, "env", f"name {key!r} is not a valid variable name")
             if any(ch in value for ch in "\r\n\0"):
                 raise InvalidKnobValue(self.display_name, "env", f"{key} must be a single line")
-        if self.visible_devices_env in config.env:
-            raise InvalidKnobValue(
-                self.display_name,
-                "env",
-                f"sets {self.visible_devices_env}; perflab sets it from the GPU ids, use gpu_ids instead",
-            )
+        for devices_env in (self.visible_devices_env, self.cpu_devices_env):
+            if devices_env in config.env:
+                raise InvalidKnobValue(
+                    self.display_name,
+                    "env",
+                    f"sets {devices_env}; perflab sets it from the GPU ids, use gpu_ids instead",
+                )
+        for knob, variable in self.env_knobs.items():
+            if variable in config.env:
+                raise InvalidKnobValue(self.display_name, "env", f"sets {variable}; set {knob} instead")
 
     # ----- argv -------------------------------------------------------------------------------------
 
@@ -254,8 +272,18 @@ class EngineAdapter:
     def display_command(self, config: EngineConfig) -> str:
         """The serve command as a user would type it (env assignments first), shell-quoted."""
         self.validate(config)
-        env_words = [f"{key}={value}" for key, value in config.env.items()]
+        env = {**self.knob_env(config), **config.env}
+        env_words = [f"{key}={value}" for key, value in env.items()]
         return shlex.join([*env_words, *self.display_words(config)])
+
+    def knob_env(self, config: EngineConfig) -> dict[str, str]:
+        """The typed knobs carried by environment variables (:attr:`env_knobs`) that are set."""
+        values = {}
+        for knob, variable in self.env_knobs.items():
+            value = getattr(config, knob)
+            if value is not None:
+                values[variable] = str(value)
+        return values
 
     def files(
         self, config: EngineConfig, *, port: int, host: str = "127.0.0.1", engine_version: str | None = None
@@ -267,11 +295,20 @@ class EngineAdapter:
         return {}
 
     def env(
-        self, config: EngineConfig, *, gpu_ids: Sequence[int] | None = None, run_dir: str = "."
+        self,
+        config: EngineConfig,
+        *,
+        gpu_ids: Sequence[int] | None = None,
+        run_dir: str = ".",
+        cpu: bool = False,
     ) -> dict[str, str]:
-        """Environment for one replica: engine defaults, visible devices, the config's env, then
-        :meth:`launch_env`. ``gpu_ids`` are this replica's devices (default: the config's own)."""
+        """Environment for one replica: engine defaults, visible devices, knobs carried by env, the
+        config's env, then :meth:`launch_env`. ``gpu_ids`` are this replica's devices (default: the
+        config's own); with ``cpu`` they are NUMA nodes of a CPU host, named by :attr:`cpu_devices_env`."""
         self.validate(config)
+        devices_env = self.cpu_devices_env if cpu else self.visible_devices_env
+        if devices_env is None:
+            raise InvalidKnobValue(self.display_name, "engine", "has no CPU backend perflab can launch")
         values = dict(self.default_env)
         ids = tuple(gpu_ids) if gpu_ids is not None else config.gpu_ids
         if ids is not None:
@@ -281,7 +318,8 @@ class EngineAdapter:
                     "gpu_ids",
                     f"gives {len(ids)} devices to a replica that needs tp×dp = {config.gpus_per_replica}",
                 )
-            values[self.visible_devices_env] = ",".join(str(gpu) for gpu in ids)
+            values[devices_env] = ",".join(str(gpu) for gpu in ids)
+        values.update(self.knob_env(config))
         values.update(config.env)
         values.update(self.launch_env(config, run_dir))
         return values
@@ -326,10 +364,12 @@ class EngineAdapter:
         if "model" not in values:
             raise ValueError(f"{self.display_name} command has no {self.model_flag}")
         values = self.finish_parse(values)
+        env = dict(env or {})
+        for knob, variable in self.env_knobs.items():
+            if variable in env:
+                values[knob] = env.pop(variable)
         try:
-            return EngineConfig(
-                engine=self.name, extra_args=tuple(parsed.unknown), env=dict(env or {}), **values
-            )
+            return EngineConfig(engine=self.name, extra_args=tuple(parsed.unknown), env=env, **values)
         except ValueError as exc:
             raise EngineConfigError(self.display_name, "command", str(exc)) from None
 

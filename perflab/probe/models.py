@@ -14,10 +14,11 @@ MIN_BENCH_PYTHON = (3, 9)
 
 
 class Accelerator(BaseModel):
-    """One GPU (nvidia-smi) or NPU chip (npu-smi). Unknown values (``[N/A]``) are ``None``."""
+    """One GPU (nvidia-smi), NPU chip (npu-smi), or, on a host with neither, one NUMA node of its CPU
+    (``vendor="cpu"``, see :mod:`perflab.probe.cpu`). Unknown values (``[N/A]``) are ``None``."""
 
     index: int
-    vendor: Literal["nvidia", "ascend"]
+    vendor: Literal["nvidia", "ascend", "cpu"]
     name: str
     memory_total_mib: int | None = None
     memory_used_mib: int | None = None
@@ -29,6 +30,14 @@ class Accelerator(BaseModel):
     health: str | None = None
 
 
+class NumaNode(BaseModel):
+    """One NUMA node: its id, its logical CPUs as the kernel lists them (``0-31,64-95``), its memory."""
+
+    id: int
+    cpus: str | None = None
+    memory_total_mib: int | None = None
+
+
 class SystemInfo(BaseModel):
     hostname: str | None = None
     os: str | None = None
@@ -38,6 +47,7 @@ class SystemInfo(BaseModel):
     cpu_cores: int | None = None
     ram_total_mib: int | None = None
     ram_available_mib: int | None = None
+    numa_nodes: list[NumaNode] = Field(default_factory=list)
 
 
 class PythonInfo(BaseModel):

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from perflab.engines.registry import display_name
 from perflab.inventory import HostConfig, SimulateSpec
-from perflab.probe import probe_host
+from perflab.probe import cpu, probe_host
 from perflab.probe.models import ProbeProblem, ProbeResult
 from perflab.simhost import SimulatedHostError
 from perflab.transport import open_transport
@@ -83,9 +83,12 @@ class HostStatus(BaseModel):
         return f"{self.name} (simulated)" if self.simulated else self.name
 
     def accelerator_summary(self) -> str:
-        """E.g. ``8x NVIDIA H100 80GB HBM3`` (groups of identical models), or ``none``."""
+        """E.g. ``8x NVIDIA H100 80GB HBM3`` (groups of identical models), ``CPU (AMD EPYC): 2 cores, 1
+        NUMA node`` for a CPU host, or ``none``."""
         if self.probe is None or not self.probe.accelerators:
             return "none"
+        if cpu.is_cpu_host(self.probe.accelerators):
+            return cpu.summary(self.probe.system, self.probe.accelerators)
         counts: dict[str, int] = {}
         for accelerator in self.probe.accelerators:
             counts[accelerator.name] = counts.get(accelerator.name, 0) + 1

@@ -21,6 +21,7 @@ from db.session import new_session
 from perflab import settings
 from perflab.auth import cli_user
 from perflab.engines import ENGINE_NAMES, EngineConfig, EngineConfigError
+from perflab.engines.flags import shown
 from perflab.inventory import InventoryError, default_inventory_path, load_inventory
 from perflab.profiles import BenchmarkProfile
 from perflab.runner import spool
@@ -52,6 +53,9 @@ KNOB_FLAGS: tuple[tuple[str, str, Any], ...] = (
     ("--max-model-len", "max_model_len", int),
     ("--gpu-memory-utilization", "gpu_memory_utilization", float),
     ("--reasoning-parser", "reasoning_parser", str),
+    ("--cpu-kvcache-space-gib", "cpu_kvcache_space_gib", int),
+    ("--cpu-omp-threads-bind", "cpu_omp_threads_bind", str),
+    ("--cpu-reserved-cores", "cpu_reserved_cores", int),
     ("--served-model-name", "served_model_name", str),
     ("--replicas", "replicas", int),
     ("--port", "port", int),
@@ -85,7 +89,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
             knobs.add_argument(flag, dest=field, action=argparse.BooleanOptionalAction, default=None)
         else:
             knobs.add_argument(flag, dest=field, default=None, metavar=field.upper())
-    knobs.add_argument("--gpu-ids", default=None, help="comma-separated accelerator ids, e.g. 0,1")
+    knobs.add_argument(
+        "--gpu-ids", default=None, help="comma-separated accelerator ids, e.g. 0,1 (NUMA nodes on a CPU host)"
+    )
     knobs.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="engine environment")
     knobs.add_argument(
         "--extra-arg",
@@ -123,7 +129,9 @@ def _convert(flag: str, kind: Any, text: str) -> Any:
     try:
         return kind(text)
     except ValueError as exc:
-        raise BadInput(f"{flag} {text!r}: {exc}") from None
+        raise BadInput(f"{flag} {shown(text)}: {exc}") from None
+    except RecursionError:  # JSON nested deeper than the decoder goes
+        raise BadInput(f"{flag} {shown(text)}: nested too deeply") from None
 
 
 def _env(items: list[str]) -> dict[str, str]:

@@ -51,7 +51,7 @@ from perflab.runner.launch import (
 from perflab.runner.logs import LogFollower
 from perflab.runner.options import RunnerOptions
 from perflab.runner.orphans import stop_orphans
-from perflab.runner.placement import choose_gpus
+from perflab.runner.placement import check_cpu_engine, choose_gpus
 from perflab.runner.readiness import wait_until_ready
 from perflab.runner.sampling import Sampler
 from perflab.runner.stop import stop_recorded, wind_down
@@ -142,6 +142,7 @@ class _Execution:
         self.status = "launching"
         self.transport: Transport | None = None
         self.remote_state: dict[str, Any] | None = None
+        self.on_cpu = False
         self.container: ContainerPlan | None = None
         self.engine_version: str | None = None
         self._last_cancel_check = 0.0
@@ -313,6 +314,7 @@ class _Execution:
             adapter=plan.adapter,
             run_key=run_key,
             plans=plans,
+            cpu=self.on_cpu,
             on_started=self._record_started,
             container=self.container,
             engine_version=self.engine_version,
@@ -394,6 +396,7 @@ class _Execution:
         )
         self.transport = transport = self._open(plan.host)
         probe = probe_host(transport)
+        self.on_cpu = check_cpu_engine(plan.adapter, probe, host_name=plan.host.name)
         if plan.config.image is None:
             self.engine_version = probe.engines.get(plan.config.engine)
             self._preflight(plan, transport)

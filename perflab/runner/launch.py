@@ -141,13 +141,15 @@ def start_replicas(
     adapter: EngineAdapter,
     run_key: str,
     plans: Sequence[ReplicaPlan],
+    cpu: bool = False,
     on_started: Callable[[Replica, str], None],
     container: ContainerPlan | None = None,
     engine_version: str | None = None,
 ) -> list[Replica]:
     """Start every replica (as containers with ``container``); ``on_started(replica, exact command)``
     runs after each start. ``engine_version`` is the host's engine version as probed (the adapter may
-    launch differently per version); the adapter's files are written with its ``file_mode``."""
+    launch differently per version); the adapter's files are written with its ``file_mode``. With
+    ``cpu`` the plans' devices are NUMA nodes of a CPU host."""
     directory = rp.run_dir(transport, run_key)
     replicas: list[Replica] = []
     for plan in plans:
@@ -166,7 +168,7 @@ def start_replicas(
                 transport.write_text(posixpath.join(workdir, file_name), text, mode=adapter.file_mode)
             if container is None:
                 argv = adapter.serve_argv(config, port=plan.port, engine_version=engine_version)
-                env = adapter.env(config, gpu_ids=plan.gpu_ids, run_dir=workdir)
+                env = adapter.env(config, gpu_ids=plan.gpu_ids, run_dir=workdir, cpu=cpu)
                 command = serve_command(argv, env)
             else:
                 spec = replica_container(

@@ -4,14 +4,19 @@
 the config, it picks the config's ``gpu_ids`` or the first free ones. A GPU another perflab run holds
 makes the run wait (:class:`GpusBusy`); a GPU that is missing, or whose memory is taken by a process
 perflab did not start, fails the run with ``gpus_unavailable`` naming the devices.
+
+On a CPU host (no nvidia-smi or npu-smi) the devices are its NUMA nodes (:mod:`perflab.probe.cpu`) and
+are locked the same way: a second run waits for a free node. :func:`check_cpu_engine` fails a run whose
+engine has no CPU backend, or whose installed build is not the CPU one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from perflab.engines import EngineConfig
-from perflab.probe import Accelerator
+from perflab.engines import EngineAdapter, EngineConfig
+from perflab.probe import Accelerator, ProbeResult
+from perflab.probe.cpu import is_cpu_host
 from perflab.runner.errors import GpusBusy, RunFailed
 
 # A device counts as used by someone else above this share of its memory (idle NPUs hold ~3 GiB).
@@ -45,6 +50,22 @@ def _busy_message(host_name: str, busy: Mapping[int, int]) -> str:
         f"accelerators of host '{host_name}' are in use by processes perflab did not start ({details}); "
         "stop them or pick other gpu_ids"
     )
+
+
+def check_cpu_engine(adapter: EngineAdapter, probe: ProbeResult, *, host_name: str) -> bool:
+    """True when the host is a CPU host whose engine can run there; False for an accelerator host.
+
+    Raises :class:`RunFailed` (``gpus_unavailable``) for a CPU host the engine cannot use."""
+    if not is_cpu_host(probe.accelerators):
+        return False
+    problem = adapter.cpu_problem(probe.engines.get(adapter.name))
+    if problem is not None:
+        raise RunFailed(
+            "gpus_unavailable",
+            f"host '{host_name}' has no GPU or NPU (neither nvidia-smi nor npu-smi is installed), only its "
+            f"CPU, and {problem}",
+        )
+    return True
 
 
 def choose_gpus(

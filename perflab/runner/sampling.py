@@ -55,7 +55,10 @@ def engine_values(adapter: EngineAdapter, metrics_text: str) -> dict[str, float]
 
 
 def query_accelerators(transport: Transport, vendor: str) -> list[Accelerator]:
-    """The host's accelerators now (utilisation and memory), through nvidia-smi or npu-smi."""
+    """The host's accelerators now (utilisation and memory), through nvidia-smi or npu-smi; none for the
+    NUMA nodes of a CPU host (their memory is the host's, shared with every process)."""
+    if vendor == "cpu":
+        return []
     if vendor == "ascend":
         result = transport.run(ascend.INFO_ARGV, timeout=SMI_TIMEOUT_S)
         return ascend.parse_info(result.stdout) if result.ok else []

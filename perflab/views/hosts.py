@@ -19,6 +19,7 @@ from db import crud
 from db.models import Host, utcnow
 from perflab.host_files import host_file_problems
 from perflab.inventory import HostConfig, Inventory
+from perflab.probe.cpu import is_cpu_host
 from perflab.probe.models import ProbeProblem, ProbeResult
 from perflab.probe.status import HostError, HostStatus, host_status
 from perflab.redact import hosts_redactor
@@ -138,7 +139,20 @@ def probe_and_store(session: Session, config: HostConfig) -> HostView:
 
 
 def accelerators_frame(probe: ProbeResult | None) -> pd.DataFrame:
-    """One row per accelerator: index, model, memory used/total, utilisation, temperature, driver."""
+    """One row per accelerator: index, model, memory used/total, utilisation, temperature, driver; on a
+    CPU host one row per NUMA node: its id, the CPU model, its CPUs and memory."""
+    if probe is not None and is_cpu_host(probe.accelerators):
+        cpus = {node.id: node.cpus for node in probe.system.numa_nodes}
+        numa_rows = [
+            {
+                "NUMA node": device.index,
+                "Model": device.name,
+                "CPUs": cpus.get(device.index) or "",
+                "Memory total (MiB)": device.memory_total_mib,
+            }
+            for device in probe.accelerators
+        ]
+        return pd.DataFrame(numa_rows, columns=["NUMA node", "Model", "CPUs", "Memory total (MiB)"])
     columns = [
         "GPU",
         "Model",
@@ -179,6 +193,8 @@ def system_lines(probe: ProbeResult | None) -> list[str]:
         if system.cpu_cores
         else (system.cpu_model or MISSING)
     )
+    if system.numa_nodes:
+        cpu += f", {len(system.numa_nodes)} NUMA node{'s' if len(system.numa_nodes) != 1 else ''}"
     return [
         f"OS: {system.os or MISSING} ({system.kernel or MISSING}, {system.arch or MISSING})",
         f"CPU: {cpu}",

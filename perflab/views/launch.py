@@ -41,12 +41,15 @@ TEXT_KNOBS: tuple[str, ...] = (
     "kv_cache_dtype",
     "performance_mode",
     "reasoning_parser",
+    "cpu_omp_threads_bind",
 )
 NUMBER_KNOBS: tuple[str, ...] = (
     "max_num_batched_tokens",
     "max_num_seqs",
     "max_model_len",
     "gpu_memory_utilization",
+    "cpu_kvcache_space_gib",
+    "cpu_reserved_cores",
 )
 
 
@@ -100,6 +103,9 @@ class ConfigForm:
     max_num_seqs: int | None = None
     max_model_len: int | None = None
     gpu_memory_utilization: float | None = None
+    cpu_kvcache_space_gib: int | None = None
+    cpu_omp_threads_bind: str = ""
+    cpu_reserved_cores: int | None = None
     enable_prefix_caching: str = "engine default"
     enable_chunked_prefill: str = "engine default"
     speculative_config: str = ""

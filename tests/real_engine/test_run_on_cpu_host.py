@@ -1,0 +1,84 @@
+"""``perflab run`` of the real vLLM (CPU build) on a CPU host reached over a real sshd on loopback.
+
+Launch, readiness, ``/metrics`` sampling, the benchmark on the host, the stored result, the engine
+version as the engine reports it, and the engine stopped with no process left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from db import crud
+from db.session import new_session
+from perflab.cli import main
+from perflab.inventory import HostConfig
+from tests.fixtures.real_vllm import free_port, tiny_model_dir, vllm_bin
+from tests.fixtures.runs import perflab_env, run_key_pids, stored_run, write_hosts_file
+
+pytestmark = [pytest.mark.real_engine, pytest.mark.timeout(900)]
+
+
+def test_perflab_run_of_real_vllm_on_a_cpu_host_end_to_end(
+    vllm_cpu_host: HostConfig,
+    runs_db: Engine,
+    tmp_path,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name, value in perflab_env(
+        runs_db, write_hosts_file(tmp_path / "hosts.yaml", [vllm_cpu_host])
+    ).items():
+        monkeypatch.setenv(name, value)
+    model = tiny_model_dir()
+    code = main(
+        [
+            "run",
+            "--host",
+            vllm_cpu_host.name,
+            "--engine",
+            "vllm",
+            "--model",
+            str(model),
+            "--served-model-name",
+            "tiny",
+            "--max-model-len",
+            "1024",
+            "--cpu-kvcache-space-gib",
+            "1",
+            "--port",
+            str(free_port()),
+            "--profile",
+            "random:in=48,out=24,n=12,concurrency=4,name=tiny-load",
+            "--json",
+        ]
+    )
+    output = json.loads(capsys.readouterr().out)
+    assert code == 0, output["failure_message"]
+    assert output["status"] == "done" and output["simulated"] is False
+    assert output["accelerator"].startswith("CPU (") and output["gpu_ids"] == [0]
+    (command,) = output["serve_commands"]
+    assert "CPU_VISIBLE_MEMORY_NODES=0" in command and "CUDA_VISIBLE_DEVICES" not in command
+    assert "VLLM_CPU_KVCACHE_SPACE=1" in command and f"vllm serve {model}" in command
+
+    reported = subprocess.run([str(vllm_bin()), "--version"], capture_output=True, text=True, timeout=300)
+    assert output["environment"]["engine_version"] == reported.stdout.strip().splitlines()[-1] == "0.32.0+cpu"
+
+    (result,) = output["results"]
+    assert result["profile"] == "tiny-load"
+    bench = result["result"]
+    assert bench["completed"] == 12 and bench["failed"] == 0 and bench["total_output_tokens"] > 0
+    assert bench["mean_ttft_ms"] > 0 and bench["model_id"] == "tiny"
+
+    run = stored_run(runs_db, output["run_id"])
+    assert "Application startup complete" in (run.log_tail or "")
+    assert run.remote_state["stopped"]["engine-0"] in ("term", "kill")
+    assert run_key_pids(run.remote_state["run_key"]) == [], "no engine process is left behind"
+    with new_session(runs_db) as session:
+        samples = crud.list_samples(session, run_id=run.id)
+    engine_samples = [sample for sample in samples if sample.source == "engine"]
+    assert engine_samples, "vLLM's /metrics were sampled while it served"
+    assert {"running", "waiting", "kv_cache_usage"} <= set(engine_samples[0].values)
