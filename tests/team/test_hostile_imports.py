@@ -17,16 +17,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from perflab.importers import limits
-from tests.team.test_bad_input import BAD, cli, row_counts
+from tests.team.test_bad_input import GOOD, cli, good_result, row_counts
 from tests.ui.conftest import run_app, texts
 
 REPO = Path(__file__).resolve().parents[2]
-GOOD = json.loads((BAD / "imports" / "good.json").read_text())
 DEEP = 100_000
-
-
-def good_result(**fields: object) -> str:
-    return json.dumps({**GOOD, **fields})
 
 
 def _text_block(successful: str) -> str:
