@@ -13,6 +13,7 @@ import json
 import sys
 from typing import Any
 
+import sqlalchemy as sa
 from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 
@@ -214,7 +215,9 @@ def _execute(engine: Engine, worker: Worker, run_id: int) -> str:
             try:
                 with new_session(engine) as session:
                     crud.request_cancel(session, run_id=run_id)
-            except spool.UNAVAILABLE_ERRORS as exc:
+            except sa.exc.DBAPIError as exc:
+                if not spool.unavailable(exc):
+                    raise
                 print(f"[run {run_id}] cannot ask it to cancel: {spool.first_line(exc)}", file=sys.stderr)
     worker.stop()
     if handle.status is not None:
