@@ -11,7 +11,8 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from tests.fixtures.streamlit_app import AppServer, click, new_page, settle
-from tests.team.test_hostile_imports import HOSTILE, good_result
+from tests.team.test_bad_input import good_result
+from tests.team.test_hostile_imports import HOSTILE
 
 pytestmark = pytest.mark.browser
 
