@@ -106,7 +106,8 @@ def replica_container(
     """The container of one replica (its secrets file, if the host has secrets, goes into ``run_dir``)."""
     passed = not plan.simulated and plan.vendor in PASSED_VENDORS
     gpu_ids: Sequence[int] = replica.gpu_ids
-    env = adapter.env(config, gpu_ids=in_container_ids(gpu_ids, passed=passed), run_dir=workdir)
+    ids = in_container_ids(gpu_ids, passed=passed)
+    env = adapter.env(config, gpu_ids=ids, run_dir=workdir, cpu=plan.vendor == "cpu")
     mounts, model_env = model_mounts(transport, config.model)
     env = {**model_env, **env, **plan.sim_env}
     name = container_name(plan.run_id, replica.index)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 FlagKind = Literal["value", "negatable", "switch", "off_switch"]
+SHOWN_CHARS = 60
 
 
 def format_value(value: Any) -> str:
@@ -40,13 +41,20 @@ def parse_float(text: str) -> float:
         raise ValueError(f"expected a number, got {text!r}") from None
 
 
+def shown(text: str) -> str:
+    """``repr(text)``, cut short for a one-line message."""
+    return repr(text) if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]!r}… ({len(text)} characters)"
+
+
 def parse_json_object(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"expected a JSON object, got {text!r} ({exc.msg})") from None
+        raise ValueError(f"expected a JSON object, got {shown(text)} ({exc.msg})") from None
+    except RecursionError:
+        raise ValueError(f"expected a JSON object, got {shown(text)} (nested too deeply)") from None
     if not isinstance(value, dict):
-        raise ValueError(f"expected a JSON object, got {text!r}")
+        raise ValueError(f"expected a JSON object, got {shown(text)}")
     return value
 
 

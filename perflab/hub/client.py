@@ -11,7 +11,7 @@ stated (and the one the caller pinned, when given) before the file enters the ca
 
 Cache layout under the cache directory (``perflab.settings.hub_cache_dir()``)::
 
-    datasets/<owner>/<name>/blobs/<etag><suffix>          the content, named by its hub ETag
+    datasets/<owner>/<name>/blobs/<etag>-<file name>      the content, named by its hub ETag
     datasets/<owner>/<name>/refs/<revision>/<path>.json   what the revision resolved to last time
 
 A blob already present is never downloaded again; with the hub unreachable the last resolved copy is
@@ -159,7 +159,7 @@ def _ref_path(cache_dir: Path, file: HubFile) -> Path:
 
 def _blob_path(cache_dir: Path, file: HubFile, etag: str) -> Path:
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", etag)
-    return _repo_dir(cache_dir, file) / "blobs" / f"{safe}{PurePosixPath(file.path).suffix}"
+    return _repo_dir(cache_dir, file) / "blobs" / f"{safe}-{PurePosixPath(file.path).name}"
 
 
 def cached(file: HubFile, cache_dir: Path) -> CachedFile | None:

@@ -13,6 +13,7 @@ import json
 import sys
 from typing import Any
 
+import sqlalchemy as sa
 from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 
@@ -21,6 +22,7 @@ from db.session import new_session
 from perflab import settings
 from perflab.auth import cli_user
 from perflab.engines import ENGINE_NAMES, EngineConfig, EngineConfigError
+from perflab.engines.flags import shown
 from perflab.inventory import InventoryError, default_inventory_path, load_inventory
 from perflab.profiles import BenchmarkProfile
 from perflab.runner import spool
@@ -128,7 +130,9 @@ def _convert(flag: str, kind: Any, text: str) -> Any:
     try:
         return kind(text)
     except ValueError as exc:
-        raise BadInput(f"{flag} {text!r}: {exc}") from None
+        raise BadInput(f"{flag} {shown(text)}: {exc}") from None
+    except RecursionError:  # JSON nested deeper than the decoder goes
+        raise BadInput(f"{flag} {shown(text)}: nested too deeply") from None
 
 
 def _env(items: list[str]) -> dict[str, str]:
@@ -211,7 +215,9 @@ def _execute(engine: Engine, worker: Worker, run_id: int) -> str:
             try:
                 with new_session(engine) as session:
                     crud.request_cancel(session, run_id=run_id)
-            except spool.UNAVAILABLE_ERRORS as exc:
+            except sa.exc.DBAPIError as exc:
+                if not spool.unavailable(exc):
+                    raise
                 print(f"[run {run_id}] cannot ask it to cancel: {spool.first_line(exc)}", file=sys.stderr)
     worker.stop()
     if handle.status is not None:

@@ -22,7 +22,7 @@ from db.models import Dataset
 from db.session import new_session
 from perflab.dataset_dirs import DatasetNotDeclared, declared_dataset_file
 from perflab.hub.catalog import hub_file, resolve_hub_dataset
-from perflab.hub.client import HubError
+from perflab.hub.client import HubError, Progress
 from perflab.inventory import HostConfig
 from perflab.profiles import SHAREGPT_FILE, BenchmarkProfile
 from perflab.runner.errors import RunFailed
@@ -53,12 +53,14 @@ def _stored(engine: Engine, ref: str) -> tuple[Dataset, bytes] | None:
         return (dataset, dataset.content) if dataset is not None else None
 
 
-def _hub_dataset(profile: BenchmarkProfile, ref: str, notes: list[str] | None) -> Path | None:
+def _hub_dataset(
+    profile: BenchmarkProfile, ref: str, notes: list[str] | None, on_download: Progress | None
+) -> Path | None:
     try:
         file = hub_file(ref)
         if file is None:
             return None
-        resolved = resolve_hub_dataset(file, cache_dir=hub_cache_dir())
+        resolved = resolve_hub_dataset(file, cache_dir=hub_cache_dir(), on_progress=on_download)
     except HubError as problem:
         raise RunFailed("dataset_missing", f"profile '{profile.name}': {problem}") from None
     if resolved.note and notes is not None:
@@ -94,10 +96,12 @@ def dataset_files(
     directory: Path,
     host: HostConfig,
     notes: list[str] | None = None,
+    on_download: Progress | None = None,
 ) -> dict[str, Path]:
     """``{"--dataset-path": local file}`` for ``profile`` (empty for random datasets): a stored dataset
-    written into ``directory``, a file under a dataset directory declared for ``host``, or a hub file;
-    a remark on the file (the sample standing in for the ShareGPT dump) is appended to ``notes``."""
+    written into ``directory``, a file under a dataset directory declared for ``host``, or a hub file
+    (``on_download(bytes, total)`` while it is fetched); a remark on the file (the sample standing in
+    for the ShareGPT dump) is appended to ``notes``."""
     if profile.dataset == "random":
         return {}
     ref = profile.dataset_ref or SHAREGPT_FILE
@@ -115,7 +119,7 @@ def dataset_files(
     try:
         return {DATASET_FLAG: declared_dataset_file(ref, host)}
     except DatasetNotDeclared as exc:
-        hub = _hub_dataset(profile, ref, notes)
+        hub = _hub_dataset(profile, ref, notes, on_download)
         if hub is not None:
             return {DATASET_FLAG: hub}
         raise RunFailed("dataset_missing", f"profile '{profile.name}': {exc}") from None

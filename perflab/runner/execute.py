@@ -32,7 +32,7 @@ from perflab.engines.preflight import default_cache, preflight
 from perflab.env_policy import EnvNotAllowed, check_env
 from perflab.inventory import HostConfig, Inventory, InventoryError
 from perflab.probe import ProbeResult, probe_host
-from perflab.profiles import BenchmarkProfile
+from perflab.profiles import SHAREGPT_FILE, BenchmarkProfile
 from perflab.redact import hosts_redactor
 from perflab.runner import containers, environment
 from perflab.runner.bench_record import BENCH_KEY
@@ -62,6 +62,8 @@ from perflab.transport.base import Transport
 from perflab.transport.errors import TransportError
 
 logger = logging.getLogger(__name__)
+DOWNLOAD_PROGRESS_S = 1.0
+MIB = 1024 * 1024
 
 CANCEL_CHECK_S = 0.5
 # Times a run re-reads the locks after another run locked its chosen GPUs first.
@@ -159,6 +161,20 @@ class _Execution:
     def progress(self, values: dict[str, Any]) -> None:
         self.store.heartbeat(progress={"phase": self.status, **values})
         self.emit("progress", **values)
+
+    def download_progress(self, profile: BenchmarkProfile) -> Callable[[int, int | None], None]:
+        """Progress of fetching ``profile``'s hub dataset, stored at most every second."""
+        last = [0.0]
+
+        def report(done: int, total: int | None) -> None:
+            now = time.monotonic()
+            if now - last[0] >= DOWNLOAD_PROGRESS_S or (total is not None and done >= total):
+                last[0] = now
+                self.interrupt()
+                shown = f"{done / MIB:.0f} of {total / MIB:.0f} MiB" if total else f"{done / MIB:.0f} MiB"
+                self.progress({"downloading": profile.dataset_ref or SHAREGPT_FILE, "log_line": shown})
+
+        return report
 
     def interrupt(self) -> None:
         """Raise when the worker shuts down or a user asked to cancel (checked at most every 0.5 s)."""
@@ -423,7 +439,7 @@ class _Execution:
                 interrupt=self.interrupt,
                 on_progress=self.progress,
                 dataset_files=lambda profile, notes: dataset_files(
-                    self.store.engine, profile, directory, plan.host, notes
+                    self.store.engine, profile, directory, plan.host, notes, self.download_progress(profile)
                 ),
                 record_bench=self._record_bench,
             )

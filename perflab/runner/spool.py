@@ -33,8 +33,19 @@ from perflab.settings import spool_dir
 logger = logging.getLogger(__name__)
 
 _FILE = re.compile(r"^run-(\d+)\.jsonl$")
-# The failures that mean "the database cannot take writes now" (not a bug in what is written).
-UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (sa.exc.OperationalError, sa.exc.InterfaceError)
+# SQLSTATEs of PostgreSQL that mean "no writes now" though the server answers: a read-only transaction
+# (a standby, default_transaction_read_only), privileges revoked, a full disk, out of memory, too many
+# connections, the server shutting down or in recovery.
+_UNAVAILABLE_SQLSTATES = frozenset({"25006", "42501", "53100", "53200", "53300", "57P01", "57P02", "57P03"})
+
+
+def unavailable(error: BaseException) -> bool:
+    """Whether a database error means "the database cannot take writes now" (unwritable, unreachable,
+    read-only, privileges revoked) rather than a bug in what is written."""
+    if isinstance(error, (sa.exc.OperationalError, sa.exc.InterfaceError)):
+        return True
+    sqlstate = getattr(getattr(error, "orig", None), "sqlstate", None)
+    return isinstance(error, sa.exc.DBAPIError) and sqlstate in _UNAVAILABLE_SQLSTATES
 
 
 def first_line(error: BaseException) -> str:
@@ -104,7 +115,9 @@ def replay(engine: Engine, run_id: int) -> bool:
         try:
             with new_session(engine) as session:
                 apply(session, run_id, entry["op"], entry["args"])
-        except UNAVAILABLE_ERRORS:
+        except sa.exc.DBAPIError as exc:
+            if not unavailable(exc):
+                raise
             return False
         except IllegalTransition as exc:  # finished elsewhere meanwhile: that end stays
             logger.warning("run %s: spooled status not applied: %s", run_id, exc)

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from db import crud
@@ -40,7 +41,7 @@ def json_safe(value: Any) -> Any:
 class RunStore:
     """The database side of run ``run_id``.
 
-    A write the database cannot take (:data:`perflab.runner.spool.UNAVAILABLE_ERRORS`) never raises:
+    A write the database cannot take (:func:`perflab.runner.spool.unavailable`) never raises:
     it is kept in the run's spool file with every later write, in order (:mod:`perflab.runner.spool`),
     and :attr:`unavailable` says why, so the runner winds the run down at its next check. Reads then
     return the run as last read. :meth:`flush` stores the spool once the database takes writes again.
@@ -61,7 +62,9 @@ class RunStore:
             try:
                 with new_session(self.engine) as session:
                     return spool.apply(session, self.run_id, operation, arguments)
-            except spool.UNAVAILABLE_ERRORS as exc:
+            except sa.exc.DBAPIError as exc:
+                if not spool.unavailable(exc):
+                    raise
                 self._start_spooling(exc)
         if operation != "heartbeat":  # progress is of the moment: nothing to keep of it
             spool.append(self.run_id, operation, arguments)
@@ -82,8 +85,8 @@ class RunStore:
         try:
             with new_session(self.engine) as session:
                 self._last = crud.require_run(session, run_id=self.run_id)
-        except spool.UNAVAILABLE_ERRORS as exc:
-            if self._last is None:
+        except sa.exc.DBAPIError as exc:
+            if self._last is None or not spool.unavailable(exc):
                 raise
             self._start_spooling(exc)
         return self._last

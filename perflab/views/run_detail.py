@@ -352,7 +352,7 @@ class RunProgress:
         41.5 s elapsed``."""
         parts = [self.status]
         if self.pulling:
-            parts.append(f"pulling {self.pulling}")
+            parts.append(self.pulling)
         if self.profile:
             of = (
                 f" ({self.profile_number} of {self.profiles})"
@@ -403,8 +403,10 @@ def load_progress(session: Session, run_id: int) -> RunProgress | None:
 
 
 def _pull_text(progress: dict[str, Any]) -> str | None:
-    """``IMAGE: last line of the pull`` while a run's image is being pulled, else None."""
-    image, line = progress.get("pulling"), progress.get("log_line")
-    if not isinstance(image, str):
-        return None
-    return f"{image}: {line}" if isinstance(line, str) and line else image
+    """``pulling IMAGE: last line of the pull`` while a run's image is being pulled, ``downloading
+    DATASET: 120 of 642 MiB`` while its hub dataset is fetched, else None."""
+    for key in ("pulling", "downloading"):
+        what, line = progress.get(key), progress.get("log_line")
+        if isinstance(what, str):
+            return f"{key} {what}: {line}" if isinstance(line, str) and line else f"{key} {what}"
+    return None

@@ -133,7 +133,9 @@ class Worker:
             try:
                 with new_session(self.engine) as session:
                     crud.worker_heartbeat(session, worker_id=self.worker_id, state="stopped")
-            except spool.UNAVAILABLE_ERRORS as exc:
+            except sa.exc.DBAPIError as exc:
+                if not spool.unavailable(exc):
+                    raise
                 logger.warning("worker %s: stop not stored: %s", self.worker_id, spool.first_line(exc))
 
     def execute(self, run_id: int, *, on_event: EventHandler | None = None) -> RunHandle:
@@ -173,10 +175,17 @@ class Worker:
             try:
                 with new_session(self.engine) as session:
                     crud.worker_heartbeat(session, worker_id=self.worker_id)
-            except spool.UNAVAILABLE_ERRORS as exc:
-                logger.warning("worker %s: heartbeat not stored: %s", self.worker_id, spool.first_line(exc))
-            except sa.exc.SQLAlchemyError:
-                logger.exception("worker %s: heartbeat failed", self.worker_id)
+            except sa.exc.SQLAlchemyError as exc:
+                self._database_error(exc, "storing the heartbeat")
+
+    def _database_error(self, error: sa.exc.SQLAlchemyError, doing: str) -> None:
+        """Log a loop's database error: one line when the database is unavailable (the loop tries
+        again), with the traceback otherwise."""
+        if spool.unavailable(error):
+            logger.warning("worker %s: database unavailable while %s: %s", self.worker_id, doing,
+                           spool.first_line(error))  # fmt: skip
+        else:
+            logger.exception("worker %s: database error while %s", self.worker_id, doing)
 
     def _claim_loop(self) -> None:
         while not self._stopping.is_set():
@@ -184,10 +193,8 @@ class Worker:
                 self._reap()
                 advance_studies(self.engine, holder=self.worker_id)
                 self._claim_available()
-            except spool.UNAVAILABLE_ERRORS as exc:
-                logger.warning("worker %s: database unavailable: %s", self.worker_id, spool.first_line(exc))
-            except sa.exc.SQLAlchemyError:
-                logger.exception("worker %s: database error while claiming", self.worker_id)
+            except sa.exc.SQLAlchemyError as exc:
+                self._database_error(exc, "claiming")
             self._stopping.wait(self.poll_interval_s)
 
     # ----- claiming ----------------------------------------------------------------------------------

@@ -139,20 +139,25 @@ def test_an_image_pulled_from_a_registry_shows_progress_and_its_digest(
         profiles=[scaled(PRESETS["short"], 0.02)],
         worker_id=WORKER,
     )
-    status = execute_run(
-        stored.id,
-        engine=runs_db,
-        inventory=inventory_of(host),
-        worker_id=WORKER,
-        options=FAST,
-        on_event=lambda event: events.append(str(event.data.get("log_line", ""))),
-    )
-    run = stored_run(runs_db, stored.id)
-    assert status == "done", run.failure_message
-    assert any(line.startswith("Copying blob") for line in events), events[:20]
-    container = run.environment["container"]
-    assert container["pulled"] is True
-    assert any(digest.startswith(f"{remote.rsplit(':', 1)[0]}@sha256:") for digest in container["digests"])
+    try:
+        status = execute_run(
+            stored.id,
+            engine=runs_db,
+            inventory=inventory_of(host),
+            worker_id=WORKER,
+            options=FAST,
+            on_event=lambda event: events.append(str(event.data.get("log_line", ""))),
+        )
+        run = stored_run(runs_db, stored.id)
+        assert status == "done", run.failure_message
+        assert any(line.startswith("Copying blob") for line in events), events[:20]
+        container = run.environment["container"]
+        assert container["pulled"] is True
+        assert any(
+            digest.startswith(f"{remote.rsplit(':', 1)[0]}@sha256:") for digest in container["digests"]
+        )
+    finally:
+        podman("rmi", "--force", remote, check=False)  # the pulled tag; its layers are the local image's
 
 
 def test_pull_failures_are_classified(

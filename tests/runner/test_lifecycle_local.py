@@ -1,21 +1,28 @@
 """Run lifecycles on a simulated local host (``transport: local``): readiness deadline, cancel while
-launching, a load-curve sweep on one launch, and datasets from the database."""
+launching, a load-curve sweep on one launch, datasets from the database and from a local hub (else the
+shipped sample)."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
+from pathlib import Path
 
+import pytest
 from sqlalchemy.engine import Engine
 
 from db import crud
 from db.models import Run
 from db.session import new_session
 from perflab.engines import EngineConfig
+from perflab.hub.catalog import SHAREGPT, used_sample
+from perflab.hub.sample import SAMPLE_NAME, SAMPLE_PATH
 from perflab.inventory import HostConfig
 from perflab.runner import RunnerOptions, execute_run, submit_run
+from perflab.runner.execute import RunEvent
 from perflab.runner.profile_spec import parse_profile
+from tests.fixtures.hub_server import HubServer
 from tests.fixtures.runs import (
     BackgroundRun,
     SimHostFactory,
@@ -112,6 +119,46 @@ def test_a_custom_dataset_comes_from_the_database(runs_db: Engine, sim_host: Sim
     with new_session(runs_db) as session:
         (result,) = crud.list_profile_results(session, run_id=run.id)
     assert result.completed == 6 and result.result["total_output_tokens"] == 24
+
+
+def test_sharegpt_is_fetched_from_the_hub_else_the_labelled_sample_is_used(
+    runs_db: Engine,
+    sim_host: SimHostFactory,
+    hub_server: HubServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    host = sim_host("hub", kind="local")
+    monkeypatch.setenv("PERFLAB_HUB_CACHE", str(tmp_path / "hub"))
+    dump = (
+        SAMPLE_PATH.read_bytes()[: SAMPLE_PATH.read_bytes().index(b', {"id": "perflab-sample-0010"')] + b"]"
+    )
+    hub_server.add(SHAREGPT.repo, SHAREGPT.path, dump)
+    monkeypatch.setenv("PERFLAB_HF_ENDPOINT", hub_server.endpoint)
+    events: list[RunEvent] = []
+    run = _submit(runs_db, host, "sharegpt:n=5")
+    status = execute_run(
+        run.id, engine=runs_db, inventory=inventory_of(host), worker_id=WORKER, on_event=events.append
+    )
+    assert status == "done", stored_run(runs_db, run.id).failure_message
+    with new_session(runs_db) as session:
+        (fetched,) = crud.list_profile_results(session, run_id=run.id)
+    assert not used_sample(fetched.result.get("notes")) and fetched.completed == 5
+    assert fetched.result["dataset"]["path"].endswith(".json")
+    assert any(
+        event.data.get("downloading") == "ShareGPT_V3_unfiltered_cleaned_split.json" for event in events
+    )
+    command = stored_run(runs_db, run.id).bench_commands[0]
+    assert command.endswith("-ShareGPT_V3_unfiltered_cleaned_split.json") and " --dataset-path " in command
+
+    monkeypatch.setenv("PERFLAB_HUB_CACHE", str(tmp_path / "empty-cache"))
+    hub_server.hub.shutdown()
+    offline = _submit(runs_db, host, "sharegpt:n=5")
+    assert _execute(runs_db, host, offline).status == "done"
+    with new_session(runs_db) as session:
+        (sampled,) = crud.list_profile_results(session, run_id=offline.id)
+    assert used_sample(sampled.result["notes"]) and sampled.completed == 5
+    assert SAMPLE_NAME in stored_run(runs_db, offline.id).bench_commands[0]
 
 
 def test_a_missing_dataset_fails_the_run_before_any_request(

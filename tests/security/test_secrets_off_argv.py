@@ -85,11 +85,12 @@ def scan_for(secret_value: str, tmp_path: Path) -> Iterator[tuple[Path, CommandL
         yield token_file, scan
 
 
-def test_no_secret_is_on_a_command_line_during_a_run_over_ssh(
-    runs_db: Engine, sim_host: SimHostFactory, scan_for: tuple[Path, CommandLineScan]
+@pytest.mark.parametrize("kind", ["ssh", "local"])
+def test_no_secret_is_on_a_command_line_during_a_run(
+    runs_db: Engine, sim_host: SimHostFactory, scan_for: tuple[Path, CommandLineScan], kind: str
 ) -> None:
     token_file, scan = scan_for
-    host = sim_host("ssh-secrets", secrets=host_secrets(token_file))
+    host = sim_host(f"{kind}-secrets", kind=kind, secrets=host_secrets(token_file))
     config = EngineConfig(engine="vllm", model="Qwen/Qwen3-8B", port=free_port_block(1))
     profiles = [parse_profile("short:n=20"), parse_profile("random:in=64,out=8,n=20,rate=20,name=paced")]
     run = run_to_end(runs_db, host, config, profiles)

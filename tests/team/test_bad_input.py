@@ -23,6 +23,7 @@ from tests.ui.conftest import run_app, texts
 
 BAD = Path(__file__).resolve().parents[1] / "data" / "bad"
 HUGE_BYTES = 70 * 1024 * 1024
+GOOD = json.loads((BAD / "imports" / "good.json").read_text())
 
 # hosts.yaml files → what `hosts list` prints (one line per problem, each naming file and line).
 HOSTS_FILES = {
@@ -78,6 +79,11 @@ URLS = [
     ("pages/study.py", {"study": "99999999999999999999"}, "There is no study 99999999999999999999"),
     ("pages/study.py", {"study": "424242"}, "Study 424242 does not exist"),
 ]
+
+
+def good_result(**fields: object) -> str:
+    """The good result file's text with ``fields`` set: a file of its own, not a re-import."""
+    return json.dumps({**GOOD, **fields})
 
 
 def digest(path: Path) -> str:
@@ -254,9 +260,10 @@ def test_a_huge_upload_is_refused_on_the_page(
 
 @pytest.mark.parametrize("name", sorted(IMPORT_FILES))
 def test_bad_result_files_to_import(
-    name: str, suite_database_url: str, capsys: pytest.CaptureFixture[str]
+    name: str, suite_database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    bad, good = BAD / "imports" / name, BAD / "imports" / "good.json"
+    bad, good = BAD / "imports" / name, tmp_path / "good.json"
+    good.write_text(good_result(label=f"beside {name}"))
     before, rows = digest(bad), row_counts(suite_database_url)
 
     code, out, err = cli(capsys, "import", "--url", suite_database_url, str(bad))

@@ -17,16 +17,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from perflab.importers import limits
-from tests.team.test_bad_input import BAD, cli, row_counts
+from tests.team.test_bad_input import GOOD, cli, good_result, row_counts
 from tests.ui.conftest import run_app, texts
 
 REPO = Path(__file__).resolve().parents[2]
-GOOD = json.loads((BAD / "imports" / "good.json").read_text())
 DEEP = 100_000
-
-
-def _good(**fields: object) -> str:
-    return json.dumps({**GOOD, **fields})
 
 
 def _text_block(successful: str) -> str:
@@ -51,42 +46,45 @@ def _nested(levels: int) -> object:
 HOSTILE: dict[str, tuple[str, str]] = {
     "deep_array.json": ("[" * DEEP + "]" * DEEP, ":1: the JSON nests too deeply to read"),
     "deep_object.json": ('{"a": ' * DEEP + "1" + "}" * DEEP, ":1: the JSON nests too deeply to read"),
-    "deep_line.jsonl": (_good() + "\n" + "[" * DEEP + "]" * DEEP, ":2: the JSON nests too deeply to read"),
-    "deep_field.json": (_good(extra=_nested(40)), ":1: field extra[0]"),
+    "deep_line.jsonl": (
+        good_result() + "\n" + "[" * DEEP + "]" * DEEP,
+        ":2: the JSON nests too deeply to read",
+    ),
+    "deep_field.json": (good_result(extra=_nested(40)), ":1: field extra[0]"),
     "huge_count.json": (
-        _good(completed=10**30),
+        good_result(completed=10**30),
         ":1: field completed is 1000000000000000000000000000000, out of range",
     ),
     "huge_tokens.json": (
-        _good(total_input_tokens=-(10**20)),
+        good_result(total_input_tokens=-(10**20)),
         ":1: field total_input_tokens is -100000000000000000000",
     ),
     "huge_count.txt": (_text_block("1" + "0" * 30), ":1: field completed is 1000000000000000000000000000000"),
     "endless_digits.json": (
-        _good().replace('"completed": 4', '"completed": ' + "9" * 5000),
+        good_result().replace('"completed": 4', '"completed": ' + "9" * 5000),
         ":1: the JSON holds a value perflab cannot read",
     ),
-    "nul_in_model.json": (_good(model_id="Qwen\u0000evil"), ":1: field model_id holds a NUL character"),
-    "lone_surrogate.json": (_good(label="\ud800"), ":1: label holds a lone surrogate"),
+    "nul_in_model.json": (good_result(model_id="Qwen\u0000evil"), ":1: field model_id holds a NUL character"),
+    "lone_surrogate.json": (good_result(label="\ud800"), ":1: label holds a lone surrogate"),
     "requests_not_a_list.json": (
-        _good(requests=5),
+        good_result(requests=5),
         ":1: field requests is 5, expected a list of request records",
     ),
     "request_bad_field.json": (
-        _good(requests=[{"index": 0, "ttft_ms": "fast"}]),
+        good_result(requests=[{"index": 0, "ttft_ms": "fast"}]),
         ":1: requests[0].ttft_ms is 'fast', expected a number",
     ),
-    "array_not_a_list.json": (_good(ttfts=5), ":1: field ttfts is 5, expected a list"),
+    "array_not_a_list.json": (good_result(ttfts=5), ":1: field ttfts is 5, expected a list"),
     "headline_text.json": (
-        _good(mean_ttft_ms="fast"),
+        good_result(mean_ttft_ms="fast"),
         ":1: field mean_ttft_ms is 'fast', expected a finite number",
     ),
     "infinite_duration.json": (
-        _good(duration=float("inf")),
+        good_result(duration=float("inf")),
         ":1: field duration is inf, expected a finite number",
     ),
     "request_index_overflow.json": (
-        _good(requests=[{"index": 1e300}]),
+        good_result(requests=[{"index": 1e300}]),
         ":1: requests[0].index is 1e+300, expected a whole number of at most 64 bits",
     ),
     "too_many_results.json": (
@@ -116,7 +114,7 @@ def test_hostile_files_on_the_command_line(
     name: str, corpus: Path, suite_database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path, good = corpus / name, tmp_path / "good.json"
-    good.write_text(_good(label=f"beside {name}"))  # a text of its own: not a re-import
+    good.write_text(good_result(label=f"beside {name}"))  # a text of its own: not a re-import
     expected = HOSTILE[name][1] if name in HOSTILE else ": 67108865 bytes is larger than perflab imports"
     rows = row_counts(suite_database_url)
 
@@ -148,7 +146,7 @@ def test_hostile_files_uploaded_on_the_runs_page(
 ) -> None:
     rows = row_counts(suite_database_url)
     good = tmp_path / "good.json"
-    good.write_text(_good(label="beside the hostile uploads"))
+    good.write_text(good_result(label="beside the hostile uploads"))
     uploads: list[tuple[str, bytes, str]] = [
         (name, (corpus / name).read_bytes(), "application/octet-stream") for name in HOSTILE
     ]
@@ -201,7 +199,7 @@ def test_an_import_within_the_limits_keeps_what_json_columns_cannot_hold_as_text
         "input_lens": [100, 100],
         "output_lens": [2, 1],
     }
-    path.write_text(_good(request_rate=float("inf"), max_output_tokens_per_s=float("nan"), **arrays))
+    path.write_text(good_result(request_rate=float("inf"), max_output_tokens_per_s=float("nan"), **arrays))
 
     code, out, err = cli(capsys, "import", "--url", suite_database_url, "--json", str(path))
 

@@ -9,11 +9,13 @@ import os
 import signal
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from db.models import ProfileResult, Run
 from perflab.profiles import BenchmarkProfile
-from perflab.study.measure import outcomes
+from perflab.study.measure import RetryPolicy, RunOutcome, outcomes
+from perflab.study.plan import Measurement
 from tests.fixtures.sim_server import SimServerFactory
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -104,8 +106,14 @@ def test_a_partial_result_is_never_a_study_measurement() -> None:
     tuning = BenchmarkProfile(
         name="tune", title="Tune", dataset="random", input_len=64, output_len=8, num_prompts=100
     )
+    stopped_at = datetime(2026, 1, 1, tzinfo=UTC)
     interrupted = Run(
-        id=1, status="failed", failure_class="worker_restarted", config_fingerprint="abc", profiles=[]
+        id=1,
+        status="failed",
+        failure_class="worker_restarted",
+        config_fingerprint="abc",
+        profiles=[],
+        finished_at=stopped_at,
     )
     partial = ProfileResult(
         id=1,
@@ -115,10 +123,24 @@ def test_a_partial_result_is_never_a_study_measurement() -> None:
         result={"completed": 40, "failed": 0, "num_prompts": 100, "output_throughput": 900.0,
                 "total_token_throughput": 1000.0, "partial": True, "partial_reason": "received SIGTERM"},
     )  # fmt: skip
+    retry = RetryPolicy(delays_s=(30.0,))
 
-    found = outcomes(
-        [interrupted], {1: [partial]}, tuning=tuning, objective="total_token_throughput", slos={}
+    def outcome_at(now: datetime) -> RunOutcome:
+        found = outcomes(
+            [interrupted], {1: [partial]}, tuning=tuning, objective="total_token_throughput", slos={},
+            retry=retry, now=now,
+        )  # fmt: skip
+        return found["abc"]
+
+    # The configuration is run again rather than judged on 40 of its 100 requests: the worker's death
+    # is the infrastructure's failure, so it waits out the backoff, then gets a new run.
+    waiting = outcome_at(stopped_at + timedelta(seconds=10))
+    assert waiting.score is None
+    assert waiting.measurement == Measurement(
+        "pending",
+        1,
+        error="worker_restarted: the worker died under the run",
+        retry_at=stopped_at + timedelta(seconds=30),
     )
-
-    # The configuration is run again rather than judged on 40 of its 100 requests.
-    assert found["abc"].measurement is None and found["abc"].score is None
+    again = outcome_at(stopped_at + timedelta(seconds=31))
+    assert again.score is None and again.measurement is None

@@ -158,3 +158,15 @@ def test_progress_while_the_image_is_pulled_names_it_and_the_pull_line(db_sessio
     progress = run_detail.load_progress(db_session, run.id)
     assert progress is not None
     assert progress.text() == "launching · pulling vllm/vllm-openai:v0.11.0: Copying blob x"
+
+
+def test_progress_while_the_hub_dataset_is_fetched(db_session: Session) -> None:
+    run = crud.create_run(db_session, host_name="h", status="benchmarking", profiles=[])
+    crud.update_run(
+        db_session,
+        run_id=run.id,
+        progress={"phase": "benchmarking", "downloading": "sharegpt.json", "log_line": "120 of 642 MiB"},
+    )
+    progress = run_detail.load_progress(db_session, run.id)
+    assert progress is not None
+    assert progress.text() == "benchmarking · downloading sharegpt.json: 120 of 642 MiB"

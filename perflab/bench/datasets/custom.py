@@ -58,6 +58,8 @@ def read_jsonl(path: str, text: str) -> List[Row]:
             entry = json.loads(raw)
         except ValueError as exc:
             raise DatasetError(path, f"invalid JSON: {exc}", line=line) from exc
+        except RecursionError:
+            raise DatasetError(path, "invalid JSON: nested too deeply", line=line) from None
         if not isinstance(entry, dict):
             raise DatasetError(
                 path, f"each line must be a JSON object, not {type(entry).__name__}", line=line

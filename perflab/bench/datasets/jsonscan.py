@@ -53,6 +53,8 @@ def iter_array(path: str, text: str) -> Iterator[Tuple[int, Any]]:
             element, position = decoder.raw_decode(text, position)
         except json.JSONDecodeError as exc:
             raise DatasetError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from exc
+        except RecursionError:
+            raise DatasetError(path, "invalid JSON: nested too deeply", line=start_line) from None
         yield start_line, element
         position = _WHITESPACE.match(text, position).end()  # type: ignore[union-attr]
         if text.startswith(",", position):
