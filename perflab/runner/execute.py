@@ -214,11 +214,13 @@ class _Execution:
 
     def _place(self, plan: _Plan, probe: ProbeResult) -> tuple[tuple[int, ...], ProbeResult]:
         """The GPUs locked for the run, and the probe they were chosen from (taken again after
-        stopping processes earlier runs left behind)."""
+        stopping processes earlier runs left behind, which happens before every placement: an
+        orphan holds its port and memory even where enough GPUs are free without its own)."""
         assert self.transport is not None
         host_name = plan.host.name
+        if self._stop_orphans(host_name):
+            probe = probe_host(self.transport)
         races = 0
-        swept = False
         while True:
             self.interrupt()
             locked = {
@@ -234,13 +236,6 @@ class _Execution:
                 if races < MAX_LOCK_RACES:
                     continue
                 raise GpusBusy("other runs kept locking the chosen GPUs first")
-            except RunFailed as failure:
-                if failure.failure_class != "gpus_unavailable" or swept:
-                    raise
-                swept = True
-                if not self._stop_orphans(host_name):
-                    raise
-                probe = probe_host(self.transport)
             except GpusBusy as busy:
                 if self.options.hand_back_when_busy:
                     raise _HandedBack(str(busy)) from None

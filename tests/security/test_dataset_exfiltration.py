@@ -21,6 +21,7 @@ from perflab.runner.profile_spec import parse_profile
 from perflab.study.coordinator import create_study
 from perflab.study.spec import StudySpecError, parse_spec
 from perflab.study.views import spec_from_upload
+from tests.fixtures.leftovers import processes_under
 from tests.fixtures.runs import SimHostFactory, free_port_block, perflab_env, write_hosts_file
 from tests.security.conftest import run_to_end
 
@@ -87,6 +88,7 @@ def test_a_stored_run_naming_a_private_file_fails_before_sending_it(
     assert run.status == "failed" and run.failure_class == "dataset_missing"
     assert "declared dataset directory" in (run.failure_message or "")
     assert _sent_to(host) == []
+    assert run.remote_state is None and processes_under(Path(host.workdir)) == []  # no engine started
 
 
 def test_a_file_in_a_declared_directory_is_sent(

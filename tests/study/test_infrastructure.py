@@ -19,6 +19,7 @@ from perflab.study.headless import wait_for_study
 from perflab.study.progress import StudyProgress, load_progress
 from perflab.study.spec import parse_spec
 from perflab.study.text import progress_lines
+from tests.fixtures.leftovers import processes_under
 from tests.fixtures.ports import held_ports
 from tests.fixtures.runs import SimHostFactory, proxied_host, write_hosts_file
 from tests.fixtures.sshd import SshServer, TcpProxy
@@ -133,3 +134,6 @@ def test_a_host_dropping_mid_study_leaves_it_incomplete_until_the_missing_candid
     decisions = _decisions(runs_db, study.id)
     assert set(decisions) == {"Baseline", "SGLang", "TensorRT-LLM", "TP1 x2"}
     assert set(decisions.values()) <= MEASURED, decisions
+    # The baseline's engine, left running when the host dropped while it was being stopped, was
+    # stopped by the first placement once the host was back.
+    assert processes_under(Path(host.workdir)) == []

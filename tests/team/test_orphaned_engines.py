@@ -14,6 +14,7 @@ from db.models import Run
 from perflab.inventory import HostConfig
 from perflab.runner import RunnerOptions
 from perflab.sim.gpustate import Registration
+from tests.fixtures.leftovers import processes_under
 from tests.fixtures.runs import (
     BackgroundRun,
     SimHostFactory,
@@ -79,3 +80,4 @@ def test_an_engine_left_by_a_lost_connection_is_stopped_by_the_next_placement(
         check_failed(runs_db, refused.id, "gpus_unavailable", "perflab did not start", "GPU 1: 70000 MiB")
     finally:
         foreign.remove()
+    assert processes_under(Path(host.workdir)) == []
