@@ -14,4 +14,5 @@ pytest_plugins: list[str] = [
     "tests.fixtures.streamlit_app",
     "tests.fixtures.hub_server",
     "tests.fixtures.real_vllm",
+    "tests.fixtures.leftovers",
 ]
