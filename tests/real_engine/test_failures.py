@@ -50,7 +50,8 @@ def _failed_run(engine: Engine, host: HostConfig, options: RunnerOptions = OPTIO
     with new_session(engine) as session:
         run = crud.require_run(session, run_id=stored.id)
     assert status == "failed", f"the run ended {status}"
-    assert run_key_pids(run.remote_state["run_key"]) == [], "no engine process is left behind"
+    if run.remote_state is not None:  # None: refused before anything was started
+        assert run_key_pids(run.remote_state["run_key"]) == [], "no engine process is left behind"
     return run
 
 
@@ -67,6 +68,7 @@ def test_refused_arguments(
 ) -> None:
     """perflab's preflight refuses them before the engine starts; the engine's own log says the same."""
     run = _failed_run(runs_db, vllm_cpu_host, extra_args=extra_args)
+    assert run.remote_state is None, "refused before the engine was started"
     assert run.failure_class == "unknown_argument"
     assert "vLLM 0.32.0+cpu" in run.failure_message and extra_args[-1] in run.failure_message
 
