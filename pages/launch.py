@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from db import crud
@@ -75,6 +77,13 @@ text_cols = st.columns(5)
 number_cols = st.columns(4)
 switch_cols = st.columns(2)
 cpu_knobs: dict[str, object] = {}
+
+
+def word_input(column: Any, label: str, field: str) -> str:
+    """A text knob whose help lists the words the engine accepts for ``field``."""
+    return column.text_input(label, key=f"launch_{field}", help=launch.accepted_words(engine, field))
+
+
 if target.probe is not None and is_cpu_host(target.probe.accelerators):
     st.caption("CPU host: vLLM's CPU build serves here; its knobs are environment variables.")
     cpu_cols = st.columns(3)
@@ -100,22 +109,10 @@ form = launch.ConfigForm(
     ep=int(ep_col.number_input("EP", min_value=1, value=1, key="launch_ep")),
     replicas=int(replicas_col.number_input("Replicas", min_value=1, value=1, key="launch_replicas")),
     gpu_ids=gpus_col.text_input("GPU ids", placeholder="0,1,2,3", key="launch_gpu_ids"),
-    quantization=text_cols[0].text_input(
-        "Quantization", key="launch_quantization", help=launch.accepted_words(engine, "quantization")
-    ),
-    attention_backend=text_cols[1].text_input(
-        "Attention backend",
-        key="launch_attention_backend",
-        help=launch.accepted_words(engine, "attention_backend"),
-    ),
-    kv_cache_dtype=text_cols[2].text_input(
-        "KV-cache dtype", key="launch_kv_cache_dtype", help=launch.accepted_words(engine, "kv_cache_dtype")
-    ),
-    performance_mode=text_cols[3].text_input(
-        "Performance mode",
-        key="launch_performance_mode",
-        help=launch.accepted_words(engine, "performance_mode"),
-    ),
+    quantization=word_input(text_cols[0], "Quantization", "quantization"),
+    attention_backend=word_input(text_cols[1], "Attention backend", "attention_backend"),
+    kv_cache_dtype=word_input(text_cols[2], "KV-cache dtype", "kv_cache_dtype"),
+    performance_mode=word_input(text_cols[3], "Performance mode", "performance_mode"),
     reasoning_parser=text_cols[4].text_input("Reasoning parser", key="launch_reasoning_parser"),
     max_num_batched_tokens=number_cols[0].number_input(
         "Max batched tokens", min_value=1, value=None, step=1024, key="launch_max_num_batched_tokens"

@@ -118,21 +118,27 @@ def _bucket_count(duration_s: float) -> int:
     return max(1, math.ceil(duration_s)) if duration_s > 0 else 0
 
 
-def concurrency_per_second(records: Sequence[RequestRecord], origin_s: float, buckets: int) -> List[int]:
-    """For each 1-second bucket, the largest number of requests in flight at any instant in it."""
-    events = sorted([(record.start_s, 1) for record in records] + [(record.end_s, -1) for record in records])
-    peaks = [0] * buckets
+def peak_in_flight(spans: Sequence[Tuple[float, float]], bin_ends: Sequence[float]) -> List[int]:
+    """For each consecutive bin (each ends at the next of ``bin_ends``, exclusive), the largest number
+    of the [start, end) ``spans`` in flight at any instant in it."""
+    events = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    peaks = [0] * len(bin_ends)
     in_flight = 0
     position = 0
-    for bucket in range(buckets):
-        bucket_end = origin_s + bucket + 1
+    for index, bin_end in enumerate(bin_ends):
         peak = in_flight
-        while position < len(events) and events[position][0] < bucket_end:
+        while position < len(events) and events[position][0] < bin_end:
             in_flight += events[position][1]
             peak = max(peak, in_flight)
             position += 1
-        peaks[bucket] = peak
+        peaks[index] = peak
     return peaks
+
+
+def concurrency_per_second(records: Sequence[RequestRecord], origin_s: float, buckets: int) -> List[int]:
+    """For each 1-second bucket, the largest number of requests in flight at any instant in it."""
+    spans = [(record.start_s, record.end_s) for record in records]
+    return peak_in_flight(spans, [origin_s + bucket + 1 for bucket in range(buckets)])
 
 
 def active_requests_per_second(successes: Sequence[RequestRecord]) -> List[int]:

@@ -140,6 +140,7 @@ def engine_timeline(samples: pd.DataFrame) -> alt.VConcatChart:
         for column, label in ENGINE_SERIES.items()
         if column in engine
     ]
+    step_s = _sampling_step(engine["t_s"])
     queue = _timeline(
         pd.concat(counts, ignore_index=True),
         x="t_s",
@@ -147,7 +148,7 @@ def engine_timeline(samples: pd.DataFrame) -> alt.VConcatChart:
         value_title="Requests",
         series_title="Engine",
         name="queue",
-        step_s=_sampling_step(engine["t_s"]),
+        step_s=step_s,
     )
     if "replica" in engine:
         kv = engine.assign(series="replica " + engine["replica"].astype("Int64").astype(str))
@@ -161,7 +162,7 @@ def engine_timeline(samples: pd.DataFrame) -> alt.VConcatChart:
         value_title="KV-cache usage (%)",
         series_title="Replica",
         name="kv",
-        step_s=_sampling_step(engine["t_s"]),
+        step_s=step_s,
     )
     return _stacked(queue, cache)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from perflab.transport.base import Transport
+from perflab.transport.base import Transport, env_lines
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TIMEOUT_S = 30.0
@@ -21,14 +21,12 @@ _WRITE = 'umask 077 && cat > "$1.part" && chmod 600 "$1.part" && mv -f -- "$1.pa
 
 def env_file_text(values: Mapping[str, str]) -> str:
     """``NAME=value`` lines; ValueError for a name that is not a variable or a multi-line value."""
-    lines = []
     for name, value in values.items():
         if not _NAME.match(name):
             raise ValueError(f"{name!r} is not a valid environment variable name")
         if any(ch in value for ch in "\r\n\0"):
             raise ValueError(f"the value of {name} spans several lines; an env file holds one line each")
-        lines.append(f"{name}={value}")
-    return "".join(f"{line}\n" for line in lines)
+    return env_lines(values)
 
 
 def write_env_file(transport: Transport, path: str, values: Mapping[str, str]) -> str:

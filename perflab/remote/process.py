@@ -18,13 +18,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from perflab.remote import scripts
-from perflab.transport.base import Transport, env_lines
+from perflab.transport.base import Transport
 from perflab.transport.retry import retrying
 
 RUNS_DIR = "runs"
 RUN_KEY_ENV = "PERFLAB_RUN_KEY"
 PROCESS_ENV = "PERFLAB_PROCESS"
-SECRET_ENV_FILE = "secrets.env"
 VISIBLE_DEVICES_ENVS = ("CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES")
 
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -117,18 +116,6 @@ def _pid_tuple(text: str) -> tuple[int, ...]:
 
 def run_dir(transport: Transport, run_key: str) -> str:
     return posixpath.join(transport.workdir, RUNS_DIR, _check_key("run key", run_key))
-
-
-def write_secret_env_file(transport: Transport, directory: str) -> str | None:
-    """Write the host's ``secrets:`` into ``<directory>/secrets.env`` — mode 0600 from its first byte,
-    one ``NAME=value`` line each, the ``--env-file`` format of podman and docker — for a program that
-    must read them from a file rather than inherit them (a container); returns the path, or None when
-    the host has no secrets. Commands the transport runs get the secrets without it."""
-    if not transport.secret_env:
-        return None
-    path = posixpath.join(directory, SECRET_ENV_FILE)
-    transport.write_text(path, env_lines(transport.secret_env), mode=0o600)
-    return path
 
 
 def _pid_file(directory: str, name: str) -> str:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from perflab.bench.metrics import peak_in_flight
+
 NICE_WIDTHS_S: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 TARGET_BINS = 40
 COLUMNS = ("t", "output_tokens_per_s", "requests_in_flight")
@@ -58,27 +60,13 @@ def _token_arrivals(records: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(times, dtype=float), np.asarray(tokens, dtype=float)
 
 
-def _in_flight_peaks(records: pd.DataFrame, bins: int, width: float) -> np.ndarray:
+def _in_flight_peaks(records: pd.DataFrame, bins: int, width: float) -> list[int]:
     """Per bin, the largest number of requests in flight at any instant in it."""
     spans = records.dropna(subset=["start_s", "e2el_ms"])
-    events = sorted(
-        [(start, 1) for start in spans["start_s"]]
-        + [
-            (start + e2el / 1000.0, -1)
-            for start, e2el in zip(spans["start_s"], spans["e2el_ms"], strict=True)
-        ]
-    )
-    peaks = np.zeros(bins, dtype=int)
-    in_flight = position = 0
-    for index in range(bins):
-        end = (index + 1) * width
-        peak = in_flight
-        while position < len(events) and events[position][0] < end:
-            in_flight += events[position][1]
-            peak = max(peak, in_flight)
-            position += 1
-        peaks[index] = peak
-    return peaks
+    intervals = [
+        (start, start + e2el / 1000.0) for start, e2el in zip(spans["start_s"], spans["e2el_ms"], strict=True)
+    ]
+    return peak_in_flight(intervals, [(index + 1) * width for index in range(bins)])
 
 
 def from_records(records: pd.DataFrame) -> Timeline:

@@ -27,9 +27,13 @@ def record(
     input_tokens=10,
     reason=None,
     source="usage",
+    chunk_tokens=None,
 ):
-    """A request sent at ``start`` whose text chunks arrived at ``chunks`` (seconds)."""
+    """A request sent at ``start`` whose text chunks arrived at ``chunks`` (seconds), carrying
+    ``chunk_tokens`` tokens each (by default the output tokens spread over the chunks)."""
     tokens = len(chunks) if output_tokens is None else output_tokens
+    if chunk_tokens is None:
+        chunk_tokens = distribute_tokens(tokens, [4] * len(chunks))
     return RequestRecord(
         index=index,
         base_url="http://a",
@@ -38,7 +42,7 @@ def record(
         start_s=start,
         end_s=(chunks[-1] if chunks else start) if end is None else end,
         chunk_times_s=list(chunks),
-        chunk_tokens=distribute_tokens(tokens, [4] * len(chunks)) if success else [],
+        chunk_tokens=chunk_tokens if success else [],
         input_tokens=input_tokens,
         output_tokens=tokens if success else 0,
         output_tokens_source=source,
@@ -133,18 +137,7 @@ def test_duration_runs_from_first_dispatch():
 def test_peak_output_tokens_counts_tokens_per_one_second_bucket():
     # Bucket 0: 3 tokens from A + 2 from B's chunk at 0.9; bucket 1: the 4 tokens of B's chunk at 1.5.
     a = record(0, 0.0, [0.1, 0.2, 0.3])
-    b = RequestRecord(
-        index=1,
-        base_url="x",
-        scheduled_s=0.0,
-        dispatched_s=0.0,
-        start_s=0.0,
-        end_s=1.5,
-        chunk_times_s=[0.9, 1.5],
-        chunk_tokens=[2, 4],
-        output_tokens=6,
-        success=True,
-    )
+    b = record(1, 0.0, [0.9, 1.5], output_tokens=6, chunk_tokens=[2, 4])
     metrics = compute([a, b])
     assert [row["output_tokens"] for row in metrics.timeseries] == [5, 4]
     # 9 tokens in 1.5 s average 6 tok/s: the half-filled last bucket cannot pull the peak below that.
@@ -154,18 +147,8 @@ def test_peak_output_tokens_counts_tokens_per_one_second_bucket():
 
 def test_peak_output_tokens_is_never_below_the_average():
     # 400 tokens in half a second: one bucket of 400 tokens, an average of 800 tok/s.
-    short = RequestRecord(
-        index=0,
-        base_url="x",
-        scheduled_s=0.0,
-        dispatched_s=0.0,
-        start_s=0.0,
-        end_s=0.5,
-        chunk_times_s=[0.1 + index * 0.001 for index in range(400)],
-        chunk_tokens=[1] * 400,
-        output_tokens=400,
-        success=True,
-    )
+    chunks = [0.1 + index * 0.001 for index in range(400)]
+    short = record(0, 0.0, chunks, output_tokens=400, end=0.5, chunk_tokens=[1] * 400)
     metrics = compute([short])
     assert [row["output_tokens"] for row in metrics.timeseries] == [400]
     assert metrics.output_throughput == pytest.approx(800.0)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, expect
 
-from tests.fixtures.streamlit_app import AppServer, click, new_page, settle
+from tests.fixtures.streamlit_app import AppServer, click, local_sim_hosts_file, new_page, settle
 from tests.team.test_bad_input import good_result
 from tests.team.test_hostile_imports import HOSTILE
 
@@ -23,8 +23,7 @@ def test_hostile_files_uploaded_in_the_browser(
     start_app: Callable[..., AppServer], chromium: Browser, tmp_path: Path
 ) -> None:
     database = tmp_path / "perflab.db"
-    hosts = tmp_path / "hosts.yaml"
-    hosts.write_text(f"hosts:\n  - {{name: local-sim, transport: local, workdir: {tmp_path / 'work'}}}\n")
+    hosts = local_sim_hosts_file(tmp_path)
     app = start_app(
         PERFLAB_DATABASE_URL=f"sqlite:///{database}",
         PERFLAB_HOSTS=str(hosts),

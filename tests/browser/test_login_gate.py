@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, expect
 
-from tests.fixtures.streamlit_app import AppServer, new_page, settle
+from tests.fixtures.streamlit_app import AppServer, local_sim_hosts_file, new_page, settle
 
 pytestmark = pytest.mark.browser
 
@@ -20,8 +20,7 @@ def test_sessions_opened_while_an_exposed_server_starts_never_see_the_app(
     start_app: Callable[..., AppServer], chromium: Browser, tmp_path: Path
 ) -> None:
     database = tmp_path / "perflab.db"
-    hosts = tmp_path / "hosts.yaml"
-    hosts.write_text(f"hosts:\n  - {{name: local-sim, transport: local, workdir: {tmp_path / 'work'}}}\n")
+    hosts = local_sim_hosts_file(tmp_path)
     app = start_app(
         address="0.0.0.0",
         PERFLAB_AUTH="",

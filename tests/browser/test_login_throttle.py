@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.fixtures.streamlit_app import AppServer, click, log_in, new_page, settle
+from tests.fixtures.streamlit_app import AppServer, click, local_sim_hosts_file, log_in, new_page, settle
 
 pytestmark = pytest.mark.browser
 
@@ -65,8 +65,7 @@ def test_guesses_from_parallel_sessions_lock_out_their_address_only(
     other_address = non_loopback_address()
     password_file = tmp_path / "password"
     password_file.write_text(PASSWORD + "\n")
-    hosts = tmp_path / "hosts.yaml"
-    hosts.write_text(f"hosts:\n  - {{name: local-sim, transport: local, workdir: {tmp_path / 'work'}}}\n")
+    hosts = local_sim_hosts_file(tmp_path)
     app = start_app(
         address="0.0.0.0",
         PERFLAB_AUTH="password",

@@ -14,7 +14,15 @@ from sqlmodel import select
 
 from db import session as db_session
 from db.models import Run
-from tests.fixtures.streamlit_app import AppServer, click, log_in, new_page, screenshot, settle
+from tests.fixtures.streamlit_app import (
+    AppServer,
+    click,
+    local_sim_hosts_file,
+    log_in,
+    new_page,
+    screenshot,
+    settle,
+)
 from tests.fixtures.study_data import StudyDatabase
 from tests.fixtures.ui_data import SeededDatabase
 
@@ -24,18 +32,15 @@ PASSWORD = "browser-shared-password"
 NAVIGATION = ["Runs", "Run", "Compare", "Launch", "Datasets", "Hosts", "Studies", "Study"]
 
 
-def hosts_file(directory: Path) -> Path:
-    path = directory / "hosts.yaml"
-    path.write_text(f"hosts:\n  - {{name: local-sim, transport: local, workdir: {directory / 'work'}}}\n")
-    return path
-
-
 def open_first(
     start_app: Callable[..., AppServer], chromium: Browser, tmp_path: Path, url: str, path: str, **env: str
 ) -> tuple[AppServer, Page]:
     """A fresh server on database ``url`` (no worker) whose first page load is ``path``."""
     app = start_app(
-        PERFLAB_DATABASE_URL=url, PERFLAB_HOSTS=str(hosts_file(tmp_path)), PERFLAB_APP_WORKER="0", **env
+        PERFLAB_DATABASE_URL=url,
+        PERFLAB_HOSTS=str(local_sim_hosts_file(tmp_path)),
+        PERFLAB_APP_WORKER="0",
+        **env,
     )
     page = new_page(chromium)
     page.goto(app.url + path)

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from perflab.remote.process import run_dir, write_secret_env_file
+from perflab.containers.launch import env_file_path
+from perflab.remote.private_files import write_env_file
+from perflab.remote.process import run_dir
 from perflab.transport import open_transport
 from tests.hosts.conftest import HostFactory
 from tests.security.test_secrets_off_argv import SECRET_VARIABLE, host_secrets
@@ -47,14 +49,12 @@ def test_secret_env_file_is_private_from_its_first_byte(
     token_file.write_text("hf_file_token\n")
     with open_transport(make_host(secrets=host_secrets(token_file))) as transport:
         directory = run_dir(transport, "run-1-abcdef")
-        path = write_secret_env_file(transport, directory)
-    assert path is not None
+        Path(directory).mkdir(parents=True)
+        path = write_env_file(transport, env_file_path(directory, "perflab-run-1-0"), transport.secret_env)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert Path(path).read_text() == (
         f"VLLM_API_KEY={secret_value}\nOPENAI_API_KEY={secret_value}\nHF_TOKEN=hf_file_token\n"
     )
-    with open_transport(make_host(name="plain")) as transport:
-        assert write_secret_env_file(transport, run_dir(transport, "run-2-abcdef")) is None
 
 
 def test_a_multi_line_secret_is_refused(make_host: HostFactory, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,7 +16,8 @@ import pytest
 from perflab import safe_yaml
 from perflab.inventory import InventoryError, load_inventory
 from perflab.study.spec import StudySpecError, parse_spec
-from perflab.study.views import spec_from_form, spec_from_upload
+from perflab.study.views import spec_from_upload
+from tests.fixtures.study_data import form_spec
 
 REPO = Path(__file__).resolve().parents[2]
 MEMORY_CAP = 768 * 1024 * 1024
@@ -92,19 +93,7 @@ def test_the_studies_form_stages_are_read_within_the_budget() -> None:
         "          "
     )
     with pytest.raises(StudySpecError, match=r"stages:\d+: not read: aliases expand"):
-        spec_from_form(
-            name="f",
-            model="m",
-            hosts=["local-sim"],
-            engine="vllm",
-            tuning_profile="sharegpt",
-            validation_profiles=["short"],
-            stages_yaml=stages,
-            objective="output_throughput",
-            scale=0.1,
-            min_success_pct=95,
-            min_gain_pct=2,
-        )
+        form_spec(model="m", validation_profiles=["short"], stages_yaml=stages)
 
 
 def test_hosts_yaml_bomb_is_refused(tmp_path: Path) -> None:

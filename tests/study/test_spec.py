@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from perflab.profiles import PRESETS
 from perflab.study.configs import CandidateConfigError, build_config, config_fields
-from perflab.study.spec import StudySpec, StudySpecError, load_spec, parse_spec, spec_from_data
-from perflab.study.views import STAGES_TEMPLATE, spec_from_form, spec_from_upload
+from perflab.study.spec import StudySpecError, load_spec, parse_spec, spec_from_data
+from perflab.study.views import STAGES_TEMPLATE, spec_from_upload
+from tests.fixtures.study_data import form_spec
 
 GOOD = """\
 name: demo
@@ -126,31 +126,8 @@ def test_unreadable_and_malformed_files(tmp_path: Path) -> None:
         spec_from_upload("up.yaml", b"\xff\xfe\x00")
 
 
-def _form(**fields: Any) -> StudySpec:
-    """The spec of the new-study form with ``fields`` changed from a plain one."""
-    plain: dict[str, Any] = {
-        "name": "f",
-        "model": "Qwen/Qwen3-8B",
-        "hosts": ["local-sim"],
-        "engine": "vllm",
-        "tuning_profile": "sharegpt",
-        "validation_profiles": [],
-        "stages_yaml": "",
-        "objective": "total_token_throughput",
-        "scale": 1.0,
-        "min_success_pct": 100,
-        "min_gain_pct": 1,
-    }
-    return spec_from_form(**{**plain, **fields})
-
-
 def test_the_form_builds_a_spec_and_reports_stage_yaml_by_line() -> None:
-    spec = spec_from_form(
-        name="f",
-        model="Qwen/Qwen3-8B",
-        hosts=["local-sim"],
-        engine="vllm",
-        tuning_profile="sharegpt",
+    spec = form_spec(
         validation_profiles=["short"],
         stages_yaml="- name: Engine\n  dimension: engine\n  candidates: [sglang]\n",
         objective="output_throughput",
@@ -160,11 +137,11 @@ def test_the_form_builds_a_spec_and_reports_stage_yaml_by_line() -> None:
     )
     assert (spec.objective, spec.min_success_pct, spec.tuning().num_prompts) == ("output_throughput", 95, 100)
     with pytest.raises(StudySpecError, match=r"stages:3: not valid YAML"):
-        _form(stages_yaml="- name: x\n  candidates: [\n")
+        form_spec(stages_yaml="- name: x\n  candidates: [\n")
 
 
 def test_the_form_template_labels_claim_no_replica_count_their_configurations_lack() -> None:
-    spec = _form(stages_yaml=STAGES_TEMPLATE.format(model="Qwen/Qwen3-8B"))
+    spec = form_spec(stages_yaml=STAGES_TEMPLATE.format(model="Qwen/Qwen3-8B"))
     base = config_fields(spec.baseline_config(8))
     for stage in spec.stages:
         for candidate in stage.candidates:

@@ -6,6 +6,7 @@ import io
 import json
 
 import pandas as pd
+import pytest
 from sqlmodel import Session
 
 from db import crud
@@ -148,25 +149,27 @@ def test_downloads(seeded_database: SeededDatabase) -> None:
     assert (table["success_rate"] == 100.0).all()
 
 
-def test_progress_while_the_image_is_pulled_names_it_and_the_pull_line(db_session: Session) -> None:
-    run = crud.create_run(db_session, host_name="h", status="launching", profiles=[])
-    crud.update_run(
-        db_session,
-        run_id=run.id,
-        progress={"phase": "launching", "pulling": "vllm/vllm-openai:v0.11.0", "log_line": "Copying blob x"},
-    )
-    progress = run_detail.load_progress(db_session, run.id)
-    assert progress is not None
-    assert progress.text() == "launching · pulling vllm/vllm-openai:v0.11.0: Copying blob x"
-
-
-def test_progress_while_the_hub_dataset_is_fetched(db_session: Session) -> None:
-    run = crud.create_run(db_session, host_name="h", status="benchmarking", profiles=[])
-    crud.update_run(
-        db_session,
-        run_id=run.id,
-        progress={"phase": "benchmarking", "downloading": "sharegpt.json", "log_line": "120 of 642 MiB"},
-    )
-    progress = run_detail.load_progress(db_session, run.id)
-    assert progress is not None
-    assert progress.text() == "benchmarking · downloading sharegpt.json: 120 of 642 MiB"
+@pytest.mark.parametrize(
+    ("status", "progress", "expected"),
+    [
+        (
+            "launching",
+            {"phase": "launching", "pulling": "vllm/vllm-openai:v0.11.0", "log_line": "Copying blob x"},
+            "launching · pulling vllm/vllm-openai:v0.11.0: Copying blob x",
+        ),
+        (
+            "benchmarking",
+            {"phase": "benchmarking", "downloading": "sharegpt.json", "log_line": "120 of 642 MiB"},
+            "benchmarking · downloading sharegpt.json: 120 of 642 MiB",
+        ),
+    ],
+    ids=["image-pull", "hub-dataset-fetch"],
+)
+def test_progress_names_what_is_fetched_and_its_last_line(
+    db_session: Session, status: str, progress: dict[str, str], expected: str
+) -> None:
+    run = crud.create_run(db_session, host_name="h", status=status, profiles=[])
+    crud.update_run(db_session, run_id=run.id, progress=progress)
+    shown = run_detail.load_progress(db_session, run.id)
+    assert shown is not None
+    assert shown.text() == expected
