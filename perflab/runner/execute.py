@@ -12,7 +12,6 @@ step. When other runs hold the GPUs, a worker's run goes back to the queue (stat
 from __future__ import annotations
 
 import logging
-import secrets
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -55,7 +54,7 @@ from perflab.runner.placement import check_cpu_engine, choose_gpus
 from perflab.runner.readiness import wait_until_ready
 from perflab.runner.sampling import Sampler
 from perflab.runner.stop import stop_recorded, wind_down
-from perflab.runner.store import RunStore
+from perflab.runner.store import RunStore, new_run_key
 from perflab.simhost import SimulatedHostError
 from perflab.transport import open_transport
 from perflab.transport.base import Transport
@@ -202,7 +201,7 @@ class _Execution:
         assert self.transport is not None
         stopped = stop_orphans(
             self.transport,
-            lambda: self.store.in_flight_run_keys(host_name),
+            lambda run_keys: self.store.ended_run_keys(host_name, run_keys),
             grace_s=self.options.stop_grace_s,
         )
         if stopped:
@@ -294,7 +293,7 @@ class _Execution:
     ) -> list[Replica]:
         """Record and start one set of replicas, then wait until every one is ready."""
         assert self.transport is not None
-        run_key = f"run-{run_id}-{secrets.token_hex(3)}"
+        run_key = new_run_key(run_id)
         retries = (self.remote_state or {}).get(PORT_RETRIES_KEY)
         self.remote_state = initial_remote_state(
             self.transport, run_key=run_key, plans=plans, container=self.container

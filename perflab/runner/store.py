@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import math
+import re
+import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,12 +21,20 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from db import crud
-from db.models import GpuLock, Run
+from db.models import IN_FLIGHT_RUN_STATUSES, GpuLock, Run
 from db.session import new_session
 from perflab.redact import Redactor
 from perflab.runner import spool
 
 logger = logging.getLogger(__name__)
+
+# ``run-<run id>-<6 random hex digits>``: one launch of a run (a relaunch gets a new key).
+_RUN_KEY = re.compile(r"^run-([0-9]+)-[0-9a-f]{6}$")
+
+
+def new_run_key(run_id: int) -> str:
+    """A fresh key for one launch of run ``run_id`` (its processes' directory and marker)."""
+    return f"run-{run_id}-{secrets.token_hex(3)}"
 
 
 def json_safe(value: Any) -> Any:
@@ -147,11 +157,21 @@ class RunStore:
                 session, host_name=host_name, gpu_ids=gpu_ids, run_id=self.run_id, worker_id=worker_id
             )
 
-    def in_flight_run_keys(self, host_name: str) -> set[str]:
-        """The run keys of the host's runs not finished yet (this one included once it has one)."""
+    def ended_run_keys(self, host_name: str, run_keys: Iterable[str]) -> set[str]:
+        """Which of ``run_keys`` (found on the host) are the keys this database's runs on the host
+        recorded and whose runs are no longer in flight. A key that no run here recorded belongs to
+        someone else, e.g. another perflab sharing the host's workdir, and is never returned."""
+        found = set(run_keys)
+        run_ids = {int(match.group(1)) for key in found if (match := _RUN_KEY.match(key))}
         with new_session(self.engine) as session:
-            states = [run.remote_state or {} for run in crud.in_flight_runs(session, host_name=host_name)]
-        return {str(state["run_key"]) for state in states if state.get("run_key")}
+            runs = crud.get_runs(session, run_ids=sorted(run_ids))
+        return {
+            str(run.remote_state["run_key"])
+            for run in runs
+            if run.host_name == host_name
+            and run.status not in IN_FLIGHT_RUN_STATUSES
+            and (run.remote_state or {}).get("run_key") in found
+        }
 
     def release_gpus(self) -> None:
         self._write("release_gpus")

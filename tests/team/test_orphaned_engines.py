@@ -1,7 +1,8 @@
 """The SSH connection cut mid-benchmark, over the real sshd (through a TCP proxy that can drop every
 connection and refuse new ones): the runner reconnects and stops the engine; when it cannot, the next
 placement on that host finds the engine by its run marker and stops it, while a GPU busy with a
-process perflab did not start stays refused."""
+process perflab did not start stays refused, and another perflab's engine in the same workdir is left
+running."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from sqlalchemy.engine import Engine
 
 from db.models import Run
 from perflab.inventory import HostConfig
+from perflab.remote import process as rp
 from perflab.runner import RunnerOptions
 from perflab.sim.gpustate import Registration
+from perflab.transport import open_transport
 from tests.fixtures.leftovers import processes_under
 from tests.fixtures.runs import (
     BackgroundRun,
@@ -80,4 +83,27 @@ def test_an_engine_left_by_a_lost_connection_is_stopped_by_the_next_placement(
         check_failed(runs_db, refused.id, "gpus_unavailable", "perflab did not start", "GPU 1: 70000 MiB")
     finally:
         foreign.remove()
+    assert processes_under(Path(host.workdir)) == []
+
+
+def test_another_perflabs_engine_in_the_same_workdir_is_left_running(
+    runs_db: Engine, sim_host: SimHostFactory
+) -> None:
+    host = sim_host("shared-workdir", kind="local", count=2)
+    ended = submit(runs_db, host, "short:n=4", gpu_ids=[0])
+    assert execute(runs_db, host, ended) == "done", stored_run(runs_db, ended.id).failure_message
+    # Another perflab (another database) launched its own run with the same id in this workdir: its
+    # key has the same form but a random part this database never recorded.
+    recorded_key = stored_run(runs_db, ended.id).remote_state["run_key"]
+    foreign_key = f"run-{ended.id}-{'f' if recorded_key[-1] != 'f' else 'e'}{recorded_key[-5:]}"
+    assert foreign_key != recorded_key
+    with open_transport(host) as transport:
+        foreign = rp.start_detached(transport, ["sleep", "300"], run_key=foreign_key, name="engine-0")
+        try:
+            following = submit(runs_db, host, "short:n=4", gpu_ids=[1])
+            status = execute(runs_db, host, following)
+            assert status == "done", stored_run(runs_db, following.id).failure_message
+            assert run_key_pids(foreign_key) != []
+        finally:
+            assert rp.stop(transport, foreign, 5.0).clean
     assert processes_under(Path(host.workdir)) == []
