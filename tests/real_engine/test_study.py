@@ -71,7 +71,7 @@ def test_two_stage_study_on_real_vllm_ends_in_a_report(
     assert "has no flag --no-such-flag" in json.dumps(flag), "refused by the preflight, before a launch"
     assert {c["decision"] for c in shown["candidates"] if c["stage_name"] == "Batching"} <= {
         "winner",
-        "not better",
+        "not_better",
     }
     assert study["recommended_command"].startswith("VLLM_CPU_KVCACHE_SPACE=1 vllm serve")
 

@@ -49,6 +49,7 @@ def _bench(server: RealVllmServer, directory: Path) -> tuple[dict, str]:
         "--percentile-metrics",
         "ttft,tpot,itl,e2el",
         "--save-result",
+        "--save-detailed",
         "--result-dir",
         str(directory),
         "--result-filename",
@@ -71,7 +72,9 @@ def test_vllm_bench_serve_json_and_text_import_field_exact(
     text_file.write_text(block + "\n")
     with new_session(runs_db) as session:
         json_run, text_run = import_files(session, [tmp_path / "bench.json", text_file])
-        from_json = crud.list_profile_results(session, run_id=json_run.id)[0].result
+        json_result = crud.list_profile_results(session, run_id=json_run.id)[0]
+        from_json = json_result.result
+        json_records = crud.list_request_records(session, profile_result_id=json_result.id)
         from_text = crud.list_profile_results(session, run_id=text_run.id)[0].result
 
     numbers = {key: value for key, value in saved.items() if isinstance(value, (int, float))}
@@ -79,7 +82,10 @@ def test_vllm_bench_serve_json_and_text_import_field_exact(
     assert {"completed", "duration", "mean_ttft_ms", "p99_itl_ms", "output_throughput"} <= set(numbers)
     for key, value in numbers.items():
         assert from_json.get(key) == value, key
-    assert len(from_json["requests"]) == 10
+    # vLLM's per-request arrays become request records, one a request, with its own lengths and TTFT.
+    assert [record.input_tokens for record in json_records] == saved["input_lens"]
+    assert [record.output_tokens for record in json_records] == saved["output_lens"]
+    assert [record.ttft_ms for record in json_records] == pytest.approx([t * 1000 for t in saved["ttfts"]])
 
     printed = [match.group(1) for line in block.splitlines() if (match := _NUMBER.match(line))]
     assert len(printed) >= 20, block
