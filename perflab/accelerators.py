@@ -1,0 +1,37 @@
+"""How many accelerators a run used: the budget that every per-accelerator figure divides by.
+
+A run launched by perflab used ``tp × dp × replicas`` accelerators (the GPUs it locked); an imported run
+used what its write-up or result says. Unknown is ``None``, never a guess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from db.models import Run
+
+
+def _positive_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+
+
+def accelerators_of(run: Run) -> int | None:
+    """The number of accelerators ``run`` used: its locked GPUs, else its config's tp × dp × replicas."""
+    if run.gpu_ids:
+        return len(run.gpu_ids)
+    config: Mapping[str, Any] = run.config or {}
+    tp = _positive_int(config.get("tp")) or 1
+    dp = _positive_int(config.get("dp")) or 1
+    replicas = _positive_int(run.replicas) or 1
+    if run.source == "perflab" or "tp" in config:
+        return tp * dp * replicas
+    return None
+
+
+def per_accelerator(value: float | None, run: Run) -> float | None:
+    """``value`` (a node total such as tokens/s) divided by the accelerators ``run`` used."""
+    count = accelerators_of(run)
+    if value is None or count is None:
+        return None
+    return value / count
