@@ -28,6 +28,8 @@ REQUEST_FIELDS: tuple[str, ...] = (
     "ttft_ms",
     "e2el_ms",
     "itl_ms",
+    "server_queue_ms",
+    "server_ttft_ms",
     "input_tokens",
     "output_tokens",
     "output_tokens_source",

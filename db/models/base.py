@@ -57,7 +57,7 @@ IN_FLIGHT_RUN_STATUSES: frozenset[str] = frozenset({"launching", "ready", "bench
 
 RUN_SOURCES: tuple[str, ...] = ("perflab", "imported")
 BENCH_MODES: tuple[str, ...] = ("on-host", "forwarded")
-SAMPLE_SOURCES: tuple[str, ...] = ("engine", "accelerator", "bench")
+SAMPLE_SOURCES: tuple[str, ...] = ("engine", "accelerator", "bench", "rapl")
 DATASET_FORMATS: tuple[str, ...] = ("jsonl", "csv", "sharegpt", "text")
 
 STUDY_STATUSES: tuple[str, ...] = (

@@ -125,6 +125,8 @@ class RequestRecord(SQLModel, table=True):
     ttft_ms: float | None = None
     e2el_ms: float | None = None
     itl_ms: list[float] | None = Field(default=None, sa_type=sa.JSON)
+    server_queue_ms: float | None = None
+    server_ttft_ms: float | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
     output_tokens_source: str | None = None

@@ -2,9 +2,14 @@
 
 The request asks for ``max_tokens`` with ``ignore_eos`` (so output lengths are exact) and
 ``stream_options.include_usage`` (so the server reports the token counts). Every SSE event is decoded;
-a chunk whose first choice carries text — ``delta.content``, ``delta.reasoning_content`` or
-``delta.reasoning`` for chat, ``text`` for completions — is a token chunk, timed by when its bytes
-arrived (``channel``). Token chunks that came in one read with a later token chunk of the same
+a chunk whose first choice carries generated output is a token chunk, timed by when its bytes arrived
+(``channel``). For chat that follows vLLM 0.33.0's ``_choice_has_streamed_output``
+(``vllm/benchmarks/lib/endpoint_request_func.py``): ``delta.content``, ``delta.reasoning`` (and
+SGLang's ``delta.reasoning_content``), ``delta.tool_calls`` or ``delta.function_call``, or an empty
+``content`` without a ``role`` (a token that decodes to nothing); for completions, ``text``. A stream
+of only tool calls therefore has a first token. The per-request timings some servers put on the
+final usage chunk (vLLM 0.33 ``--enable-per-request-metrics``: ``metrics.queue_time_ms`` and
+``metrics.time_to_first_token_ms``) are kept as the server's queue time and TTFT, in seconds. Token chunks that came in one read with a later token chunk of the same
 response share that read's time, which may be later than their own; they are counted in
 ``Outcome.coalesced``. Failures never raise: they end the outcome with a short reason (``http_500``,
 ``stream_interrupted``, ``timeout``, ``connect_error``, …) and a message.
@@ -67,6 +72,8 @@ class Outcome:
         "text_parts",
         "completion_tokens",
         "prompt_tokens",
+        "server_queue_s",
+        "server_ttft_s",
         "coalesced",
         "error",
         "reason",
@@ -82,6 +89,8 @@ class Outcome:
         self.text_parts: List[str] = []
         self.completion_tokens: Optional[int] = None
         self.prompt_tokens: Optional[int] = None
+        self.server_queue_s: Optional[float] = None
+        self.server_ttft_s: Optional[float] = None
         self.coalesced = 0
         self.error: Optional[str] = None
         self.reason: Optional[str] = None
@@ -122,6 +131,42 @@ def _read_usage(outcome: Outcome, usage: Any) -> None:
             outcome.prompt_tokens = prompt
 
 
+def _milliseconds_as_seconds(value: Any) -> Optional[float]:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value / 1000.0
+    return None
+
+
+def _read_server_metrics(outcome: Outcome, metrics: Any) -> None:
+    """The server's own queue time and TTFT (vLLM 0.33 names, milliseconds on the wire)."""
+    if isinstance(metrics, dict):
+        outcome.server_queue_s = _milliseconds_as_seconds(metrics.get("queue_time_ms"))
+        outcome.server_ttft_s = _milliseconds_as_seconds(metrics.get("time_to_first_token_ms"))
+
+
+def _tool_call_text(delta: Dict[str, Any]) -> str:
+    """The name and argument text a tool-call delta streams (what the token chunk stands for)."""
+    calls = delta.get("tool_calls") or []
+    legacy = delta.get("function_call")
+    functions = [call.get("function") or {} for call in calls] + ([legacy] if legacy else [])
+    return "".join((function.get("name") or "") + (function.get("arguments") or "") for function in functions)
+
+
+def _chat_output(delta: Dict[str, Any]) -> Optional[str]:
+    """The text a chat delta streams, ``""`` for a token without text, None for no output at all."""
+    text = delta.get("content") or ""
+    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+    if reasoning:
+        text = reasoning + text
+    if text:
+        return text
+    if delta.get("tool_calls") or delta.get("function_call"):
+        return _tool_call_text(delta)
+    if delta.get("content") == "" and "role" not in delta:
+        return ""
+    return None
+
+
 class StreamAborted(Exception):
     """The stream carried an error or undecodable data; the outcome already says why."""
 
@@ -154,17 +199,13 @@ class StreamDecoder:
                 if choices:
                     choice = choices[0]
                     if self._chat:
-                        delta = choice.get("delta") or {}
-                        text = delta.get("content") or ""
-                        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-                        if reasoning:
-                            text = reasoning + text
+                        text = _chat_output(choice.get("delta") or {})
                     else:
-                        text = choice.get("text")
-                    if text:
+                        text = choice.get("text") or None
+                    if text is not None:
                         times.append(arrived)
                         chars.append(len(text))
-                        if self._keep_text:
+                        if self._keep_text and text:
                             outcome.text_parts.append(text)
                 elif "error" in event or event.get("object") == "error":
                     outcome.fail("server_error", f"error event in stream: {_error_message(payload)}")
@@ -172,6 +213,8 @@ class StreamDecoder:
                 usage = event.get("usage")
                 if usage:
                     _read_usage(outcome, usage)
+                if "metrics" in event:
+                    _read_server_metrics(outcome, event["metrics"])
             except (StopIteration, ValueError, AttributeError, TypeError, IndexError, KeyError):
                 outcome.fail("invalid_response", f"unexpected SSE data: {payload[:120]!r}")
                 raise StreamAborted() from None
@@ -189,7 +232,7 @@ async def _consume_stream(response: httpx.Response, outcome: Outcome, chat: bool
             decoder(buffer, time.perf_counter())
     outcome.ended_at = time.perf_counter()
     if not outcome.chunk_times:
-        outcome.fail("empty_response", "the stream ended without any generated text")
+        outcome.fail("empty_response", "the stream ended without any generated output")
     elif (
         not decoder.done
         and "transfer-encoding" not in response.headers

@@ -6,6 +6,8 @@ carried generated text (content, reasoning or completion text); ``chunk_tokens``
 tokens each chunk stands for, so throughput is counted in tokens even when a chunk carries several.
 ``input_tokens`` is the prompt's own length (as the dataset counted it, else the server's usage);
 ``usage_input_tokens`` what the server reported as ``usage.prompt_tokens``, chat template included.
+``server_queue_s`` and ``server_ttft_s`` are the server's own queue time and time to first token (from
+scheduling), in seconds, when it reported them (vLLM 0.33 ``--enable-per-request-metrics``).
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ class RequestRecord:
     error: Optional[str] = None
     reason: Optional[str] = None
     connect_ms: Optional[float] = None
+    server_queue_s: Optional[float] = None
+    server_ttft_s: Optional[float] = None
 
     @property
     def ttft_s(self) -> Optional[float]:
@@ -70,16 +74,14 @@ class RequestRecord:
     def to_json(self, input_tokens: str = "usage") -> Dict[str, Any]:
         """The per-request record of the JSON result (milliseconds for latencies); ``input_tokens``
         follows the given definition, the prompt's own length and the server's usage sit beside it."""
-        ttft = self.ttft_s
-        e2el = self.e2el_s
         from_usage = input_tokens == "usage" and self.usage_input_tokens is not None
         return {
             "index": self.index,
             "start_s": round(self.start_s, 6),
             "scheduled_s": round(self.scheduled_s, 6),
-            "ttft_ms": None if ttft is None else round(ttft * 1000.0, 4),
+            "ttft_ms": _milliseconds(self.ttft_s),
             "itl_ms": [round(gap * 1000.0, 4) for gap in self.itl_s],
-            "e2el_ms": None if e2el is None else round(e2el * 1000.0, 4),
+            "e2el_ms": _milliseconds(self.e2el_s),
             "input_tokens": self.input_tokens_as(input_tokens),
             "input_tokens_source": "usage" if from_usage else self.input_tokens_source,
             "prompt_input_tokens": self.input_tokens,
@@ -87,11 +89,17 @@ class RequestRecord:
             "output_tokens": self.output_tokens,
             "output_tokens_source": self.output_tokens_source,
             "connect_ms": None if self.connect_ms is None else round(self.connect_ms, 4),
+            "server_queue_ms": _milliseconds(self.server_queue_s),
+            "server_ttft_ms": _milliseconds(self.server_ttft_s),
             "base_url": self.base_url,
             "error": self.error,
             "reason": self.reason,
             "success": self.success,
         }
+
+
+def _milliseconds(seconds: Optional[float]) -> Optional[float]:
+    return None if seconds is None else round(seconds * 1000.0, 4)
 
 
 def distribute_tokens(total: int, chunk_chars: List[int]) -> List[int]:

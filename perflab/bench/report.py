@@ -1,7 +1,9 @@
 """The benchmark's outputs: the JSON result and the ``vllm bench serve`` text block.
 
 ``build_result`` uses the field names of ``vllm bench serve --save-result`` (``ttfts``/``itls`` in
-seconds, as vLLM writes them) plus perflab's extras, listed in docs/architecture.md.
+seconds, as vLLM writes them; ``server_queue_times``/``server_ttfts`` in seconds, only when the server
+reported any, as vLLM 0.33.0's ``_get_server_metrics_results`` does) plus perflab's extras, listed in
+docs/architecture.md.
 ``format_text_block(result)`` renders the "Serving Benchmark Result" block from such a result with the
 labels, order and padding of vLLM 0.32.0 (``benchmark`` in ``vllm/benchmarks/serve.py``): one latency
 section per metric of the result's ``percentile_metrics`` (all four for results that name none);
@@ -49,6 +51,17 @@ def latency_fields(metrics: Metrics) -> Dict[str, float]:
     return fields
 
 
+def server_metric_arrays(records: Sequence[RequestRecord]) -> Dict[str, List[Optional[float]]]:
+    """``server_queue_times`` and ``server_ttfts`` (seconds, None where a request had none), or nothing
+    when no request carried the server's timings."""
+    if all(record.server_queue_s is None and record.server_ttft_s is None for record in records):
+        return {}
+    return {
+        "server_queue_times": [record.server_queue_s for record in records],
+        "server_ttfts": [record.server_ttft_s for record in records],
+    }
+
+
 def build_result(
     options: BenchOptions,
     metrics: Metrics,
@@ -86,6 +99,7 @@ def build_result(
         "max_concurrent_requests": metrics.max_concurrent_requests,
     }
     result.update(latency_fields(metrics))
+    result.update(server_metric_arrays(records))
     result.update(
         {
             "input_tokens_definition": metrics.input_tokens_definition,

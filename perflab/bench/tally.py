@@ -64,6 +64,8 @@ def to_record(
         error=outcome.error,
         reason=outcome.reason,
         connect_ms=None if outcome.connect_s is None else outcome.connect_s * 1000.0,
+        server_queue_s=outcome.server_queue_s,
+        server_ttft_s=outcome.server_ttft_s,
     )
     record.input_tokens, record.input_tokens_source = input_count(
         dispatch.prepared.sample, outcome, dataset_source

@@ -2,7 +2,9 @@
 
 A file holds one result object, a list of them, or one per line (JSON lines). Field names are
 kept as they are. vLLM's per-request arrays (``ttfts`` and ``itls`` in seconds, ``input_lens``,
-``output_lens``, ``errors``) become the ``requests`` list of per-request records, in milliseconds.
+``output_lens``, ``errors``, and vLLM 0.33's ``server_queue_times`` and ``server_ttfts`` in seconds,
+null for a request the server gave no timings) become the ``requests`` list of per-request records,
+in milliseconds (``server_queue_ms``, ``server_ttft_ms``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,16 @@ NUMBER_FIELDS: tuple[str, ...] = (
     "output_throughput",
     "total_token_throughput",
 )
-ARRAY_FIELDS: tuple[str, ...] = ("ttfts", "itls", "input_lens", "output_lens", "errors", "generated_texts")
+ARRAY_FIELDS: tuple[str, ...] = (
+    "ttfts",
+    "itls",
+    "input_lens",
+    "output_lens",
+    "errors",
+    "generated_texts",
+    "server_queue_times",
+    "server_ttfts",
+)
 PROFILE_FIELDS: tuple[str, ...] = ("num_prompts", "request_rate", "burstiness", "max_concurrency")
 
 
@@ -70,7 +81,10 @@ def requests_from_arrays(record: dict[str, Any]) -> list[dict[str, Any]]:
     input_lens = record.get("input_lens") or []
     output_lens = record.get("output_lens") or []
     errors = record.get("errors") or []
-    count = max(len(ttfts), len(itls), len(input_lens), len(output_lens), len(errors))
+    queue_times = record.get("server_queue_times") or []
+    server_ttfts = record.get("server_ttfts") or []
+    arrays = (ttfts, itls, input_lens, output_lens, errors, queue_times, server_ttfts)
+    count = max(len(array) for array in arrays)
     requests = []
     for index in range(count):
         error = errors[index] if index < len(errors) and errors[index] else None
@@ -82,6 +96,8 @@ def requests_from_arrays(record: dict[str, Any]) -> list[dict[str, Any]]:
                 "itl_ms": [gap * 1000 for gap in gaps if _is_number(gap)],
                 "input_tokens": input_lens[index] if index < len(input_lens) else None,
                 "output_tokens": output_lens[index] if index < len(output_lens) else None,
+                "server_queue_ms": _seconds_to_ms(queue_times[index]) if index < len(queue_times) else None,
+                "server_ttft_ms": _seconds_to_ms(server_ttfts[index]) if index < len(server_ttfts) else None,
                 "error": error,
                 "success": error is None,
             }

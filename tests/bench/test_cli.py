@@ -275,3 +275,25 @@ def test_requests_rotate_over_base_urls_and_follow_the_schedule(
     starts = [record["start_s"] for record in result["requests"]]
     assert all(math.isclose(start, due, abs_tol=0.05) for start, due in zip(starts, scheduled, strict=True))
     assert result["dispatch_lag_ms"]["max"] < 50
+
+
+def test_server_timings_and_tool_call_streams_as_vllm_033_writes_them(scripted_server, tmp_path):
+    metrics = {"queue_time_ms": 7.5, "time_to_first_token_ms": 21.0, "generation_time_ms": 3.0}
+    server = scripted_server(
+        lambda index, body: Script(tool_calls=True, server_metrics=metrics if index % 2 == 0 else None)
+    )
+    result_file = tmp_path / "result.json"
+    common = ["--model", "scripted-model", "--input-len", "4", "--output-len", "3", "--no-progress"]
+    argv = ["--base-url", server.base_url, "--num-prompts", "4", "--max-concurrency", "1"]
+    assert bench(*argv, *common, "--save-result", str(result_file)) == 0
+    result = json.loads(result_file.read_text())
+    assert (result["completed"], result["failed"]) == (4, 0)  # tool calls are the first token
+    assert result["server_queue_times"] == [0.0075, None, 0.0075, None]
+    assert result["server_ttfts"] == [0.021, None, 0.021, None]
+    assert [record["server_ttft_ms"] for record in result["requests"]] == [21.0, None, 21.0, None]
+    assert [record["server_queue_ms"] for record in result["requests"]] == [7.5, None, 7.5, None]
+
+    plain = scripted_server(Script())
+    argv = ["--base-url", plain.base_url, "--num-prompts", "2"]
+    assert bench(*argv, *common, "--save-result", str(result_file)) == 0
+    assert not {"server_queue_times", "server_ttfts"} & set(json.loads(result_file.read_text()))

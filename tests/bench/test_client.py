@@ -238,3 +238,41 @@ def test_connection_closed_by_the_server_while_idle_is_replaced(scripted_server)
     first, second = run(across_server_close())
     assert first.success and second.success
     assert second.connect_s is not None  # a new connection, not the closed one
+
+
+def test_decoder_counts_tool_call_chunks_and_empty_tokens_as_vllm_033_does():
+    # vLLM 0.33.0 _choice_has_streamed_output: tool_calls, function_call and an empty content without a
+    # role are generated output; the opening role chunk is not.
+    outcome = Outcome()
+    decoder = StreamDecoder(outcome, chat=True, keep_text=False)
+    decoder(sse({"choices": [{"delta": {"role": "assistant", "content": ""}}]}), 1.0)
+    call = {"index": 0, "id": "c1", "type": "function", "function": {"name": "get", "arguments": ""}}
+    decoder(sse({"choices": [{"delta": {"tool_calls": [call]}}]}), 2.0)
+    decoder(sse({"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": '{"a"'}}]}}]}), 3.0)
+    decoder(sse({"choices": [{"delta": {"function_call": {"arguments": ": 1}"}}}]}), 4.0)
+    decoder(sse({"choices": [{"delta": {"content": ""}}]}), 5.0)
+    decoder(sse({"choices": [{"delta": {"content": None, "tool_calls": []}}]}), 6.0)
+    assert outcome.chunk_times == [2.0, 3.0, 4.0, 5.0]
+    assert outcome.chunk_chars == [3, 4, 4, 0]
+
+
+def test_decoder_reads_the_servers_per_request_metrics_in_seconds():
+    outcome = Outcome()
+    decoder = StreamDecoder(outcome, chat=False, keep_text=False)
+    usage = {"prompt_tokens": 3, "completion_tokens": 1}
+    metrics = {"queue_time_ms": 12.5, "time_to_first_token_ms": 40, "mean_itl_ms": 2.0}
+    decoder(sse({"choices": [{"text": "a"}]}, {"choices": [], "usage": usage, "metrics": metrics}), 1.0)
+    assert (outcome.server_queue_s, outcome.server_ttft_s) == (0.0125, 0.04)
+    other = Outcome()
+    StreamDecoder(other, chat=False, keep_text=False)(
+        sse({"choices": [], "usage": usage, "metrics": {"queue_time_ms": True, "time_to_first_token_ms": "9"}}),
+        1.0,
+    )
+    assert (other.server_queue_s, other.server_ttft_s) == (None, None)
+
+
+def test_a_stream_of_only_tool_calls_succeeds(scripted_server):
+    server = scripted_server(Script(tool_calls=True, token_text='{"q"'))
+    [outcome] = run(send_all(server.base_url, [chat(tokens=4)]))
+    assert outcome.success, outcome.error
+    assert len(outcome.chunk_times) == 4 and outcome.completion_tokens == 4

@@ -10,6 +10,7 @@ from sqlmodel import Session
 
 from db import crud
 from perflab.importers import import_content, import_files, parse_content
+from perflab.importers.model import ImportFileError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "imports"
 
@@ -229,3 +230,23 @@ def test_vllm_0_32_block_with_new_labels_and_sections() -> None:
     # The label older vLLM versions (and the seeds) print reads the same.
     [older] = parse_content("old.log", VLLM_0_32_BLOCK.replace("Total token", "Total Token"))
     assert older.result["total_token_throughput"] == 547.2
+
+
+def test_vllm_033_server_timing_arrays_become_request_fields(db_session: Session) -> None:
+    # vllm bench serve 0.33.0 --save-detailed against a server with --enable-per-request-metrics: the
+    # arrays are in seconds, null for a request the server sent no timings for.
+    result = json.loads((DATA / "vllm_save_result.json").read_text())
+    result["server_queue_times"] = [0.002, 0.0105, None, None]
+    result["server_ttfts"] = [0.09, 0.1, None, None]
+    [run] = import_content(db_session, name="v033.json", content=json.dumps(result).encode())
+    [stored] = crud.list_profile_results(db_session, run_id=run.id)
+    assert not {"server_queue_times", "server_ttfts"} & set(stored.result)
+    records = crud.list_request_records(db_session, profile_result_id=stored.id)
+    assert [record.server_queue_ms for record in records] == [2.0, 10.5, None, None]
+    assert [record.server_ttft_ms for record in records] == [90.0, 100.0, None, None]
+
+
+def test_server_timing_array_of_the_wrong_type_is_one_line(db_session: Session) -> None:
+    result = {"completed": 1, "duration": 1.0, "server_ttfts": "0.1"}
+    with pytest.raises(ImportFileError, match="field server_ttfts is .*expected a list"):
+        parse_content("bad.json", json.dumps(result).encode())
