@@ -2,7 +2,8 @@
 
 The table pairs a device row (``| <npu> <name> | <health> | <power> <temp> <hugepages> |``) with one
 row per chip (``| <chip> | <bus-id> | <aicore%> <mem used>/<total> <hbm used>/<total> |``); both the
-classic and the wider (npu-smi 26) layouts share that shape. The process table that follows is ignored.
+classic and the wider (npu-smi 26) layouts share that shape; the device row's ``Power(W)`` is the
+chip's power draw. The process table that follows is ignored.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def parse_info(text: str) -> list[Accelerator]:
     version = _VERSION.search(text)
     driver = version.group(1) if version else None
     accelerators: list[Accelerator] = []
-    device: tuple[str, str, float | None] | None = None
+    device: tuple[str, str, float | None, float | None] | None = None
     for line in text.splitlines():
         if "Process id" in line:
             break
@@ -45,7 +46,8 @@ def parse_info(text: str) -> list[Accelerator]:
         if device_match:
             metrics = _DEVICE_METRICS.match(cells[2])
             temperature = _number(metrics.group(2)) if metrics else None
-            device = (device_match.group(2), cells[1], temperature)
+            power = _number(metrics.group(1)) if metrics else None
+            device = (device_match.group(2), cells[1], temperature, power)
             continue
         if device is None or not _CHIP.match(cells[0]):
             continue
@@ -55,7 +57,7 @@ def parse_info(text: str) -> list[Accelerator]:
         memory_used, memory_total = int(chip.group(2)), int(chip.group(3))
         if chip.group(4) is not None and int(chip.group(5)) > 0:
             memory_used, memory_total = int(chip.group(4)), int(chip.group(5))
-        name, health, temperature = device
+        name, health, temperature, power = device
         accelerators.append(
             Accelerator(
                 index=len(accelerators),
@@ -65,6 +67,7 @@ def parse_info(text: str) -> list[Accelerator]:
                 memory_used_mib=memory_used,
                 utilization_pct=_number(chip.group(1)),
                 temperature_c=temperature,
+                power_w=power,
                 driver=driver,
                 health=health,
             )

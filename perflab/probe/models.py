@@ -24,6 +24,8 @@ class Accelerator(BaseModel):
     memory_used_mib: int | None = None
     utilization_pct: float | None = None
     temperature_c: float | None = None
+    power_w: float | None = None
+    sm_clock_mhz: float | None = None
     driver: str | None = None
     compute_cap: str | None = None
     uuid: str | None = None

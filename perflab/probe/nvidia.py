@@ -1,7 +1,9 @@
 """nvidia-smi: the query perflab runs and a parser for its CSV output (pure functions over text).
 
 The parser reads the header, so it accepts any ``--query-gpu`` field list and order, with or without
-units (``81559 MiB``, ``100 %``); ``[N/A]`` and ``[Not Supported]`` become ``None``.
+units (``81559 MiB``, ``100 %``); ``[N/A]`` and ``[Not Supported]`` become ``None``. Power is
+``power.draw.average`` where the query has it, else ``power.draw``; the SM clock is ``clocks.sm``,
+which nvidia-smi heads ``clocks.current.sm`` (driver 580.159.04, tests/data/nvidia-h200/).
 """
 
 from __future__ import annotations
@@ -23,6 +25,21 @@ QUERY_FIELDS = (
     "driver_version",
     "compute_cap",
 )
+
+# The sampling query: load, memory, power, SM clock and temperature. ``power.draw.average`` (the
+# driver's 1-second average, listed by ``--help-query-gpu`` of driver 580) is steadier than the instant
+# reading; drivers that do not know it get ``power.draw`` instead (SAMPLE_FIELDS_FALLBACK).
+SAMPLE_FIELDS = (
+    "index",
+    "name",
+    "utilization.gpu",
+    "memory.used",
+    "memory.total",
+    "power.draw.average",
+    "clocks.sm",
+    "temperature.gpu",
+)
+SAMPLE_FIELDS_FALLBACK = tuple("power.draw" if field == "power.draw.average" else field for field in SAMPLE_FIELDS)
 
 _UNKNOWN = {"[n/a]", "n/a", "[not supported]", "not supported", "[unknown error]", ""}
 _NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)")
@@ -78,6 +95,8 @@ def parse_query_csv(text: str) -> list[Accelerator]:
                 memory_used_mib=_integer(values.get("memory.used")),
                 utilization_pct=_number(values.get("utilization.gpu")),
                 temperature_c=_number(values.get("temperature.gpu")),
+                power_w=_number(values.get("power.draw.average") or values.get("power.draw")),
+                sm_clock_mhz=_number(values.get("clocks.current.sm") or values.get("clocks.sm")),
                 driver=values.get("driver_version"),
                 compute_cap=values.get("compute_cap"),
                 uuid=values.get("uuid"),

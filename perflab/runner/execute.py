@@ -50,7 +50,7 @@ from perflab.runner.launch import (
 from perflab.runner.logs import LogFollower
 from perflab.runner.options import RunnerOptions
 from perflab.runner.orphans import stop_orphans
-from perflab.runner.placement import check_cpu_engine, choose_gpus
+from perflab.runner.placement import check_cpu_engine, choose_gpus, why_no_accelerators
 from perflab.runner.readiness import wait_until_ready
 from perflab.runner.sampling import Sampler
 from perflab.runner.stop import stop_recorded, wind_down
@@ -228,7 +228,13 @@ class _Execution:
                 if lock.run_id != self.store.run_id
             }
             try:
-                gpu_ids = choose_gpus(plan.config, probe.accelerators, locked, host_name=host_name)
+                gpu_ids = choose_gpus(
+                    plan.config,
+                    probe.accelerators,
+                    locked,
+                    host_name=host_name,
+                    why_none=why_no_accelerators(probe),
+                )
                 if self.store.acquire_gpus(host_name=host_name, gpu_ids=gpu_ids, worker_id=self.worker_id):
                     return gpu_ids, probe
                 races += 1

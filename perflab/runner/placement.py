@@ -68,19 +68,31 @@ def check_cpu_engine(adapter: EngineAdapter, probe: ProbeResult, *, host_name: s
     return True
 
 
+def why_no_accelerators(probe: ProbeResult) -> str | None:
+    """The probe's own sentences about nvidia-smi / npu-smi (a driver it cannot reach, a hung tool),
+    None when the tools answered."""
+    reasons = [problem.message for problem in probe.problems if problem.tool in ("nvidia-smi", "npu-smi")]
+    return " ".join(reasons) or None
+
+
 def choose_gpus(
-    config: EngineConfig, accelerators: Sequence[Accelerator], locked: Mapping[int, int], *, host_name: str
+    config: EngineConfig,
+    accelerators: Sequence[Accelerator],
+    locked: Mapping[int, int],
+    *,
+    host_name: str,
+    why_none: str | None = None,
 ) -> tuple[int, ...]:
-    """The GPU ids the run should lock. ``locked`` maps GPU index → the run holding it.
+    """The GPU ids the run should lock. ``locked`` maps GPU index → the run holding it; ``why_none``
+    is the probe's reason when it found no accelerator (:func:`why_no_accelerators`).
 
     Raises :class:`GpusBusy` when other runs hold what is needed, :class:`RunFailed` when the host
     cannot give it at all.
     """
     indices = [acc.index for acc in accelerators]
     if not indices:
-        raise RunFailed(
-            "gpus_unavailable", f"host '{host_name}' lists no accelerators (nvidia-smi / npu-smi found none)"
-        )
+        reason = f": {why_none}" if why_none else " (nvidia-smi / npu-smi found none)"
+        raise RunFailed("gpus_unavailable", f"host '{host_name}' lists no accelerators{reason}")
     needed = config.gpus_needed
     busy = foreign_busy(accelerators, locked)
     if config.gpu_ids is not None:

@@ -4,11 +4,17 @@ A :class:`Sampler` thread wakes every ``interval_s`` seconds and stores, as ``ru
 
 - ``engine`` (one per replica): running and waiting requests (summed over label sets) and KV-cache
   usage (their mean, a fraction in [0, 1]) from the adapter's Prometheus gauges;
-- ``accelerator`` (one per GPU of the run): utilisation % and memory used/total MiB, from
-  ``nvidia-smi --query-gpu`` or ``npu-smi info`` run on the host.
+- ``accelerator`` (one per GPU of the run): ``utilization_pct``, ``memory_used_mib``,
+  ``memory_total_mib``, ``power_w``, ``sm_clock_mhz`` and ``temperature_c`` from
+  ``nvidia-smi --query-gpu`` (``nvidia.SAMPLE_FIELDS``: ``power.draw.average``, else ``power.draw`` on
+  drivers without it) or ``npu-smi info`` (its Power(W) and Temp(C); no clock), None where the tool has
+  no value; plus ``energy_mj``, NVML's cumulative counter, where the host's Python has NVML bindings;
+- ``rapl`` (one per CPU package of a CPU host whose RAPL counters are readable): ``package``,
+  ``energy_uj`` and ``max_energy_range_uj`` (:mod:`perflab.runner.energy`).
 
 ``t_s`` counts seconds from the sampler's start. A failed scrape or query skips that sample; the
-sampler never stops the run.
+sampler never stops the run. A host whose Python has no NVML bindings, or whose RAPL counters cannot be
+read, is asked once and then no more.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from perflab.engines import EngineAdapter
 from perflab.probe import ascend, nvidia
 from perflab.probe.models import Accelerator
+from perflab.runner import energy
 from perflab.runner.endpoints import Endpoints
 from perflab.runner.launch import Replica
 from perflab.runner.prometheus import gauge_values
@@ -32,7 +39,6 @@ from perflab.transport.base import Transport
 from perflab.transport.errors import TransportError
 
 SMI_TIMEOUT_S = 15.0
-NVIDIA_SAMPLE_FIELDS = ("index", "name", "utilization.gpu", "memory.used", "memory.total")
 
 
 def engine_values(adapter: EngineAdapter, metrics_text: str) -> dict[str, float] | None:
@@ -54,16 +60,71 @@ def engine_values(adapter: EngineAdapter, metrics_text: str) -> dict[str, float]
     return values
 
 
-def query_accelerators(transport: Transport, vendor: str) -> list[Accelerator]:
-    """The host's accelerators now (utilisation and memory), through nvidia-smi or npu-smi; none for the
-    NUMA nodes of a CPU host (their memory is the host's, shared with every process)."""
-    if vendor == "cpu":
-        return []
-    if vendor == "ascend":
-        result = transport.run(ascend.INFO_ARGV, timeout=SMI_TIMEOUT_S)
-        return ascend.parse_info(result.stdout) if result.ok else []
-    result = transport.run(nvidia.query_argv(NVIDIA_SAMPLE_FIELDS), timeout=SMI_TIMEOUT_S)
-    return nvidia.parse_query_csv(result.stdout) if result.ok else []
+class AcceleratorQuery:
+    """The host's accelerators now (load, memory, power, clock, temperature) through nvidia-smi or
+    npu-smi, remembering whether this host's nvidia-smi knows ``power.draw.average``; none for the NUMA
+    nodes of a CPU host (their memory is the host's, shared with every process)."""
+
+    def __init__(self, transport: Transport, vendor: str) -> None:
+        self.transport = transport
+        self.vendor = vendor
+        self.fields = nvidia.SAMPLE_FIELDS
+
+    def __call__(self) -> list[Accelerator]:
+        if self.vendor == "cpu":
+            return []
+        if self.vendor == "ascend":
+            result = self.transport.run(ascend.INFO_ARGV, timeout=SMI_TIMEOUT_S)
+            return ascend.parse_info(result.stdout) if result.ok else []
+        result = self.transport.run(nvidia.query_argv(self.fields), timeout=SMI_TIMEOUT_S)
+        if not result.ok and nvidia.rejects_field(result.stdout + result.stderr, "power.draw.average"):
+            self.fields = nvidia.SAMPLE_FIELDS_FALLBACK
+            result = self.transport.run(nvidia.query_argv(self.fields), timeout=SMI_TIMEOUT_S)
+        return nvidia.parse_query_csv(result.stdout) if result.ok else []
+
+
+class EnergyCounters:
+    """NVML's per-GPU energy counters (NVIDIA hosts) and RAPL packages (CPU hosts), each given up after
+    the first answer that says the host cannot provide them."""
+
+    def __init__(self, transport: Transport, vendor: str) -> None:
+        self.transport = transport
+        self.nvml = vendor == "nvidia"
+        self.rapl = vendor == "cpu"
+
+    def gpu_energy_mj(self) -> dict[int, int]:
+        if not self.nvml:
+            return {}
+        result = self.transport.run(energy.nvml_argv(self.transport.host.python), timeout=SMI_TIMEOUT_S)
+        counters = energy.parse_nvml(result.stdout) if result.ok else None
+        if counters is None:
+            self.nvml = False
+        return counters or {}
+
+    def rapl_packages(self) -> list[dict[str, int | None]]:
+        if not self.rapl:
+            return []
+        result = self.transport.run(energy.rapl_argv(), timeout=SMI_TIMEOUT_S)
+        packages = energy.parse_rapl(result.stdout) if result.ok else []
+        if not packages:
+            self.rapl = False
+        return packages
+
+
+def accelerator_values(acc: Accelerator, energy_mj: int | None) -> dict[str, Any]:
+    """The ``values`` of one ``accelerator`` sample (the telemetry contract the energy figures read)."""
+    values: dict[str, Any] = {
+        "gpu": acc.index,
+        "utilization_pct": acc.utilization_pct,
+        "memory_used_mib": acc.memory_used_mib,
+        "memory_total_mib": acc.memory_total_mib,
+        "power_w": acc.power_w,
+        "sm_clock_mhz": acc.sm_clock_mhz,
+        "temperature_c": acc.temperature_c,
+    }
+    if energy_mj is not None:
+        values["energy_mj"] = energy_mj
+    return values
 
 
 class Sampler:
@@ -89,6 +150,8 @@ class Sampler:
         self.vendor = vendor
         self.store = store
         self.interval_s = interval_s
+        self.accelerators = AcceleratorQuery(transport, vendor)
+        self.counters = EnergyCounters(transport, vendor)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"sampler-run-{store.run_id}", daemon=True)
         self._started = 0.0
@@ -110,7 +173,7 @@ class Sampler:
             self._stop.wait(self.interval_s)
 
     def take(self) -> list[dict[str, Any]]:
-        """One round of samples (engine gauges of every replica, then each GPU of the run)."""
+        """One round of samples (engine gauges of every replica, each GPU of the run, CPU packages)."""
         t_s = round(time.monotonic() - self._started, 3)
         samples: list[dict[str, Any]] = []
         for replica in self.replicas:
@@ -120,13 +183,11 @@ class Sampler:
                 samples.append(
                     {"t_s": t_s, "source": "engine", "values": {"replica": replica.plan.index, **values}}
                 )
-        for acc in query_accelerators(self.transport, self.vendor):
-            if acc.index in self.gpu_ids:
-                values = {
-                    "gpu": acc.index,
-                    "utilization_pct": acc.utilization_pct,
-                    "memory_used_mib": acc.memory_used_mib,
-                    "memory_total_mib": acc.memory_total_mib,
-                }
-                samples.append({"t_s": t_s, "source": "accelerator", "values": values})
+        found = [acc for acc in self.accelerators() if acc.index in self.gpu_ids]
+        energy_mj = self.counters.gpu_energy_mj() if found else {}
+        for acc in found:
+            values = accelerator_values(acc, energy_mj.get(acc.index))
+            samples.append({"t_s": t_s, "source": "accelerator", "values": values})
+        for package in self.counters.rapl_packages():
+            samples.append({"t_s": t_s, "source": "rapl", "values": package})
         return samples

@@ -26,6 +26,7 @@ def test_one_idle_h100() -> None:
         "memory_used_mib": 412,
         "utilization_pct": 0.0,
         "temperature_c": 34.0,
+        "power_w": 68.21,
         "driver": "550.90.07",
         "uuid": "GPU-3a1f9e02-4c11-4b8a-9e2d-7f6b1c0a55e1",
     }
@@ -55,7 +56,7 @@ def test_not_available_fields_are_unknown_not_zero() -> None:
     [gpu] = nvidia.parse_query_csv(recorded("nvidia-smi/gb10-na.csv"))
     assert gpu.name == "NVIDIA GB10"
     assert gpu.memory_total_mib is None and gpu.memory_used_mib is None
-    assert gpu.temperature_c == 39
+    assert gpu.temperature_c == 39 and gpu.power_w == 3.74
 
 
 def test_nvidia_failures_are_explained() -> None:
@@ -95,6 +96,7 @@ def test_eight_910b1() -> None:
     )
     assert [npu.index for npu in npus] == list(range(8))
     assert npus[7].memory_used_mib == 3380 and npus[6].temperature_c == 30
+    assert [npu.power_w for npu in npus[:3]] == [89.1, 90.0, 91.5]  # the device row's Power(W)
 
 
 def test_sixteen_busy_910b2c() -> None:
