@@ -2,7 +2,8 @@
 
 Figures are the vendors' dense peak numbers (no sparsity). ``fp8_tflops`` is 0 where the chip has no
 FP8 tensor cores (A100 is SM80: engines either refuse FP8 or fall back to weight-only FP8).
-``memory_mib`` is what ``nvidia-smi``/``npu-smi`` report as total memory.
+``memory_mib`` is what ``nvidia-smi``/``npu-smi`` report as total memory. Power, clocks and
+temperatures are :mod:`perflab.sim.power`'s.
 """
 
 from __future__ import annotations
@@ -27,8 +28,6 @@ class Accelerator:
         bandwidth_gbs: float,
         link_gbs: float,
         compute_cap: str,
-        power_limit_w: int,
-        idle_power_w: int,
     ) -> None:
         self.key = key
         self.vendor = vendor
@@ -40,8 +39,6 @@ class Accelerator:
         self.bandwidth_gbs = bandwidth_gbs
         self.link_gbs = link_gbs
         self.compute_cap = compute_cap
-        self.power_limit_w = power_limit_w
-        self.idle_power_w = idle_power_w
 
     @property
     def memory_bytes(self) -> int:
@@ -63,7 +60,7 @@ class Accelerator:
 
 ACCELERATORS: Dict[str, Accelerator] = {
     "A100": Accelerator(
-        "A100", "nvidia", "NVIDIA A100-SXM4-80GB", 81920, 312.0, 0.0, 624.0, 2039.0, 300.0, "8.0", 400, 62
+        "A100", "nvidia", "NVIDIA A100-SXM4-80GB", 81920, 312.0, 0.0, 624.0, 2039.0, 300.0, "8.0"
     ),
     "A100-40GB": Accelerator(
         "A100-40GB",
@@ -76,19 +73,17 @@ ACCELERATORS: Dict[str, Accelerator] = {
         1555.0,
         300.0,
         "8.0",
-        400,
-        55,
     ),
     "H100": Accelerator(
-        "H100", "nvidia", "NVIDIA H100 80GB HBM3", 81559, 989.0, 1979.0, 1979.0, 3350.0, 450.0, "9.0", 700, 69
+        "H100", "nvidia", "NVIDIA H100 80GB HBM3", 81559, 989.0, 1979.0, 1979.0, 3350.0, 450.0, "9.0"
     ),
     "H200": Accelerator(
-        "H200", "nvidia", "NVIDIA H200", 143771, 989.0, 1979.0, 1979.0, 4800.0, 450.0, "9.0", 700, 75
+        "H200", "nvidia", "NVIDIA H200", 143771, 989.0, 1979.0, 1979.0, 4800.0, 450.0, "9.0"
     ),
     "L40S": Accelerator(
-        "L40S", "nvidia", "NVIDIA L40S", 46068, 362.0, 733.0, 733.0, 864.0, 32.0, "8.9", 350, 35
+        "L40S", "nvidia", "NVIDIA L40S", 46068, 362.0, 733.0, 733.0, 864.0, 32.0, "8.9"
     ),
-    "910B": Accelerator("910B", "ascend", "910B3", 65536, 313.0, 0.0, 640.0, 1600.0, 196.0, "", 400, 95),
+    "910B": Accelerator("910B", "ascend", "910B3", 65536, 313.0, 0.0, 640.0, 1600.0, 196.0, ""),
 }
 _ALIASES = {
     "A100-80GB": "A100",

@@ -1,7 +1,8 @@
 """``nvidia-smi`` and ``npu-smi`` of a simulated host, in the real tools' output formats.
 
 Devices come from ``host.json``; memory in use and utilisation from the GPU state files of running
-simulated engines (:mod:`perflab.sim.gpustate`). ``nvidia-smi`` answers the plain table, ``-L``,
+simulated engines (:mod:`perflab.sim.gpustate`); power draw, SM clock and temperature follow that
+utilisation (:mod:`perflab.sim.power`). ``nvidia-smi`` answers the plain table, ``-L``,
 ``--query-gpu=FIELDS --format=csv[,noheader][,nounits]`` (any subset and order of the supported
 fields, with ``-i``/``--id`` to select devices), ``--query-compute-apps`` and ``--version``.
 ``npu-smi info`` prints the Ascend table (910B layout with HBM usage and the process table).
@@ -14,6 +15,7 @@ import sys
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
+from perflab.sim import power
 from perflab.sim.gpustate import DeviceUse, read_usage
 from perflab.sim.hostspec import CUDA_VERSION, NPU_SMI_VERSION, NVIDIA_DRIVER, HostSpec, load_host
 
@@ -34,8 +36,9 @@ class Device:
         digest = hashlib.md5(f"{host.home}:{index}".encode()).hexdigest()
         self.uuid = f"GPU-{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
         self.bus = _BUS_IDS[index % len(_BUS_IDS)]
-        self.temperature = 30 + index % 4 + int(self.utilization * 32)
-        self.power = accel.idle_power_w + self.utilization * (accel.power_limit_w - accel.idle_power_w) * 0.8
+        self.limit_w = power.profile(accel.key).limit_w
+        self.max_sm_mhz = power.profile(accel.key).max_sm_mhz
+        self.power, self.sm_clock, self.temperature = power.reading(accel.key, self.utilization)
 
 
 def devices(host: HostSpec) -> List[Device]:
@@ -43,7 +46,8 @@ def devices(host: HostSpec) -> List[Device]:
     return [Device(host, index, usage.get(index, [])) for index in range(host.count)]
 
 
-# Query fields: name → (unit or "", value function). Units follow nvidia-smi's CSV headers.
+# Query fields: name → (unit or "", value function). Units follow nvidia-smi's CSV headers; HEADER_NAMES
+# holds the headers nvidia-smi spells otherwise (driver 580.159.04: tests/data/nvidia-h200/).
 QueryField = Tuple[str, Callable[[Device, int], str]]
 QUERY_FIELDS: Dict[str, QueryField] = {
     "index": ("", lambda d, n: str(d.index)),
@@ -61,13 +65,20 @@ QUERY_FIELDS: Dict[str, QueryField] = {
     "utilization.memory": ("%", lambda d, n: str(int(round(d.utilization * 60)))),
     "temperature.gpu": ("", lambda d, n: str(d.temperature)),
     "power.draw": ("W", lambda d, n: f"{d.power:.2f}"),
-    "power.limit": ("W", lambda d, n: f"{d.accel.power_limit_w:.2f}"),
+    "power.draw.average": ("W", lambda d, n: f"{d.power:.2f}"),
+    "power.draw.instant": ("W", lambda d, n: f"{d.power:.2f}"),
+    "power.limit": ("W", lambda d, n: f"{d.limit_w:.2f}"),
+    "enforced.power.limit": ("W", lambda d, n: f"{d.limit_w:.2f}"),
+    "clocks.sm": ("MHz", lambda d, n: str(d.sm_clock)),
+    "clocks.max.sm": ("MHz", lambda d, n: str(d.max_sm_mhz)),
 }
+HEADER_NAMES = {"clocks.sm": "clocks.current.sm"}
 FIELD_ALIASES = {
     "gpu_name": "name",
     "gpu_uuid": "uuid",
     "gpu_bus_id": "pci.bus_id",
     "memory.used_mib": "memory.used",
+    "clocks.current.sm": "clocks.sm",
 }
 
 
@@ -127,9 +138,11 @@ def query_gpu(host: HostSpec, fields_text: str, fmt: str, ids: Optional[str] = N
     all_devices = devices(host)
     lines = []
     if "noheader" not in modifiers:
+        headers = [HEADER_NAMES.get(name, name) for name in fields]
         lines.append(
             ", ".join(
-                f"{name} [{QUERY_FIELDS[name][0]}]" if QUERY_FIELDS[name][0] else name for name in fields
+                f"{header} [{QUERY_FIELDS[name][0]}]" if QUERY_FIELDS[name][0] else header
+                for name, header in zip(fields, headers)
             )
         )
     with_units = "nounits" not in modifiers
@@ -200,7 +213,7 @@ def nvidia_table(host: HostSpec) -> str:
             f"| {d.index:>3}  {d.accel.name:<31}On  |{'00000000:' + d.bus + ':00.0':>19} Off |{'0':>21} |"
         )
         lines.append(
-            f"| N/A  {d.temperature:>3}C    P0{int(d.power):>15}W / {d.accel.power_limit_w:>4}W |"
+            f"| N/A  {d.temperature:>3}C    P0{int(d.power):>15}W / {int(d.limit_w):>4}W |"
             f"{d.used_mib:>8}MiB / {d.accel.memory_mib:>6}MiB |"
             f"{int(round(d.utilization * 100)):>7}%      Default |"
         )

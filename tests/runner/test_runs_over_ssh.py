@@ -62,8 +62,12 @@ def _check_done_run(engine: Engine, run: Run, prompts: list[int], ready_line: st
             assert "Serving Benchmark Result" in (result.text_block or "")
             records = crud.list_request_records(session, profile_result_id=result.id)
             assert len(records) == count and all(record.success for record in records)
-        sources = {sample.source for sample in crud.list_samples(session, run_id=run.id)}
-    assert sources == {"engine", "accelerator"}
+        samples = crud.list_samples(session, run_id=run.id)
+    assert {sample.source for sample in samples} == {"engine", "accelerator"}
+    accelerator = [sample.values for sample in samples if sample.source == "accelerator"]
+    # The simulated H100's power model: 68.2 W idle (perflab.sim.power), more while the engine works.
+    assert all(values["power_w"] >= 68.2 and values["sm_clock_mhz"] for values in accelerator)
+    assert all(values["temperature_c"] >= 34 and "energy_mj" not in values for values in accelerator)
 
 
 def test_vllm_and_sglang_runs_on_two_hosts_proceed_in_parallel(

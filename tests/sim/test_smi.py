@@ -113,3 +113,51 @@ def test_npu_smi_info_table(sim_host):
     assert not (host.home / "bin" / "nvidia-smi").exists()
     direct = host.run([sys.executable, "-m", "perflab", "sim", "shim", "nvidia-smi"])
     assert direct.returncode == 9 and "couldn't communicate with the NVIDIA driver" in direct.stdout
+
+
+def test_power_clock_and_temperature_follow_the_engines_load(sim_host):
+    from perflab.probe import nvidia
+    from perflab.sim import power
+
+    host = sim_host("H200", 2)
+    registration = Registration(str(host.home / "state"), "vllm", {1: "VLLM::EngineCore"}, {1: 100000})
+    registration.set_utilization(0.5)
+    try:
+        answer = host.run(nvidia.query_argv(nvidia.SAMPLE_FIELDS))
+    finally:
+        registration.remove()
+    assert answer.returncode == 0, answer.stdout
+    assert answer.stdout.splitlines()[0].endswith("power.draw.average [W], clocks.current.sm [MHz], temperature.gpu")
+    idle, busy = nvidia.parse_query_csv(answer.stdout)
+    # The H200 recordings: 77.6 W and 345 MHz idle; at 50 % duty ≈520 W and ≈1800 MHz (model: 512 W).
+    assert (idle.power_w, idle.sm_clock_mhz, idle.temperature_c) == (77.6, 345, 35)
+    assert busy.power_w == round(77.6 + (692.0 - 77.6) * 0.5**0.5, 2) == 512.05
+    assert (busy.sm_clock_mhz, busy.temperature_c, busy.utilization_pct) == (1856, 47, 50)
+    assert power.reading("H200", 1.0) == (692.0, 1485, 59)
+    limits = host.run(["nvidia-smi", "--query-gpu=power.limit,clocks.max.sm", "--format=csv,noheader"])
+    assert limits.stdout == "700.00 W, 1980 MHz\n" * 2
+
+
+def test_every_simulated_accelerator_has_a_power_profile():
+    from perflab.sim import power
+    from perflab.sim.hardware import ACCELERATORS
+
+    assert set(power.PROFILES) == set(ACCELERATORS)
+    for key in ACCELERATORS:
+        idle, full = power.reading(key, 0.0), power.reading(key, 1.0)
+        assert idle.power_w < full.power_w <= power.profile(key).limit_w
+        assert idle.temperature_c < full.temperature_c
+
+
+def test_npu_smi_power_column_follows_load(sim_host):
+    from perflab.probe import ascend
+
+    host = sim_host("910B", 2)
+    registration = Registration(str(host.home / "state"), "mindie", {0: "mindie_llm_back"}, {0: 40000})
+    registration.set_utilization(1.0)
+    try:
+        npus = ascend.parse_info(host.run(["npu-smi", "info"]).stdout)
+    finally:
+        registration.remove()
+    assert [npu.power_w for npu in npus] == [round(400.0 * 692.0 / 700.0, 1), 90.0]
+    assert [npu.temperature_c for npu in npus] == [59, 32]
