@@ -4,7 +4,8 @@ utilisation, latency distributions, and TTFT against input length per request.
 Time-series charts take a profile's timeline (``ProfileView.timeline``: bins from 10 ms up, so a run
 shorter than a second still draws a curve) or the run's samples (``RunDetail.samples``: ``engine``
 rows with ``running``/``waiting``/``kv_cache_usage`` per replica, ``accelerator`` rows with
-``gpu``/``utilization_pct``/``memory_used_mib``), drawn once there are at least two sampling instants.
+``gpu``/``utilization_pct``/``memory_used_mib`` and, where the host's tool reports them,
+``power_w``/``sm_clock_mhz``/``temperature_c``), drawn once there are at least two sampling instants.
 Time axes get as many decimals as their bins need; value axes print significant digits with thousands
 separators (``5,000``, ``0.5``), never a fixed number of decimals.
 """
@@ -82,11 +83,11 @@ def _column_timelines(
     x_title: str = "Time (s)",
     step_s: float = 1.0,
 ) -> list[alt.Chart]:
-    """A timeline of each ``(column, value title, selection name)`` that ``frame`` has; a frame without
-    a ``series`` column is one series named by the value title."""
+    """A timeline of each ``(column, value title, selection name)`` that ``frame`` has a value of; a
+    frame without a ``series`` column is one series named by the value title."""
     charts = []
     for column, title, name in columns:
-        if column not in frame:
+        if column not in frame or frame[column].isna().all():
             continue
         values = frame.rename(columns={column: "value"})
         if "series" not in values:
@@ -191,7 +192,8 @@ def has_accelerator_samples(samples: pd.DataFrame) -> bool:
 
 
 def accelerator_timeline(samples: pd.DataFrame) -> alt.VConcatChart:
-    """Utilisation (%) and memory used (MiB) of each of the run's accelerators over time."""
+    """Utilisation (%), memory used (MiB) and, where sampled, power (W), SM clock (MHz) and temperature
+    (°C) of each of the run's accelerators over time."""
     gpus = samples[samples["source"] == "accelerator"]
     labelled = gpus.assign(series="GPU " + gpus["gpu"].astype("Int64").astype(str))
     return _stacked(
@@ -200,6 +202,9 @@ def accelerator_timeline(samples: pd.DataFrame) -> alt.VConcatChart:
             (
                 ("utilization_pct", "Utilisation (%)", "util"),
                 ("memory_used_mib", "Memory used (MiB)", "memory"),
+                ("power_w", "Power (W)", "power"),
+                ("sm_clock_mhz", "SM clock (MHz)", "clock"),
+                ("temperature_c", "Temperature (°C)", "temp"),
             ),
             x="t_s",
             series_title="Accelerator",

@@ -47,6 +47,7 @@ def test_run_charts(detail: RunDetail) -> None:
     assert all(0 <= row["value"] <= 100 for row in data_of(engine) if row["series"] == "replica 0")
     gpus = run_charts.accelerator_timeline(detail.samples).to_dict()
     assert {row["series"] for row in data_of(gpus)} == {"GPU 0", "GPU 1"}
+    assert len(gpus["vconcat"]) == 2  # no power, clock or temperature sampled: no empty charts for them
 
     values = latency_values(profile.records, "ttft")
     assert run_charts.latency_histogram(values, "ttft").to_dict()["encoding"]["x"]["bin"] == {"maxbins": 40}
@@ -67,6 +68,33 @@ def test_empty_samples_are_detected() -> None:
     assert run_charts.has_samples(one_instant) and not run_charts.has_engine_samples(one_instant)
     engine_only = pd.concat([one_instant, one_instant.assign(t_s=2.0)], ignore_index=True)
     assert run_charts.has_engine_samples(engine_only) and not run_charts.has_accelerator_samples(engine_only)
+
+
+def test_power_clock_and_temperature_are_charted_where_sampled() -> None:
+    # The H200 recordings' idle and full-load readings (tests/data/nvidia-h200/power-under-load.jsonl).
+    readings = [(0.0, 0.0, 77.78, 345, 34), (1.0, 100.0, 691.25, 1515, 58), (2.0, 100.0, 692.71, 1485, 56)]
+    samples = pd.DataFrame(
+        [
+            {
+                "t_s": t_s,
+                "source": "accelerator",
+                "gpu": 0,
+                "utilization_pct": util,
+                "memory_used_mib": 1011,
+                "power_w": watts,
+                "sm_clock_mhz": clock,
+                "temperature_c": temp,
+            }
+            for t_s, util, watts, clock, temp in readings
+        ]
+    )
+    chart = run_charts.accelerator_timeline(samples).to_dict()
+    titles = [panel["encoding"]["y"]["title"] for panel in chart["vconcat"]]
+    assert titles == ["Utilisation (%)", "Memory used (MiB)", "Power (W)", "SM clock (MHz)", "Temperature (°C)"]
+    assert sorted(row["value"] for row in data_of(chart) if row["value"] > 600 and row["value"] < 700) == [
+        691.25,
+        692.71,
+    ]
 
 
 def test_a_run_shorter_than_a_second_gets_a_readable_timeline() -> None:
