@@ -208,7 +208,7 @@ if run_charts.has_engine_samples(detail.samples):
     st.subheader("Engine queue and KV-cache")
     ui.chart(run_charts.engine_timeline(detail.samples), key="engine", file_name=f"run-{run.id}-engine.png")
 if run_charts.has_accelerator_samples(detail.samples):
-    st.subheader("Accelerators: utilisation, memory, power, clock, temperature")
+    st.subheader("Accelerator telemetry")
     ui.chart(
         run_charts.accelerator_timeline(detail.samples), key="gpu", file_name=f"run-{run.id}-accelerators.png"
     )
