@@ -22,6 +22,7 @@ from perflab.inventory import HostConfig
 from perflab.runner import RunnerOptions, execute_run, submit_run
 from perflab.runner.execute import RunEvent
 from perflab.runner.profile_spec import parse_profile
+from perflab.transport import open_transport
 from tests.fixtures.hub_server import HubServer
 from tests.fixtures.runs import (
     BackgroundRun,
@@ -259,3 +260,18 @@ def test_a_tensorrt_llm_run_samples_its_queue_gauges(runs_db: Engine, sim_host: 
         engine_samples = [s.values for s in crud.list_samples(session, run_id=run.id) if s.source == "engine"]
     assert engine_samples
     assert all({"running", "waiting", "kv_cache_usage"} <= set(values) for values in engine_samples)
+
+
+def test_a_host_whose_nvidia_smi_cannot_reach_the_driver_fails_with_the_probes_reason(
+    runs_db: Engine, sim_host: SimHostFactory
+) -> None:
+    host = sim_host("no-driver", kind="local", count=1)
+    with open_transport(host) as transport:
+        assert transport.run(["nvidia-smi", "-L"], timeout=30).ok  # installs the simulator's shims
+    recorded = Path(__file__).resolve().parents[1] / "data" / "probe" / "nvidia-smi" / "driver-failed.txt"
+    shim = Path(host.workdir) / "sim" / "bin" / "nvidia-smi"
+    shim.write_text(f"#!/bin/sh\ncat {recorded}\nexit 9\n")
+    stored = _execute(runs_db, host, _submit(runs_db, host, "random:in=8,out=4,n=2"))
+    assert (stored.status, stored.failure_class) == ("failed", "gpus_unavailable")
+    assert "lists no accelerators: nvidia-smi cannot talk to the NVIDIA driver" in (stored.failure_message or "")
+    assert "found none" not in (stored.failure_message or "")
