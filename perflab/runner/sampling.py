@@ -35,8 +35,8 @@ from perflab.runner.endpoints import Endpoints
 from perflab.runner.launch import Replica
 from perflab.runner.prometheus import gauge_values
 from perflab.runner.store import RunStore
-from perflab.transport.base import Transport
-from perflab.transport.errors import TransportError
+from perflab.transport.base import CommandResult, Transport
+from perflab.transport.errors import CommandTimeout, TransportError
 
 SMI_TIMEOUT_S = 15.0
 
@@ -92,20 +92,28 @@ class EnergyCounters:
         self.nvml = vendor == "nvidia"
         self.rapl = vendor == "cpu"
 
+    def _ask(self, argv: list[str]) -> CommandResult | None:
+        """The command's result; None when it hung (a counter that hangs once is not asked again, so
+        it never holds up the accelerator samples)."""
+        try:
+            return self.transport.run(argv, timeout=SMI_TIMEOUT_S)
+        except CommandTimeout:
+            return None
+
     def gpu_energy_mj(self) -> dict[int, int]:
         if not self.nvml:
             return {}
-        result = self.transport.run(energy.nvml_argv(self.transport.host.python), timeout=SMI_TIMEOUT_S)
-        counters = energy.parse_nvml(result.stdout) if result.ok else None
-        if counters is None:
+        result = self._ask(energy.nvml_argv(self.transport.host.python))
+        counters = energy.parse_nvml(result.stdout) if result is not None and result.ok else None
+        if not counters:
             self.nvml = False
         return counters or {}
 
     def rapl_packages(self) -> list[dict[str, int | None]]:
         if not self.rapl:
             return []
-        result = self.transport.run(energy.rapl_argv(), timeout=SMI_TIMEOUT_S)
-        packages = energy.parse_rapl(result.stdout) if result.ok else []
+        result = self._ask(energy.rapl_argv())
+        packages = energy.parse_rapl(result.stdout) if result is not None and result.ok else []
         if not packages:
             self.rapl = False
         return packages
