@@ -9,10 +9,11 @@ SGLang's ``delta.reasoning_content``), ``delta.tool_calls`` or ``delta.function_
 ``content`` without a ``role`` (a token that decodes to nothing); for completions, ``text``. A stream
 of only tool calls therefore has a first token. The per-request timings some servers put on the
 final usage chunk (vLLM 0.33 ``--enable-per-request-metrics``: ``metrics.queue_time_ms`` and
-``metrics.time_to_first_token_ms``) are kept as the server's queue time and TTFT, in seconds. Token chunks that came in one read with a later token chunk of the same
-response share that read's time, which may be later than their own; they are counted in
-``Outcome.coalesced``. Failures never raise: they end the outcome with a short reason (``http_500``,
-``stream_interrupted``, ``timeout``, ``connect_error``, …) and a message.
+``metrics.time_to_first_token_ms``) are kept as the server's queue time and TTFT, in seconds. Token
+chunks that came in one read with a later token chunk of the same response share that read's time,
+which may be later than their own; they are counted in ``Outcome.coalesced``. Failures never raise:
+they end the outcome with a short reason (``http_500``, ``stream_interrupted``, ``timeout``,
+``connect_error``, …) and a message.
 """
 
 from __future__ import annotations

@@ -39,7 +39,9 @@ SAMPLE_FIELDS = (
     "clocks.sm",
     "temperature.gpu",
 )
-SAMPLE_FIELDS_FALLBACK = tuple("power.draw" if field == "power.draw.average" else field for field in SAMPLE_FIELDS)
+SAMPLE_FIELDS_FALLBACK = tuple(
+    "power.draw" if field == "power.draw.average" else field for field in SAMPLE_FIELDS
+)
 
 _UNKNOWN = {"[n/a]", "n/a", "[not supported]", "not supported", "[unknown error]", ""}
 _NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)")

@@ -248,7 +248,8 @@ def test_decoder_counts_tool_call_chunks_and_empty_tokens_as_vllm_033_does():
     decoder(sse({"choices": [{"delta": {"role": "assistant", "content": ""}}]}), 1.0)
     call = {"index": 0, "id": "c1", "type": "function", "function": {"name": "get", "arguments": ""}}
     decoder(sse({"choices": [{"delta": {"tool_calls": [call]}}]}), 2.0)
-    decoder(sse({"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": '{"a"'}}]}}]}), 3.0)
+    more = {"index": 0, "function": {"arguments": '{"a"'}}
+    decoder(sse({"choices": [{"delta": {"tool_calls": [more]}}]}), 3.0)
     decoder(sse({"choices": [{"delta": {"function_call": {"arguments": ": 1}"}}}]}), 4.0)
     decoder(sse({"choices": [{"delta": {"content": ""}}]}), 5.0)
     decoder(sse({"choices": [{"delta": {"content": None, "tool_calls": []}}]}), 6.0)
@@ -265,7 +266,7 @@ def test_decoder_reads_the_servers_per_request_metrics_in_seconds():
     assert (outcome.server_queue_s, outcome.server_ttft_s) == (0.0125, 0.04)
     other = Outcome()
     StreamDecoder(other, chat=False, keep_text=False)(
-        sse({"choices": [], "usage": usage, "metrics": {"queue_time_ms": True, "time_to_first_token_ms": "9"}}),
+        sse({"usage": usage, "metrics": {"queue_time_ms": True, "time_to_first_token_ms": "9"}}),
         1.0,
     )
     assert (other.server_queue_s, other.server_ttft_s) == (None, None)

@@ -273,5 +273,6 @@ def test_a_host_whose_nvidia_smi_cannot_reach_the_driver_fails_with_the_probes_r
     shim.write_text(f"#!/bin/sh\ncat {recorded}\nexit 9\n")
     stored = _execute(runs_db, host, _submit(runs_db, host, "random:in=8,out=4,n=2"))
     assert (stored.status, stored.failure_class) == ("failed", "gpus_unavailable")
-    assert "lists no accelerators: nvidia-smi cannot talk to the NVIDIA driver" in (stored.failure_message or "")
-    assert "found none" not in (stored.failure_message or "")
+    message = stored.failure_message or ""
+    assert "lists no accelerators: nvidia-smi cannot talk to the NVIDIA driver" in message
+    assert "found none" not in message

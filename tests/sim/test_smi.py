@@ -127,7 +127,8 @@ def test_power_clock_and_temperature_follow_the_engines_load(sim_host):
     finally:
         registration.remove()
     assert answer.returncode == 0, answer.stdout
-    assert answer.stdout.splitlines()[0].endswith("power.draw.average [W], clocks.current.sm [MHz], temperature.gpu")
+    header = answer.stdout.splitlines()[0]
+    assert header.endswith("power.draw.average [W], clocks.current.sm [MHz], temperature.gpu")
     idle, busy = nvidia.parse_query_csv(answer.stdout)
     # The H200 recordings: 77.6 W and 345 MHz idle; at 50 % duty ≈520 W and ≈1800 MHz (model: 512 W).
     assert (idle.power_w, idle.sm_clock_mhz, idle.temperature_c) == (77.6, 345, 35)

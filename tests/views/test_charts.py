@@ -90,7 +90,13 @@ def test_power_clock_and_temperature_are_charted_where_sampled() -> None:
     )
     chart = run_charts.accelerator_timeline(samples).to_dict()
     titles = [panel["encoding"]["y"]["title"] for panel in chart["vconcat"]]
-    assert titles == ["Utilisation (%)", "Memory used (MiB)", "Power (W)", "SM clock (MHz)", "Temperature (°C)"]
+    assert titles == [
+        "Utilisation (%)",
+        "Memory used (MiB)",
+        "Power (W)",
+        "SM clock (MHz)",
+        "Temperature (°C)",
+    ]
     assert sorted(row["value"] for row in data_of(chart) if row["value"] > 600 and row["value"] < 700) == [
         691.25,
         692.71,
