@@ -1,4 +1,5 @@
-"""The time series stored with a run while it benchmarks: engine gauges and accelerator load.
+"""The time series stored with a run while it benchmarks: engine gauges, accelerator load and power,
+energy counters.
 
 A :class:`Sampler` thread wakes every ``interval_s`` seconds and stores, as ``runsample`` rows:
 
