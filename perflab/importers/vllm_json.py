@@ -4,7 +4,8 @@ A file holds one result object, a list of them, or one per line (JSON lines). Fi
 kept as they are. vLLM's per-request arrays (``ttfts`` and ``itls`` in seconds, ``input_lens``,
 ``output_lens``, ``errors``, and vLLM 0.33's ``server_queue_times`` and ``server_ttfts`` in seconds,
 null for a request the server gave no timings) become the ``requests`` list of per-request records,
-in milliseconds (``server_queue_ms``, ``server_ttft_ms``).
+in milliseconds (``server_queue_ms``, ``server_ttft_ms``); ``start_times`` (the client's clock at each
+send) become ``start_s``, seconds from the earliest send.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ ARRAY_FIELDS: tuple[str, ...] = (
     "generated_texts",
     "server_queue_times",
     "server_ttfts",
+    "start_times",
 )
 PROFILE_FIELDS: tuple[str, ...] = ("num_prompts", "request_rate", "burstiness", "max_concurrency")
 
@@ -83,7 +85,9 @@ def requests_from_arrays(record: dict[str, Any]) -> list[dict[str, Any]]:
     errors = record.get("errors") or []
     queue_times = record.get("server_queue_times") or []
     server_ttfts = record.get("server_ttfts") or []
-    arrays = (ttfts, itls, input_lens, output_lens, errors, queue_times, server_ttfts)
+    starts = [value if _is_number(value) else None for value in record.get("start_times") or []]
+    first_start = min((value for value in starts if value is not None), default=0.0)
+    arrays = (ttfts, itls, input_lens, output_lens, errors, queue_times, server_ttfts, starts)
     count = max(len(array) for array in arrays)
     requests = []
     for index in range(count):
@@ -92,6 +96,9 @@ def requests_from_arrays(record: dict[str, Any]) -> list[dict[str, Any]]:
         requests.append(
             {
                 "index": index,
+                "start_s": starts[index] - first_start
+                if index < len(starts) and starts[index] is not None
+                else None,
                 "ttft_ms": _seconds_to_ms(ttfts[index]) if index < len(ttfts) else None,
                 "itl_ms": [gap * 1000 for gap in gaps if _is_number(gap)],
                 "input_tokens": input_lens[index] if index < len(input_lens) else None,

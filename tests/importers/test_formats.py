@@ -238,12 +238,15 @@ def test_vllm_033_server_timing_arrays_become_request_fields(db_session: Session
     result = json.loads((DATA / "vllm_save_result.json").read_text())
     result["server_queue_times"] = [0.002, 0.0105, None, None]
     result["server_ttfts"] = [0.09, 0.1, None, None]
+    result["start_times"] = [5000.25, 5000.5, 5001.0, "x"]  # time.perf_counter() at each send
     [run] = import_content(db_session, name="v033.json", content=json.dumps(result).encode())
     [stored] = crud.list_profile_results(db_session, run_id=run.id)
     assert not {"server_queue_times", "server_ttfts"} & set(stored.result)
     records = crud.list_request_records(db_session, profile_result_id=stored.id)
     assert [record.server_queue_ms for record in records] == [2.0, 10.5, None, None]
     assert [record.server_ttft_ms for record in records] == [90.0, 100.0, None, None]
+    assert [record.start_s for record in records] == [0.0, 0.25, 0.75, None]
+    assert "start_times" not in stored.result
 
 
 def test_server_timing_array_of_the_wrong_type_is_one_line(db_session: Session) -> None:
