@@ -30,7 +30,7 @@ from perflab.engines import EngineAdapter, EngineConfig, EngineConfigError, Repl
 from perflab.engines.preflight import default_cache, preflight
 from perflab.env_policy import EnvNotAllowed, check_env
 from perflab.inventory import HostConfig, Inventory, InventoryError
-from perflab.probe import ProbeResult, probe_host
+from perflab.probe import ProbeResult, probe_accelerators, probe_host
 from perflab.profiles import SHAREGPT_FILE, BenchmarkProfile
 from perflab.redact import hosts_redactor
 from perflab.runner import containers, environment
@@ -212,23 +212,29 @@ class _Execution:
         return bool(stopped)
 
     def _place(self, plan: _Plan, probe: ProbeResult) -> tuple[tuple[int, ...], ProbeResult]:
-        """The GPUs locked for the run, and the probe they were chosen from (taken again after
-        stopping processes earlier runs left behind, which happens before every placement: an
-        orphan holds its port and memory even where enough GPUs are free without its own)."""
+        """The GPUs locked for the run, and the probe they were chosen from.
+
+        Processes earlier runs left behind are stopped first (an orphan holds its port and memory even
+        where enough GPUs are free without its own). Then every try reads what this database's runs
+        hold or released moments ago, probes the accelerators' memory, and reads again: memory on a GPU
+        one of our runs held at either read is that run's engine (running or freeing its memory), never
+        someone else's, so the run waits for it instead of failing ``gpus_unavailable``."""
         assert self.transport is not None
         host_name = plan.host.name
-        if self._stop_orphans(host_name):
-            probe = probe_host(self.transport)
+        self._stop_orphans(host_name)
+        drain_s = self.options.gpu_drain_s
         races = 0
         while True:
             self.interrupt()
-            locked = {
-                lock.gpu_index: lock.run_id
-                for lock in self.store.gpu_locks(host_name)
-                if lock.run_id != self.store.run_id
-            }
+            locked_before, recent_before = self.store.gpu_holders(host_name, drain_s=drain_s)
+            if not self.on_cpu:
+                probe = probe.model_copy(update={"accelerators": probe_accelerators(self.transport)})
+            locked, recent = self.store.gpu_holders(host_name, drain_s=drain_s)
+            ours = {**recent_before, **recent, **locked_before}
             try:
-                gpu_ids = choose_gpus(plan.config, probe.accelerators, locked, host_name=host_name)
+                gpu_ids = choose_gpus(
+                    plan.config, probe.accelerators, locked, host_name=host_name, draining=ours
+                )
                 if self.store.acquire_gpus(host_name=host_name, gpu_ids=gpu_ids, worker_id=self.worker_id):
                     return gpu_ids, probe
                 races += 1

@@ -65,6 +65,22 @@ def test_gpus_used_by_foreign_processes_are_avoided_or_named() -> None:
     assert choose_gpus(_config(), idle_npu, {}, host_name="h") == (0,)
 
 
+def test_memory_on_gpus_our_runs_just_released_makes_the_run_wait_not_fail() -> None:
+    draining = _gpus(8, used={0: 70000, 1: 70000, 2: 70000, 3: 70000})
+    released = {0: 34, 1: 34, 2: 34, 3: 34}
+    with pytest.raises(GpusBusy, match=r"GPUs 0, 1, 2, 3 still free the memory of run\(s\) 34"):
+        choose_gpus(_config(tp=8), draining, {}, host_name="h", draining=released)
+    with pytest.raises(GpusBusy, match=r"GPUs 2 still free the memory of run\(s\) 34"):
+        choose_gpus(_config(gpu_ids=(2,)), draining, {}, host_name="h", draining=released)
+    # Draining GPUs are never chosen while their memory is in use; free ones are.
+    assert choose_gpus(_config(tp=4), draining, {}, host_name="h", draining=released) == (4, 5, 6, 7)
+    # Once freed they are ordinary free GPUs; memory on a GPU none of our runs had stays foreign.
+    assert choose_gpus(_config(tp=8), _gpus(8), {}, host_name="h", draining=released) == tuple(range(8))
+    with pytest.raises(RunFailed, match="GPU 4: 70000 MiB") as foreign:
+        choose_gpus(_config(tp=8), _gpus(8, used={4: 70000}), {}, host_name="h", draining=released)
+    assert foreign.value.failure_class == "gpus_unavailable"
+
+
 def test_replica_ports_follow_the_first_gpu_unless_a_port_is_set() -> None:
     adapter = get_adapter("vllm")
     assert [plan.port for plan in plan_replicas(_config(tp=2, replicas=2), adapter, (4, 5, 6, 7))] == [
