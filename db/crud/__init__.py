@@ -14,10 +14,10 @@ from db.crud.queue import (
     acquire_gpus,
     claim_next_run,
     gpu_locks,
-    recent_gpu_users,
     in_flight_runs,
     list_workers,
     queued_host_names,
+    recent_gpu_users,
     register_worker,
     release_gpus,
     stale_workers,
@@ -50,6 +50,7 @@ from db.crud.runs import (
 from db.crud.studies import (
     add_candidate,
     change_study,
+    claim_due_study,
     create_study,
     delete_study,
     get_study,
@@ -57,6 +58,7 @@ from db.crud.studies import (
     list_studies,
     update_candidate,
     update_study,
+    wake_study,
 )
 
 __all__ = [
@@ -72,6 +74,7 @@ __all__ = [
     "add_profile_result",
     "add_samples",
     "change_study",
+    "claim_due_study",
     "claim_next_run",
     "content_hash",
     "count_samples",
@@ -115,6 +118,7 @@ __all__ = [
     "update_candidate",
     "update_run",
     "update_study",
+    "wake_study",
     "upsert_engine_config",
     "upsert_host",
     "worker_heartbeat",

@@ -41,6 +41,7 @@ from perflab.runner.endpoints import Endpoints
 from perflab.runner.errors import GpusBusy, RunCancelled, RunFailed
 from perflab.runner.launch import (
     MAX_PORT_ATTEMPTS,
+    PortClash,
     Replica,
     initial_remote_state,
     listening_ports,
@@ -51,6 +52,7 @@ from perflab.runner.logs import LogFollower
 from perflab.runner.options import RunnerOptions
 from perflab.runner.orphans import stop_orphans
 from perflab.runner.placement import check_cpu_engine, choose_gpus
+from perflab.runner.ports import same_machine_hosts, search_offset
 from perflab.runner.readiness import wait_until_ready
 from perflab.runner.sampling import Sampler
 from perflab.runner.stop import stop_recorded, wind_down
@@ -67,6 +69,9 @@ MIB = 1024 * 1024
 CANCEL_CHECK_S = 0.5
 # Times a run re-reads the locks after another run locked its chosen GPUs first.
 MAX_LOCK_RACES = 3
+# Times a run chooses ports again, before starting anything, because another run on the same machine
+# recorded one of them at the same time.
+MAX_PORT_CLASHES = 20
 # remote_state entry listing the launches whose chosen ports turned out to be taken.
 PORT_RETRIES_KEY = "port_retries"
 
@@ -295,9 +300,11 @@ class _Execution:
         self.store.update(remote_state=dict(self.remote_state))
 
     def _start_ready(
-        self, plan: _Plan, run_id: int, plans: list[ReplicaPlan], endpoints: Endpoints
+        self, plan: _Plan, run_id: int, plans: list[ReplicaPlan], endpoints: Endpoints, machine: set[str]
     ) -> list[Replica]:
-        """Record and start one set of replicas, then wait until every one is ready."""
+        """Record one set of replicas, make sure no other run on the same machine (the host names in
+        ``machine``) recorded one of their ports meanwhile (:class:`PortClash`), start them, then wait
+        until every one is ready."""
         assert self.transport is not None
         run_key = new_run_key(run_id)
         retries = (self.remote_state or {}).get(PORT_RETRIES_KEY)
@@ -307,6 +314,10 @@ class _Execution:
         if retries:
             self.remote_state[PORT_RETRIES_KEY] = retries
         self.store.update(remote_state=dict(self.remote_state), serve_commands=[])
+        # Recorded before this read, so of two runs that chose one port at least the later reader yields.
+        clash = {replica.port for replica in plans} & self.store.ports_of_other_runs(machine)
+        if clash and plan.config.port is None:
+            raise PortClash(clash, plan.host.name)
         self.interrupt()
         replicas = start_replicas(
             self.transport,
@@ -338,17 +349,34 @@ class _Execution:
     def _launch(
         self, plan: _Plan, gpu_ids: tuple[int, ...], run_id: int, endpoints: Endpoints
     ) -> list[Replica]:
-        """Start the replicas on free ports until they are ready. A port taken between the choice and
-        the engine's bind (``port_in_use`` before the start or in the engine's log) is stopped and
-        chosen again, up to ``MAX_PORT_ATTEMPTS`` launches; a pinned port is never changed."""
+        """Start the replicas on free ports until they are ready. Ports are searched from the run's
+        offset, avoiding those other unfinished runs on the same machine recorded; ports another run
+        recorded at the same moment are chosen again before anything starts (up to
+        ``MAX_PORT_CLASHES`` times). A port taken between the choice and the engine's bind
+        (``port_in_use`` before the start or in the engine's log) is stopped and chosen again, up to
+        ``MAX_PORT_ATTEMPTS`` launches; a pinned port is never changed."""
         assert self.transport is not None
+        machine = same_machine_hosts(self.inventory, plan.host)
         tried: set[int] = set()
         attempt = 1
+        clashes = 0
         while True:
-            avoid = listening_ports(self.transport) | self.store.ports_of_other_runs(plan.host.name) | tried
-            plans = plan_replicas(plan.config, plan.adapter, gpu_ids, avoid=avoid, host_name=plan.host.name)
+            avoid = listening_ports(self.transport) | self.store.ports_of_other_runs(machine) | tried
+            plans = plan_replicas(
+                plan.config,
+                plan.adapter,
+                gpu_ids,
+                avoid=avoid,
+                host_name=plan.host.name,
+                offset=search_offset(run_id),
+            )
             try:
-                return self._start_ready(plan, run_id, plans, endpoints)
+                return self._start_ready(plan, run_id, plans, endpoints, machine)
+            except PortClash as clash:
+                clashes += 1
+                if clashes == MAX_PORT_CLASHES:
+                    raise
+                tried.update(clash.ports)
             except RunFailed as failure:
                 if failure.failure_class != "port_in_use" or plan.config.port is not None:
                     raise

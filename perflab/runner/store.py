@@ -13,7 +13,7 @@ import logging
 import math
 import re
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -153,14 +153,15 @@ class RunStore:
             )
         return locked, recent
 
-    def ports_of_other_runs(self, host_name: str) -> set[int]:
-        """The engine ports other unfinished runs on the host recorded (bound or about to be)."""
+    def ports_of_other_runs(self, host_names: Collection[str]) -> set[int]:
+        """The engine ports other unfinished runs on these hosts (one machine) recorded (bound or
+        about to be)."""
         with new_session(self.engine) as session:
-            runs = crud.in_flight_runs(session, host_name=host_name)
+            runs = crud.in_flight_runs(session)
         return {
             entry["port"]
             for run in runs
-            if run.id != self.run_id
+            if run.id != self.run_id and run.host_name in host_names
             for entry in (run.remote_state or {}).get("processes", [])
         }
 

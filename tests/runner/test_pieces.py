@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from perflab.engines import EngineConfig, get_adapter
+from perflab.inventory import HostConfig, Inventory
 from perflab.probe import Accelerator
 from perflab.runner import results
 from perflab.runner.benchmark import sweep_is_flat, without_flags
@@ -12,6 +15,7 @@ from perflab.runner.errors import GpusBusy, RunFailed
 from perflab.runner.launch import plan_replicas
 from perflab.runner.logs import failure_of
 from perflab.runner.placement import choose_gpus
+from perflab.runner.ports import same_machine_hosts, search_offset
 from perflab.runner.prometheus import gauge_values
 from perflab.runner.sampling import engine_values
 
@@ -172,3 +176,22 @@ def test_a_dead_replica_without_a_signature_is_a_crash_with_its_last_line() -> N
     assert crashed.message == "SGLang: engine-1 exited with status 3: something odd happened"
     oom = failure_of(adapter, "engine-0", "torch.OutOfMemoryError: CUDA out of memory.\n", 1)
     assert oom.failure_class == "oom"
+
+
+def test_hosts_with_one_address_or_local_are_one_machine_and_launches_spread() -> None:
+    inventory = Inventory(
+        Path("hosts.yaml"),
+        (
+            HostConfig(name="a", address="10.0.0.5"),
+            HostConfig(name="a-again", address="10.0.0.5", port=2222, user="bench"),
+            HostConfig(name="b", address="10.0.0.6"),
+            HostConfig(name="sim-1", transport="local"),
+            HostConfig(name="sim-2", transport="local"),
+        ),
+    )
+    assert same_machine_hosts(inventory, inventory.get("a")) == {"a", "a-again"}
+    assert same_machine_hosts(inventory, inventory.get("sim-2")) == {"sim-1", "sim-2"}
+    assert same_machine_hosts(inventory, inventory.get("b")) == {"b"}
+    adapter = get_adapter("vllm")
+    assert [plan.port for plan in plan_replicas(_config(), adapter, (2,), offset=search_offset(3))] == [8050]
+    assert len({search_offset(run_id) for run_id in range(1, 17)}) == 16
