@@ -23,7 +23,7 @@ from perflab.study.spec import StudySpecError
 logger = logging.getLogger(__name__)
 
 # A study nothing marked as changed is still advanced this often (seconds).
-STUDY_RECHECK_S = 60.0
+STUDY_RECHECK_S = 15.0
 
 
 def advance_due_studies(engine: Engine, *, holder: str, should_stop: Callable[[], bool]) -> list[int]:
