@@ -56,7 +56,7 @@ from sqlmodel import select  # noqa: E402
 
 from db import session as db_session  # noqa: E402
 from db.crud.studies import FINISHED_STUDY_STATUSES  # noqa: E402
-from db.models import FINISHED_RUN_STATUSES, Run, Study  # noqa: E402
+from db.models import FINISHED_RUN_STATUSES, Run, Study, Worker  # noqa: E402
 from perflab.engines import EngineConfig  # noqa: E402
 from perflab.inventory import HostConfig, SimulateSpec, load_inventory  # noqa: E402
 from perflab.runner import submit_run  # noqa: E402
@@ -221,6 +221,20 @@ def _start_workers(
     return workers
 
 
+def _wait_registered(engine: Engine, count: int, workers: list[subprocess.Popen[bytes]]) -> None:
+    """Return once ``count`` workers are registered (so claim latency does not count their start)."""
+    while True:
+        with engine.connect() as connection:
+            running = connection.execute(
+                sa.select(sa.func.count()).select_from(Worker).where(Worker.state == "running")
+            ).scalar_one()
+        if running >= count:
+            return
+        if any(worker.poll() is not None for worker in workers):
+            raise SystemExit("a worker exited while starting; see its log")
+        time.sleep(0.5)
+
+
 def _stop_workers(workers: list[subprocess.Popen[bytes]]) -> None:
     for worker in workers:
         if worker.poll() is None:
@@ -349,6 +363,7 @@ def main() -> None:
         database = make_url(url).database or ""
         workers = _start_workers(args.workers, args.max_parallel, url, hosts_file, logs)
         stack.callback(_stop_workers, workers)
+        _wait_registered(engine, args.workers, workers)
         _queue(engine, hosts, args.runs, args.studies, hosts_file)
         samples = Samples()
         state_dirs = [str(Path(host.workdir) / "sim" / "state") for host in hosts]
