@@ -48,17 +48,18 @@ def fleet_db(fleet_url: str) -> Engine:
     return engine
 
 
-_made: list[Worker] = []
+@pytest.fixture
+def fleet() -> Iterator[list[Worker]]:
+    """The workers a test starts; each is stopped after the test."""
+    workers: list[Worker] = []
+    yield workers
+    for worker in workers:
+        worker.stop()
 
 
-@pytest.fixture(autouse=True)
-def _stop_workers() -> Iterator[None]:
-    yield
-    while _made:
-        _made.pop().stop()
-
-
-def _workers(engine: Engine, hosts_file: Path, *, max_parallel: int = 1) -> list[Worker]:
+def _workers(
+    fleet: list[Worker], engine: Engine, hosts_file: Path, *, max_parallel: int = 1
+) -> list[Worker]:
     workers = [
         Worker(
             engine,
@@ -71,7 +72,7 @@ def _workers(engine: Engine, hosts_file: Path, *, max_parallel: int = 1) -> list
         )
         for index in (1, 2)
     ]
-    _made.extend(workers)
+    fleet.extend(workers)
     return workers
 
 
@@ -103,11 +104,15 @@ def _hold_memory(host: HostConfig, gpus: range) -> Registration:
 
 @pytest.mark.postgres
 def test_memory_our_run_just_released_makes_runs_wait_and_foreign_memory_fails_them(
-    fleet_db: Engine, sim_host: SimHostFactory, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    fleet_db: Engine,
+    fleet: list[Worker],
+    sim_host: SimHostFactory,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     host = sim_host("draining", kind="local", count=8)
     hosts_file = write_hosts_file(tmp_path / "hosts.yaml", [host])
-    workers = _workers(fleet_db, hosts_file, max_parallel=2)
+    workers = _workers(fleet, fleet_db, hosts_file, max_parallel=2)
     first = _queue(fleet_db, host, tp=8)
     assert _drive(workers) == {first.id: ["done"]}
 
@@ -150,7 +155,7 @@ def test_memory_our_run_just_released_makes_runs_wait_and_foreign_memory_fails_t
 
 @pytest.mark.postgres
 def test_hosts_of_one_machine_never_share_a_port(
-    fleet_db: Engine, sim_host: SimHostFactory, tmp_path: Path
+    fleet_db: Engine, fleet: list[Worker], sim_host: SimHostFactory, tmp_path: Path
 ) -> None:
     hosts = [sim_host(name, kind="local", count=2) for name in ("box-a", "box-b")]
     hosts_file = write_hosts_file(tmp_path / "hosts.yaml", hosts)
@@ -168,7 +173,7 @@ def test_hosts_of_one_machine_never_share_a_port(
             remote_state={"processes": [{"name": "engine-0", "port": first_choice, "gpu_ids": [0]}]},
         )
     more = [_queue(fleet_db, host, tp=1) for host in hosts for _ in range(2)]
-    for worker in _workers(fleet_db, hosts_file, max_parallel=2):
+    for worker in _workers(fleet, fleet_db, hosts_file, max_parallel=2):
         worker.start()  # both workers launch runs on the one machine at once
     wanted = [run, *more]
     deadline = time.monotonic() + 240
