@@ -6,7 +6,9 @@ and claims the oldest queued runs up to ``max_parallel_runs`` at once, so runs o
 proceed in parallel. GPU locks keep runs apart on one host: a run whose GPUs other runs hold goes
 back to the queue and its host is skipped until one of this worker's runs there ends or
 ``gpu_retry_s`` passes, so runs queued for other hosts are not held up behind it. The hosts file is
-read again at every claim, so edits apply without a restart.
+read again at every claim, so edits apply without a restart. Each poll also advances the studies that
+are due (:mod:`perflab.worker.studies`). A failed run is logged at WARNING with its failure class and
+message, a run handed back to the queue at INFO with the reason.
 """
 
 from __future__ import annotations
