@@ -17,10 +17,10 @@ of each failure class, then, as its last line, one JSON object:
 - ``double_runs``: runs claimed by a worker while an earlier claim of them had not ended (worker logs);
 - ``claim_latency_p50_s``/``claim_latency_max_s``: from a run being queued (or handed back) to its
   next claim, over every claim;
-- ``connections_peak``: most connections to the database at once (the workers' pools, the monitor's
-  own excluded); ``connections_bound``: W × (P + 2), what the pools allow;
+- ``connections_peak``: most client connections to the database at once (the workers' pools; the
+  monitor's own and autovacuum excluded); ``connections_bound``: W × (P + 2), what the pools allow;
 - ``runs_per_min``: runs ended per minute between the first claim and the last end;
-- ``warnings``/``handed_back``: WARNING lines and hand-back lines in the workers' logs;
+- ``warnings``/``handed_back``: WARNING lines and "handed back to the queue" lines in the workers' logs;
 - ``study_row_updates``: updates of ``study`` rows (``pg_stat_user_tables``), ``load_avg_max``.
 
     python benchmarks/fleet.py [--hosts 16] [--workers 4] [--runs 150] [--studies 3] [--max-parallel 4]
@@ -151,7 +151,8 @@ def _monitor_engine(url: str) -> Engine:
 
 def _monitor(engine: Engine, database: str, state_dirs: list[str], samples: Samples) -> None:
     count = sa.text(
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = :db AND application_name <> :me"
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = :db AND application_name <> :me "
+        "AND backend_type = 'client backend'"
     )
     with engine.connect() as connection:
         while not samples.stop.wait(MONITOR_EVERY_S):
