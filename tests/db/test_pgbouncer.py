@@ -1,7 +1,8 @@
-"""perflab behind a real PgBouncer in transaction mode, in front of the suite's PostgreSQL: migrations
-(the advisory lock is per transaction) and the queue's statements, run again and again from more client
-connections than PgBouncer has server connections, so each transaction may land on another server
-connection, where statements prepared by psycopg on the first would not exist."""
+"""Connections to PostgreSQL: a pool bounded by the runs a worker executes at once, and perflab behind a
+real PgBouncer in transaction mode in front of the suite's PostgreSQL: migrations (the advisory lock is
+per transaction) and the queue's statements, run again and again from more client connections than
+PgBouncer has server connections, so each transaction may land on another server connection, where
+statements prepared by psycopg on the first would not exist."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from sqlalchemy.engine import make_url
 
 from db import crud
 from db.models import utcnow
-from db.session import create_engine_for, new_session, upgrade
+from db import session as db_session
+from db.session import DEFAULT_MAX_PARALLEL, configure_pool, create_engine_for, new_session, upgrade
 from perflab.engines import EngineConfig
 from perflab.runner import submit_run
 from perflab.runner.profile_spec import parse_profile
@@ -108,3 +110,23 @@ def test_migrations_and_the_queue_work_behind_pgbouncer_in_transaction_mode(boun
         assert prepared == 0
     finally:
         engine.dispose()
+
+
+@pytest.mark.postgres
+def test_a_workers_pool_is_bounded_by_its_parallel_runs(
+    bouncer_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(db_session, "POOL_TIMEOUT_S", 0.5)
+    try:
+        configure_pool(3)
+        engine = create_engine_for(bouncer_url)
+        held = [engine.connect() for _ in range(5)]  # 3 runs + the claim loop + the heartbeat
+        with pytest.raises(sa.exc.TimeoutError):
+            engine.connect()
+        for connection in held:
+            connection.close()
+        engine.dispose()
+        with pytest.raises(ValueError, match="at least 1"):
+            configure_pool(0)
+    finally:
+        configure_pool(DEFAULT_MAX_PARALLEL)
