@@ -313,7 +313,7 @@ class Worker:
         try:
             with new_session(self.engine) as session:
                 run = crud.require_run(session, run_id=run_id)
-        except sa.exc.SQLAlchemyError as exc:
+        except (sa.exc.SQLAlchemyError, crud.NotFound) as exc:  # the database is down, or the run deleted
             logger.warning("worker %s: run %s ended %s (not read back: %s)", self.worker_id, run_id, status,
                            spool.first_line(exc))  # fmt: skip
             return
