@@ -3,6 +3,11 @@
 ``database_url()`` picks the database: ``PERFLAB_DATABASE_URL`` (any SQLAlchemy URL) or the SQLite
 file ``var/perflab.db`` of the repository. ``get_engine()`` builds one engine per URL and keeps it.
 
+PostgreSQL connections come from a bounded pool per process: :func:`pool_size` connections (derived
+from the runs a worker executes at once, :func:`configure_pool`), never more, and no server-side
+prepared statements (psycopg's ``prepare_threshold=None``), so perflab also works behind PgBouncer in
+transaction mode. README.md has the table of connections per worker and app process.
+
 SQLite is set up for several processes sharing one file: WAL journal, ``busy_timeout`` of 30 s,
 foreign keys on, and transactions started explicitly (``BEGIN``, or ``BEGIN IMMEDIATE`` for writes
 that read first, see :func:`begin_write`) so a writer waits for the lock instead of failing with
@@ -38,8 +43,31 @@ IMMEDIATE_OPTION = "perflab_begin_immediate"
 # Key of the PostgreSQL advisory lock held while migrating ("perflab" in ASCII).
 MIGRATION_LOCK_KEY = 0x7065726E6C6162
 
+# A worker's threads that may use a connection at once: the claim loop, the heartbeat, and per run
+# its lifecycle thread; a run's sampler and progress writes wait for the pool (each session is short).
+POOL_FIXED_CONNECTIONS = 2
+DEFAULT_MAX_PARALLEL = 4
+# Seconds a thread waits for a pooled connection before the pool gives up.
+POOL_TIMEOUT_S = 60.0
+
 _engines: dict[str, Engine] = {}
 _engines_lock = threading.Lock()
+_max_parallel = DEFAULT_MAX_PARALLEL
+
+
+def pool_size(max_parallel: int | None = None) -> int:
+    """PostgreSQL connections one process keeps at most: ``max_parallel`` (default: as configured)
+    runs + :data:`POOL_FIXED_CONNECTIONS`."""
+    return (max_parallel if max_parallel is not None else _max_parallel) + POOL_FIXED_CONNECTIONS
+
+
+def configure_pool(max_parallel: int) -> None:
+    """Size the pools of engines built from now on for a worker executing ``max_parallel`` runs at once
+    (call before :func:`get_engine`; the app process keeps the default of 4)."""
+    global _max_parallel
+    if max_parallel < 1:
+        raise ValueError("max_parallel must be at least 1")
+    _max_parallel = max_parallel
 
 
 def default_database_url() -> str:
@@ -115,7 +143,16 @@ def create_engine_for(url: str) -> Engine:
         )
         _configure_sqlite(engine, in_memory=in_memory)
         return engine
-    return sa.create_engine(parsed, pool_pre_ping=True)
+    return sa.create_engine(
+        parsed,
+        pool_pre_ping=True,
+        pool_size=pool_size(),
+        max_overflow=0,
+        pool_timeout=POOL_TIMEOUT_S,
+        # PgBouncer in transaction mode hands each transaction any server connection, where statements
+        # another connection prepared do not exist: psycopg must not prepare any.
+        connect_args={"prepare_threshold": None} if parsed.get_driver_name() == "psycopg" else {},
+    )
 
 
 def get_engine(url: str | None = None) -> Engine:

@@ -17,6 +17,7 @@ from db.crud.queue import (
     in_flight_runs,
     list_workers,
     queued_host_names,
+    recent_gpu_users,
     register_worker,
     release_gpus,
     stale_workers,
@@ -49,6 +50,7 @@ from db.crud.runs import (
 from db.crud.studies import (
     add_candidate,
     change_study,
+    claim_due_study,
     create_study,
     delete_study,
     get_study,
@@ -56,6 +58,7 @@ from db.crud.studies import (
     list_studies,
     update_candidate,
     update_study,
+    wake_study,
 )
 
 __all__ = [
@@ -71,6 +74,7 @@ __all__ = [
     "add_profile_result",
     "add_samples",
     "change_study",
+    "claim_due_study",
     "claim_next_run",
     "content_hash",
     "count_samples",
@@ -88,6 +92,7 @@ __all__ = [
     "get_runs",
     "get_study",
     "gpu_locks",
+    "recent_gpu_users",
     "headline_values",
     "heartbeat_run",
     "in_flight_runs",
@@ -113,6 +118,7 @@ __all__ = [
     "update_candidate",
     "update_run",
     "update_study",
+    "wake_study",
     "upsert_engine_config",
     "upsert_host",
     "worker_heartbeat",

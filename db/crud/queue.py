@@ -104,6 +104,25 @@ def gpu_locks(session: Session, *, host_name: str | None = None) -> list[GpuLock
     return list(session.exec(query.order_by(GpuLock.host_name, GpuLock.gpu_index)))
 
 
+def recent_gpu_users(
+    session: Session, *, host_name: str, since: datetime, exclude_run_id: int | None = None
+) -> dict[int, int]:
+    """``{GPU index: run id}`` of the GPUs runs on ``host_name`` were placed on, for runs still in
+    flight (a run releases its locks just before it stores its end) or ended at or after ``since``:
+    memory on these GPUs is this database's engines freeing it, not someone else's."""
+    query = select(Run).where(
+        Run.host_name == host_name,
+        sa.or_(Run.status.in_(IN_FLIGHT_RUN_STATUSES), Run.finished_at >= since),
+    )
+    if exclude_run_id is not None:
+        query = query.where(Run.id != exclude_run_id)
+    users: dict[int, int] = {}
+    for run in session.exec(query.order_by(Run.id)):
+        if run.id is not None:
+            users.update({int(index): run.id for index in run.gpu_ids or ()})
+    return users
+
+
 def register_worker(session: Session, *, worker_id: str, hostname: str, pid: int) -> Worker:
     """Record a (re)started worker as running, with a fresh heartbeat."""
     begin_write(session)

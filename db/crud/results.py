@@ -11,6 +11,7 @@ from sqlmodel import Session, select
 
 from db.crud.errors import NotFound
 from db.crud.fields import check_choice
+from db.crud.studies import wake_study_statement
 from db.models import (
     BENCH_MODES,
     HEADLINE_COLUMNS,
@@ -87,7 +88,8 @@ def add_profile_result(
         check_choice("bench_mode", bench_mode, BENCH_MODES)
     headlines = headline_values(result)
     begin_write(session)
-    if session.get(Run, run_id) is None:
+    run = session.get(Run, run_id)
+    if run is None:
         session.rollback()
         raise NotFound("run", run_id)
     last_position = session.execute(
@@ -113,6 +115,8 @@ def add_profile_result(
             _request_row(profile_result.id, position, request) for position, request in enumerate(requests)
         ]
         session.execute(sa.insert(RequestRecord), rows)
+    if run.study_id is not None:  # the study may decide on this result now
+        session.execute(wake_study_statement(run.study_id))
     session.commit()
     return profile_result
 

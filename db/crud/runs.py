@@ -17,6 +17,7 @@ from sqlmodel import Session, select
 from db.crud.engine_configs import upsert_engine_config
 from db.crud.errors import IllegalTransition, NotFound
 from db.crud.fields import check_choice, check_columns
+from db.crud.studies import wake_study_statement
 from db.crud.writes import execute_write, lock_row
 from db.models import BENCH_MODES, FINISHED_RUN_STATUSES, RUN_SOURCES, RUN_STATUSES, Run, utcnow
 from db.session import begin_write
@@ -151,6 +152,8 @@ def set_run_status(session: Session, *, run_id: int, status: str, **fields: Any)
             setattr(run, STATUS_TIMESTAMPS[status], now)
             run.heartbeat_at = now
         run.status = status
+        if status in FINISHED_RUN_STATUSES and run.study_id is not None:
+            session.execute(wake_study_statement(run.study_id))
     _apply(run, fields)
     session.commit()
     return run
@@ -183,6 +186,8 @@ def request_cancel(session: Session, *, run_id: int) -> Run:
         run.status = "cancelled"
         run.finished_at = utcnow()
         run.cancel_requested = True
+        if run.study_id is not None:
+            session.execute(wake_study_statement(run.study_id))
     elif run.status not in FINISHED_RUN_STATUSES:
         run.cancel_requested = True
     session.commit()

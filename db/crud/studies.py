@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -18,7 +19,7 @@ from db.models import (
     StudyCandidate,
     utcnow,
 )
-from db.session import begin_write
+from db.session import begin_write, is_sqlite
 
 FINISHED_STUDY_STATUSES: frozenset[str] = frozenset({"done", "failed", "cancelled", "incomplete"})
 
@@ -70,6 +71,8 @@ def change_study(
         session.rollback()
         return study
     now = utcnow()
+    if "status" in fields and fields["status"] != study.status:
+        study.wake_at = now  # resumed, sent back to running, …: a worker takes it from there
     for column, value in fields.items():
         setattr(study, column, value)
     study.updated_at = now
@@ -77,6 +80,46 @@ def change_study(
         study.finished_at = now
     session.commit()
     return study
+
+
+def wake_study_statement(study_id: int, *, delay_s: float = 0.0) -> sa.Update:
+    """The UPDATE that makes study ``study_id`` due for a worker within ``delay_s`` seconds (an
+    earlier wake-up stays); run it in the transaction of the change that concerns the study."""
+    at = utcnow() + timedelta(seconds=delay_s)
+    return (
+        sa.update(Study)
+        .where(Study.id == study_id, sa.or_(Study.wake_at.is_(None), Study.wake_at > at))
+        .values(wake_at=at)
+    )
+
+
+def wake_study(session: Session, *, study_id: int, delay_s: float = 0.0) -> None:
+    """Make study ``study_id`` due for a worker within ``delay_s`` seconds (its own transaction)."""
+    execute_write(session, wake_study_statement(study_id, delay_s=delay_s))
+
+
+def claim_due_study(session: Session, *, recheck_s: float) -> int | None:
+    """Take the unfinished study that has been due longest, for this caller alone: its next wake-up
+    moves ``recheck_s`` seconds ahead (a change meanwhile brings it back to now). Returns its id, or
+    None when no study is due. Concurrent callers never get the same study (``SKIP LOCKED`` on
+    PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite)."""
+    begin_write(session)
+    now = utcnow()
+    query = (
+        select(Study.id)
+        .where(Study.status.not_in(sorted(FINISHED_STUDY_STATUSES)), Study.wake_at <= now)
+        .order_by(Study.wake_at, Study.id)
+        .limit(1)
+    )
+    if not is_sqlite(session):
+        query = query.with_for_update(skip_locked=True)
+    study_id = session.exec(query).first()
+    if study_id is not None:
+        session.execute(
+            sa.update(Study).where(Study.id == study_id).values(wake_at=now + timedelta(seconds=recheck_s))
+        )
+    session.commit()
+    return study_id
 
 
 def update_study(session: Session, *, study_id: int, **fields: Any) -> Study:

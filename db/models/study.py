@@ -25,6 +25,8 @@ class Study(SQLModel, table=True):
     updated_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
     finished_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     queued_by: str | None = None
+    # When a worker should advance the study next (now when something about it changed); None: never.
+    wake_at: datetime | None = Field(default_factory=utcnow, sa_type=UTCDateTime, index=True)
 
 
 class StudyCandidate(SQLModel, table=True):

@@ -2,7 +2,8 @@
 its Python, installed engines.
 
 ``probe_host(transport)`` runs the five small probes concurrently over the transport and gathers what
-they learn into a :class:`ProbeResult`; whatever one probe cannot learn (a missing tool, a failing
+they learn into a :class:`ProbeResult` (``probe_accelerators`` asks nvidia-smi and npu-smi alone, for
+the memory in use at the moment a run is placed); whatever one probe cannot learn (a missing tool, a failing
 driver, an old Python) becomes a :class:`ProbeProblem` with a sentence a user can act on, while the
 other probes still report. Connection-level failures propagate as transport errors.
 """
@@ -19,7 +20,15 @@ from perflab.probe.models import Accelerator, ProbeProblem, ProbeResult, PythonI
 from perflab.transport.base import EXIT_NOT_FOUND, CommandResult, Transport
 from perflab.transport.errors import CommandTimeout
 
-__all__ = ["Accelerator", "ProbeProblem", "ProbeResult", "PythonInfo", "SystemInfo", "probe_host"]
+__all__ = [
+    "Accelerator",
+    "ProbeProblem",
+    "ProbeResult",
+    "PythonInfo",
+    "SystemInfo",
+    "probe_accelerators",
+    "probe_host",
+]
 
 DEFAULT_TIMEOUT_S = 30.0
 
@@ -162,3 +171,12 @@ def probe_host(transport: Transport, *, timeout: float = DEFAULT_TIMEOUT_S) -> P
         probed_at=probed_at,
         duration_s=round(time.monotonic() - started, 3),
     )
+
+
+def probe_accelerators(transport: Transport, *, timeout: float = DEFAULT_TIMEOUT_S) -> list[Accelerator]:
+    """The host's GPUs and NPUs as nvidia-smi and npu-smi list them now (memory in use included);
+    empty when neither tool lists one."""
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="probe") as pool:
+        nvidia_future = pool.submit(_probe_nvidia, transport, timeout)
+        ascend_future = pool.submit(_probe_ascend, transport, timeout)
+        return nvidia_future.result()[0] + ascend_future.result()[0]

@@ -30,7 +30,7 @@ from perflab.engines import EngineAdapter, EngineConfig, EngineConfigError, Repl
 from perflab.engines.preflight import default_cache, preflight
 from perflab.env_policy import EnvNotAllowed, check_env
 from perflab.inventory import HostConfig, Inventory, InventoryError
-from perflab.probe import ProbeResult, probe_host
+from perflab.probe import ProbeResult, probe_accelerators, probe_host
 from perflab.profiles import SHAREGPT_FILE, BenchmarkProfile
 from perflab.redact import hosts_redactor
 from perflab.runner import containers, environment
@@ -41,6 +41,7 @@ from perflab.runner.endpoints import Endpoints
 from perflab.runner.errors import GpusBusy, RunCancelled, RunFailed
 from perflab.runner.launch import (
     MAX_PORT_ATTEMPTS,
+    PortClash,
     Replica,
     initial_remote_state,
     listening_ports,
@@ -51,6 +52,7 @@ from perflab.runner.logs import LogFollower
 from perflab.runner.options import RunnerOptions
 from perflab.runner.orphans import stop_orphans
 from perflab.runner.placement import check_cpu_engine, choose_gpus, why_no_accelerators
+from perflab.runner.ports import same_machine_hosts, search_offset
 from perflab.runner.readiness import wait_until_ready
 from perflab.runner.sampling import Sampler
 from perflab.runner.stop import stop_recorded, wind_down
@@ -67,6 +69,9 @@ MIB = 1024 * 1024
 CANCEL_CHECK_S = 0.5
 # Times a run re-reads the locks after another run locked its chosen GPUs first.
 MAX_LOCK_RACES = 3
+# Times a run chooses ports again, before starting anything, because another run on the same machine
+# recorded one of them at the same time.
+MAX_PORT_CLASHES = 20
 # remote_state entry listing the launches whose chosen ports turned out to be taken.
 PORT_RETRIES_KEY = "port_retries"
 
@@ -212,27 +217,32 @@ class _Execution:
         return bool(stopped)
 
     def _place(self, plan: _Plan, probe: ProbeResult) -> tuple[tuple[int, ...], ProbeResult]:
-        """The GPUs locked for the run, and the probe they were chosen from (taken again after
-        stopping processes earlier runs left behind, which happens before every placement: an
-        orphan holds its port and memory even where enough GPUs are free without its own)."""
+        """The GPUs locked for the run, and the probe they were chosen from.
+
+        Processes earlier runs left behind are stopped first (an orphan holds its port and memory even
+        where enough GPUs are free without its own). Then every try reads what this database's runs
+        hold or released moments ago, probes the accelerators' memory, and reads again: memory on a GPU
+        one of our runs held at either read is that run's engine (running or freeing its memory), never
+        someone else's, so the run waits for it instead of failing ``gpus_unavailable``."""
         assert self.transport is not None
         host_name = plan.host.name
-        if self._stop_orphans(host_name):
-            probe = probe_host(self.transport)
+        self._stop_orphans(host_name)
+        drain_s = self.options.gpu_drain_s
         races = 0
         while True:
             self.interrupt()
-            locked = {
-                lock.gpu_index: lock.run_id
-                for lock in self.store.gpu_locks(host_name)
-                if lock.run_id != self.store.run_id
-            }
+            locked_before, recent_before = self.store.gpu_holders(host_name, drain_s=drain_s)
+            if not self.on_cpu:
+                probe = probe.model_copy(update={"accelerators": probe_accelerators(self.transport)})
+            locked, recent = self.store.gpu_holders(host_name, drain_s=drain_s)
+            ours = {**recent_before, **recent, **locked_before}
             try:
                 gpu_ids = choose_gpus(
                     plan.config,
                     probe.accelerators,
                     locked,
                     host_name=host_name,
+                    draining=ours,
                     why_none=why_no_accelerators(probe),
                 )
                 if self.store.acquire_gpus(host_name=host_name, gpu_ids=gpu_ids, worker_id=self.worker_id):
@@ -295,9 +305,11 @@ class _Execution:
         self.store.update(remote_state=dict(self.remote_state))
 
     def _start_ready(
-        self, plan: _Plan, run_id: int, plans: list[ReplicaPlan], endpoints: Endpoints
+        self, plan: _Plan, run_id: int, plans: list[ReplicaPlan], endpoints: Endpoints, machine: set[str]
     ) -> list[Replica]:
-        """Record and start one set of replicas, then wait until every one is ready."""
+        """Record one set of replicas, make sure no other run on the same machine (the host names in
+        ``machine``) recorded one of their ports meanwhile (:class:`PortClash`), start them, then wait
+        until every one is ready."""
         assert self.transport is not None
         run_key = new_run_key(run_id)
         retries = (self.remote_state or {}).get(PORT_RETRIES_KEY)
@@ -307,6 +319,10 @@ class _Execution:
         if retries:
             self.remote_state[PORT_RETRIES_KEY] = retries
         self.store.update(remote_state=dict(self.remote_state), serve_commands=[])
+        # Recorded before this read, so of two runs that chose one port at least the later reader yields.
+        clash = {replica.port for replica in plans} & self.store.ports_of_other_runs(machine)
+        if clash and plan.config.port is None:
+            raise PortClash(clash, plan.host.name)
         self.interrupt()
         replicas = start_replicas(
             self.transport,
@@ -338,17 +354,34 @@ class _Execution:
     def _launch(
         self, plan: _Plan, gpu_ids: tuple[int, ...], run_id: int, endpoints: Endpoints
     ) -> list[Replica]:
-        """Start the replicas on free ports until they are ready. A port taken between the choice and
-        the engine's bind (``port_in_use`` before the start or in the engine's log) is stopped and
-        chosen again, up to ``MAX_PORT_ATTEMPTS`` launches; a pinned port is never changed."""
+        """Start the replicas on free ports until they are ready. Ports are searched from the run's
+        offset, avoiding those other unfinished runs on the same machine recorded; ports another run
+        recorded at the same moment are chosen again before anything starts (up to
+        ``MAX_PORT_CLASHES`` times). A port taken between the choice and the engine's bind
+        (``port_in_use`` before the start or in the engine's log) is stopped and chosen again, up to
+        ``MAX_PORT_ATTEMPTS`` launches; a pinned port is never changed."""
         assert self.transport is not None
+        machine = same_machine_hosts(self.inventory, plan.host)
         tried: set[int] = set()
         attempt = 1
+        clashes = 0
         while True:
-            avoid = listening_ports(self.transport) | self.store.ports_of_other_runs(plan.host.name) | tried
-            plans = plan_replicas(plan.config, plan.adapter, gpu_ids, avoid=avoid, host_name=plan.host.name)
+            avoid = listening_ports(self.transport) | self.store.ports_of_other_runs(machine) | tried
+            plans = plan_replicas(
+                plan.config,
+                plan.adapter,
+                gpu_ids,
+                avoid=avoid,
+                host_name=plan.host.name,
+                offset=search_offset(run_id),
+            )
             try:
-                return self._start_ready(plan, run_id, plans, endpoints)
+                return self._start_ready(plan, run_id, plans, endpoints, machine)
+            except PortClash as clash:
+                clashes += 1
+                if clashes == MAX_PORT_CLASHES:
+                    raise
+                tried.update(clash.ports)
             except RunFailed as failure:
                 if failure.failure_class != "port_in_use" or plan.config.port is not None:
                     raise

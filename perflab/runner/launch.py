@@ -5,10 +5,11 @@ in its own working directory ``<run dir>/engine-<i>/`` holding the adapter's fil
 environment (visible devices = the replica's GPUs).
 
 Ports: with a configured (pinned) port, replica ``i`` listens on port + ``i``. Without one, each replica
-gets the first port, from the engine's default port + its first GPU index upward, that nothing on the
-host listens on (read from ``/proc/net/tcp{,6}`` over the transport) and that no other replica of the
-run took. Just before each replica starts its port is checked again: one something else listens on
-raises :class:`PortTaken` (``port_in_use``) — the health probe would otherwise be answered by that
+gets the first port, from the engine's default port + the run's search offset
+(:func:`perflab.runner.ports.search_offset`) + its first GPU index upward, that nothing on the host
+listens on (read from ``/proc/net/tcp{,6}`` over the transport), that no other unfinished run on the
+same machine recorded and that no other replica of the run took. Just before each replica starts its
+port is checked again: one something else listens on raises :class:`PortTaken` (``port_in_use``) — the health probe would otherwise be answered by that
 other server. For a chosen port that is a race the runner answers by choosing again
 (:data:`MAX_PORT_ATTEMPTS`); a pinned port stays taken, so the run fails.
 
@@ -47,6 +48,17 @@ class PortTaken(RunFailed):
     def __init__(self, message: str, port: int) -> None:
         super().__init__("port_in_use", message)
         self.port = port
+
+
+class PortClash(RunFailed):
+    """Another unfinished run on the same machine recorded one of the ports this run just recorded
+    (both chose it before either stored it); nothing was started, so the run chooses again."""
+
+    def __init__(self, ports: Collection[int], host_name: str) -> None:
+        self.ports = sorted(ports)
+        shown = ", ".join(str(port) for port in self.ports)
+        message = f"port(s) {shown} of host '{host_name}' were chosen by another run at the same time"
+        super().__init__("port_in_use", message)
 
 
 @dataclass(frozen=True)
@@ -91,16 +103,18 @@ def plan_replicas(
     *,
     avoid: Collection[int] = (),
     host_name: str = "",
+    offset: int = 0,
 ) -> list[ReplicaPlan]:
     """The replicas of ``config`` on the locked ``gpu_ids``; unless the config pins a port, each gets
-    the first port from default port + first GPU index that is not in ``avoid`` nor another replica's."""
+    the first port from default port + ``offset`` + first GPU index that is not in ``avoid`` nor
+    another replica's."""
     plans = replica_plans(config, gpu_ids)
     if config.port is not None:
         return plans
     chosen: list[ReplicaPlan] = []
     for plan in plans:
         taken = {*avoid, *(other.port for other in chosen)}
-        port = _first_free(adapter.default_port + plan.gpu_ids[0], taken, host_name)
+        port = _first_free(adapter.default_port + offset + plan.gpu_ids[0], taken, host_name)
         chosen.append(ReplicaPlan(plan.index, plan.gpu_ids, port))
     return chosen
 

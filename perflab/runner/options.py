@@ -17,6 +17,8 @@ class RunnerOptions:
     ``reconnect_delays_s``: when a run ends, stopping what it started on its host is tried again after
     each of these pauses while the connection is lost (the SSH pool reconnects each time).
     ``pull_timeout_s``: how long pulling a config's image may take (vendors' images are 10-25 GB).
+    ``gpu_drain_s``: for this long after a run of the same database ended, memory still in use on its
+    GPUs counts as that run's engine freeing it (the next run waits), not as someone else's.
     """
 
     ready_timeout_s: float | None = None
@@ -30,6 +32,7 @@ class RunnerOptions:
     flat_gain: float = 0.03
     reconnect_delays_s: tuple[float, ...] = (1.0, 3.0, 10.0)
     pull_timeout_s: float = 3600.0
+    gpu_drain_s: float = 60.0
 
     def ready_deadline_s(self, *, simulated: bool) -> float:
         if self.ready_timeout_s is not None:

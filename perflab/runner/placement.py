@@ -2,8 +2,10 @@
 
 :func:`choose_gpus` is pure: from the host's accelerators (probe), the GPUs other runs have locked and
 the config, it picks the config's ``gpu_ids`` or the first free ones. A GPU another perflab run holds
-makes the run wait (:class:`GpusBusy`); a GPU that is missing, or whose memory is taken by a process
-perflab did not start, fails the run with ``gpus_unavailable`` naming the devices.
+makes the run wait (:class:`GpusBusy`), and so does one a run of this database released moments ago
+whose memory is still in use (``draining``: its engine's memory is being freed, it is not someone
+else's). A GPU that is missing, or whose memory is taken by a process perflab did not start, fails the
+run with ``gpus_unavailable`` naming the devices.
 
 On a CPU host (no nvidia-smi or npu-smi) the devices are its NUMA nodes (:mod:`perflab.probe.cpu`) and
 are locked the same way: a second run waits for a free node. :func:`check_cpu_engine` fails a run whose
@@ -28,8 +30,8 @@ def _ids(values: Sequence[int]) -> str:
     return ", ".join(str(value) for value in values)
 
 
-def foreign_busy(accelerators: Sequence[Accelerator], locked: Mapping[int, int]) -> dict[int, int]:
-    """``{index: MiB used}`` of devices whose memory is in use though no perflab run holds them."""
+def memory_in_use(accelerators: Sequence[Accelerator], locked: Mapping[int, int]) -> dict[int, int]:
+    """``{index: MiB used}`` of devices no perflab run holds whose memory is in use."""
     busy = {}
     for acc in accelerators:
         if acc.index in locked or acc.memory_used_mib is None:
@@ -42,6 +44,15 @@ def foreign_busy(accelerators: Sequence[Accelerator], locked: Mapping[int, int])
         if acc.memory_used_mib > limit:
             busy[acc.index] = acc.memory_used_mib
     return busy
+
+
+def foreign_busy(
+    accelerators: Sequence[Accelerator], locked: Mapping[int, int], draining: Mapping[int, int] | None = None
+) -> dict[int, int]:
+    """``{index: MiB used}`` of devices whose memory is in use though no perflab run holds them nor
+    released them moments ago (``draining``: GPU index → the run of this database that released it)."""
+    ours = draining or {}
+    return {index: used for index, used in memory_in_use(accelerators, locked).items() if index not in ours}
 
 
 def _busy_message(host_name: str, busy: Mapping[int, int]) -> str:
@@ -75,26 +86,39 @@ def why_no_accelerators(probe: ProbeResult) -> str | None:
     return " ".join(reasons) or None
 
 
+def _draining_message(draining: Mapping[int, int], still_used: Sequence[int]) -> str:
+    runs = sorted({draining[index] for index in still_used})
+    return (
+        f"GPUs {_ids(still_used)} still free the memory of run(s) {_ids(runs)}, which released them "
+        "moments ago"
+    )
+
+
 def choose_gpus(
     config: EngineConfig,
     accelerators: Sequence[Accelerator],
     locked: Mapping[int, int],
     *,
     host_name: str,
+    draining: Mapping[int, int] | None = None,
     why_none: str | None = None,
 ) -> tuple[int, ...]:
-    """The GPU ids the run should lock. ``locked`` maps GPU index → the run holding it; ``why_none``
-    is the probe's reason when it found no accelerator (:func:`why_no_accelerators`).
+    """The GPU ids the run should lock. ``locked`` maps GPU index → the run holding it, ``draining``
+    GPU index → the run of this database that released it moments ago; ``why_none`` is the probe's
+    reason when it found no accelerator (:func:`why_no_accelerators`).
 
-    Raises :class:`GpusBusy` when other runs hold what is needed, :class:`RunFailed` when the host
-    cannot give it at all.
+    Raises :class:`GpusBusy` when other runs hold what is needed (or still free its memory),
+    :class:`RunFailed` when the host cannot give it at all.
     """
+    draining = {index: run for index, run in (draining or {}).items() if index not in locked}
     indices = [acc.index for acc in accelerators]
     if not indices:
         reason = f": {why_none}" if why_none else " (nvidia-smi / npu-smi found none)"
         raise RunFailed("gpus_unavailable", f"host '{host_name}' lists no accelerators{reason}")
     needed = config.gpus_needed
-    busy = foreign_busy(accelerators, locked)
+    in_use = memory_in_use(accelerators, locked)
+    busy = foreign_busy(accelerators, locked, draining)
+    still_draining = sorted(index for index in in_use if index in draining)
     if config.gpu_ids is not None:
         missing = [gpu for gpu in config.gpu_ids if gpu not in indices]
         if missing:
@@ -108,6 +132,9 @@ def choose_gpus(
         wanted_busy = {gpu: busy[gpu] for gpu in config.gpu_ids if gpu in busy}
         if wanted_busy:
             raise RunFailed("gpus_unavailable", _busy_message(host_name, wanted_busy))
+        wanted_draining = [gpu for gpu in config.gpu_ids if gpu in still_draining]
+        if wanted_draining:
+            raise GpusBusy(_draining_message(draining, wanted_draining))
         return tuple(config.gpu_ids)
     if needed > len(indices):
         raise RunFailed(
@@ -115,10 +142,13 @@ def choose_gpus(
             f"TP{config.tp}×DP{config.dp} × {config.replicas} replica(s) needs {needed} GPUs; "
             f"host '{host_name}' has {len(indices)}",
         )
-    free = [index for index in indices if index not in locked and index not in busy]
+    free = [index for index in indices if index not in locked and index not in in_use]
     if len(free) >= needed:
         return tuple(free[:needed])
     if len(indices) - len(busy) >= needed:
         held = sorted(set(locked.values()))
-        raise GpusBusy(f"{needed} free GPUs needed; run(s) {_ids(held)} hold {len(locked)} of {len(indices)}")
+        reasons = [f"run(s) {_ids(held)} hold {len(locked)} of {len(indices)}"] if locked else []
+        if still_draining:
+            reasons.append(_draining_message(draining, still_draining))
+        raise GpusBusy(f"{needed} free GPUs needed; {'; '.join(reasons)}")
     raise RunFailed("gpus_unavailable", _busy_message(host_name, busy))

@@ -13,7 +13,8 @@ import logging
 import math
 import re
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from db import crud
-from db.models import IN_FLIGHT_RUN_STATUSES, GpuLock, Run
+from db.models import IN_FLIGHT_RUN_STATUSES, Run, utcnow
 from db.session import new_session
 from perflab.redact import Redactor
 from perflab.runner import spool
@@ -136,18 +137,31 @@ class RunStore:
     def add_samples(self, samples: Iterable[Mapping[str, Any]]) -> None:
         self._write("add_samples", samples=[json_safe(dict(sample)) for sample in samples])
 
-    def gpu_locks(self, host_name: str) -> list[GpuLock]:
+    def gpu_holders(self, host_name: str, *, drain_s: float) -> tuple[dict[int, int], dict[int, int]]:
+        """What this database's other runs do with the host's GPUs, read in one session: ``(locked,
+        recent)``, each GPU index → run id: the locks held now, and the GPUs of runs in flight or
+        ended in the last ``drain_s`` seconds."""
+        since = utcnow() - timedelta(seconds=drain_s)
         with new_session(self.engine) as session:
-            return crud.gpu_locks(session, host_name=host_name)
+            locked = {
+                lock.gpu_index: lock.run_id
+                for lock in crud.gpu_locks(session, host_name=host_name)
+                if lock.run_id != self.run_id
+            }
+            recent = crud.recent_gpu_users(
+                session, host_name=host_name, since=since, exclude_run_id=self.run_id
+            )
+        return locked, recent
 
-    def ports_of_other_runs(self, host_name: str) -> set[int]:
-        """The engine ports other unfinished runs on the host recorded (bound or about to be)."""
+    def ports_of_other_runs(self, host_names: Collection[str]) -> set[int]:
+        """The engine ports other unfinished runs on these hosts (one machine) recorded (bound or
+        about to be)."""
         with new_session(self.engine) as session:
-            runs = crud.in_flight_runs(session, host_name=host_name)
+            runs = crud.in_flight_runs(session)
         return {
             entry["port"]
             for run in runs
-            if run.id != self.run_id
+            if run.id != self.run_id and run.host_name in host_names
             for entry in (run.remote_state or {}).get("processes", [])
         }
 

@@ -3,8 +3,8 @@
 A study (:mod:`~perflab.study.spec`) names a model, hosts, a baseline configuration, a tuning profile,
 ordered stages of candidates and validation profiles. :func:`~perflab.study.plan.plan_study` decides
 the stages from what has been measured (pure); :func:`~perflab.study.coordinator.advance` makes the
-database follow the plan (one run per distinct configuration, decisions recorded, resumable), and the
-worker calls :func:`~perflab.study.coordinator.advance_studies` on every poll. Load curves and the
+database follow the plan (one run per distinct configuration, decisions recorded, resumable), and a
+worker calls it when the study is due (:mod:`perflab.worker.studies`). Load curves and the
 objective live in :mod:`~perflab.study.loadcurve` and :mod:`~perflab.study.objective`;
 ``python -m perflab study …`` is :mod:`~perflab.study.cli`. docs/studies.md describes it all.
 """

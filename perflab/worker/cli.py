@@ -14,7 +14,7 @@ import sys
 import threading
 from types import FrameType
 
-from db.session import describe
+from db.session import DEFAULT_MAX_PARALLEL, POOL_FIXED_CONNECTIONS, configure_pool, describe
 from perflab import settings
 from perflab.redact import install_log_redaction
 from perflab.worker.worker import Worker, default_worker_id
@@ -37,7 +37,11 @@ def _positive_float(text: str) -> float:
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--once", action="store_true", help="run what can start now, wait for it, exit")
     parser.add_argument(
-        "--max-parallel", type=_positive_int, default=4, help="runs executed at once (default 4)"
+        "--max-parallel",
+        type=_positive_int,
+        default=DEFAULT_MAX_PARALLEL,
+        help=f"runs executed at once (default {DEFAULT_MAX_PARALLEL}); on PostgreSQL the worker keeps at "
+        f"most this + {POOL_FIXED_CONNECTIONS} database connections",
     )
     parser.add_argument(
         "--worker-id",
@@ -69,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
     )
     logging.getLogger("perflab").setLevel(logging.INFO)
     install_log_redaction(args.hosts)
+    configure_pool(args.max_parallel)
     try:
         settings.check()
         engine = settings.open_database()

@@ -6,7 +6,9 @@ and claims the oldest queued runs up to ``max_parallel_runs`` at once, so runs o
 proceed in parallel. GPU locks keep runs apart on one host: a run whose GPUs other runs hold goes
 back to the queue and its host is skipped until one of this worker's runs there ends or
 ``gpu_retry_s`` passes, so runs queued for other hosts are not held up behind it. The hosts file is
-read again at every claim, so edits apply without a restart.
+read again at every claim, so edits apply without a restart. Each poll also advances the studies that
+are due (:mod:`perflab.worker.studies`). A failed run is logged at WARNING with its failure class and
+message, a run handed back to the queue at INFO with the reason.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ from db.session import new_session
 from perflab import settings
 from perflab.inventory import Inventory, InventoryError, default_inventory_path, load_inventory
 from perflab.runner import EventHandler, RunnerOptions, execute_run, spool
-from perflab.study.coordinator import advance_studies
 from perflab.worker.recovery import recover
+from perflab.worker.studies import advance_due_studies
 
 logger = logging.getLogger(__name__)
 
@@ -191,7 +193,7 @@ class Worker:
         while not self._stopping.is_set():
             try:
                 self._reap()
-                advance_studies(self.engine, holder=self.worker_id)
+                advance_due_studies(self.engine, holder=self.worker_id, should_stop=self._stopping.is_set)
                 self._claim_available()
             except sa.exc.SQLAlchemyError as exc:
                 self._database_error(exc, "claiming")
@@ -302,8 +304,29 @@ class Worker:
         finally:
             self._finished(run_id, status)
 
+    def _log_end(self, run_id: int, status: str | None) -> None:
+        """One line per ended run: WARNING with the class and first line of the message for a failed
+        run, INFO with the reason for a run handed back to the queue, INFO otherwise."""
+        if status not in ("failed", "queued"):
+            logger.info("worker %s: run %s ended %s", self.worker_id, run_id, status)
+            return
+        try:
+            with new_session(self.engine) as session:
+                run = crud.require_run(session, run_id=run_id)
+        except (sa.exc.SQLAlchemyError, crud.NotFound) as exc:  # the database is down, or the run deleted
+            logger.warning("worker %s: run %s ended %s (not read back: %s)", self.worker_id, run_id, status,
+                           spool.first_line(exc))  # fmt: skip
+            return
+        if status == "failed":
+            message = (run.failure_message or "").strip().splitlines()
+            logger.warning("worker %s: run %s failed: %s: %s", self.worker_id, run_id, run.failure_class,
+                           message[0] if message else "no message")  # fmt: skip
+        else:
+            reason = (run.progress or {}).get("waiting_for_gpus") or "its GPUs were busy"
+            logger.info("worker %s: run %s handed back to the queue: %s", self.worker_id, run_id, reason)
+
     def _finished(self, run_id: int, status: str | None) -> None:
-        logger.info("worker %s: run %s ended %s", self.worker_id, run_id, status)
+        self._log_end(run_id, status)
         with self._lock:
             handle = self._active[run_id]
             handle.status = status

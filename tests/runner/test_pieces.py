@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from perflab.engines import EngineConfig, get_adapter
+from perflab.inventory import HostConfig, Inventory
 from perflab.probe import Accelerator
 from perflab.runner import results
 from perflab.runner.benchmark import sweep_is_flat, without_flags
@@ -12,6 +15,7 @@ from perflab.runner.errors import GpusBusy, RunFailed
 from perflab.runner.launch import plan_replicas
 from perflab.runner.logs import failure_of
 from perflab.runner.placement import choose_gpus
+from perflab.runner.ports import same_machine_hosts, search_offset
 from perflab.runner.prometheus import gauge_values
 from perflab.runner.sampling import engine_values
 
@@ -63,6 +67,22 @@ def test_gpus_used_by_foreign_processes_are_avoided_or_named() -> None:
         Accelerator(index=0, vendor="ascend", name="910B", memory_total_mib=65536, memory_used_mib=3337)
     ]
     assert choose_gpus(_config(), idle_npu, {}, host_name="h") == (0,)
+
+
+def test_memory_on_gpus_our_runs_just_released_makes_the_run_wait_not_fail() -> None:
+    draining = _gpus(8, used={0: 70000, 1: 70000, 2: 70000, 3: 70000})
+    released = {0: 34, 1: 34, 2: 34, 3: 34}
+    with pytest.raises(GpusBusy, match=r"GPUs 0, 1, 2, 3 still free the memory of run\(s\) 34"):
+        choose_gpus(_config(tp=8), draining, {}, host_name="h", draining=released)
+    with pytest.raises(GpusBusy, match=r"GPUs 2 still free the memory of run\(s\) 34"):
+        choose_gpus(_config(gpu_ids=(2,)), draining, {}, host_name="h", draining=released)
+    # Draining GPUs are never chosen while their memory is in use; free ones are.
+    assert choose_gpus(_config(tp=4), draining, {}, host_name="h", draining=released) == (4, 5, 6, 7)
+    # Once freed they are ordinary free GPUs; memory on a GPU none of our runs had stays foreign.
+    assert choose_gpus(_config(tp=8), _gpus(8), {}, host_name="h", draining=released) == tuple(range(8))
+    with pytest.raises(RunFailed, match="GPU 4: 70000 MiB") as foreign:
+        choose_gpus(_config(tp=8), _gpus(8, used={4: 70000}), {}, host_name="h", draining=released)
+    assert foreign.value.failure_class == "gpus_unavailable"
 
 
 def test_replica_ports_follow_the_first_gpu_unless_a_port_is_set() -> None:
@@ -156,3 +176,22 @@ def test_a_dead_replica_without_a_signature_is_a_crash_with_its_last_line() -> N
     assert crashed.message == "SGLang: engine-1 exited with status 3: something odd happened"
     oom = failure_of(adapter, "engine-0", "torch.OutOfMemoryError: CUDA out of memory.\n", 1)
     assert oom.failure_class == "oom"
+
+
+def test_hosts_with_one_address_or_local_are_one_machine_and_launches_spread() -> None:
+    inventory = Inventory(
+        Path("hosts.yaml"),
+        (
+            HostConfig(name="a", address="10.0.0.5"),
+            HostConfig(name="a-again", address="10.0.0.5", port=2222, user="bench"),
+            HostConfig(name="b", address="10.0.0.6"),
+            HostConfig(name="sim-1", transport="local"),
+            HostConfig(name="sim-2", transport="local"),
+        ),
+    )
+    assert same_machine_hosts(inventory, inventory.get("a")) == {"a", "a-again"}
+    assert same_machine_hosts(inventory, inventory.get("sim-2")) == {"sim-1", "sim-2"}
+    assert same_machine_hosts(inventory, inventory.get("b")) == {"b"}
+    adapter = get_adapter("vllm")
+    assert [plan.port for plan in plan_replicas(_config(), adapter, (2,), offset=search_offset(3))] == [8050]
+    assert len({search_offset(run_id) for run_id in range(1, 17)}) == 16

@@ -71,7 +71,8 @@ def test_ports_other_unfinished_runs_recorded_on_the_host_are_avoided(
             )
         crud.set_run_status(session, run_id=finished.id, status="failed")
     run = _submit(runs_db, host, "vllm")
-    assert RunStore(runs_db, run.id).ports_of_other_runs(host.name) == {8001}
+    assert RunStore(runs_db, run.id).ports_of_other_runs({host.name}) == {8001}
+    assert RunStore(runs_db, run.id).ports_of_other_runs({host.name, "elsewhere"}) == {8001, 8003}
 
 
 def test_a_port_taken_before_the_engine_binds_it_is_chosen_again(
