@@ -25,7 +25,6 @@ from perflab.bench.datasets.base import DATASET_KINDS
 from perflab.bench.errors import BenchError
 from perflab.bench.metrics import CONCURRENCY_DEFINITIONS, DEFAULT_PERCENTILES, INPUT_TOKEN_DEFINITIONS
 from perflab.bench.options import (
-    DEFAULT_TIMEOUT_S,
     SAMPLING_PARAMETERS,
     BenchOptions,
     parse_goodput,
@@ -151,7 +150,10 @@ def _add_server(parser: argparse.ArgumentParser) -> None:
         "--request-id-prefix", default=None, help="send x-request-id PREFIX<n> with each request"
     )
     group.add_argument(
-        "--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="per-request limit in seconds"
+        "--timeout",
+        type=float,
+        default=None,
+        help="per-request limit in seconds (default: 600 s plus 2 s per output token asked for)",
     )
 
 

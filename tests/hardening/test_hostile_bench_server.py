@@ -1,0 +1,84 @@
+"""``perflab bench`` against hostile servers, each a real process on loopback: every request ends with
+a bounded failure naming the bound, the bench process stays below 600 MB and writes its result."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timeout(120)
+
+RSS_LIMIT_KB = 600 * 1024
+# A guard for the shared machine should a bound fail: the bench may not grow past 3 GiB of memory.
+ADDRESS_SPACE_LIMIT = 3 * 1024**3
+
+
+@pytest.fixture
+def hostile() -> Iterator:
+    started = []
+
+    def start(mode: str) -> str:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.fixtures.hostile_server", mode], stdout=subprocess.PIPE, text=True
+        )
+        started.append(proc)
+        line = proc.stdout.readline()
+        assert line.startswith("PORT "), line
+        return f"http://127.0.0.1:{int(line.split()[1])}"
+
+    yield start
+    for proc in started:
+        proc.kill()
+        proc.wait()
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_LIMIT, ADDRESS_SPACE_LIMIT))
+
+
+def bench_against(base_url: str, tmp_path: Path, *extra: str) -> tuple[dict, str, int]:
+    """Run ``python -m perflab bench`` to the end; (result JSON, output, peak RSS in KiB)."""
+    result_file = tmp_path / "result.json"
+    argv = [
+        sys.executable, "-m", "perflab", "bench", "--base-url", base_url, "--model", "m",
+        "--num-prompts", "2", "--input-len", "4", "--output-len", "8",
+        "--save-result", str(result_file), "--no-progress", *extra,
+    ]  # fmt: skip
+    with open(tmp_path / "out.txt", "w+") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_limit_memory)
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            proc.kill()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        output = out.read()
+    assert "Traceback" not in output, output[-2000:]
+    return json.loads(result_file.read_text()), output, usage.ru_maxrss
+
+
+@pytest.mark.parametrize(
+    ("mode", "reason", "message"),
+    [
+        ("endless_error", "http_500", "HTTP 500"),
+        ("endless_event", "invalid_response", "one SSE event exceeded 8 MiB without ending"),
+        ("deep_json", "invalid_response", "nested deeper than the JSON parser's limit"),
+        ("endless_stream", "invalid_response", "more than 32 text chunks"),
+        ("huge_usage", "invalid_response", "usage completion_tokens 1.000e+30 is outside [0, 10000000]"),
+        ("negative_usage", "invalid_response", "usage completion_tokens -500 is outside [0, 10000000]"),
+    ],
+)
+def test_each_request_ends_bounded_with_a_reason(hostile, tmp_path, mode, reason, message):
+    result, output, peak_kb = bench_against(hostile(mode), tmp_path)
+    assert result["completed"] == 0 and result["failure_reasons"] == {reason: 2}
+    errors = [record["error"] for record in result["requests"]]
+    assert all(message in error for error in errors), errors
+    assert peak_kb < RSS_LIMIT_KB
+    assert "Output token throughput" in output
