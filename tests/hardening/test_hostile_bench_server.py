@@ -4,8 +4,6 @@ a bounded failure naming the bound, the bench process stays below 600 MB and wri
 from __future__ import annotations
 
 import json
-import os
-import resource
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -13,11 +11,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.timeout(120)
+from tests.fixtures.bounded import RSS_LIMIT_KB, run_measured
 
-RSS_LIMIT_KB = 600 * 1024
-# A guard for the shared machine should a bound fail: the bench may not grow past 3 GiB of memory.
-ADDRESS_SPACE_LIMIT = 3 * 1024**3
+pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture
@@ -39,10 +35,6 @@ def hostile() -> Iterator:
         proc.wait()
 
 
-def _limit_memory() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_LIMIT, ADDRESS_SPACE_LIMIT))
-
-
 def bench_against(base_url: str, tmp_path: Path, *extra: str) -> tuple[dict, str, int]:
     """Run ``python -m perflab bench`` to the end; (result JSON, output, peak RSS in KiB)."""
     result_file = tmp_path / "result.json"
@@ -51,17 +43,10 @@ def bench_against(base_url: str, tmp_path: Path, *extra: str) -> tuple[dict, str
         "--num-prompts", "2", "--input-len", "4", "--output-len", "8",
         "--save-result", str(result_file), "--no-progress", *extra,
     ]  # fmt: skip
-    with open(tmp_path / "out.txt", "w+") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_limit_memory)
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            proc.kill()
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        output = out.read()
+    _, peak_kb = run_measured(argv, tmp_path / "out.txt")
+    output = (tmp_path / "out.txt").read_text()
     assert "Traceback" not in output, output[-2000:]
-    return json.loads(result_file.read_text()), output, usage.ru_maxrss
+    return json.loads(result_file.read_text()), output, peak_kb
 
 
 @pytest.mark.parametrize(
