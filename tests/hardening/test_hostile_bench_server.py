@@ -4,9 +4,7 @@ a bounded failure naming the bound, the bench process stays below 600 MB and wri
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,25 +12,6 @@ import pytest
 from tests.fixtures.bounded import RSS_LIMIT_KB, run_measured
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture
-def hostile() -> Iterator:
-    started = []
-
-    def start(mode: str) -> str:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.fixtures.hostile_server", mode], stdout=subprocess.PIPE, text=True
-        )
-        started.append(proc)
-        line = proc.stdout.readline()
-        assert line.startswith("PORT "), line
-        return f"http://127.0.0.1:{int(line.split()[1])}"
-
-    yield start
-    for proc in started:
-        proc.kill()
-        proc.wait()
 
 
 def bench_against(base_url: str, tmp_path: Path, *extra: str) -> tuple[dict, str, int]:
