@@ -80,6 +80,15 @@ class RunStore:
             spool.append(self.run_id, operation, arguments)
         return None
 
+    def database_failed(self, error: BaseException) -> bool:
+        """Whether ``error`` (raised by any database call of the run, a read included) says the
+        database is unavailable; if so, every later write goes to the spool and :attr:`unavailable`
+        says where."""
+        if not (isinstance(error, sa.exc.DBAPIError) and spool.unavailable(error)):
+            return False
+        self._start_spooling(error)
+        return True
+
     def _start_spooling(self, error: BaseException) -> None:
         if self.spooled is not None:
             return
