@@ -25,7 +25,9 @@ from perflab.bench.datasets.base import DATASET_KINDS
 from perflab.bench.errors import BenchError
 from perflab.bench.metrics import CONCURRENCY_DEFINITIONS, DEFAULT_PERCENTILES, INPUT_TOKEN_DEFINITIONS
 from perflab.bench.options import (
+    PER_TOKEN_LIMIT_S,
     SAMPLING_PARAMETERS,
+    TTFT_ALLOWANCE_S,
     BenchOptions,
     parse_goodput,
     parse_pairs,
@@ -153,7 +155,8 @@ def _add_server(parser: argparse.ArgumentParser) -> None:
         "--timeout",
         type=float,
         default=None,
-        help="per-request limit in seconds (default: 600 s plus 2 s per output token asked for)",
+        help=f"per-request limit in seconds (default: {TTFT_ALLOWANCE_S:g} s plus {PER_TOKEN_LIMIT_S:g} s "
+        "per output token asked for)",
     )
 
 
