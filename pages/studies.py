@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from perflab import ui
+from perflab.markdown_text import md_text
 from perflab.engines import ENGINE_NAMES
 from perflab.profiles import PRESETS
 from perflab.study import views
@@ -50,7 +51,7 @@ def start(spec: StudySpec) -> None:
         st.error(str(error))
         return
     ui.clear_cached_reads()
-    st.success(f"Study {study.id} queued: {study.name}.")
+    st.success(f"Study {study.id} queued: {md_text(study.name)}.")
     st.page_link(
         "pages/study.py",
         label=f"Follow study {study.id}",

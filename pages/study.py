@@ -11,6 +11,7 @@ from db import crud
 from db.crud.studies import FINISHED_STUDY_STATUSES
 from perflab import ui
 from perflab.hub.catalog import SAMPLE_REPORT_NOTE
+from perflab.markdown_text import md_text
 from perflab.report import charts as report_charts
 from perflab.report.export import report_files, results_csv, results_json, zip_bytes
 from perflab.report.from_study import report_of
@@ -49,7 +50,7 @@ if study is None:
     st.page_link("pages/studies.py", label="All studies", icon=":material/science:")
     st.stop()
 
-st.title(f"Study {study.id}: {study.name}")
+st.title(f"Study {study.id}: {md_text(study.name)}")
 active = study.status not in FINISHED_STUDY_STATUSES
 
 link_col, pause_col, cancel_col = st.columns(3)
@@ -88,7 +89,7 @@ def draw_stages(report, progress) -> None:  # type: ignore[no-untyped-def]
     unit = report.objective_unit
     for stage in report.stages:
         state = "" if stage.decided else " (running)"
-        st.subheader(f"{stage.index}. {stage.name}{state}")
+        st.subheader(f"{stage.index}. {md_text(stage.name)}{state}")
         st.dataframe(
             views.candidates_table(stage, unit),
             hide_index=True,
@@ -97,7 +98,7 @@ def draw_stages(report, progress) -> None:  # type: ignore[no-untyped-def]
         )
         with st.expander("Serving commands and benchmark results"):
             for candidate in stage.candidates:
-                st.markdown(f"**{candidate.label}**")
+                st.markdown(f"**{md_text(candidate.label)}**")
                 if candidate.serve_command:
                     st.code(candidate.serve_command, language="bash")
                 for block in candidate.blocks:
@@ -123,21 +124,21 @@ def study_body(shown_status: str) -> None:
     facts = [
         ui.status_text(progress.study.status),
         phase if phase != progress.study.status else "",  # a finished study's phase repeats its status
-        f"model **{spec.model}**",
-        f"hosts {', '.join(spec.hosts)}",
-        f"objective {report.objective}",
-        f"tuning profile {spec.tuning().title}",
+        f"model **{md_text(spec.model)}**",
+        f"hosts {md_text(', '.join(spec.hosts))}",
+        f"objective {md_text(report.objective)}",
+        f"tuning profile {md_text(spec.tuning().title)}",
     ]
     st.markdown(" · ".join(fact for fact in facts if fact))
     for note in report.notes:
         if note == SAMPLE_REPORT_NOTE:
             st.warning(note, icon=":material/science:")
         else:
-            st.caption(note)
+            st.caption(md_text(note))
     if progress.plan.failure:
         st.error(progress.plan.failure)
     if progress.plan.status == "incomplete":
-        st.warning(incomplete_text(progress.plan))
+        st.warning(md_text(incomplete_text(progress.plan)))
 
     st.header("Recommended serve command")
     if report.recommended_command:
@@ -148,7 +149,7 @@ def study_body(shown_status: str) -> None:
         st.caption("None over candidates that could not be measured (see above).")
     else:
         best = progress.plan.best
-        st.caption(f"Not decided yet; best so far: {best.label}.")
+        st.caption(f"Not decided yet; best so far: {md_text(best.label)}.")
 
     st.header("Baseline vs optimized")
     st.markdown("\n".join(comparison_table(report.comparison, report.decimals)), unsafe_allow_html=True)

@@ -25,8 +25,9 @@ from perflab.bench.datasets.base import DATASET_KINDS
 from perflab.bench.errors import BenchError
 from perflab.bench.metrics import CONCURRENCY_DEFINITIONS, DEFAULT_PERCENTILES, INPUT_TOKEN_DEFINITIONS
 from perflab.bench.options import (
-    DEFAULT_TIMEOUT_S,
+    PER_TOKEN_LIMIT_S,
     SAMPLING_PARAMETERS,
+    TTFT_ALLOWANCE_S,
     BenchOptions,
     parse_goodput,
     parse_pairs,
@@ -151,7 +152,11 @@ def _add_server(parser: argparse.ArgumentParser) -> None:
         "--request-id-prefix", default=None, help="send x-request-id PREFIX<n> with each request"
     )
     group.add_argument(
-        "--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="per-request limit in seconds"
+        "--timeout",
+        type=float,
+        default=None,
+        help=f"per-request limit in seconds (default: {TTFT_ALLOWANCE_S:g} s plus {PER_TOKEN_LIMIT_S:g} s "
+        "per output token asked for)",
     )
 
 

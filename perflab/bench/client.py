@@ -14,6 +14,11 @@ chunks that came in one read with a later token chunk of the same response share
 which may be later than their own; they are counted in ``Outcome.coalesced``. Failures never raise:
 they end the outcome with a short reason (``http_500``, ``stream_interrupted``, ``timeout``,
 ``connect_error``, …) and a message.
+
+What a server sends is bounded where it enters: an error body is read up to ``ERROR_BODY_BYTES``,
+one SSE event up to ``MAX_EVENT_BYTES`` (``sse``), JSON as deep as Python's parser allows, at most
+``max_text_chunks(max_tokens)`` token chunks, and ``usage`` counts within ``[0, MAX_USAGE_TOKENS]``;
+past a bound the request ends ``invalid_response`` (its message names the bound).
 """
 
 from __future__ import annotations
@@ -25,11 +30,21 @@ from typing import Any, Dict, List, Optional
 
 import httpx
 
-from perflab.bench.sse import SSEParser
+from perflab.bench.sse import EventTooLarge, SSEParser
 from perflab.bench.transport import TIMING_EXTENSION, TimedBody
 
 # The C scanner behind json.loads, called directly: half the cost per event of json.loads(bytes).
 _scan_json = JSONDecoder().scan_once
+# How much of an error body is read for its message; the rest is never read.
+ERROR_BODY_BYTES = 64 * 1024
+# The largest token count a usage field may report: above any model's context window (10 M tokens).
+MAX_USAGE_TOKENS = 10_000_000
+
+
+def max_text_chunks(max_tokens: int) -> int:
+    """How many text chunks a response to ``max_tokens`` may carry: one token can come in at most
+    one chunk, with slack for servers that split a token's text; more means the stream never ends."""
+    return 2 * max_tokens + 16
 
 
 def build_body(
@@ -122,13 +137,29 @@ def _error_message(body: bytes) -> str:
     return body[:300].decode("utf-8", "replace").strip()
 
 
+class UsageOutOfRange(ValueError):
+    """A ``usage`` count no real response can have."""
+
+
+def _usage_count(usage: Dict[str, Any], key: str) -> Optional[int]:
+    """``usage[key]`` when it is a token count; raises ``UsageOutOfRange`` when it is an integer
+    outside ``[0, MAX_USAGE_TOKENS]``."""
+    value = usage.get(key)
+    if not isinstance(value, int):
+        return None
+    if isinstance(value, bool) or not 0 <= value <= MAX_USAGE_TOKENS:
+        shown = value if abs(value) < 10**12 else format(value, ".3e")
+        raise UsageOutOfRange(f"usage {key} {shown} is outside [0, {MAX_USAGE_TOKENS}]")
+    return value
+
+
 def _read_usage(outcome: Outcome, usage: Any) -> None:
     if isinstance(usage, dict):
-        completion = usage.get("completion_tokens")
-        prompt = usage.get("prompt_tokens")
-        if isinstance(completion, int):
+        completion = _usage_count(usage, "completion_tokens")
+        prompt = _usage_count(usage, "prompt_tokens")
+        if completion is not None:
             outcome.completion_tokens = completion
-        if isinstance(prompt, int):
+        if prompt is not None:
             outcome.prompt_tokens = prompt
 
 
@@ -166,6 +197,16 @@ def _chat_output(delta: Dict[str, Any]) -> Optional[str]:
     if delta.get("content") == "" and "role" not in delta:
         return ""
     return None
+async def _read_error_body(response: httpx.Response) -> bytes:
+    """The first ``ERROR_BODY_BYTES`` of an error response's body (the rest is left unread)."""
+    parts: List[bytes] = []
+    size = 0
+    async for buffer in response.aiter_raw():
+        parts.append(buffer)
+        size += len(buffer)
+        if size >= ERROR_BODY_BYTES:
+            break
+    return b"".join(parts)[:ERROR_BODY_BYTES]
 
 
 class StreamAborted(Exception):
@@ -175,13 +216,16 @@ class StreamAborted(Exception):
 class StreamDecoder:
     """Turns body buffers into token-chunk timestamps, text lengths and usage on an ``Outcome``."""
 
-    __slots__ = ("_outcome", "_chat", "_keep_text", "_feed", "done")
+    __slots__ = ("_outcome", "_chat", "_keep_text", "_feed", "_max_chunks", "done")
 
-    def __init__(self, outcome: Outcome, chat: bool, keep_text: bool) -> None:
+    def __init__(
+        self, outcome: Outcome, chat: bool, keep_text: bool, max_chunks: Optional[int] = None
+    ) -> None:
         self._outcome = outcome
         self._chat = chat
         self._keep_text = keep_text
         self._feed = SSEParser().feed
+        self._max_chunks = max_chunks
         self.done = False
 
     def __call__(self, buffer: bytes, arrived: float) -> None:
@@ -190,7 +234,12 @@ class StreamDecoder:
         chars = outcome.chunk_chars
         scan = _scan_json
         before = len(times)
-        for payload in self._feed(buffer):
+        try:
+            payloads = self._feed(buffer)
+        except EventTooLarge as exc:
+            outcome.fail("invalid_response", str(exc))
+            raise StreamAborted() from None
+        for payload in payloads:
             if payload == b"[DONE]":
                 self.done = True
                 continue
@@ -216,15 +265,28 @@ class StreamDecoder:
                     _read_usage(outcome, usage)
                 if "metrics" in event:
                     _read_server_metrics(outcome, event["metrics"])
+            except RecursionError:
+                outcome.fail("invalid_response", "SSE data nested deeper than the JSON parser's limit")
+                raise StreamAborted() from None
+            except UsageOutOfRange as exc:
+                outcome.fail("invalid_response", str(exc))
+                raise StreamAborted() from None
             except (StopIteration, ValueError, AttributeError, TypeError, IndexError, KeyError):
                 outcome.fail("invalid_response", f"unexpected SSE data: {payload[:120]!r}")
                 raise StreamAborted() from None
+        if self._max_chunks is not None and len(times) > self._max_chunks:
+            outcome.fail(
+                "invalid_response", f"more than {self._max_chunks} text chunks for the tokens asked for"
+            )
+            raise StreamAborted()
         if len(times) > before + 1:
             outcome.coalesced += len(times) - before - 1
 
 
-async def _consume_stream(response: httpx.Response, outcome: Outcome, chat: bool, keep_text: bool) -> None:
-    decoder = StreamDecoder(outcome, chat, keep_text)
+async def _consume_stream(
+    response: httpx.Response, outcome: Outcome, chat: bool, keep_text: bool, max_chunks: Optional[int]
+) -> None:
+    decoder = StreamDecoder(outcome, chat, keep_text, max_chunks)
     body = response.stream
     if isinstance(body, TimedBody):
         await body.drain_into(decoder)
@@ -248,8 +310,10 @@ async def stream_request(
     chat: bool,
     outcome: Outcome,
     keep_text: bool = False,
+    max_chunks: Optional[int] = None,
 ) -> None:
-    """Send one request and fill ``outcome`` in place (so a timeout keeps what had arrived).
+    """Send one request and fill ``outcome`` in place (so a timeout keeps what had arrived); a
+    stream with more than ``max_chunks`` text chunks ends ``invalid_response``.
 
     The request goes straight to the transport: ``httpx.AsyncClient``'s per-request cookie, auth and
     redirect handling costs more CPU than the transport itself and a benchmark needs none of it.
@@ -262,10 +326,10 @@ async def stream_request(
             outcome.sent_at = timing.sent_at if timing is not None else started
             outcome.connect_s = timing.connect_s if timing is not None else None
             if response.status_code != 200:
-                message = _error_message(await response.aread())
+                message = _error_message(await _read_error_body(response))
                 outcome.fail(f"http_{response.status_code}", f"HTTP {response.status_code}: {message}")
                 return
-            await _consume_stream(response, outcome, chat, keep_text)
+            await _consume_stream(response, outcome, chat, keep_text, max_chunks)
         finally:
             await response.aclose()
     except StreamAborted:

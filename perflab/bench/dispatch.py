@@ -2,8 +2,9 @@
 
 ``prepare_requests`` builds every httpx request before the run, so a dispatch costs only the send.
 ``Phase.run`` dispatches each request at its due time (absolute offsets, so lateness never
-accumulates), lets it wait for a concurrency slot, cuts it off after the timeout, and records when it
-was due and when it was really dispatched (``dispatch_lag_ms``).
+accumulates), lets it wait for a concurrency slot, cuts it off after its deadline (``--timeout``, else
+derived from the tokens it asks for) or once it carries more text chunks than those tokens allow, and
+records when it was due and when it was really dispatched (``dispatch_lag_ms``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Dict, List, Sequence
 
 import httpx
 
-from perflab.bench.client import Outcome, build_body, stream_request
+from perflab.bench.client import Outcome, build_body, max_text_chunks, stream_request
 from perflab.bench.datasets import Sample
 from perflab.bench.options import BenchOptions
 from perflab.bench.progress import Progress
@@ -29,6 +30,7 @@ class Prepared:
     request: httpx.Request
     base_url: str
     sample: Sample
+    max_tokens: int
 
 
 def prepare_requests(options: BenchOptions, samples: Sequence[Sample]) -> List[Prepared]:
@@ -37,6 +39,7 @@ def prepare_requests(options: BenchOptions, samples: Sequence[Sample]) -> List[P
     headers = options.headers()
     urls = [httpx.URL(base + options.endpoint_path) for base in options.base_urls]
     extra = dict(options.sampling, **options.extra_body)
+    asked = extra.get("max_tokens", extra.get("max_completion_tokens"))
     prepared = []
     for index, sample in enumerate(samples):
         body = build_body(
@@ -57,6 +60,7 @@ def prepare_requests(options: BenchOptions, samples: Sequence[Sample]) -> List[P
                 httpx.Request("POST", urls[slot], content=body, headers=request_headers),
                 options.base_urls[slot],
                 sample,
+                asked if isinstance(asked, int) and asked > 0 else sample.output_len,
             )
         )
     return prepared
@@ -120,15 +124,23 @@ class Phase:
         if self._slots is not None:
             await self._slots.acquire()
         self.progress.sent()
-        timer = RequestTimer(self.options.timeout)
+        prepared = dispatch.prepared
+        deadline = self.options.request_deadline(prepared.max_tokens)
+        timer = RequestTimer(deadline)
         try:
             await stream_request(
-                self._transport, dispatch.prepared.request, self._chat, outcome, self._keep_text
+                self._transport,
+                prepared.request,
+                self._chat,
+                outcome,
+                self._keep_text,
+                max_text_chunks(prepared.max_tokens),
             )
         except asyncio.CancelledError:
             if not timer.expired:
                 raise
-            outcome.fail("timeout", f"no complete response within --timeout {self.options.timeout:g} s")
+            source = "--timeout" if self.options.timeout is not None else "the deadline for its tokens"
+            outcome.fail("timeout", f"no complete response within {deadline:g} s ({source})")
         finally:
             timer.cancel()
             if self._slots is not None:

@@ -43,7 +43,11 @@ SAMPLING_PARAMETERS: Dict[str, type] = {
     "presence_penalty": float,
     "repetition_penalty": float,
 }
-DEFAULT_TIMEOUT_S = 6 * 3600.0
+# Without --timeout a request may take the TTFT allowance plus a per-token limit for each output
+# token asked for: generous for any engine under load (no engine is seconds per token when it serves
+# at all), yet an endless or trickling stream ends in minutes rather than hours.
+TTFT_ALLOWANCE_S = 600.0
+PER_TOKEN_LIMIT_S = 2.0
 PROGRESS_MODES = ("bar", "json", "none")
 
 
@@ -180,7 +184,7 @@ class BenchOptions:
     range_ratio: float = 0.0
     prefix_len: int = 0
     ramp_up_seconds: float = 0.0
-    timeout: float = DEFAULT_TIMEOUT_S
+    timeout: Optional[float] = None
     ignore_eos: bool = True
     temperature: Optional[float] = 0.0
     sampling: Dict[str, float] = field(default_factory=dict)
@@ -229,8 +233,8 @@ class BenchOptions:
             raise BenchError("--output-len must be at least 1")
         if self.max_concurrency is not None and self.max_concurrency < 1:
             raise BenchError("--max-concurrency must be at least 1")
-        if not self.timeout > 0:
-            raise BenchError("--timeout must be positive")
+        if self.timeout is not None and not 0 < self.timeout < math.inf:
+            raise BenchError("--timeout must be a positive number of seconds")
         if self.progress not in PROGRESS_MODES:
             raise BenchError(f"progress must be one of {', '.join(PROGRESS_MODES)}")
         if self.input_tokens not in INPUT_TOKEN_DEFINITIONS:
@@ -306,7 +310,8 @@ class BenchOptions:
             argv += ["--tokenizer", self.tokenizer]
         if self.trust_remote_code:
             argv.append("--trust-remote-code")
-        argv += ["--timeout", f"{self.timeout:g}"]
+        if self.timeout is not None:
+            argv += ["--timeout", f"{self.timeout:g}"]
         if not self.ignore_eos:
             argv.append("--no-ignore-eos")
         if self.temperature is not None:
@@ -323,6 +328,13 @@ class BenchOptions:
         if self.label is not None:
             argv += ["--label", self.label]
         return argv
+
+    def request_deadline(self, output_len: int) -> float:
+        """Seconds one request asking for ``output_len`` tokens may take: ``--timeout`` when given,
+        else the TTFT allowance plus the per-token limit for each token."""
+        if self.timeout is not None:
+            return self.timeout
+        return TTFT_ALLOWANCE_S + PER_TOKEN_LIMIT_S * output_len
 
     def headers(self) -> Dict[str, str]:
         headers = {

@@ -4,7 +4,8 @@
 ``tokenizers`` library, or a model directory with ``transformers`` when that is installed; both
 libraries are optional. ``ServerTokenizer`` talks to the ``/tokenize`` and ``/detokenize`` endpoints
 vLLM and the simulator expose. Both offer ``encode``, ``decode`` and ``filler_ids`` (token ids to pad
-a random prompt with).
+a random prompt with). What the server answers is read up to ``MAX_ANSWER_BYTES`` and parsed as JSON
+as deep as Python's parser allows; past either bound the server is treated as not tokenizing.
 """
 
 from __future__ import annotations
@@ -18,6 +19,21 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
 from perflab.bench.errors import BenchError
+
+# The most of a /tokenize, /detokenize or /v1/models answer read (a 1 M-token prompt is ~8 MiB).
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
+
+
+class AnswerTooLarge(ValueError):
+    """A server's answer ran past ``MAX_ANSWER_BYTES``."""
+
+
+def _read_answer(response: http.client.HTTPResponse) -> bytes:
+    """The body of an answer, at most ``MAX_ANSWER_BYTES`` of it (``AnswerTooLarge`` past that)."""
+    data = response.read(MAX_ANSWER_BYTES + 1)
+    if len(data) > MAX_ANSWER_BYTES:
+        raise AnswerTooLarge(f"answer longer than {MAX_ANSWER_BYTES // (1024 * 1024)} MiB")
+    return data
 
 FILLER_WORDS = [
     "time",
@@ -304,19 +320,25 @@ class ServerTokenizer(Tokenizer):
             try:
                 conn.request("POST", self._prefix + path, payload, self._headers)
                 response = conn.getresponse()
-                data = response.read()
+                if response.status != 200:
+                    conn.close()
+                    self._conn = None
+                    raise TokenizeUnavailable(f"{self._prefix + path} answered HTTP {response.status}")
+                data = _read_answer(response)
                 break
+            except AnswerTooLarge as exc:
+                conn.close()
+                self._conn = None
+                raise TokenizeUnavailable(f"{self._prefix + path}: {exc}") from None
             except (OSError, http.client.HTTPException) as exc:
                 conn.close()
                 self._conn = None
                 if attempt == 2:
                     raise TokenizeUnavailable(f"{self.name}: {exc}") from exc
-        if response.status != 200:
-            raise TokenizeUnavailable(f"{self._prefix + path} answered HTTP {response.status}")
         try:
             parsed = json.loads(data)
-        except ValueError as exc:
-            raise TokenizeUnavailable(f"{self._prefix + path} answered invalid JSON") from exc
+        except (ValueError, RecursionError):
+            raise TokenizeUnavailable(f"{self._prefix + path} answered invalid JSON") from None
         if not isinstance(parsed, dict):
             raise TokenizeUnavailable(
                 f"{self._prefix + path} answered {type(parsed).__name__}, not an object"
@@ -329,7 +351,9 @@ class ServerTokenizer(Tokenizer):
         ).get("tokens")
         if not isinstance(tokens, list):
             raise TokenizeUnavailable("/tokenize answered without a 'tokens' list")
-        return [int(token) for token in tokens]
+        if not all(isinstance(token, int) and 0 <= token < 2**31 for token in tokens):
+            raise TokenizeUnavailable("/tokenize answered tokens that are not token ids")
+        return tokens
 
     def decode(self, ids: Sequence[int]) -> str:
         text = self._post("/detokenize", {"model": self._model, "tokens": list(ids)}).get("prompt")
@@ -354,17 +378,17 @@ def first_served_model(base_url: str, headers: Dict[str, str], timeout: float = 
     try:
         conn.request("GET", parts.path.rstrip("/") + "/v1/models", headers=headers)
         response = conn.getresponse()
-        data = response.read()
-    except (OSError, http.client.HTTPException) as exc:
+        if response.status != 200:
+            raise BenchError(f"no --model given and {where} answered HTTP {response.status}")
+        data = _read_answer(response)
+    except (OSError, http.client.HTTPException, AnswerTooLarge) as exc:
         raise BenchError(f"no --model given and {where} cannot be read: {exc}") from exc
     finally:
         conn.close()
-    if response.status != 200:
-        raise BenchError(f"no --model given and {where} answered HTTP {response.status}")
     try:
         models = json.loads(data).get("data") or []
         return str(models[0]["id"])
-    except (ValueError, AttributeError, IndexError, KeyError, TypeError):
+    except (ValueError, AttributeError, IndexError, KeyError, TypeError, RecursionError):
         raise BenchError(f"no --model given and {where} lists no model") from None
 
 

@@ -49,6 +49,13 @@ CONNECT_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 60.0
 CHUNK_BYTES = 1024 * 1024
 MAX_HUB_REDIRECTS = 5
+# What a hub may send: a body without a usable announced size is read up to this much.
+MAX_UNANNOUNCED_BYTES = 2 * 1024**3
+# An ETag longer than this is no hub's (the hub's are 40-64 characters); it names the cached blob.
+MAX_ETAG_CHARS = 128
+# A download must keep up this average rate once its grace period is over (a trickle is stopped).
+MIN_RATE_BYTES_S = 32 * 1024
+RATE_GRACE_S = 60.0
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _SAFE_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -221,9 +228,33 @@ def _metadata(client: httpx.Client, file: HubFile, endpoint: str, headers: dict[
     etag = _normalize_etag(response.headers.get(HEADER_LINKED_ETAG) or response.headers.get("ETag"))
     if etag is None:
         raise HubError(f"{file.ref}: the hub gave no ETag, so the download cannot be verified")
+    if len(etag) > MAX_ETAG_CHARS or not etag.isascii() or not etag.isprintable():
+        raise HubError(
+            f"{file.ref}: the hub gave an unusable ETag ({len(etag)} characters, {etag[:20]!r}…)"
+        )
     size_text = response.headers.get(HEADER_LINKED_SIZE) or response.headers.get("Content-Length")
-    size = int(size_text) if size_text and size_text.isdigit() else None
-    return _Metadata(url, response.headers.get(HEADER_REPO_COMMIT), etag, size)
+    return _Metadata(url, response.headers.get(HEADER_REPO_COMMIT), etag, _size(file, size_text))
+
+
+def _size(file: HubFile, text: str | None) -> int | None:
+    """The announced size in bytes; None when not announced, ``HubError`` when it is not a size."""
+    if not text:
+        return None
+    if not (text.isascii() and text.isdigit()) or len(text) > 15:
+        raise HubError(f"{file.ref}: the hub announced an unusable size {text[:20]!r}")
+    return int(text)
+
+
+def _check_progress(file: HubFile, done: int, limit: int, started: float) -> None:
+    """Stop a download past its size ``limit`` or slower than ``MIN_RATE_BYTES_S`` after its grace."""
+    if done > limit:
+        raise HubError(f"{file.ref}: the hub sent more than the {limit} bytes it announced; nothing was kept")
+    elapsed = time.monotonic() - started
+    if elapsed > RATE_GRACE_S and done < MIN_RATE_BYTES_S * elapsed:
+        raise HubError(
+            f"{file.ref}: the download ran slower than {MIN_RATE_BYTES_S // 1024} KiB/s "
+            f"({done} bytes in {elapsed:.0f} s) and was stopped; nothing was kept"
+        )
 
 
 def _download(
@@ -234,19 +265,31 @@ def _download(
     headers: dict[str, str],
     on_progress: Progress | None,
 ) -> str:
-    """Stream the file to ``blob`` (through a partial file); returns its SHA-256."""
+    """Stream the file to ``blob`` (through a partial file); returns its SHA-256.
+
+    The body is taken as sent (``identity`` was asked for: any other encoding is refused, never
+    decoded), at most the announced size (else ``MAX_UNANNOUNCED_BYTES``), at ``MIN_RATE_BYTES_S``.
+    """
     partial = blob.with_name(f".{blob.name}.partial")
     digest = hashlib.sha256()
     done = 0
+    limit = meta.size if meta.size is not None else MAX_UNANNOUNCED_BYTES
+    started = time.monotonic()
     try:
         with client.stream("GET", meta.url, headers=headers, follow_redirects=True) as response:
             if not response.is_success:
                 raise HubError(f"{file.ref}: the download answered HTTP {response.status_code}")
+            encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
+            if encoding != "identity":
+                raise HubError(
+                    f"{file.ref}: the hub sent a {encoding[:20]!r}-encoded body though none was asked for"
+                )
             with partial.open("wb") as out:
-                for chunk in response.iter_bytes(CHUNK_BYTES):
+                for chunk in response.iter_raw():
+                    done += len(chunk)
+                    _check_progress(file, done, limit, started)
                     out.write(chunk)
                     digest.update(chunk)
-                    done += len(chunk)
                     if on_progress is not None:
                         on_progress(done, meta.size)
         sha256 = digest.hexdigest()
@@ -311,6 +354,7 @@ def fetch(
                 return CachedFile(blob, meta.commit, sha256, blob.stat().st_size, downloaded=False)
             blob.parent.mkdir(parents=True, exist_ok=True)
             sha256 = _download(client, meta, file, blob, headers, on_progress)
+            _remember(cache_dir, file, meta, sha256)
     except (httpx.ConnectError, httpx.ConnectTimeout, httpx.ReadTimeout, httpx.RemoteProtocolError) as error:
         found = cached(file, cache_dir)
         if found is not None:
@@ -320,5 +364,6 @@ def fetch(
         ) from None
     except httpx.HTTPError as error:
         raise HubError(f"{file.ref}: {_describe(error)}") from None
-    _remember(cache_dir, file, meta, sha256)
+    except OSError as error:
+        raise HubError(f"{file.ref}: cannot write the cache in {cache_dir}: {_describe(error)}") from None
     return CachedFile(blob, meta.commit, sha256, blob.stat().st_size, downloaded=True)

@@ -1,5 +1,7 @@
 """Hub downloads the web app starts: each runs in a thread of its own (never in a page's script),
-one per file at a time, and reports how far it got, so a page can poll it and draw progress."""
+one per file at a time, and reports how far it got, so a page can poll it and draw progress. A
+download always ends finished: with its file, or with a one-line error (whatever went wrong), so the
+file can be fetched again."""
 
 from __future__ import annotations
 
@@ -70,5 +72,7 @@ class Downloads:
             )
         except HubError as problem:
             self._update(file, error=str(problem))
+        except Exception as problem:  # a thread that died silently would leave the download unfinished
+            self._update(file, error=f"{file.ref}: {type(problem).__name__}: {problem}"[:500])
         else:
             self._update(file, result=got, done=got.size, total=got.size)

@@ -3,9 +3,10 @@ its Python, installed engines.
 
 ``probe_host(transport)`` runs the five small probes concurrently over the transport and gathers what
 they learn into a :class:`ProbeResult` (``probe_accelerators`` asks nvidia-smi and npu-smi alone, for
-the memory in use at the moment a run is placed); whatever one probe cannot learn (a missing tool, a failing
-driver, an old Python) becomes a :class:`ProbeProblem` with a sentence a user can act on, while the
-other probes still report. Connection-level failures propagate as transport errors.
+the memory in use at the moment a run is placed); whatever one probe cannot learn (a missing tool, a
+failing driver, an old Python, a tool that hangs, floods its output or prints garbage) becomes a
+:class:`ProbeProblem` with a sentence a user can act on, while the other probes still report.
+Connection-level failures propagate as transport errors.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from perflab.engines.registry import ADAPTERS
 from perflab.probe import ascend, containers, cpu, engines, nvidia, system
 from perflab.probe.models import Accelerator, ProbeProblem, ProbeResult, PythonInfo, SystemInfo
 from perflab.transport.base import EXIT_NOT_FOUND, CommandResult, Transport
-from perflab.transport.errors import CommandTimeout
+from perflab.transport.errors import CommandTimeout, OutputTooLarge
 
 __all__ = [
     "Accelerator",
@@ -35,29 +36,31 @@ DEFAULT_TIMEOUT_S = 30.0
 _Found = tuple[list[Accelerator], ProbeProblem | None, bool]
 
 
-def _run(transport: Transport, argv: list[str], timeout: float) -> CommandResult | None:
-    """The command's result, or None if it hung past ``timeout`` (it is stopped)."""
+def _run(transport: Transport, argv: list[str], timeout: float, tool: str) -> CommandResult | ProbeProblem:
+    """The command's result, or the problem of a command that hung past ``timeout`` or printed more
+    than the transport keeps (it is stopped either way)."""
     try:
         return transport.run(argv, timeout=timeout)
     except CommandTimeout:
-        return None
-
-
-def _hung(tool: str, timeout: float) -> ProbeProblem:
-    return ProbeProblem(tool=tool, message=f"{tool} did not answer within {timeout:g} s (a hung driver?).")
+        message = f"{tool} did not answer within {timeout:g} s (a hung driver?)."
+        return ProbeProblem(tool=tool, message=message)
+    except OutputTooLarge as exc:
+        last = exc.kept.strip().splitlines()[-1][:120] if exc.kept.strip() else ""
+        message = f"{tool} printed more than {exc.limit // (1024 * 1024)} MiB and was stopped"
+        return ProbeProblem(tool=tool, message=f"{message} (it ended: {last!r})." if last else f"{message}.")
 
 
 def _probe_nvidia(transport: Transport, timeout: float) -> _Found:
-    result = _run(transport, nvidia.query_argv(), timeout)
+    result = _run(transport, nvidia.query_argv(), timeout, "nvidia-smi")
     if (
-        result is not None
+        isinstance(result, CommandResult)
         and not result.ok
         and nvidia.rejects_field(result.stdout + result.stderr, "compute_cap")
     ):
         fields = tuple(field for field in nvidia.QUERY_FIELDS if field != "compute_cap")
-        result = _run(transport, nvidia.query_argv(fields), timeout)
-    if result is None:
-        return [], _hung("nvidia-smi", timeout), True
+        result = _run(transport, nvidia.query_argv(fields), timeout, "nvidia-smi")
+    if isinstance(result, ProbeProblem):
+        return [], result, True
     if result.exit_status == EXIT_NOT_FOUND:
         return [], None, False
     if not result.ok:
@@ -70,9 +73,9 @@ def _probe_nvidia(transport: Transport, timeout: float) -> _Found:
 
 
 def _probe_ascend(transport: Transport, timeout: float) -> _Found:
-    result = _run(transport, ascend.INFO_ARGV, timeout)
-    if result is None:
-        return [], _hung("npu-smi", timeout), True
+    result = _run(transport, ascend.INFO_ARGV, timeout, "npu-smi")
+    if isinstance(result, ProbeProblem):
+        return [], result, True
     if result.exit_status == EXIT_NOT_FOUND:
         return [], None, False
     output = result.stdout + result.stderr
@@ -89,9 +92,9 @@ def _probe_ascend(transport: Transport, timeout: float) -> _Found:
 
 
 def _probe_system(transport: Transport, timeout: float) -> tuple[SystemInfo, ProbeProblem | None]:
-    result = _run(transport, system.ARGV, timeout)
-    if result is None:
-        return SystemInfo(), _hung("system", timeout)
+    result = _run(transport, system.ARGV, timeout, "system")
+    if isinstance(result, ProbeProblem):
+        return SystemInfo(), result
     return system.parse(result.stdout), None
 
 
@@ -99,18 +102,18 @@ def _probe_python(
     transport: Transport, timeout: float
 ) -> tuple[PythonInfo, dict[str, str], list[ProbeProblem]]:
     python = transport.host.python
-    result = _run(transport, engines.argv(python), timeout)
+    result = _run(transport, engines.argv(python), timeout, python)
     fallback = (
         "engine versions are unknown and benchmarks will run from the app machine through a port forward."
     )
-    if result is None:
-        return PythonInfo(command=python), {}, [_hung(python, timeout)]
+    if isinstance(result, ProbeProblem):
+        return PythonInfo(command=python), {}, [result]
     if result.exit_status == EXIT_NOT_FOUND:
         message = f"'{python}' was not found on host '{transport.host.name}': {fallback}"
         return PythonInfo(command=python), {}, [ProbeProblem(tool="python", message=message)]
     try:
         info, found = engines.parse(python, result.stdout)
-    except (ValueError, IndexError):
+    except ValueError:
         detail = (result.stderr.strip().splitlines() or ["no output"])[-1]
         message = f"'{python}' failed on host '{transport.host.name}' ({detail}): {fallback}"
         return PythonInfo(command=python), {}, [ProbeProblem(tool="python", message=message)]
@@ -132,8 +135,8 @@ def _probe_python(
 
 
 def _probe_containers(transport: Transport, timeout: float) -> containers.RuntimeScan:
-    result = _run(transport, containers.ARGV, timeout)
-    return containers.parse(result.stdout) if result is not None else containers.RuntimeScan()
+    result = _run(transport, containers.ARGV, timeout, "containers")
+    return containers.parse(result.stdout) if isinstance(result, CommandResult) else containers.RuntimeScan()
 
 
 def probe_host(transport: Transport, *, timeout: float = DEFAULT_TIMEOUT_S) -> ProbeResult:

@@ -12,7 +12,6 @@ directory with its version from ``$MIES_INSTALL_PATH/version.info`` or the ``ver
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from perflab.probe.models import PythonInfo
 
@@ -76,8 +75,12 @@ def argv(python: str) -> list[str]:
 
 
 def parse(python: str, text: str) -> tuple[PythonInfo, dict[str, str]]:
-    """The host's Python facts and ``{engine: version}`` from the snippet's output."""
-    data: dict[str, Any] = json.loads(text.strip().splitlines()[-1])
-    info = PythonInfo(command=python, version=data.get("python"), executable=data.get("executable"))
-    engines = {str(name): str(version) for name, version in (data.get("engines") or {}).items()}
+    """The host's Python facts and ``{engine: version}`` from the snippet's output; ``ValueError``
+    when the last line is not the snippet's report."""
+    try:
+        data = json.loads(text.strip().splitlines()[-1])
+        info = PythonInfo(command=python, version=data.get("python"), executable=data.get("executable"))
+        engines = {str(name): str(version) for name, version in (data.get("engines") or {}).items()}
+    except (IndexError, AttributeError, TypeError, RecursionError) as exc:
+        raise ValueError(f"not the probe's report: {type(exc).__name__}") from None
     return info, engines

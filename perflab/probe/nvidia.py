@@ -3,13 +3,16 @@
 The parser reads the header, so it accepts any ``--query-gpu`` field list and order, with or without
 units (``81559 MiB``, ``100 %``); ``[N/A]`` and ``[Not Supported]`` become ``None``. Power is
 ``power.draw.average`` where the query has it, else ``power.draw``; the SM clock is ``clocks.sm``,
-which nvidia-smi heads ``clocks.current.sm`` (driver 580.159.04, tests/data/nvidia-h200/).
+which nvidia-smi heads ``clocks.current.sm`` (driver 580.159.04, tests/data/nvidia-h200/). Whatever
+else it cannot read — broken CSV, numbers no GPU has, more than ``MAX_DEVICES`` rows — raises
+``ValueError``, which the probe reports as a problem of the host.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 
 from perflab.probe.models import Accelerator
@@ -43,6 +46,8 @@ SAMPLE_FIELDS_FALLBACK = tuple(
     "power.draw" if field == "power.draw.average" else field for field in SAMPLE_FIELDS
 )
 
+# More rows than any machine has GPUs (an NVL72 rack is 72) means the output is not a GPU list.
+MAX_DEVICES = 1024
 _UNKNOWN = {"[n/a]", "n/a", "[not supported]", "not supported", "[unknown error]", ""}
 _NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)")
 
@@ -65,7 +70,12 @@ def _number(value: str | None) -> float | None:
     if value is None:
         return None
     match = _NUMBER.match(value)
-    return float(match.group(1)) if match else None
+    if not match:
+        return None
+    number = float(match.group(1))
+    if not math.isfinite(number) or abs(number) > 2**53:
+        raise ValueError(f"nvidia-smi value {value[:20]!r} is out of range")
+    return number
 
 
 def _integer(value: str | None) -> int | None:
@@ -75,7 +85,12 @@ def _integer(value: str | None) -> int | None:
 
 def parse_query_csv(text: str) -> list[Accelerator]:
     """Accelerators from ``nvidia-smi --query-gpu=... --format=csv`` output (header line required)."""
-    rows = [row for row in csv.reader(io.StringIO(text.strip()), skipinitialspace=True) if row]
+    try:
+        rows = [row for row in csv.reader(io.StringIO(text.strip()), skipinitialspace=True) if row]
+    except csv.Error as exc:
+        raise ValueError(f"not nvidia-smi CSV output ({exc})") from None
+    if len(rows) > MAX_DEVICES + 1:
+        raise ValueError(f"nvidia-smi listed {len(rows) - 1} rows, more than {MAX_DEVICES} GPUs")
     if not rows:
         return []
     header = [column.split(" [")[0].strip() for column in rows[0]]

@@ -28,6 +28,8 @@ VISIBLE_DEVICES_ENVS = ("CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES")
 
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _COMMAND_TIMEOUT_S = 30.0
+# The most of a log's end a tail keeps: an engine printing one endless line cannot flood the runner.
+MAX_TAIL_BYTES = 256 * 1024
 
 
 def _check_key(kind: str, value: str) -> str:
@@ -232,8 +234,10 @@ def stop(transport: Transport, process: RemoteProcess, grace_s: float = 10.0) ->
 
 
 def tail_log(transport: Transport, process: RemoteProcess, lines: int = 200) -> str:
-    """The last ``lines`` lines of the process's log ("" if there is no log yet)."""
-    argv = ["tail", "-n", str(int(lines)), process.log_path]
+    """The last ``lines`` lines of the process's log, at most its last ``MAX_TAIL_BYTES`` ("" if
+    there is no log yet)."""
+    argv = ["sh", "-c", 'tail -n "$1" -- "$3" 2>/dev/null | tail -c "$2"', "perflab-tail",
+            str(int(lines)), str(MAX_TAIL_BYTES), process.log_path]  # fmt: skip
     result = retrying(lambda: transport.run(argv, timeout=_COMMAND_TIMEOUT_S))
     return result.stdout if result.ok else ""
 
@@ -241,12 +245,14 @@ def tail_log(transport: Transport, process: RemoteProcess, lines: int = 200) -> 
 def read_log(
     transport: Transport, process: RemoteProcess, offset: int = 0, max_bytes: int = 1 << 20
 ) -> LogChunk:
-    """Complete lines of the log from byte ``offset`` (at most ``max_bytes``), to follow a log."""
+    """Complete lines of the log from byte ``offset`` (at most ``max_bytes``), to follow a log; a
+    line longer than ``max_bytes`` comes in pieces of that size, so following never stalls on it."""
     argv = ["sh", "-c", 'tail -c +"$1" -- "$3" 2>/dev/null | head -c "$2"', "perflab-log",
             str(int(offset) + 1), str(int(max_bytes)), process.log_path]  # fmt: skip
     result = retrying(lambda: transport.run(argv, timeout=_COMMAND_TIMEOUT_S))
     text = result.stdout
-    complete = text[: text.rfind("\n") + 1]
+    endless_line = "\n" not in text and len(text.encode("utf-8")) >= max_bytes
+    complete = text if endless_line else text[: text.rfind("\n") + 1]
     return LogChunk(complete, offset + len(complete.encode("utf-8")))
 
 

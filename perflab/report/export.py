@@ -3,13 +3,13 @@ directory or a zip file (what the study page offers for download)."""
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import zipfile
 from pathlib import Path
 from typing import Any
 
+from perflab.csv_cells import records_csv
 from perflab.report.charts import png_bytes, report_charts
 from perflab.report.markdown import render_markdown
 from perflab.report.model import Figures, Report
@@ -21,15 +21,12 @@ CHART_DIR = "charts"
 
 
 def results_csv(report: Report) -> str:
-    """Every number of the report, one row per stored result."""
+    """Every number of the report, one row per stored result (names a spreadsheet would run as
+    formulas written as text)."""
     columns: list[str] = []
     for row in report.records:
         columns += [name for name in row if name not in columns]
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(report.records)
-    return buffer.getvalue()
+    return records_csv(columns, report.records)
 
 
 def _fields(item: object, *names: str) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from perflab.markdown_text import fence, md_text
 from perflab.report.model import BenchBlock, CandidateSection, ComparisonRow, Figures, Report, StageSection
 from perflab.report.summary import coloured, percent_text, ranked
 from perflab.study.loadcurve import LOAD_TITLES, LoadCurve
@@ -27,7 +28,8 @@ def _indented(lines: Sequence[str]) -> list[str]:
 
 
 def _fenced(text: str, language: str = "") -> list[str]:
-    return [f"```{language}", *text.rstrip("\n").splitlines(), "```"]
+    marker = fence(text)
+    return [f"{marker}{language}", *text.rstrip("\n").splitlines(), marker]
 
 
 def _admonition(kind: str, title: str, body: Sequence[str], *, open_: bool = False) -> list[str]:
@@ -53,7 +55,7 @@ def comparison_table(rows: Sequence[ComparisonRow], decimals: int) -> list[str]:
     for row in rows:
         baseline = _cell(row.baseline, None, decimals)
         optimized = _cell(row.optimized, row.change, decimals)
-        lines.append(f"| **{row.case}** | {baseline} | {optimized} |")
+        lines.append(f"| **{md_text(row.case)}** | {baseline} | {optimized} |")
     return lines
 
 
@@ -71,8 +73,8 @@ def summary_table(report: Report) -> list[str]:
         )
         versus = "-" if row.versus_baseline is None else percent_text(row.versus_baseline, report.decimals)
         if row.note:
-            versus += f" ({row.note})"
-        lines.append(f"| {row.option} | {gain} | {versus} |")
+            versus += f" ({md_text(row.note)})"
+        lines.append(f"| {md_text(row.option)} | {gain} | {versus} |")
     return lines
 
 
@@ -88,7 +90,7 @@ def _blocks(blocks: Sequence[BenchBlock], *, named: bool) -> list[str]:
 
 
 def _candidate(candidate: CandidateSection, *, show_label: bool) -> list[str]:
-    lines = [candidate.label] if show_label else []
+    lines = [md_text(candidate.label)] if show_label else []
     if candidate.serve_command:
         lines += _admonition("info", "Serving script", _fenced(candidate.serve_command, "bash"))
     if candidate.blocks:
@@ -96,7 +98,7 @@ def _candidate(candidate: CandidateSection, *, show_label: bool) -> list[str]:
             "info", "Benchmark result", _fenced("\n".join(_blocks(candidate.blocks, named=False)))
         )
     elif candidate.status:
-        lines += [f"Not measured yet (run {candidate.run_id}: {candidate.status}).", ""]
+        lines += [f"Not measured yet (run {candidate.run_id}: {md_text(candidate.status)}).", ""]
     return lines
 
 
@@ -105,14 +107,15 @@ def _ranking(stage: StageSection, unit: str) -> list[str]:
     if len(ordered) < 2:
         return []
     return [
-        "Result: " + " > ".join(f"{c.label} ({c.value:.2f} {unit})".replace(" )", ")") for c in ordered),
+        "Result: "
+        + " > ".join(f"{md_text(c.label)} ({c.value:.2f} {unit})".replace(" )", ")") for c in ordered),
         "",
     ]
 
 
 def _decisions(stage: StageSection) -> list[str]:
     lines = [
-        f"- {c.label}: {c.decision.replace('_', ' ')}" + (f" ({c.note})" if c.note else "")
+        f"- {md_text(c.label)}: {c.decision.replace('_', ' ')}" + (f" ({md_text(c.note)})" if c.note else "")
         for c in stage.candidates
         if c.decision
     ]
@@ -121,7 +124,7 @@ def _decisions(stage: StageSection) -> list[str]:
 
 def stage_lines(stage: StageSection, unit: str) -> list[str]:
     """One stage's section."""
-    lines = [f"### {stage.index}. {stage.name}", ""]
+    lines = [f"### {stage.index}. {md_text(stage.name)}", ""]
     for candidate in stage.candidates:
         lines += _candidate(candidate, show_label=True)
     if not stage.decided:
@@ -135,24 +138,24 @@ def _setup(report: Report) -> list[str]:
         "",
         "### Model",
         "",
-        report.model or "not recorded",
+        md_text(report.model) if report.model else "not recorded",
         "",
         "### Hardware",
         "",
     ]
-    lines += [report.hardware or "not recorded", ""]
+    lines += [md_text(report.hardware) if report.hardware else "not recorded", ""]
     if report.engine_versions:
         lines += [
             "### Engine Version",
             "",
-            *(f"- {engine}: {version}" for engine, version in report.engine_versions),
+            *(f"- {md_text(engine)}: {md_text(version)}" for engine, version in report.engine_versions),
             "",
         ]
     if report.datasets:
         lines += [
             "### Benchmark Dataset",
             "",
-            *(f"{i}. {text}" for i, text in enumerate(report.datasets, 1)),
+            *(f"{i}. {md_text(text)}" for i, text in enumerate(report.datasets, 1)),
             "",
         ]
     if report.bench_commands:
@@ -171,9 +174,9 @@ def _setup(report: Report) -> list[str]:
 
 
 def _curve(title: str, curve: LoadCurve, chart: str | None) -> list[str]:
-    lines = [f"### {title}", ""]
+    lines = [f"### {md_text(title)}", ""]
     if chart:
-        lines += [f"![{title}]({chart})", ""]
+        lines += [f"![{md_text(title)}]({chart})", ""]
     slo_columns = list(curve.slos)
     header = [
         LOAD_TITLES.get(curve.kind, "Load"),
@@ -192,7 +195,9 @@ def _curve(title: str, curve: LoadCurve, chart: str | None) -> list[str]:
             f"{point.total_token_throughput:.2f}",
             f"{figures.get('p99_ttft_ms', float('nan')):.2f}",
             f"{figures.get('mean_tpot_ms', float('nan')):.2f}",
-            ("yes" if point.meets_slos else "no: " + "; ".join(point.violations)) if slo_columns else "-",
+            ("yes" if point.meets_slos else "no: " + md_text("; ".join(point.violations)))
+            if slo_columns
+            else "-",
         ]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
@@ -218,13 +223,16 @@ def _incomplete(report: Report) -> list[str]:
     body = [
         "These candidates could not be measured because of the infrastructure (not a result):",
         "",
-        *(f"- {item.stage} · {item.label}: {item.reason}" for item in report.unmeasured),
+        *(
+            f"- {md_text(item.stage)} · {md_text(item.label)}: {md_text(item.reason)}"
+            for item in report.unmeasured
+        ),
         "",
     ]
     if report.provisional_best:
         body.append(
-            f"No configuration is recommended over them: {report.provisional_best}, the best measured "
-            "so far, is provisional until they are measured."
+            f"No configuration is recommended over them: {md_text(report.provisional_best)}, the best "
+            "measured so far, is provisional until they are measured."
         )
     else:
         body.append("Nothing can be recommended until they are measured.")
@@ -235,11 +243,12 @@ def render_markdown(report: Report, charts: Mapping[str, str] | None = None) -> 
     """The report's markdown; ``charts`` maps chart names (``comparison``, ``stages``, ``load_curve_1``…)
     to the relative paths of their PNG files."""
     charts = dict(charts or {})
-    lines = [f"# {report.title}", "", "## Conclusion", ""]
+    lines = [f"# {md_text(report.title)}", "", "## Conclusion", ""]
     if "comparison" in charts:
         lines += [f"![Baseline vs optimized]({charts['comparison']})", ""]
     if report.recommended_command:
-        lines += [f"Recommended configuration for {report.objective} of {report.model or 'the model'}:", ""]
+        model = md_text(report.model) if report.model else "the model"
+        lines += [f"Recommended configuration for {md_text(report.objective)} of {model}:", ""]
         lines += _admonition(
             "tip", "Serving Command", _fenced(report.recommended_command, "bash"), open_=True
         )
@@ -253,8 +262,11 @@ def render_markdown(report: Report, charts: Mapping[str, str] | None = None) -> 
     lines += ["Comparison of benchmark results before and after optimization:", ""]
     lines += [*comparison_table(report.comparison, report.decimals), ""]
     notes = [*report.notes, *NOTE_LIMITS]
-    lines += _admonition("note", "Notes", [f"{i}. {note}" for i, note in enumerate(notes, 1)], open_=True)
-    lines += ["## Optimization Objective", "", report.goal or f"Maximize {report.objective}.", ""]
+    lines += _admonition(
+        "note", "Notes", [f"{i}. {md_text(note)}" for i, note in enumerate(notes, 1)], open_=True
+    )
+    goal = md_text(report.goal) if report.goal else f"Maximize {md_text(report.objective)}."
+    lines += ["## Optimization Objective", "", goal, ""]
     lines += _setup(report)
     lines += ["## Experiment Results", ""]
     if report.baseline is not None:

@@ -517,10 +517,14 @@ class _Execution:
         except TransportError as exc:
             status = "failed"
             fields = {"failure_class": "connection_lost", "failure_message": str(exc)}
-        except Exception as exc:  # a bug must still stop the engines and finish the run
-            logger.exception("run %s failed unexpectedly", self.store.run_id)
+        except Exception as exc:  # the database lost, or a bug: the engines must stop and the run end
             status = "failed"
-            fields = {"failure_class": "internal_error", "failure_message": f"{type(exc).__name__}: {exc}"}
+            if self.store.database_failed(exc):
+                fields = {"failure_class": "database_unavailable", "failure_message": self.store.unavailable}
+            else:
+                logger.exception("run %s failed unexpectedly", self.store.run_id)
+                message = f"{type(exc).__name__}: {exc}"
+                fields = {"failure_class": "internal_error", "failure_message": message}
         fields.update(self._cleanup())
         try:
             self.set_status(status, fields.get("failure_message") or status, **fields)

@@ -7,7 +7,9 @@ its arguments, already masked and JSON-safe) instead of losing them. :func:`repl
 to the database once it takes writes again — each write is dropped from the file as soon as it is
 stored, so a replay cut short goes on where it stopped — and :func:`replay_all` does it for every
 spool (the worker calls it on every poll). The spool directory is ``PERFLAB_SPOOL_DIR``, default
-``<repo>/var/spool`` (see :mod:`perflab.settings`).
+``<repo>/var/spool`` (see :mod:`perflab.settings`). A write the spool's disk cannot take either (full,
+read-only) raises :class:`SpoolUnwritable` and leaves the file as it was (no torn line); a torn line
+found anyway (a crash mid-write) is skipped with a warning.
 """
 
 from __future__ import annotations
@@ -39,6 +41,10 @@ _FILE = re.compile(r"^run-(\d+)\.jsonl$")
 _UNAVAILABLE_SQLSTATES = frozenset({"25006", "42501", "53100", "53200", "53300", "57P01", "57P02", "57P03"})
 
 
+class SpoolUnwritable(OSError):
+    """The spool file could not take a write; the message names the file and the system's reason."""
+
+
 def unavailable(error: BaseException) -> bool:
     """Whether a database error means "the database cannot take writes now" (unwritable, unreachable,
     read-only, privileges revoked) rather than a bug in what is written."""
@@ -61,23 +67,41 @@ def spool_path(run_id: int) -> Path:
 def append(run_id: int, operation: str, arguments: Mapping[str, Any]) -> Path:
     """Add one write to the run's spool (created mode 0600: it may hold results and commands)."""
     path = spool_path(run_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
     line = json.dumps({"op": operation, "args": dict(arguments)}, separators=(",", ":")) + "\n"
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    with os.fdopen(descriptor, "a", encoding="utf-8") as handle:
-        handle.write(line)
-        handle.flush()
-        os.fsync(handle.fileno())
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    except OSError as error:
+        raise SpoolUnwritable(f"the spool {path} cannot be written ({error.strerror or error})") from None
+    size = os.fstat(descriptor).st_size
+    with os.fdopen(descriptor, "ab") as handle:
+        try:
+            handle.write(line.encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        except OSError as error:
+            os.ftruncate(descriptor, size)  # no torn line: the file ends with its last whole write
+            raise SpoolUnwritable(f"the spool {path} cannot be written ({error.strerror or error})") from None
     return path
 
 
 def pending(run_id: int) -> list[dict[str, Any]]:
     """The writes still waiting in the run's spool (empty when there is none)."""
     try:
-        text = spool_path(run_id).read_text(encoding="utf-8")
+        text = spool_path(run_id).read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         return []
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    entries = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            logger.warning("run %s: line %d of its spool is torn and skipped", run_id, number)
+            continue
+        entries.append(entry)
+    return entries
 
 
 def _rewrite(path: Path, entries: list[dict[str, Any]]) -> None:

@@ -78,8 +78,28 @@ class RunStore:
                     raise
                 self._start_spooling(exc)
         if operation != "heartbeat":  # progress is of the moment: nothing to keep of it
-            spool.append(self.run_id, operation, arguments)
+            try:
+                spool.append(self.run_id, operation, arguments)
+            except spool.SpoolUnwritable as exc:
+                self._spool_failed(exc)
         return None
+
+    def _spool_failed(self, error: spool.SpoolUnwritable) -> None:
+        """Neither the database nor the spool takes this run's writes: say so once; what is
+        measured from here on is lost."""
+        lost = f"the database could not be used and {error}: the run's writes since are lost"
+        if self.unavailable != lost:
+            self.unavailable = lost
+            logger.error("run %s: %s", self.run_id, lost)
+
+    def database_failed(self, error: BaseException) -> bool:
+        """Whether ``error`` (raised by any database call of the run, a read included) says the
+        database is unavailable; if so, every later write goes to the spool and :attr:`unavailable`
+        says where."""
+        if not (isinstance(error, sa.exc.DBAPIError) and spool.unavailable(error)):
+            return False
+        self._start_spooling(error)
+        return True
 
     def _start_spooling(self, error: BaseException) -> None:
         if self.spooled is not None:

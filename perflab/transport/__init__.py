@@ -17,6 +17,7 @@ from perflab.transport.errors import (
     CommandTimeout,
     ConnectionLost,
     HostUnreachable,
+    OutputTooLarge,
     TransportError,
     UnknownHostKey,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "ConnectionLost",
     "HostUnreachable",
     "LocalTransport",
+    "OutputTooLarge",
     "SSHTransport",
     "Transport",
     "TransportError",

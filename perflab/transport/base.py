@@ -21,7 +21,7 @@ from pathlib import Path
 from types import TracebackType
 
 from perflab.inventory import HostConfig
-from perflab.transport.errors import CommandFailed, CommandTimeout
+from perflab.transport.errors import CommandFailed, CommandTimeout, OutputTooLarge
 
 StdinData = str | bytes | None
 
@@ -31,8 +31,6 @@ EXIT_NOT_EXECUTABLE = 126
 EXIT_NOT_FOUND = 127
 
 _TAIL_LINES = 40
-
-
 @dataclass(frozen=True)
 class CommandResult:
     """What a finished command left: its exit status (negative: killed by a signal) and its output."""
@@ -94,6 +92,32 @@ def _decode_line(raw: bytes) -> str:
 
 Chunk = tuple[str, bytes]
 
+# What ``run`` keeps of a command's stdout, and of its stderr: past it the command is stopped
+# (``OutputTooLarge``). perflab's own commands print kilobytes; a flooding tool is stopped early.
+MAX_OUTPUT_BYTES = 16 * 1024 * 1024
+# The longest line a stream yields; a longer one comes as several lines of this size.
+MAX_LINE_BYTES = 1024 * 1024
+# How much of the output's end an ``OutputTooLarge`` carries for its message.
+_KEPT_BYTES = 2000
+
+
+class CappedOutput:
+    """One output stream of a command being run, kept up to ``MAX_OUTPUT_BYTES``."""
+
+    def __init__(self, host_name: str, argv: Sequence[str], limit: int = MAX_OUTPUT_BYTES) -> None:
+        self._host_name = host_name
+        self._argv = argv
+        self._limit = limit
+        self.data = bytearray()
+
+    def add(self, chunk: bytes) -> None:
+        """Keep ``chunk``; raise ``OutputTooLarge`` (the caller stops the command) past the limit."""
+        self.data += chunk
+        if len(self.data) > self._limit:
+            kept = decode(bytes(self.data[-_KEPT_BYTES:]))
+            raise OutputTooLarge(self._host_name, self._argv, self._limit, kept)
+
+
 
 class CommandStream(ABC):
     """The merged stdout/stderr lines of a running command; ``exit_status`` is set once it is drained.
@@ -145,8 +169,12 @@ class CommandStream(ABC):
                 self._lines.extend(_decode_line(rest) for rest in self._partial.values() if rest)
                 self._partial.clear()
             for source, data in chunks:
-                *complete, self._partial[source] = (self._partial.get(source, b"") + data).split(b"\n")
+                *complete, partial = (self._partial.get(source, b"") + data).split(b"\n")
                 self._lines.extend(_decode_line(line) for line in complete)
+                while len(partial) > MAX_LINE_BYTES:
+                    self._lines.append(_decode_line(partial[:MAX_LINE_BYTES]))
+                    partial = partial[MAX_LINE_BYTES:]
+                self._partial[source] = partial
 
     def wait(self) -> int:
         """Drain the remaining output and return the exit status."""

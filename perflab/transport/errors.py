@@ -59,6 +59,21 @@ class CommandTimeout(TransportError):
         super().__init__(host, f"'{argv[0]}' on host '{host}' ran longer than {timeout:g} s and was stopped.")
 
 
+class OutputTooLarge(TransportError):
+    """A command printed more than a transport keeps; it was stopped. ``kept`` is its output's end."""
+
+    kind = "output_too_large"
+
+    def __init__(self, host: str, argv: Sequence[str], limit: int, kept: str = "") -> None:
+        self.argv = list(argv)
+        self.limit = limit
+        self.kept = kept
+        super().__init__(
+            host,
+            f"'{argv[0]}' on host '{host}' printed more than {limit // (1024 * 1024)} MiB and was stopped.",
+        )
+
+
 class ConnectionLost(TransportError):
     """The connection dropped while a command ran or a file moved; the outcome is unknown."""
 

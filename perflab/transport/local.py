@@ -1,7 +1,8 @@
 """The local transport: commands as subprocesses of the app, files by copy, forwards are the port itself.
 
 Each command runs in its own session (process group), so a timeout stops the command and everything
-it started. A program that cannot be started is reported the way a shell reports it (exit status 127
+it started, as does output past ``MAX_OUTPUT_BYTES`` (``run`` reads both pipes as they fill and keeps
+at most that much of each). A program that cannot be started is reported the way a shell reports it (exit status 127
 "not found", 126 "not executable", 125 "cannot change directory") so callers see the same results as
 over SSH.
 """
@@ -11,10 +12,12 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import selectors
 import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -24,6 +27,7 @@ from perflab.transport.base import (
     EXIT_CANNOT_CHDIR,
     EXIT_NOT_EXECUTABLE,
     EXIT_NOT_FOUND,
+    CappedOutput,
     Chunk,
     Command,
     CommandResult,
@@ -45,6 +49,56 @@ def _stop_group(proc: subprocess.Popen[bytes]) -> int:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     return proc.wait()
+
+
+def _communicate(
+    proc: subprocess.Popen[bytes], stdin: bytes | None, deadline: float, out: CappedOutput, err: CappedOutput
+) -> bool:
+    """Write ``stdin``, read both pipes until they close (keeping at most each ``CappedOutput``'s
+    limit) and wait for the command to exit; False if the deadline passed first."""
+    assert proc.stdout is not None and proc.stderr is not None
+    outputs = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+    pending = memoryview(stdin or b"")
+    with selectors.DefaultSelector() as selector:
+        for fd in outputs:
+            selector.register(fd, selectors.EVENT_READ)
+        if proc.stdin is not None:
+            if pending:
+                os.set_blocking(proc.stdin.fileno(), False)
+                selector.register(proc.stdin.fileno(), selectors.EVENT_WRITE)
+            else:
+                proc.stdin.close()
+        while selector.get_map():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            for key, _ in selector.select(min(remaining, 1.0)):
+                if key.fd in outputs:
+                    data = os.read(key.fd, 65536)
+                    if data:
+                        outputs[key.fd].add(data)
+                    else:
+                        selector.unregister(key.fd)
+                    continue
+                try:
+                    pending = pending[os.write(key.fd, pending[:65536]) :]
+                except BrokenPipeError:
+                    pending = pending[:0]
+                if not pending:
+                    selector.unregister(key.fd)
+                    proc.stdin.close()  # type: ignore[union-attr]
+    try:
+        proc.wait(timeout=max(deadline - time.monotonic(), 0.0))
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
+def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None and not pipe.closed:
+            with contextlib.suppress(OSError):
+                pipe.close()
 
 
 class _LocalStream(CommandStream):
@@ -135,13 +189,18 @@ class LocalTransport(Transport):
         started = self._start(command, merge_stderr=False, with_stdin=stdin is not None)
         if isinstance(started, CommandResult):
             return started
+        deadline = time.monotonic() + timeout
+        out, err = CappedOutput(self.host.name, command.argv), CappedOutput(self.host.name, command.argv)
+        finished = False
         try:
-            out, err = started.communicate(input=stdin, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _stop_group(started)
-            started.communicate()
-            raise CommandTimeout(self.host.name, command.argv, timeout) from None
-        return CommandResult(started.returncode, decode(out), decode(err))
+            finished = _communicate(started, stdin, deadline, out, err)
+        finally:  # timed out, OutputTooLarge, or the caller interrupted: the command must not stay
+            if not finished:
+                _stop_group(started)
+            _close_pipes(started)
+        if not finished:
+            raise CommandTimeout(self.host.name, command.argv, timeout)
+        return CommandResult(started.returncode, decode(bytes(out.data)), decode(bytes(err.data)))
 
     def _stream(self, command: Command, *, timeout: float) -> CommandStream:
         started = self._start(command, merge_stderr=True, with_stdin=False)

@@ -26,6 +26,7 @@ import paramiko
 
 from perflab.inventory import HostConfig
 from perflab.transport.base import (
+    CappedOutput,
     Chunk,
     Command,
     CommandResult,
@@ -35,7 +36,7 @@ from perflab.transport.base import (
     env_lines,
 )
 from perflab.transport.connections import POOL, ConnectionPool
-from perflab.transport.errors import CommandTimeout, ConnectionLost
+from perflab.transport.errors import CommandTimeout, ConnectionLost, OutputTooLarge
 from perflab.transport.forward import PortForward
 
 # Reports the pid, exports the first $2 lines of standard input (NAME=value each: the host's secrets,
@@ -243,25 +244,30 @@ class SSHTransport(Transport):
     def _collect(self, command: _RemoteCommand, timeout: float, *, strip_pid: bool) -> CommandResult:
         chan = command.chan
         deadline = time.monotonic() + timeout
-        out = bytearray()
-        err = bytearray()
-        while True:
-            while chan.recv_ready():
-                out += chan.recv(_CHUNK)
-            while chan.recv_stderr_ready():
-                chunk = chan.recv_stderr(_CHUNK)
-                err += command.pids.feed(chunk) if strip_pid else chunk
-            if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
-                break
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                command.stop()
-                raise CommandTimeout(self.host.name, command.argv, timeout, decode(bytes(err[-2000:])))
-            command.wait_readable(min(remaining, 1.0))
-        err += command.pids.flush()
+        out = CappedOutput(self.host.name, command.argv)
+        err = CappedOutput(self.host.name, command.argv)
+        try:
+            while True:
+                while chan.recv_ready():
+                    out.add(chan.recv(_CHUNK))
+                while chan.recv_stderr_ready():
+                    chunk = chan.recv_stderr(_CHUNK)
+                    err.add(command.pids.feed(chunk) if strip_pid else chunk)
+                if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
+                    break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    command.stop()
+                    tail = decode(bytes(err.data[-2000:]))
+                    raise CommandTimeout(self.host.name, command.argv, timeout, tail)
+                command.wait_readable(min(remaining, 1.0))
+        except OutputTooLarge:
+            command.stop()
+            raise
+        err.add(command.pids.flush())
         status = command.exit_status()
         chan.close()
-        return CommandResult(status, decode(bytes(out)), decode(bytes(err)))
+        return CommandResult(status, decode(bytes(out.data)), decode(bytes(err.data)))
 
     def _stream(self, command: Command, *, timeout: float) -> CommandStream:
         remote = self._exec(command)

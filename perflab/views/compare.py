@@ -16,6 +16,8 @@ from pandas.io.formats.style import Styler
 from sqlmodel import Session
 
 from db import crud
+from perflab.csv_cells import frame_csv
+from perflab.markdown_text import md_text
 from perflab.views.distributions import cdf_points, latency_values
 from perflab.views.formatting import (
     MISSING,
@@ -237,9 +239,10 @@ def _style(verdict_text: str) -> str:
 
 
 def comparison_markdown(table: ComparisonTable) -> str:
-    """The table as markdown, better changes in green and worse in red spans like the seeds."""
+    """The table as markdown, better changes in green and worse in red spans like the seeds (run
+    names escaped)."""
     frame = display_frame(table)
-    header = ["Metric", *frame.columns]
+    header = ["Metric", *(md_text(column) for column in frame.columns)]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     for row, metric in enumerate(table.metrics):
         cells = []
@@ -265,7 +268,7 @@ def comparison_csv(table: ComparisonTable) -> str:
         frame[name] = table.values[name].to_numpy()
         if name != table.baseline:
             frame[f"{name} change %"] = table.changes[name].round(2).to_numpy()
-    return frame.to_csv(index=False)
+    return frame_csv(frame)
 
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]#|<>~])")

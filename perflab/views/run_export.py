@@ -1,4 +1,5 @@
-"""Downloads of the run page: the whole run as JSON, and one CSV row of metrics per profile."""
+"""Downloads of the run page: the whole run as JSON, and one CSV row of metrics per profile (cells a
+spreadsheet would run as formulas written as text, ``perflab.csv_cells``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from db.crud.run_list import RUN_LIST_COLUMNS
+from perflab.csv_cells import frame_csv
 from perflab.views.metrics import metric_value, result_metrics
 from perflab.views.run_detail import RunDetail
 
@@ -62,4 +64,4 @@ def run_csv(detail: RunDetail) -> str:
         row.update({metric.key: metric_value(profile.result, metric.key) for metric in metrics})
         rows.append(row)
     columns = [f"run_{name}" for name in RUN_LIST_COLUMNS] + ["profile"] + [metric.key for metric in metrics]
-    return pd.DataFrame(rows, columns=columns).to_csv(index=False)
+    return frame_csv(pd.DataFrame(rows, columns=columns))

@@ -15,6 +15,7 @@ from sqlmodel import Session
 from db import crud
 from db.crud import RunRow
 from perflab.views.formatting import PARTIAL_MARK, host_label, replicas_mark
+from perflab.views.urlstate import MAX_ID
 
 # Source choice shown → (run.source, run.simulated) filter values.
 SOURCE_CHOICES: dict[str, tuple[str | None, bool | None]] = {
@@ -179,7 +180,9 @@ def load_run_page(
     page: int = 1,
     page_size: int = DEFAULT_PAGE_SIZE,
 ) -> RunListPage:
-    """The runs matching ``filters`` on page ``page`` (clamped to the last page)."""
+    """The runs matching ``filters`` on page ``page`` (clamped to the last page; never past
+    ``MAX_ID`` runs, so the offset always fits the database's integers)."""
+    page = min(max(page, 1), MAX_ID // page_size + 1)
     source, simulated = SOURCE_CHOICES.get(filters.source, (None, None))
     query = {
         "status": _optional(filters.status),
@@ -193,7 +196,7 @@ def load_run_page(
         "descending": descending,
         "limit": page_size,
     }
-    result = crud.list_runs(session, offset=(max(page, 1) - 1) * page_size, **query)
+    result = crud.list_runs(session, offset=(page - 1) * page_size, **query)
     pages = page_count(result.total, page_size)
     if page > pages:
         page = pages
@@ -232,13 +235,21 @@ def widget_state_from_query(params: dict[str, str], choices: dict[str, list[str]
     for name, options in pickers.items():
         if params.get(name) in options:
             state[QUERY_KEYS[name]] = params[name]
-    size = params.get("size", "")
-    if size.isdigit() and int(size) in PAGE_SIZES:
-        state[QUERY_KEYS["size"]] = int(size)
-    page = params.get("page", "")
-    if page.isdigit() and int(page) >= 1:
-        state[QUERY_KEYS["page"]] = int(page)
+    size = _bounded_int(params.get("size", ""), max(PAGE_SIZES))
+    if size in PAGE_SIZES:
+        state[QUERY_KEYS["size"]] = size
+    page = _bounded_int(params.get("page", ""), MAX_ID)
+    if page is not None:
+        state[QUERY_KEYS["page"]] = page
     return state
+
+
+def _bounded_int(text: str, highest: int) -> int | None:
+    """``text`` as a whole number in ``[1, highest]``, else None (read only when short enough to be one)."""
+    if not (text.isascii() and text.isdigit()) or len(text) > len(str(highest)):
+        return None
+    value = int(text)
+    return value if 1 <= value <= highest else None
 
 
 def query_from_view(
