@@ -1,5 +1,14 @@
 """Version-aware preflight: before a launch, ask the host's engine which flags and values it accepts.
 
+An engine with a check program (vLLM; :mod:`perflab.engines.asking`) is asked itself: its own parser
+reads the exact launch argv, its own config checks and registries judge the values, each refusal names
+flag, value, version and the engine's own message, and the values it parsed for the typed knobs (the
+effective configuration: the last flag wins) must agree with the typed knobs — an extra argument that
+contradicts one is refused, naming both. Its registries are cached per host, engine, version and
+command prefix (:meth:`HelpCache.store_words`) for the Launch page. Where the engine cannot be imported
+there, or for the other engines, the help text is read instead and the values are checked against the
+static tables of :mod:`perflab.engines.vocabulary`:
+
 The engine's own help (``vllm serve --help=all``, ``python3 -m sglang.launch_server --help``,
 ``trtllm-serve serve --help``; :attr:`EngineAdapter.help_argv`) is run over the host's transport, read
 with :func:`perflab.engines.helptext.parse_help` and cached per host, engine, version and command
@@ -18,13 +27,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
+from perflab.engines.asking import EngineAnswer, ask_engine
 from perflab.engines.base import EngineAdapter
 from perflab.engines.config import EngineConfig
-from perflab.engines.flags import option_value
+from perflab.engines.flags import format_value, option_value
 from perflab.engines.helptext import FlagSpec, HelpFlags, parse_help
 from perflab.transport.base import Transport
 from perflab.transport.errors import TransportError
@@ -50,6 +61,8 @@ class Verdict:
     missing: bool = False
     checked: bool = True
     note: str = ""
+    effective: Mapping[str, Any] | None = None
+    asked: bool = False
 
     @property
     def ok(self) -> bool:
@@ -62,7 +75,8 @@ class Verdict:
             return f"preflight: {who} refuses this configuration: " + "; ".join(self.problems)
         if not self.checked:
             return f"preflight: {who} was not checked: {self.note}"
-        return f"preflight: {who} accepts every flag and value of this configuration"
+        how = "its own parser" if self.asked else "its help"
+        return f"preflight: {who} accepts every flag and value of this configuration ({how})"
 
 
 class HelpCache:
@@ -88,15 +102,30 @@ class HelpCache:
         }
 
     def store(self, key: Sequence[str], flags: HelpFlags) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        payload = {
-            "format": CACHE_FORMAT,
-            "key": list(key),
-            "flags": {
+        self._write(
+            key,
+            {
                 flag: {"takes_value": spec.takes_value, "choices": list(spec.choices or []) or None}
                 for flag, spec in flags.items()
             },
-        }
+        )
+
+    def load_words(self, key: Sequence[str]) -> dict[str, tuple[str, ...]] | None:
+        """The registries an installed engine listed (knob → values), stored by :meth:`store_words`."""
+        try:
+            data = json.loads(self._path(("words", *key)).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if data.get("format") != CACHE_FORMAT or data.get("key") != ["words", *key]:
+            return None
+        return {knob: tuple(values) for knob, values in data["flags"].items()}
+
+    def store_words(self, key: Sequence[str], words: Mapping[str, Sequence[str]]) -> None:
+        self._write(("words", *key), {knob: list(values) for knob, values in words.items()})
+
+    def _write(self, key: Sequence[str], flags: Mapping[str, Any]) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        payload = {"format": CACHE_FORMAT, "key": list(key), "flags": flags}
         target = self._path(key)
         temporary = target.with_suffix(f".{os.getpid()}.tmp")
         temporary.write_text(json.dumps(payload), encoding="utf-8")
@@ -204,8 +233,26 @@ def preflight(
     """Check ``config``'s launch argv against what the host's engine (``engine_version`` as probed;
     None when unknown) accepts. Raises :class:`EngineConfigError` for a config the adapter refuses."""
     port = config.port or adapter.default_port
-    argv = adapter.serve_argv(config, port=port, engine_version=engine_version)
     verdict = Verdict(adapter.display_name, engine_version, transport.host.name)
+    why_not_asked = ""
+    if adapter.check_program is not None:
+        argv = adapter.serve_argv(config, port=port, engine_version=engine_version)
+        answer = ask_engine(transport, adapter, argv, prefix=prefix)
+        if isinstance(answer, EngineAnswer):
+            version = answer.version or engine_version
+            if cache is not None and version and answer.vocabulary:
+                cache.store_words((transport.host.name, adapter.name, version, *prefix), answer.vocabulary)
+            who = f"{adapter.display_name} {version or '(version unknown)'}"
+            problems = [problem.words(who) for problem in answer.problems]
+            problems += contradictions(adapter, config, answer)
+            return replace(
+                verdict, version=version, problems=tuple(problems), effective=answer.effective, asked=True
+            )
+        if "is not on the PATH" in answer:
+            return replace(verdict, problems=(f"{adapter.display_name} is not installed on the host ({answer})",), missing=True)
+        why_not_asked = f"{answer}; read its help instead"
+        adapter = adapter.with_vocabulary()
+    argv = adapter.serve_argv(config, port=port, engine_version=engine_version)
     if adapter.help_argv is None:
         if _program_missing(transport, argv[0], prefix):
             return replace(verdict, problems=(f"{argv[0]} is not on the host's PATH",), missing=True)
@@ -217,7 +264,54 @@ def preflight(
         problem = f"{adapter.display_name} is not installed on the host ({how})"
         return replace(verdict, problems=(problem,), missing=True)
     if flags is None:
-        return replace(verdict, checked=False, note=how)
+        return replace(verdict, checked=False, note="; ".join(filter(None, (why_not_asked, how))))
     return replace(
-        verdict, problems=tuple(check_argv(adapter, argv[len(adapter.program) :], flags, engine_version))
+        verdict,
+        problems=tuple(check_argv(adapter, argv[len(adapter.program) :], flags, engine_version)),
+        note=why_not_asked,
     )
+
+
+def _same(knob: str, typed: Any, parsed: Any) -> bool:
+    if knob == "attention_backend" and isinstance(parsed, str):
+        return str(typed).upper() == parsed.upper() or (str(typed).lower() == "auto" and parsed is None)
+    if isinstance(typed, float) and isinstance(parsed, (int, float)):
+        return abs(typed - parsed) < 1e-9
+    return bool(typed == parsed)
+
+
+def contradictions(adapter: EngineAdapter, config: EngineConfig, answer: EngineAnswer) -> list[str]:
+    """Typed knobs whose value the engine, parsing the whole argv, reads otherwise (an extra argument
+    that sets the same thing, in any spelling or abbreviation the engine takes), naming both."""
+    if answer.effective is None:
+        return []
+    typed = config.knob_values()
+    if config.served_model_name:
+        typed["served_model_name"] = config.served_model_name
+    problems = []
+    for knob, value in typed.items():
+        if knob not in answer.effective:
+            continue
+        parsed = answer.effective[knob]
+        if knob == "ep" and isinstance(parsed, bool):
+            parsed = config.tp * config.dp if parsed else 1
+        if knob == "served_model_name" and isinstance(parsed, list) and len(parsed) == 1:
+            parsed = parsed[0]
+        if _same(knob, value, parsed):
+            continue
+        spellings = [adapter.normalize_flag(name) for name in answer.options.get(knob, ())]
+        culprits = [
+            item
+            for item in config.extra_args
+            if any(
+                name == adapter.normalize_flag(item.partition("=")[0])
+                or (item.startswith("--") and name.startswith(adapter.normalize_flag(item.partition("=")[0])))
+                for name in spellings
+            )
+        ]
+        source = f"extra_args {' '.join(culprits)}" if culprits else "the command"
+        problems.append(
+            f"{source} makes {adapter.display_name} read {knob} as {format_value(parsed)}, contradicting "
+            f"the typed knob {knob}: {format_value(value)}"
+        )
+    return problems
