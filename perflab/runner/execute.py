@@ -144,6 +144,8 @@ class _Execution:
         self.on_cpu = False
         self.container: ContainerPlan | None = None
         self.engine_version: str | None = None
+        # What the preflight learned from the engine itself: its version, the effective knob values.
+        self.engine_facts: dict[str, Any] = {}
         self._last_cancel_check = 0.0
 
     # ----- events and interruption -------------------------------------------------------------------
@@ -375,6 +377,13 @@ class _Execution:
         if not verdict.ok:
             raise RunFailed("launch_failed" if verdict.missing else "unknown_argument", verdict.summary())
         self.emit("message", verdict.summary())
+        if verdict.version:
+            self.engine_version = verdict.version
+            self.engine_facts["engine_version"] = verdict.version
+        if verdict.effective is not None:
+            self.engine_facts["effective_config"] = dict(verdict.effective)
+        if self.engine_facts and prefix:
+            self.store.update(environment={**(self.store.load().environment or {}), **self.engine_facts})
 
     def _execute(self) -> None:
         run = self.store.load()
@@ -399,7 +408,10 @@ class _Execution:
             gpu_ids=list(gpu_ids),
             simulated=plan.host.simulated,
             accelerator=environment.accelerator_label(probe, gpu_ids),
-            environment=environment.snapshot(plan.host, probe, engine=plan.config.engine, gpu_ids=gpu_ids),
+            environment={
+                **environment.snapshot(plan.host, probe, engine=plan.config.engine, gpu_ids=gpu_ids),
+                **self.engine_facts,
+            },
         )
         vendor = next((acc.vendor for acc in probe.accelerators if acc.index in gpu_ids), "nvidia")
         if plan.config.image is not None:
