@@ -64,17 +64,7 @@ class EngineAnswer:
     vocabulary: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
-def _value_in(argv: Sequence[str], flag: str) -> str | None:
-    """The value the last ``flag`` of ``argv`` carries (``--flag=v`` or ``--flag v``), if any."""
-    found = None
-    for index, word in enumerate(argv):
-        name, has_inline, inline = word.partition("=")
-        if name == flag:
-            found = inline if has_inline else (argv[index + 1] if index + 1 < len(argv) else None)
-    return found
-
-
-def read_answer(text: str, argv: Sequence[str], dests: Mapping[str, str]) -> EngineAnswer | str:
+def read_answer(text: str, dests: Mapping[str, str]) -> EngineAnswer | str:
     """The answer in the program's output (its last line), knob names from ``dests`` (engine
     dest → perflab knob); or why there is none."""
     lines = [line for line in text.splitlines() if line.strip()]
@@ -89,7 +79,7 @@ def read_answer(text: str, argv: Sequence[str], dests: Mapping[str, str]) -> Eng
     problems = tuple(
         EngineProblem(
             flag=item.get("flag"),
-            value=item.get("value") if item.get("value") is not None else _value_in(argv, item.get("flag") or ""),
+            value=None if item.get("value") is None else str(item["value"]),
             message=str(item.get("message", "")),
         )
         for item in data.get("problems") or ()
@@ -118,7 +108,7 @@ def ask_engine(
         return f"{adapter.program[0]} is not on the PATH"
     if result.exit_status == 126:
         return f"{adapter.program[0]} is not a Python program"
-    answer = read_answer(result.stdout, words, adapter.engine_dests)
+    answer = read_answer(result.stdout, adapter.engine_dests)
     if isinstance(answer, str) and not result.ok:
         last = (result.stderr or result.stdout).strip().splitlines()
         return f"the engine's check exited {result.exit_status}" + (f": {last[-1]}" if last else "")

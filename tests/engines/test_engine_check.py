@@ -74,8 +74,7 @@ def test_removed_values_and_unknown_flags_are_refused_in_vllms_words(tmp_path: P
 
 def test_the_effective_value_contradicting_a_typed_knob_is_refused() -> None:
     config = EngineConfig(engine="vllm", model="/m", enable_prefix_caching=True)
-    argv = ["/m", "--host", "127.0.0.1", "--port", "8000", "--enable-prefix-caching", "--disable-prefix-caching"]
-    answer = read_answer((RECORDED / "vllm-0.33.0-contradicted.txt").read_text(), argv, VLLM.engine_dests)
+    answer = read_answer((RECORDED / "vllm-0.33.0-contradicted.txt").read_text(), VLLM.engine_dests)
     assert isinstance(answer, EngineAnswer)
     sneaky = config.model_copy(update={"extra_args": ("--disable-prefix",)})
 
@@ -86,10 +85,10 @@ def test_the_effective_value_contradicting_a_typed_knob_is_refused() -> None:
 
 
 def test_an_engine_that_cannot_be_imported_falls_back_to_its_help(tmp_path: Path) -> None:
-    answer = read_answer('{"import_error": "ModuleNotFoundError: No module named \'vllm\'"}', [], {})
+    answer = read_answer('{"import_error": "ModuleNotFoundError: No module named \'vllm\'"}', {})
     assert answer == "the engine could not be imported there (ModuleNotFoundError: No module named 'vllm')"
 
 
 @pytest.mark.parametrize("text", ["", "Traceback (most recent call last):", "[1, 2]"])
 def test_output_without_an_answer_is_no_answer(text: str) -> None:
-    assert read_answer(text, [], {}) == "the engine's check printed no answer"
+    assert read_answer(text, {}) == "the engine's check printed no answer"

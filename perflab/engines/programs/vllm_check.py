@@ -85,13 +85,16 @@ def parse(top, serve, words):
             message = lines[-1].split(": error: ", 1)[-1] if lines else "refused"
         if message.startswith("unrecognized arguments:"):
             unknown = message.split(":", 1)[1].split()
-            for word in unknown:
+            for index, word in enumerate(unknown):
                 if word.startswith("-"):
-                    problems.append({"flag": word.split("=", 1)[0], "value": None, "message": message})
+                    name, _, inline = word.partition("=")
+                    after = unknown[index + 1] if index + 1 < len(unknown) else ""
+                    value = inline or (after if after and not after.startswith("-") else None)
+                    problems.append({"flag": name, "value": value, "message": message})
             words = drop_unrecognized(words, unknown)
             continue
-        flag, words = drop_argument(serve, words, message)
-        problems.append({"flag": flag, "value": None, "message": message})
+        flag, words, value = drop_argument(serve, words, message)
+        problems.append({"flag": flag, "value": value, "message": message})
         if flag is None:
             return None, problems
     return None, problems
@@ -106,28 +109,35 @@ def drop_unrecognized(words, unknown):
 
 
 def drop_argument(serve, words, message):
-    """The flag an ``argument --x/-y: …`` error names, and ``words`` without it and its value."""
+    """The flag an ``argument --x/-y: …`` error names, ``words`` without it and its value, and the
+    value its last occurrence carried."""
     if not message.startswith("argument "):
-        return None, words
+        return None, words, None
     names = message[len("argument ") :].split(":", 1)[0].split("/")
     action = next((serve._option_string_actions.get(name) for name in names if name.startswith("-")), None)
     if action is None:
-        return None, words
+        return None, words, None
     spellings = set(action.option_strings)
     kept = []
+    value = None
     index = 0
     while index < len(words):
         word = words[index]
         index += 1
-        name = word.split("=", 1)[0].replace("_", "-") if word.startswith("--") else word
+        name, has_inline, inline = word.partition("=")
+        name = name.replace("_", "-") if name.startswith("--") else name
         if name in spellings or any(
             name.startswith("--") and len(name) > 2 and spelling.startswith(name) for spelling in spellings
         ):
-            if "=" not in word and action.nargs != 0 and index < len(words):
+            if has_inline:
+                value = inline
+            elif action.nargs != 0 and index < len(words):
+                value = words[index]
                 index += 1
             continue
         kept.append(word)
-    return names[-1] if names[-1].startswith("-") else names[0], kept
+    flag = next((name for name in names if name.startswith("--")), names[0])
+    return flag, kept, value
 
 
 def first_error(exc):
