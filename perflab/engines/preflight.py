@@ -248,8 +248,6 @@ def preflight(
             return replace(
                 verdict, version=version, problems=tuple(problems), effective=answer.effective, asked=True
             )
-        if "is not on the PATH" in answer:
-            return replace(verdict, problems=(f"{adapter.display_name} is not installed on the host ({answer})",), missing=True)
         why_not_asked = f"{answer}; read its help instead"
         adapter = adapter.with_vocabulary()
     argv = adapter.serve_argv(config, port=port, engine_version=engine_version)
