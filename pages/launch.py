@@ -11,7 +11,7 @@ from db import crud
 from perflab import ui
 from perflab.datasets import profile_dataset
 from perflab.engines import ENGINE_NAMES, EngineConfigError, get_adapter
-from perflab.engines.preflight import default_cache
+from perflab.engines.preflight import default_cache, host_adapter
 from perflab.probe.cpu import is_cpu_host
 from perflab.views import hosts, launch, preflight, run_detail
 from perflab.views.commands import command_preview
@@ -158,7 +158,14 @@ try:
 except launch.LaunchInputError as problem:
     st.error(str(problem))
 else:
-    preview = command_preview(config)
+    judge = host_adapter(
+        config.engine,
+        host=host.name,
+        version=preflight.probed_version(target.probe, config.engine),
+        cache=default_cache(),
+        image=config.image,
+    )
+    preview = command_preview(config, judge)
     if preview.command:
         st.code(preview.command, language="bash")
         if config.image is not None:

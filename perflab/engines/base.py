@@ -96,8 +96,9 @@ class EngineAdapter:
     check_program: ClassVar[str | None] = None
     # The engine parser's names (argparse dests) of perflab's typed knobs, for that program's answer.
     engine_dests: ClassVar[Mapping[str, str]] = {}
-    # Words outside :attr:`vocabulary` are refused only where it is the engine version's own list (an
-    # engine that cannot be asked, or :meth:`with_vocabulary`); else only other engines' spellings.
+    # Words outside :attr:`vocabulary` are refused (the default: perflab's tables, or an installed
+    # engine's registries through :meth:`with_vocabulary`); False (:meth:`leaving_words_to_engine`): only
+    # other engines' spellings, the rest left to the installed engine's own check before launch.
     words_known: bool = True
     # Unknown flags with these prefixes take no value when a command is imported (vLLM's booleans).
     switch_prefixes: ClassVar[tuple[str, ...]] = ()
@@ -150,6 +151,19 @@ class EngineAdapter:
         checked.vocabulary = {**self.vocabulary, **(vocabulary or {})}
         checked.words_known = True
         return checked
+
+    def leaving_words_to_engine(self) -> EngineAdapter:
+        """This adapter refusing only other engines' spellings (an engine whose own check judges the
+        rest: :attr:`check_program`); itself for an engine that cannot be asked."""
+        if self.check_program is None:
+            return self
+        lenient = copy.copy(self)
+        lenient.words_known = False
+        return lenient
+
+    def table_version(self) -> str | None:
+        """The engine version perflab's tables (:attr:`vocabulary`) follow."""
+        return next((words.version for words in self.vocabulary.values()), None)
 
     def check_values(self, config: EngineConfig) -> None:
         """Engine-specific value formats and knob combinations (hook)."""

@@ -37,6 +37,7 @@ from perflab.engines.base import EngineAdapter
 from perflab.engines.config import EngineConfig
 from perflab.engines.flags import format_value, option_value
 from perflab.engines.helptext import FlagSpec, HelpFlags, parse_help
+from perflab.engines.registry import get_adapter
 from perflab.transport.base import Transport
 from perflab.transport.errors import TransportError
 
@@ -236,7 +237,7 @@ def preflight(
     verdict = Verdict(adapter.display_name, engine_version, transport.host.name)
     why_not_asked = ""
     if adapter.check_program is not None:
-        argv = adapter.serve_argv(config, port=port, engine_version=engine_version)
+        argv = adapter.leaving_words_to_engine().serve_argv(config, port=port, engine_version=engine_version)
         answer = ask_engine(transport, adapter, argv, prefix=prefix)
         if isinstance(answer, EngineAnswer):
             version = answer.version or engine_version
@@ -249,7 +250,8 @@ def preflight(
                 verdict, version=version, problems=tuple(problems), effective=answer.effective, asked=True
             )
         why_not_asked = f"{answer}; read its help instead"
-        adapter = adapter.with_vocabulary()
+        if not prefix:
+            adapter = host_adapter(adapter.name, host=transport.host.name, version=engine_version, cache=cache)
     argv = adapter.serve_argv(config, port=port, engine_version=engine_version)
     if adapter.help_argv is None:
         if _program_missing(transport, argv[0], prefix):
@@ -268,6 +270,33 @@ def preflight(
         problems=tuple(check_argv(adapter, argv[len(adapter.program) :], flags, engine_version)),
         note=why_not_asked,
     )
+
+
+def host_adapter(
+    engine: str, *, host: str | None, version: str | None, cache: HelpCache | None, image: str | None = None
+) -> EngineAdapter:
+    """``engine``'s adapter judging one-word knob values as well as perflab can know them for the
+    engine ``version`` on ``host`` (None: unknown): that version's own registries where an earlier
+    check cached them; perflab's tables where the version is unknown or the tables' own; else — a
+    version the tables do not follow, or an image's engine, on an engine asked before launch — only
+    other engines' spellings, the rest left to the engine's own check."""
+    adapter = get_adapter(engine)
+    if image is not None:
+        return adapter.leaving_words_to_engine()
+    if version is None:
+        return adapter
+    installed = cache.load_words((host or "", engine, version)) if cache is not None else None
+    if installed:
+        return adapter.with_vocabulary(
+            {
+                knob: adapter.vocabulary[knob].installed(version, values)
+                for knob, values in installed.items()
+                if knob in adapter.vocabulary
+            }
+        )
+    if version.partition("+")[0] == adapter.table_version():
+        return adapter
+    return adapter.leaving_words_to_engine()
 
 
 def _same(knob: str, typed: Any, parsed: Any) -> bool:

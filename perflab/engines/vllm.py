@@ -124,7 +124,6 @@ class VllmAdapter(EngineAdapter):
     switch_prefixes = ("--enable-", "--disable-", "--no-")
     check_program = "vllm_check.py"
     engine_dests = VLLM_DESTS
-    words_known = False
     ready_markers = ("Application startup complete",)
     signatures = (
         *COMMON_SIGNATURES,

@@ -100,7 +100,8 @@ class _Plan:
 def _load_plan(run: Run, inventory: Inventory) -> _Plan:
     try:
         config = EngineConfig.model_validate(run.config or {})
-        adapter = get_adapter(config.engine)
+        # the preflight judges one-word values with the installed engine before anything starts
+        adapter = get_adapter(config.engine).leaving_words_to_engine()
         adapter.validate(config)
         adapter.check_launch(config)
         profiles = [BenchmarkProfile.model_validate(profile) for profile in run.profiles]

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from perflab.engines import EngineConfig, get_adapter
+from perflab.engines import EngineConfig, InvalidKnobValue, get_adapter
 from perflab.engines.asking import EngineAnswer, read_answer
-from perflab.engines.preflight import HelpCache, contradictions, preflight
+from perflab.engines.preflight import HelpCache, contradictions, host_adapter, preflight
 from perflab.inventory import HostConfig
 from perflab.transport.local import LocalTransport
 
@@ -92,3 +92,22 @@ def test_an_engine_that_cannot_be_imported_falls_back_to_its_help(tmp_path: Path
 @pytest.mark.parametrize("text", ["", "Traceback (most recent call last):", "[1, 2]"])
 def test_output_without_an_answer_is_no_answer(text: str) -> None:
     assert read_answer(text, {}) == "the engine's check printed no answer"
+
+
+def test_values_are_judged_for_the_hosts_engine_version(tmp_path: Path) -> None:
+    """Cached registries of the host's version; perflab's tables for an unknown version or theirs; else
+    (or in an image) the engine's own check before launch."""
+    cache = HelpCache(tmp_path)
+    cache.store_words(("gpu-033", "vllm", "0.33.0"), {"kv_cache_dtype": ["auto", "octave_k3v4"]})
+    octave = EngineConfig(engine="vllm", model="/m", kv_cache_dtype="octave_k3v4")
+    fp4 = EngineConfig(engine="vllm", model="/m", kv_cache_dtype="fp4_e2m1")
+
+    cached = host_adapter("vllm", host="gpu-033", version="0.33.0", cache=cache)
+    cached.validate(octave)
+    with pytest.raises(InvalidKnobValue, match="'fp4_e2m1' is not one of vLLM 0.33.0's values"):
+        cached.validate(fp4)
+    for version in (None, "0.32.0+cpu"):
+        with pytest.raises(InvalidKnobValue, match="not one of vLLM 0.32.0's values"):
+            host_adapter("vllm", host="gpu-033", version=version, cache=cache).validate(octave)
+    host_adapter("vllm", host="other", version="0.33.0", cache=cache).validate(fp4)
+    host_adapter("vllm", host="gpu-033", version=None, cache=cache, image="vllm/vllm-openai:v0.33.0").validate(fp4)

@@ -29,14 +29,21 @@ def _refusal(engine: str, **knobs: object) -> InvalidKnobValue:
 def test_vllm_leaves_words_newer_than_its_tables_to_the_installed_engine(knobs: dict) -> None:
     adapter = get_adapter("vllm")
     config = EngineConfig(engine="vllm", model="/m", **knobs)
-    adapter.validate(config)
+    adapter.leaving_words_to_engine().validate(config)
     with pytest.raises(InvalidKnobValue, match="not one of vLLM 0.32.0's values"):
-        adapter.with_vocabulary().validate(config)
+        adapter.validate(config)
 
 
-def test_vllm_refuses_another_engines_spelling_without_asking_the_engine() -> None:
+def test_vllm_refuses_another_engines_spelling_even_when_the_engine_judges_the_rest() -> None:
     with pytest.raises(InvalidKnobValue, match="'fa3' is not one of vLLM 0.32.0's values; use FLASH_ATTN"):
-        get_adapter("vllm").validate(EngineConfig(engine="vllm", model="/m", attention_backend="fa3"))
+        get_adapter("vllm").leaving_words_to_engine().validate(
+            EngineConfig(engine="vllm", model="/m", attention_backend="fa3")
+        )
+
+
+def test_an_engine_that_cannot_be_asked_keeps_its_tables() -> None:
+    adapter = get_adapter("sglang")
+    assert adapter.leaving_words_to_engine() is adapter
 
 
 def test_an_installed_registry_replaces_the_table_naming_its_version() -> None:
