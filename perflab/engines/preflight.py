@@ -76,8 +76,8 @@ class Verdict:
             return f"preflight: {who} refuses this configuration: " + "; ".join(self.problems)
         if not self.checked:
             return f"preflight: {who} was not checked: {self.note}"
-        how = "its own parser" if self.asked else "its help"
-        return f"preflight: {who} accepts every flag and value of this configuration ({how})"
+        accepted = f"preflight: {who} accepts every flag and value of this configuration"
+        return f"{accepted} (its own parser)" if self.asked else accepted
 
 
 class HelpCache:
