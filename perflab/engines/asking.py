@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import Any
 
@@ -91,6 +91,22 @@ def read_answer(text: str, dests: Mapping[str, str]) -> EngineAnswer | str:
     return EngineAnswer(data.get("version"), problems, effective, options, vocabulary)
 
 
+def with_plugin_words(answer: EngineAnswer, adapter: EngineAdapter) -> EngineAnswer:
+    """``answer`` accepting the values the adapter's platform plug-in registers at start-up."""
+    problems = tuple(
+        problem
+        for problem in answer.problems
+        if not any(
+            problem.flag == flag and problem.value in values for flag, values in adapter.plugin_words.values()
+        )
+    )
+    vocabulary = dict(answer.vocabulary)
+    for knob, (_, values) in adapter.plugin_words.items():
+        if knob in vocabulary:
+            vocabulary[knob] = (*vocabulary[knob], *(value for value in values if value not in vocabulary[knob]))
+    return replace(answer, problems=problems, vocabulary=vocabulary)
+
+
 def ask_engine(
     transport: Transport, adapter: EngineAdapter, argv: Sequence[str], *, prefix: Sequence[str] = ()
 ) -> EngineAnswer | str:
@@ -109,6 +125,8 @@ def ask_engine(
     if result.exit_status == 126:
         return f"{adapter.program[0]} is not a Python program"
     answer = read_answer(result.stdout, adapter.engine_dests)
+    if isinstance(answer, EngineAnswer):
+        answer = with_plugin_words(answer, adapter)
     if isinstance(answer, str) and not result.ok:
         last = (result.stderr or result.stdout).strip().splitlines()
         return f"the engine's check exited {result.exit_status}" + (f": {last[-1]}" if last else "")

@@ -96,6 +96,9 @@ class EngineAdapter:
     check_program: ClassVar[str | None] = None
     # The engine parser's names (argparse dests) of perflab's typed knobs, for that program's answer.
     engine_dests: ClassVar[Mapping[str, str]] = {}
+    # Values a platform plug-in registers when the engine starts on its hardware (knob → (flag, values)),
+    # which the check program may not see: accepted beside the engine's registries.
+    plugin_words: ClassVar[Mapping[str, tuple[str, tuple[str, ...]]]] = {}
     # Words outside :attr:`vocabulary` are refused (the default: perflab's tables, or an installed
     # engine's registries through :meth:`with_vocabulary`); False (:meth:`leaving_words_to_engine`): only
     # other engines' spellings, the rest left to the installed engine's own check before launch.

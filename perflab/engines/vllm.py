@@ -204,6 +204,8 @@ class VllmAscendAdapter(VllmAdapter):
         "attention_backend": "it always uses its Ascend attention backend; remove attention_backend",
     }
     vocabulary = VLLM_ASCEND_VOCABULARY
+    # vllm-ascend registers "ascend" quantization from its platform plug-in (vllm_ascend/quantization).
+    plugin_words = {"quantization": ("--quantization", ("ascend",))}
 
     def cpu_problem(self, version: str | None) -> str | None:
         return EngineAdapter.cpu_problem(self, version)

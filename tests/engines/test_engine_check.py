@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from perflab.engines import EngineConfig, InvalidKnobValue, get_adapter
-from perflab.engines.asking import EngineAnswer, read_answer
+from perflab.engines.asking import EngineAnswer, read_answer, with_plugin_words
 from perflab.engines.preflight import HelpCache, contradictions, host_adapter, preflight
 from perflab.inventory import HostConfig
 from perflab.transport.local import LocalTransport
@@ -111,3 +111,18 @@ def test_values_are_judged_for_the_hosts_engine_version(tmp_path: Path) -> None:
             host_adapter("vllm", host="gpu-033", version=version, cache=cache).validate(octave)
     host_adapter("vllm", host="other", version="0.33.0", cache=cache).validate(fp4)
     host_adapter("vllm", host="gpu-033", version=None, cache=cache, image="vllm/vllm-openai:v0.33.0").validate(fp4)
+
+
+def test_vllm_ascend_keeps_the_quantization_its_plugin_registers() -> None:
+    text = (
+        '{"version": "0.33.0", "problems": [{"flag": "--quantization", "value": "ascend", "message": '
+        '"Unknown quantization method: ascend."}], "vocabulary": {"quantization": ["fp8"]}}'
+    )
+    answer = read_answer(text, VLLM.engine_dests)
+    assert isinstance(answer, EngineAnswer)
+
+    ascend = with_plugin_words(answer, get_adapter("vllm-ascend"))
+    plain = with_plugin_words(answer, VLLM)
+
+    assert ascend.problems == () and ascend.vocabulary["quantization"] == ("fp8", "ascend")
+    assert plain.problems == answer.problems
