@@ -125,7 +125,8 @@ def literal_text(pattern: str) -> str:
 def download(version: str, into: Path) -> Path:
     into.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "-q", f"vllm=={version}", "-d", str(into)], check=True
+        [sys.executable, "-m", "pip", "download", "--no-deps", "-q", f"vllm=={version}", "-d", str(into)],
+        check=True,
     )
     return next(into.glob("vllm-*.whl"))
 
@@ -174,7 +175,9 @@ def _difference(new: list[str], old: Sequence[str]) -> str:
 
 def report(facts: Facts, base: Facts | None = None) -> list[str]:
     against = f"vLLM {base.version}'s wheel and " if base else ""
-    lines = [f"vLLM {facts.version} against {against}perflab's fallback tables (vLLM {vocabulary.VLLM_VERSION})"]
+    lines = [
+        f"vLLM {facts.version} against {against}perflab's fallback tables (vLLM {vocabulary.VLLM_VERSION})"
+    ]
     for knob, values in facts.values.items():
         if not values:
             lines.append(f"  values {knob}: not found in {SOURCES[knob]} (moved?)")
@@ -184,19 +187,25 @@ def report(facts: Facts, base: Facts | None = None) -> list[str]:
         lines.append(f"  values {knob} vs perflab's table: {_difference(values, TABLES[knob])}")
     if facts.paired and not (base and base.paired):
         lines.append(
-            "  spellings: --enable-X pairs with --disable-X (EnableDisableAction); --no-enable-X still parses, "
-            "hidden from help"
+            "  spellings: --enable-X pairs with --disable-X (EnableDisableAction); "
+            "--no-enable-X still parses, hidden from help"
         )
-    recorded = {flag for flag in parse_help(RECORDED_HELP.read_text(encoding="utf-8")) if flag.startswith("--")}
+    recorded = {
+        flag for flag in parse_help(RECORDED_HELP.read_text(encoding="utf-8")) if flag.startswith("--")
+    }
     if base is not None:
         lines.append(f"  flags new in EngineArgs: {sorted(facts.engine_flags - base.engine_flags)}")
         lines.append(f"  flags gone from EngineArgs: {sorted(base.engine_flags - facts.engine_flags)}")
     else:
-        lines.append(f"  flags in EngineArgs, not in the recorded help: {sorted(facts.engine_flags - recorded)}")
+        lines.append(
+            f"  flags in EngineArgs, not in the recorded help: {sorted(facts.engine_flags - recorded)}"
+        )
     gone = sorted(
         flag
         for flag in recorded
-        if not flag.startswith("--no-") and flag[2:].replace("-", "_") not in facts.text and flag not in facts.text
+        if not flag.startswith("--no-")
+        and flag[2:].replace("-", "_") not in facts.text
+        and flag not in facts.text
     )
     lines.append(f"  flags of the recorded help the source no longer names: {gone}")
     ours = sorted(
@@ -213,7 +222,9 @@ def report(facts: Facts, base: Facts | None = None) -> list[str]:
     metrics = VllmAdapter.metrics
     assert metrics is not None
     for metric in (metrics.running, metrics.waiting, metrics.kv_cache_usage):
-        lines.append(f"  metric {metric}: {'present' if metric.split(':', 1)[1] in facts.text else 'NOT FOUND'}")
+        lines.append(
+            f"  metric {metric}: {'present' if metric.split(':', 1)[1] in facts.text else 'NOT FOUND'}"
+        )
     for signature in VllmAdapter.signatures[len(COMMON_SIGNATURES) :]:
         fragment = literal_text(signature.pattern.pattern)
         found = "present" if fragment in facts.text else "NOT FOUND"

@@ -86,8 +86,12 @@ def read_answer(text: str, dests: Mapping[str, str]) -> EngineAnswer | str:
     )
     raw = data.get("effective")
     effective = {dests[dest]: value for dest, value in raw.items() if dest in dests} if raw else None
-    options = {dests[dest]: tuple(names) for dest, names in (data.get("options") or {}).items() if dest in dests}
-    vocabulary = {knob: tuple(str(value) for value in values) for knob, values in (data.get("vocabulary") or {}).items()}
+    options = {
+        dests[dest]: tuple(names) for dest, names in (data.get("options") or {}).items() if dest in dests
+    }
+    vocabulary = {
+        knob: tuple(str(value) for value in values) for knob, values in (data.get("vocabulary") or {}).items()
+    }
     return EngineAnswer(data.get("version"), problems, effective, options, vocabulary)
 
 
@@ -103,7 +107,10 @@ def with_plugin_words(answer: EngineAnswer, adapter: EngineAdapter) -> EngineAns
     vocabulary = dict(answer.vocabulary)
     for knob, (_, values) in adapter.plugin_words.items():
         if knob in vocabulary:
-            vocabulary[knob] = (*vocabulary[knob], *(value for value in values if value not in vocabulary[knob]))
+            vocabulary[knob] = (
+                *vocabulary[knob],
+                *(value for value in values if value not in vocabulary[knob]),
+            )
     return replace(answer, problems=problems, vocabulary=vocabulary)
 
 

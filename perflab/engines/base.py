@@ -222,10 +222,18 @@ class EngineAdapter:
             if flag in reserved:
                 owner = _knob_of_flag(self.flags, flag, self.normalize_flag)
                 if owner is None:
-                    raise InvalidKnobValue(self.display_name, "extra_args", f"repeats {flag}; perflab sets it itself")
+                    raise InvalidKnobValue(
+                        self.display_name, "extra_args", f"repeats {flag}; perflab sets it itself"
+                    )
                 typed = {**config.knob_values(), "served_model_name": config.served_model_name}.get(owner)
-                clash = f", contradicting the typed knob {owner}: {format_value(typed)}" if typed is not None else ""
-                raise InvalidKnobValue(self.display_name, "extra_args", f"repeats {flag}{clash}; set {owner} instead")
+                clash = (
+                    f", contradicting the typed knob {owner}: {format_value(typed)}"
+                    if typed is not None
+                    else ""
+                )
+                raise InvalidKnobValue(
+                    self.display_name, "extra_args", f"repeats {flag}{clash}; set {owner} instead"
+                )
             lookalike = _knob_of_flag(self.lookalike_flags, flag, self.normalize_flag)
             if lookalike is not None:
                 raise InvalidKnobValue(

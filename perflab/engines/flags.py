@@ -153,7 +153,9 @@ class FlagTable:
             flag = by_spelling.get(name)
             if flag is None:
                 parsed.unknown.append(token)
-                takes_value = not has_inline and name not in bare_switches and not name.startswith(switch_prefixes)
+                takes_value = (
+                    not has_inline and name not in bare_switches and not name.startswith(switch_prefixes)
+                )
                 if takes_value and index < len(tokens) and not tokens[index].startswith("-"):
                     parsed.unknown.append(tokens[index])
                     index += 1

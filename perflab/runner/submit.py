@@ -57,9 +57,9 @@ def submit_run(
     dataset directory declared for the host (:class:`perflab.dataset_dirs.DatasetNotDeclared`, a
     ValueError); the runner checks both again before it launches or sends anything."""
     version = _probed_version(engine, host_name, config.engine)
-    host_adapter(config.engine, host=host_name, version=version, cache=default_cache(), image=config.image).validate(
-        config
-    )
+    host_adapter(
+        config.engine, host=host_name, version=version, cache=default_cache(), image=config.image
+    ).validate(config)
     check_config(config)
     if not profiles:
         raise ValueError("a run needs at least one benchmark profile")

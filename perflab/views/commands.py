@@ -22,7 +22,8 @@ class CommandPreview:
 
 def command_preview(config: EngineConfig, adapter: EngineAdapter | None = None) -> CommandPreview:
     """The display command of ``config``, or the adapter's error for a setting it does not support
-    (``adapter``: one judging values for a host's engine version, :func:`~perflab.engines.preflight.host_adapter`)."""
+    (``adapter``: one judging values for a host's engine version,
+    :func:`~perflab.engines.preflight.host_adapter`)."""
     try:
         chosen = adapter or get_adapter(config.engine)
         return CommandPreview(command=chosen.display_command(config), error=None)

@@ -21,8 +21,8 @@ from db.models import Dataset, Run
 from perflab.containers.image import presets_for
 from perflab.dataset_dirs import DatasetNotDeclared
 from perflab.engines import EngineConfig, get_adapter
-from perflab.engines.preflight import HelpCache
 from perflab.engines.flags import format_value, parse_json_object
+from perflab.engines.preflight import HelpCache
 from perflab.inventory import HostConfig
 from perflab.probe.models import ProbeResult
 from perflab.profiles import PRESETS, BenchmarkProfile, scaled

@@ -1,6 +1,7 @@
-"""The preflight asking vLLM 0.33.0 itself, from answers recorded from its own parser (tests/data/engine_check,
-header of each): 0.33 spellings and new values pass, removed ones and unknown flags are refused in vLLM's
-words with its version, and an extra argument that contradicts a typed knob is refused naming both.
+"""The preflight asking vLLM 0.33.0 itself, from answers recorded from its own parser
+(tests/data/engine_check, header of each): 0.33 spellings and new values pass, removed ones and unknown
+flags are refused in vLLM's words with its version, and an extra argument that contradicts a typed knob is
+refused naming both.
 
 The host is real (a local transport running the wrapper of :mod:`perflab.engines.asking`); its ``vllm``
 is a script whose interpreter replays the recorded answer instead of importing the multi-GB GPU build.
@@ -46,12 +47,17 @@ def test_prefix_caching_off_and_new_0_33_values_pass(tmp_path: Path) -> None:
     )  # fmt: skip
     cache = HelpCache(tmp_path / "cache")
 
-    verdict = preflight(_host(tmp_path, "vllm-0.33.0-accepted.txt"), VLLM, config, engine_version=None, cache=cache)
+    verdict = preflight(
+        _host(tmp_path, "vllm-0.33.0-accepted.txt"), VLLM, config, engine_version=None, cache=cache
+    )
 
     assert verdict.ok and verdict.asked and verdict.version == "0.33.0"
     assert verdict.summary().endswith("accepts every flag and value of this configuration (its own parser)")
     assert verdict.effective is not None
-    assert (verdict.effective["enable_prefix_caching"], verdict.effective["kv_cache_dtype"]) == (False, "octave_k3v4")
+    assert (verdict.effective["enable_prefix_caching"], verdict.effective["kv_cache_dtype"]) == (
+        False,
+        "octave_k3v4",
+    )
     words = cache.load_words(("gpu-033", "vllm", "0.33.0"))
     assert words is not None and "octave_k3v3_compact" in words["kv_cache_dtype"]
     assert "FLASH_ATTN_MLA_SPARSE_FA4" in words["attention_backend"]
@@ -68,7 +74,9 @@ def test_removed_values_and_unknown_flags_are_refused_in_vllms_words(tmp_path: P
 
     unknown, dtype, method = verdict.problems
     assert unknown == "vLLM 0.33.0 refuses --no-such-flag: unrecognized arguments: --no-such-flag"
-    assert dtype.startswith("vLLM 0.33.0 refuses --kv-cache-dtype 'fp4_e2m1': Value error, Invalid kv_cache_dtype")
+    assert dtype.startswith(
+        "vLLM 0.33.0 refuses --kv-cache-dtype 'fp4_e2m1': Value error, Invalid kv_cache_dtype"
+    )
     assert method.startswith("vLLM 0.33.0 refuses --speculative-config 'medusa': Input should be 'ngram'")
 
 
@@ -110,7 +118,9 @@ def test_values_are_judged_for_the_hosts_engine_version(tmp_path: Path) -> None:
         with pytest.raises(InvalidKnobValue, match="not one of vLLM 0.32.0's values"):
             host_adapter("vllm", host="gpu-033", version=version, cache=cache).validate(octave)
     host_adapter("vllm", host="other", version="0.33.0", cache=cache).validate(fp4)
-    host_adapter("vllm", host="gpu-033", version=None, cache=cache, image="vllm/vllm-openai:v0.33.0").validate(fp4)
+    host_adapter(
+        "vllm", host="gpu-033", version=None, cache=cache, image="vllm/vllm-openai:v0.33.0"
+    ).validate(fp4)
 
 
 def test_vllm_ascend_keeps_the_quantization_its_plugin_registers() -> None:

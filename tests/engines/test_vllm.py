@@ -87,7 +87,12 @@ def test_values_vllm_rejects(update: dict, knob: str) -> None:
         ("vllm serve --disable-prefix-caching M", False, None, ()),
         ("vllm serve M --disable-prefix-caching --disable-chunked-prefill", False, False, ()),
         ("vllm serve --enable-prefix-caching --disable-prefix-caching M", False, None, ()),
-        ("vllm serve --disable-log-stats --no-enable-chunked-prefill M", None, False, ("--disable-log-stats",)),
+        (
+            "vllm serve --disable-log-stats --no-enable-chunked-prefill M",
+            None,
+            False,
+            ("--disable-log-stats",),
+        ),
     ],
 )
 def test_imports_read_0_33_spellings_and_options_before_the_model(
@@ -105,8 +110,9 @@ def test_an_extra_argument_contradicting_a_typed_knob_is_refused_naming_both() -
     )
     with pytest.raises(InvalidKnobValue) as caught:
         VLLM.validate(config)
-    assert "repeats --disable-prefix-caching, contradicting the typed knob enable_prefix_caching: true" in str(
-        caught.value
+    assert (
+        "repeats --disable-prefix-caching, contradicting the typed knob enable_prefix_caching: true"
+        in str(caught.value)
     )
 
 

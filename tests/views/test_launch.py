@@ -200,6 +200,6 @@ def test_knob_tooltips_name_the_hosts_own_version(tmp_path: Path) -> None:
     assert (not_asked or "").startswith(
         "vLLM 0.32.0 (perflab's table; 'gpu2' has 0.33.0, whose own check runs before launch) accepts: auto,"
     )
-    assert (launch.accepted_words("vllm", "kv_cache_dtype", host="cpu", version="0.32.0+cpu") or "").startswith(
-        "vLLM 0.32.0 accepts: auto"
-    )
+    assert (
+        launch.accepted_words("vllm", "kv_cache_dtype", host="cpu", version="0.32.0+cpu") or ""
+    ).startswith("vLLM 0.32.0 accepts: auto")

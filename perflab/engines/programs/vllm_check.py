@@ -181,7 +181,7 @@ def check_values(namespace):
                 {
                     "flag": "--quantization",
                     "value": quantization,
-                    "message": "Unknown quantization method: %s. Must be one of %s." % (quantization, methods),
+                    "message": f"Unknown quantization method: {quantization}. Must be one of {methods}.",
                 }
             )
     return problems
@@ -198,7 +198,9 @@ def registries():
     try:
         from vllm.v1.attention.backends.registry import AttentionBackendEnum
 
-        found["attention_backend"] = [member.name for member in AttentionBackendEnum if member.name != "CUSTOM"]
+        found["attention_backend"] = [
+            member.name for member in AttentionBackendEnum if member.name != "CUSTOM"
+        ]
     except Exception:
         pass
     try:
@@ -238,7 +240,7 @@ def main(words):
     try:
         top, serve = build_parser()
     except Exception as exc:
-        report({"import_error": "%s: %s" % (type(exc).__name__, exc), "version": version_of()})
+        report({"import_error": f"{type(exc).__name__}: {exc}", "version": version_of()})
     namespace, problems = parse(top, serve, words)
     effective = {}
     options = {}
@@ -267,4 +269,4 @@ if __name__ == "__main__":
         except SystemExit:
             raise
         except Exception as exc:
-            report({"import_error": "%s: %s" % (type(exc).__name__, exc)})
+            report({"import_error": f"{type(exc).__name__}: {exc}"})
