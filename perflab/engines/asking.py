@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from importlib import resources
 from typing import Any
 
@@ -62,6 +62,21 @@ class EngineAnswer:
     effective: Mapping[str, Any] | None = None
     options: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     vocabulary: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def answer_json(answer: EngineAnswer) -> dict[str, Any]:
+    """``answer`` as JSON-able data (:func:`answer_from_json` reads it back)."""
+    return asdict(answer)
+
+
+def answer_from_json(data: Mapping[str, Any]) -> EngineAnswer:
+    return EngineAnswer(
+        version=data.get("version"),
+        problems=tuple(EngineProblem(**problem) for problem in data.get("problems") or ()),
+        effective=data.get("effective"),
+        options={knob: tuple(names) for knob, names in (data.get("options") or {}).items()},
+        vocabulary={knob: tuple(values) for knob, values in (data.get("vocabulary") or {}).items()},
+    )
 
 
 def read_answer(text: str, dests: Mapping[str, str]) -> EngineAnswer | str:

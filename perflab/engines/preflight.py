@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from perflab.engines.asking import EngineAnswer, ask_engine
+from perflab.engines.asking import EngineAnswer, answer_from_json, answer_json, ask_engine
 from perflab.engines.base import EngineAdapter
 from perflab.engines.config import EngineConfig
 from perflab.engines.flags import format_value, option_value
@@ -81,7 +81,8 @@ class Verdict:
 
 
 class HelpCache:
-    """Parsed help outputs on disk, one JSON file per (host, engine, version, command prefix)."""
+    """Parsed help outputs, installed engines' registries and their answers for one argv on disk, one
+    JSON file per key (host, engine, version, command prefix, and the argv for an answer)."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -91,19 +92,17 @@ class HelpCache:
         return self.directory / f"{digest}.json"
 
     def load(self, key: Sequence[str]) -> dict[str, FlagSpec] | None:
-        try:
-            data = json.loads(self._path(key).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        if data.get("format") != CACHE_FORMAT or data.get("key") != list(key):
+        """The parsed help stored by :meth:`store`."""
+        data = self.load_data(key)
+        if data is None:
             return None
         return {
             flag: FlagSpec(bool(spec["takes_value"]), tuple(spec["choices"]) if spec["choices"] else None)
-            for flag, spec in data["flags"].items()
+            for flag, spec in data.items()
         }
 
     def store(self, key: Sequence[str], flags: HelpFlags) -> None:
-        self._write(
+        self.store_data(
             key,
             {
                 flag: {"takes_value": spec.takes_value, "choices": list(spec.choices or []) or None}
@@ -113,20 +112,25 @@ class HelpCache:
 
     def load_words(self, key: Sequence[str]) -> dict[str, tuple[str, ...]] | None:
         """The registries an installed engine listed (knob → values), stored by :meth:`store_words`."""
-        try:
-            data = json.loads(self._path(("words", *key)).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        if data.get("format") != CACHE_FORMAT or data.get("key") != ["words", *key]:
-            return None
-        return {knob: tuple(values) for knob, values in data["flags"].items()}
+        data = self.load_data(("words", *key))
+        return None if data is None else {knob: tuple(values) for knob, values in data.items()}
 
     def store_words(self, key: Sequence[str], words: Mapping[str, Sequence[str]]) -> None:
-        self._write(("words", *key), {knob: list(values) for knob, values in words.items()})
+        self.store_data(("words", *key), {knob: list(values) for knob, values in words.items()})
 
-    def _write(self, key: Sequence[str], flags: Mapping[str, Any]) -> None:
+    def load_data(self, key: Sequence[str]) -> dict[str, Any] | None:
+        """The JSON object stored under ``key`` by :meth:`store_data`, or None."""
+        try:
+            data = json.loads(self._path(key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if data.get("format") != CACHE_FORMAT or data.get("key") != list(key):
+            return None
+        return data["flags"] if isinstance(data.get("flags"), dict) else None
+
+    def store_data(self, key: Sequence[str], data: Mapping[str, Any]) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        payload = {"format": CACHE_FORMAT, "key": list(key), "flags": flags}
+        payload = {"format": CACHE_FORMAT, "key": list(key), "flags": data}
         target = self._path(key)
         temporary = target.with_suffix(f".{os.getpid()}.tmp")
         temporary.write_text(json.dumps(payload), encoding="utf-8")
@@ -238,7 +242,7 @@ def preflight(
     why_not_asked = ""
     if adapter.check_program is not None:
         argv = adapter.leaving_words_to_engine().serve_argv(config, port=port, engine_version=engine_version)
-        answer = ask_engine(transport, adapter, argv, prefix=prefix)
+        answer = _asked(transport, adapter, argv, engine_version=engine_version, prefix=prefix, cache=cache)
         if isinstance(answer, EngineAnswer):
             version = answer.version or engine_version
             if cache is not None and version and answer.vocabulary:
@@ -272,6 +276,28 @@ def preflight(
         problems=tuple(check_argv(adapter, argv[len(adapter.program) :], flags, engine_version)),
         note=why_not_asked,
     )
+
+
+def _asked(
+    transport: Transport,
+    adapter: EngineAdapter,
+    argv: Sequence[str],
+    *,
+    engine_version: str | None,
+    prefix: Sequence[str],
+    cache: HelpCache | None,
+) -> EngineAnswer | str:
+    """The engine's answer for ``argv``: cached per host, engine, probed version, prefix and argv (the
+    same config checked again costs no engine import), else asked."""
+    key = ("answer", transport.host.name, adapter.name, engine_version or "", *prefix, "--", *argv)
+    if cache is not None and engine_version:
+        stored = cache.load_data(key)
+        if stored is not None:
+            return answer_from_json(stored)
+    answer = ask_engine(transport, adapter, argv, prefix=prefix)
+    if cache is not None and engine_version and isinstance(answer, EngineAnswer):
+        cache.store_data(key, answer_json(answer))
+    return answer
 
 
 def host_adapter(

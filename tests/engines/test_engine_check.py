@@ -136,3 +136,15 @@ def test_vllm_ascend_keeps_the_quantization_its_plugin_registers() -> None:
 
     assert ascend.problems == () and ascend.vocabulary["quantization"] == ("fp8", "ascend")
     assert plain.problems == answer.problems
+
+
+def test_the_same_argv_on_the_same_version_is_answered_from_the_cache(tmp_path: Path) -> None:
+    config = EngineConfig(engine="vllm", model="/m", kv_cache_dtype="fp4_e2m1")
+    cache = HelpCache(tmp_path / "cache")
+    transport = _host(tmp_path, "vllm-0.33.0-refused.txt")
+    first = preflight(transport, VLLM, config, engine_version="0.33.0", cache=cache)
+    (tmp_path / "bin" / "vllm").unlink()  # the host's engine cannot be asked any more
+
+    again = preflight(transport, VLLM, config, engine_version="0.33.0", cache=cache)
+
+    assert again == first and again.asked and len(again.problems) == 3
