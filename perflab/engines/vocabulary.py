@@ -4,9 +4,10 @@ Each adapter declares a ``{knob: Vocabulary}`` mapping (``VLLM_VOCABULARY``, …
 outside it before anything is launched, naming the engine, the knob, the version the table comes from,
 the word to use for another engine's spelling, and the accepted values. The preflight
 (:mod:`perflab.engines.preflight`) then checks the launch with the engine version actually installed on
-the host. An engine the preflight can ask itself (vLLM: its own parser and registries) is checked
-against these tables only where it cannot be asked: the tables are then the offline fallback, and
-offline (an import, a displayed command) only another engine's spelling (a hint) is refused.
+the host. An engine the preflight can ask itself (vLLM: its own parser and registries) is judged by these
+tables only where nothing better is known: no host, a host whose version is unknown or the tables' own,
+or an engine that cannot be imported there (the fallback); its own registries replace them where an
+earlier check cached them (:func:`perflab.engines.preflight.host_adapter`).
 """
 
 from __future__ import annotations
