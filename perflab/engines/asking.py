@@ -24,6 +24,8 @@ from perflab.transport.base import Transport
 from perflab.transport.errors import TransportError
 
 CHECK_TIMEOUT_S = 300.0
+NOT_IMPORTABLE = "the engine could not be imported there"
+NOT_PYTHON = "is not a Python program"
 # $1: the engine's program; the rest: the words after it. Exit 127: the program is not on PATH; 126: its
 # first line names no Python.
 WRAPPER = r"""
@@ -90,7 +92,7 @@ def read_answer(text: str, dests: Mapping[str, str]) -> EngineAnswer | str:
     if not isinstance(data, dict):
         return "the engine's check printed no answer"
     if "import_error" in data:
-        return f"the engine could not be imported there ({data['import_error']})"
+        return f"{NOT_IMPORTABLE} ({data['import_error']})"
     problems = tuple(
         EngineProblem(
             flag=item.get("flag"),
@@ -145,7 +147,7 @@ def ask_engine(
     if result.exit_status == 127:
         return f"{adapter.program[0]} is not on the PATH"
     if result.exit_status == 126:
-        return f"{adapter.program[0]} is not a Python program"
+        return f"{adapter.program[0]} {NOT_PYTHON}"
     answer = read_answer(result.stdout, adapter.engine_dests)
     if isinstance(answer, EngineAnswer):
         answer = with_plugin_words(answer, adapter)

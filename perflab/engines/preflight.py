@@ -32,7 +32,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from perflab.engines.asking import EngineAnswer, answer_from_json, answer_json, ask_engine
+from perflab.engines.asking import (
+    NOT_IMPORTABLE,
+    NOT_PYTHON,
+    EngineAnswer,
+    answer_from_json,
+    answer_json,
+    ask_engine,
+)
 from perflab.engines.base import EngineAdapter
 from perflab.engines.config import EngineConfig
 from perflab.engines.flags import format_value, option_value
@@ -288,15 +295,23 @@ def _asked(
     cache: HelpCache | None,
 ) -> EngineAnswer | str:
     """The engine's answer for ``argv``: cached per host, engine, probed version, prefix and argv (the
-    same config checked again costs no engine import), else asked."""
-    key = ("answer", transport.host.name, adapter.name, engine_version or "", *prefix, "--", *argv)
+    same config checked again costs no engine import), else asked. That the engine cannot be imported
+    there (or its program is no Python program) is cached per host, engine, version and prefix."""
+    version_key = ("answer", transport.host.name, adapter.name, engine_version or "", *prefix)
+    key = (*version_key, "--", *argv)
     if cache is not None and engine_version:
+        unimportable = cache.load_data(version_key)
+        if unimportable is not None:
+            return str(unimportable.get("not_asked", "the engine could not be imported there"))
         stored = cache.load_data(key)
         if stored is not None:
             return answer_from_json(stored)
     answer = ask_engine(transport, adapter, argv, prefix=prefix)
-    if cache is not None and engine_version and isinstance(answer, EngineAnswer):
-        cache.store_data(key, answer_json(answer))
+    if cache is not None and engine_version:
+        if isinstance(answer, EngineAnswer):
+            cache.store_data(key, answer_json(answer))
+        elif answer.startswith(NOT_IMPORTABLE) or NOT_PYTHON in answer:
+            cache.store_data(version_key, {"not_asked": answer})
     return answer
 
 

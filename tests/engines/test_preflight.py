@@ -188,6 +188,10 @@ def test_preflight_asks_the_hosts_engine_once_per_version(
     assert preflight(counting, adapter, good, engine_version=version, cache=cache).ok
     help_runs = [argv for argv in counting.commands if argv[-1].startswith("--help")]
     assert help_runs == [list(adapter.help_argv or ())]
+    # the simulator's vllm is a shell script, no Python: its own check is tried once per version
+    checks = [argv for argv in counting.commands if "perflab-check" in argv]
+    assert len(checks) == (1 if adapter.check_program else 0)
+    assert "vllm is not a Python program" in verdict.note if adapter.check_program else verdict.note == ""
 
 
 def test_an_engine_missing_on_the_host_is_refused(sim_host: SimHostFactory) -> None:
