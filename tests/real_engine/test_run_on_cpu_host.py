@@ -64,9 +64,6 @@ def test_perflab_run_of_real_vllm_on_a_cpu_host_end_to_end(
     (command,) = output["serve_commands"]
     assert "CPU_VISIBLE_MEMORY_NODES=0" in command and "CUDA_VISIBLE_DEVICES" not in command
     assert "VLLM_CPU_KVCACHE_SPACE=1" in command and f"vllm serve {model}" in command
-
-    reported = subprocess.run([str(vllm_bin()), "--version"], capture_output=True, text=True, timeout=300)
-    assert output["environment"]["engine_version"] == reported.stdout.strip().splitlines()[-1] == "0.32.0+cpu"
     # the preflight's read-back through vLLM's own parser, over SSH: the values the engine ran with
     effective = output["environment"]["effective_config"]
     assert (effective["model"], effective["max_model_len"], effective["served_model_name"]) == (
@@ -74,6 +71,9 @@ def test_perflab_run_of_real_vllm_on_a_cpu_host_end_to_end(
         1024,
         ["tiny"],
     )
+
+    reported = subprocess.run([str(vllm_bin()), "--version"], capture_output=True, text=True, timeout=300)
+    assert output["environment"]["engine_version"] == reported.stdout.strip().splitlines()[-1] == "0.32.0+cpu"
 
     (result,) = output["results"]
     assert result["profile"] == "tiny-load"
