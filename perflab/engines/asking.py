@@ -26,6 +26,7 @@ from perflab.transport.errors import TransportError
 CHECK_TIMEOUT_S = 300.0
 NOT_IMPORTABLE = "the engine could not be imported there"
 NOT_PYTHON = "is not a Python program"
+NO_ANSWER = "the engine's check printed no answer"
 # $1: the engine's program; the rest: the words after it. Exit 127: the program is not on PATH; 126: its
 # first line names no Python.
 WRAPPER = r"""
@@ -87,12 +88,19 @@ def read_answer(text: str, dests: Mapping[str, str]) -> EngineAnswer | str:
     lines = [line for line in text.splitlines() if line.strip()]
     try:
         data = json.loads(lines[-1]) if lines else None
-    except ValueError:
+    except (ValueError, RecursionError):
         data = None
     if not isinstance(data, dict):
-        return "the engine's check printed no answer"
+        return NO_ANSWER
     if "import_error" in data:
-        return f"{NOT_IMPORTABLE} ({data['import_error']})"
+        return f"{NOT_IMPORTABLE} ({str(data['import_error'])[:300]})"
+    try:
+        return _answer(data, dests)
+    except (AttributeError, TypeError, ValueError):
+        return NO_ANSWER
+
+
+def _answer(data: Mapping[str, Any], dests: Mapping[str, str]) -> EngineAnswer:
     problems = tuple(
         EngineProblem(
             flag=item.get("flag"),

@@ -97,7 +97,16 @@ def test_an_engine_that_cannot_be_imported_falls_back_to_its_help(tmp_path: Path
     assert answer == "the engine could not be imported there (ModuleNotFoundError: No module named 'vllm')"
 
 
-@pytest.mark.parametrize("text", ["", "Traceback (most recent call last):", "[1, 2]"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "Traceback (most recent call last):",
+        "[1, 2]",
+        '{"problems": [1]}',
+        '{"effective": [2], "version": 1}',
+    ],
+)
 def test_output_without_an_answer_is_no_answer(text: str) -> None:
     assert read_answer(text, {}) == "the engine's check printed no answer"
 
