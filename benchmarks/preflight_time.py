@@ -1,11 +1,12 @@
-"""How long does the preflight take before a launch: asking the engine's help, then from the cache?
+"""How long does the preflight take before a launch: asking the engine, then from the cache?
 
 Times :func:`perflab.engines.preflight.preflight` for one vLLM config with an unknown flag on a
-simulated local host (the simulator's ``vllm serve --help=all``) and, when its venv is installed, on the
-real vLLM CPU build (``tests/fixtures/real_vllm.py``): the first check runs the help on the host, the
-following ones read the parsed help from the cache. Prints the seconds of each, ``--rounds`` cached
-checks summarised as min/median/max. For comparison, the real vLLM needs 40–90 s to load the tests' tiny
-model before it would report the same unknown flag.
+simulated local host (its ``vllm`` cannot be imported, so the simulator's ``vllm serve --help=all`` is
+read) and, when its venv is installed, on the real vLLM CPU build (``tests/fixtures/real_vllm.py``), whose
+own parser reads the argv (``perflab/engines/programs/vllm_check.py``): the first check asks the host,
+the following ones read the answer (or the parsed help) from the cache. Prints the seconds of each,
+``--rounds`` cached checks summarised as min/median/max. For comparison, the real vLLM needs 40–90 s to
+load the tests' tiny model before it would report the same unknown flag.
 
 Run from the repository root: ``python benchmarks/preflight_time.py [--rounds 5]``. Prints figures only.
 """
@@ -50,7 +51,7 @@ def _time(transport: Transport, version: str, cache: HelpCache, rounds: int) -> 
 
 def _print(label: str, first: float, cached: list[float]) -> None:
     print(
-        f"{label:<28} first (help asked) {first:7.2f} s   cached min/median/max "
+        f"{label:<28} first (engine asked) {first:7.2f} s   cached min/median/max "
         f"{min(cached):.3f}/{statistics.median(cached):.3f}/{max(cached):.3f} s"
     )
 

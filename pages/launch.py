@@ -11,6 +11,7 @@ from db import crud
 from perflab import ui
 from perflab.datasets import profile_dataset
 from perflab.engines import ENGINE_NAMES, EngineConfigError, get_adapter
+from perflab.engines.preflight import default_cache, host_adapter
 from perflab.probe.cpu import is_cpu_host
 from perflab.views import hosts, launch, preflight, run_detail
 from perflab.views.commands import command_preview
@@ -81,7 +82,9 @@ cpu_knobs: dict[str, object] = {}
 
 def word_input(column: Any, label: str, field: str) -> str:
     """A text knob whose help lists the words the engine accepts for ``field``."""
-    return column.text_input(label, key=f"launch_{field}", help=launch.accepted_words(engine, field))
+    version = preflight.probed_version(target.probe, engine)
+    words = launch.accepted_words(engine, field, host=host.name, version=version, cache=default_cache())
+    return column.text_input(label, key=f"launch_{field}", help=words)
 
 
 if target.probe is not None and is_cpu_host(target.probe.accelerators):
@@ -155,7 +158,14 @@ try:
 except launch.LaunchInputError as problem:
     st.error(str(problem))
 else:
-    preview = command_preview(config)
+    judge = host_adapter(
+        config.engine,
+        host=host.name,
+        version=preflight.probed_version(target.probe, config.engine),
+        cache=default_cache(),
+        image=config.image,
+    )
+    preview = command_preview(config, judge)
     if preview.command:
         st.code(preview.command, language="bash")
         if config.image is not None:
@@ -169,8 +179,8 @@ else:
 if config is not None and st.button(
     "Check against the host's engine",
     key="launch_preflight",
-    help="Asks the engine installed on the host (its --help) whether it accepts every flag and value, "
-    "as the worker does before launching.",
+    help="Asks the engine installed on the host (its own parser, else its --help) whether it accepts every "
+    "flag and value, as the worker does before launching.",
 ):
     with st.spinner(f"Asking {get_adapter(config.engine).display_name} on {host.name}…"):
         verdict = preflight.check_config(host, config, preflight.probed_version(target.probe, config.engine))

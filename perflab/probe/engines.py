@@ -6,12 +6,15 @@ version and executable, the installed versions of vLLM, SGLang, TensorRT-LLM and
 with a ``+cpu`` suffix — ``0.32.0+cpu`` — as the ``vllm`` version), and MindIE: MindIE-LLM 3's
 ``mindie_llm`` distribution, or — which wins — ``mindieservice_daemon`` on PATH or in its usual install
 directory with its version from ``$MIES_INSTALL_PATH/version.info`` or the ``version.info`` beside
-``bin/`` (packaged MindIE 2.x).
+``bin/`` (packaged MindIE 2.x). An engine that Python cannot import but whose command is on ``PATH``
+(vLLM in a venv) is asked on its command line (:data:`CLI_VERSIONS`).
 """
 
 from __future__ import annotations
 
 import json
+import re
+from typing import Any
 
 from perflab.probe.models import PythonInfo
 
@@ -68,6 +71,27 @@ for daemon in candidates:
 report = {"python": "%d.%d.%d" % sys.version_info[:3], "executable": sys.executable, "engines": engines}
 print(json.dumps(report))
 """
+
+
+# Engines whose command line answers its version where the host's Python cannot import the engine (a
+# venv on PATH, the usual install): vLLM's `vllm --version` (vllm/entrypoints/cli/main.py, 0.32.0 and
+# 0.33.0) prints importlib.metadata's version. Exit 127: the program is not on PATH.
+CLI_VERSIONS: dict[str, tuple[str, ...]] = {"vllm": ("vllm", "--version")}
+_CLI_WRAPPER = 'command -v "$1" >/dev/null 2>&1 || exit 127; exec "$@"'
+_VERSION_LINE = re.compile(r"^v?(\d+\.\d+[\w.+-]*)$")
+
+
+def cli_version_argv(engine: str) -> list[str]:
+    return ["sh", "-c", _CLI_WRAPPER, "perflab-version", *CLI_VERSIONS[engine]]
+
+
+def parse_cli_version(text: str) -> str | None:
+    """The version a ``--version`` output ends with (its last line that is only a version), or None."""
+    for line in reversed(text.strip().splitlines()):
+        match = _VERSION_LINE.match(line.strip())
+        if match:
+            return match.group(1)
+    return None
 
 
 def argv(python: str) -> list[str]:

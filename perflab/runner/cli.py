@@ -81,7 +81,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--image",
         default=None,
-        help="run the engine from this container image, e.g. vllm/vllm-openai:v0.11.0 "
+        help="run the engine from this container image, e.g. vllm/vllm-openai:v0.32.0 "
         "(with the host's podman or docker)",
     )
     knobs = parser.add_argument_group("engine knobs (left out: the engine's default)")

@@ -105,7 +105,8 @@ class _Plan:
 def _load_plan(run: Run, inventory: Inventory) -> _Plan:
     try:
         config = EngineConfig.model_validate(run.config or {})
-        adapter = get_adapter(config.engine)
+        # the preflight judges one-word values with the installed engine before anything starts
+        adapter = get_adapter(config.engine).leaving_words_to_engine()
         adapter.validate(config)
         adapter.check_launch(config)
         profiles = [BenchmarkProfile.model_validate(profile) for profile in run.profiles]
@@ -149,6 +150,8 @@ class _Execution:
         self.on_cpu = False
         self.container: ContainerPlan | None = None
         self.engine_version: str | None = None
+        # What the preflight learned from the engine itself: its version, the effective knob values.
+        self.engine_facts: dict[str, Any] = {}
         self._last_cancel_check = 0.0
 
     # ----- events and interruption -------------------------------------------------------------------
@@ -414,6 +417,13 @@ class _Execution:
         if not verdict.ok:
             raise RunFailed("launch_failed" if verdict.missing else "unknown_argument", verdict.summary())
         self.emit("message", verdict.summary())
+        if verdict.version:
+            self.engine_version = verdict.version
+            self.engine_facts["engine_version"] = verdict.version
+        if verdict.effective is not None:
+            self.engine_facts["effective_config"] = dict(verdict.effective)
+        if self.engine_facts and prefix:
+            self.store.update(environment={**(self.store.load().environment or {}), **self.engine_facts})
 
     def _execute(self) -> None:
         run = self.store.load()
@@ -438,7 +448,10 @@ class _Execution:
             gpu_ids=list(gpu_ids),
             simulated=plan.host.simulated,
             accelerator=environment.accelerator_label(probe, gpu_ids),
-            environment=environment.snapshot(plan.host, probe, engine=plan.config.engine, gpu_ids=gpu_ids),
+            environment={
+                **environment.snapshot(plan.host, probe, engine=plan.config.engine, gpu_ids=gpu_ids),
+                **self.engine_facts,
+            },
         )
         vendor = next((acc.vendor for acc in probe.accelerators if acc.index in gpu_ids), "nvidia")
         if plan.config.image is not None:

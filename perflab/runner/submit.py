@@ -1,6 +1,8 @@
 """Creating runs (for the CLI, the UI and studies) and waiting for them to finish.
 
-:func:`submit_run` validates the config against its engine (and refuses one carrying a secret) and
+:func:`submit_run` validates the config against its engine — one-word values against the registries of the
+host's probed engine version where an earlier check cached them, perflab's tables where that version is
+unknown or theirs, else left to the engine's own check before launch — (refuses one carrying a secret) and
 stores the run with its profiles: ``queued`` for a worker to claim, or ``launching`` already claimed by
 ``worker_id`` for a caller that executes it itself. A replicated config's summary ends with the seeds' "×N".
 """
@@ -16,13 +18,23 @@ from db import crud
 from db.models import FINISHED_RUN_STATUSES, Run
 from db.session import new_session
 from perflab.dataset_dirs import DatasetNotDeclared
-from perflab.engines import EngineConfig, get_adapter
+from perflab.engines import EngineConfig
+from perflab.engines.preflight import default_cache, host_adapter
 from perflab.env_policy import check_env
 from perflab.inventory import HostConfig
 from perflab.profiles import BenchmarkProfile
 from perflab.redact import check_config
 from perflab.runner.bench_record import profile_json
 from perflab.runner.datasets import dataset_problem
+
+
+def _probed_version(engine: Engine, host_name: str, engine_name: str) -> str | None:
+    """The version of ``engine_name`` the last probe of ``host_name`` found (None: never probed)."""
+    with new_session(engine) as session:
+        row = crud.get_host(session, name=host_name)
+    engines = ((row.last_probe if row is not None else None) or {}).get("engines") or {}
+    version = engines.get(engine_name)
+    return str(version) if version is not None else None
 
 
 def submit_run(
@@ -44,7 +56,10 @@ def submit_run(
     (:class:`perflab.env_policy.EnvNotAllowed`) and a dataset that is neither stored nor a file under a
     dataset directory declared for the host (:class:`perflab.dataset_dirs.DatasetNotDeclared`, a
     ValueError); the runner checks both again before it launches or sends anything."""
-    get_adapter(config.engine).validate(config)
+    version = _probed_version(engine, host_name, config.engine)
+    host_adapter(
+        config.engine, host=host_name, version=version, cache=default_cache(), image=config.image
+    ).validate(config)
     check_config(config)
     if not profiles:
         raise ValueError("a run needs at least one benchmark profile")

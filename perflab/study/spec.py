@@ -120,7 +120,7 @@ class CandidateSpec(BaseModel):
                 raise ValueError("replicas must be a whole number >= 1 or 'fill'")
             if name == "image" and value is not None:
                 if not isinstance(value, str):
-                    raise ValueError("image must be an image reference such as vllm/vllm-openai:v0.11.0")
+                    raise ValueError("image must be an image reference such as vllm/vllm-openai:v0.32.0")
                 check_image(value)
         return changes
 

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from perflab.engines import EngineConfig, EngineConfigError, get_adapter
+from perflab.engines.base import EngineAdapter
 
 
 @dataclass(frozen=True)
@@ -19,10 +20,13 @@ class CommandPreview:
     knob: str | None = None
 
 
-def command_preview(config: EngineConfig) -> CommandPreview:
-    """The display command of ``config``, or the adapter's error for a setting it does not support."""
+def command_preview(config: EngineConfig, adapter: EngineAdapter | None = None) -> CommandPreview:
+    """The display command of ``config``, or the adapter's error for a setting it does not support
+    (``adapter``: one judging values for a host's engine version,
+    :func:`~perflab.engines.preflight.host_adapter`)."""
     try:
-        return CommandPreview(command=get_adapter(config.engine).display_command(config), error=None)
+        chosen = adapter or get_adapter(config.engine)
+        return CommandPreview(command=chosen.display_command(config), error=None)
     except EngineConfigError as error:
         return CommandPreview(command=None, error=str(error), knob=error.knob)
 

@@ -22,6 +22,7 @@ from perflab.containers.image import presets_for
 from perflab.dataset_dirs import DatasetNotDeclared
 from perflab.engines import EngineConfig, get_adapter
 from perflab.engines.flags import format_value, parse_json_object
+from perflab.engines.preflight import HelpCache
 from perflab.inventory import HostConfig
 from perflab.probe.models import ProbeResult
 from perflab.profiles import PRESETS, BenchmarkProfile, scaled
@@ -67,13 +68,29 @@ def image_default(engine: str, source: str) -> str:
     return next((preset.reference for preset in presets_for(engine) if preset.repository == source), "")
 
 
-def accepted_words(engine: str, knob: str) -> str | None:
-    """The values a one-word knob takes on ``engine``, with the engine version the list follows."""
+def accepted_words(
+    engine: str,
+    knob: str,
+    *,
+    host: str | None = None,
+    version: str | None = None,
+    cache: HelpCache | None = None,
+) -> str | None:
+    """The values a one-word knob takes on ``engine``, naming the version the list follows: the
+    registry the engine ``version`` on ``host`` listed to an earlier preflight (``cache``), else
+    perflab's table, with the host's own version beside it when that differs."""
     adapter = get_adapter(engine)
     words = adapter.vocabulary.get(knob)
     if words is None:
         return None
-    return f"{adapter.display_name} {words.version} accepts: {', '.join(words.values)}"
+    if host is not None and version is not None and cache is not None:
+        installed = (cache.load_words((host, engine, version)) or {}).get(knob)
+        if installed:
+            return f"{adapter.display_name} {version} on '{host}' accepts: {', '.join(installed)}"
+    source = f"{adapter.display_name} {words.version}"
+    if version is not None and version.partition("+")[0] != words.version:
+        source += f" (perflab's table; '{host}' has {version}, whose own check runs before launch)"
+    return f"{source} accepts: {', '.join(words.values)}"
 
 
 class LaunchInputError(ValueError):

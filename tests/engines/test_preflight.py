@@ -1,7 +1,8 @@
 """Version-aware preflight: help outputs read into flags, launch argv checked against them, the cache,
 and the check over a host's transport (simulated engines answering ``--help`` as the real ones do).
 
-Help outputs under tests/data/help: vLLM 0.32.0 recorded from the real CPU build, SGLang 0.5.23 recorded
+Help outputs under tests/data/help: vLLM 0.32.0 recorded from the real CPU build, vLLM 0.33.0 from its
+wheel over the CPU build's torch, SGLang 0.5.23 recorded
 from its wheel, TensorRT-LLM 1.3 rebuilt with click from its serve command's options (header of each).
 """
 
@@ -13,6 +14,7 @@ import pytest
 
 from perflab.engines import EngineConfig, get_adapter
 from perflab.engines import vocabulary as words
+from perflab.engines.base import EngineAdapter
 from perflab.engines.helptext import FlagSpec, parse_help
 from perflab.engines.preflight import HelpCache, check_argv, preflight
 from perflab.transport import open_transport
@@ -57,9 +59,9 @@ HELPS = {"vllm": VLLM_HELP, "sglang": SGLANG_HELP, "trtllm": TRTLLM_HELP}
 VERSIONS = {"vllm": "0.32.0", "sglang": "0.5.23", "trtllm": "1.3"}
 
 
-def _launch_words(config: EngineConfig) -> list[str]:
-    adapter = get_adapter(config.engine)
-    return adapter.serve_argv(config, port=8000)[len(adapter.program) :]
+def _launch_words(config: EngineConfig, adapter: EngineAdapter | None = None) -> list[str]:
+    chosen = adapter or get_adapter(config.engine)
+    return chosen.serve_argv(config, port=8000)[len(chosen.program) :]
 
 
 def test_help_outputs_are_read_into_flags_values_and_choices() -> None:
@@ -71,6 +73,25 @@ def test_help_outputs_are_read_into_flags_values_and_choices() -> None:
     assert TRTLLM_HELP["--backend"].choices == ("pytorch", "tensorrt", "_autodeploy")
     assert TRTLLM_HELP["--trust_remote_code"] == FlagSpec(False)
     assert "--tokenizer-mode" in SGLANG_HELP and "auto" not in SGLANG_HELP  # the usage block is not read
+
+
+def test_vllm_0_33s_help_is_the_fallback_where_vllm_cannot_be_imported() -> None:
+    """0.33 lists ``--enable-X, --disable-X`` and hides ``--no-enable-X``; it shows the KV-cache dtypes as
+    a Python list: prefix caching off and octave_k3v4 pass, fp4_e2m1 is refused with the listed values."""
+    help_033 = _help("vllm-0.33.0.txt")
+    adapter = get_adapter("vllm").leaving_words_to_engine()
+    config = EngineConfig(
+        engine="vllm", model="/m", enable_prefix_caching=False, enable_chunked_prefill=False,
+        kv_cache_dtype="octave_k3v4", attention_backend="STEP5_DSA",
+    )  # fmt: skip
+    assert help_033["--disable-prefix-caching"] == help_033["--no-enable-prefix-caching"] == FlagSpec(False)
+    assert check_argv(adapter, _launch_words(config, adapter), help_033, "0.33.0") == []
+    fp4 = config.model_copy(update={"kv_cache_dtype": "fp4_e2m1"})
+    (problem,) = check_argv(adapter, _launch_words(fp4, adapter), help_033, "0.33.0")
+    assert problem.startswith(
+        "vLLM 0.33.0 does not accept --kv-cache-dtype 'fp4_e2m1' (choices: auto, bfloat16"
+    )
+    assert "octave_k3v3_compact" in problem
 
 
 def test_the_vocabulary_tables_are_the_recorded_engines_choices() -> None:
@@ -167,6 +188,10 @@ def test_preflight_asks_the_hosts_engine_once_per_version(
     assert preflight(counting, adapter, good, engine_version=version, cache=cache).ok
     help_runs = [argv for argv in counting.commands if argv[-1].startswith("--help")]
     assert help_runs == [list(adapter.help_argv or ())]
+    # the simulator's vllm is a shell script, no Python: its own check is tried once per version
+    checks = [argv for argv in counting.commands if "perflab-check" in argv]
+    assert len(checks) == (1 if adapter.check_program else 0)
+    assert "vllm is not a Python program" in verdict.note if adapter.check_program else verdict.note == ""
 
 
 def test_an_engine_missing_on_the_host_is_refused(sim_host: SimHostFactory) -> None:

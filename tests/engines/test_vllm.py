@@ -77,8 +77,43 @@ def test_expert_parallel_flag_parses_to_tp_times_dp() -> None:
 )
 def test_values_vllm_rejects(update: dict, knob: str) -> None:
     with pytest.raises(InvalidKnobValue) as caught:
-        VLLM.validate(EngineConfig(engine="vllm", model="m", **update))
+        VLLM.with_vocabulary().validate(EngineConfig(engine="vllm", model="m", **update))
     assert caught.value.knob == knob
+
+
+@pytest.mark.parametrize(
+    ("command", "prefix_caching", "chunked_prefill", "extra"),
+    [
+        ("vllm serve --disable-prefix-caching M", False, None, ()),
+        ("vllm serve M --disable-prefix-caching --disable-chunked-prefill", False, False, ()),
+        ("vllm serve --enable-prefix-caching --disable-prefix-caching M", False, None, ()),
+        (
+            "vllm serve --disable-log-stats --no-enable-chunked-prefill M",
+            None,
+            False,
+            ("--disable-log-stats",),
+        ),
+    ],
+)
+def test_imports_read_0_33_spellings_and_options_before_the_model(
+    command: str, prefix_caching: bool | None, chunked_prefill: bool | None, extra: tuple[str, ...]
+) -> None:
+    config = parse_serve_command(command)
+    assert config.model == "M"
+    assert (config.enable_prefix_caching, config.enable_chunked_prefill) == (prefix_caching, chunked_prefill)
+    assert config.extra_args == extra
+
+
+def test_an_extra_argument_contradicting_a_typed_knob_is_refused_naming_both() -> None:
+    config = EngineConfig(
+        engine="vllm", model="m", enable_prefix_caching=True, extra_args=("--disable-prefix-caching",)
+    )
+    with pytest.raises(InvalidKnobValue) as caught:
+        VLLM.validate(config)
+    assert (
+        "repeats --disable-prefix-caching, contradicting the typed knob enable_prefix_caching: true"
+        in str(caught.value)
+    )
 
 
 def test_parse_reads_aliases_and_negations() -> None:

@@ -12,9 +12,48 @@ from perflab.sim.profiles import PROFILES
 
 
 def _refusal(engine: str, **knobs: object) -> InvalidKnobValue:
+    """The refusal of the static tables, the fallback where the installed engine cannot be asked."""
     with pytest.raises(InvalidKnobValue) as caught:
-        get_adapter(engine).validate(EngineConfig(engine=engine, model="/m", **knobs))
+        get_adapter(engine).with_vocabulary().validate(EngineConfig(engine=engine, model="/m", **knobs))
     return caught.value
+
+
+@pytest.mark.parametrize(
+    "knobs",
+    [
+        {"kv_cache_dtype": "octave_k3v4"},
+        {"attention_backend": "STEP5_DSA"},
+        {"speculative_config": {"method": "step5_mtp", "num_speculative_tokens": 1}},
+    ],
+)
+def test_vllm_leaves_words_newer_than_its_tables_to_the_installed_engine(knobs: dict) -> None:
+    adapter = get_adapter("vllm")
+    config = EngineConfig(engine="vllm", model="/m", **knobs)
+    adapter.leaving_words_to_engine().validate(config)
+    with pytest.raises(InvalidKnobValue, match="not one of vLLM 0.32.0's values"):
+        adapter.validate(config)
+
+
+def test_vllm_refuses_another_engines_spelling_even_when_the_engine_judges_the_rest() -> None:
+    with pytest.raises(InvalidKnobValue, match="'fa3' is not one of vLLM 0.32.0's values; use FLASH_ATTN"):
+        get_adapter("vllm").leaving_words_to_engine().validate(
+            EngineConfig(engine="vllm", model="/m", attention_backend="fa3")
+        )
+
+
+def test_an_engine_that_cannot_be_asked_keeps_its_tables() -> None:
+    adapter = get_adapter("sglang")
+    assert adapter.leaving_words_to_engine() is adapter
+
+
+def test_an_installed_registry_replaces_the_table_naming_its_version() -> None:
+    static = words.VLLM_VOCABULARY["kv_cache_dtype"]
+    adapter = get_adapter("vllm").with_vocabulary(
+        {"kv_cache_dtype": static.installed("0.33.0", (*static.values, "octave_k3v4"))}
+    )
+    adapter.validate(EngineConfig(engine="vllm", model="/m", kv_cache_dtype="octave_k3v4"))
+    with pytest.raises(InvalidKnobValue, match="not one of vLLM 0.33.0's values"):
+        adapter.validate(EngineConfig(engine="vllm", model="/m", kv_cache_dtype="fp4_e2m1"))
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,11 @@ import shlex
 import sys
 from pathlib import Path
 
-from perflab.probe import probe_host
+from perflab.inventory import HostConfig
+from perflab.probe import engines, probe_host
 from perflab.probe.status import host_status, host_statuses
 from perflab.transport import open_transport
+from perflab.transport.local import LocalTransport
 from tests.fixtures.sshd import SshServer, free_port
 from tests.hosts.conftest import HostFactory
 
@@ -161,3 +163,22 @@ def test_host_status_of_wrong_login(sshd: SshServer, tmp_path: Path) -> None:
     status = host_status(sshd.host_config("wrong", auth=AuthConfig(key_file=str(wrong), agent=False)))
     assert status.error is not None and status.error.kind == "auth" and not status.reachable
     assert "refused the login" in status.error.message
+
+
+def test_the_vllm_version_comes_from_its_command_line_when_python_cannot_import_it(tmp_path: Path) -> None:
+    """vLLM in a venv on PATH that the host's Python does not see: ``vllm --version`` names it."""
+    bin_dir = tmp_path / "venv-bin"
+    bin_dir.mkdir()
+    cli = bin_dir / "vllm"
+    cli.write_text('#!/bin/sh\n[ "$1" = --version ] && echo "INFO 11-26 plugins loaded" >&2 && echo 0.33.0\n')
+    cli.chmod(0o755)
+    transport = LocalTransport(HostConfig(name="venv-host", transport="local", workdir=str(tmp_path / "w")))
+    transport.extra_env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+    assert probe_host(transport).engines["vllm"] == "0.33.0"
+
+
+def test_a_version_output_is_read_from_its_last_version_line() -> None:
+    assert engines.parse_cli_version("WARNING something\n0.33.0\n") == "0.33.0"
+    assert engines.parse_cli_version("0.32.0+cpu") == "0.32.0+cpu"
+    assert engines.parse_cli_version("Traceback (most recent call last):\nImportError: x") is None

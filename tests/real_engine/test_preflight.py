@@ -1,5 +1,6 @@
-"""The preflight against the real vLLM CPU build: it refuses a flag the installed vLLM does not know, naming
-the flag and the version vLLM reports, from ``vllm serve --help=all`` alone (no engine is started)."""
+"""The preflight against the real vLLM CPU build: its own serve parser (run by the Python of the ``vllm`` on
+PATH) refuses a flag and a value it does not know, in its own words with the version it reports; its
+registries are cached; no engine is started."""
 
 from __future__ import annotations
 
@@ -32,13 +33,17 @@ def test_the_installed_vllm_refuses_an_unknown_flag_before_it_starts(tmp_path: P
     good = EngineConfig(engine="vllm", model="/models/tiny", kv_cache_dtype="bfloat16", max_num_seqs=4)
     bad = good.model_copy(update={"extra_args": ("--no-such-flag", "--dtype", "float99")})
 
-    verdict = preflight(transport, adapter, bad, engine_version=version, cache=cache)
+    verdict = preflight(transport, adapter, bad, engine_version=None, cache=cache)
 
-    assert verdict.checked and not verdict.missing
+    assert verdict.checked and verdict.asked and not verdict.missing
+    assert verdict.version == version
     assert verdict.problems == (
-        f"vLLM {version} has no flag --no-such-flag",
-        f"vLLM {version} does not accept --dtype 'float99' "
-        "(choices: auto, bfloat16, float, float16, float32, half)",
+        f"vLLM {version} refuses --dtype 'float99': argument --dtype: invalid choice: 'float99' "
+        "(choose from 'auto', 'bfloat16', 'float', 'float16', 'float32', 'half')",
+        f"vLLM {version} refuses --no-such-flag: unrecognized arguments: --no-such-flag",
     )
-    assert preflight(transport, adapter, good, engine_version=version, cache=cache).ok
-    assert list((tmp_path / "cache").glob("*.json"))
+    good_verdict = preflight(transport, adapter, good, engine_version=version, cache=cache)
+    assert good_verdict.ok and good_verdict.asked
+    assert good_verdict.effective is not None and good_verdict.effective["max_num_seqs"] == 4
+    words = cache.load_words(("cpu-local", "vllm", version))
+    assert words is not None and "CPU_ATTN" in words["attention_backend"]

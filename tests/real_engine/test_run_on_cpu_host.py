@@ -1,7 +1,8 @@
 """``perflab run`` of the real vLLM (CPU build) on a CPU host reached over a real sshd on loopback.
 
 Launch, readiness, ``/metrics`` sampling, the benchmark on the host, the stored result, the engine
-version as the engine reports it, and the engine stopped with no process left behind.
+version as the engine reports it, the effective configuration its own parser read back before the
+launch, and the engine stopped with no process left behind.
 """
 
 from __future__ import annotations
@@ -63,6 +64,13 @@ def test_perflab_run_of_real_vllm_on_a_cpu_host_end_to_end(
     (command,) = output["serve_commands"]
     assert "CPU_VISIBLE_MEMORY_NODES=0" in command and "CUDA_VISIBLE_DEVICES" not in command
     assert "VLLM_CPU_KVCACHE_SPACE=1" in command and f"vllm serve {model}" in command
+    # the preflight's read-back through vLLM's own parser, over SSH: the values the engine ran with
+    effective = output["environment"]["effective_config"]
+    assert (effective["model"], effective["max_model_len"], effective["served_model_name"]) == (
+        str(model),
+        1024,
+        ["tiny"],
+    )
 
     reported = subprocess.run([str(vllm_bin()), "--version"], capture_output=True, text=True, timeout=300)
     assert output["environment"]["engine_version"] == reported.stdout.strip().splitlines()[-1] == "0.32.0+cpu"

@@ -36,6 +36,26 @@ def test_submitted_runs_keep_profiles_that_reload_exactly(database_url: str, db_
     assert reloaded == PRESETS["short"] and math.isinf(reloaded.request_rate)
 
 
+def test_values_newer_than_perflabs_tables_are_left_to_the_hosts_engine(runs_db: Engine) -> None:
+    """A host whose probe found vLLM 0.33.0 takes its new KV-cache dtype (its own check runs before the
+    launch); a host never probed is judged by perflab's vLLM 0.32.0 table."""
+    with new_session(runs_db) as session:
+        crud.record_probe(
+            session,
+            name="gpu-033",
+            reachable=True,
+            probe={
+                "host": "gpu-033", "python": {"command": "python3"}, "engines": {"vllm": "0.33.0"},
+                "probed_at": "2026-11-26T00:00:00Z", "duration_s": 1.0, "accelerators": [],
+            },
+        )  # fmt: skip
+    config = EngineConfig(engine="vllm", model="m", kv_cache_dtype="octave_k3v4")
+
+    assert submit_run(runs_db, host_name="gpu-033", config=config, profiles=[PRESETS["short"]]).id
+    with pytest.raises(InvalidKnobValue, match="'octave_k3v4' is not one of vLLM 0.32.0's values"):
+        submit_run(runs_db, host_name="never-probed", config=config, profiles=[PRESETS["short"]])
+
+
 def test_a_config_the_engine_refuses_is_not_stored(runs_db: Engine) -> None:
     config = EngineConfig(engine="vllm", model="m", extra_args=("--port=1",))
     with pytest.raises(InvalidKnobValue, match="repeats --port"):

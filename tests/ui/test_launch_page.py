@@ -149,7 +149,7 @@ def test_an_engine_image_is_picked_from_the_vendor_presets_with_its_tag_edited( 
     assert sources == ["the host's installation", "vllm/vllm-openai", "another image"]
     app.selectbox(key="launch_image_source").select("vllm/vllm-openai").run()
     field = app.text_input(key="launch_image_vllm_vllm/vllm-openai")
-    assert field.value == "vllm/vllm-openai:v0.11.0"
+    assert field.value == "vllm/vllm-openai:v0.32.0"
     field.input("vllm/vllm-openai:v0.10.2 --privileged").run()
     assert not app.exception
     assert texts(app.error)[0].startswith("image: Value error, image 'vllm/vllm-openai:v0.10.2 --privileged'")

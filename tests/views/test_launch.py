@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 from sqlmodel import Session
 
 from db import crud
 from perflab.engines import EngineConfig, UnsupportedKnob
+from perflab.engines.preflight import HelpCache
 from perflab.inventory import HostConfig
 from perflab.profiles import PRESETS, BenchmarkProfile
 from perflab.views import launch
@@ -185,3 +187,19 @@ def test_one_word_knobs_name_the_values_and_version_the_engine_accepts() -> None
         "vLLM 0.32.0 accepts: FLASH_ATTN, FLASH_ATTN_DIFFKV, TRITON_ATTN"
     )
     assert launch.accepted_words("mindie", "quantization") is None
+
+
+def test_knob_tooltips_name_the_hosts_own_version(tmp_path: Path) -> None:
+    cache = HelpCache(tmp_path)
+    cache.store_words(("gpu1", "vllm", "0.33.0"), {"kv_cache_dtype": ["auto", "octave_k3v4"]})
+
+    asked = launch.accepted_words("vllm", "kv_cache_dtype", host="gpu1", version="0.33.0", cache=cache)
+    not_asked = launch.accepted_words("vllm", "kv_cache_dtype", host="gpu2", version="0.33.0", cache=cache)
+
+    assert asked == "vLLM 0.33.0 on 'gpu1' accepts: auto, octave_k3v4"
+    assert (not_asked or "").startswith(
+        "vLLM 0.32.0 (perflab's table; 'gpu2' has 0.33.0, whose own check runs before launch) accepts: auto,"
+    )
+    assert (
+        launch.accepted_words("vllm", "kv_cache_dtype", host="cpu", version="0.32.0+cpu") or ""
+    ).startswith("vLLM 0.32.0 accepts: auto")

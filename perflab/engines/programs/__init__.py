@@ -1,0 +1,1 @@
+"""Programs the engine's own Python runs on the host (sent on standard input, never imported here)."""
