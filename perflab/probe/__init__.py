@@ -118,8 +118,9 @@ def _probe_python(
         message = f"'{python}' failed on host '{transport.host.name}' ({detail}): {fallback}"
         return PythonInfo(command=python), {}, [ProbeProblem(tool="python", message=message)]
     for engine in engines.CLI_VERSIONS.keys() - found.keys():
-        answered = _run(transport, engines.cli_version_argv(engine), timeout)
-        version = engines.parse_cli_version(answered.stdout) if answered is not None and answered.ok else None
+        answered = _run(transport, engines.cli_version_argv(engine), timeout, engine)
+        ok = isinstance(answered, CommandResult) and answered.ok
+        version = engines.parse_cli_version(answered.stdout) if ok else None
         if version is not None:
             found[engine] = version
     problems = []
