@@ -100,7 +100,7 @@ class SimulateSpec(BaseModel):
     startup_scale: float | None = Field(
         None, gt=0, description="divide simulated engine start-up times by this factor (default: time_scale)"
     )
-    noise: dict[str, float] | None = Field(
+    noise: dict[str, int | float] | None = Field(
         None, description="seeded speed noise: {run_cv_pct, launch_cv_pct, seed} (off when absent)"
     )
 
