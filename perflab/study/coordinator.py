@@ -84,8 +84,9 @@ def create_study(
         facts = [host_facts(session, inventory, name) for name in spec.hosts]
         accelerator, count = check_hosts(facts)
         gpus_per_node = spec.gpus_per_node or count
+        gpus = spec.budget(gpus_per_node)
         try:
-            check_config(spec.baseline_config(gpus_per_node))
+            check_config(spec.baseline_config(gpus_per_node, gpus))
         except ValueError as error:
             raise StudySpecError([f"baseline: {error}"]) from None
         hosts = [inventory.get(name) for name in spec.hosts]
@@ -102,7 +103,12 @@ def create_study(
         return crud.update_study(
             session,
             study_id=study.id,
-            state={"accelerator": accelerator, "gpus_per_node": gpus_per_node, "phase": "queued"},
+            state={
+                "accelerator": accelerator,
+                "gpus_per_node": gpus_per_node,
+                "gpus": gpus,
+                "phase": "queued",
+            },
         )
 
 

@@ -231,11 +231,14 @@ def _build(
     stage: StageSpec,
     best: CandidatePlan,
     gpus_per_node: int | None,
+    gpus: int | None,
 ) -> list[CandidatePlan]:
     built = []
     for position, spec in enumerate(stage.candidates):
         try:
-            config = build_config(config_fields(best.config), spec.changes, gpus_per_node=gpus_per_node)
+            config = build_config(
+                config_fields(best.config), spec.changes, gpus_per_node=gpus_per_node, gpus=gpus
+            )
             error = None
         except CandidateConfigError as exc:
             config, error = None, str(exc)
@@ -260,12 +263,13 @@ def _stage(
     measurements: Mapping[str, Measurement],
     rules: Rules,
     gpus_per_node: int | None,
+    gpus: int | None = None,
 ) -> tuple[StagePlan, list[EngineConfig]]:
     """The stage's candidates with their outcomes, and the configurations it still needs run."""
     wanted: list[EngineConfig] = []
     resolved: list[CandidatePlan] = []
     first_of: dict[str, CandidatePlan] = {best.fingerprint: best}
-    for candidate in _build(stage_index, stage, best, gpus_per_node):
+    for candidate in _build(stage_index, stage, best, gpus_per_node, gpus):
         fingerprint = candidate.fingerprint
         if candidate.error is not None:
             resolved.append(replace(candidate, decision="failed", note=candidate.error))
@@ -308,8 +312,10 @@ def plan_study(
     measurements: Mapping[str, Measurement],
     rules: Rules,
     gpus_per_node: int | None = None,
+    gpus: int | None = None,
 ) -> StudyPlan:
-    """The study's plan given ``measurements`` (by configuration fingerprint)."""
+    """The study's plan given ``measurements`` (by configuration fingerprint); with an accelerator
+    budget ``gpus`` every candidate is filled to it (the baseline is filled by its caller)."""
     base = CandidatePlan(
         stage_index=0,
         stage_name=BASELINE_STAGE,
@@ -342,7 +348,7 @@ def plan_study(
     reached: list[StagePlan] = []
     finished = all(measurement.finished for measurement in measurements.values())
     for stage_index, stage in enumerate(stages, start=1):
-        stage_plan, wanted = _stage(stage_index, stage, best, measurements, rules, gpus_per_node)
+        stage_plan, wanted = _stage(stage_index, stage, best, measurements, rules, gpus_per_node, gpus)
         reached.append(stage_plan)
         if not stage_plan.decided:
             may_win = frozenset({base_fingerprint, best.fingerprint, *_contenders(stage_plan)})

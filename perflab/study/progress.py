@@ -33,9 +33,11 @@ class StudyProgress:
         self.spec = spec
         self.found = found
         self.runs = list(runs)
-        self.gpus_per_node: int | None = (study.state or {}).get("gpus_per_node") or spec.gpus_per_node
+        state = study.state or {}
+        self.gpus_per_node: int | None = state.get("gpus_per_node") or spec.gpus_per_node
+        self.gpus: int | None = state.get("gpus") or spec.gpus
         try:
-            baseline = spec.baseline_config(self.gpus_per_node)
+            baseline = spec.baseline_config(self.gpus_per_node, self.gpus)
         except ValueError as error:
             raise StudySpecError([f"study {study.id} baseline: {error}"]) from None
         self.plan = plan_study(
@@ -44,6 +46,7 @@ class StudyProgress:
             measurements=measurements(found),
             rules=Rules(min_success=spec.min_success_pct / 100.0, min_gain=spec.min_gain_pct / 100.0),
             gpus_per_node=self.gpus_per_node,
+            gpus=self.gpus,
         )
 
     def outcome(self, candidate: CandidatePlan) -> RunOutcome | None:
