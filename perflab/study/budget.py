@@ -38,10 +38,14 @@ def replicas_for(tp: int, dp: int, gpus: int) -> int:
     return gpus // per_replica
 
 
-def check_fields(fields: Mapping[str, Any], gpus: int) -> None:
+def check_fields(fields: Mapping[str, Any], gpus: int, *, larger_ok: bool = False) -> None:
     """Refuse configuration fields (as written in a spec) that cannot use exactly ``gpus`` accelerators:
-    a replica that does not divide the budget, or an explicit replica count that does not fill it."""
+    a replica that does not divide the budget, or an explicit replica count that does not fill it.
+    ``larger_ok`` lets a replica larger than the whole budget pass (it fails as a candidate, like a
+    configuration larger than the node: the seeds list such failures)."""
     tp, dp = int(fields.get("tp", 1)), int(fields.get("dp", 1))
+    if larger_ok and tp * dp > gpus:
+        return
     replicas = replicas_for(tp, dp, gpus)
     asked = fields.get("replicas")
     if asked not in (None, FILL) and asked != replicas:

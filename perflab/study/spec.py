@@ -133,7 +133,8 @@ class CandidateSpec(BaseModel):
 
 def budget_problems(spec: StudySpec, gpus: int) -> list[str]:
     """Why the baseline or a candidate (applied to the baseline's parallelism) cannot use exactly
-    ``gpus`` accelerators; empty when every one can."""
+    ``gpus`` accelerators; empty when every one can. A candidate larger than the whole budget is left
+    to fail as a candidate."""
     base = {name: spec.baseline[name] for name in ("tp", "dp") if name in spec.baseline}
     found = []
     try:
@@ -145,7 +146,7 @@ def budget_problems(spec: StudySpec, gpus: int) -> list[str]:
             if not {"tp", "dp", "replicas"} & set(candidate.changes):
                 continue
             try:
-                check_fields({**base, **candidate.changes}, gpus)
+                check_fields({**base, **candidate.changes}, gpus, larger_ok=True)
             except ValueError as error:
                 found.append(f"stages[{stage_index}].candidates[{index}] ({candidate.label}): {error}")
     return found
