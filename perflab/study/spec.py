@@ -236,6 +236,15 @@ class StudySpec(BaseModel):
         None, ge=1, description="accelerators per configuration (default: the node of the smallest host)"
     )
     goal: str | None = Field(None, description="the optimization objective in words, for the report")
+    repeats: int = Field(1, ge=1, le=20, description="runs of the tuning profile on each launch")
+    relaunches: int = Field(1, ge=1, le=10, description="fresh launches that measure each configuration")
+    confidence: float = Field(0.95, ge=0.5, lt=1, description="confidence of every verdict")
+    max_launches: int = Field(4, ge=1, le=20, description="launches a close call may take (A B A B)")
+
+    @property
+    def measures_noise(self) -> bool:
+        """Whether decisions are verdicts on measured noise (repeats or relaunches above 1)."""
+        return self.repeats > 1 or self.relaunches > 1
 
     def env_settings(self) -> dict[str, str]:
         """Every environment variable the baseline or a candidate sets (the last value seen)."""
@@ -346,6 +355,13 @@ class StudySpec(BaseModel):
             source = "" if self.gpus else " (the node of the smallest host)" if node else " (the baseline's)"
             raise StudySpecError([f"gpus: {gpus}{source}: {why}" for why in refused])
         return gpus
+
+    def tuning_runs(self) -> list[BenchmarkProfile]:
+        """The tuning profile and its repetitions on the same launch (``<name> #2``, …)."""
+        tuning = self.tuning()
+        return [tuning] + [
+            tuning.model_copy(update={"name": f"{tuning.name} #{number}"}) for number in range(2, self.repeats + 1)
+        ]
 
     def tuning(self) -> BenchmarkProfile:
         """The tuning profile, scaled, with the goodput SLOs applied."""
