@@ -212,5 +212,6 @@ def test_seed_000_imports_keep_the_node(db_session: Session, seed_runs: dict[str
     assert (baseline.config["tp"], baseline.replicas, accelerators_of(baseline)) == (8, 1, 8)
     assert (tp4.replicas, accelerators_of(tp4)) == (2, 8)
     report = build_report_from_runs(db_session, [baseline.id, tp4.id], tuning_title="ShareGPT")
-    assert "(+59.2%)" in render_markdown(report)
-    assert "lower than previous" not in render_markdown(report)
+    markdown = render_markdown(report)
+    assert "(+59.2%)" in markdown and "lower than previous" not in markdown
+    assert "Per accelerator (ShareGPT): baseline 474.06 tok/s on 8, optimized 754.80 tok/s on 8 (+59.2%)." in markdown
