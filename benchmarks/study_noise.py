@@ -137,7 +137,7 @@ def main() -> None:
     parser.add_argument("--confidence", type=float, default=0.95)
     parser.add_argument("--repeats", type=int, default=4)
     parser.add_argument("--relaunches", type=int, default=1)
-    parser.add_argument("--max-n", type=int, default=4)
+    parser.add_argument("--max-n", type=int, default=6)
     parser.add_argument("--launch-s", type=float, default=120.0, help="engine start + warm-up, s")
     parser.add_argument("--run-s", type=float, default=60.0, help="one run of the tuning profile, s")
     args = parser.parse_args()
