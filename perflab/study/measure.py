@@ -12,7 +12,7 @@ attempts; after the last one it is ``unmeasured``, never failed. Attempts are co
 measurement.
 
 Noise: a study may repeat its tuning profile on the same launch (``repeats``: the copies are named
-``<name> #2``, ``#3``, …, each stored as its own result) and measure a configuration on several fresh
+``<name>-repeat2``, ``-repeat3``, …, each stored as its own result) and measure a configuration on several fresh
 launches (``relaunches``, and again when a verdict is a close call). A launch's value is the mean of
 its repetitions; a configuration's :class:`~perflab.study.plan.Measurement` carries every launch's
 value (``values``), its value being their mean. Attempts of the infrastructure retry count the runs
@@ -35,6 +35,8 @@ from perflab.runner.errors import INFRASTRUCTURE_FAILURES
 from perflab.study.objective import Score, score
 from perflab.study.plan import Measurement
 
+# The tuning profile's repetition k (k ≥ 2) on one launch is named ``<name>-repeat<k>``.
+REPEAT_MARK = "-repeat"
 # ``study.state`` key: runs up to this id no longer count as attempts (measuring the missing again).
 MEASURE_FROM_RUN = "measure_from_run"
 
@@ -101,7 +103,7 @@ def results_by_run(session: Session, run_ids: Iterable[int]) -> dict[int, list[P
 
 def is_tuning(profile_name: str, tuning: BenchmarkProfile) -> bool:
     """Whether ``profile_name`` is the tuning profile or one of its repetitions."""
-    head, _, number = profile_name.rpartition(" #")
+    head, _, number = profile_name.rpartition(REPEAT_MARK)
     return profile_name == tuning.name or (head == tuning.name and number.isdigit())
 
 

@@ -357,10 +357,11 @@ class StudySpec(BaseModel):
         return gpus
 
     def tuning_runs(self) -> list[BenchmarkProfile]:
-        """The tuning profile and its repetitions on the same launch (``<name> #2``, …)."""
+        """The tuning profile and its repetitions on the same launch (``<name>-repeat2``, …)."""
         tuning = self.tuning()
         return [tuning] + [
-            tuning.model_copy(update={"name": f"{tuning.name} #{number}"}) for number in range(2, self.repeats + 1)
+            tuning.model_copy(update={"name": f"{tuning.name}-repeat{number}"})
+            for number in range(2, self.repeats + 1)
         ]
 
     def tuning(self) -> BenchmarkProfile:
