@@ -144,7 +144,8 @@ def _create_run(
         if model != config.model:
             config = config.model_copy(update={"model": model})
         if not item.failure_message:
-            config = config.model_copy(update={"replicas": replicas_of(facts, item.result, config.tp, config.dp)})
+            replicas = replicas_of(facts, item.result, config.tp, config.dp)
+            config = config.model_copy(update={"replicas": replicas})
     else:
         fields["engine"] = (
             item.engine

@@ -248,9 +248,10 @@ def per_accelerator_lines(report: Report) -> list[str]:
         base = row.baseline.total_tps / counts[0] if row.baseline.total_tps is not None else None
         best = row.optimized.total_tps / counts[1] if row.optimized.total_tps is not None else None
         if base is not None and best is not None:
+            change = percent_text(relative_change(best, base), report.decimals)
             lines.append(
                 f"Per accelerator ({row.case}): baseline {base:.2f} tok/s on {counts[0]}, optimized "
-                f"{best:.2f} tok/s on {counts[1]} ({percent_text(relative_change(best, base), report.decimals)})."
+                f"{best:.2f} tok/s on {counts[1]} ({change})."
             )
             if counts[0] != counts[1]:
                 lines.append("The two used different numbers of accelerators: compare them per accelerator.")

@@ -37,7 +37,8 @@ def normalize_spec(spec: Dict[str, object]) -> Dict[str, object]:
     host can launch quickly while its benchmark timings stay realistic."""
     if not isinstance(spec, dict):
         raise ValueError("simulate: expected a mapping like {accelerator: H100, count: 8}")
-    unknown = set(spec) - {"accelerator", "count", "versions", "time_scale", "startup_scale", "engines", "noise"}
+    known = {"accelerator", "count", "versions", "time_scale", "startup_scale", "engines", "noise"}
+    unknown = set(spec) - known
     if unknown:
         raise ValueError(f"simulate: unknown field(s) {', '.join(sorted(unknown))}")
     name = spec.get("accelerator")

@@ -3,7 +3,8 @@
 ``extra_args`` are appended to the base configuration's own (a flag already there is not repeated),
 ``env`` is merged into the base's, ``replicas: fill`` becomes accelerators-per-node ÷ (tp × dp), and
 every other field replaces the base's value. Within a study's accelerator budget (``gpus``, see
-:mod:`perflab.study.budget`) every configuration is filled to exactly that many accelerators. The result is checked by the engine's adapter, so a
+:mod:`perflab.study.budget`) every configuration is filled to exactly that many accelerators. The
+result is checked by the engine's adapter, so a
 configuration the engine cannot run (a knob it lacks, a bad value) is a :class:`CandidateConfigError`
 recorded against the candidate, never a launch.
 """

@@ -314,7 +314,9 @@ def _verdicts(progress: StudyProgress) -> list[dict[str, Any]]:
 def _recommendation(progress: StudyProgress) -> dict[str, Any] | None:
     """How sure the study is that its best configuration beats the baseline (with measured noise)."""
     plan, spec = progress.plan, progress.spec
-    if not spec.measures_noise or plan.best is plan.baseline or plan.best.value is None or plan.baseline.value is None:
+    if not spec.measures_noise or plan.best is plan.baseline:
+        return None
+    if plan.best.value is None or plan.baseline.value is None:
         return None
     return verdict_of(plan.best, plan.baseline, progress.rules).to_dict()
 

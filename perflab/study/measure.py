@@ -12,7 +12,8 @@ attempts; after the last one it is ``unmeasured``, never failed. Attempts are co
 measurement.
 
 Noise: a study may repeat its tuning profile on the same launch (``repeats``: the copies are named
-``<name>-repeat2``, ``-repeat3``, …, each stored as its own result) and measure a configuration on several fresh
+``<name>-repeat2``, ``-repeat3``, …, each stored as its own result) and measure a configuration on
+several fresh
 launches (``relaunches``, and again when a verdict is a close call). A launch's value is the mean of
 its repetitions; a configuration's :class:`~perflab.study.plan.Measurement` carries every launch's
 value (``values``), its value being their mean. Attempts of the infrastructure retry count the runs
@@ -140,7 +141,8 @@ def launch_score(
     repetitions = _by_repetition(results, tuning)
     if not repetitions:
         return None
-    scores = [score(objective, pairs, slos=slos, expected_prompts=tuning.num_prompts) for pairs in repetitions]
+    expected = tuning.num_prompts
+    scores = [score(objective, pairs, slos=slos, expected_prompts=expected) for pairs in repetitions]
     first = scores[0]
     values = [found.value for found in scores if found.value is not None]
     rates = [found.success_rate for found in scores if found.success_rate is not None]

@@ -56,7 +56,8 @@ def estimate_spread(groups: Sequence[Sequence[float]]) -> Spread | None:
     grand = values.mean()
     relative = [group / grand for group in launches]
     within_df = sum(group.size - 1 for group in relative)
-    within_ms = sum(float(((group - group.mean()) ** 2).sum()) for group in relative) / within_df if within_df else 0.0
+    squares = sum(float(((group - group.mean()) ** 2).sum()) for group in relative)
+    within_ms = squares / within_df if within_df else 0.0
     launch_var = 0.0
     if len(relative) >= 2:
         means = np.array([group.mean() for group in relative])

@@ -124,7 +124,8 @@ class CandidatePlan:
         measurement = self.measurement
         if measurement is None:
             return None
-        measured = measurement.state == "measured" or (measurement.state == "pending" and bool(measurement.values))
+        relaunching = measurement.state == "pending" and bool(measurement.values)
+        measured = measurement.state == "measured" or relaunching
         return measurement.value if measured else None
 
 
@@ -226,7 +227,8 @@ def verdict_of(candidate: CandidatePlan, reference: CandidatePlan, rules: Rules)
 def _judged(candidate: CandidatePlan, best: CandidatePlan, rules: Rules) -> CandidatePlan:
     """A measured candidate decided by its verdict (a contender, with no decision, when better)."""
     if candidate.measurement.launches < rules.relaunches:
-        return replace(candidate, again=True, note=f"launch {candidate.measurement.launches + 1} of {rules.relaunches}")
+        launch = candidate.measurement.launches + 1
+        return replace(candidate, again=True, note=f"launch {launch} of {rules.relaunches}")
     verdict = verdict_of(candidate, best, rules)
     candidate = replace(candidate, verdict=verdict)
     if verdict.outcome == "not_better":
@@ -238,7 +240,8 @@ def _judged(candidate: CandidatePlan, best: CandidatePlan, rules: Rules) -> Cand
             note=f"{verdict.text()}: {verdict.outcome_text()}, neither kept nor beaten",
         )
     if verdict.outcome == "undecided":
-        return replace(candidate, again=True, note=f"{verdict.text()}: a close call, measuring both again (A B A B)")
+        note = f"{verdict.text()}: a close call, measuring both again (A B A B)"
+        return replace(candidate, again=True, note=note)
     return candidate
 
 
@@ -256,7 +259,8 @@ def retry_note(measurement: Measurement) -> str | None:
 
 def _waiting(candidate: CandidatePlan) -> bool:
     measurement = candidate.measurement
-    return candidate.decision is None and (measurement is None or measurement.state == "pending" or candidate.again)
+    pending = measurement is None or measurement.state == "pending"
+    return candidate.decision is None and (pending or candidate.again)
 
 
 def decide_stage(
@@ -429,7 +433,8 @@ def plan_study(
     if rules.measures_noise and measurement.launches < rules.relaunches:
         wanted = (baseline,) if measurement.finished else ()
         note = f"launch {measurement.launches + 1} of {rules.relaunches}"
-        return StudyPlan(replace(base, decision=None, note=note), (), base, "running", wanted, frozenset({base_fingerprint}))
+        measuring = replace(base, decision=None, note=note)
+        return StudyPlan(measuring, (), base, "running", wanted, frozenset({base_fingerprint}))
     best = base
     reached: list[StagePlan] = []
     finished = all(measurement.finished for measurement in measurements.values())

@@ -70,7 +70,10 @@ class StudyProgress:
 
 
 def measured_spread(
-    runs: Sequence[Run], results: Mapping[int, Sequence[ProfileResult]], fingerprint: str | None, spec: StudySpec
+    runs: Sequence[Run],
+    results: Mapping[int, Sequence[ProfileResult]],
+    fingerprint: str | None,
+    spec: StudySpec,
 ) -> Spread | None:
     """The run-to-run and launch-to-launch spread of one configuration's launches (its repetitions)."""
     groups = [

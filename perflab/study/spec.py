@@ -336,7 +336,8 @@ class StudySpec(BaseModel):
         ``replicas: fill`` without a budget needs ``gpus_per_node``."""
         fields = dict(self.baseline)
         budget = gpus or self.gpus
-        if fields.get("replicas") == FILL and budget is None and gpus_per_node is None and self.gpus_per_node is None:
+        node = gpus_per_node or self.gpus_per_node
+        if fields.get("replicas") == FILL and budget is None and node is None:
             fields.pop("replicas")
         return build_config(
             {"model": self.model}, fields, gpus_per_node=gpus_per_node or self.gpus_per_node, gpus=budget

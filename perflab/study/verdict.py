@@ -54,7 +54,8 @@ class Verdict:
 
     def text(self) -> str:
         """``+4.1 % ± 1.3 %, 95 %, 3 vs 3``."""
-        spread = f"± {self.half_width_pct:.1f} %" if math.isfinite(self.half_width_pct) else "± ? (no spread yet)"
+        known = math.isfinite(self.half_width_pct)
+        spread = f"± {self.half_width_pct:.1f} %" if known else "± ? (no spread yet)"
         return (
             f"{self.gain_pct:+.1f} % {spread}, {self.confidence * 100:g} %, "
             f"{self.n_candidate} vs {self.n_reference}"

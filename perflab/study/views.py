@@ -74,8 +74,9 @@ def form_defaults(inventory: Inventory, model: str) -> FormDefaults:
     gpus_help = FormDefaults.gpus_help
     if node is not None:
         gpus_help = (
-            f"0 = the node of the smallest host ({node} on {first.name}): the baseline and every candidate "
-            "use that many accelerators, filled with replicas, so node totals compare. 1 = a single-GPU study."
+            f"0 = the node of the smallest host ({node} on {first.name}): the baseline and every "
+            "candidate use that many accelerators, filled with replicas, so node totals compare. "
+            "1 = a single-GPU study."
         )
     return FormDefaults(
         name=f"{short_model} on {first.name}",
