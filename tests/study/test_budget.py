@@ -69,3 +69,22 @@ def test_the_default_budget_is_the_node_of_the_smallest_host() -> None:
     assert parse_spec(SPEC.replace("gpus: 8\n", "")).budget(4) == 4
     with pytest.raises(StudySpecError, match="gpus: 8 accelerators per configuration, but a node has 2"):
         parse_spec(SPEC).budget(2)
+
+
+def test_the_forms_defaults_on_an_8_gpu_host_put_every_configuration_on_the_node() -> None:
+    from perflab.study.plan import Measurement, Rules, plan_study
+    from perflab.study.views import STAGES_TEMPLATE, spec_from_form
+
+    spec = spec_from_form(
+        name="demo", model="Qwen/Qwen3-8B", hosts=["local-sim"], engine="vllm", tuning_profile="sharegpt",
+        validation_profiles=[], stages_yaml=STAGES_TEMPLATE.format(model="Qwen/Qwen3-8B"),
+        objective="total_token_throughput", scale=0.1, min_success_pct=100.0, min_gain_pct=1.0,
+    )
+    gpus = spec.budget(8)
+    baseline = spec.baseline_config(8, gpus)
+    assert (gpus, baseline.gpus_needed) == (8, 8)
+    values = {baseline.fingerprint(): Measurement("measured", 1, 100.0, 1.0, finished=True)}
+    plan = plan_study(baseline=baseline, stages=spec.stages, measurements=values, rules=Rules(),
+                      gpus_per_node=8, gpus=gpus)
+    built = [candidate.config for stage in plan.stages for candidate in stage.candidates if candidate.config]
+    assert built and all(config.gpus_needed == 8 for config in built)
