@@ -9,7 +9,7 @@ import streamlit as st
 
 from perflab import ui
 from perflab.charts import compare as compare_charts
-from perflab.views import compare, distributions, urlstate
+from perflab.views import budget, compare, distributions, urlstate
 from perflab.views.metrics import metric_for, metric_heading
 
 ui.ensure_app_shell()
@@ -39,6 +39,12 @@ if missing:
 if not compared.runs:
     st.page_link("pages/runs.py", label="All runs", icon=":material/list:")
     st.stop()
+
+budget_note = budget.budget_warning(compared.runs)
+if budget_note:
+    st.warning(budget_note, icon=":material/balance:")
+for line in budget.spread_lines(compared.runs):
+    st.info(line, icon=":material/stacked_line_chart:")
 
 found_ids = [entry.run.id for entry in compared.runs]
 baseline_id, baseline_note = urlstate.parse_baseline(ui.query_param("baseline"), found_ids)

@@ -11,7 +11,7 @@ from db import crud
 from perflab import ui
 from perflab.charts import run as run_charts
 from perflab.hub.catalog import used_sample
-from perflab.views import cards, distributions, launch, run_detail, run_export
+from perflab.views import budget, cards, distributions, launch, run_detail, run_export
 from perflab.views.formatting import format_time
 
 ui.ensure_app_shell()
@@ -131,6 +131,9 @@ def draw_profile(profile: run_detail.ProfileView) -> None:
     columns = st.columns(4)
     for position, card in enumerate(cards.metric_cards(profile.result, run.replicas)):
         columns[position % 4].metric(card.label, card.value, help=card.help)
+    accelerators = budget.accelerator_text(run, profile.result)
+    if accelerators:
+        st.caption(accelerators)
     for note in profile.notes:
         if used_sample([note]):
             st.warning(note, icon=":material/science:")

@@ -92,6 +92,24 @@ with form_tab, st.form("new_study"):
         "Minimum success rate (%)", min_value=1.0, max_value=100.0, value=100.0, key="study_min_success"
     )
     min_gain = gain_col.number_input("Minimum gain kept (%)", min_value=0.0, value=1.0, key="study_min_gain")
+    gpus_col, repeats_col, relaunches_col = st.columns(3)
+    gpus = gpus_col.number_input(
+        "Accelerators per configuration (0 = the node of the smallest host)",
+        min_value=0,
+        max_value=64,
+        value=0,
+        key="study_gpus",
+        help=defaults.gpus_help,
+    )
+    repeats = repeats_col.number_input(
+        "Runs per launch", min_value=1, max_value=20, value=1, key="study_repeats",
+        help="Repeat the tuning profile on the same launch after its warm-up (run-to-run noise).",
+    )
+    relaunches = relaunches_col.number_input(
+        "Launches per configuration", min_value=1, max_value=10, value=1, key="study_relaunches",
+        help="Fresh launches of each configuration (launch-to-launch noise). Above 1 (either), decisions "
+        "are verdicts with a 95 % confidence interval; close calls are measured again (A B A B).",
+    )
     stages_yaml = st.text_area(
         "Stages (YAML)",
         value=views.STAGES_TEMPLATE.format(model=DEFAULT_MODEL),
@@ -114,6 +132,9 @@ if submitted:
             scale=scale,
             min_success_pct=min_success,
             min_gain_pct=min_gain,
+            gpus=int(gpus),
+            repeats=int(repeats),
+            relaunches=int(relaunches),
         )
     except StudySpecError as error:
         st.error("The study cannot start:\n\n" + "\n".join(f"- {problem}" for problem in error.problems))

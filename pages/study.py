@@ -15,7 +15,7 @@ from perflab.markdown_text import md_text
 from perflab.report import charts as report_charts
 from perflab.report.export import report_files, results_csv, results_json, zip_bytes
 from perflab.report.from_study import report_of
-from perflab.report.markdown import comparison_table, summary_table
+from perflab.report.markdown import comparison_table, per_accelerator_lines, summary_table
 from perflab.study import views
 from perflab.study.coordinator import (
     StudyStateError,
@@ -24,6 +24,7 @@ from perflab.study.coordinator import (
     pause_study,
     resume_study,
 )
+from perflab.study.noise import Spread
 from perflab.study.progress import load_progress
 from perflab.study.spec import StudySpecError
 from perflab.study.text import incomplete_text
@@ -153,6 +154,15 @@ def study_body(shown_status: str) -> None:
 
     st.header("Baseline vs optimized")
     st.markdown("\n".join(comparison_table(report.comparison, report.decimals)), unsafe_allow_html=True)
+    for line in per_accelerator_lines(report):
+        st.caption(line)
+    spread = (progress.study.state or {}).get("spread")
+    if spread:
+        st.caption(f"Measured spread of the baseline: {Spread(**spread).text()}.")
+    prior = (progress.study.state or {}).get("prior_spread")
+    if prior:
+        reused = Spread(**{key: prior[key] for key in Spread.__dataclass_fields__})
+        st.caption(f"Spread reused from study {prior.get('study_id')}: {reused.text()}.")
     st.header("Summary of Optimization Options")
     if report.summary:
         st.markdown("\n".join(summary_table(report)), unsafe_allow_html=True)

@@ -17,9 +17,12 @@ def _positive_int(value: Any) -> int | None:
 
 
 def accelerators_of(run: Run) -> int | None:
-    """The number of accelerators ``run`` used: its locked GPUs, else its config's tp × dp × replicas."""
+    """The number of accelerators ``run`` used: its locked GPUs, else its ``accelerators`` column (set
+    from its config, or from an imported write-up's node), else its config's tp × dp × replicas."""
     if run.gpu_ids:
         return len(run.gpu_ids)
+    if _positive_int(run.accelerators):
+        return run.accelerators
     config: Mapping[str, Any] = run.config or {}
     tp = _positive_int(config.get("tp")) or 1
     dp = _positive_int(config.get("dp")) or 1
@@ -35,3 +38,12 @@ def per_accelerator(value: float | None, run: Run) -> float | None:
     if value is None or count is None:
         return None
     return value / count
+
+
+def node_total(result: Mapping[str, Any], *, replicas: int, imported: bool) -> float | None:
+    """A result's Total tok/s for the whole node: perflab's results are node totals already; a block
+    imported from a write-up measured one replica (unless it says ``replicas``), so it is × replicas."""
+    value = result.get("total_token_throughput")
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    return float(value) * (replicas if imported and "replicas" not in result else 1)

@@ -100,6 +100,9 @@ class SimulateSpec(BaseModel):
     startup_scale: float | None = Field(
         None, gt=0, description="divide simulated engine start-up times by this factor (default: time_scale)"
     )
+    noise: dict[str, int | float] | None = Field(
+        None, description="seeded speed noise: {run_cv_pct, launch_cv_pct, seed} (off when absent)"
+    )
 
     @model_validator(mode="after")
     def _simulator_accepts(self) -> SimulateSpec:

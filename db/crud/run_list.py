@@ -47,6 +47,7 @@ class RunSummary:
     model: str | None
     knobs_summary: str | None
     replicas: int
+    accelerators: int | None
     label: str | None
     queued_by: str | None
     study_id: int | None

@@ -87,6 +87,7 @@ def create_run(session: Session, *, config: EngineConfig | None = None, **fields
         fields.setdefault("engine", config.engine)
         fields.setdefault("model", config.model)
         fields.setdefault("replicas", config.replicas)
+        fields.setdefault("accelerators", config.gpus_needed)
         fields.setdefault("knobs_summary", summarize_knobs(config))
         fields["config"] = config.model_dump(mode="json")
         fields["config_fingerprint"] = row.fingerprint

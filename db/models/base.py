@@ -78,4 +78,5 @@ CANDIDATE_DECISIONS: tuple[str, ...] = (
     "disqualified",
     "reused",
     "unmeasured",
+    "within_noise",
 )

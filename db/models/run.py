@@ -50,6 +50,7 @@ class Run(SQLModel, table=True):
     config_fingerprint: str | None = Field(default=None, index=True)
     knobs_summary: str | None = None
     replicas: int = 1
+    accelerators: int | None = None  # tp × dp × replicas, or what an imported write-up states
     profiles: list[dict[str, Any]] = Field(default_factory=list, sa_type=sa.JSON)
     serve_commands: list[str] = Field(default_factory=list, sa_type=sa.JSON)
     bench_commands: list[str] = Field(default_factory=list, sa_type=sa.JSON)

@@ -4,9 +4,11 @@ A failed launch is a result too (the seeds list "Unsupported SM version for FP8 
 "KeyError: 'weight'" in their tables), so the runner stores a :class:`FailureInfo`: a class from
 :data:`FAILURE_CLASSES`, a readable message and the log line that proves it.
 
-Each adapter owns a tuple of :class:`Signature` (the shared ones below plus its engine's own). Several
-signatures often match one log (a CUDA OOM in a worker is followed by NCCL teardown noise and a generic
-"Engine core initialization failed"), so classes are ranked by :data:`CLASS_PRIORITY`, root causes first;
+Each adapter owns a tuple of :class:`Signature` (the shared ones below plus its engine's own). Memory
+that other processes took between placement and start (vLLM's "Free memory on device … less than desired
+GPU memory utilization") is ``gpus_unavailable``: the infrastructure, which studies retry, never a result
+about the configuration. Several signatures often match one log (a CUDA OOM in a worker is followed by
+NCCL teardown noise and a generic "Engine core initialization failed"), so classes are ranked by :data:`CLASS_PRIORITY`, root causes first;
 within a class the earliest matching line is the evidence. A log with no signature falls back to
 ``crash`` with the last exception line that is not a known wrapper message, or else the first error
 line (MindIE logs errors without tracebacks).
@@ -31,6 +33,7 @@ FAILURE_CLASSES: tuple[str, ...] = (
     "port_in_use",
     "collective_comm",
     "weights_format",
+    "gpus_unavailable",
     "crash",
     "timeout",
 )
@@ -41,6 +44,7 @@ CLASS_PRIORITY: tuple[str, ...] = (
     "model_not_found",
     "unsupported_hardware",
     "weights_format",
+    "gpus_unavailable",
     "oom",
     "collective_comm",
 )
@@ -55,6 +59,8 @@ SUMMARIES: dict[str, str] = {
     "port_in_use": "the serving port is already in use",
     "collective_comm": "collective communication between devices (NCCL/HCCL) failed",
     "weights_format": "the checkpoint's weights do not match what the engine expects",
+    "gpus_unavailable": "other processes held the accelerators' memory when the engine started "
+    "(infrastructure, not the configuration)",
     "crash": "the engine exited with an error",
     "timeout": "the engine did not become ready before the deadline",
 }

@@ -96,6 +96,11 @@ class SglangAdapter(EngineAdapter):
     ready_markers = ("The server is fired up and ready to roll",)
     signatures = (
         *COMMON_SIGNATURES,
+        # sglang/srt/distributed/bootstrap.py (0.5.23): a TP rank found its GPU's memory taken by others
+        Signature.of(
+            "gpus_unavailable",
+            r"The memory capacity is unbalanced\. Some GPUs may be occupied by other processes",
+        ),
         Signature.of("oom", r"Not enough memory\. Please try to increase --mem-fraction-static"),
         Signature.of("unsupported_hardware", r"Only SM [\d.x]+(?: and [\d.x]+)? (?:is|are) supported"),
         # SGLang 0.5.23 attention_registry.py ("FlashAttention v3 Backend requires SM>=80 and SM<=90. …"),

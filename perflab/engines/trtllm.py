@@ -85,6 +85,8 @@ class TrtllmAdapter(EngineAdapter):
     vocabulary = TRTLLM_VOCABULARY
     bare_switches = ("--trust_remote_code", "--fail_fast_on_attention_window_too_large")
     ready_markers = ("Application startup complete",)
+    # TensorRT-LLM (_torch/pyexecutor/_util.py) has no start-up check of memory held by other processes:
+    # it sizes its KV cache from the memory left free, so memory taken by others shows as its OOM.
     signatures = (
         *COMMON_SIGNATURES,
         Signature.of("unknown_argument", r"Error: (?:No such option|Invalid value for|Missing argument)"),

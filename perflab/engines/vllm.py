@@ -128,6 +128,11 @@ class VllmAdapter(EngineAdapter):
     ready_markers = ("Application startup complete",)
     signatures = (
         *COMMON_SIGNATURES,
+        # vllm/v1/worker/utils.py (0.32.0): memory taken by other processes before the start
+        Signature.of(
+            "gpus_unavailable",
+            r"Free memory on device .*on startup is less than desired GPU memory utilization",
+        ),
         # vllm/v1/attention/backends/registry.py: an --attention-backend that is no enum name
         Signature.of("unknown_argument", r"Unknown attention backend: '[^']*'\. Valid options are"),
         # vllm/platforms/cuda.py: the chosen backend rejects this GPU, dtype or model

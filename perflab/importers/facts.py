@@ -4,7 +4,11 @@ Seed-style write-ups have an "Experimental Setup" with ``### Model``, ``### Hard
 ``### Engine Version`` sections (also in copies that lost their line breaks: ``### Model -
 Qwen/Qwen3.5-35B-A3B ### Hardware NVIDIA H200 ### Engine Version - vLLM v0.17.1``).
 :func:`document_facts` reads them: the model, the hardware sentence, the accelerator it names
-(``NVIDIA A100 SXM 80GB``, ``Ascend 910B``) and the engine versions by engine name.
+(``NVIDIA A100 SXM 80GB``, ``Ascend 910B``), how many of them a node has ("8 × NVIDIA A100 …" → 8,
+"A single NVIDIA H100 SXM GPU" → 1; unknown when the sentence gives no count), the engine versions by
+engine name, and the figures the document multiplies by a replica count ("Total TPS: 3019.19x2": a
+block measured one replica of two on the node). :func:`replicas_of` turns these into the replicas of
+one imported configuration, so imported runs keep the node the write-up compared.
 
 Model names (:func:`canonical_model`): a hub id (``Qwen/Qwen3-30B-A3B``) stays as it is. A name
 without an organisation (``Qwen3-30B-A3B``) or a local path (``/models/Qwen3-30B-A3B``) is the
@@ -26,6 +30,9 @@ _ASCEND = re.compile(r"\bascend\s*(910[a-z0-9]*|310[a-z0-9]*)", re.IGNORECASE)
 _NVIDIA = re.compile(
     r"\b((?:[ABHL]|GB|RTX\s?)\d{2,4}[A-Z]?)(\s+(?:SXM|PCIe|NVL)\d?)?(\s+\d{2,3}\s?GB)?\b", re.IGNORECASE
 )
+_NODE_COUNT = re.compile(r"(?:^|\s)(\d{1,3})\s*(?:×|Ã—|x|X|\*)\s*(?=[A-Za-z])")
+_SINGLE = re.compile(r"\b(?:a\s+single|one|single)\b", re.IGNORECASE)
+_REPLICATED = re.compile(r"(\d+\.\d+)\s?[x×](\d{1,2})\b")
 _ENGINE_VERSION = re.compile(
     r"(vLLM[-\s]Ascend|vLLM|SGLang|TensorRT[-\s]LLM|MindIE)\s*:?\s*(v?\d[\w.+\-]*)", re.IGNORECASE
 )
@@ -47,7 +54,9 @@ class DocumentFacts:
     model: str | None = None
     hardware: str | None = None
     accelerator: str | None = None
+    accelerators: int | None = None
     engine_versions: dict[str, str] = field(default_factory=dict)
+    replicated: dict[str, int] = field(default_factory=dict)
 
     def environment(self) -> dict[str, object]:
         """The run's environment snapshot for what the document states (empty when nothing)."""
@@ -105,8 +114,33 @@ def document_facts(text: str) -> DocumentFacts:
         model=model or None,
         hardware=hardware,
         accelerator=accelerator_name(hardware) if hardware else None,
+        accelerators=node_accelerators(hardware) if hardware else None,
         engine_versions=versions,
+        replicated={match.group(1): int(match.group(2)) for match in _REPLICATED.finditer(text)},
     )
+
+
+def node_accelerators(hardware: str) -> int | None:
+    """The accelerators a hardware sentence gives the node: ``8 × NVIDIA A100 …`` → 8, ``A single
+    NVIDIA H100 SXM GPU`` → 1; None when it states no count (``NVIDIA A100 GPUs``)."""
+    counted = _NODE_COUNT.search(hardware)
+    if counted:
+        return int(counted.group(1)) or None
+    return 1 if _SINGLE.search(hardware) else None
+
+
+def replicas_of(facts: DocumentFacts, result: dict[str, object], tp: int, dp: int) -> int:
+    """Replicas of a configuration with ``tp × dp`` accelerators per replica behind an imported
+    ``result``: the document's "N×" figure for one of its throughputs, else the node's accelerators ÷
+    (tp × dp) when that is whole, else 1."""
+    for name in ("total_token_throughput", "output_throughput", "request_throughput"):
+        value = result.get(name)
+        if isinstance(value, (int, float)) and f"{value:.2f}" in facts.replicated:
+            return facts.replicated[f"{value:.2f}"]
+    per_replica = tp * dp
+    if facts.accelerators and facts.accelerators % per_replica == 0:
+        return facts.accelerators // per_replica
+    return 1
 
 
 def _is_hub_id(name: str) -> bool:

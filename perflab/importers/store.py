@@ -25,7 +25,7 @@ from db.models import Run
 from perflab.engines import get_adapter
 from perflab.importers.commands import config_from_command, engine_named_in
 from perflab.importers.detect import decode, parse_content
-from perflab.importers.facts import DocumentFacts, canonical_model, document_facts
+from perflab.importers.facts import DocumentFacts, canonical_model, document_facts, replicas_of
 from perflab.importers.limits import check_size
 from perflab.importers.model import ImportedResult, ImportFileError
 from perflab.redact import Redactor, process_redactor
@@ -143,6 +143,9 @@ def _create_run(
         model = canonical_model(config.model, known_models)
         if model != config.model:
             config = config.model_copy(update={"model": model})
+        if not item.failure_message:
+            replicas = replicas_of(facts, item.result, config.tp, config.dp)
+            config = config.model_copy(update={"replicas": replicas})
     else:
         fields["engine"] = (
             item.engine

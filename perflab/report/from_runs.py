@@ -26,6 +26,7 @@ from sqlmodel import Session
 
 from db import crud
 from db.models import ProfileResult, Run
+from perflab.accelerators import accelerators_of
 from perflab.report.model import (
     CandidateSection,
     ComparisonRow,
@@ -92,6 +93,14 @@ def _replicas(run: Run, gpus_per_node: int | None) -> int:
     if gpus_per_node and config:
         return max(1, gpus_per_node // (int(config.get("tp", 1)) * int(config.get("dp", 1))))
     return max(1, run.replicas)
+
+
+def _accelerators(run: Run, gpus_per_node: int | None) -> int | None:
+    """The accelerators behind the run's node figures: tp × dp × the replicas counted."""
+    config = run.config or {}
+    if not config:
+        return accelerators_of(run)
+    return int(config.get("tp", 1)) * int(config.get("dp", 1)) * _replicas(run, gpus_per_node)
 
 
 class _Runs:
@@ -211,6 +220,7 @@ def build_report_from_runs(
         objective_unit="tok/s",
         recommended_command=recommended,
         recommended_replicas=_replicas(best_run, gpus_per_node),
+        accelerators=(_accelerators(first_run, gpus_per_node), _accelerators(best_run, gpus_per_node)),
         comparison=tuple(comparison),
         stages=tuple(sections),
         summary=tuple(summary_rows(baseline_section, sections)),

@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from sqlmodel import Session
 
+from perflab.accelerators import accelerators_of
 from perflab.hub.catalog import SAMPLE_REPORT_NOTE, used_sample
 from perflab.report.model import (
     CandidateSection,
@@ -39,6 +40,7 @@ from perflab.study.loadcurve import LoadCurve, curve_from_results
 from perflab.study.plan import UNMEASURED, CandidatePlan, StagePlan, StudyPlan
 from perflab.study.progress import StudyProgress, load_progress
 from perflab.study.spec import OBJECTIVE_UNITS, OBJECTIVES
+from perflab.study.verdict import Verdict
 
 OBJECTIVE_WORDS = {
     "total_token_throughput": "Throughput",
@@ -157,6 +159,18 @@ def _curves(progress: StudyProgress) -> list[tuple[str, LoadCurve]]:
     return curves
 
 
+def _accelerators(progress: StudyProgress, candidate: CandidatePlan) -> int | None:
+    """The accelerators the candidate's run used."""
+    outcome = progress.outcome(candidate)
+    return accelerators_of(outcome.run) if outcome is not None else None
+
+
+def _confidence(progress: StudyProgress) -> str | None:
+    """The recommendation's verdict over the baseline, as text (studies that measure noise)."""
+    stored = (progress.study.state or {}).get("recommendation_verdict")
+    return Verdict.from_dict(stored).text() if stored else None
+
+
 def _title(progress: StudyProgress) -> str:
     accelerator = (progress.study.state or {}).get("accelerator")
     word = OBJECTIVE_WORDS[progress.spec.objective]
@@ -240,4 +254,6 @@ def report_of(progress: StudyProgress) -> Report:
         provisional_best=plan.best.label
         if plan.status == "incomplete" and plan.best.decision != UNMEASURED
         else None,
+        accelerators=(_accelerators(progress, plan.baseline), _accelerators(progress, plan.best)),
+        confidence=_confidence(progress),
     )

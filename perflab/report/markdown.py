@@ -11,7 +11,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from perflab.markdown_text import fence, md_text
-from perflab.report.model import BenchBlock, CandidateSection, ComparisonRow, Figures, Report, StageSection
+from perflab.report.model import (
+    BenchBlock,
+    CandidateSection,
+    ComparisonRow,
+    Figures,
+    Report,
+    StageSection,
+    relative_change,
+)
 from perflab.report.summary import coloured, percent_text, ranked
 from perflab.study.loadcurve import LOAD_TITLES, LoadCurve
 
@@ -239,6 +247,30 @@ def _incomplete(report: Report) -> list[str]:
     return _admonition("warning", "Incomplete study", body, open_=True)
 
 
+def per_accelerator_lines(report: Report) -> list[str]:
+    """The first case's Total TPS per accelerator beside the node totals, and the gain's confidence."""
+    lines = []
+    row = report.comparison[0] if report.comparison else None
+    counts = report.accelerators
+    if row is not None and row.baseline and row.optimized and None not in counts:
+        base = row.baseline.total_tps / counts[0] if row.baseline.total_tps is not None else None
+        best = row.optimized.total_tps / counts[1] if row.optimized.total_tps is not None else None
+        if base is not None and best is not None:
+            change = percent_text(relative_change(best, base), report.decimals)
+            lines.append(
+                f"Per accelerator ({row.case}): baseline {base:.2f} tok/s on {counts[0]}, optimized "
+                f"{best:.2f} tok/s on {counts[1]} ({change})."
+            )
+            if counts[0] != counts[1]:
+                lines.append("The two used different numbers of accelerators: compare them per accelerator.")
+    if report.confidence:
+        lines.append(
+            f"Confidence of the gain over the baseline: {report.confidence} "
+            "(Student t on the launch means)."
+        )
+    return [*lines, ""] if lines else []
+
+
 def render_markdown(report: Report, charts: Mapping[str, str] | None = None) -> str:
     """The report's markdown; ``charts`` maps chart names (``comparison``, ``stages``, ``load_curve_1``…)
     to the relative paths of their PNG files."""
@@ -261,6 +293,7 @@ def render_markdown(report: Report, charts: Mapping[str, str] | None = None) -> 
     lines += _incomplete(report)
     lines += ["Comparison of benchmark results before and after optimization:", ""]
     lines += [*comparison_table(report.comparison, report.decimals), ""]
+    lines += per_accelerator_lines(report)
     notes = [*report.notes, *NOTE_LIMITS]
     lines += _admonition(
         "note", "Notes", [f"{i}. {md_text(note)}" for i, note in enumerate(notes, 1)], open_=True

@@ -162,3 +162,5 @@ class Report:
     baseline: CandidateSection | None = None
     unmeasured: tuple[Unmeasured, ...] = ()
     provisional_best: str | None = None
+    accelerators: tuple[int | None, int | None] = (None, None)  # the baseline's, the optimized's
+    confidence: str | None = None  # the optimized gain's verdict: "+4.1 % ± 1.3 %, 95 %, 3 vs 3"

@@ -24,6 +24,7 @@ from collections import deque
 from typing import Deque, List, Optional, Tuple
 
 from perflab.sim.metrics import EngineGauges, MetricsRecorder
+from perflab.sim.noise import Pace
 from perflab.sim.perfmodel import PerfModel
 from perflab.sim.prefix import PrefixCache, block_hashes
 from perflab.sim.sequence import Deliver, Sequence
@@ -55,8 +56,10 @@ class BatchScheduler:
         deliver: Deliver,
         metrics: MetricsRecorder,
         timer_factory: TimerFactory = PreciseTimer,
+        pace: Optional[Pace] = None,
     ) -> None:
         dep = perf.dep
+        self._pace = pace
         self._loop = loop
         self._perf = perf
         self._time_scale = time_scale
@@ -227,8 +230,11 @@ class BatchScheduler:
         batch = self._plan(start)
         if not batch:
             self._step_end = None
+            if self._pace is not None:
+                self._pace.idle(start)
             return
-        duration = self._cost(batch) / self._time_scale
+        speed = self._pace.factor(start) if self._pace is not None else 1.0
+        duration = self._cost(batch) / self._time_scale / speed
         self._batch = batch
         self._busy_seconds += duration
         self._step_end = start + duration

@@ -9,12 +9,13 @@ once, updating the metrics before the sequence's own ``on_tokens`` writes it to 
 from __future__ import annotations
 
 import asyncio
-from typing import List, Protocol
+from typing import List, Optional, Protocol
 
 from perflab.sim.batching import BatchScheduler
 from perflab.sim.deployment import Deployment
 from perflab.sim.fixed import FixedScheduler
 from perflab.sim.metrics import EngineGauges, MetricsRecorder
+from perflab.sim.noise import Pace
 from perflab.sim.perfmodel import MemoryPlan, PerfModel
 from perflab.sim.sequence import Sequence
 from perflab.sim.timing import PreciseTimer, TimerFactory
@@ -98,6 +99,7 @@ def model_engine(
     plan: MemoryPlan,
     time_scale: float,
     timer_factory: TimerFactory = PreciseTimer,
+    pace: Optional[Pace] = None,
 ) -> Engine:
     """A continuous-batching engine with one scheduler per data-parallel replica."""
     engine = Engine(MetricsRecorder())
@@ -111,6 +113,7 @@ def model_engine(
                 engine.deliver,
                 engine.metrics,
                 timer_factory,
+                pace,
             )
         )
     return engine

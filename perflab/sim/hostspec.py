@@ -2,7 +2,8 @@
 
 A host entry's ``simulate:`` block (``{accelerator: H100, count: 8}``) becomes ``host.json`` in the
 sim home; every shim reads it to know which accelerators exist, the engine versions to report and
-the time scale of start-up delays and engine steps. :func:`normalize_spec` validates and completes a
+the time scale of start-up delays and engine steps, and the seeded speed noise of its engines
+(:mod:`perflab.sim.noise`). :func:`normalize_spec` validates and completes a
 spec and is shared with :mod:`perflab.sim.shims`, which writes the file.
 """
 
@@ -13,6 +14,7 @@ import os
 from typing import Dict, Optional
 
 from perflab.sim.hardware import Accelerator, accelerator_names, find_accelerator
+from perflab.sim.noise import NoiseModel, check_noise
 
 HOME_ENV = "PERFLAB_SIM_HOME"
 DEFAULT_VERSIONS = {
@@ -30,12 +32,13 @@ NPU_SMI_VERSION = "23.0.7"
 
 
 def normalize_spec(spec: Dict[str, object]) -> Dict[str, object]:
-    """The complete spec (accelerator, count, versions, time_scale, startup_scale, engines); ValueError
+    """The complete spec (accelerator, count, versions, time_scale, startup_scale, engines, noise); ValueError
     names the field. ``startup_scale`` shortens engine start-up alone (default: ``time_scale``), so a demo
     host can launch quickly while its benchmark timings stay realistic."""
     if not isinstance(spec, dict):
         raise ValueError("simulate: expected a mapping like {accelerator: H100, count: 8}")
-    unknown = set(spec) - {"accelerator", "count", "versions", "time_scale", "startup_scale", "engines"}
+    known = {"accelerator", "count", "versions", "time_scale", "startup_scale", "engines", "noise"}
+    unknown = set(spec) - known
     if unknown:
         raise ValueError(f"simulate: unknown field(s) {', '.join(sorted(unknown))}")
     name = spec.get("accelerator")
@@ -68,6 +71,7 @@ def normalize_spec(spec: Dict[str, object]) -> Dict[str, object]:
         "time_scale": float(time_scale),
         "startup_scale": float(startup_scale),
         "engines": list(engines),
+        "noise": check_noise(spec.get("noise")),
     }
 
 
@@ -82,6 +86,8 @@ class HostSpec:
         self.versions: Dict[str, str] = dict(normalized["versions"])  # type: ignore[arg-type]
         self.time_scale = float(normalized["time_scale"])  # type: ignore[arg-type]
         self.startup_scale = float(normalized["startup_scale"])  # type: ignore[arg-type]
+        noise = normalized["noise"] or {}
+        self.noise: Optional[NoiseModel] = NoiseModel(**noise) if noise else None  # type: ignore[arg-type]
 
     @property
     def state_dir(self) -> str:

@@ -16,6 +16,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 from perflab.sim.deployment import Deployment
 from perflab.sim.engine import model_engine
 from perflab.sim.metrics import MetricsRecorder
+from perflab.sim.noise import Pace
 from perflab.sim.perfmodel import MemoryPlan, plan_memory
 from perflab.sim.sequence import Sequence as SimSequence
 
@@ -108,9 +109,13 @@ class RequestTiming:
 
 
 def simulate(
-    dep: Deployment, requests: Sequence[RequestSpec], plan: Optional[MemoryPlan] = None
+    dep: Deployment,
+    requests: Sequence[RequestSpec],
+    plan: Optional[MemoryPlan] = None,
+    pace: Optional[Pace] = None,
 ) -> Tuple[List[RequestTiming], MetricsRecorder]:
-    """Run ``requests`` through ``dep``'s engine model; per-request timings and engine metrics."""
+    """Run ``requests`` through ``dep``'s engine model (sped up or slowed by ``pace``, the noise of
+    one launch); per-request timings and engine metrics."""
     clock = VirtualClock()
     engine = model_engine(
         clock,
@@ -118,6 +123,7 @@ def simulate(
         plan or plan_memory(dep),
         1.0,  # type: ignore[arg-type]
         timer_factory=VirtualTimer,
+        pace=pace,
     )  # type: ignore[arg-type]
     sequences = []
     for index, spec in enumerate(requests):

@@ -2,7 +2,9 @@
 
 ``extra_args`` are appended to the base configuration's own (a flag already there is not repeated),
 ``env`` is merged into the base's, ``replicas: fill`` becomes accelerators-per-node ÷ (tp × dp), and
-every other field replaces the base's value. The result is checked by the engine's adapter, so a
+every other field replaces the base's value. Within a study's accelerator budget (``gpus``, see
+:mod:`perflab.study.budget`) every configuration is filled to exactly that many accelerators. The
+result is checked by the engine's adapter, so a
 configuration the engine cannot run (a knob it lacks, a bad value) is a :class:`CandidateConfigError`
 recorded against the candidate, never a launch.
 """
@@ -19,8 +21,8 @@ from perflab.engines.config import EngineConfig
 from perflab.engines.errors import EngineConfigError
 from perflab.engines.registry import get_adapter
 from perflab.problems import plain_message
+from perflab.study.budget import FILL, check_fields, fill_budget
 
-FILL = "fill"
 
 
 class CandidateConfigError(ValueError):
@@ -59,9 +61,14 @@ def fill_replicas(config_fields: Mapping[str, Any], gpus_per_node: int | None) -
 
 
 def build_config(
-    base: Mapping[str, Any], changes: Mapping[str, Any], *, gpus_per_node: int | None = None
+    base: Mapping[str, Any],
+    changes: Mapping[str, Any],
+    *,
+    gpus_per_node: int | None = None,
+    gpus: int | None = None,
 ) -> EngineConfig:
-    """``changes`` applied to the config fields ``base``, validated by the model and the engine adapter."""
+    """``changes`` applied to the config fields ``base``, validated by the model and the engine adapter;
+    with a budget of ``gpus`` accelerators, filled to it with replicas."""
     fields = dict(base)
     for name, value in changes.items():
         if name == "extra_args":
@@ -70,12 +77,20 @@ def build_config(
             fields["env"] = {**fields.get("env", {}), **value}
         else:
             fields[name] = value
-    if fields.get("replicas") == FILL:
+    if gpus is not None:
+        fields["replicas"] = 1  # the budget decides; an explicit count is checked below
+    elif fields.get("replicas") == FILL:
         fields["replicas"] = fill_replicas(fields, gpus_per_node)
     try:
         config = EngineConfig.model_validate(fields)
     except ValidationError as error:
         raise CandidateConfigError(f"invalid configuration: {explain(error)}") from None
+    if gpus is not None:
+        try:
+            check_fields({"tp": config.tp, "dp": config.dp, "replicas": changes.get("replicas")}, gpus)
+            config = fill_budget(config, gpus)
+        except ValueError as error:
+            raise CandidateConfigError(str(error)) from None
     if gpus_per_node is not None and config.gpus_needed > gpus_per_node:
         raise CandidateConfigError(
             f"needs {config.gpus_needed} accelerators (tp×dp×replicas) but a node has {gpus_per_node}"

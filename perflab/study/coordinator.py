@@ -30,6 +30,7 @@ import os
 import socket
 import threading
 from collections.abc import Sequence
+from dataclasses import asdict
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -48,7 +49,7 @@ from perflab.runner.submit import submit_run
 from perflab.study.configs import serve_command
 from perflab.study.hosts import check_hosts, host_facts, next_host
 from perflab.study.measure import MEASURE_FROM_RUN, RunOutcome, study_runs, unfinished
-from perflab.study.plan import UNMEASURED, CandidatePlan, StudyPlan
+from perflab.study.plan import UNMEASURED, CandidatePlan, StudyPlan, verdict_of
 from perflab.study.progress import StudyProgress, load_progress
 from perflab.study.spec import StudySpec, StudySpecError
 
@@ -84,8 +85,9 @@ def create_study(
         facts = [host_facts(session, inventory, name) for name in spec.hosts]
         accelerator, count = check_hosts(facts)
         gpus_per_node = spec.gpus_per_node or count
+        gpus = spec.budget(gpus_per_node)
         try:
-            check_config(spec.baseline_config(gpus_per_node))
+            check_config(spec.baseline_config(gpus_per_node, gpus))
         except ValueError as error:
             raise StudySpecError([f"baseline: {error}"]) from None
         hosts = [inventory.get(name) for name in spec.hosts]
@@ -102,8 +104,31 @@ def create_study(
         return crud.update_study(
             session,
             study_id=study.id,
-            state={"accelerator": accelerator, "gpus_per_node": gpus_per_node, "phase": "queued"},
+            state={
+                "accelerator": accelerator,
+                "gpus_per_node": gpus_per_node,
+                "gpus": gpus,
+                "prior_spread": earlier_spread(session, spec),
+                "phase": "queued",
+            },
         )
+
+
+def earlier_spread(session: Session, spec: StudySpec) -> dict[str, Any] | None:
+    """The spread measured by the latest earlier study of the same model and engine on one of the same
+    hosts, reused as this study's prior (None when there is none)."""
+    engine_name = spec.baseline.get("engine")
+    for study in sorted(crud.list_studies(session), key=lambda item: item.id, reverse=True):
+        earlier = study.spec or {}
+        same = (
+            earlier.get("model") == spec.model
+            and (earlier.get("baseline") or {}).get("engine") == engine_name
+            and set(earlier.get("hosts") or ()) & set(spec.hosts)
+        )
+        spread = (study.state or {}).get("spread")
+        if same and spread:
+            return {**spread, "study_id": study.id}
+    return None
 
 
 # ----- the lease and status writes --------------------------------------------------------------------
@@ -237,7 +262,7 @@ def _label_of(plan: StudyPlan, fingerprint: str) -> str:
 
 def _queue_runs(engine: Engine, progress: StudyProgress) -> list[Run]:
     spec, study = progress.spec, progress.study
-    profiles = [spec.tuning(), *spec.validation()]
+    profiles = [*spec.tuning_runs(), *spec.validation()]
     queued = []
     runs = list(progress.runs)
     for config in progress.plan.wanted:
@@ -260,8 +285,9 @@ def _trim_validation(session: Session, progress: StudyProgress) -> None:
     if not progress.spec.validation_profiles:
         return
     for run in unfinished(progress.runs):
-        if run.config_fingerprint not in progress.plan.may_win and len(run.profiles) > 1:
-            crud.update_run(session, run_id=run.id, profiles=run.profiles[:1])
+        tuning = progress.spec.repeats
+        if run.config_fingerprint not in progress.plan.may_win and len(run.profiles) > tuning:
+            crud.update_run(session, run_id=run.id, profiles=run.profiles[:tuning])
 
 
 def _phase(plan: StudyPlan, stages: int) -> str:
@@ -275,9 +301,33 @@ def _phase(plan: StudyPlan, stages: int) -> str:
     return f"stage {current.index} of {stages}: {current.name}"
 
 
+def _verdicts(progress: StudyProgress) -> list[dict[str, Any]]:
+    """Every verdict of the plan: stage, candidate, decision, gain, interval, confidence and n."""
+    return [
+        {"stage": candidate.stage_name, "label": candidate.label, "decision": candidate.decision,
+         **candidate.verdict.to_dict()}
+        for candidate in progress.plan.candidates()
+        if candidate.verdict is not None
+    ]
+
+
+def _recommendation(progress: StudyProgress) -> dict[str, Any] | None:
+    """How sure the study is that its best configuration beats the baseline (with measured noise)."""
+    plan, spec = progress.plan, progress.spec
+    if not spec.measures_noise or plan.best is plan.baseline:
+        return None
+    if plan.best.value is None or plan.baseline.value is None:
+        return None
+    return verdict_of(plan.best, plan.baseline, progress.rules).to_dict()
+
+
 def _state(progress: StudyProgress) -> dict[str, Any]:
     plan = progress.plan
+    spread = progress.spread
     return {
+        "spread": asdict(spread) if spread is not None else None,
+        "verdicts": _verdicts(progress),
+        "recommendation_verdict": _recommendation(progress),
         "phase": _phase(plan, len(progress.spec.stages)),
         "best": plan.best.label,
         "best_value": plan.best.value,

@@ -10,13 +10,22 @@ attempts; after the last one it is ``unmeasured``, never failed. Attempts are co
 ``measure_from_run`` (set when a user asks to measure the missing candidates again). A partial result
 (the requests measured before such a run was stopped) is kept with the run but never counts as a
 measurement.
+
+Noise: a study may repeat its tuning profile on the same launch (``repeats``: the copies are named
+``<name>-repeat2``, ``-repeat3``, …, each stored as its own result) and measure a configuration on
+several fresh
+launches (``relaunches``, and again when a verdict is a close call). A launch's value is the mean of
+its repetitions; a configuration's :class:`~perflab.study.plan.Measurement` carries every launch's
+value (``values``), its value being their mean. Attempts of the infrastructure retry count the runs
+since the configuration's last measured launch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlmodel import Session, select
 
@@ -27,6 +36,8 @@ from perflab.runner.errors import INFRASTRUCTURE_FAILURES
 from perflab.study.objective import Score, score
 from perflab.study.plan import Measurement
 
+# The tuning profile's repetition k (k ≥ 2) on one launch is named ``<name>-repeat<k>``.
+REPEAT_MARK = "-repeat"
 # ``study.state`` key: runs up to this id no longer count as attempts (measuring the missing again).
 MEASURE_FROM_RUN = "measure_from_run"
 
@@ -91,13 +102,61 @@ def results_by_run(session: Session, run_ids: Iterable[int]) -> dict[int, list[P
     return grouped
 
 
+def is_tuning(profile_name: str, tuning: BenchmarkProfile) -> bool:
+    """Whether ``profile_name`` is the tuning profile or one of its repetitions."""
+    head, _, number = profile_name.rpartition(REPEAT_MARK)
+    return profile_name == tuning.name or (head == tuning.name and number.isdigit())
+
+
 def tuning_results(results: Sequence[ProfileResult], tuning: BenchmarkProfile) -> list[ProfileResult]:
-    """The complete (not partial) results of the tuning profile."""
+    """The complete (not partial) results of the tuning profile and its repetitions."""
     return [
         result
         for result in results
-        if result.profile_name == tuning.name and not (result.result or {}).get("partial")
+        if is_tuning(result.profile_name, tuning) and not (result.result or {}).get("partial")
     ]
+
+
+def _by_repetition(results: Sequence[ProfileResult], tuning: BenchmarkProfile) -> list[list[tuple[Any, Any]]]:
+    """The tuning results of one launch as ``(sweep_point, result)`` pairs, one list per repetition."""
+    grouped: dict[str, list[tuple[Any, Any]]] = {}
+    for result in tuning_results(results, tuning):
+        grouped.setdefault(result.profile_name, []).append((result.sweep_point, result.result))
+    return list(grouped.values())
+
+
+def repetition_values(
+    results: Sequence[ProfileResult], tuning: BenchmarkProfile, objective: str, slos: Mapping[str, float]
+) -> list[float]:
+    """The objective's value of each repetition of the tuning profile on one launch."""
+    values = [score(objective, pairs, slos=slos).value for pairs in _by_repetition(results, tuning)]
+    return [value for value in values if value is not None and value > 0]
+
+
+def launch_score(
+    results: Sequence[ProfileResult], tuning: BenchmarkProfile, objective: str, slos: Mapping[str, float]
+) -> Score | None:
+    """One launch's score: the mean of its repetitions' values (each scored on its own sweep points),
+    the lowest success rate among them; None without a complete tuning result."""
+    repetitions = _by_repetition(results, tuning)
+    if not repetitions:
+        return None
+    expected = tuning.num_prompts
+    scores = [score(objective, pairs, slos=slos, expected_prompts=expected) for pairs in repetitions]
+    first = scores[0]
+    values = [found.value for found in scores if found.value is not None]
+    rates = [found.success_rate for found in scores if found.success_rate is not None]
+    if len(scores) == 1 or not values:
+        return first
+    return Score(sum(values) / len(values), min(rates, default=None), first.curve)
+
+
+def _complete(run: Run, results: Sequence[ProfileResult], tuning: BenchmarkProfile, repeats: int) -> bool:
+    """Whether the launch has measured every repetition of the tuning profile."""
+    if run.status in FINISHED_RUN_STATUSES or any(not is_tuning(r.profile_name, tuning) for r in results):
+        return True
+    done = {result.profile_name for result in tuning_results(results, tuning)}
+    return tuning.sweep is None and len(done) >= repeats
 
 
 def _measurement(
@@ -109,11 +168,11 @@ def _measurement(
     *,
     retry: RetryPolicy,
     now: datetime,
+    repeats: int = 1,
 ) -> Measurement | None:
     finished = run.status in FINISHED_RUN_STATUSES
-    moved_on = any(result.profile_name != tuning.name for result in results)
     # ``found`` is the score of the complete tuning results: None when there are none
-    if found is not None and (tuning.sweep is None or finished or moved_on):
+    if found is not None and _complete(run, results, tuning, repeats):
         return Measurement("measured", run.id, found.value, found.success_rate, finished=finished)
     if not finished:
         return Measurement("pending", run.id)
@@ -142,33 +201,54 @@ def outcomes(
     retry: RetryPolicy | None = None,
     measure_from_run: int = 0,
     now: datetime | None = None,
+    repeats: int = 1,
 ) -> dict[str, RunOutcome]:
-    """The outcome of each configuration (by fingerprint) from its latest run; ``attempts`` counts
-    its runs after run ``measure_from_run``."""
+    """The outcome of each configuration (by fingerprint) from its latest run, with the values of all
+    its measured launches; ``attempts`` counts its runs after run ``measure_from_run`` and after its
+    last measured launch."""
     attempts: dict[str, int] = {}
     latest: dict[str, Run] = {}
+    launches: dict[str, list[float]] = {}
     for run in runs:
-        if run.config_fingerprint is None:
+        fingerprint = run.config_fingerprint
+        if fingerprint is None:
             continue
-        counted = 1 if run.id > measure_from_run else 0
-        attempts[run.config_fingerprint] = attempts.get(run.config_fingerprint, 0) + counted
-        latest[run.config_fingerprint] = run
+        latest[fingerprint] = run
+        stored = results.get(run.id, ())
+        launch = launch_score(stored, tuning, objective, slos)
+        if launch is not None and launch.value is not None and _complete(run, stored, tuning, repeats):
+            launches.setdefault(fingerprint, []).append(launch.value)
+            attempts[fingerprint] = 0
+        else:
+            attempts[fingerprint] = attempts.get(fingerprint, 0) + (1 if run.id > measure_from_run else 0)
     found: dict[str, RunOutcome] = {}
     for fingerprint, run in latest.items():
         stored = tuple(results.get(run.id, ()))
-        tuned = [(result.sweep_point, result.result) for result in tuning_results(stored, tuning)]
-        run_score = score(objective, tuned, slos=slos, expected_prompts=tuning.num_prompts) if tuned else None
+        run_score = launch_score(stored, tuning, objective, slos)
+        tries = attempts[fingerprint]
         measurement = _measurement(
             run,
             stored,
             tuning,
             run_score,
-            attempts[fingerprint],
+            tries,
             retry=retry or RetryPolicy.configured(),
             now=now or utcnow(),
+            repeats=repeats,
         )
-        found[fingerprint] = RunOutcome(run, stored, run_score, measurement, attempts[fingerprint])
+        measured = tuple(launches.get(fingerprint, ()))
+        if measurement is not None and measured:
+            measurement = with_launches(measurement, measured)
+        found[fingerprint] = RunOutcome(run, stored, run_score, measurement, tries)
     return found
+
+
+def with_launches(measurement: Measurement, values: tuple[float, ...]) -> Measurement:
+    """``measurement`` carrying every measured launch's value; a configuration measured before keeps
+    its value while a later launch is pending or failed by the infrastructure."""
+    if measurement.state == "failed":
+        return measurement
+    return replace(measurement, values=values, value=sum(values) / len(values))
 
 
 def measurements(found: Mapping[str, RunOutcome]) -> dict[str, Measurement]:

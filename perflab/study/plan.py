@@ -15,6 +15,12 @@ the next stage starts from it. The rules, from the seed studies:
 - one that does not beat the best so far by at least ``min_gain`` is **not better** ("lower than
   previous, skipped"); so is a better one beaten by another candidate of its stage;
 - the best of the rest is the stage's **winner**;
+- a study that measures its noise (``repeats`` or ``relaunches`` above 1) decides with a
+  :class:`~perflab.study.verdict.Verdict` instead: a candidate is kept only when its gain's interval lies
+  above ``min_gain`` at the study's confidence, is **not better** when it lies below, and a close call
+  (the interval straddles the threshold) is measured again, reference then candidate (A B A B), until
+  ``max_launches``; one still inseparable is **within noise**, neither kept nor beaten. Each verdict
+  (gain, interval, confidence, n) stays with its candidate;
 - a candidate whose configuration equals the best so far (or a candidate before it in the same stage)
   is **reused**: it takes that run's measurement and is never launched again. A configuration measured
   in an earlier stage is likewise taken from its run.
@@ -37,6 +43,7 @@ from typing import Any, Literal
 from perflab.engines.config import EngineConfig
 from perflab.study.configs import CandidateConfigError, build_config, config_fields
 from perflab.study.spec import StageSpec
+from perflab.study.verdict import Verdict, judge
 
 MeasurementState = Literal["pending", "measured", "failed", "unmeasured"]
 PlanStatus = Literal["running", "validating", "done", "failed", "incomplete"]
@@ -60,14 +67,28 @@ class Measurement:
     error: str | None = None
     finished: bool = False
     retry_at: datetime | None = None
+    values: tuple[float, ...] = ()
+
+    @property
+    def launches(self) -> int:
+        """Launches measured (one when a measured value carries no per-launch values)."""
+        return len(self.values) or (1 if self.state == "measured" else 0)
 
 
 @dataclass(frozen=True)
 class Rules:
-    """How a stage is decided: the lowest acceptable success rate and the smallest gain kept (fractions)."""
+    """How a stage is decided: the lowest acceptable success rate and the smallest gain kept (fractions);
+    with measured noise, the confidence, the launches per configuration (first and at most) and the
+    spread reused from earlier studies (``prior_cv_pct`` with ``prior_df`` degrees of freedom)."""
 
     min_success: float = 1.0
     min_gain: float = 0.01
+    confidence: float = 0.95
+    relaunches: int = 1
+    max_launches: int = 4
+    measures_noise: bool = False
+    prior_cv_pct: float | None = None
+    prior_df: int | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +106,8 @@ class CandidatePlan:
     decision: str | None = None
     note: str | None = None
     role: str = "candidate"
+    verdict: Verdict | None = None
+    again: bool = False  # a close call or too few launches: measure it (and its reference) again
 
     @property
     def fingerprint(self) -> str | None:
@@ -97,8 +120,13 @@ class CandidatePlan:
 
     @property
     def value(self) -> float | None:
-        measured = self.measurement is not None and self.measurement.state == "measured"
-        return self.measurement.value if measured else None
+        """The measured value (the mean of its launches), also while a further launch is pending."""
+        measurement = self.measurement
+        if measurement is None:
+            return None
+        relaunching = measurement.state == "pending" and bool(measurement.values)
+        measured = measurement.state == "measured" or relaunching
+        return measurement.value if measured else None
 
 
 @dataclass(frozen=True)
@@ -169,6 +197,8 @@ def _outcome(candidate: CandidatePlan, best: CandidatePlan, rules: Rules) -> Can
         return replace(
             candidate, decision="disqualified", note=f"Success rate: {rate * 100:.1f}%, optimization skipped"
         )
+    if rules.measures_noise:
+        return _judged(candidate, best, rules)
     gain = gain_text(measurement.value, best.value)
     if measurement.value < best.value:
         return replace(candidate, decision="not_better", note=f"{gain}: lower than previous, skipped")
@@ -177,6 +207,41 @@ def _outcome(candidate: CandidatePlan, best: CandidatePlan, rules: Rules) -> Can
         return replace(
             candidate, decision="not_better", note=f"{gain}: below the {minimum} minimum gain, skipped"
         )
+    return candidate
+
+
+def verdict_of(candidate: CandidatePlan, reference: CandidatePlan, rules: Rules) -> Verdict:
+    """The verdict on ``candidate`` against ``reference`` from their launches' values."""
+    return judge(
+        candidate.measurement.values or (candidate.measurement.value,),
+        reference.measurement.values or (reference.measurement.value,),
+        higher_is_better=True,
+        min_gain_pct=rules.min_gain * 100,
+        confidence=rules.confidence,
+        max_n=rules.max_launches,
+        prior_cv_pct=rules.prior_cv_pct,
+        prior_df=rules.prior_df,
+    )
+
+
+def _judged(candidate: CandidatePlan, best: CandidatePlan, rules: Rules) -> CandidatePlan:
+    """A measured candidate decided by its verdict (a contender, with no decision, when better)."""
+    if candidate.measurement.launches < rules.relaunches:
+        launch = candidate.measurement.launches + 1
+        return replace(candidate, again=True, note=f"launch {launch} of {rules.relaunches}")
+    verdict = verdict_of(candidate, best, rules)
+    candidate = replace(candidate, verdict=verdict)
+    if verdict.outcome == "not_better":
+        return replace(candidate, decision="not_better", note=f"{verdict.text()}: not better, skipped")
+    if verdict.outcome == "within_noise":
+        return replace(
+            candidate,
+            decision="within_noise",
+            note=f"{verdict.text()}: {verdict.outcome_text()}, neither kept nor beaten",
+        )
+    if verdict.outcome == "undecided":
+        note = f"{verdict.text()}: a close call, measuring both again (A B A B)"
+        return replace(candidate, again=True, note=note)
     return candidate
 
 
@@ -194,7 +259,8 @@ def retry_note(measurement: Measurement) -> str | None:
 
 def _waiting(candidate: CandidatePlan) -> bool:
     measurement = candidate.measurement
-    return candidate.decision is None and (measurement is None or measurement.state == "pending")
+    pending = measurement is None or measurement.state == "pending"
+    return candidate.decision is None and (pending or candidate.again)
 
 
 def decide_stage(
@@ -206,8 +272,8 @@ def decide_stage(
     winner is chosen. Candidates decided before (failed, reused) keep their decision."""
     judged = [
         candidate
-        if candidate.decision is not None or _waiting(candidate)
-        else _outcome(candidate, best, rules)
+        if candidate.decision is not None or (_waiting(candidate) and not candidate.again)
+        else _outcome(replace(candidate, again=False), best, rules)
         for candidate in candidates
     ]
     if any(_waiting(candidate) or candidate.decision == UNMEASURED for candidate in judged):
@@ -216,6 +282,8 @@ def decide_stage(
     decided = []
     for candidate in judged:
         gain = gain_text(candidate.value, best.value) if candidate.decision is None else ""
+        if candidate.verdict is not None and candidate.decision is None:
+            gain = candidate.verdict.text()
         if candidate is winner:
             candidate = replace(candidate, decision="winner", note=f"{gain} over {best.label}")
         elif candidate.decision is None:
@@ -231,11 +299,14 @@ def _build(
     stage: StageSpec,
     best: CandidatePlan,
     gpus_per_node: int | None,
+    gpus: int | None,
 ) -> list[CandidatePlan]:
     built = []
     for position, spec in enumerate(stage.candidates):
         try:
-            config = build_config(config_fields(best.config), spec.changes, gpus_per_node=gpus_per_node)
+            config = build_config(
+                config_fields(best.config), spec.changes, gpus_per_node=gpus_per_node, gpus=gpus
+            )
             error = None
         except CandidateConfigError as exc:
             config, error = None, str(exc)
@@ -260,12 +331,13 @@ def _stage(
     measurements: Mapping[str, Measurement],
     rules: Rules,
     gpus_per_node: int | None,
+    gpus: int | None = None,
 ) -> tuple[StagePlan, list[EngineConfig]]:
     """The stage's candidates with their outcomes, and the configurations it still needs run."""
     wanted: list[EngineConfig] = []
     resolved: list[CandidatePlan] = []
     first_of: dict[str, CandidatePlan] = {best.fingerprint: best}
-    for candidate in _build(stage_index, stage, best, gpus_per_node):
+    for candidate in _build(stage_index, stage, best, gpus_per_node, gpus):
         fingerprint = candidate.fingerprint
         if candidate.error is not None:
             resolved.append(replace(candidate, decision="failed", note=candidate.error))
@@ -290,7 +362,23 @@ def _stage(
             wanted.append(candidate.config)
         resolved.append(candidate)
     judged, winner, decided = decide_stage(resolved, best, rules)
+    wanted += _measure_again(judged, best)
     return StagePlan(stage_index, stage.name, tuple(judged), best, winner, decided), wanted
+
+
+def _ended(candidate: CandidatePlan) -> bool:
+    """Whether the candidate's last launch has ended, so another may start."""
+    return candidate.measurement is not None and candidate.measurement.finished
+
+
+def _measure_again(judged: Sequence[CandidatePlan], best: CandidatePlan) -> list[EngineConfig]:
+    """The launches the stage's close calls need: the reference first, then each candidate (A B)."""
+    again = [candidate for candidate in judged if candidate.again and _ended(candidate)]
+    if not again:
+        return []
+    close_calls = [candidate for candidate in again if candidate.verdict is not None]
+    reference = [best.config] if close_calls and _ended(best) else []
+    return reference + [candidate.config for candidate in again]
 
 
 def _contenders(stage: StagePlan) -> set[str]:
@@ -308,8 +396,10 @@ def plan_study(
     measurements: Mapping[str, Measurement],
     rules: Rules,
     gpus_per_node: int | None = None,
+    gpus: int | None = None,
 ) -> StudyPlan:
-    """The study's plan given ``measurements`` (by configuration fingerprint)."""
+    """The study's plan given ``measurements`` (by configuration fingerprint); with an accelerator
+    budget ``gpus`` every candidate is filled to it (the baseline is filled by its caller)."""
     base = CandidatePlan(
         stage_index=0,
         stage_name=BASELINE_STAGE,
@@ -322,6 +412,8 @@ def plan_study(
     )
     base_fingerprint = base.fingerprint
     measurement = base.measurement
+    if measurement is not None and measurement.state == "pending" and measurement.values:
+        measurement = replace(measurement, state="measured")  # measured; a further launch is running
     if measurement is None or measurement.state == "pending":
         wanted = (baseline,) if measurement is None else ()
         base = replace(base, note=retry_note(measurement) if measurement is not None else None)
@@ -338,11 +430,16 @@ def plan_study(
     if rate is not None and rate < rules.min_success:
         note += f" (success rate {rate * 100:.1f}%, below the threshold)"
     base = replace(base, decision="kept", note=note)
+    if rules.measures_noise and measurement.launches < rules.relaunches:
+        wanted = (baseline,) if measurement.finished else ()
+        note = f"launch {measurement.launches + 1} of {rules.relaunches}"
+        measuring = replace(base, decision=None, note=note)
+        return StudyPlan(measuring, (), base, "running", wanted, frozenset({base_fingerprint}))
     best = base
     reached: list[StagePlan] = []
     finished = all(measurement.finished for measurement in measurements.values())
     for stage_index, stage in enumerate(stages, start=1):
-        stage_plan, wanted = _stage(stage_index, stage, best, measurements, rules, gpus_per_node)
+        stage_plan, wanted = _stage(stage_index, stage, best, measurements, rules, gpus_per_node, gpus)
         reached.append(stage_plan)
         if not stage_plan.decided:
             may_win = frozenset({base_fingerprint, best.fingerprint, *_contenders(stage_plan)})

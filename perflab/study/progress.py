@@ -10,15 +10,17 @@ from collections.abc import Mapping, Sequence
 from sqlmodel import Session
 
 from db import crud
-from db.models import Run, Study
+from db.models import ProfileResult, Run, Study
 from perflab.study.measure import (
     MEASURE_FROM_RUN,
     RunOutcome,
     measurements,
     outcomes,
+    repetition_values,
     results_by_run,
     study_runs,
 )
+from perflab.study.noise import Spread, estimate_spread
 from perflab.study.plan import CandidatePlan, Rules, plan_study
 from perflab.study.spec import StudySpec, StudySpecError, spec_from_data
 
@@ -33,22 +35,53 @@ class StudyProgress:
         self.spec = spec
         self.found = found
         self.runs = list(runs)
-        self.gpus_per_node: int | None = (study.state or {}).get("gpus_per_node") or spec.gpus_per_node
+        self.spread: Spread | None = None  # the baseline's measured spread, set by load_progress
+        state = study.state or {}
+        self.gpus_per_node: int | None = state.get("gpus_per_node") or spec.gpus_per_node
+        self.gpus: int | None = state.get("gpus") or spec.gpus
         try:
-            baseline = spec.baseline_config(self.gpus_per_node)
+            baseline = spec.baseline_config(self.gpus_per_node, self.gpus)
         except ValueError as error:
             raise StudySpecError([f"study {study.id} baseline: {error}"]) from None
+        stored = state.get("prior_spread") or {}
+        prior = Spread(**{key: stored[key] for key in Spread.__dataclass_fields__}) if stored else None
+        self.rules = Rules(
+            min_success=spec.min_success_pct / 100.0,
+            min_gain=spec.min_gain_pct / 100.0,
+            confidence=spec.confidence,
+            relaunches=spec.relaunches,
+            max_launches=max(spec.max_launches, spec.relaunches),
+            measures_noise=spec.measures_noise,
+            prior_cv_pct=prior.per_launch_cv_pct(spec.repeats) if prior else None,
+            prior_df=prior.df if prior else None,
+        )
         self.plan = plan_study(
             baseline=baseline,
             stages=spec.stages,
             measurements=measurements(found),
-            rules=Rules(min_success=spec.min_success_pct / 100.0, min_gain=spec.min_gain_pct / 100.0),
+            rules=self.rules,
             gpus_per_node=self.gpus_per_node,
+            gpus=self.gpus,
         )
 
     def outcome(self, candidate: CandidatePlan) -> RunOutcome | None:
         """The run outcome behind a candidate (its own, or the one it reuses)."""
         return self.found.get(candidate.fingerprint) if candidate.fingerprint else None
+
+
+def measured_spread(
+    runs: Sequence[Run],
+    results: Mapping[int, Sequence[ProfileResult]],
+    fingerprint: str | None,
+    spec: StudySpec,
+) -> Spread | None:
+    """The run-to-run and launch-to-launch spread of one configuration's launches (its repetitions)."""
+    groups = [
+        repetition_values(results.get(run.id, ()), spec.tuning(), spec.objective, spec.slos)
+        for run in runs
+        if run.config_fingerprint == fingerprint
+    ]
+    return estimate_spread([group for group in groups if group])
 
 
 def load_progress(session: Session, *, study_id: int) -> StudyProgress:
@@ -58,12 +91,16 @@ def load_progress(session: Session, *, study_id: int) -> StudyProgress:
         raise crud.NotFound("study", study_id)
     spec = spec_from_data(study.spec, name=f"study {study_id} spec")
     runs = study_runs(session, study_id=study_id)
+    results = results_by_run(session, [run.id for run in runs])
     found = outcomes(
         runs,
-        results_by_run(session, [run.id for run in runs]),
+        results,
         tuning=spec.tuning(),
         objective=spec.objective,
         slos=spec.slos,
         measure_from_run=(study.state or {}).get(MEASURE_FROM_RUN, 0),
+        repeats=spec.repeats,
     )
-    return StudyProgress(study, spec, found, runs)
+    progress = StudyProgress(study, spec, found, runs)
+    progress.spread = measured_spread(runs, results, progress.plan.baseline.fingerprint, spec)
+    return progress

@@ -16,6 +16,11 @@ A candidate is a set of configuration changes applied on top of the best configu
 
 ``extra_args`` are appended to the best configuration's own, ``env`` is merged into it, and
 ``replicas: fill`` fills the node (replicas = accelerators per node ÷ (tp × dp)).
+
+``gpus`` is the study's accelerator budget: every configuration it measures uses exactly that many
+accelerators, filled with replicas (``gpus ÷ (tp × dp)``, :mod:`perflab.study.budget`), so node totals
+compare. Left out, it is the node of the smallest host. A baseline or candidate whose parallelism does
+not divide the budget is refused when the spec is read.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from perflab.engines.config import EngineConfig, refuse_flag_like
 from perflab.engines.registry import display_name
 from perflab.problems import line_of, plain_message, syntax_problem, yaml_location
 from perflab.profiles import PRESETS, BenchmarkProfile, GoodputSLOs, scaled
+from perflab.study.budget import check_fields
 from perflab.study.configs import FILL, CandidateConfigError, build_config, explain, split_args
 
 SPEC_FORMATS = "YAML or JSON"
@@ -125,6 +131,27 @@ class CandidateSpec(BaseModel):
         return changes
 
 
+def budget_problems(spec: StudySpec, gpus: int) -> list[str]:
+    """Why the baseline or a candidate (applied to the baseline's parallelism) cannot use exactly
+    ``gpus`` accelerators; empty when every one can. A candidate larger than the whole budget is left
+    to fail as a candidate."""
+    base = {name: spec.baseline[name] for name in ("tp", "dp") if name in spec.baseline}
+    found = []
+    try:
+        check_fields(spec.baseline, gpus)
+    except ValueError as error:
+        found.append(f"baseline: {error}")
+    for stage_index, stage in enumerate(spec.stages):
+        for index, candidate in enumerate(stage.candidates):
+            if not {"tp", "dp", "replicas"} & set(candidate.changes):
+                continue
+            try:
+                check_fields({**base, **candidate.changes}, gpus, larger_ok=True)
+            except ValueError as error:
+                found.append(f"stages[{stage_index}].candidates[{index}] ({candidate.label}): {error}")
+    return found
+
+
 def candidate_from_entry(entry: Any, dimension: str | None) -> dict[str, Any]:
     """Normalize a candidate as written (scalar, flat mapping or ``{label, set}``) to CandidateSpec fields."""
     key = next((name for name in ("set", "changes") if isinstance(entry, dict) and name in entry), None)
@@ -205,7 +232,19 @@ class StudySpec(BaseModel):
     min_success_pct: float = Field(100.0, gt=0, le=100)
     min_gain_pct: float = Field(1.0, ge=0, description="smallest gain over the best so far that is kept")
     gpus_per_node: int | None = Field(None, ge=1, description="accelerators per node (default: the hosts')")
+    gpus: int | None = Field(
+        None, ge=1, description="accelerators per configuration (default: the node of the smallest host)"
+    )
     goal: str | None = Field(None, description="the optimization objective in words, for the report")
+    repeats: int = Field(1, ge=1, le=20, description="runs of the tuning profile on each launch")
+    relaunches: int = Field(1, ge=1, le=10, description="fresh launches that measure each configuration")
+    confidence: float = Field(0.95, ge=0.5, lt=1, description="confidence of every verdict")
+    max_launches: int = Field(4, ge=1, le=20, description="launches a close call may take (A B A B)")
+
+    @property
+    def measures_noise(self) -> bool:
+        """Whether decisions are verdicts on measured noise (repeats or relaunches above 1)."""
+        return self.repeats > 1 or self.relaunches > 1
 
     def env_settings(self) -> dict[str, str]:
         """Every environment variable the baseline or a candidate sets (the last value seen)."""
@@ -278,6 +317,10 @@ class StudySpec(BaseModel):
         repeated = sorted({name for name in names if names.count(name) > 1})
         if repeated:
             raise ValueError(f"profile names repeat between tuning and validation: {', '.join(repeated)}")
+        if self.gpus is not None:
+            refused = budget_problems(self, self.gpus)
+            if refused:
+                raise ValueError("; ".join(refused))
         if self.objective == "request_goodput" and self.goodput is None:
             raise ValueError("the request_goodput objective needs 'goodput' SLOs (ttft_ms, tpot_ms, e2el_ms)")
         if self.objective == "max_load_within_slo" and (self.tuning().sweep is None or not self.slos):
@@ -288,12 +331,39 @@ class StudySpec(BaseModel):
 
     # ----- resolved views ---------------------------------------------------------------------------
 
-    def baseline_config(self, gpus_per_node: int | None = None) -> EngineConfig:
-        """The baseline as a checked EngineConfig; ``replicas: fill`` needs ``gpus_per_node``."""
+    def baseline_config(self, gpus_per_node: int | None = None, gpus: int | None = None) -> EngineConfig:
+        """The baseline as a checked EngineConfig, filled to ``gpus`` (default: the spec's) when known;
+        ``replicas: fill`` without a budget needs ``gpus_per_node``."""
         fields = dict(self.baseline)
-        if fields.get("replicas") == FILL and gpus_per_node is None and self.gpus_per_node is None:
+        budget = gpus or self.gpus
+        node = gpus_per_node or self.gpus_per_node
+        if fields.get("replicas") == FILL and budget is None and node is None:
             fields.pop("replicas")
-        return build_config({"model": self.model}, fields, gpus_per_node=gpus_per_node or self.gpus_per_node)
+        return build_config(
+            {"model": self.model}, fields, gpus_per_node=gpus_per_node or self.gpus_per_node, gpus=budget
+        )
+
+    def budget(self, gpus_per_node: int | None) -> int:
+        """The accelerators every configuration uses: ``gpus``, else the node of the smallest host
+        (``gpus_per_node``), else the baseline as written. Raises :class:`StudySpecError` when the
+        budget is more than a node or a configuration cannot fill it."""
+        node = gpus_per_node or self.gpus_per_node
+        if self.gpus is not None and node is not None and self.gpus > node:
+            raise StudySpecError([f"gpus: {self.gpus} accelerators per configuration, but a node has {node}"])
+        gpus = self.gpus or node or self.baseline_config().gpus_needed
+        refused = budget_problems(self, gpus)
+        if refused:
+            source = "" if self.gpus else " (the node of the smallest host)" if node else " (the baseline's)"
+            raise StudySpecError([f"gpus: {gpus}{source}: {why}" for why in refused])
+        return gpus
+
+    def tuning_runs(self) -> list[BenchmarkProfile]:
+        """The tuning profile and its repetitions on the same launch (``<name>-repeat2``, …)."""
+        tuning = self.tuning()
+        return [tuning] + [
+            tuning.model_copy(update={"name": f"{tuning.name}-repeat{number}"})
+            for number in range(2, self.repeats + 1)
+        ]
 
     def tuning(self) -> BenchmarkProfile:
         """The tuning profile, scaled, with the goodput SLOs applied."""

@@ -44,6 +44,7 @@ DECISION_WORDS = {
     "failed": "failed",
     "disqualified": "disqualified",
     "unmeasured": "not measured",
+    "within_noise": "within noise",
 }
 
 
@@ -59,17 +60,28 @@ class FormDefaults:
 
     name: str
     scale: float
+    gpus_help: str = "0 = the node of the smallest host (every configuration is filled to it with replicas)."
 
 
 def form_defaults(inventory: Inventory, model: str) -> FormDefaults:
-    """The form's name (``Qwen3-8B on local-sim``) and prompt scale for its first host."""
+    """The form's name (``Qwen3-8B on local-sim``), prompt scale and budget help for its first host."""
     names = inventory.names()
     short_model = model.rstrip("/").rsplit("/", 1)[-1]
     if not names:
         return FormDefaults(name=f"{short_model} study", scale=1.0)
     first = inventory.get(names[0])
+    node = first.simulate.count if first.simulate is not None else None
+    gpus_help = FormDefaults.gpus_help
+    if node is not None:
+        gpus_help = (
+            f"0 = the node of the smallest host ({node} on {first.name}): the baseline and every "
+            "candidate use that many accelerators, filled with replicas, so node totals compare. "
+            "1 = a single-GPU study."
+        )
     return FormDefaults(
-        name=f"{short_model} on {first.name}", scale=SIMULATED_SCALE if first.simulated else 1.0
+        name=f"{short_model} on {first.name}",
+        scale=SIMULATED_SCALE if first.simulated else 1.0,
+        gpus_help=gpus_help,
     )
 
 
@@ -133,6 +145,9 @@ def spec_from_form(
     min_success_pct: float,
     min_gain_pct: float,
     baseline_extra: dict[str, Any] | None = None,
+    gpus: int = 0,
+    repeats: int = 1,
+    relaunches: int = 1,
 ) -> StudySpec:
     """The spec the new-study form describes; raises StudySpecError (the stages' YAML by line)."""
     try:
@@ -151,7 +166,11 @@ def spec_from_form(
         "scale": scale,
         "min_success_pct": min_success_pct,
         "min_gain_pct": min_gain_pct,
+        "repeats": repeats,
+        "relaunches": relaunches,
     }
+    if gpus:
+        data["gpus"] = gpus
     return spec_from_data(data, name="new study")
 
 

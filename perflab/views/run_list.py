@@ -14,6 +14,7 @@ from sqlmodel import Session
 
 from db import crud
 from db.crud import RunRow
+from perflab.accelerators import node_total
 from perflab.views.formatting import PARTIAL_MARK, host_label, replicas_mark
 from perflab.views.urlstate import MAX_ID
 
@@ -58,6 +59,8 @@ TABLE_COLUMNS: tuple[str, ...] = (
     "Profile",
     "Total tok/s",
     "Replicas",
+    "Accelerators",
+    "Total tok/s per accelerator",
     "Output tok/s",
     "Mean TTFT (ms)",
     "Mean TPOT (ms)",
@@ -139,6 +142,13 @@ def run_link(run_id: int) -> str:
     return f"run?run={run_id}"
 
 
+def _per_accelerator(row: RunRow) -> float | None:
+    """Total tok/s per accelerator: the node total (an imported block measured one replica) ÷ the
+    accelerators the run used."""
+    total = node_total(row.figures, replicas=row.replicas, imported=row.source == "imported")
+    return total / row.accelerators if total is not None and row.accelerators else None
+
+
 def _table_row(row: RunRow) -> dict[str, object]:
     figures = row.figures
     return {
@@ -153,6 +163,8 @@ def _table_row(row: RunRow) -> dict[str, object]:
         "Profile": (row.profile_name or "") + (f" {PARTIAL_MARK}" if row.partial else ""),
         "Total tok/s": figures.get("total_token_throughput"),
         "Replicas": replicas_mark(row.replicas),
+        "Accelerators": row.accelerators,
+        "Total tok/s per accelerator": _per_accelerator(row),
         "Output tok/s": figures.get("output_throughput"),
         "Mean TTFT (ms)": figures.get("mean_ttft_ms"),
         "Mean TPOT (ms)": figures.get("mean_tpot_ms"),

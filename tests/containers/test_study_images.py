@@ -14,6 +14,7 @@ name: vLLM v0.10 vs v0.11 on H100
 model: Qwen/Qwen3-8B
 hosts: [gpu-a]
 baseline: {engine: vllm, image: "vllm/vllm-openai:v0.10.2"}
+gpus: 1
 tuning_profile: short
 stages:
   - name: Engine version

@@ -17,6 +17,7 @@ from sqlmodel import Session, select
 
 from db.models import Run
 from db.session import get_engine, new_session
+from perflab.accelerators import accelerators_of
 from perflab.importers import import_files
 from perflab.report.from_runs import build_report_from_runs
 from perflab.report.markdown import render_markdown
@@ -27,7 +28,7 @@ from tests.fixtures.database import empty_all_tables
 SEEDS = Path(__file__).resolve().parents[1] / "data" / "seeds"
 # seed → (file, accelerators per node, decimals printed)
 SEED_FILES = {
-    "000": ("000_7382f1cb439cecdf.txt", 8, 1),
+    "000": ("000_7382f1cb439cecdf.txt", None, 1),  # the import keeps the node: 8 × A100, "x2"
     "001": ("001_df97046e8f66ab3a.txt", None, 1),
     "002": ("002_89d6b111a291c7d5.txt", None, 2),
     "003": ("003_2a9b959132c66de7.txt", None, 1),
@@ -198,3 +199,19 @@ def test_seed_002_summary_against_the_baseline(db_session: Session, seed_runs: d
     assert report.recommended_command == (
         "--reasoning-parser=qwen3 --performance-mode=throughput --max-model-len=32768 --enable-prefix-caching"
     )
+
+
+def test_seed_000_imports_keep_the_node(db_session: Session, seed_runs: dict[str, list[int]]) -> None:
+    """The hardware line (8 × A100) and the "x2" figures set accelerators and replicas, so a report of
+    just the baseline and the TP4 run reproduces the write-up's +59.2 %."""
+    runs = {run.id: run for run in (db_session.get(Run, run_id) for run_id in seed_runs["000"])}
+    baseline = runs[seed_runs["000"][0]]
+    tp4 = next(run for run in runs.values() if run.serve_commands == [
+        "vllm serve Qwen/Qwen3-235B-A22B-Instruct-2507-FP8 -tp 4"
+    ])
+    assert (baseline.config["tp"], baseline.replicas, accelerators_of(baseline)) == (8, 1, 8)
+    assert (tp4.replicas, accelerators_of(tp4)) == (2, 8)
+    report = build_report_from_runs(db_session, [baseline.id, tp4.id], tuning_title="ShareGPT")
+    markdown = render_markdown(report)
+    assert "(+59.2%)" in markdown and "lower than previous" not in markdown
+    assert "Per accelerator (ShareGPT): baseline 474.06 tok/s on 8, optimized 754.80 tok/s on 8 (+59.2%)." in markdown

@@ -26,6 +26,7 @@ name: full study
 model: Qwen/Qwen3-8B
 hosts: [{host}]
 baseline: {{engine: vllm}}
+gpus: 2
 goal: Highest total throughput for a chat workload.
 tuning_profile:
   {{name: tune, title: ShareGPT-like, dataset: random, input_len: 256, output_len: 24, num_prompts: 30}}
@@ -58,6 +59,7 @@ def test_full_study_runs_every_distinct_configuration_once_and_reports(
 
     assert final.status == "done", final.state
     assert final.state["gpus_per_node"] == 8 and final.state["accelerator"] == "H100"
+    assert final.state["gpus"] == 2
     study = final
     with new_session(runs_db) as session:
         progress = load_progress(session, study_id=study.id)
@@ -82,7 +84,8 @@ def test_full_study_runs_every_distinct_configuration_once_and_reports(
 
     # one launch per distinct configuration: one run each, every replica started exactly once
     fingerprints = {c.fingerprint for c in plan.candidates() if c.fingerprint is not None}
-    assert len(fingerprints) == 6
+    assert len(fingerprints) == 5  # "TP1 x2" is the baseline on the 2-accelerator budget
+    assert all(run.replicas * run.config["tp"] == 2 for run in runs)
     assert sorted(run.config_fingerprint for run in runs) == sorted(fingerprints)
     assert all(run.status == "done" for run in runs), [(r.id, r.failure_message) for r in runs]
     assert all(len(run.serve_commands) == run.replicas for run in runs)

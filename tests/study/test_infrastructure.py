@@ -30,6 +30,7 @@ name: {name}
 model: Qwen/Qwen3-8B
 hosts: [{host}]
 baseline: {{engine: vllm}}
+gpus: 2
 tuning_profile: {{name: tune, title: Chat, dataset: random, input_len: 128, output_len: 16, num_prompts: 12}}
 stages:
   - name: Engine
@@ -66,7 +67,8 @@ def test_a_study_measures_every_candidate_while_another_process_holds_the_usual_
     done = [run for run in runs if run.status == "done"]
     assert {run.config_fingerprint for run in done} == {run.config_fingerprint for run in runs}
     ports = [process["port"] for run in done for process in run.remote_state["processes"]]
-    assert held and len(ports) == len(done) + 1 and not set(ports) & set(held)
+    # every configuration fills the 2-accelerator budget with two replicas ("TP1 x2" is the baseline)
+    assert held and len(ports) == 2 * len(done) and not set(ports) & set(held)
 
 
 def test_a_host_dropping_mid_study_leaves_it_incomplete_until_the_missing_candidates_are_measured(

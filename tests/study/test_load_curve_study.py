@@ -28,6 +28,7 @@ name: load within SLO
 model: Qwen/Qwen3-8B
 hosts: [{host}]
 baseline: {{engine: vllm, max_num_seqs: 2}}
+gpus: 1
 objective: max_load_within_slo
 slos: {{p99_ttft_ms: 500, mean_tpot_ms: 25}}
 tuning_profile:

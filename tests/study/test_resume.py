@@ -27,6 +27,7 @@ name: resumable
 model: Qwen/Qwen3-8B
 hosts: [{host}]
 baseline: {{engine: vllm}}
+gpus: 1
 # paced at 8 requests/s, so each tuning benchmark lasts a few seconds: long enough to be killed in
 tuning_profile:
   {{name: tune, title: Tune, dataset: random, input_len: 128, output_len: 16, num_prompts: 20,

@@ -22,6 +22,7 @@ from perflab.sim.engine import Engine, model_engine
 from perflab.sim.failures import EngineFailure
 from perflab.sim.gpustate import Registration, busy_mib
 from perflab.sim.hostspec import HostSpec, load_host
+from perflab.sim.noise import Pace, next_launch
 from perflab.sim.perfmodel import MemoryPlan, plan_memory
 from perflab.sim.server import Console, install_stop_signals, serve_until_stopped
 from perflab.sim.sockets import bind_socket
@@ -182,7 +183,9 @@ async def _serve(
 ) -> None:
     loop = asyncio.get_running_loop()
     log = launch.log
-    engine = model_engine(loop, dep, plan, launch.host.time_scale)
+    host = launch.host
+    pace = Pace(host.noise, next_launch(host.state_dir)) if host.noise is not None else None
+    engine = model_engine(loop, dep, plan, host.time_scale, pace=pace)
     config = ApiConfig(
         dep.served_names,
         dep.knobs.model,
