@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from sqlmodel import Session
 
 from db import crud
-from db.models import Run, Study
+from db.models import ProfileResult, Run, Study
 from perflab.study.measure import (
     MEASURE_FROM_RUN,
     RunOutcome,
@@ -19,7 +19,8 @@ from perflab.study.measure import (
     results_by_run,
     study_runs,
 )
-from perflab.study.plan import CandidatePlan, Rules, plan_study
+from perflab.study.plan import CandidatePlan, Rules, SearchContext, plan_study
+from perflab.study.search_stage import SEARCH_TRIALS, objectives_of, observations, run_gpu_hours, screening_profile
 from perflab.study.spec import StudySpec, StudySpecError, spec_from_data
 
 
@@ -27,7 +28,12 @@ class StudyProgress:
     """A study with its spec, its runs' outcomes and the plan they lead to (read-only)."""
 
     def __init__(
-        self, study: Study, spec: StudySpec, found: Mapping[str, RunOutcome], runs: Sequence[Run]
+        self,
+        study: Study,
+        spec: StudySpec,
+        found: Mapping[str, RunOutcome],
+        runs: Sequence[Run],
+        search: SearchContext | None = None,
     ) -> None:
         self.study = study
         self.spec = spec
@@ -44,6 +50,7 @@ class StudyProgress:
             measurements=measurements(found),
             rules=Rules(min_success=spec.min_success_pct / 100.0, min_gain=spec.min_gain_pct / 100.0),
             gpus_per_node=self.gpus_per_node,
+            search=search,
         )
 
     def outcome(self, candidate: CandidatePlan) -> RunOutcome | None:
@@ -58,12 +65,39 @@ def load_progress(session: Session, *, study_id: int) -> StudyProgress:
         raise crud.NotFound("study", study_id)
     spec = spec_from_data(study.spec, name=f"study {study_id} spec")
     runs = study_runs(session, study_id=study_id)
+    results = results_by_run(session, [run.id for run in runs])
     found = outcomes(
         runs,
-        results_by_run(session, [run.id for run in runs]),
+        results,
         tuning=spec.tuning(),
         objective=spec.objective,
         slos=spec.slos,
         measure_from_run=(study.state or {}).get(MEASURE_FROM_RUN, 0),
     )
-    return StudyProgress(study, spec, found, runs)
+    return StudyProgress(study, spec, found, runs, _search_context(study, spec, runs, results, found))
+
+
+def _search_context(
+    study: Study,
+    spec: StudySpec,
+    runs: Sequence[Run],
+    results: Mapping[int, Sequence[ProfileResult]],
+    found: Mapping[str, RunOutcome],
+) -> SearchContext | None:
+    """The stored trials and the runs' observations, for a study with a search stage."""
+    search = next((stage.search for stage in spec.stages if stage.search is not None), None)
+    if search is None:
+        return None
+    tuning = spec.tuning()
+    seen = observations(
+        runs,
+        results,
+        found,
+        tuning=tuning,
+        screening=screening_profile(tuning, search.screening),
+        objectives=objectives_of(search, spec.objective),
+        slos=spec.slos,
+    )
+    stored = (study.state or {}).get(SEARCH_TRIALS) or {}
+    hours = sum(run_gpu_hours(run) for run in runs)
+    return SearchContext(stored=stored, runs=seen, objective=spec.objective, gpu_hours=hours)

@@ -133,6 +133,8 @@ class SearchSpec(BaseModel):
         for name in objectives:
             if name not in (*THROUGHPUT_OBJECTIVES, *LATENCY_OBJECTIVES):
                 raise ValueError(f"'{name}' is not an objective; use a throughput or e.g. p99_ttft_ms")
+        if objectives and objectives[0] in LATENCY_OBJECTIVES:
+            raise ValueError("the first objective is the study's (a throughput); a latency may come second")
         if len(set(objectives)) != len(objectives):
             raise ValueError("objectives repeat")
         return objectives
