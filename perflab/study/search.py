@@ -21,6 +21,7 @@ Pure and deterministic, so the coordinator can call it on every advance and keep
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -399,14 +400,16 @@ def convergence(trials: Sequence[Trial], objectives: Sequence[str], hours: Mappi
 
 
 def importances(spec: SearchSpec, objectives: Sequence[str], trials: Sequence[Trial]) -> dict[str, float]:
-    """How much each knob mattered to the first objective (Optuna's fANOVA evaluator); empty with
+    """How much each knob mattered to the first objective (Optuna's PED-ANOVA evaluator); empty with
     fewer than two feasible trials or a single knob."""
     study = rebuild(spec, objectives, [trial for trial in trials if _feasible(trial)])
     complete = study.get_trials(states=(TrialState.COMPLETE,))
     if len(complete) < 2 or len(spec.distributions()) < 2:
         return {}
-    return dict(
-        optuna.importance.get_param_importances(
-            study, target=lambda trial: trial.values[0], evaluator=optuna.importance.FanovaImportanceEvaluator(seed=spec.seed)
+    sign = -1.0 if directions(objectives)[0] == "maximize" else 1.0  # PED-ANOVA looks for low targets
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # PED-ANOVA's note that it ranks low targets
+        found = optuna.importance.get_param_importances(
+            study, target=lambda trial: sign * trial.values[0], evaluator=optuna.importance.PedAnovaImportanceEvaluator()
         )
-    )
+    return dict(found)

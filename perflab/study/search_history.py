@@ -3,7 +3,7 @@
 :func:`search_history` is what ``study.state["search"]`` (so ``study show --json``), the study page and
 the report show: every trial with its parameters, outcome and note; the convergence (best so far
 against launches and GPU-hours); the Pareto front (two objectives); the knobs' importances (Optuna's
-fANOVA evaluator); why the search stopped and why its pick was made.
+PED-ANOVA evaluator); why the search stopped and why its pick was made.
 """
 
 from __future__ import annotations

@@ -144,7 +144,8 @@ def _label(trial: Trial) -> str:
     return f"#{trial.number} " + " · ".join(f"{name}={value}" for name, value in sorted(trial.params.items()))
 
 
-_DECISIONS = {"infeasible": "failed", "pruned": "pruned", "unmeasured": "unmeasured"}
+# A pruned trial (its screening was not promising) is recorded as not better, its note says why.
+_DECISIONS = {"infeasible": "failed", "pruned": "not_better", "unmeasured": "unmeasured"}
 
 
 def _candidate(stage_index: int, name: str, trial: Trial, search: SearchSpec, config: EngineConfig | None) -> CandidatePlan:
