@@ -1,0 +1,123 @@
+"""The search's pure parts: verdicts on known samples, the accelerator budget, the space spec's
+checks, determinism of proposals rebuilt from stored trials, and the final pick."""
+
+from __future__ import annotations
+
+import pytest
+
+from perflab.engines.config import EngineConfig
+from perflab.study.budget import fill_budget
+from perflab.study.search import Trial, final_pick, step, with_outcomes
+from perflab.study.search_space import SearchSpec
+from perflab.study.spec import StudySpecError, parse_spec
+from perflab.study.verdict import judge
+
+SPACE = {"knobs": {"max_num_seqs": [64, 128, 256]}, "parallelism": [{"tp": 1}, {"tp": 2}], "budget": {"launches": 4}}
+
+
+def test_verdicts_on_known_samples() -> None:
+    # means 110 vs 100, sample sd 1 each (n=3): the interval clears a 1% minimum gain
+    clear = judge([109, 110, 111], [99, 100, 101], higher_is_better=True, min_gain_pct=1.0)
+    assert clear.outcome == "better" and clear.gain_pct == pytest.approx(10.0)
+    # Welch: se = sqrt(1/3 + 1/3), dof = 4, t(0.975, 4) = 2.776 → half width 2.27% of 100
+    assert clear.half_width_pct == pytest.approx(2.7764 * (2 / 3) ** 0.5, rel=1e-3)
+    assert "+10.0%" in clear.text() and "n=3 vs 3" in clear.text()
+    same = judge([100.1, 99.9, 100.0], [100.0, 100.1, 99.9], higher_is_better=True, min_gain_pct=1.0)
+    assert same.outcome == "within_noise"
+    worse = judge([90, 90.5, 89.5], [100, 100.5, 99.5], higher_is_better=True, min_gain_pct=1.0)
+    assert worse.outcome == "not_better" and worse.gain_pct == pytest.approx(-10.0)
+    lower_latency = judge([90, 90.5, 89.5], [100, 100.5, 99.5], higher_is_better=False, min_gain_pct=1.0)
+    assert lower_latency.outcome == "better"
+    one_each = judge([102.0], [100.0], higher_is_better=True, min_gain_pct=1.0)
+    assert one_each.outcome == "undecided" and one_each.half_width_pct is None
+    assert judge([102.0], [100.0], higher_is_better=True, min_gain_pct=1.0, max_n=1).outcome == "within_noise"
+    exact = judge([110.0], [100.0], higher_is_better=True, min_gain_pct=1.0, prior_cv_pct=0.0)
+    assert exact.outcome == "better" and exact.half_width_pct == 0.0
+
+
+def test_fill_budget() -> None:
+    config = EngineConfig(engine="vllm", model="m", tp=2)
+    assert fill_budget(config, 8).replicas == 4
+    with pytest.raises(ValueError, match="does not divide"):
+        fill_budget(EngineConfig(engine="vllm", model="m", tp=3), 8)
+    with pytest.raises(ValueError, match="more accelerators"):
+        fill_budget(EngineConfig(engine="vllm", model="m", tp=16), 8)
+
+
+def _spec(search: str, baseline: str = "{engine: vllm}") -> str:
+    return f"""
+name: s
+model: Qwen/Qwen3-8B
+hosts: [h]
+baseline: {baseline}
+tuning_profile: short
+stages:
+  - name: Search
+    search: {search}
+"""
+
+
+def test_space_checks_name_the_problem() -> None:
+    spec = parse_spec(_spec("{knobs: {max_num_seqs: [64, 128]}, parallelism: [{tp: 2}], budget: {launches: 3}}"))
+    assert spec.stages[0].search.size() == 2
+    cases = {
+        "{knobs: {kv_cache_dtype: [auto, fp9]}, budget: {launches: 3}}": "fp9",
+        "{parallelism: [{tp: 4, ep: 4}], budget: {launches: 3}}": "mixture-of-experts",
+        "{knobs: {max_num_seqs: {low: 64, high: 8}}, budget: {launches: 3}}": "below low",
+        "{knobs: {max_num_seqs: [64]}, budget: {}}": "launches",
+        "{knobs: {max_num_seqs: [64]}, objectives: [p99_ttft_ms], budget: {launches: 3}}": "first objective",
+        "{knobs: {tp: [1, 2]}, budget: {launches: 3}}": "parallelism",
+    }
+    for search, expected in cases.items():
+        with pytest.raises(StudySpecError, match=expected):
+            parse_spec(_spec(search))
+    ranged = SearchSpec.model_validate({"knobs": {"max_num_batched_tokens": {"low": 2048, "high": 8192, "step": 2048}}, "budget": {"launches": 2}})
+    assert ranged.size() == 4
+
+
+def _build(params: dict) -> EngineConfig:
+    return fill_budget(EngineConfig(engine="vllm", model="m", max_num_seqs=params["max_num_seqs"], tp=int(params["parallelism"][2:])), 2)
+
+
+def _measure(trials: list[Trial], value) -> list[Trial]:  # type: ignore[no-untyped-def]
+    from perflab.study.search import Observation
+
+    seen = {t.fingerprint: Observation("complete", None, (value(t.params),), (value(t.params),)) for t in trials if t.launched}
+    return with_outcomes(trials, seen)
+
+
+def test_proposals_rebuilt_from_stored_trials_are_the_same() -> None:
+    spec = SearchSpec.model_validate({**SPACE, "seed": 5, "startup_trials": 2})
+
+    def value(params: dict) -> float:
+        return params["max_num_seqs"] * (2 if params["parallelism"] == "TP2" else 1)
+
+    trials: list[Trial] = []
+    while True:
+        result = step(spec, ("total_token_throughput",), _measure(trials, value), _build)
+        if result.stop:
+            break
+        # the next proposal again, from the stored part only (a restart): the same
+        stored = [Trial(**trial.stored()) for trial in result.trials]
+        again = step(spec, ("total_token_throughput",), _measure(stored[:-1], value), _build)
+        assert [t.stored() for t in again.trials] == [t.stored() for t in result.trials]
+        trials = list(result.trials)
+    assert result.stop == "budget: 4 launches of 4"
+    fingerprints = [t.fingerprint for t in trials if t.launched]
+    assert len(fingerprints) == len(set(fingerprints)) == 4
+
+
+def test_final_pick_remeasures_then_picks_the_cheaper_of_equivalents() -> None:
+    spec = SearchSpec.model_validate({**SPACE, "max_measurements": 2})
+    big = Trial(0, {"max_num_seqs": 256, "parallelism": "TP2"}, "a", status="complete", values=(100.5,), samples=(100.5,), accelerators=2, batch=256)
+    small = Trial(1, {"max_num_seqs": 128, "parallelism": "TP1"}, "b", status="complete", values=(100.0,), samples=(100.0,), accelerators=2, batch=128)
+    first = final_pick(spec, ("total_token_throughput",), [big, small], min_gain_pct=1.0)
+    assert first.remeasure == (0, 1)
+    measured = [
+        Trial(0, big.params, "a", status="complete", values=(100.5,), samples=(100.5, 100.4), accelerators=2, batch=256),
+        Trial(1, small.params, "b", status="complete", values=(100.0,), samples=(100.0, 100.1), accelerators=2, batch=128),
+    ]
+    second = final_pick(spec, ("total_token_throughput",), measured, min_gain_pct=1.0)
+    assert second.remeasure == () and second.trial.number == 1 and "equivalent" in second.reason
+    clear = [Trial(0, big.params, "a", status="complete", values=(120.0,), samples=(120.0, 120.2), accelerators=2, batch=256), measured[1]]
+    assert final_pick(spec, ("total_token_throughput",), clear, min_gain_pct=1.0).trial.number == 0
