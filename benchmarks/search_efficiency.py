@@ -108,7 +108,10 @@ class Cell:
 def grid(spec: SearchSpec) -> dict[str, Cell]:
     cells = {}
     for seqs, batched, layout in itertools.product(SEQS, BATCHED, LAYOUTS):
-        config = build({"max_num_seqs": seqs, "max_num_batched_tokens": batched, "parallelism": f"TP{layout['tp']}"}, spec)
+        config = build(
+            {"max_num_seqs": seqs, "max_num_batched_tokens": batched, "parallelism": f"TP{layout['tp']}"},
+            spec,
+        )
         try:
             value: float | None = throughput(config)
         except EngineFailure:
@@ -134,7 +137,7 @@ class Bench:
         return (START_S + busy) / 3600.0 * cell.config.gpus_needed
 
     def launch(self, fingerprint: str, screening: float | None) -> float | None:
-        """Start the configuration; its screening value (or full value without screening), None if it fails."""
+        """Start the configuration: its screening value (full without screening), None if it fails."""
         self.launches += 1
         cell = self.cells[fingerprint]
         if cell.value is None:
@@ -145,7 +148,10 @@ class Bench:
 
     def full(self, fingerprint: str, fraction: float) -> float:
         """The full profile on the same launch (the prompts the screening did not send)."""
-        self.gpu_hours += self._hours(fingerprint, 1.0 - fraction) - START_S / 3600.0 * self.cells[fingerprint].config.gpus_needed
+        self.gpu_hours += (
+            self._hours(fingerprint, 1.0 - fraction)
+            - START_S / 3600.0 * self.cells[fingerprint].config.gpus_needed
+        )
         return self._noisy(self.cells[fingerprint].value, self.cv)
 
 
@@ -157,7 +163,14 @@ def search(cells: dict[str, Cell], seed: int, cv: float) -> tuple[float, int, fl
     trials: list[Trial] = []
     while True:
         trials = with_outcomes(trials, seen)
-        result = step(spec, OBJECTIVES, trials, lambda params: build(params, spec), gpu_hours=bench.gpu_hours, min_gain_pct=MIN_GAIN_PCT)
+        result = step(
+            spec,
+            OBJECTIVES,
+            trials,
+            lambda params: build(params, spec),
+            gpu_hours=bench.gpu_hours,
+            min_gain_pct=MIN_GAIN_PCT,
+        )
         trials = list(result.trials)
         if result.stop:
             break
@@ -189,21 +202,41 @@ def search(cells: dict[str, Cell], seed: int, cv: float) -> tuple[float, int, fl
 
 def greedy(cells: dict[str, Cell]) -> tuple[float, int]:
     """The staged study (noise off): its final configuration's value and launches."""
-    baseline = build_config(BASE, {"tp": 8, "max_num_seqs": 256, "max_num_batched_tokens": 8192}, gpus_per_node=GPUS)
+    baseline = build_config(
+        BASE, {"tp": 8, "max_num_seqs": 256, "max_num_batched_tokens": 8192}, gpus_per_node=GPUS
+    )
     stages = [
-        StageSpec.model_validate({"name": "Parallelism", "candidates": [{"tp": tp, "replicas": "fill"} for tp in (1, 2, 4)]}),
-        StageSpec.model_validate({"name": "Max num seqs", "dimension": "max_num_seqs", "candidates": [64, 128, 512]}),
-        StageSpec.model_validate({"name": "Batched tokens", "dimension": "max_num_batched_tokens", "candidates": [2048, 4096, 16384]}),
+        StageSpec.model_validate(
+            {"name": "Parallelism", "candidates": [{"tp": tp, "replicas": "fill"} for tp in (1, 2, 4)]}
+        ),
+        StageSpec.model_validate(
+            {"name": "Max num seqs", "dimension": "max_num_seqs", "candidates": [64, 128, 512]}
+        ),
+        StageSpec.model_validate(
+            {
+                "name": "Batched tokens",
+                "dimension": "max_num_batched_tokens",
+                "candidates": [2048, 4096, 16384],
+            }
+        ),
     ]
     measured: dict[str, Measurement] = {}
     while True:
-        plan = plan_study(baseline=baseline, stages=stages, measurements=measured, rules=Rules(min_gain=MIN_GAIN_PCT / 100), gpus_per_node=GPUS)
+        plan = plan_study(
+            baseline=baseline,
+            stages=stages,
+            measurements=measured,
+            rules=Rules(min_gain=MIN_GAIN_PCT / 100),
+            gpus_per_node=GPUS,
+        )
         if not plan.wanted:
             break
         for config in plan.wanted:
             value = throughput_or_none(config)
             state = "measured" if value is not None else "failed"
-            measured[config.fingerprint()] = Measurement(state, 0, value, 1.0 if value else None, finished=True)
+            measured[config.fingerprint()] = Measurement(
+                state, 0, value, 1.0 if value else None, finished=True
+            )
     return plan.best.value, len(measured)
 
 
@@ -224,8 +257,11 @@ def main() -> None:
     feasible = {key: cell for key, cell in cells.items() if cell.value is not None}
     optimum = max(cell.value for cell in feasible.values())
     best = max(feasible.values(), key=lambda cell: cell.value).config
-    print(f"space: {len(cells)} configurations, {len(cells) - len(feasible)} infeasible; optimum {optimum:.1f} tok/s "
-          f"(TP{best.tp} ×{best.replicas}, max-num-seqs {best.max_num_seqs}, max-num-batched-tokens {best.max_num_batched_tokens})")
+    print(
+        f"space: {len(cells)} configurations, {len(cells) - len(feasible)} infeasible; "
+        f"optimum {optimum:.1f} tok/s (TP{best.tp} ×{best.replicas}, max-num-seqs {best.max_num_seqs}, "
+        f"max-num-batched-tokens {best.max_num_batched_tokens})"
+    )
     within_2 = sum(1 for cell in feasible.values() if cell.value >= optimum * 0.98)
     print(f"cells within 2% of the optimum: {within_2}")
     summary: dict[str, Any] = {"space_size": len(cells), "trials": args.trials}
@@ -237,11 +273,16 @@ def main() -> None:
             gaps.append(gap)
             fractions.append(launches / len(cells))
             hours.append(gpu_hours)
-            print(f"{name} seed {seed:2d}: {launches:2d} launches, {gpu_hours:5.1f} GPU-hours, gap {gap:5.2f}%")
+            print(
+                f"{name} seed {seed:2d}: {launches:2d} launches, {gpu_hours:5.1f} GPU-hours, gap {gap:5.2f}%"
+            )
         rate = sum(1 for gap in gaps if gap <= 2.0) / len(gaps)
-        print(f"{name}: within 2% in {rate * 100:.0f}% of trials, mean launches {statistics.mean(fractions) * len(cells):.1f} "
-              f"({statistics.mean(fractions) * 100:.1f}% of the grid), mean gap {statistics.mean(gaps):.2f}%, "
-              f"mean {statistics.mean(hours):.1f} GPU-hours")
+        print(
+            f"{name}: within 2% in {rate * 100:.0f}% of trials, "
+            f"mean launches {statistics.mean(fractions) * len(cells):.1f} "
+            f"({statistics.mean(fractions) * 100:.1f}% of the grid), mean gap {statistics.mean(gaps):.2f}%, "
+            f"mean {statistics.mean(hours):.1f} GPU-hours"
+        )
         key = "" if cv == 0.0 else "_noise"
         summary[f"within_2pct_rate{key}"] = rate
         summary[f"mean_launch_fraction{key}"] = round(statistics.mean(fractions), 4)
@@ -250,7 +291,15 @@ def main() -> None:
     summary["greedy_gap_pct"] = round((1.0 - greedy_value / optimum) * 100.0, 3)
     summary["greedy_launches"] = greedy_launches
     print(f"greedy staged study: {greedy_launches} launches, gap {summary['greedy_gap_pct']:.2f}%")
-    summary["grid_gpu_hours"] = round(sum(Bench(cells, 0.0, random.Random(0))._hours(key, 1.0) if cell.value else START_S / 3600 * cell.config.gpus_needed for key, cell in cells.items()), 1)
+    summary["grid_gpu_hours"] = round(
+        sum(
+            Bench(cells, 0.0, random.Random(0))._hours(key, 1.0)
+            if cell.value
+            else START_S / 3600 * cell.config.gpus_needed
+            for key, cell in cells.items()
+        ),
+        1,
+    )
     print(json.dumps(summary))
 
 

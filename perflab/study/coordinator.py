@@ -40,8 +40,8 @@ from db import crud
 from db.crud.studies import FINISHED_STUDY_STATUSES
 from db.models import Run, Study, utcnow
 from db.session import new_session
-from perflab.env_policy import env_problems
 from perflab.engines.config import EngineConfig
+from perflab.env_policy import env_problems
 from perflab.inventory import Inventory
 from perflab.profiles import BenchmarkProfile
 from perflab.redact import check_config

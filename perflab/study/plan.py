@@ -373,7 +373,9 @@ def plan_study(
             may_win = frozenset({base_fingerprint, best.fingerprint, *_contenders(stage_plan)})
             blocked = not any(_waiting(candidate) for candidate in stage_plan.candidates)
             status: PlanStatus = "incomplete" if blocked and finished else "running"
-            return StudyPlan(base, tuple(reached), best, status, tuple(wanted), may_win, searches=tuple(searches))
+            return StudyPlan(
+                base, tuple(reached), best, status, tuple(wanted), may_win, searches=tuple(searches)
+            )
         if stage_plan.winner is not None:
             best = stage_plan.winner
     may_win = frozenset({base_fingerprint, best.fingerprint})

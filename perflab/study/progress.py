@@ -20,7 +20,13 @@ from perflab.study.measure import (
     study_runs,
 )
 from perflab.study.plan import CandidatePlan, Rules, SearchContext, plan_study
-from perflab.study.search_stage import SEARCH_TRIALS, objectives_of, observations, run_gpu_hours, screening_profile
+from perflab.study.search_stage import (
+    SEARCH_TRIALS,
+    objectives_of,
+    observations,
+    run_gpu_hours,
+    screening_profile,
+)
 from perflab.study.spec import StudySpec, StudySpecError, spec_from_data
 
 

@@ -134,15 +134,23 @@ def with_outcomes(trials: Sequence[Trial], observations: Mapping[str, Observatio
         elif trial.repeat_of is not None and trial.repeat_of in done:
             earlier = done[trial.repeat_of]
             trial = replace(
-                earlier, number=trial.number, params=trial.params, repeat_of=trial.repeat_of,
+                earlier,
+                number=trial.number,
+                params=trial.params,
+                repeat_of=trial.repeat_of,
                 note=f"same configuration as trial {trial.repeat_of}; not launched again",
             )
         else:
             seen = observations.get(trial.fingerprint or "")
             if seen is not None:
                 trial = replace(
-                    trial, status=seen.status, screening=seen.screening, values=seen.values,
-                    samples=seen.samples, violation=seen.violation, note=seen.note,
+                    trial,
+                    status=seen.status,
+                    screening=seen.screening,
+                    values=seen.values,
+                    samples=seen.samples,
+                    violation=seen.violation,
+                    note=seen.note,
                 )
         done[trial.number] = trial
     return [done[trial.number] for trial in trials]
@@ -164,13 +172,18 @@ def _told(trial: Trial, spec: SearchSpec, worst: list[float]) -> optuna.trial.Fr
     violation = 1.0 if infeasible else max(0.0, trial.violation)
     if trial.status == "pruned":
         return create_trial(
-            state=TrialState.PRUNED, params=params, distributions=distributions,
-            intermediate_values=intermediate, constraints={"violation": violation},
+            state=TrialState.PRUNED,
+            params=params,
+            distributions=distributions,
+            intermediate_values=intermediate,
+            constraints={"violation": violation},
         )
     if infeasible or (trial.status == "complete" and trial.values is not None):
         return create_trial(
             values=list(worst) if infeasible else list(trial.values),
-            params=params, distributions=distributions, intermediate_values=intermediate,
+            params=params,
+            distributions=distributions,
+            intermediate_values=intermediate,
             constraints={"violation": violation},
         )
     return None
@@ -235,7 +248,9 @@ def _repeats_in_a_row(trials: Sequence[Trial]) -> int:
     return count
 
 
-def _launches_since_gain(trials: Sequence[Trial], objectives: Sequence[str], min_gain_pct: float) -> int | None:
+def _launches_since_gain(
+    trials: Sequence[Trial], objectives: Sequence[str], min_gain_pct: float
+) -> int | None:
     sign = -1.0 if directions(objectives)[0] == "minimize" else 1.0
     best: float | None = None
     since = 0
@@ -279,7 +294,9 @@ def step(
         try:
             config = build(params)
         except ValueError as error:
-            trials.append(Trial(number, params, None, refused=str(error), status="infeasible", note=str(error)))
+            trials.append(
+                Trial(number, params, None, refused=str(error), status="infeasible", note=str(error))
+            )
             continue
         fingerprint = config.fingerprint()
         earlier = by_fingerprint.get(fingerprint)
@@ -305,7 +322,9 @@ def promising(spec: SearchSpec, objectives: Sequence[str], trials: Sequence[Tria
     distributions = spec.distributions()
     params = {name: candidate.params[name] for name in distributions if name in candidate.params}
     running = create_trial(
-        state=TrialState.RUNNING, params=params, distributions=distributions,
+        state=TrialState.RUNNING,
+        params=params,
+        distributions=distributions,
         intermediate_values={0: candidate.screening},
     )
     study.add_trial(running)
@@ -361,7 +380,13 @@ def final_pick(
         prior_cv_pct=spec.noise_cv_pct,
     )
     if verdict.outcome == "better":
-        return FinalPick(winner, runner_up, verdict, reason=f"better than trial {runner_up.number}: {verdict.text()}", front=front)
+        return FinalPick(
+            winner,
+            runner_up,
+            verdict,
+            reason=f"better than trial {runner_up.number}: {verdict.text()}",
+            front=front,
+        )
     if verdict.outcome == "undecided":
         wanted = tuple(
             trial.number for trial in (winner, runner_up) if len(trial.samples) < spec.max_measurements
@@ -380,7 +405,9 @@ def final_pick(
     )
 
 
-def convergence(trials: Sequence[Trial], objectives: Sequence[str], hours: Mapping[int, float]) -> list[dict[str, Any]]:
+def convergence(
+    trials: Sequence[Trial], objectives: Sequence[str], hours: Mapping[int, float]
+) -> list[dict[str, Any]]:
     """Best-so-far of the first objective against launches and cumulative GPU-hours (``hours`` by
     trial number), one point per launched trial."""
     sign = -1.0 if directions(objectives)[0] == "minimize" else 1.0
@@ -410,6 +437,8 @@ def importances(spec: SearchSpec, objectives: Sequence[str], trials: Sequence[Tr
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # PED-ANOVA's note that it ranks low targets
         found = optuna.importance.get_param_importances(
-            study, target=lambda trial: sign * trial.values[0], evaluator=optuna.importance.PedAnovaImportanceEvaluator()
+            study,
+            target=lambda trial: sign * trial.values[0],
+            evaluator=optuna.importance.PedAnovaImportanceEvaluator(),
         )
     return dict(found)

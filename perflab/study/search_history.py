@@ -20,13 +20,17 @@ def search_history(progress: StudyProgress) -> list[dict[str, Any]]:
     hours_by_fingerprint: dict[str, float] = {}
     for run in progress.runs:
         if run.config_fingerprint:
-            hours_by_fingerprint[run.config_fingerprint] = (
-                hours_by_fingerprint.get(run.config_fingerprint, 0.0) + run_gpu_hours(run)
-            )
+            hours_by_fingerprint[run.config_fingerprint] = hours_by_fingerprint.get(
+                run.config_fingerprint, 0.0
+            ) + run_gpu_hours(run)
     entries = []
     for search in progress.plan.searches:
         trials = search.trials
-        hours = {trial.number: hours_by_fingerprint.get(trial.fingerprint or "", 0.0) for trial in trials if trial.launched}
+        hours = {
+            trial.number: hours_by_fingerprint.get(trial.fingerprint or "", 0.0)
+            for trial in trials
+            if trial.launched
+        }
         entries.append(
             {
                 "stage": search.stage.index,

@@ -34,7 +34,9 @@ PARALLELISM = "parallelism"
 LAYOUT_FIELDS: tuple[str, ...] = ("tp", "dp", "ep")
 # Objectives that go down when the configuration is better (result fields of the tuning profile).
 LATENCY_OBJECTIVES: tuple[str, ...] = tuple(
-    f"{stat}_{metric}_ms" for stat in ("mean", "median", "p90", "p99") for metric in ("ttft", "tpot", "itl", "e2el")
+    f"{stat}_{metric}_ms"
+    for stat in ("mean", "median", "p90", "p99")
+    for metric in ("ttft", "tpot", "itl", "e2el")
 )
 THROUGHPUT_OBJECTIVES: tuple[str, ...] = (
     "total_token_throughput",
@@ -119,8 +121,13 @@ class SearchSpec(BaseModel):
         for index, layout in enumerate(layouts):
             unknown = sorted(set(layout) - set(LAYOUT_FIELDS))
             if unknown or not layout:
-                raise ValueError(f"[{index}]: a layout sets {', '.join(LAYOUT_FIELDS)}, not {unknown or 'nothing'}")
-            if any(not isinstance(value, int) or isinstance(value, bool) or value < 1 for value in layout.values()):
+                raise ValueError(
+                    f"[{index}]: a layout sets {', '.join(LAYOUT_FIELDS)}, not {unknown or 'nothing'}"
+                )
+            if any(
+                not isinstance(value, int) or isinstance(value, bool) or value < 1
+                for value in layout.values()
+            ):
                 raise ValueError(f"[{index}]: sizes are whole numbers >= 1")
         labels = [layout_label(layout) for layout in layouts]
         if len(set(labels)) != len(labels):
@@ -144,7 +151,9 @@ class SearchSpec(BaseModel):
         if not self.knobs and not self.parallelism:
             raise ValueError("a search needs 'knobs', 'parallelism' or both")
         if not self.moe and any(layout.get("ep", 1) > 1 for layout in self.parallelism):
-            raise ValueError("expert parallelism (ep > 1) applies only to mixture-of-experts models: set moe: true")
+            raise ValueError(
+                "expert parallelism (ep > 1) applies only to mixture-of-experts models: set moe: true"
+            )
         return self
 
     # ----- the space as Optuna sees it -------------------------------------------------------------------
@@ -158,12 +167,16 @@ class SearchSpec(BaseModel):
             else:
                 found[name] = CategoricalDistribution(values)
         if self.parallelism:
-            found[PARALLELISM] = CategoricalDistribution([layout_label(layout) for layout in self.parallelism])
+            found[PARALLELISM] = CategoricalDistribution(
+                [layout_label(layout) for layout in self.parallelism]
+            )
         return found
 
     def size(self) -> int:
         """How many points the space has."""
-        sizes = [values.size() if isinstance(values, IntRange) else len(values) for values in self.knobs.values()]
+        sizes = [
+            values.size() if isinstance(values, IntRange) else len(values) for values in self.knobs.values()
+        ]
         return math.prod(sizes) * max(1, len(self.parallelism))
 
     def changes(self, params: dict[str, Any]) -> dict[str, Any]:

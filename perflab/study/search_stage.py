@@ -97,7 +97,9 @@ def observations(
                 values = _values(tuned[-1].result or {}, measured, objectives)
                 violation = _violation(tuned[-1].result or {}, slos)
         screened = [r for r in results.get(outcome.run.id, ()) if r.profile_name == screening.name]
-        first = score(objectives[0], [(r.sweep_point, r.result) for r in screened]).value if screened else None
+        first = (
+            score(objectives[0], [(r.sweep_point, r.result) for r in screened]).value if screened else None
+        )
         measurement = outcome.measurement
         if samples and values is not None:
             seen[fingerprint] = Observation("complete", first, values, tuple(samples), violation)
@@ -134,7 +136,9 @@ class SearchStagePlan:
 
 def _builder(search: SearchSpec, best: CandidatePlan, gpus: int | None):
     def build(params: dict[str, Any]) -> EngineConfig:
-        config = build_config(config_fields(best.config), {**search.changes(params), "replicas": 1}, gpus_per_node=gpus)
+        config = build_config(
+            config_fields(best.config), {**search.changes(params), "replicas": 1}, gpus_per_node=gpus
+        )
         return fill_budget(config, gpus) if gpus else config
 
     return build
@@ -148,7 +152,9 @@ def _label(trial: Trial) -> str:
 _DECISIONS = {"infeasible": "failed", "pruned": "not_better", "unmeasured": "unmeasured"}
 
 
-def _candidate(stage_index: int, name: str, trial: Trial, search: SearchSpec, config: EngineConfig | None) -> CandidatePlan:
+def _candidate(
+    stage_index: int, name: str, trial: Trial, search: SearchSpec, config: EngineConfig | None
+) -> CandidatePlan:
     measurement = None
     if trial.status == "complete" and trial.samples:
         mean = sum(trial.samples) / len(trial.samples)
@@ -190,7 +196,9 @@ def search_stage(
         if trial.refused is None:
             configs[trial.number] = build(dict(trial.params))
     trials = [
-        replace(trial, accelerators=configs[t].gpus_needed, batch=configs[t].max_num_seqs) if (t := trial.number) in configs else trial
+        replace(trial, accelerators=configs[t].gpus_needed, batch=configs[t].max_num_seqs)
+        if (t := trial.number) in configs
+        else trial
         for trial in trials
     ]
     result = step(search, objectives, trials, build, gpu_hours=gpu_hours, min_gain_pct=min_gain_pct)
@@ -200,15 +208,24 @@ def search_stage(
             configs[trial.number] = build(dict(trial.params))
     wanted = [configs[t.number] for t in trials if t.launched and t.fingerprint not in runs.observations]
     not_promising = frozenset(
-        t.fingerprint for t in trials
+        t.fingerprint
+        for t in trials
         if t.launched and t.status == "screened" and not promising(search, objectives, trials, t.number)
     )
     candidates = [_candidate(stage_index, name, t, search, configs.get(t.number)) for t in trials]
     stored_now = tuple(trial.stored() for trial in trials)
-    common = {"search": search, "objectives": tuple(objectives), "trials": tuple(trials), "stored": stored_now}
+    common = {
+        "search": search,
+        "objectives": tuple(objectives),
+        "trials": tuple(trials),
+        "stored": stored_now,
+    }
     if result.stop is None:
         return SearchStagePlan(
-            StagePlan(stage_index, name, tuple(candidates), best), wanted=tuple(wanted), not_promising=not_promising, **common
+            StagePlan(stage_index, name, tuple(candidates), best),
+            wanted=tuple(wanted),
+            not_promising=not_promising,
+            **common,
         )
     pick = final_pick(search, objectives, trials, min_gain_pct=min_gain_pct)
     remeasure = frozenset(trials[n].fingerprint for n in pick.remeasure) - runs.remeasuring
@@ -228,7 +245,11 @@ def search_stage(
         if winner is not None and candidate.position == winner.position:
             candidate = winner
         elif candidate.decision is None and candidate.value is not None:
-            why = pick.reason if winner is not None else f"the search kept nothing over {best.label}: {pick.reason}"
+            why = (
+                pick.reason
+                if winner is not None
+                else f"the search kept nothing over {best.label}: {pick.reason}"
+            )
             candidate = replace(candidate, decision="not_better", note=why)
         decided.append(candidate)
     stage = StagePlan(stage_index, name, tuple(decided), best, winner, decided=True)

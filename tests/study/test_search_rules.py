@@ -12,7 +12,11 @@ from perflab.study.search_space import SearchSpec
 from perflab.study.spec import StudySpecError, parse_spec
 from perflab.study.verdict import judge
 
-SPACE = {"knobs": {"max_num_seqs": [64, 128, 256]}, "parallelism": [{"tp": 1}, {"tp": 2}], "budget": {"launches": 4}}
+SPACE = {
+    "knobs": {"max_num_seqs": [64, 128, 256]},
+    "parallelism": [{"tp": 1}, {"tp": 2}],
+    "budget": {"launches": 4},
+}
 
 
 def test_verdicts_on_known_samples() -> None:
@@ -58,7 +62,9 @@ stages:
 
 
 def test_space_checks_name_the_problem() -> None:
-    spec = parse_spec(_spec("{knobs: {max_num_seqs: [64, 128]}, parallelism: [{tp: 2}], budget: {launches: 3}}"))
+    spec = parse_spec(
+        _spec("{knobs: {max_num_seqs: [64, 128]}, parallelism: [{tp: 2}], budget: {launches: 3}}")
+    )
     assert spec.stages[0].search.size() == 2
     cases = {
         "{knobs: {kv_cache_dtype: [auto, fp9]}, budget: {launches: 3}}": "fp9",
@@ -71,18 +77,32 @@ def test_space_checks_name_the_problem() -> None:
     for search, expected in cases.items():
         with pytest.raises(StudySpecError, match=expected):
             parse_spec(_spec(search))
-    ranged = SearchSpec.model_validate({"knobs": {"max_num_batched_tokens": {"low": 2048, "high": 8192, "step": 2048}}, "budget": {"launches": 2}})
+    ranged = SearchSpec.model_validate(
+        {
+            "knobs": {"max_num_batched_tokens": {"low": 2048, "high": 8192, "step": 2048}},
+            "budget": {"launches": 2},
+        }
+    )
     assert ranged.size() == 4
 
 
 def _build(params: dict) -> EngineConfig:
-    return fill_budget(EngineConfig(engine="vllm", model="m", max_num_seqs=params["max_num_seqs"], tp=int(params["parallelism"][2:])), 2)
+    return fill_budget(
+        EngineConfig(
+            engine="vllm", model="m", max_num_seqs=params["max_num_seqs"], tp=int(params["parallelism"][2:])
+        ),
+        2,
+    )
 
 
 def _measure(trials: list[Trial], value) -> list[Trial]:  # type: ignore[no-untyped-def]
     from perflab.study.search import Observation
 
-    seen = {t.fingerprint: Observation("complete", None, (value(t.params),), (value(t.params),)) for t in trials if t.launched}
+    seen = {
+        t.fingerprint: Observation("complete", None, (value(t.params),), (value(t.params),))
+        for t in trials
+        if t.launched
+    }
     return with_outcomes(trials, seen)
 
 
@@ -109,15 +129,63 @@ def test_proposals_rebuilt_from_stored_trials_are_the_same() -> None:
 
 def test_final_pick_remeasures_then_picks_the_cheaper_of_equivalents() -> None:
     spec = SearchSpec.model_validate({**SPACE, "max_measurements": 2})
-    big = Trial(0, {"max_num_seqs": 256, "parallelism": "TP2"}, "a", status="complete", values=(100.5,), samples=(100.5,), accelerators=2, batch=256)
-    small = Trial(1, {"max_num_seqs": 128, "parallelism": "TP1"}, "b", status="complete", values=(100.0,), samples=(100.0,), accelerators=2, batch=128)
+    big = Trial(
+        0,
+        {"max_num_seqs": 256, "parallelism": "TP2"},
+        "a",
+        status="complete",
+        values=(100.5,),
+        samples=(100.5,),
+        accelerators=2,
+        batch=256,
+    )
+    small = Trial(
+        1,
+        {"max_num_seqs": 128, "parallelism": "TP1"},
+        "b",
+        status="complete",
+        values=(100.0,),
+        samples=(100.0,),
+        accelerators=2,
+        batch=128,
+    )
     first = final_pick(spec, ("total_token_throughput",), [big, small], min_gain_pct=1.0)
     assert first.remeasure == (0, 1)
     measured = [
-        Trial(0, big.params, "a", status="complete", values=(100.5,), samples=(100.5, 100.4), accelerators=2, batch=256),
-        Trial(1, small.params, "b", status="complete", values=(100.0,), samples=(100.0, 100.1), accelerators=2, batch=128),
+        Trial(
+            0,
+            big.params,
+            "a",
+            status="complete",
+            values=(100.5,),
+            samples=(100.5, 100.4),
+            accelerators=2,
+            batch=256,
+        ),
+        Trial(
+            1,
+            small.params,
+            "b",
+            status="complete",
+            values=(100.0,),
+            samples=(100.0, 100.1),
+            accelerators=2,
+            batch=128,
+        ),
     ]
     second = final_pick(spec, ("total_token_throughput",), measured, min_gain_pct=1.0)
     assert second.remeasure == () and second.trial.number == 1 and "equivalent" in second.reason
-    clear = [Trial(0, big.params, "a", status="complete", values=(120.0,), samples=(120.0, 120.2), accelerators=2, batch=256), measured[1]]
+    clear = [
+        Trial(
+            0,
+            big.params,
+            "a",
+            status="complete",
+            values=(120.0,),
+            samples=(120.0, 120.2),
+            accelerators=2,
+            batch=256,
+        ),
+        measured[1],
+    ]
     assert final_pick(spec, ("total_token_throughput",), clear, min_gain_pct=1.0).trial.number == 0

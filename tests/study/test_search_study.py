@@ -37,7 +37,14 @@ stages:
 """
 INVENTORY = Inventory(
     path=Path("hosts.yaml"),
-    hosts=(HostConfig(name="gpu-a", transport="local", workdir="/tmp/gpu-a", simulate=SimulateSpec(accelerator="H100", count=8)),),
+    hosts=(
+        HostConfig(
+            name="gpu-a",
+            transport="local",
+            workdir="/tmp/gpu-a",
+            simulate=SimulateSpec(accelerator="H100", count=8),
+        ),
+    ),
 )
 
 
@@ -61,13 +68,26 @@ def _run_one(engine: Engine, study_id: int, run_id: int, *, die_after_screening:
             run = crud.require_run(session, run_id=run_id)
             value = _value(run.config)
             if value is None:
-                crud.set_run_status(session, run_id=run_id, status="failed", failure_class="oom", failure_message="CUDA out of memory")
+                crud.set_run_status(
+                    session,
+                    run_id=run_id,
+                    status="failed",
+                    failure_class="oom",
+                    failure_message="CUDA out of memory",
+                )
                 return
             if position >= len(run.profiles):
                 crud.set_run_status(session, run_id=run_id, status="done")
                 return
             result = {"completed": 20, "failed": 0, "total_token_throughput": value, "p99_ttft_ms": 100.0}
-            crud.add_profile_result(session, run_id=run_id, profile=run.profiles[position], result=result, text_block=None, bench_mode="on-host")
+            crud.add_profile_result(
+                session,
+                run_id=run_id,
+                profile=run.profiles[position],
+                result=result,
+                text_block=None,
+                bench_mode="on-host",
+            )
         position += 1
         if die_after_screening:
             with new_session(engine) as session:
@@ -94,7 +114,9 @@ def _drive(engine: Engine, *, kill_nth: int | None = None) -> Any:
     raise AssertionError("the search study did not end")
 
 
-def test_a_search_study_proposes_screens_and_recommends(db_engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_search_study_proposes_screens_and_recommends(
+    db_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
     study = _drive(db_engine)
     study_id = study.id
     assert study.status == "done"
@@ -128,7 +150,9 @@ def test_a_search_study_proposes_screens_and_recommends(db_engine: Engine, monke
     assert history["importances"]
 
 
-def test_an_interrupted_search_ends_as_an_uninterrupted_one(db_engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_interrupted_search_ends_as_an_uninterrupted_one(
+    db_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PERFLAB_STUDY_RETRY_DELAYS_S", "0,0")
     whole = _drive(db_engine)
     interrupted = _drive(db_engine, kill_nth=4)
