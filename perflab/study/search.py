@@ -392,6 +392,14 @@ def final_pick(
             trial.number for trial in (winner, runner_up) if len(trial.samples) < spec.max_measurements
         )
         return FinalPick(winner, runner_up, verdict, remeasure=wanted, reason=verdict.text(), front=front)
+    resolved = verdict.half_width_pct is not None and verdict.gain_pct + verdict.half_width_pct < min_gain_pct
+    if not resolved:
+        # the finalists stayed apart by less than their noise after every measurement allowed: the
+        # higher mean is kept, and nothing is claimed about which is faster
+        reason = (
+            f"not separated after {spec.max_measurements} measurements ({verdict.text()}); higher mean kept"
+        )
+        return FinalPick(winner, runner_up, verdict, reason=reason, front=front)
     cheaper = min((winner, runner_up), key=_cost)
     return FinalPick(
         cheaper,

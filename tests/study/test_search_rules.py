@@ -189,3 +189,28 @@ def test_final_pick_remeasures_then_picks_the_cheaper_of_equivalents() -> None:
         measured[1],
     ]
     assert final_pick(spec, ("total_token_throughput",), clear, min_gain_pct=1.0).trial.number == 0
+    # still apart by less than the noise after the allowed measurements: the higher mean is kept
+    noisy = [
+        Trial(
+            0,
+            big.params,
+            "a",
+            status="complete",
+            values=(103.0,),
+            samples=(103.0, 99.0),
+            accelerators=2,
+            batch=256,
+        ),
+        Trial(
+            1,
+            small.params,
+            "b",
+            status="complete",
+            values=(100.0,),
+            samples=(100.0, 98.0),
+            accelerators=2,
+            batch=128,
+        ),
+    ]
+    kept = final_pick(spec, ("total_token_throughput",), noisy, min_gain_pct=1.0)
+    assert kept.trial.number == 0 and "not separated" in kept.reason
