@@ -38,6 +38,7 @@ from perflab.study.configs import serve_command
 from perflab.study.loadcurve import LoadCurve, curve_from_results
 from perflab.study.plan import UNMEASURED, CandidatePlan, StagePlan, StudyPlan
 from perflab.study.progress import StudyProgress, load_progress
+from perflab.study.search_history import search_history
 from perflab.study.spec import OBJECTIVE_UNITS, OBJECTIVES
 
 OBJECTIVE_WORDS = {
@@ -240,4 +241,5 @@ def report_of(progress: StudyProgress) -> Report:
         provisional_best=plan.best.label
         if plan.status == "incomplete" and plan.best.decision != UNMEASURED
         else None,
+        searches=tuple(search_history(progress)) if plan.searches else (),
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from perflab.report.model import BenchBlock, CandidateSection, ComparisonRow, Figures, Report, StageSection
+from perflab.report.search_section import search_lines
 from perflab.report.summary import coloured, percent_text, ranked
 from perflab.study.loadcurve import LOAD_TITLES, LoadCurve
 
@@ -260,8 +261,11 @@ def render_markdown(report: Report, charts: Mapping[str, str] | None = None) -> 
     if report.baseline is not None:
         lines += ["### Baseline", "", *_candidate(report.baseline, show_label=False)]
     unit = report.objective_unit
+    searches = {entry["stage"]: entry for entry in report.searches}
     for stage in report.stages:
         lines += stage_lines(stage, unit)
+        if stage.index in searches:
+            lines += search_lines(searches[stage.index], charts)
     if "stages" in charts:
         lines += [f"![Stage progression]({charts['stages']})", ""]
     lines += ["### Summary of Optimization Options", "", *summary_table(report), ""]

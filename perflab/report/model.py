@@ -162,3 +162,4 @@ class Report:
     baseline: CandidateSection | None = None
     unmeasured: tuple[Unmeasured, ...] = ()
     provisional_best: str | None = None
+    searches: tuple[dict[str, Any], ...] = ()  # search stages' histories (perflab.study.search_history)

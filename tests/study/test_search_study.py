@@ -14,6 +14,8 @@ from sqlalchemy.engine import Engine
 from db import crud
 from db.session import new_session
 from perflab.inventory import HostConfig, Inventory, SimulateSpec
+from perflab.report.export import report_files
+from perflab.report.from_study import study_report
 from perflab.study.coordinator import advance, create_study
 from perflab.study.measure import study_runs
 from perflab.study.spec import parse_spec
@@ -148,6 +150,16 @@ def test_a_search_study_proposes_screens_and_recommends(
     bests = [point["best"] for point in points if point["best"] is not None]
     assert bests == sorted(bests)
     assert history["importances"]
+    # the report: a table of every trial, why the search stopped, the pick, and the search's charts
+    with new_session(db_engine) as session:
+        report = study_report(session, study_id=study_id)
+    files = report_files(report)
+    markdown = files["report.md"].decode()
+    assert "Search over 16 configurations: 7 launches" in markdown
+    assert "- Stopped: budget: 7 launches of 7" in markdown
+    assert markdown.count("\n| ") - markdown.count("\n| ---") >= len(history["trials"])
+    assert "out of memory" in markdown or not oom
+    assert {"charts/search_convergence_1.png", "charts/search_importance_1.png"} <= set(files)
 
 
 def test_an_interrupted_search_ends_as_an_uninterrupted_one(
