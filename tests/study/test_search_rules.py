@@ -127,90 +127,35 @@ def test_proposals_rebuilt_from_stored_trials_are_the_same() -> None:
     assert len(fingerprints) == len(set(fingerprints)) == 4
 
 
+def _finalist(number: int, samples: tuple[float, ...]) -> Trial:
+    """Trial 0: 256 sequences on TP2; trial 1: 128 on TP1 ×2 (the same accelerators, a smaller batch)."""
+    params = {"max_num_seqs": 256 // (number + 1), "parallelism": f"TP{2 - number}"}
+    return Trial(
+        number,
+        params,
+        "ab"[number],
+        status="complete",
+        values=samples[:1],
+        samples=samples,
+        accelerators=2,
+        batch=params["max_num_seqs"],
+    )
+
+
 def test_final_pick_remeasures_then_picks_the_cheaper_of_equivalents() -> None:
     spec = SearchSpec.model_validate({**SPACE, "max_measurements": 2})
-    big = Trial(
-        0,
-        {"max_num_seqs": 256, "parallelism": "TP2"},
-        "a",
-        status="complete",
-        values=(100.5,),
-        samples=(100.5,),
-        accelerators=2,
-        batch=256,
-    )
-    small = Trial(
-        1,
-        {"max_num_seqs": 128, "parallelism": "TP1"},
-        "b",
-        status="complete",
-        values=(100.0,),
-        samples=(100.0,),
-        accelerators=2,
-        batch=128,
-    )
-    first = final_pick(spec, ("total_token_throughput",), [big, small], min_gain_pct=1.0)
-    assert first.remeasure == (0, 1)
-    measured = [
-        Trial(
-            0,
-            big.params,
-            "a",
-            status="complete",
-            values=(100.5,),
-            samples=(100.5, 100.4),
-            accelerators=2,
-            batch=256,
-        ),
-        Trial(
-            1,
-            small.params,
-            "b",
-            status="complete",
-            values=(100.0,),
-            samples=(100.0, 100.1),
-            accelerators=2,
-            batch=128,
-        ),
-    ]
-    second = final_pick(spec, ("total_token_throughput",), measured, min_gain_pct=1.0)
-    assert second.remeasure == () and second.trial.number == 1 and "equivalent" in second.reason
-    clear = [
-        Trial(
-            0,
-            big.params,
-            "a",
-            status="complete",
-            values=(120.0,),
-            samples=(120.0, 120.2),
-            accelerators=2,
-            batch=256,
-        ),
-        measured[1],
-    ]
-    assert final_pick(spec, ("total_token_throughput",), clear, min_gain_pct=1.0).trial.number == 0
+    objectives = ("total_token_throughput",)
+
+    def pick(first: tuple[float, ...], second: tuple[float, ...]):  # type: ignore[no-untyped-def]
+        return final_pick(spec, objectives, [_finalist(0, first), _finalist(1, second)], min_gain_pct=1.0)
+
+    # one sample each and no prior noise: both are measured again
+    assert pick((100.5,), (100.0,)).remeasure == (0, 1)
+    # the interval holds 0 and stays below the 1% minimum gain: equivalent, the smaller batch is picked
+    equivalent = pick((100.5, 100.4), (100.0, 100.1))
+    assert equivalent.remeasure == () and equivalent.trial.number == 1 and "equivalent" in equivalent.reason
+    # clearly better: the winner stands
+    assert pick((120.0, 120.2), (100.0, 100.1)).trial.number == 0
     # still apart by less than the noise after the allowed measurements: the higher mean is kept
-    noisy = [
-        Trial(
-            0,
-            big.params,
-            "a",
-            status="complete",
-            values=(103.0,),
-            samples=(103.0, 99.0),
-            accelerators=2,
-            batch=256,
-        ),
-        Trial(
-            1,
-            small.params,
-            "b",
-            status="complete",
-            values=(100.0,),
-            samples=(100.0, 98.0),
-            accelerators=2,
-            batch=128,
-        ),
-    ]
-    kept = final_pick(spec, ("total_token_throughput",), noisy, min_gain_pct=1.0)
+    kept = pick((103.0, 99.0), (100.0, 98.0))
     assert kept.trial.number == 0 and "not separated" in kept.reason
