@@ -39,7 +39,7 @@ def objectives_of(search: SearchSpec, study_objective: str) -> tuple[str, ...]:
     return search.objectives or (study_objective,)
 
 
-def _violation(result: Mapping[str, Any], slos: Mapping[str, float]) -> float:
+def slo_violation(result: Mapping[str, Any], slos: Mapping[str, float]) -> float:
     """How far the worst SLO is exceeded, as a fraction of its limit (<= 0: every SLO met)."""
     excess = [
         float(result[name]) / limit - 1.0
@@ -95,7 +95,7 @@ def observations(
             if measured is not None:
                 samples.append(measured)
                 values = _values(tuned[-1].result or {}, measured, objectives)
-                violation = _violation(tuned[-1].result or {}, slos)
+                violation = slo_violation(tuned[-1].result or {}, slos)
         screened = [r for r in results.get(outcome.run.id, ()) if r.profile_name == screening.name]
         first = (
             score(objectives[0], [(r.sweep_point, r.result) for r in screened]).value if screened else None

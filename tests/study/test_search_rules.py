@@ -3,12 +3,15 @@ checks, determinism of proposals rebuilt from stored trials, and the final pick.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from perflab.engines.config import EngineConfig
 from perflab.study.budget import fill_budget
-from perflab.study.search import Trial, final_pick, step, with_outcomes
+from perflab.study.search import Trial, final_pick, pareto_front, step, stop_reason, with_outcomes
 from perflab.study.search_space import SearchSpec
+from perflab.study.search_stage import slo_violation
 from perflab.study.spec import StudySpecError, parse_spec
 from perflab.study.verdict import judge
 
@@ -159,3 +162,32 @@ def test_final_pick_remeasures_then_picks_the_cheaper_of_equivalents() -> None:
     # still apart by less than the noise after the allowed measurements: the higher mean is kept
     kept = pick((103.0, 99.0), (100.0, 98.0))
     assert kept.trial.number == 0 and "not separated" in kept.reason
+
+
+def test_slos_make_a_configuration_infeasible_and_budgets_stop_the_search() -> None:
+    limits = {"p99_ttft_ms": 200.0, "mean_tpot_ms": 50.0}
+    assert slo_violation({"p99_ttft_ms": 300.0, "mean_tpot_ms": 40.0}, limits) == 0.5
+    assert slo_violation({"p99_ttft_ms": 100.0}, {"p99_ttft_ms": 200.0}) == -0.5
+    spec = SearchSpec.model_validate({**SPACE, "max_measurements": 1})
+    fast_but_slow_to_answer = replace(_finalist(0, (150.0,)), violation=0.5)
+    pick = final_pick(
+        spec, ("total_token_throughput",), [fast_but_slow_to_answer, _finalist(1, (100.0,))], min_gain_pct=1.0
+    )
+    assert pick.trial.number == 1 and "only feasible" in pick.reason
+    hours = SearchSpec.model_validate({**SPACE, "budget": {"gpu_hours": 2.5}})
+    assert stop_reason(hours, ("total_token_throughput",), [], gpu_hours=1.0) is None
+    assert (
+        stop_reason(hours, ("total_token_throughput",), [], gpu_hours=2.6) == "budget: 2.60 GPU-hours of 2.5"
+    )
+
+
+def test_two_objectives_give_a_pareto_front() -> None:
+    objectives = ("total_token_throughput", "p99_ttft_ms")
+    points = {0: (100.0, 50.0), 1: (120.0, 80.0), 2: (90.0, 60.0), 3: (130.0, 200.0), 4: (110.0, 90.0)}
+    trials = [Trial(n, {}, str(n), status="complete", values=v, samples=v[:1]) for n, v in points.items()]
+    # 2 is beaten by 0 on both; 4 by 1 on both
+    assert [t.number for t in pareto_front(trials, objectives)] == [0, 1, 3]
+    spec = SearchSpec.model_validate({**SPACE, "objectives": list(objectives), "startup_trials": 2})
+    result = step(spec, objectives, [], _build)
+    (proposal,) = result.proposed
+    assert proposal.params["max_num_seqs"] in (64, 128, 256) and result.stop is None
