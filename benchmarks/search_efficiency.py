@@ -18,7 +18,8 @@ full measurement is multiplied by 1 + N(0, CV), a screening (a quarter of the pr
 1 + N(0, 2·CV).
 
 The greedy staged study is :func:`perflab.study.plan.plan_study` with the seeds' stage order
-(parallelism, then max-num-seqs, then max-num-batched-tokens) from vLLM's H100 defaults on TP8.
+(parallelism, then max-num-seqs, then max-num-batched-tokens) from TP8 with max-num-seqs 256 and
+max-num-batched-tokens 8192 (vLLM's H100 default), noise off.
 
 Run from the repository root: ``python benchmarks/search_efficiency.py [--trials 20]``. Prints each
 trial's launches and gap, and as its last line one JSON object with the summary.
