@@ -62,6 +62,25 @@ def start(spec: StudySpec) -> None:
 
 defaults = views.form_defaults(inventory, DEFAULT_MODEL)
 form_tab, upload_tab = st.tabs(["Form", "Upload a spec"])
+
+
+def use_method() -> None:
+    """Start the stages box from the chosen method's template."""
+    method = st.session_state["study_method"]
+    st.session_state["study_stages"] = views.stages_template(method, DEFAULT_MODEL, defaults.gpus)
+
+
+st.session_state.setdefault("study_stages", views.stages_template("stages", DEFAULT_MODEL, defaults.gpus))
+with form_tab:
+    st.radio(
+        "Method",
+        list(views.METHODS),
+        format_func=views.METHODS.__getitem__,
+        key="study_method",
+        on_change=use_method,
+        help="Stages are cheap and easy to read but greedy; a search finds interacting knobs' optimum "
+        "in a fraction of a grid's launches (docs/studies.md).",
+    )
 with form_tab, st.form("new_study"):
     name = st.text_input("Name", value=defaults.name, key="study_name")
     model = st.text_input("Model", value=DEFAULT_MODEL, key="study_model")
@@ -112,10 +131,10 @@ with form_tab, st.form("new_study"):
     )
     stages_yaml = st.text_area(
         "Stages (YAML)",
-        value=views.STAGES_TEMPLATE.format(model=DEFAULT_MODEL),
         height=320,
         key="study_stages",
-        help="Each stage: a name, an optional dimension (a config field) and candidate values or mappings.",
+        help="Each stage: a name, an optional dimension (a config field) and candidate values or mappings; "
+        "or a search: knobs, parallelism layouts, a budget.",
     )
     submitted = st.form_submit_button("Create study")
 if submitted:

@@ -3,7 +3,9 @@
 - ``comparison``: Total TPS of the baseline and the optimized configuration for every benchmark case;
 - ``stages``: every measured candidate of every stage, winners marked, with the best so far;
 - ``load_curve_N``: a swept profile's throughput against its load, and its latency against its
-  throughput, with the peak throughput and the highest load within the SLOs marked.
+  throughput, with the peak throughput and the highest load within the SLOs marked;
+- ``search_convergence_N``, ``search_pareto_N``, ``search_importance_N``: a search stage's charts
+  (:mod:`perflab.report.search_charts`).
 """
 
 from __future__ import annotations
@@ -16,10 +18,9 @@ import pandas as pd
 import vl_convert
 
 from perflab.report.model import Report
+from perflab.report.search_charts import HEIGHT, WIDTH, search_charts
 from perflab.study.loadcurve import LOAD_TITLES, LoadCurve
 
-WIDTH = 520
-HEIGHT = 260
 # Ticks a value axis aims for; its top tick is the first one above the largest value plus a margin (a
 # fraction of it) that keeps a point's whole circle inside the plot.
 VALUE_TICKS = 5
@@ -176,6 +177,8 @@ def report_charts(report: Report) -> dict[str, alt.TopLevelMixin]:
         charts["stages"] = stages_chart(report)
     for index, (title, curve) in enumerate(report.curves, 1):
         charts[f"load_curve_{index}"] = load_curve_chart(title, curve)
+    for entry in report.searches:
+        charts.update(search_charts(entry, report.objective_unit))
     return charts
 
 

@@ -39,6 +39,7 @@ from perflab.study.configs import serve_command
 from perflab.study.loadcurve import LoadCurve, curve_from_results
 from perflab.study.plan import UNMEASURED, CandidatePlan, StagePlan, StudyPlan
 from perflab.study.progress import StudyProgress, load_progress
+from perflab.study.search_history import search_history
 from perflab.study.spec import OBJECTIVE_UNITS, OBJECTIVES
 from perflab.study.verdict import Verdict
 
@@ -256,4 +257,5 @@ def report_of(progress: StudyProgress) -> Report:
         else None,
         accelerators=(_accelerators(progress, plan.baseline), _accelerators(progress, plan.best)),
         confidence=_confidence(progress),
+        searches=tuple(search_history(progress)) if plan.searches else (),
     )

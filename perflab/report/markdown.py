@@ -20,6 +20,7 @@ from perflab.report.model import (
     StageSection,
     relative_change,
 )
+from perflab.report.search_section import search_lines
 from perflab.report.summary import coloured, percent_text, ranked
 from perflab.study.loadcurve import LOAD_TITLES, LoadCurve
 
@@ -305,8 +306,11 @@ def render_markdown(report: Report, charts: Mapping[str, str] | None = None) -> 
     if report.baseline is not None:
         lines += ["### Baseline", "", *_candidate(report.baseline, show_label=False)]
     unit = report.objective_unit
+    searches = {entry["stage"]: entry for entry in report.searches}
     for stage in report.stages:
         lines += stage_lines(stage, unit)
+        if stage.index in searches:
+            lines += search_lines(searches[stage.index], charts)
     if "stages" in charts:
         lines += [f"![Stage progression]({charts['stages']})", ""]
     lines += ["### Summary of Optimization Options", "", *summary_table(report), ""]

@@ -164,3 +164,4 @@ class Report:
     provisional_best: str | None = None
     accelerators: tuple[int | None, int | None] = (None, None)  # the baseline's, the optimized's
     confidence: str | None = None  # the optimized gain's verdict: "+4.1 % ± 1.3 %, 95 %, 3 vs 3"
+    searches: tuple[dict[str, Any], ...] = ()  # search stages' histories (perflab.study.search_history)

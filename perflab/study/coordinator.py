@@ -41,8 +41,10 @@ from db import crud
 from db.crud.studies import FINISHED_STUDY_STATUSES
 from db.models import Run, Study, utcnow
 from db.session import new_session
+from perflab.engines.config import EngineConfig
 from perflab.env_policy import env_problems
 from perflab.inventory import Inventory
+from perflab.profiles import BenchmarkProfile
 from perflab.redact import check_config
 from perflab.runner.datasets import dataset_problem
 from perflab.runner.submit import submit_run
@@ -51,6 +53,8 @@ from perflab.study.hosts import check_hosts, host_facts, next_host
 from perflab.study.measure import MEASURE_FROM_RUN, RunOutcome, study_runs, unfinished
 from perflab.study.plan import UNMEASURED, CandidatePlan, StudyPlan, verdict_of
 from perflab.study.progress import StudyProgress, load_progress
+from perflab.study.search_history import search_history
+from perflab.study.search_stage import SEARCH_TRIALS, screening_profile
 from perflab.study.spec import StudySpec, StudySpecError
 
 logger = logging.getLogger(__name__)
@@ -260,9 +264,24 @@ def _label_of(plan: StudyPlan, fingerprint: str) -> str:
     return fingerprint
 
 
+def _profiles_of(progress: StudyProgress, config: EngineConfig) -> list[BenchmarkProfile]:
+    """A run's profiles: the tuning profile, then the validation profiles; a search trial screens
+    first, and a finalist measured again for the final pick runs the tuning profile only."""
+    spec, plan = progress.spec, progress.plan
+    fingerprint = config.fingerprint()
+    if fingerprint in plan.search_fingerprints("remeasure"):
+        return spec.tuning_runs()
+    profiles = [*spec.tuning_runs(), *spec.validation()]
+    for search in plan.searches:
+        if any(wanted.fingerprint() == fingerprint for wanted in search.wanted):
+            fraction = search.search.screening
+            if fraction < 1.0:
+                return [screening_profile(spec.tuning(), fraction), *profiles]
+    return profiles
+
+
 def _queue_runs(engine: Engine, progress: StudyProgress) -> list[Run]:
     spec, study = progress.spec, progress.study
-    profiles = [*spec.tuning_runs(), *spec.validation()]
     queued = []
     runs = list(progress.runs)
     for config in progress.plan.wanted:
@@ -270,7 +289,7 @@ def _queue_runs(engine: Engine, progress: StudyProgress) -> list[Run]:
             engine,
             host_name=next_host(spec.hosts, runs),
             config=config,
-            profiles=profiles,
+            profiles=_profiles_of(progress, config),
             queued_by=study.queued_by or f"study {study.id}",
             label=f"{study.name} · {_label_of(progress.plan, config.fingerprint())}",
             study_id=study.id,
@@ -278,6 +297,26 @@ def _queue_runs(engine: Engine, progress: StudyProgress) -> list[Run]:
         runs.append(run)
         queued.append(run)
     return queued
+
+
+def _trim_screened(session: Session, progress: StudyProgress) -> None:
+    """A search trial whose screening was not promising ends after it (its other profiles dropped)."""
+    dropped = progress.plan.search_fingerprints("not_promising")
+    for run in unfinished(progress.runs):
+        if run.config_fingerprint in dropped and len(run.profiles) > 1:
+            crud.update_run(session, run_id=run.id, profiles=run.profiles[:1])
+
+
+def _store_trials(session: Session, progress: StudyProgress) -> None:
+    """Keep the search stages' trials (new proposals included) in ``study.state``."""
+    stored = {str(search.stage.index): list(search.stored) for search in progress.plan.searches}
+    if not stored or stored == (progress.study.state or {}).get(SEARCH_TRIALS):
+        return
+
+    def decide(study: Study) -> dict[str, Any]:
+        return {"state": {**(study.state or {}), SEARCH_TRIALS: stored}}
+
+    crud.change_study(session, study_id=progress.study.id, decide=decide)
 
 
 def _trim_validation(session: Session, progress: StudyProgress) -> None:
@@ -337,6 +376,7 @@ def _state(progress: StudyProgress) -> dict[str, Any]:
             {"stage": candidate.stage_name, "label": candidate.label, "reason": candidate.note}
             for candidate in plan.unmeasured()
         ],
+        **({"search": search_history(progress)} if plan.searches else {}),
     }
 
 
@@ -373,12 +413,14 @@ def advance(engine: Engine, study_id: int, *, holder: str | None = None) -> Stud
             return None
         try:
             progress = load_progress(session, study_id=study_id)
+            _store_trials(session, progress)
             if progress.study.status in ("queued", "running") and progress.plan.wanted:
                 _queue_runs(engine, progress)
                 session.rollback()  # end the read snapshot so the new runs are seen
                 progress = load_progress(session, study_id=study_id)
             _sync_candidates(session, study_id, desired_rows(progress))
             _trim_validation(session, progress)
+            _trim_screened(session, progress)
         except StudySpecError as error:
             failure = str(error)
 

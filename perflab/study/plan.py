@@ -76,6 +76,18 @@ class Measurement:
 
 
 @dataclass(frozen=True)
+class SearchContext:
+    """What search stages need beyond measurements: their stored trials (by stage index, as text),
+    the runs' observations (:class:`~perflab.study.search_stage.SearchRuns`), the study objective and
+    the GPU-hours spent."""
+
+    stored: Mapping[str, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
+    runs: Any = None
+    objective: str = "total_token_throughput"
+    gpu_hours: float = 0.0
+
+
+@dataclass(frozen=True)
 class Rules:
     """How a stage is decided: the lowest acceptable success rate and the smallest gain kept (fractions);
     with measured noise, the confidence, the launches per configuration (first and at most) and the
@@ -164,6 +176,11 @@ class StudyPlan:
     wanted: tuple[EngineConfig, ...] = ()
     may_win: frozenset[str] = field(default_factory=frozenset)
     failure: str | None = None
+    searches: tuple[Any, ...] = ()  # SearchStagePlan of each reached search stage
+
+    def search_fingerprints(self, attribute: str) -> frozenset[str]:
+        """The union of one fingerprint set (``remeasure``, ``not_promising``) over the search stages."""
+        return frozenset().union(*(getattr(search, attribute) for search in self.searches))
 
     def candidates(self) -> list[CandidatePlan]:
         """The baseline, then every reached stage's candidates in order."""
@@ -397,6 +414,7 @@ def plan_study(
     rules: Rules,
     gpus_per_node: int | None = None,
     gpus: int | None = None,
+    search: SearchContext | None = None,
 ) -> StudyPlan:
     """The study's plan given ``measurements`` (by configuration fingerprint); with an accelerator
     budget ``gpus`` every candidate is filled to it (the baseline is filled by its caller)."""
@@ -438,15 +456,51 @@ def plan_study(
     best = base
     reached: list[StagePlan] = []
     finished = all(measurement.finished for measurement in measurements.values())
+    searches: list[Any] = []
     for stage_index, stage in enumerate(stages, start=1):
-        stage_plan, wanted = _stage(stage_index, stage, best, measurements, rules, gpus_per_node, gpus)
+        if stage.search is not None:
+            found = _search_stage(stage_index, stage, best, rules, gpus or gpus_per_node, search or SearchContext())
+            searches.append(found)
+            stage_plan, wanted = found.stage, list(found.wanted)
+            finished = finished and not wanted
+        else:
+            stage_plan, wanted = _stage(stage_index, stage, best, measurements, rules, gpus_per_node, gpus)
         reached.append(stage_plan)
         if not stage_plan.decided:
             may_win = frozenset({base_fingerprint, best.fingerprint, *_contenders(stage_plan)})
             blocked = not any(_waiting(candidate) for candidate in stage_plan.candidates)
             status: PlanStatus = "incomplete" if blocked and finished else "running"
-            return StudyPlan(base, tuple(reached), best, status, tuple(wanted), may_win)
+            return StudyPlan(
+                base, tuple(reached), best, status, tuple(wanted), may_win, searches=tuple(searches)
+            )
         if stage_plan.winner is not None:
             best = stage_plan.winner
     may_win = frozenset({base_fingerprint, best.fingerprint})
-    return StudyPlan(base, tuple(reached), best, "done" if finished else "validating", (), may_win)
+    status = "done" if finished else "validating"
+    return StudyPlan(base, tuple(reached), best, status, (), may_win, searches=tuple(searches))
+
+
+def _search_stage(
+    stage_index: int,
+    stage: StageSpec,
+    best: CandidatePlan,
+    rules: Rules,
+    gpus: int | None,
+    context: SearchContext,
+) -> Any:
+    """A search stage's plan (:func:`perflab.study.search_stage.search_stage`) within the accelerator
+    budget ``gpus``."""
+    from perflab.study.search_stage import SearchRuns, objectives_of, search_stage  # it builds on this module
+
+    return search_stage(
+        stage_index,
+        stage.name,
+        stage.search,
+        best,
+        stored=context.stored.get(str(stage_index), ()),
+        runs=context.runs or SearchRuns(),
+        rules=rules,
+        gpus=gpus,
+        objectives=objectives_of(stage.search, context.objective),
+        gpu_hours=context.gpu_hours,
+    )

@@ -21,7 +21,14 @@ from perflab.study.measure import (
     study_runs,
 )
 from perflab.study.noise import Spread, estimate_spread
-from perflab.study.plan import CandidatePlan, Rules, plan_study
+from perflab.study.plan import CandidatePlan, Rules, SearchContext, plan_study
+from perflab.study.search_stage import (
+    SEARCH_TRIALS,
+    objectives_of,
+    observations,
+    run_gpu_hours,
+    screening_profile,
+)
 from perflab.study.spec import StudySpec, StudySpecError, spec_from_data
 
 
@@ -29,7 +36,12 @@ class StudyProgress:
     """A study with its spec, its runs' outcomes and the plan they lead to (read-only)."""
 
     def __init__(
-        self, study: Study, spec: StudySpec, found: Mapping[str, RunOutcome], runs: Sequence[Run]
+        self,
+        study: Study,
+        spec: StudySpec,
+        found: Mapping[str, RunOutcome],
+        runs: Sequence[Run],
+        search: SearchContext | None = None,
     ) -> None:
         self.study = study
         self.spec = spec
@@ -62,6 +74,7 @@ class StudyProgress:
             rules=self.rules,
             gpus_per_node=self.gpus_per_node,
             gpus=self.gpus,
+            search=search,
         )
 
     def outcome(self, candidate: CandidatePlan) -> RunOutcome | None:
@@ -101,6 +114,32 @@ def load_progress(session: Session, *, study_id: int) -> StudyProgress:
         measure_from_run=(study.state or {}).get(MEASURE_FROM_RUN, 0),
         repeats=spec.repeats,
     )
-    progress = StudyProgress(study, spec, found, runs)
+    progress = StudyProgress(study, spec, found, runs, _search_context(study, spec, runs, results, found))
     progress.spread = measured_spread(runs, results, progress.plan.baseline.fingerprint, spec)
     return progress
+
+
+def _search_context(
+    study: Study,
+    spec: StudySpec,
+    runs: Sequence[Run],
+    results: Mapping[int, Sequence[ProfileResult]],
+    found: Mapping[str, RunOutcome],
+) -> SearchContext | None:
+    """The stored trials and the runs' observations, for a study with a search stage."""
+    search = next((stage.search for stage in spec.stages if stage.search is not None), None)
+    if search is None:
+        return None
+    tuning = spec.tuning()
+    seen = observations(
+        runs,
+        results,
+        found,
+        tuning=tuning,
+        screening=screening_profile(tuning, search.screening),
+        objectives=objectives_of(search, spec.objective),
+        slos=spec.slos,
+    )
+    stored = (study.state or {}).get(SEARCH_TRIALS) or {}
+    hours = sum(run_gpu_hours(run) for run in runs)
+    return SearchContext(stored=stored, runs=seen, objective=spec.objective, gpu_hours=hours)

@@ -41,6 +41,7 @@ from perflab.problems import line_of, plain_message, syntax_problem, yaml_locati
 from perflab.profiles import PRESETS, BenchmarkProfile, GoodputSLOs, scaled
 from perflab.study.budget import check_fields
 from perflab.study.configs import FILL, CandidateConfigError, build_config, explain, split_args
+from perflab.study.search_space import SearchSpec
 
 SPEC_FORMATS = "YAML or JSON"
 OBJECTIVES: dict[str, str] = {
@@ -183,7 +184,8 @@ class StageSpec(BaseModel):
 
     name: str = Field(min_length=1)
     dimension: str | None = None
-    candidates: tuple[CandidateSpec, ...] = Field(min_length=1)
+    candidates: tuple[CandidateSpec, ...] = ()
+    search: SearchSpec | None = Field(None, description="a space to search instead of candidates")
 
     @model_validator(mode="before")
     @classmethod
@@ -196,6 +198,14 @@ class StageSpec(BaseModel):
             **data,
             "candidates": [candidate_from_entry(entry, dimension) for entry in data["candidates"]],
         }
+
+    @model_validator(mode="after")
+    def _candidates_or_search(self) -> StageSpec:
+        if self.search is None and not self.candidates:
+            raise ValueError("a stage needs 'candidates' (at least one) or a 'search'")
+        if self.search is not None and (self.candidates or self.dimension):
+            raise ValueError("a search stage takes its space from 'search', not 'candidates' or 'dimension'")
+        return self
 
     @field_validator("dimension")
     @classmethod
@@ -323,11 +333,23 @@ class StudySpec(BaseModel):
                 raise ValueError("; ".join(refused))
         if self.objective == "request_goodput" and self.goodput is None:
             raise ValueError("the request_goodput objective needs 'goodput' SLOs (ttft_ms, tpot_ms, e2el_ms)")
+        for index, stage in enumerate(self.stages):
+            if stage.search is not None:
+                self._check_choices(index, stage.search)
         if self.objective == "max_load_within_slo" and (self.tuning().sweep is None or not self.slos):
             raise ValueError(
                 "the max_load_within_slo objective needs a tuning profile with a sweep, and 'slos'"
             )
         return self
+
+    def _check_choices(self, index: int, search: SearchSpec) -> None:
+        """Every choice of a search knob must be a value the baseline's engine has."""
+        base = {name: value for name, value in self.baseline.items() if name != "replicas"}
+        for knob, value in search.choice_values():
+            try:
+                build_config({"model": self.model}, {**base, knob: value})
+            except CandidateConfigError as error:
+                raise ValueError(f"stages[{index}].search.knobs.{knob}: {value!r}: {error}") from None
 
     # ----- resolved views ---------------------------------------------------------------------------
 

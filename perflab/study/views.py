@@ -1,6 +1,6 @@
 """What the studies pages show, computed away from Streamlit: the list of studies, a study's id from
-its URL, the candidates of a stage as a table (decisions in words), and a spec built from the new-study
-form or an uploaded file."""
+its URL, the candidates of a stage as a table (decisions in words), the new-study form's stages or
+search template, and a spec built from the form or an uploaded file."""
 
 from __future__ import annotations
 
@@ -35,6 +35,37 @@ STAGES_TEMPLATE = """\
   dimension: max_num_batched_tokens
   candidates: [4096, 8192]
 """
+# The form's search: the seeds' batching knobs and the parallelism layouts that fit the budget.
+SEARCH_TEMPLATE = """\
+- name: Batching and parallelism
+  search:
+    knobs:
+      max_num_seqs: [64, 128, 256, 512]
+      max_num_batched_tokens: [2048, 4096, 8192, 16384]
+    parallelism: [{layouts}]
+    budget: {{launches: {launches}}}
+    screening: 0.25
+    seed: 0
+"""
+METHODS = {
+    "stages": "Stages: one dimension at a time on top of the best so far",
+    "search": "Search: batching knobs and parallelism together (Optuna)",
+}
+
+
+def search_template(gpus: int | None) -> str:
+    """The form's search stage: parallelism layouts that divide ``gpus`` (1, 2, 4, 8 when unknown), a
+    budget of about a quarter of the space's launches."""
+    sizes = [size for size in (1, 2, 4, 8) if gpus is None or (size <= gpus and gpus % size == 0)]
+    layouts = ", ".join(f"{{tp: {size}}}" for size in sizes)
+    return SEARCH_TEMPLATE.format(layouts=layouts, launches=max(4, 16 * len(sizes) // 4))
+
+
+def stages_template(method: str, model: str, gpus: int | None) -> str:
+    """The text the form's stages box starts with for ``method``."""
+    return search_template(gpus) if method == "search" else STAGES_TEMPLATE.format(model=model)
+
+
 # A candidate's decision as the stage table writes it (plain words: table cells render no icons).
 DECISION_WORDS = {
     "winner": "winner",
@@ -61,6 +92,7 @@ class FormDefaults:
     name: str
     scale: float
     gpus_help: str = "0 = the node of the smallest host (every configuration is filled to it with replicas)."
+    gpus: int | None = None
 
 
 def form_defaults(inventory: Inventory, model: str) -> FormDefaults:
@@ -82,6 +114,7 @@ def form_defaults(inventory: Inventory, model: str) -> FormDefaults:
         name=f"{short_model} on {first.name}",
         scale=SIMULATED_SCALE if first.simulated else 1.0,
         gpus_help=gpus_help,
+        gpus=node,
     )
 
 

@@ -1,8 +1,9 @@
 """A two-stage study on the real vLLM (CPU build) over a real sshd, ending in a report whose recommended
 serving command is the winner's.
 
-Stage one tries ``max_num_seqs: 4`` on the baseline (a real launch and benchmark); stage two tries a flag
-the installed vLLM does not have, which the preflight refuses and the study records as failed.
+Stage one is a search over max-num-seqs × max-num-batched-tokens with a budget of one launch (a real
+launch that screens on half the tuning prompts, then runs the rest); stage two tries a flag the
+installed vLLM does not have, which the preflight refuses and the study records as failed.
 """
 
 from __future__ import annotations
@@ -50,7 +51,15 @@ def test_two_stage_study_on_real_vllm_ends_in_a_report(
                 "objective": "output_throughput",
                 "min_gain_pct": 0,
                 "stages": [
-                    {"name": "Batching", "dimension": "max_num_seqs", "candidates": [4]},
+                    {
+                        "name": "Batching",
+                        "search": {
+                            "knobs": {"max_num_seqs": [4, 8], "max_num_batched_tokens": [512, 1024]},
+                            "budget": {"launches": 1},
+                            "screening": 0.5,
+                            "max_measurements": 1,
+                        },
+                    },
                     {"name": "Flags", "dimension": "flag", "candidates": ["--no-such-flag"]},
                 ],
             }
@@ -74,6 +83,10 @@ def test_two_stage_study_on_real_vllm_ends_in_a_report(
         "not_better",
     }
     assert study["recommended_command"].startswith("VLLM_CPU_KVCACHE_SPACE=1 vllm serve")
+    (search,) = shown["state"]["search"]
+    assert search["stop"] == "budget: 1 launches of 1" and search["space_size"] == 4
+    (trial,) = search["trials"]
+    assert trial["status"] in ("complete", "pruned") and trial["screening"] > 0
 
     out = tmp_path / "report.zip"
     assert main(["report", str(study["id"]), "--url", url, "--out", str(out)]) == 0
@@ -83,3 +96,4 @@ def test_two_stage_study_on_real_vllm_ends_in_a_report(
     command_lines = [line for line in report.splitlines() if "vllm serve" in line]
     assert command_lines and all(str(model) in line for line in command_lines)
     assert "VLLM_CPU_KVCACHE_SPACE=1" in report
+    assert "Search over 4 configurations: 1 launches" in report and "- Stopped: budget" in report

@@ -91,7 +91,8 @@ def test_create_reports_spec_and_host_problems(
     spec.write_text("name: s\nmodel: m\nhosts: [elsewhere]\nbaseline: {engine: vllm}\nstages:\n  - name: x\n")
     arguments = ["study", "--url", study_db.url, "create", "--spec", str(spec), "--hosts", str(hosts)]
     assert main(arguments) == 2
-    assert f"error: {spec}:6: stages[0].candidates: is required" in capsys.readouterr().err
+    needs = "a stage needs 'candidates' (at least one) or a 'search'"
+    assert f"error: {spec}:6: stages[0]: {needs}" in capsys.readouterr().err
     spec.write_text(
         "name: s\nmodel: m\nhosts: [elsewhere]\nbaseline: {engine: vllm}\n"
         "stages: [{name: x, dimension: tp, candidates: [2]}]\n"

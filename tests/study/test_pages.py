@@ -133,3 +133,20 @@ def test_the_form_creates_a_study_and_reports_bad_stages(empty_db: str, open_pag
         (study,) = crud.list_studies(session)
     assert study.spec["hosts"] == ["local-sim"] and study.spec["baseline"] == {"engine": "vllm"}
     assert study.state["gpus_per_node"] == 8 and study.queued_by == "web"
+
+
+def test_the_form_offers_a_search_within_the_hosts_budget(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    app = open_page(empty_db, STUDIES_PAGE)
+    app.radio(key="study_method").set_value("search").run()
+    app.text_input(key="study_name").input("searched")
+    stages = app.text_area(key="study_stages").value
+    assert "search:" in stages and "parallelism: [{tp: 1}, {tp: 2}, {tp: 4}, {tp: 8}]" in stages
+    app.button[0].click().run()
+    assert not app.exception
+    (success,) = texts(app.success)
+    assert success.endswith("queued: searched.")
+    with db_session.session_scope(db_session.get_engine(empty_db)) as session:
+        (study,) = crud.list_studies(session)
+    (stage,) = study.spec["stages"]
+    assert stage["search"]["knobs"]["max_num_seqs"] == [64, 128, 256, 512]
+    assert stage["search"]["budget"] == {"launches": 16, "gpu_hours": None}

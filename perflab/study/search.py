@@ -1,0 +1,452 @@
+"""The search: which configuration to launch next, when to stop, and which one to recommend.
+
+Pure and deterministic, so the coordinator can call it on every advance and keep nothing in memory:
+
+- :func:`rebuild` re-creates an in-memory Optuna study from the stored trials (``add_trial``), with a
+  sampler seeded from the search's seed plus the number of trials, so the same history always gives
+  the same proposal (a resumed study proposes what an uninterrupted one would have). One objective:
+  TPE; two: NSGA-II.
+- Infeasible points (the engine refused or could not start the configuration: OOM, bad value,
+  unsupported kernel; or it broke an SLO) are told to the sampler as constraint violations, so it
+  steers away from their region. A trial the infrastructure kept from being measured is never told.
+- :func:`step` proposes one configuration at a time: a proposal whose configuration was tried already
+  (same :meth:`~perflab.engines.config.EngineConfig.fingerprint`) is told its earlier result and not
+  launched again; one that cannot be built is told as infeasible without a launch.
+- :func:`promising` says whether a screened configuration (a fraction of the tuning prompts) earns the
+  full profile, with Optuna's percentile pruner over the screening results so far.
+- :func:`final_pick` separates the best two with :func:`~perflab.study.verdict.judge`: the winner is
+  measured again against the runner-up until the verdict is clear, or both are declared equivalent and
+  the cheaper one (fewer accelerators, then the smaller batch) is recommended.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+import optuna
+from optuna.pruners import PercentilePruner
+from optuna.samplers import NSGAIISampler, TPESampler
+from optuna.trial import TrialState, create_trial
+
+from perflab.engines.config import EngineConfig
+from perflab.study.search_space import LATENCY_OBJECTIVES, SearchSpec
+from perflab.study.verdict import Verdict, judge
+
+TrialStatus = Literal["pending", "screened", "complete", "pruned", "infeasible", "unmeasured"]
+# Proposals in a row that repeat tried configurations before the space counts as exhausted.
+MAX_REPEATS = 40
+# Screening keeps a configuration whose screening value is in the better (100 - this) percent.
+PRUNE_PERCENTILE = 50.0
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One proposal: its parameters, configuration fingerprint and, from the measurements, its outcome.
+
+    ``refused`` is why its configuration could not be built (never launched); ``repeat_of`` the number
+    of an earlier trial with the same configuration (not launched again). ``values`` are the full
+    profile's objective values, ``samples`` every measurement of the first objective (re-measurements
+    for the final pick included), ``violation`` how far the worst SLO is exceeded (> 0: infeasible).
+    """
+
+    number: int
+    params: Mapping[str, Any]
+    fingerprint: str | None
+    refused: str | None = None
+    repeat_of: int | None = None
+    status: TrialStatus = "pending"
+    screening: float | None = None
+    values: tuple[float, ...] | None = None
+    samples: tuple[float, ...] = ()
+    violation: float = 0.0
+    accelerators: int | None = None
+    batch: int | None = None
+    note: str | None = None
+
+    @property
+    def launched(self) -> bool:
+        return self.refused is None and self.repeat_of is None
+
+    def stored(self) -> dict[str, Any]:
+        """What ``study.state`` keeps of the trial (its outcome is read from the runs each time)."""
+        return {
+            "number": self.number,
+            "params": dict(self.params),
+            "fingerprint": self.fingerprint,
+            "refused": self.refused,
+            "repeat_of": self.repeat_of,
+        }
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the runs of one configuration have shown (from the coordinator or a benchmark harness)."""
+
+    status: TrialStatus
+    screening: float | None = None
+    values: tuple[float, ...] | None = None
+    samples: tuple[float, ...] = ()
+    violation: float = 0.0
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class SearchStep:
+    """The trials after one step (new proposals appended) and why the search stopped, if it did."""
+
+    trials: tuple[Trial, ...]
+    stop: str | None = None
+
+    @property
+    def proposed(self) -> list[Trial]:
+        return [trial for trial in self.trials if trial.launched and trial.status == "pending"]
+
+
+@dataclass(frozen=True)
+class FinalPick:
+    """The recommendation: ``trial``; ``remeasure`` lists trial numbers to measure again first."""
+
+    trial: Trial | None
+    runner_up: Trial | None = None
+    verdict: Verdict | None = None
+    remeasure: tuple[int, ...] = ()
+    reason: str = ""
+    front: tuple[int, ...] = field(default_factory=tuple)
+
+
+def directions(objectives: Sequence[str]) -> list[str]:
+    """Optuna's direction of each objective (latencies down, throughputs up)."""
+    return ["minimize" if name in LATENCY_OBJECTIVES else "maximize" for name in objectives]
+
+
+def with_outcomes(trials: Sequence[Trial], observations: Mapping[str, Observation]) -> list[Trial]:
+    """The trials with their outcomes: a launched trial's from its configuration's observation, a
+    repeat's from the trial it repeats, a refused one infeasible."""
+    done: dict[int, Trial] = {}
+    for trial in trials:
+        if trial.refused is not None:
+            trial = replace(trial, status="infeasible", note=trial.refused)
+        elif trial.repeat_of is not None and trial.repeat_of in done:
+            earlier = done[trial.repeat_of]
+            trial = replace(
+                earlier,
+                number=trial.number,
+                params=trial.params,
+                repeat_of=trial.repeat_of,
+                note=f"same configuration as trial {trial.repeat_of}; not launched again",
+            )
+        else:
+            seen = observations.get(trial.fingerprint or "")
+            if seen is not None:
+                trial = replace(
+                    trial,
+                    status=seen.status,
+                    screening=seen.screening,
+                    values=seen.values,
+                    samples=seen.samples,
+                    violation=seen.violation,
+                    note=seen.note,
+                )
+        done[trial.number] = trial
+    return [done[trial.number] for trial in trials]
+
+
+def _sampler(spec: SearchSpec, objectives: int, seed: int) -> optuna.samplers.BaseSampler:
+    """TPE for one objective, NSGA-II for two; both read each trial's ``constraints`` (Optuna 5)."""
+    if objectives == 1:
+        return TPESampler(seed=seed, n_startup_trials=spec.startup_trials, multivariate=True)
+    return NSGAIISampler(seed=seed, population_size=max(4, spec.startup_trials))
+
+
+def _told(trial: Trial, spec: SearchSpec, worst: list[float]) -> optuna.trial.FrozenTrial | None:
+    """The trial as the sampler sees it; None for one it must not be told (pending, unmeasured)."""
+    distributions = spec.distributions()
+    params = {name: trial.params[name] for name in distributions if name in trial.params}
+    intermediate = {0: trial.screening} if trial.screening is not None else None
+    infeasible = trial.status == "infeasible"
+    violation = 1.0 if infeasible else max(0.0, trial.violation)
+    if trial.status == "pruned":
+        return create_trial(
+            state=TrialState.PRUNED,
+            params=params,
+            distributions=distributions,
+            intermediate_values=intermediate,
+            constraints={"violation": violation},
+        )
+    if infeasible or (trial.status == "complete" and trial.values is not None):
+        return create_trial(
+            values=list(worst) if infeasible else list(trial.values),
+            params=params,
+            distributions=distributions,
+            intermediate_values=intermediate,
+            constraints={"violation": violation},
+        )
+    return None
+
+
+def rebuild(spec: SearchSpec, objectives: Sequence[str], trials: Sequence[Trial]) -> optuna.Study:
+    """An in-memory Optuna study holding every told trial, its sampler seeded by seed + trial count."""
+    ways = directions(objectives)
+    study = optuna.create_study(
+        directions=ways,
+        sampler=_sampler(spec, len(ways), spec.seed + len(trials)),
+        pruner=PercentilePruner(100.0 - PRUNE_PERCENTILE, n_startup_trials=2, n_min_trials=2),
+    )
+    measured = [trial.values for trial in trials if trial.status == "complete" and trial.values]
+    worst = [
+        (max if way == "minimize" else min)((values[index] for values in measured), default=0.0)
+        for index, way in enumerate(ways)
+    ]
+    for trial in trials:
+        frozen = _told(trial, spec, worst)
+        if frozen is not None:
+            study.add_trial(frozen)
+    return study
+
+
+def _feasible(trial: Trial) -> bool:
+    return trial.status == "complete" and bool(trial.values) and trial.violation <= 0.0
+
+
+def stop_reason(
+    spec: SearchSpec,
+    objectives: Sequence[str],
+    trials: Sequence[Trial],
+    *,
+    gpu_hours: float = 0.0,
+    min_gain_pct: float = 1.0,
+) -> str | None:
+    """Why the search proposes nothing more (None while it goes on)."""
+    launches = sum(1 for trial in trials if trial.launched)
+    if spec.budget.launches is not None and launches >= spec.budget.launches:
+        return f"budget: {launches} launches of {spec.budget.launches}"
+    if spec.budget.gpu_hours is not None and gpu_hours >= spec.budget.gpu_hours:
+        return f"budget: {gpu_hours:.2f} GPU-hours of {spec.budget.gpu_hours:g}"
+    distinct = {trial.fingerprint for trial in trials if trial.launched}
+    if len(distinct) >= spec.size():
+        return f"every configuration of the space ({spec.size()}) was tried"
+    if trials and trials[-1].repeat_of is not None and _repeats_in_a_row(trials) >= MAX_REPEATS:
+        return f"the sampler proposed only tried configurations {MAX_REPEATS} times in a row"
+    if spec.patience is not None:
+        since = _launches_since_gain(trials, objectives, min_gain_pct)
+        if since is not None and since >= spec.patience:
+            return f"no gain of {min_gain_pct:g}% in the last {since} launches"
+    return None
+
+
+def _repeats_in_a_row(trials: Sequence[Trial]) -> int:
+    count = 0
+    for trial in reversed(trials):
+        if trial.repeat_of is None:
+            break
+        count += 1
+    return count
+
+
+def _launches_since_gain(
+    trials: Sequence[Trial], objectives: Sequence[str], min_gain_pct: float
+) -> int | None:
+    sign = -1.0 if directions(objectives)[0] == "minimize" else 1.0
+    best: float | None = None
+    since = 0
+    for trial in trials:
+        if not trial.launched:
+            continue
+        since += 1
+        if _feasible(trial):
+            value = sign * trial.values[0]
+            if best is None or value > best + abs(best) * min_gain_pct / 100.0:
+                best, since = value, 0
+    return since if best is not None else None
+
+
+def step(
+    spec: SearchSpec,
+    objectives: Sequence[str],
+    trials: Sequence[Trial],
+    build: Callable[[dict[str, Any]], EngineConfig],
+    *,
+    gpu_hours: float = 0.0,
+    min_gain_pct: float = 1.0,
+) -> SearchStep:
+    """Propose the next configuration once every launched trial has its outcome.
+
+    ``build`` turns a point's parameters into a configuration, raising ``ValueError`` with the reason
+    for one that cannot be launched (told as infeasible). Trials must carry their outcomes
+    (:func:`with_outcomes`)."""
+    trials = list(trials)
+    if any(trial.status in ("pending", "screened") for trial in trials):
+        return SearchStep(tuple(trials))
+    by_fingerprint = {trial.fingerprint: trial for trial in trials if trial.launched}
+    while True:
+        reason = stop_reason(spec, objectives, trials, gpu_hours=gpu_hours, min_gain_pct=min_gain_pct)
+        if reason is not None:
+            return SearchStep(tuple(trials), reason)
+        study = rebuild(spec, objectives, trials)
+        asked = study.ask(spec.distributions())
+        params = dict(asked.params)
+        number = len(trials)
+        try:
+            config = build(params)
+        except ValueError as error:
+            trials.append(
+                Trial(number, params, None, refused=str(error), status="infeasible", note=str(error))
+            )
+            continue
+        fingerprint = config.fingerprint()
+        earlier = by_fingerprint.get(fingerprint)
+        if earlier is not None:
+            repeat = Trial(number, params, fingerprint, repeat_of=earlier.number)
+            trials.append(with_outcomes([earlier, repeat], {})[1])
+            continue
+        proposal = Trial(
+            number, params, fingerprint, accelerators=config.gpus_needed, batch=config.max_num_seqs
+        )
+        trials.append(proposal)
+        return SearchStep(tuple(trials))
+
+
+def promising(spec: SearchSpec, objectives: Sequence[str], trials: Sequence[Trial], number: int) -> bool:
+    """Whether trial ``number`` (screened, full profile not yet run) earns the full profile: Optuna's
+    percentile pruner against the screening values of the trials before it."""
+    candidate = next(trial for trial in trials if trial.number == number)
+    if candidate.screening is None or spec.screening >= 1.0:
+        return True
+    earlier = [trial for trial in trials if trial.number != number]
+    study = rebuild(spec, objectives, earlier)
+    distributions = spec.distributions()
+    params = {name: candidate.params[name] for name in distributions if name in candidate.params}
+    running = create_trial(
+        state=TrialState.RUNNING,
+        params=params,
+        distributions=distributions,
+        intermediate_values={0: candidate.screening},
+    )
+    study.add_trial(running)
+    frozen = study.get_trials(deepcopy=False)[-1]
+    return not study.pruner.prune(study, frozen)
+
+
+def _cost(trial: Trial) -> tuple[int, int]:
+    return (trial.accelerators or 0, trial.batch or 0)
+
+
+def pareto_front(trials: Sequence[Trial], objectives: Sequence[str]) -> list[Trial]:
+    """The feasible launched trials no other one beats on every objective."""
+    signs = [-1.0 if way == "minimize" else 1.0 for way in directions(objectives)]
+    points = [trial for trial in trials if trial.launched and _feasible(trial)]
+
+    def dominates(a: Trial, b: Trial) -> bool:
+        pairs = [(s * x, s * y) for s, x, y in zip(signs, a.values, b.values, strict=True)]
+        return all(x >= y for x, y in pairs) and any(x > y for x, y in pairs)
+
+    return [point for point in points if not any(dominates(other, point) for other in points)]
+
+
+def final_pick(
+    spec: SearchSpec,
+    objectives: Sequence[str],
+    trials: Sequence[Trial],
+    *,
+    min_gain_pct: float,
+) -> FinalPick:
+    """The recommendation among the feasible trials (first objective; the front is kept for two)."""
+    front = tuple(trial.number for trial in pareto_front(trials, objectives))
+    feasible = [trial for trial in trials if trial.launched and _feasible(trial)]
+    if not feasible:
+        return FinalPick(None, reason="no configuration of the space was feasible", front=front)
+    higher = directions(objectives)[0] == "maximize"
+
+    def mean(trial: Trial) -> float:
+        samples = trial.samples or trial.values[:1]
+        return sum(samples) / len(samples)
+
+    ranked = sorted(feasible, key=lambda trial: (-mean(trial) if higher else mean(trial), trial.number))
+    winner = ranked[0]
+    if len(ranked) == 1:
+        return FinalPick(winner, reason="the only feasible configuration", front=front)
+    runner_up = ranked[1]
+    verdict = judge(
+        list(winner.samples or winner.values[:1]),
+        list(runner_up.samples or runner_up.values[:1]),
+        higher_is_better=higher,
+        min_gain_pct=min_gain_pct,
+        max_n=spec.max_measurements,
+        prior_cv_pct=spec.noise_cv_pct,
+    )
+    if verdict.outcome == "better":
+        return FinalPick(
+            winner,
+            runner_up,
+            verdict,
+            reason=f"better than trial {runner_up.number}: {verdict.text()}",
+            front=front,
+        )
+    if verdict.outcome == "undecided":
+        wanted = tuple(
+            trial.number for trial in (winner, runner_up) if len(trial.samples) < spec.max_measurements
+        )
+        return FinalPick(winner, runner_up, verdict, remeasure=wanted, reason=verdict.text(), front=front)
+    resolved = verdict.half_width_pct is not None and verdict.gain_pct + verdict.half_width_pct < min_gain_pct
+    if not resolved:
+        # the finalists stayed apart by less than their noise after every measurement allowed: the
+        # higher mean is kept, and nothing is claimed about which is faster
+        reason = (
+            f"not separated after {spec.max_measurements} measurements ({verdict.text()}); higher mean kept"
+        )
+        return FinalPick(winner, runner_up, verdict, reason=reason, front=front)
+    cheaper = min((winner, runner_up), key=_cost)
+    return FinalPick(
+        cheaper,
+        runner_up if cheaper is winner else winner,
+        verdict,
+        reason=(
+            f"trials {winner.number} and {runner_up.number} are equivalent ({verdict.text()}); "
+            f"trial {cheaper.number} is the cheaper"
+        ),
+        front=front,
+    )
+
+
+def convergence(
+    trials: Sequence[Trial], objectives: Sequence[str], hours: Mapping[int, float]
+) -> list[dict[str, Any]]:
+    """Best-so-far of the first objective against launches and cumulative GPU-hours (``hours`` by
+    trial number), one point per launched trial."""
+    sign = -1.0 if directions(objectives)[0] == "minimize" else 1.0
+    best: float | None = None
+    spent = 0.0
+    points = []
+    launches = 0
+    for trial in trials:
+        if not trial.launched:
+            continue
+        launches += 1
+        spent += hours.get(trial.number, 0.0)
+        if _feasible(trial) and (best is None or sign * trial.values[0] > sign * best):
+            best = trial.values[0]
+        points.append({"launches": launches, "gpu_hours": spent, "best": best, "trial": trial.number})
+    return points
+
+
+def importances(spec: SearchSpec, objectives: Sequence[str], trials: Sequence[Trial]) -> dict[str, float]:
+    """How much each knob mattered to the first objective (Optuna's PED-ANOVA evaluator); empty with
+    fewer than two feasible trials or a single knob."""
+    study = rebuild(spec, objectives, [trial for trial in trials if _feasible(trial)])
+    complete = study.get_trials(states=(TrialState.COMPLETE,))
+    if len(complete) < 2 or len(spec.distributions()) < 2:
+        return {}
+    sign = -1.0 if directions(objectives)[0] == "maximize" else 1.0  # PED-ANOVA looks for low targets
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # PED-ANOVA's note that it ranks low targets
+        found = optuna.importance.get_param_importances(
+            study,
+            target=lambda trial: sign * trial.values[0],
+            evaluator=optuna.importance.PedAnovaImportanceEvaluator(),
+        )
+    return dict(found)

@@ -1,0 +1,202 @@
+"""A search stage's spec: the space of configurations, the objectives, the budget and the rules.
+
+A stage with ``search:`` instead of ``candidates:`` explores a space of typed knobs::
+
+    - name: Batching and parallelism
+      search:
+        knobs:
+          max_num_seqs: [64, 128, 256, 512]              # choices
+          max_num_batched_tokens: {low: 2048, high: 16384, log: true}   # integer range (or step)
+          kv_cache_dtype: [auto, fp8]                     # checked against the engine's own words
+        parallelism: [{tp: 1}, {tp: 2}, {tp: 4}, {tp: 8}] # layouts, replicas filling the budget
+        objectives: [total_token_throughput, p99_ttft_ms] # one or two; latencies are minimized
+        budget: {launches: 16}                            # and/or gpu_hours
+        screening: 0.25                                   # fraction of the tuning prompts screened first
+        seed: 0
+
+Conditions: a layout with expert parallelism (``ep`` > 1) is only allowed when the spec says the model is a
+mixture of experts (``moe: true``); a choice of ``kv_cache_dtype``, ``attention_backend`` or any other
+knob is checked by the baseline engine's adapter (its vocabulary, :mod:`perflab.engines.vocabulary`),
+so a value the engine does not have is refused when the spec is read. SLOs are the study's ``slos``:
+a configuration that breaks one is infeasible for the sampler.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+PARALLELISM = "parallelism"
+# Parallelism fields a layout may set; replicas always fill the study's accelerator budget.
+LAYOUT_FIELDS: tuple[str, ...] = ("tp", "dp", "ep")
+# Objectives that go down when the configuration is better (result fields of the tuning profile).
+LATENCY_OBJECTIVES: tuple[str, ...] = tuple(
+    f"{stat}_{metric}_ms"
+    for stat in ("mean", "median", "p90", "p99")
+    for metric in ("ttft", "tpot", "itl", "e2el")
+)
+THROUGHPUT_OBJECTIVES: tuple[str, ...] = (
+    "total_token_throughput",
+    "output_throughput",
+    "request_throughput",
+    "request_goodput",
+)
+Choice = str | int | float | bool | None
+
+
+class IntRange(BaseModel):
+    """An integer knob between ``low`` and ``high``: every ``step``, or on a log scale."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    low: int = Field(ge=1)
+    high: int = Field(ge=1)
+    step: int | None = Field(None, ge=1)
+    log: bool = False
+
+    @model_validator(mode="after")
+    def _ordered(self) -> IntRange:
+        if self.high < self.low:
+            raise ValueError(f"high ({self.high}) is below low ({self.low})")
+        if self.log and self.step not in (None, 1):
+            raise ValueError("a range is either on a log scale or has a step, not both")
+        if self.step is not None and (self.high - self.low) % self.step:
+            raise ValueError(f"high - low ({self.high - self.low}) is not a multiple of step {self.step}")
+        return self
+
+    def size(self) -> int:
+        return (self.high - self.low) // (self.step or 1) + 1
+
+
+class SearchBudget(BaseModel):
+    """When the search stops proposing: after this many launches, or this many GPU-hours, or both."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    launches: int | None = Field(None, ge=1)
+    gpu_hours: float | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _some_limit(self) -> SearchBudget:
+        if self.launches is None and self.gpu_hours is None:
+            raise ValueError("a budget needs 'launches', 'gpu_hours' or both")
+        return self
+
+
+class SearchSpec(BaseModel):
+    """What a search stage explores and how it decides."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    knobs: dict[str, tuple[Choice, ...] | IntRange] = Field(default_factory=dict)
+    parallelism: tuple[dict[str, int], ...] = ()
+    objectives: tuple[str, ...] = Field((), max_length=2, description="default: the study's objective")
+    budget: SearchBudget
+    screening: float = Field(0.25, gt=0, le=1, description="fraction of the tuning prompts screened first")
+    seed: int = 0
+    startup_trials: int = Field(6, ge=1, description="random proposals before the model-based ones")
+    patience: int | None = Field(None, ge=1, description="stop after this many launches without a gain")
+    moe: bool = Field(False, description="the model is a mixture of experts (allows ep > 1 layouts)")
+    max_measurements: int = Field(3, ge=1, description="per finalist, to separate the final pick")
+    noise_cv_pct: float | None = Field(None, ge=0, description="run-to-run CV when no repeat measured it")
+
+    @field_validator("knobs")
+    @classmethod
+    def _knob_choices(cls, knobs: dict[str, Any]) -> dict[str, Any]:
+        for name, values in knobs.items():
+            if name in (*LAYOUT_FIELDS, "replicas", PARALLELISM):
+                raise ValueError(f"{name}: parallelism is searched through 'parallelism' layouts")
+            if isinstance(values, tuple) and not values:
+                raise ValueError(f"{name}: needs at least one choice")
+            if isinstance(values, tuple) and len(set(map(repr, values))) != len(values):
+                raise ValueError(f"{name}: choices repeat")
+        return knobs
+
+    @field_validator("parallelism")
+    @classmethod
+    def _layouts(cls, layouts: tuple[dict[str, int], ...]) -> tuple[dict[str, int], ...]:
+        for index, layout in enumerate(layouts):
+            unknown = sorted(set(layout) - set(LAYOUT_FIELDS))
+            if unknown or not layout:
+                raise ValueError(
+                    f"[{index}]: a layout sets {', '.join(LAYOUT_FIELDS)}, not {unknown or 'nothing'}"
+                )
+            if any(
+                not isinstance(value, int) or isinstance(value, bool) or value < 1
+                for value in layout.values()
+            ):
+                raise ValueError(f"[{index}]: sizes are whole numbers >= 1")
+        labels = [layout_label(layout) for layout in layouts]
+        if len(set(labels)) != len(labels):
+            raise ValueError("layouts repeat")
+        return layouts
+
+    @field_validator("objectives")
+    @classmethod
+    def _known_objectives(cls, objectives: tuple[str, ...]) -> tuple[str, ...]:
+        for name in objectives:
+            if name not in (*THROUGHPUT_OBJECTIVES, *LATENCY_OBJECTIVES):
+                raise ValueError(f"'{name}' is not an objective; use a throughput or e.g. p99_ttft_ms")
+        if objectives and objectives[0] in LATENCY_OBJECTIVES:
+            raise ValueError("the first objective is the study's (a throughput); a latency may come second")
+        if len(set(objectives)) != len(objectives):
+            raise ValueError("objectives repeat")
+        return objectives
+
+    @model_validator(mode="after")
+    def _conditions(self) -> SearchSpec:
+        if not self.knobs and not self.parallelism:
+            raise ValueError("a search needs 'knobs', 'parallelism' or both")
+        if not self.moe and any(layout.get("ep", 1) > 1 for layout in self.parallelism):
+            raise ValueError(
+                "expert parallelism (ep > 1) applies only to mixture-of-experts models: set moe: true"
+            )
+        return self
+
+    # ----- the space as Optuna sees it -------------------------------------------------------------------
+
+    def distributions(self) -> dict[str, BaseDistribution]:
+        """One Optuna distribution per knob (and ``parallelism`` over the layouts' labels)."""
+        found: dict[str, BaseDistribution] = {}
+        for name, values in sorted(self.knobs.items()):
+            if isinstance(values, IntRange):
+                found[name] = IntDistribution(values.low, values.high, step=values.step or 1, log=values.log)
+            else:
+                found[name] = CategoricalDistribution(values)
+        if self.parallelism:
+            found[PARALLELISM] = CategoricalDistribution(
+                [layout_label(layout) for layout in self.parallelism]
+            )
+        return found
+
+    def size(self) -> int:
+        """How many points the space has."""
+        sizes = [
+            values.size() if isinstance(values, IntRange) else len(values) for values in self.knobs.values()
+        ]
+        return math.prod(sizes) * max(1, len(self.parallelism))
+
+    def changes(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A point's configuration changes (a layout becomes its fields; replicas fill the budget later)."""
+        found = {name: value for name, value in params.items() if name != PARALLELISM}
+        if PARALLELISM in params:
+            layout = next(item for item in self.parallelism if layout_label(item) == params[PARALLELISM])
+            found.update({"tp": 1, "dp": 1, "ep": 1, **layout})
+        return found
+
+    def choice_values(self) -> list[tuple[str, Any]]:
+        """Every (knob, choice) pair, for checking them against the engine."""
+        return [
+            (name, value)
+            for name, values in self.knobs.items()
+            if not isinstance(values, IntRange)
+            for value in values
+        ]
+
+
+def layout_label(layout: dict[str, int]) -> str:
+    """``TP4``, ``TP4 EP4``: a layout as people write it."""
+    return " ".join(f"{name.upper()}{layout[name]}" for name in LAYOUT_FIELDS if name in layout)

@@ -1,0 +1,256 @@
+"""A search stage inside a study's plan: its trials as candidates, what to run, and its winner.
+
+The stored trials (``study.state["search_trials"]``, by stage index) are the proposals made so far;
+their outcomes come from the study's runs every time (:func:`observations`), so the sampler's history
+is rebuilt from the stored measurements on each advance and nothing is kept in memory. A configuration's
+run carries the screening profile (a fraction of the tuning prompts) first; :func:`search_stage` says
+which screened runs are not promising (the coordinator drops their remaining profiles), which
+configurations need a run, and which finalists need another measurement for the final pick.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from db.models import FINISHED_RUN_STATUSES, ProfileResult, Run
+from perflab.accelerators import accelerators_of
+from perflab.engines.config import EngineConfig
+from perflab.profiles import BenchmarkProfile, scaled
+from perflab.study.budget import fill_budget
+from perflab.study.configs import build_config, config_fields
+from perflab.study.measure import RunOutcome, tuning_results
+from perflab.study.objective import score
+from perflab.study.plan import CandidatePlan, Measurement, Rules, StagePlan
+from perflab.study.search import Observation, Trial, final_pick, promising, step, with_outcomes
+from perflab.study.search_space import SearchSpec
+
+SEARCH_TRIALS = "search_trials"
+
+
+def screening_profile(tuning: BenchmarkProfile, fraction: float) -> BenchmarkProfile:
+    """The tuning profile cut to ``fraction`` of its prompts, under its own name."""
+    return scaled(tuning, fraction).model_copy(update={"name": f"{tuning.name}-screening"})
+
+
+def objectives_of(search: SearchSpec, study_objective: str) -> tuple[str, ...]:
+    """The search's objectives: its own, or the study's."""
+    return search.objectives or (study_objective,)
+
+
+def slo_violation(result: Mapping[str, Any], slos: Mapping[str, float]) -> float:
+    """How far the worst SLO is exceeded, as a fraction of its limit (<= 0: every SLO met)."""
+    excess = [
+        float(result[name]) / limit - 1.0
+        for name, limit in slos.items()
+        if isinstance(result.get(name), (int, float))
+    ]
+    return max(excess, default=0.0)
+
+
+def _values(result: Mapping[str, Any], first: float, objectives: Sequence[str]) -> tuple[float, ...] | None:
+    rest = [result.get(name) for name in objectives[1:]]
+    if any(not isinstance(value, (int, float)) for value in rest):
+        return None
+    return (first, *(float(value) for value in rest))
+
+
+def run_gpu_hours(run: Run) -> float:
+    """Accelerator-hours a run held: launch to end (or its last heartbeat) × its accelerators."""
+    start, end = run.launching_at, run.finished_at or run.heartbeat_at
+    if start is None or end is None:
+        return 0.0
+    return max(0.0, (end - start).total_seconds()) / 3600.0 * (accelerators_of(run) or 1)
+
+
+@dataclass(frozen=True)
+class SearchRuns:
+    """What a study's runs say for its search stages: an observation per configuration fingerprint."""
+
+    observations: Mapping[str, Observation] = field(default_factory=dict)
+    remeasuring: frozenset[str] = frozenset()
+
+
+def observations(
+    runs: Sequence[Run],
+    results: Mapping[int, Sequence[ProfileResult]],
+    found: Mapping[str, RunOutcome],
+    *,
+    tuning: BenchmarkProfile,
+    screening: BenchmarkProfile,
+    objectives: Sequence[str],
+    slos: Mapping[str, float],
+) -> SearchRuns:
+    """Each configuration's observation from all its runs (samples from every complete tuning result)."""
+    seen: dict[str, Observation] = {}
+    remeasuring: set[str] = set()
+    for fingerprint, outcome in found.items():
+        samples, values, violation = [], None, 0.0
+        for run in (run for run in runs if run.config_fingerprint == fingerprint):
+            tuned = tuning_results(results.get(run.id, ()), tuning)
+            if not tuned:
+                continue
+            measured = score(objectives[0], [(r.sweep_point, r.result) for r in tuned], slos=slos).value
+            if measured is not None:
+                samples.append(measured)
+                values = _values(tuned[-1].result or {}, measured, objectives)
+                violation = slo_violation(tuned[-1].result or {}, slos)
+        screened = [r for r in results.get(outcome.run.id, ()) if r.profile_name == screening.name]
+        first = (
+            score(objectives[0], [(r.sweep_point, r.result) for r in screened]).value if screened else None
+        )
+        measurement = outcome.measurement
+        if samples and values is not None:
+            seen[fingerprint] = Observation("complete", first, values, tuple(samples), violation)
+            if outcome.run.status not in FINISHED_RUN_STATUSES:
+                remeasuring.add(fingerprint)
+        elif measurement is None:
+            continue  # an infrastructure failure waits for its retry: nothing to tell
+        elif measurement.state == "unmeasured":
+            seen[fingerprint] = Observation("unmeasured", note=measurement.error)
+        elif outcome.run.status not in FINISHED_RUN_STATUSES or measurement.state == "pending":
+            seen[fingerprint] = Observation("screened" if first is not None else "pending", first)
+        elif first is not None and outcome.run.status == "done":
+            seen[fingerprint] = Observation("pruned", first, note=f"screening: {first:.2f}, not promising")
+        else:
+            seen[fingerprint] = Observation("infeasible", note=measurement.error or "failed")
+    return SearchRuns(seen, frozenset(remeasuring))
+
+
+@dataclass(frozen=True)
+class SearchStagePlan:
+    """A search stage's plan, with what the coordinator must store and run."""
+
+    stage: StagePlan
+    search: SearchSpec
+    objectives: tuple[str, ...]
+    trials: tuple[Trial, ...]
+    wanted: tuple[EngineConfig, ...]
+    stored: tuple[dict[str, Any], ...]
+    remeasure: frozenset[str] = frozenset()
+    not_promising: frozenset[str] = frozenset()
+    stop: str | None = None
+    pick: str | None = None
+
+
+def _builder(search: SearchSpec, best: CandidatePlan, gpus: int | None):
+    def build(params: dict[str, Any]) -> EngineConfig:
+        config = build_config(
+            config_fields(best.config), {**search.changes(params), "replicas": 1}, gpus_per_node=gpus
+        )
+        return fill_budget(config, gpus) if gpus else config
+
+    return build
+
+
+def _label(trial: Trial) -> str:
+    return f"#{trial.number} " + " · ".join(f"{name}={value}" for name, value in sorted(trial.params.items()))
+
+
+# A pruned trial (its screening was not promising) is recorded as not better, its note says why.
+_DECISIONS = {"infeasible": "failed", "pruned": "not_better", "unmeasured": "unmeasured"}
+
+
+def _candidate(
+    stage_index: int, name: str, trial: Trial, search: SearchSpec, config: EngineConfig | None
+) -> CandidatePlan:
+    measurement = None
+    if trial.status == "complete" and trial.samples:
+        mean = sum(trial.samples) / len(trial.samples)
+        measurement = Measurement("measured", None, mean, None, finished=True)
+    decision = "reused" if trial.repeat_of is not None else _DECISIONS.get(trial.status)
+    return CandidatePlan(
+        stage_index=stage_index,
+        stage_name=name,
+        position=trial.number,
+        label=_label(trial),
+        changes=search.changes(dict(trial.params)),
+        config=config,
+        error=trial.refused,
+        measurement=measurement,
+        decision=decision,
+        note=trial.note,
+    )
+
+
+def search_stage(
+    stage_index: int,
+    name: str,
+    search: SearchSpec,
+    best: CandidatePlan,
+    *,
+    stored: Sequence[Mapping[str, Any]],
+    runs: SearchRuns,
+    rules: Rules,
+    gpus: int | None,
+    objectives: Sequence[str],
+    gpu_hours: float = 0.0,
+) -> SearchStagePlan:
+    """Where the search stage stands: its trials (a new proposal appended when one is due)."""
+    build = _builder(search, best, gpus)
+    min_gain_pct = rules.min_gain * 100.0
+    trials = with_outcomes([Trial(**dict(item)) for item in stored], runs.observations)
+    configs: dict[int, EngineConfig] = {}
+    for trial in trials:
+        if trial.refused is None:
+            configs[trial.number] = build(dict(trial.params))
+    trials = [
+        replace(trial, accelerators=configs[t].gpus_needed, batch=configs[t].max_num_seqs)
+        if (t := trial.number) in configs
+        else trial
+        for trial in trials
+    ]
+    result = step(search, objectives, trials, build, gpu_hours=gpu_hours, min_gain_pct=min_gain_pct)
+    trials = list(result.trials)
+    for trial in trials:
+        if trial.number not in configs and trial.refused is None:
+            configs[trial.number] = build(dict(trial.params))
+    wanted = [configs[t.number] for t in trials if t.launched and t.fingerprint not in runs.observations]
+    not_promising = frozenset(
+        t.fingerprint
+        for t in trials
+        if t.launched and t.status == "screened" and not promising(search, objectives, trials, t.number)
+    )
+    candidates = [_candidate(stage_index, name, t, search, configs.get(t.number)) for t in trials]
+    stored_now = tuple(trial.stored() for trial in trials)
+    common = {
+        "search": search,
+        "objectives": tuple(objectives),
+        "trials": tuple(trials),
+        "stored": stored_now,
+    }
+    if result.stop is None:
+        return SearchStagePlan(
+            StagePlan(stage_index, name, tuple(candidates), best),
+            wanted=tuple(wanted),
+            not_promising=not_promising,
+            **common,
+        )
+    pick = final_pick(search, objectives, trials, min_gain_pct=min_gain_pct)
+    remeasure = frozenset(trials[n].fingerprint for n in pick.remeasure) - runs.remeasuring
+    if pick.remeasure:
+        wanted += [configs[n] for n in pick.remeasure if trials[n].fingerprint in remeasure]
+        stage = StagePlan(stage_index, name, tuple(candidates), best)
+        return SearchStagePlan(
+            stage, wanted=tuple(wanted), remeasure=remeasure, stop=result.stop, pick=pick.reason, **common
+        )
+    winner = None
+    if pick.trial is not None and best.value is not None:
+        chosen = candidates[pick.trial.number]
+        if chosen.value is not None and chosen.value > best.value * (1.0 + rules.min_gain):
+            winner = replace(chosen, decision="winner", note=pick.reason)
+    decided = []
+    for candidate in candidates:
+        if winner is not None and candidate.position == winner.position:
+            candidate = winner
+        elif candidate.decision is None and candidate.value is not None:
+            why = (
+                pick.reason
+                if winner is not None
+                else f"the search kept nothing over {best.label}: {pick.reason}"
+            )
+            candidate = replace(candidate, decision="not_better", note=why)
+        decided.append(candidate)
+    stage = StagePlan(stage_index, name, tuple(decided), best, winner, decided=True)
+    return SearchStagePlan(stage, wanted=tuple(wanted), stop=result.stop, pick=pick.reason, **common)

@@ -1,0 +1,193 @@
+"""The search's pure parts: verdicts on known samples, the accelerator budget, the space spec's
+checks, determinism of proposals rebuilt from stored trials, and the final pick."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from perflab.engines.config import EngineConfig
+from perflab.study.budget import fill_budget
+from perflab.study.search import Trial, final_pick, pareto_front, step, stop_reason, with_outcomes
+from perflab.study.search_space import SearchSpec
+from perflab.study.search_stage import slo_violation
+from perflab.study.spec import StudySpecError, parse_spec
+from perflab.study.verdict import judge
+
+SPACE = {
+    "knobs": {"max_num_seqs": [64, 128, 256]},
+    "parallelism": [{"tp": 1}, {"tp": 2}],
+    "budget": {"launches": 4},
+}
+
+
+def test_verdicts_on_known_samples() -> None:
+    # means 110 vs 100, sample sd 1 each (n=3): the interval clears a 1% minimum gain
+    clear = judge([109, 110, 111], [99, 100, 101], higher_is_better=True, min_gain_pct=1.0)
+    assert clear.outcome == "better" and clear.gain_pct == pytest.approx(10.0)
+    # Welch: se = sqrt(1/3 + 1/3), dof = 4, t(0.975, 4) = 2.776 → half width 2.27% of 100
+    assert clear.half_width_pct == pytest.approx(2.7764 * (2 / 3) ** 0.5, rel=1e-3)
+    assert "+10.0%" in clear.text() and "n=3 vs 3" in clear.text()
+    same = judge([100.1, 99.9, 100.0], [100.0, 100.1, 99.9], higher_is_better=True, min_gain_pct=1.0)
+    assert same.outcome == "within_noise"
+    worse = judge([90, 90.5, 89.5], [100, 100.5, 99.5], higher_is_better=True, min_gain_pct=1.0)
+    assert worse.outcome == "not_better" and worse.gain_pct == pytest.approx(-10.0)
+    lower_latency = judge([90, 90.5, 89.5], [100, 100.5, 99.5], higher_is_better=False, min_gain_pct=1.0)
+    assert lower_latency.outcome == "better"
+    one_each = judge([102.0], [100.0], higher_is_better=True, min_gain_pct=1.0)
+    assert one_each.outcome == "undecided" and one_each.half_width_pct is None
+    assert judge([102.0], [100.0], higher_is_better=True, min_gain_pct=1.0, max_n=1).outcome == "within_noise"
+    exact = judge([110.0], [100.0], higher_is_better=True, min_gain_pct=1.0, prior_cv_pct=0.0)
+    assert exact.outcome == "better" and exact.half_width_pct == 0.0
+
+
+def test_fill_budget() -> None:
+    config = EngineConfig(engine="vllm", model="m", tp=2)
+    assert fill_budget(config, 8).replicas == 4
+    with pytest.raises(ValueError, match="does not divide"):
+        fill_budget(EngineConfig(engine="vllm", model="m", tp=3), 8)
+    with pytest.raises(ValueError, match="more accelerators"):
+        fill_budget(EngineConfig(engine="vllm", model="m", tp=16), 8)
+
+
+def _spec(search: str, baseline: str = "{engine: vllm}") -> str:
+    return f"""
+name: s
+model: Qwen/Qwen3-8B
+hosts: [h]
+baseline: {baseline}
+tuning_profile: short
+stages:
+  - name: Search
+    search: {search}
+"""
+
+
+def test_space_checks_name_the_problem() -> None:
+    spec = parse_spec(
+        _spec("{knobs: {max_num_seqs: [64, 128]}, parallelism: [{tp: 2}], budget: {launches: 3}}")
+    )
+    assert spec.stages[0].search.size() == 2
+    cases = {
+        "{knobs: {kv_cache_dtype: [auto, fp9]}, budget: {launches: 3}}": "fp9",
+        "{parallelism: [{tp: 4, ep: 4}], budget: {launches: 3}}": "mixture-of-experts",
+        "{knobs: {max_num_seqs: {low: 64, high: 8}}, budget: {launches: 3}}": "below low",
+        "{knobs: {max_num_seqs: [64]}, budget: {}}": "launches",
+        "{knobs: {max_num_seqs: [64]}, objectives: [p99_ttft_ms], budget: {launches: 3}}": "first objective",
+        "{knobs: {tp: [1, 2]}, budget: {launches: 3}}": "parallelism",
+    }
+    for search, expected in cases.items():
+        with pytest.raises(StudySpecError, match=expected):
+            parse_spec(_spec(search))
+    ranged = SearchSpec.model_validate(
+        {
+            "knobs": {"max_num_batched_tokens": {"low": 2048, "high": 8192, "step": 2048}},
+            "budget": {"launches": 2},
+        }
+    )
+    assert ranged.size() == 4
+
+
+def _build(params: dict) -> EngineConfig:
+    return fill_budget(
+        EngineConfig(
+            engine="vllm", model="m", max_num_seqs=params["max_num_seqs"], tp=int(params["parallelism"][2:])
+        ),
+        2,
+    )
+
+
+def _measure(trials: list[Trial], value) -> list[Trial]:  # type: ignore[no-untyped-def]
+    from perflab.study.search import Observation
+
+    seen = {
+        t.fingerprint: Observation("complete", None, (value(t.params),), (value(t.params),))
+        for t in trials
+        if t.launched
+    }
+    return with_outcomes(trials, seen)
+
+
+def test_proposals_rebuilt_from_stored_trials_are_the_same() -> None:
+    spec = SearchSpec.model_validate({**SPACE, "seed": 5, "startup_trials": 2})
+
+    def value(params: dict) -> float:
+        return params["max_num_seqs"] * (2 if params["parallelism"] == "TP2" else 1)
+
+    trials: list[Trial] = []
+    while True:
+        result = step(spec, ("total_token_throughput",), _measure(trials, value), _build)
+        if result.stop:
+            break
+        # the next proposal again, from the stored part only (a restart): the same
+        stored = [Trial(**trial.stored()) for trial in result.trials]
+        again = step(spec, ("total_token_throughput",), _measure(stored[:-1], value), _build)
+        assert [t.stored() for t in again.trials] == [t.stored() for t in result.trials]
+        trials = list(result.trials)
+    assert result.stop == "budget: 4 launches of 4"
+    fingerprints = [t.fingerprint for t in trials if t.launched]
+    assert len(fingerprints) == len(set(fingerprints)) == 4
+
+
+def _finalist(number: int, samples: tuple[float, ...]) -> Trial:
+    """Trial 0: 256 sequences on TP2; trial 1: 128 on TP1 ×2 (the same accelerators, a smaller batch)."""
+    params = {"max_num_seqs": 256 // (number + 1), "parallelism": f"TP{2 - number}"}
+    return Trial(
+        number,
+        params,
+        "ab"[number],
+        status="complete",
+        values=samples[:1],
+        samples=samples,
+        accelerators=2,
+        batch=params["max_num_seqs"],
+    )
+
+
+def test_final_pick_remeasures_then_picks_the_cheaper_of_equivalents() -> None:
+    spec = SearchSpec.model_validate({**SPACE, "max_measurements": 2})
+    objectives = ("total_token_throughput",)
+
+    def pick(first: tuple[float, ...], second: tuple[float, ...]):  # type: ignore[no-untyped-def]
+        return final_pick(spec, objectives, [_finalist(0, first), _finalist(1, second)], min_gain_pct=1.0)
+
+    # one sample each and no prior noise: both are measured again
+    assert pick((100.5,), (100.0,)).remeasure == (0, 1)
+    # the interval holds 0 and stays below the 1% minimum gain: equivalent, the smaller batch is picked
+    equivalent = pick((100.5, 100.4), (100.0, 100.1))
+    assert equivalent.remeasure == () and equivalent.trial.number == 1 and "equivalent" in equivalent.reason
+    # clearly better: the winner stands
+    assert pick((120.0, 120.2), (100.0, 100.1)).trial.number == 0
+    # still apart by less than the noise after the allowed measurements: the higher mean is kept
+    kept = pick((103.0, 99.0), (100.0, 98.0))
+    assert kept.trial.number == 0 and "not separated" in kept.reason
+
+
+def test_slos_make_a_configuration_infeasible_and_budgets_stop_the_search() -> None:
+    limits = {"p99_ttft_ms": 200.0, "mean_tpot_ms": 50.0}
+    assert slo_violation({"p99_ttft_ms": 300.0, "mean_tpot_ms": 40.0}, limits) == 0.5
+    assert slo_violation({"p99_ttft_ms": 100.0}, {"p99_ttft_ms": 200.0}) == -0.5
+    spec = SearchSpec.model_validate({**SPACE, "max_measurements": 1})
+    fast_but_slow_to_answer = replace(_finalist(0, (150.0,)), violation=0.5)
+    pick = final_pick(
+        spec, ("total_token_throughput",), [fast_but_slow_to_answer, _finalist(1, (100.0,))], min_gain_pct=1.0
+    )
+    assert pick.trial.number == 1 and "only feasible" in pick.reason
+    hours = SearchSpec.model_validate({**SPACE, "budget": {"gpu_hours": 2.5}})
+    assert stop_reason(hours, ("total_token_throughput",), [], gpu_hours=1.0) is None
+    assert (
+        stop_reason(hours, ("total_token_throughput",), [], gpu_hours=2.6) == "budget: 2.60 GPU-hours of 2.5"
+    )
+
+
+def test_two_objectives_give_a_pareto_front() -> None:
+    objectives = ("total_token_throughput", "p99_ttft_ms")
+    points = {0: (100.0, 50.0), 1: (120.0, 80.0), 2: (90.0, 60.0), 3: (130.0, 200.0), 4: (110.0, 90.0)}
+    trials = [Trial(n, {}, str(n), status="complete", values=v, samples=v[:1]) for n, v in points.items()]
+    # 2 is beaten by 0 on both; 4 by 1 on both
+    assert [t.number for t in pareto_front(trials, objectives)] == [0, 1, 3]
+    spec = SearchSpec.model_validate({**SPACE, "objectives": list(objectives), "startup_trials": 2})
+    result = step(spec, objectives, [], _build)
+    (proposal,) = result.proposed
+    assert proposal.params["max_num_seqs"] in (64, 128, 256) and result.stop is None

@@ -1,0 +1,177 @@
+"""A search stage run by the coordinator against a real database: proposals one at a time from the
+stored trials, screening first, infeasible configurations told as such, the final pick, and a study
+whose run the infrastructure failed mid-way (a worker died under it) ending with the same
+recommendation and the same trials as an uninterrupted one with the same seed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from db import crud
+from db.session import new_session
+from perflab.inventory import HostConfig, Inventory, SimulateSpec
+from perflab.report.export import report_files
+from perflab.report.from_study import study_report
+from perflab.study.coordinator import advance, create_study
+from perflab.study.measure import study_runs
+from perflab.study.spec import parse_spec
+
+SPEC = """
+name: searched
+model: Qwen/Qwen3-8B
+hosts: [gpu-a]
+baseline: {engine: vllm, tp: 8}
+tuning_profile: {name: tune, title: Tune, dataset: random, input_len: 128, output_len: 16, num_prompts: 20}
+stages:
+  - name: Batching and parallelism
+    search:
+      knobs: {max_num_seqs: [64, 128, 256, 512]}
+      parallelism: [{tp: 1}, {tp: 2}, {tp: 4}, {tp: 8}]
+      budget: {launches: 7}
+      screening: 0.5
+      startup_trials: 3
+      seed: 3
+      noise_cv_pct: 0
+"""
+INVENTORY = Inventory(
+    path=Path("hosts.yaml"),
+    hosts=(
+        HostConfig(
+            name="gpu-a",
+            transport="local",
+            workdir="/tmp/gpu-a",
+            simulate=SimulateSpec(accelerator="H100", count=8),
+        ),
+    ),
+)
+
+
+def _value(config: dict[str, Any]) -> float | None:
+    """A landscape with an interaction (wide batches pay off only with tensor parallelism) and a hole
+    (TP1 with 512 sequences runs out of memory)."""
+    tp, seqs = config["tp"], config.get("max_num_seqs") or 256
+    if tp == 1 and seqs == 512:
+        return None
+    return 1000.0 + 10.0 * tp * min(seqs, 64 * tp) ** 0.5 - 3.0 * tp
+
+
+def _run_one(engine: Engine, study_id: int, run_id: int, *, die_after_screening: bool = False) -> None:
+    """Move a queued run as the runner does: a result per profile, the coordinator advancing between."""
+    with new_session(engine) as session:
+        for status in ("launching", "ready", "benchmarking"):
+            crud.set_run_status(session, run_id=run_id, status=status)
+    position = 0
+    while True:
+        with new_session(engine) as session:
+            run = crud.require_run(session, run_id=run_id)
+            value = _value(run.config)
+            if value is None:
+                crud.set_run_status(
+                    session,
+                    run_id=run_id,
+                    status="failed",
+                    failure_class="oom",
+                    failure_message="CUDA out of memory",
+                )
+                return
+            if position >= len(run.profiles):
+                crud.set_run_status(session, run_id=run_id, status="done")
+                return
+            result = {"completed": 20, "failed": 0, "total_token_throughput": value, "p99_ttft_ms": 100.0}
+            crud.add_profile_result(
+                session,
+                run_id=run_id,
+                profile=run.profiles[position],
+                result=result,
+                text_block=None,
+                bench_mode="on-host",
+            )
+        position += 1
+        if die_after_screening:
+            with new_session(engine) as session:
+                crud.set_run_status(session, run_id=run_id, status="failed", failure_class="worker_restarted")
+            return
+        advance(engine, study_id)
+
+
+def _drive(engine: Engine, *, kill_nth: int | None = None) -> Any:
+    """Create the study and move its runs until it ends; the ``kill_nth`` run of the study dies after
+    its first profile with ``worker_restarted`` (its worker was killed)."""
+    study_id = create_study(engine, parse_spec(SPEC), inventory=INVENTORY, queued_by="tester").id
+    started = 0
+    for _ in range(60):
+        advance(engine, study_id)
+        with new_session(engine) as session:
+            study = crud.get_study(session, study_id=study_id)
+            queued = [run for run in study_runs(session, study_id=study_id) if run.status == "queued"]
+        if study.status in ("done", "failed", "incomplete"):
+            return study
+        for run in queued:
+            started += 1
+            _run_one(engine, study_id, run.id, die_after_screening=started == kill_nth)
+    raise AssertionError("the search study did not end")
+
+
+def test_a_search_study_proposes_screens_and_recommends(
+    db_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    study = _drive(db_engine)
+    study_id = study.id
+    assert study.status == "done"
+    history = study.state["search"][0]
+    assert history["launches"] == 7 and history["stop"] == "budget: 7 launches of 7"
+    statuses = {trial["status"] for trial in history["trials"]}
+    assert statuses <= {"complete", "pruned", "infeasible"}
+    launched = [trial for trial in history["trials"] if trial["repeat_of"] is None]
+    with new_session(db_engine) as session:
+        runs = study_runs(session, study_id=study_id)
+    # one launch per distinct configuration: the baseline plus the launched trials (the baseline's
+    # configuration, if proposed, reuses its run)
+    fingerprints = [run.config_fingerprint for run in runs]
+    assert len(fingerprints) == len(set(fingerprints)) <= 1 + len(launched)
+    assert all(run.profiles[0]["name"] == "tune-screening" for run in runs[1:])
+    # the recommendation: the best complete trial when it beats the baseline by the 1% minimum gain
+    best = max((t for t in history["trials"] if t["status"] == "complete"), key=lambda t: t["values"][0])
+    if best["values"][0] > study.state["baseline_value"] * 1.01:
+        assert study.state["best"].startswith(f"#{best['number']} ")
+        assert f"-tp {best['params']['parallelism'][2:]}" in study.recommended_command
+        assert f"--max-num-seqs {best['params']['max_num_seqs']}" in study.recommended_command
+    else:
+        assert study.state["best"] == "Baseline"
+    # the wide batch only pays with TP8 here, and TP1 with 512 sequences runs out of memory
+    oom = [t for t in history["trials"] if t["params"] == {"max_num_seqs": 512, "parallelism": "TP1"}]
+    assert all(t["status"] == "infeasible" and "out of memory" in t["note"] for t in oom)
+    points = history["convergence"]
+    assert [point["launches"] for point in points] == list(range(1, 8))
+    bests = [point["best"] for point in points if point["best"] is not None]
+    assert bests == sorted(bests)
+    assert history["importances"]
+    # the report: a table of every trial, why the search stopped, the pick, and the search's charts
+    with new_session(db_engine) as session:
+        report = study_report(session, study_id=study_id)
+    files = report_files(report)
+    markdown = files["report.md"].decode()
+    assert "Search over 16 configurations: 7 launches" in markdown
+    assert "- Stopped: budget: 7 launches of 7" in markdown
+    assert markdown.count("\n| ") - markdown.count("\n| ---") >= len(history["trials"])
+    assert "out of memory" in markdown or not oom
+    assert {"charts/search_convergence_1.png", "charts/search_importance_1.png"} <= set(files)
+
+
+def test_an_interrupted_search_ends_as_an_uninterrupted_one(
+    db_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PERFLAB_STUDY_RETRY_DELAYS_S", "0,0")
+    whole = _drive(db_engine)
+    interrupted = _drive(db_engine, kill_nth=4)
+    with new_session(db_engine) as session:
+        runs = study_runs(session, study_id=interrupted.id)
+    assert [run.failure_class for run in runs].count("worker_restarted") == 1
+    assert interrupted.status == whole.status == "done"
+    assert interrupted.recommended_command == whole.recommended_command
+    assert interrupted.state["search_trials"] == whole.state["search_trials"]
+    assert interrupted.state["search"][0]["pick"] == whole.state["search"][0]["pick"]
