@@ -21,6 +21,8 @@ Pure and deterministic, so the coordinator can call it on every advance and keep
 
 from __future__ import annotations
 
+import math
+
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -387,12 +389,12 @@ def final_pick(
             reason=f"better than trial {runner_up.number}: {verdict.text()}",
             front=front,
         )
-    if verdict.outcome == "undecided":
-        wanted = tuple(
-            trial.number for trial in (winner, runner_up) if len(trial.samples) < spec.max_measurements
-        )
+    # equivalent: the whole interval lies below the minimum gain
+    resolved = math.isfinite(verdict.half_width_pct) and verdict.gain_pct + verdict.half_width_pct < min_gain_pct
+    wanted = tuple(trial.number for trial in (winner, runner_up) if len(trial.samples) < spec.max_measurements)
+    if wanted and (verdict.outcome == "undecided" or (verdict.outcome == "within_noise" and not resolved)):
+        # a close call (or no spread known yet) while measurements remain: both are measured again
         return FinalPick(winner, runner_up, verdict, remeasure=wanted, reason=verdict.text(), front=front)
-    resolved = verdict.half_width_pct is not None and verdict.gain_pct + verdict.half_width_pct < min_gain_pct
     if not resolved:
         # the finalists stayed apart by less than their noise after every measurement allowed: the
         # higher mean is kept, and nothing is claimed about which is faster
