@@ -46,6 +46,8 @@ OBJECTIVE_WORDS = {
     "request_throughput": "Request Throughput",
     "request_goodput": "Goodput",
     "max_load_within_slo": "Load within SLO",
+    "cost_per_mtok": "Cost",
+    "tokens_per_joule": "Energy Efficiency",
 }
 
 

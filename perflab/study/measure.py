@@ -14,9 +14,10 @@ measurement.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlmodel import Session, select
 
@@ -142,9 +143,11 @@ def outcomes(
     retry: RetryPolicy | None = None,
     measure_from_run: int = 0,
     now: datetime | None = None,
+    scored: Callable[[Run, ProfileResult], Mapping[str, Any]] | None = None,
 ) -> dict[str, RunOutcome]:
     """The outcome of each configuration (by fingerprint) from its latest run; ``attempts`` counts
-    its runs after run ``measure_from_run``."""
+    its runs after run ``measure_from_run``. ``scored`` gives the figures a result is scored on (its
+    stored result, with the cost and energy figures added for those objectives)."""
     attempts: dict[str, int] = {}
     latest: dict[str, Run] = {}
     for run in runs:
@@ -156,7 +159,10 @@ def outcomes(
     found: dict[str, RunOutcome] = {}
     for fingerprint, run in latest.items():
         stored = tuple(results.get(run.id, ()))
-        tuned = [(result.sweep_point, result.result) for result in tuning_results(stored, tuning)]
+        tuned = [
+            (result.sweep_point, scored(run, result) if scored else result.result)
+            for result in tuning_results(stored, tuning)
+        ]
         run_score = score(objective, tuned, slos=slos, expected_prompts=tuning.num_prompts) if tuned else None
         measurement = _measurement(
             run,

@@ -64,10 +64,16 @@ class Measurement:
 
 @dataclass(frozen=True)
 class Rules:
-    """How a stage is decided: the lowest acceptable success rate and the smallest gain kept (fractions)."""
+    """How a stage is decided: the lowest acceptable success rate and the smallest gain kept (fractions);
+    ``lower_is_better`` for an objective such as cost, whose gain is a fall by ``min_gain``."""
 
     min_success: float = 1.0
     min_gain: float = 0.01
+    lower_is_better: bool = False
+
+    def better(self, value: float, reference: float) -> bool:
+        """Whether ``value`` is on the better side of ``reference`` (not necessarily by ``min_gain``)."""
+        return value < reference if self.lower_is_better else value > reference
 
 
 @dataclass(frozen=True)
@@ -152,6 +158,8 @@ def gain_text(value: float, reference: float) -> str:
 
 
 def _beats(value: float, reference: float, rules: Rules) -> bool:
+    if rules.lower_is_better:
+        return value < reference * (1.0 - rules.min_gain)
     return value > reference * (1.0 + rules.min_gain)
 
 
@@ -170,8 +178,9 @@ def _outcome(candidate: CandidatePlan, best: CandidatePlan, rules: Rules) -> Can
             candidate, decision="disqualified", note=f"Success rate: {rate * 100:.1f}%, optimization skipped"
         )
     gain = gain_text(measurement.value, best.value)
-    if measurement.value < best.value:
-        return replace(candidate, decision="not_better", note=f"{gain}: lower than previous, skipped")
+    if rules.better(best.value, measurement.value):
+        worse = "higher" if rules.lower_is_better else "lower"
+        return replace(candidate, decision="not_better", note=f"{gain}: {worse} than previous, skipped")
     if not _beats(measurement.value, best.value, rules):
         minimum = f"{rules.min_gain * 100:g}%"
         return replace(
@@ -212,7 +221,8 @@ def decide_stage(
     ]
     if any(_waiting(candidate) or candidate.decision == UNMEASURED for candidate in judged):
         return judged, None, False
-    winner = max((c for c in judged if c.decision is None), key=lambda c: c.value, default=None)
+    pick = min if rules.lower_is_better else max
+    winner = pick((c for c in judged if c.decision is None), key=lambda c: c.value, default=None)
     decided = []
     for candidate in judged:
         gain = gain_text(candidate.value, best.value) if candidate.decision is None else ""

@@ -11,6 +11,7 @@ from sqlmodel import Session
 
 from db import crud
 from db.models import Run, Study
+from perflab.cost.stored import cost_scorer
 from perflab.study.measure import (
     MEASURE_FROM_RUN,
     RunOutcome,
@@ -19,6 +20,7 @@ from perflab.study.measure import (
     results_by_run,
     study_runs,
 )
+from perflab.study.objective import LOWER_IS_BETTER
 from perflab.study.plan import CandidatePlan, Rules, plan_study
 from perflab.study.spec import StudySpec, StudySpecError, spec_from_data
 
@@ -42,7 +44,11 @@ class StudyProgress:
             baseline=baseline,
             stages=spec.stages,
             measurements=measurements(found),
-            rules=Rules(min_success=spec.min_success_pct / 100.0, min_gain=spec.min_gain_pct / 100.0),
+            rules=Rules(
+                min_success=spec.min_success_pct / 100.0,
+                min_gain=spec.min_gain_pct / 100.0,
+                lower_is_better=spec.objective in LOWER_IS_BETTER,
+            ),
             gpus_per_node=self.gpus_per_node,
         )
 
@@ -65,5 +71,6 @@ def load_progress(session: Session, *, study_id: int) -> StudyProgress:
         objective=spec.objective,
         slos=spec.slos,
         measure_from_run=(study.state or {}).get(MEASURE_FROM_RUN, 0),
+        scored=cost_scorer(session, spec.objective, runs),
     )
     return StudyProgress(study, spec, found, runs)

@@ -73,3 +73,17 @@ def test_scores() -> None:
 @pytest.mark.parametrize("field", ["request_throughput", "request_goodput"])
 def test_a_missing_field_has_no_value(field: str) -> None:
     assert score(field, [(None, _point(300, 10))]).value is None
+
+
+def test_cost_is_read_at_the_slo_limit_and_lower_is_better_without_slos() -> None:
+    priced = [
+        ({"kind": "request_rate", "value": load}, {**point, "cost_per_mtok": 1 / point["total_token_throughput"]})
+        for load, point in CURVE
+    ]
+    # the SLO limit is 4 req/s (1140 tok/s): the cost there, not at the cheaper 8 req/s point
+    assert score("cost_per_mtok", priced, slos=SLOS).value == pytest.approx(1 / 1140)
+    assert score("cost_per_mtok", priced).value == pytest.approx(1 / 1200)
+    assert score("cost_per_mtok", priced, slos={"p99_ttft_ms": 1.0}).value is None
+    unpriced = [(point, {**result, "cost_per_mtok": None}) for point, result in priced]
+    assert score("cost_per_mtok", unpriced).value is None
+    assert score("tokens_per_joule", [(None, {"tokens_per_joule": 2.5})]).value == 2.5
