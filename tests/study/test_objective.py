@@ -75,9 +75,13 @@ def test_a_missing_field_has_no_value(field: str) -> None:
     assert score(field, [(None, _point(300, 10))]).value is None
 
 
+def priced_point(point: dict[str, Any]) -> dict[str, Any]:
+    return {**point, "cost_per_mtok": 1 / point["total_token_throughput"]}
+
+
 def test_cost_is_read_at_the_slo_limit_and_lower_is_better_without_slos() -> None:
     priced = [
-        ({"kind": "request_rate", "value": load}, {**point, "cost_per_mtok": 1 / point["total_token_throughput"]})
+        ({"kind": "request_rate", "value": load}, priced_point(point))
         for load, point in CURVE
     ]
     # the SLO limit is 4 req/s (1140 tok/s): the cost there, not at the cheaper 8 req/s point
