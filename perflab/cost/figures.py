@@ -43,6 +43,26 @@ class CostFigures:
     output_tokens_per_joule: float | None = None
     mean_power_w_per_accelerator: float | None = None
 
+    def record(self) -> dict[str, Any]:
+        """The figures as CSV/JSON columns."""
+        energy = self.energy
+        measured = isinstance(energy, Energy)
+        return {
+            "currency": self.price.currency if self.price else None,
+            "price_per_accelerator_hour": self.price.per_accelerator_hour if self.price else None,
+            "price_label": self.price.label if self.price else None,
+            "accelerators": self.accelerators,
+            "cost_per_mtok_output": self.cost_per_mtok_output,
+            "cost_per_mtok_total": self.cost_per_mtok_total,
+            "energy_j": energy.joules if measured else None,
+            "energy_method": ", ".join(energy.methods) if measured else None,
+            "energy_not_measured": None if measured else energy.reason,
+            "joules_per_request": self.joules_per_request,
+            "joules_per_output_token": self.joules_per_output_token,
+            "output_tokens_per_joule": self.output_tokens_per_joule,
+            "mean_power_w_per_accelerator": self.mean_power_w_per_accelerator,
+        }
+
     @property
     def energy_text(self) -> str:
         """``12.3 kJ over 60 s (NVML energy counter)`` or ``energy not measured: why``."""

@@ -3,12 +3,13 @@
 :func:`price_book` reads the team's prices (an unreadable hosts.yaml prices nothing: figures then say
 "no price", the pages report the file's problems elsewhere); :func:`samples_by_run` reads the power and
 energy samples of some runs in one query; :func:`cost_scorer` gives a study the figures its cost and
-energy objectives score.
+energy objectives score; :class:`CostContext` holds prices and samples for pages and reports.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlmodel import Session, select
@@ -47,22 +48,34 @@ def samples_by_run(session: Session, run_ids: Iterable[int]) -> dict[int, list[R
     return grouped
 
 
+@dataclass(frozen=True)
+class CostContext:
+    """The prices and the power samples that figures of stored results are computed from."""
+
+    prices: PriceBook = field(default_factory=PriceBook)
+    samples: Mapping[int, Sequence[RunSample]] = field(default_factory=dict)
+
+    def figures(self, run: Run, result: ProfileResult) -> CostFigures:
+        """Cost and energy figures of one stored result of ``run``."""
+        return cost_figures(run, result.result or {}, self.samples.get(run.id, ()), self.prices)
+
+
+def load_cost_context(session: Session, runs: Iterable[Run], *, energy: bool = True) -> CostContext:
+    """hosts.yaml's prices and (with ``energy``) the power samples of ``runs``."""
+    samples = samples_by_run(session, [run.id for run in runs]) if energy else {}
+    return CostContext(price_book(), samples)
+
+
 def with_objectives(result: Mapping[str, Any], figures: CostFigures) -> dict[str, Any]:
     """The result with the cost and energy objectives' values added (None where not known)."""
     return {**result, **{name: getattr(figures, figure) for name, figure in OBJECTIVE_FIGURES.items()}}
 
 
 def cost_scorer(
-    session: Session, objective: str, runs: Sequence[Run], prices: PriceBook | None = None
+    session: Session, objective: str, runs: Sequence[Run]
 ) -> Callable[[Run, ProfileResult], Mapping[str, Any]] | None:
     """For a cost or energy objective, what a study scores each result on; None for the others."""
     if objective not in OBJECTIVE_FIGURES:
         return None
-    book = prices or price_book()
-    samples = samples_by_run(session, [run.id for run in runs]) if objective == "tokens_per_joule" else {}
-
-    def scored(run: Run, result: ProfileResult) -> Mapping[str, Any]:
-        figures = cost_figures(run, result.result or {}, samples.get(run.id, ()), book)
-        return with_objectives(result.result or {}, figures)
-
-    return scored
+    context = load_cost_context(session, runs, energy=objective == "tokens_per_joule")
+    return lambda run, result: with_objectives(result.result or {}, context.figures(run, result))

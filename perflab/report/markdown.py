@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from perflab.report.costs import cost_table_rows
 from perflab.report.model import BenchBlock, CandidateSection, ComparisonRow, Figures, Report, StageSection
 from perflab.report.summary import coloured, percent_text, ranked
 from perflab.study.loadcurve import LOAD_TITLES, LoadCurve
@@ -57,17 +58,25 @@ def comparison_table(rows: Sequence[ComparisonRow], decimals: int) -> list[str]:
     return lines
 
 
+def conclusion_table(report: Report) -> list[str]:
+    """The baseline-vs-optimized table with each case's cost row after the throughput rows."""
+    decimals = report.decimals
+    return [*comparison_table(report.comparison, decimals), *cost_table_rows(report.costs, decimals)]
+
+
 def summary_table(report: Report) -> list[str]:
-    """The "Summary of Optimization Options" table."""
+    """The "Summary of Optimization Options" table (a cost objective's column says how cost changed)."""
+    column = "Cost Change" if report.lower_is_better else "Throughput Improvement"
+    sign = -1 if report.lower_is_better else 1
     lines = [
-        "| Optimization Option | Throughput Improvement | Against the Baseline |",
+        f"| Optimization Option | {column} | Against the Baseline |",
         "|-----------------------------|-------------------------------------|---------------------|",
     ]
     for row in report.summary:
         gain = (
             "-"
             if row.improvement is None
-            else coloured(percent_text(row.improvement, report.decimals), row.improvement)
+            else coloured(percent_text(row.improvement, report.decimals), sign * row.improvement)
         )
         versus = "-" if row.versus_baseline is None else percent_text(row.versus_baseline, report.decimals)
         if row.note:
@@ -100,14 +109,14 @@ def _candidate(candidate: CandidateSection, *, show_label: bool) -> list[str]:
     return lines
 
 
-def _ranking(stage: StageSection, unit: str) -> list[str]:
-    ordered = ranked(stage)
+def _ranking(stage: StageSection, unit: str, lower_is_better: bool) -> list[str]:
+    ordered = ranked(stage, lower_is_better=lower_is_better)
     if len(ordered) < 2:
         return []
-    return [
-        "Result: " + " > ".join(f"{c.label} ({c.value:.2f} {unit})".replace(" )", ")") for c in ordered),
-        "",
-    ]
+    # costs are small numbers (0.0042 per 1M tokens): four significant digits rather than two decimals
+    digits = ".4g" if lower_is_better else ".2f"
+    shown = [f"{c.label} ({c.value:{digits}} {unit})".replace(" )", ")") for c in ordered]
+    return ["Result: " + (" < " if lower_is_better else " > ").join(shown), ""]
 
 
 def _decisions(stage: StageSection) -> list[str]:
@@ -119,14 +128,14 @@ def _decisions(stage: StageSection) -> list[str]:
     return [*lines, ""] if lines else []
 
 
-def stage_lines(stage: StageSection, unit: str) -> list[str]:
+def stage_lines(stage: StageSection, unit: str, *, lower_is_better: bool = False) -> list[str]:
     """One stage's section."""
     lines = [f"### {stage.index}. {stage.name}", ""]
     for candidate in stage.candidates:
         lines += _candidate(candidate, show_label=True)
     if not stage.decided:
         lines += ["This stage is still running.", ""]
-    return lines + _ranking(stage, unit) + _decisions(stage)
+    return lines + _ranking(stage, unit, lower_is_better) + _decisions(stage)
 
 
 def _setup(report: Report) -> list[str]:
@@ -251,17 +260,18 @@ def render_markdown(report: Report, charts: Mapping[str, str] | None = None) -> 
             ]
     lines += _incomplete(report)
     lines += ["Comparison of benchmark results before and after optimization:", ""]
-    lines += [*comparison_table(report.comparison, report.decimals), ""]
+    lines += [*conclusion_table(report), ""]
     notes = [*report.notes, *NOTE_LIMITS]
     lines += _admonition("note", "Notes", [f"{i}. {note}" for i, note in enumerate(notes, 1)], open_=True)
-    lines += ["## Optimization Objective", "", report.goal or f"Maximize {report.objective}.", ""]
+    aim = "Minimize" if report.lower_is_better else "Maximize"
+    lines += ["## Optimization Objective", "", report.goal or f"{aim} {report.objective}.", ""]
     lines += _setup(report)
     lines += ["## Experiment Results", ""]
     if report.baseline is not None:
         lines += ["### Baseline", "", *_candidate(report.baseline, show_label=False)]
     unit = report.objective_unit
     for stage in report.stages:
-        lines += stage_lines(stage, unit)
+        lines += stage_lines(stage, unit, lower_is_better=report.lower_is_better)
     if "stages" in charts:
         lines += [f"![Stage progression]({charts['stages']})", ""]
     lines += ["### Summary of Optimization Options", "", *summary_table(report), ""]

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perflab.study.loadcurve import LoadCurve
+
+if TYPE_CHECKING:
+    from perflab.report.costs import CostRow
 
 
 def relative_change(new: float, old: float) -> float:
@@ -162,3 +165,5 @@ class Report:
     baseline: CandidateSection | None = None
     unmeasured: tuple[Unmeasured, ...] = ()
     provisional_best: str | None = None
+    costs: tuple[CostRow, ...] = ()
+    lower_is_better: bool = False
