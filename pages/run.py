@@ -10,8 +10,10 @@ import streamlit as st
 from db import crud
 from perflab import ui
 from perflab.charts import run as run_charts
+from perflab.cost.figures import CostFigures
 from perflab.hub.catalog import used_sample
 from perflab.views import cards, distributions, launch, run_detail, run_export
+from perflab.views import cost as cost_views
 from perflab.views.formatting import format_time
 
 ui.ensure_app_shell()
@@ -126,11 +128,21 @@ if not run.finished and ui.may_write():
             st.rerun()
 
 
+def draw_costs(figures: CostFigures) -> None:
+    """A result's cost and energy cards, and what they are priced at."""
+    columns = st.columns(4)
+    for position, card in enumerate(cost_views.cost_cards(figures)):
+        columns[position % 4].metric(card.label, card.value, help=card.help)
+    st.caption(f"Cost: {cost_views.price_text(figures)} · {figures.energy_text}")
+
+
 def draw_profile(profile: run_detail.ProfileView) -> None:
     """One profile's cards, text block and charts."""
     columns = st.columns(4)
     for position, card in enumerate(cards.metric_cards(profile.result, run.replicas)):
         columns[position % 4].metric(card.label, card.value, help=card.help)
+    if profile.id in costs:
+        draw_costs(costs[profile.id])
     for note in profile.notes:
         if used_sample([note]):
             st.warning(note, icon=":material/science:")
@@ -187,6 +199,7 @@ def draw_profile(profile: run_detail.ProfileView) -> None:
 
 
 st.header("Results")
+costs = ui.load_run_costs(run.id)
 if not detail.profiles:
     st.info("No results yet." if not run.finished else "This run stored no benchmark result.")
 elif len(detail.profiles) == 1:

@@ -23,6 +23,15 @@ from perflab.cost.energy import Energy, NotMeasured, window_energy
 from perflab.cost.prices import Price, PriceBook
 
 WINDOW_KEY = "sample_window_s"
+# Figures shown as metrics beside a result's own (compare table, run page cards).
+METRIC_FIELDS = (
+    "cost_per_mtok_total",
+    "cost_per_mtok_output",
+    "output_tokens_per_joule",
+    "joules_per_output_token",
+    "joules_per_request",
+    "mean_power_w_per_accelerator",
+)
 TOKENS_PER_MILLION = 1_000_000
 SECONDS_PER_HOUR = 3600.0
 # Result field → figure name for the two token kinds a price is quoted per.
@@ -42,6 +51,11 @@ class CostFigures:
     joules_per_output_token: float | None = None
     output_tokens_per_joule: float | None = None
     mean_power_w_per_accelerator: float | None = None
+
+    def metrics(self) -> dict[str, float]:
+        """The known figures as result fields (the metrics of :mod:`perflab.views.metrics`)."""
+        found = {name: getattr(self, name) for name in METRIC_FIELDS}
+        return {name: value for name, value in found.items() if value is not None}
 
     def record(self) -> dict[str, Any]:
         """The figures as CSV/JSON columns."""
