@@ -51,7 +51,8 @@ def test_unpriced_result_without_power_says_so() -> None:
 
 
 @pytest.mark.parametrize(
-    ("key", "value", "shown"), [("cost_per_mtok_total", 0.0042, "0.0042"), ("joules_per_output_token", 1.5, "1.50")]
+    ("key", "value", "shown"),
+    [("cost_per_mtok_total", 0.0042, "0.0042"), ("joules_per_output_token", 1.5, "1.50")],
 )
 def test_small_costs_keep_significant_digits(key: str, value: float, shown: str) -> None:
     assert format_metric(metric_for(key), value) == shown
