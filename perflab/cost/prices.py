@@ -17,14 +17,15 @@ read when a figure is shown, so a changed price re-prices every stored result.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from db.models import Run
+
 if TYPE_CHECKING:
-    from db.models import Run
     from perflab.inventory import Inventory
 
 # Bounds of any accelerator-hour price: a typo (24900 for 2.49) is refused, not priced.
@@ -101,6 +102,16 @@ class PriceBook:
         if model is None:
             return None
         return Price(self.by_model[model], self.currency, f"accelerator {model}")
+
+
+def unpriced(book: PriceBook, hosts: Sequence[str], accelerator: str | None) -> list[str]:
+    """One problem per host whose runs ``book`` cannot price (its own price, else ``accelerator``'s)."""
+    return [
+        f"objective cost_per_mtok: no price for host '{host}' ({accelerator or 'accelerator unknown'}); "
+        "set its price_per_accelerator_hour or accelerator_prices in hosts.yaml"
+        for host in hosts
+        if book.price_of(Run(host_name=host, accelerator=accelerator)) is None
+    ]
 
 
 def model_key(accelerator: str | None, models: Mapping[str, float]) -> str | None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from db.models import Run
-from perflab.cost.prices import PriceBook, model_key, money
+from perflab.cost.prices import PriceBook, model_key, money, unpriced
 from perflab.inventory import InventoryError, load_inventory
 
 REPO = Path(__file__).resolve().parents[2]
@@ -79,3 +79,12 @@ def test_money_reads_like_a_price() -> None:
     assert money(0.0042, "USD") == "$0.0042"
     assert money(1234.5, "GBP") == "£1,234.50"
     assert money(0.5, "CHF") == "0.50 CHF"
+
+
+def test_a_cost_study_names_the_hosts_it_cannot_price() -> None:
+    book = PriceBook("USD", {"gpu-a": (2.0, None)}, {"H200": 3.0})
+    assert unpriced(book, ["gpu-a", "gpu-b"], "NVIDIA H200") == []
+    assert unpriced(book, ["gpu-a", "gpu-b"], "NVIDIA H100 80GB HBM3") == [
+        "objective cost_per_mtok: no price for host 'gpu-b' (NVIDIA H100 80GB HBM3); "
+        "set its price_per_accelerator_hour or accelerator_prices in hosts.yaml"
+    ]
