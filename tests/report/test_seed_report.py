@@ -18,6 +18,7 @@ from sqlmodel import Session, select
 from db.models import Run
 from db.session import get_engine, new_session
 from perflab.importers import import_files
+from perflab.inventory import HOSTS_FILE_ENV
 from perflab.report.from_runs import build_report_from_runs
 from perflab.report.markdown import render_markdown
 from perflab.report.model import Report, relative_change
@@ -197,4 +198,29 @@ def test_seed_002_summary_against_the_baseline(db_session: Session, seed_runs: d
             assert row.improvement is None and "lower than previous" in row.note
     assert report.recommended_command == (
         "--reasoning-parser=qwen3 --performance-mode=throughput --max-model-len=32768 --enable-prefix-caching"
+    )
+
+
+def test_imported_write_ups_are_priced_where_a_price_is_known_and_say_energy_not_measured(
+    db_session: Session, seed_runs: dict[str, list[int]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hosts = tmp_path / "hosts.yaml"
+    hosts.write_text("currency: EUR\naccelerator_prices: {A100: 2.0}\nhosts: []\n")
+    monkeypatch.setenv(HOSTS_FILE_ENV, str(hosts))
+    report = _report(db_session, "000", seed_runs["000"])  # seed 000: one node of 8 A100s
+    shared = report.costs[0]
+    assert shared.case == "ShareGPT" and shared.currency == "EUR"
+    baseline_tps = report.comparison[0].baseline.total_tps
+    assert shared.baseline.cost_per_mtok_total == pytest.approx(8 * 2.0 / (baseline_tps * 3600) * 1e6)
+    assert shared.change == pytest.approx(baseline_tps / report.comparison[0].optimized.total_tps - 1)
+    markdown = render_markdown(report)
+    row = next(line for line in markdown.splitlines() if line.startswith("| **ShareGPT** cost"))
+    assert "per 1M tokens<br>energy not measured" in row and "€ per 1M tokens)" in row
+    assert all(record["energy_not_measured"] for record in report.records)
+    unpriced = tmp_path / "unpriced.yaml"
+    unpriced.write_text("accelerator_prices: {H20: 1.0}\nhosts: []\n")
+    monkeypatch.setenv(HOSTS_FILE_ENV, str(unpriced))
+    assert all(row.change is None for row in _report(db_session, "000", seed_runs["000"]).costs)
+    assert "| **ShareGPT** cost | no price<br>energy not measured |" in render_markdown(
+        _report(db_session, "000", seed_runs["000"])
     )
