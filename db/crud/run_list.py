@@ -86,14 +86,14 @@ def _as_list(value: str | Sequence[str] | None) -> list[str] | None:
 
 def _filters(
     *,
-    status: str | Sequence[str] | None,
-    host: str | Sequence[str] | None,
-    accelerator: str | Sequence[str] | None,
-    engine: str | Sequence[str] | None,
-    model_text: str | None,
-    source: str | None,
-    simulated: bool | None,
-    study_id: int | None,
+    status: str | Sequence[str] | None = None,
+    host: str | Sequence[str] | None = None,
+    accelerator: str | Sequence[str] | None = None,
+    engine: str | Sequence[str] | None = None,
+    model_text: str | None = None,
+    source: str | None = None,
+    simulated: bool | None = None,
+    study_id: int | None = None,
 ) -> list[sa.ColumnElement[bool]]:
     conditions: list[sa.ColumnElement[bool]] = []
     for column, wanted in (
@@ -194,30 +194,11 @@ class PricingRow:
 
 
 def pricing_rows(
-    session: Session,
-    *,
-    run_ids: Sequence[int] | None = None,
-    status: str | Sequence[str] | None = None,
-    host: str | Sequence[str] | None = None,
-    accelerator: str | Sequence[str] | None = None,
-    engine: str | Sequence[str] | None = None,
-    model_text: str | None = None,
-    source: str | None = None,
-    simulated: bool | None = None,
-    study_id: int | None = None,
+    session: Session, *, run_ids: Sequence[int] | None = None, **filters: Any
 ) -> list[PricingRow]:
-    """The pricing facts of the runs ``run_ids``, or of every run matching the filters of
-    :func:`list_runs` (one narrow query: no JSON blob but the locked GPU ids and the config's tp/dp)."""
-    conditions = _filters(
-        status=status,
-        host=host,
-        accelerator=accelerator,
-        engine=engine,
-        model_text=model_text,
-        source=source,
-        simulated=simulated,
-        study_id=study_id,
-    )
+    """The pricing facts of the runs ``run_ids``, or of every run matching ``filters`` (those of
+    :func:`list_runs`), in one narrow query: no JSON blob but the locked GPU ids and the config's tp/dp."""
+    conditions = _filters(**filters)
     if run_ids is not None:
         conditions.append(Run.id.in_(list(run_ids)))
     first_result = sa.orm.aliased(ProfileResult)
