@@ -11,7 +11,7 @@ from sqlmodel import Session
 
 from db import crud
 from perflab.cost.figures import CostFigures
-from perflab.cost.prices import money
+from perflab.cost.prices import PriceBook, money
 from perflab.cost.stored import CostContext
 from perflab.views.cards import Card
 from perflab.views.run_detail import ProfileView
@@ -32,6 +32,19 @@ def priced_views(views: Sequence[ProfileView], figures: dict[int, CostFigures]) 
         replace(view, result={**view.result, **figures[view.id].metrics()}) if view.id in figures else view
         for view in views
     ]
+
+
+def price_lines(book: PriceBook) -> list[str]:
+    """The team's prices as the Hosts page lists them (hosts.yaml is where they are set)."""
+    hosts = [
+        f"host {name}: {money(amount, book.currency)} per accelerator-hour" + (f" ({label})" if label else "")
+        for name, (amount, label) in book.by_host.items()
+    ]
+    models = [
+        f"accelerator {model}: {money(amount, book.currency)} per accelerator-hour"
+        for model, amount in book.by_model.items()
+    ]
+    return hosts + models
 
 
 def price_text(figures: CostFigures) -> str:

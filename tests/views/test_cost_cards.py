@@ -8,7 +8,7 @@ import pytest
 from db.models import Run, RunSample
 from perflab.cost.figures import cost_figures
 from perflab.cost.prices import PriceBook
-from perflab.views.cost import cost_cards, price_text
+from perflab.views.cost import cost_cards, price_lines, price_text
 from perflab.views.formatting import format_metric
 from perflab.views.metrics import metric_for
 
@@ -56,3 +56,11 @@ def test_unpriced_result_without_power_says_so() -> None:
 )
 def test_small_costs_keep_significant_digits(key: str, value: float, shown: str) -> None:
     assert format_metric(metric_for(key), value) == shown
+
+
+def test_price_lines_list_host_and_model_prices() -> None:
+    book = PriceBook("EUR", {"local-sim": (2.5, "example price")}, {"H100": 2.0})
+    assert price_lines(book) == [
+        "host local-sim: €2.50 per accelerator-hour (example price)",
+        "accelerator H100: €2.00 per accelerator-hour",
+    ]
