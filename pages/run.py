@@ -4,6 +4,8 @@ while it runs, charts, and Re-run / downloads."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 import streamlit as st
 
@@ -41,6 +43,9 @@ if detail is None:
     st.stop()
 
 run = detail.run
+costs = ui.load_run_costs(run.id)
+# the downloads carry each result's cost and energy figures beside its own
+priced = dataclasses.replace(detail, profiles=cost_views.priced_views(detail.profiles, costs))
 heading.title(run.title)
 facts = [
     ui.status_text(run.status) + (" (cancel requested)" if run.cancel_requested and not run.finished else ""),
@@ -85,7 +90,7 @@ if (
 ui.download(
     ui.Download(
         "Download JSON",
-        lambda: run_export.run_json(detail),
+        lambda: run_export.run_json(priced),
         f"perflab-run-{run.id}.json",
         "run_download_json",
     ),
@@ -93,7 +98,7 @@ ui.download(
 )
 ui.download(
     ui.Download(
-        "Download CSV", lambda: run_export.run_csv(detail), f"perflab-run-{run.id}.csv", "run_download_csv"
+        "Download CSV", lambda: run_export.run_csv(priced), f"perflab-run-{run.id}.csv", "run_download_csv"
     ),
     place=csv_col,
 )
@@ -199,7 +204,6 @@ def draw_profile(profile: run_detail.ProfileView) -> None:
 
 
 st.header("Results")
-costs = ui.load_run_costs(run.id)
 if not detail.profiles:
     st.info("No results yet." if not run.finished else "This run stored no benchmark result.")
 elif len(detail.profiles) == 1:
