@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from db.models import Run, RunSample
+from db.models import ProfileResult, Run, RunSample
 from perflab.cost.figures import cost_figures, cost_per_mtok
 from perflab.cost.energy import NotMeasured
 from perflab.cost.prices import Price, PriceBook
+from perflab.cost.stored import CostContext, with_objectives
 from perflab.runner.bench_record import with_sample_window
 
 PRICES = PriceBook("USD", {"gpu-a": (2.5, "example price")}, {"H100": 2.0, "H100 NVL": 3.0})
@@ -68,3 +69,25 @@ def test_runner_places_the_window_before_the_moment_the_result_came_back() -> No
     assert with_sample_window({"duration": 30.0}, 10.0)["sample_window_s"] == [0.0, 10.0]
     assert "sample_window_s" not in with_sample_window({"duration": None}, 10.0)
     assert "sample_window_s" not in with_sample_window({"duration": 5.0}, None)
+
+
+def test_study_objectives_are_added_to_the_scored_result() -> None:
+    run = Run(id=1, host_name="gpu-a", gpu_ids=[0], config={"tp": 1})
+    stored = ProfileResult(
+        id=7,
+        run_id=1,
+        result={
+            "output_throughput": 500.0,
+            "total_token_throughput": 2000.0,
+            "total_output_tokens": 3000,
+            "completed": 10,
+            "sample_window_s": [0.0, 6.0],
+        },
+    )
+    context = CostContext(PRICES, {1: samples({0: 250.0}, range(0, 7))})
+    scored = with_objectives(stored.result, context.figures(run, stored))
+    assert scored["cost_per_mtok"] == pytest.approx(2.5 / (2000 * 3600) * 1e6)
+    assert scored["tokens_per_joule"] == pytest.approx(3000 / (250 * 6))
+    assert scored["output_throughput"] == 500.0
+    unpriced = with_objectives({}, CostContext().figures(run, ProfileResult(id=8, run_id=1, result={})))
+    assert unpriced == {"cost_per_mtok": None, "tokens_per_joule": None}

@@ -74,6 +74,10 @@ def test_cost_study_recommends_the_cheapest_configuration_within_its_slos(
         # one accelerator at 2.5 per hour over the tokens of an hour at the SLO limit's throughput
         expected[candidate.label] = PRICE / (at_limit.total_token_throughput * 3600) * 1e6
         assert candidate.value == pytest.approx(expected[candidate.label])
+        # the runner placed each result's benchmark window on the samples' clock, as long as it ran
+        for result in outcome.results:
+            start, end = result.result["sample_window_s"]
+            assert 0 <= start < end and end - start == pytest.approx(result.duration, abs=0.01)
     assert plan.stages[0].winner.label == "max_num_seqs=16"
     assert plan.best.value < plan.baseline.value
     assert "--max-num-seqs 16" in report.recommended_command
