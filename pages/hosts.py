@@ -25,6 +25,13 @@ st.title("Hosts")
 ui.require_login("see and probe the hosts")
 inventory = ui.inventory_or_stop()
 st.caption(f"From {inventory.path}")
+with st.expander("Prices (cost per 1M tokens)"):
+    prices = cost_views.price_lines(PriceBook.from_inventory(inventory))
+    st.markdown("\n".join(f"- {line}" for line in prices) if prices else "No prices: costs are not shown.")
+    st.caption(
+        f"Currency {inventory.prices.currency}. Set in hosts.yaml: a host's price_per_accelerator_hour, "
+        "accelerator_prices for models several hosts share (see the comments at its top)."
+    )
 if not len(inventory):
     st.info("No hosts yet. Add one to hosts.yaml (the comments at its top list every field).")
     st.stop()
@@ -84,11 +91,3 @@ def draw_host(view: hosts.HostView) -> None:
 for view in views:
     with st.container(border=True):
         draw_host(view)
-
-st.subheader("Prices")
-prices = cost_views.price_lines(PriceBook.from_inventory(inventory))
-st.markdown("\n".join(f"- {line}" for line in prices) if prices else "No prices: costs are not shown.")
-st.caption(
-    f"Currency {inventory.prices.currency}. Set in hosts.yaml: a host's price_per_accelerator_hour, "
-    "accelerator_prices for models several hosts share (see the comments at its top)."
-)

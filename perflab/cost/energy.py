@@ -14,8 +14,9 @@ power of that sampling interval over the part of it inside the window). An edge 
 by at most one sampling interval (the series' median) extends the nearest interval's mean power to it;
 further out, the device is not measured.
 
-The node's energy is the sum over its devices: the run's GPUs (``run.gpu_ids``; every GPU sampled when
-the run has none), else the RAPL packages of a CPU host (the whole package, other processes included).
+The node's energy is the sum over its devices: the run's GPUs when accelerators were sampled
+(``run.gpu_ids``; every GPU sampled when the run has none), else every RAPL package of a CPU host (the
+whole package: other processes on it count too).
 """
 
 from __future__ import annotations

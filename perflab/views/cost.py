@@ -17,6 +17,13 @@ from perflab.views.cards import Card
 from perflab.views.run_detail import ProfileView
 
 
+# Under the compare table when it has cost or energy rows.
+COMPARE_NOTE = (
+    "Costs in {currency} at each result's measured throughput, from hosts.yaml's prices; energy from the "
+    "power sampled over each benchmark window (rows absent where no run measured it)."
+)
+
+
 def run_costs(session: Session, run_id: int, context: CostContext) -> dict[int, CostFigures]:
     """Cost and energy figures of each stored result of run ``run_id``, by result id."""
     run = crud.get_run(session, run_id=run_id)
