@@ -30,6 +30,7 @@ RUN_SORT_COLUMNS: tuple[str, ...] = (
 )
 SORT_KEYS: tuple[str, ...] = RUN_SORT_COLUMNS + HEADLINE_COLUMNS
 MAX_PAGE_SIZE = 1000
+FILTER_NAMES = ("status", "host", "accelerator", "engine", "model_text", "source", "simulated", "study_id")
 
 
 @dataclass(frozen=True)
@@ -86,14 +87,14 @@ def _as_list(value: str | Sequence[str] | None) -> list[str] | None:
 
 def _filters(
     *,
-    status: str | Sequence[str] | None = None,
-    host: str | Sequence[str] | None = None,
-    accelerator: str | Sequence[str] | None = None,
-    engine: str | Sequence[str] | None = None,
-    model_text: str | None = None,
-    source: str | None = None,
-    simulated: bool | None = None,
-    study_id: int | None = None,
+    status: str | Sequence[str] | None,
+    host: str | Sequence[str] | None,
+    accelerator: str | Sequence[str] | None,
+    engine: str | Sequence[str] | None,
+    model_text: str | None,
+    source: str | None,
+    simulated: bool | None,
+    study_id: int | None,
 ) -> list[sa.ColumnElement[bool]]:
     conditions: list[sa.ColumnElement[bool]] = []
     for column, wanted in (
@@ -198,7 +199,10 @@ def pricing_rows(
 ) -> list[PricingRow]:
     """The pricing facts of the runs ``run_ids``, or of every run matching ``filters`` (those of
     :func:`list_runs`), in one narrow query: no JSON blob but the locked GPU ids and the config's tp/dp."""
-    conditions = _filters(**filters)
+    unknown = sorted(set(filters) - set(FILTER_NAMES))
+    if unknown:
+        raise TypeError(f"pricing_rows() got unknown filters: {', '.join(unknown)}")
+    conditions = _filters(**{name: filters.get(name) for name in FILTER_NAMES})
     if run_ids is not None:
         conditions.append(Run.id.in_(list(run_ids)))
     first_result = sa.orm.aliased(ProfileResult)

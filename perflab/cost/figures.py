@@ -34,8 +34,6 @@ METRIC_FIELDS = (
 )
 TOKENS_PER_MILLION = 1_000_000
 SECONDS_PER_HOUR = 3600.0
-# Result field → figure name for the two token kinds a price is quoted per.
-TOKEN_THROUGHPUTS = {"output": "output_throughput", "total": "total_token_throughput"}
 
 
 @dataclass(frozen=True)

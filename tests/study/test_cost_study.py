@@ -20,29 +20,13 @@ from perflab.report.markdown import render_markdown
 from perflab.study.progress import load_progress
 from tests.fixtures.runs import SimHostFactory, write_hosts_file
 from tests.fixtures.study_data import run_study
+from tests.study.test_load_curve_study import SPEC as LOAD_CURVE_SPEC
 from tests.study.test_load_curve_study import STARTUP_SCALE, TIME_SCALE
 
 PRICE = 2.5
-SPEC = """
-name: cheapest within SLO
-model: Qwen/Qwen3-8B
-hosts: [{host}]
-baseline: {{engine: vllm, max_num_seqs: 2}}
-objective: cost_per_mtok
-slos: {{p99_ttft_ms: 500, mean_tpot_ms: 25}}
-tuning_profile:
-  name: curve
-  title: Concurrency sweep
-  dataset: random
-  input_len: 512
-  output_len: 64
-  num_prompts: 32
-  sweep: {{kind: max_concurrency, values: [1, 2, 16]}}
-stages:
-  - name: Max num seqs
-    dimension: max_num_seqs
-    candidates: [16]
-"""
+SPEC = LOAD_CURVE_SPEC.replace("name: load within SLO", "name: cheapest within SLO").replace(
+    "objective: max_load_within_slo", "objective: cost_per_mtok"
+)
 
 
 def test_cost_study_recommends_the_cheapest_configuration_within_its_slos(
