@@ -9,6 +9,7 @@ import pytest
 
 from perflab.study.loadcurve import analyze, curve_from_results
 from perflab.study.objective import score, success_rate
+from perflab.study.views import shown_value
 
 
 def _point(output: float, ttft: float, tpot: float = 20.0, failed: int = 0) -> dict[str, Any]:
@@ -91,3 +92,7 @@ def test_cost_is_read_at_the_slo_limit_and_lower_is_better_without_slos() -> Non
     unpriced = [(point, {**result, "cost_per_mtok": None}) for point, result in priced]
     assert score("cost_per_mtok", unpriced).value is None
     assert score("tokens_per_joule", [(None, {"tokens_per_joule": 2.5})]).value == 2.5
+
+
+def test_small_objective_values_keep_significant_digits_in_the_candidates_table() -> None:
+    assert [shown_value(v) for v in (3792.504, 0.004237, None)] == [3792.5, 0.00424, None]
