@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from db.models import Run, RunSample
+from db.models import Run
 from perflab.cost.figures import cost_figures
 from perflab.cost.prices import PriceBook
 from perflab.views.cost import cost_cards, price_lines, price_text
 from perflab.views.formatting import format_metric
 from perflab.views.metrics import metric_for
+from tests.cost.test_figures import samples as power_samples
 
 PRICES = PriceBook("USD", {"local-sim": (2.5, "example price")})
 RESULT = {
@@ -24,12 +25,7 @@ RESULT = {
 
 def test_priced_run_with_power_shows_cost_and_energy() -> None:
     run = Run(id=1, host_name="local-sim", gpu_ids=[0, 1])
-    samples = [
-        RunSample(run_id=1, t_s=float(t), source="accelerator", values={"gpu": gpu, "power_w": 250.0})
-        for t in range(11)
-        for gpu in (0, 1)
-    ]
-    figures = cost_figures(run, RESULT, samples, PRICES)
+    figures = cost_figures(run, RESULT, power_samples({0: 250.0, 1: 250.0}, range(11)), PRICES)
     cards = {card.label: card.value for card in cost_cards(figures)}
     # 2 × 2.5 per hour over 3.6M tokens an hour
     assert cards["Cost per 1M tokens"] == "$1.39" and cards["Cost per 1M output tokens"] == "$2.78"
