@@ -9,7 +9,9 @@ import streamlit as st
 
 from perflab import ui
 from perflab.charts import compare as compare_charts
+from perflab.cost.stored import price_book
 from perflab.views import budget, compare, distributions, urlstate
+from perflab.views import cost as cost_views
 from perflab.views.metrics import metric_for, metric_heading
 
 ui.ensure_app_shell()
@@ -75,6 +77,8 @@ if not table.metrics:
     st.info("None of these runs has a result for this profile yet.")
 else:
     st.dataframe(compare.styled(table), key="compare_table", height=ui.table_height(len(table.metrics)))
+    if any(metric.group in ("Cost", "Energy") for metric in table.metrics):
+        st.caption(cost_views.COMPARE_NOTE.format(currency=price_book().currency))
     ui.download_row(
         ui.Download(
             "Download CSV",

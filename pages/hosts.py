@@ -7,6 +7,8 @@ from __future__ import annotations
 import streamlit as st
 
 from perflab import ui
+from perflab.cost.prices import PriceBook
+from perflab.views import cost as cost_views
 from perflab.views import hosts
 from perflab.views.formatting import format_time
 
@@ -23,6 +25,13 @@ st.title("Hosts")
 ui.require_login("see and probe the hosts")
 inventory = ui.inventory_or_stop()
 st.caption(f"From {inventory.path}")
+with st.expander("Prices (cost per 1M tokens)"):
+    prices = cost_views.price_lines(PriceBook.from_inventory(inventory))
+    st.markdown("\n".join(f"- {line}" for line in prices) if prices else "No prices: costs are not shown.")
+    st.caption(
+        f"Currency {inventory.prices.currency}. Set in hosts.yaml: a host's price_per_accelerator_hour, "
+        "accelerator_prices for models several hosts share (see the comments at its top)."
+    )
 if not len(inventory):
     st.info("No hosts yet. Add one to hosts.yaml (the comments at its top list every field).")
     st.stop()

@@ -4,14 +4,18 @@ while it runs, charts, and Re-run / downloads."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 import streamlit as st
 
 from db import crud
 from perflab import ui
 from perflab.charts import run as run_charts
+from perflab.cost.figures import CostFigures
 from perflab.hub.catalog import used_sample
 from perflab.views import budget, cards, distributions, launch, run_detail, run_export
+from perflab.views import cost as cost_views
 from perflab.views.formatting import format_time
 
 ui.ensure_app_shell()
@@ -39,6 +43,9 @@ if detail is None:
     st.stop()
 
 run = detail.run
+costs = ui.load_run_costs(run.id)
+# the downloads carry each result's cost and energy figures beside its own
+priced = dataclasses.replace(detail, profiles=cost_views.priced_views(detail.profiles, costs))
 heading.title(run.title)
 facts = [
     ui.status_text(run.status) + (" (cancel requested)" if run.cancel_requested and not run.finished else ""),
@@ -83,7 +90,7 @@ if (
 ui.download(
     ui.Download(
         "Download JSON",
-        lambda: run_export.run_json(detail),
+        lambda: run_export.run_json(priced),
         f"perflab-run-{run.id}.json",
         "run_download_json",
     ),
@@ -91,7 +98,7 @@ ui.download(
 )
 ui.download(
     ui.Download(
-        "Download CSV", lambda: run_export.run_csv(detail), f"perflab-run-{run.id}.csv", "run_download_csv"
+        "Download CSV", lambda: run_export.run_csv(priced), f"perflab-run-{run.id}.csv", "run_download_csv"
     ),
     place=csv_col,
 )
@@ -126,6 +133,14 @@ if not run.finished and ui.may_write():
             st.rerun()
 
 
+def draw_costs(figures: CostFigures) -> None:
+    """A result's cost and energy cards, and what they are priced at."""
+    columns = st.columns(4)
+    for position, card in enumerate(cost_views.cost_cards(figures)):
+        columns[position % 4].metric(card.label, card.value, help=card.help)
+    st.caption(f"Cost: {cost_views.price_text(figures)} · {figures.energy_text}")
+
+
 def draw_profile(profile: run_detail.ProfileView) -> None:
     """One profile's cards, text block and charts."""
     columns = st.columns(4)
@@ -134,6 +149,8 @@ def draw_profile(profile: run_detail.ProfileView) -> None:
     accelerators = budget.accelerator_text(run, profile.result)
     if accelerators:
         st.caption(accelerators)
+    if profile.id in costs:
+        draw_costs(costs[profile.id])
     for note in profile.notes:
         if used_sample([note]):
             st.warning(note, icon=":material/science:")

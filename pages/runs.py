@@ -8,7 +8,8 @@ import streamlit as st
 
 from perflab import ui
 from perflab.importers import AlreadyImported, ImportFileError, import_content
-from perflab.views import run_list, urlstate
+from perflab.cost.stored import price_book
+from perflab.views import run_costs, run_list, urlstate
 
 ui.ensure_app_shell()
 
@@ -88,6 +89,7 @@ if shown_query != query:
     st.query_params.from_dict(shown_query)
 st.session_state[LAST_QUERY_KEY] = shown_query
 
+prices = price_book()
 with ui.session() as session:
     page = run_list.load_run_page(
         session,
@@ -96,6 +98,7 @@ with ui.session() as session:
         descending=descending,
         page=int(page_number),
         page_size=page_size,
+        prices=prices,
     )
 
 if page.total == 0:
@@ -131,6 +134,12 @@ selection = st.dataframe(
         ),
         "Mean TPOT (ms)": st.column_config.NumberColumn(
             "TPOT ms", format="%.2f", width=70, help="mean time per output token, first excluded (ms)"
+        ),
+        run_costs.COST_COLUMN: st.column_config.NumberColumn(
+            f"{prices.currency}/1M tok",
+            format="%.4g",
+            width=75,
+            help=f"cost per 1M tokens at the measured throughput (hosts.yaml's prices, {prices.currency})",
         ),
         "Created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
     },

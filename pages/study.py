@@ -10,12 +10,13 @@ import streamlit as st
 from db import crud
 from db.crud.studies import FINISHED_STUDY_STATUSES
 from perflab import ui
+from perflab.cost.stored import load_cost_context
 from perflab.hub.catalog import SAMPLE_REPORT_NOTE
 from perflab.markdown_text import md_text
 from perflab.report import charts as report_charts
 from perflab.report.export import report_files, results_csv, results_json, zip_bytes
 from perflab.report.from_study import report_of
-from perflab.report.markdown import comparison_table, per_accelerator_lines, summary_table
+from perflab.report.markdown import conclusion_table, per_accelerator_lines, summary_table
 from perflab.study import views
 from perflab.study.coordinator import (
     StudyStateError,
@@ -117,7 +118,7 @@ def study_body(shown_status: str) -> None:
         except StudySpecError as error:
             st.error(f"The stored spec of this study cannot be read: {error}")
             return
-        report = report_of(progress)
+        report = report_of(progress, load_cost_context(session, progress.runs))
     if progress.study.status != shown_status:
         st.rerun()
     spec = progress.spec
@@ -153,7 +154,7 @@ def study_body(shown_status: str) -> None:
         st.caption(f"Not decided yet; best so far: {md_text(best.label)}.")
 
     st.header("Baseline vs optimized")
-    st.markdown("\n".join(comparison_table(report.comparison, report.decimals)), unsafe_allow_html=True)
+    st.markdown("\n".join(conclusion_table(report)), unsafe_allow_html=True)
     for line in per_accelerator_lines(report):
         st.caption(line)
     spread = (progress.study.state or {}).get("spread")

@@ -30,6 +30,7 @@ from pydantic import (
 
 from perflab import safe_yaml
 from perflab.containers.runtime import parse_mount
+from perflab.cost.prices import HourPrice, PriceSettings
 from perflab.problems import line_of, plain_message, syntax_problem, yaml_location
 from perflab.secrets import is_secret_name
 
@@ -40,6 +41,7 @@ DEFAULT_HOSTS_FILE = Path(__file__).resolve().parents[1] / "hosts.yaml"
 _HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PASSWORD_KEYS = ("password", "passphrase")
+PRICE_KEYS = ("currency", "accelerator_prices")
 _NAMED_FIELD = re.compile(r"^field '([a-z_]+)'")
 
 
@@ -151,6 +153,12 @@ class HostConfig(BaseModel):
         (),
         description="host paths every engine container gets, SOURCE[:TARGET][:ro|rw] (read-only by default)",
     )
+    price_per_accelerator_hour: HourPrice | None = Field(
+        None, description="what one accelerator-hour of this host costs (wins over accelerator_prices)"
+    )
+    price_label: str | None = Field(
+        None, min_length=1, max_length=60, description="shown beside figures priced from it ('example price')"
+    )
     connect_timeout_s: float = Field(10.0, gt=0, le=600)
     connect_attempts: int = Field(3, ge=1, le=10)
     keepalive_s: int = Field(15, ge=0, le=3600)
@@ -212,6 +220,8 @@ class HostConfig(BaseModel):
                     raise ValueError(f"field '{field}': has no meaning with transport: local")
         if self.jump == self.name:
             raise ValueError("field 'jump': a host cannot be its own jump host")
+        if self.price_label is not None and self.price_per_accelerator_hour is None:
+            raise ValueError("field 'price_label': labels a price_per_accelerator_hour, which is not set")
         return self
 
     @property
@@ -250,6 +260,7 @@ class Inventory:
 
     path: Path
     hosts: tuple[HostConfig, ...]
+    prices: PriceSettings = PriceSettings()
 
     def names(self) -> list[str]:
         return [host.name for host in self.hosts]
@@ -296,15 +307,19 @@ def parse_inventory(text: str, path: Path) -> Inventory:
     data, root = document.data, document.root
     if data is None:
         return Inventory(path=path, hosts=())
-    if not isinstance(data, dict) or set(data) - {"hosts"}:
+    if not isinstance(data, dict) or set(data) - {"hosts", *PRICE_KEYS}:
         raise InventoryError(
-            [f"{label}:1: expected a mapping with one key, 'hosts', holding a list of hosts"]
+            [
+                f"{label}:1: expected a mapping of 'hosts' (a list of hosts) and optionally "
+                "'currency' and 'accelerator_prices'"
+            ]
         )
     entries = data.get("hosts") or []
     if not isinstance(entries, list):
         raise InventoryError([f"{yaml_location(label, root, ('hosts',))}: 'hosts' must be a list of hosts"])
 
     problems: list[str] = []
+    prices = _validate_prices(data, label, root, problems)
     hosts: list[HostConfig] = []
     for index, entry in enumerate(entries):
         host = _validate_host(entry, index, label, root, problems)
@@ -314,7 +329,19 @@ def parse_inventory(text: str, path: Path) -> Inventory:
     resolved = _resolve_jumps(hosts, entries, label, root, problems)
     if problems:
         raise InventoryError(sorted(problems, key=line_of))
-    return Inventory(path=path, hosts=tuple(resolved))
+    return Inventory(path=path, hosts=tuple(resolved), prices=prices)
+
+
+def _validate_prices(data: dict[str, Any], label: str, root: yaml.Node, problems: list[str]) -> PriceSettings:
+    try:
+        return PriceSettings.model_validate({key: data[key] for key in PRICE_KEYS if key in data})
+    except ValidationError as exc:
+        for error in exc.errors():
+            field_loc = tuple(error["loc"])
+            field = ".".join(str(part) for part in field_loc)
+            where = yaml_location(label, root, field_loc)
+            problems.append(f"{where}: field '{field}': {plain_message(error)}")
+        return PriceSettings()
 
 
 def _validate_host(

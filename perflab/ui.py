@@ -31,13 +31,17 @@ from sqlmodel import Session
 from streamlit.navigation.page import StreamlitPage
 from streamlit.runtime.pages_manager import PagesManager
 
+from db import crud
 from db import session as db_session
 from perflab import auth, redact, settings
 from perflab.charts.export import chart_png
+from perflab.cost.figures import CostFigures
+from perflab.cost.stored import load_cost_context, price_book
 from perflab.hub.client import HubError, hub_endpoint
 from perflab.hub.downloads import Downloads
 from perflab.inventory import Inventory, InventoryError, default_inventory_path, load_inventory
 from perflab.views import compare, datasets, run_detail, run_list, status, urlstate
+from perflab.views import cost as cost_views
 from perflab.views.run_list import run_link
 
 TABLE_ROW_PX = 35
@@ -324,16 +328,35 @@ def filter_choices() -> dict[str, list[str]]:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def _compare_set(url: str, run_ids: tuple[int, ...], versions: tuple[str | None, ...]) -> compare.CompareSet:
+def _compare_set(
+    url: str, run_ids: tuple[int, ...], versions: tuple[str | None, ...], prices: str
+) -> compare.CompareSet:
     with db_session.session_scope(_engine_for(url)) as opened:
-        return compare.load_compare(opened, list(run_ids))
+        context = load_cost_context(opened, crud.get_runs(opened, run_ids=list(run_ids)))
+        return compare.load_compare(opened, list(run_ids), context)
 
 
 def load_compare(run_ids: list[int]) -> compare.CompareSet:
-    """The compared runs with their results, cached until one of them changes."""
+    """The compared runs with their results, cached until one of them or a price changes."""
     with session() as opened:
         versions = run_detail.run_versions(opened, run_ids)
-    return _compare_set(database_url(), tuple(run_ids), tuple(versions.get(run_id) for run_id in run_ids))
+    ids = tuple(run_ids)
+    shown = tuple(versions.get(run_id) for run_id in ids)
+    return _compare_set(database_url(), ids, shown, repr(price_book()))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _run_costs(url: str, run_id: int, version: str, prices: str) -> dict[int, CostFigures]:
+    with db_session.session_scope(_engine_for(url)) as opened:
+        run = crud.get_run(opened, run_id=run_id)
+        return cost_views.run_costs(opened, run_id, load_cost_context(opened, [run] if run else []))
+
+
+def load_run_costs(run_id: int) -> dict[int, CostFigures]:
+    """Cost and energy figures of a run's results by result id, cached until the run or a price changes."""
+    with session() as opened:
+        version = run_detail.run_version(opened, run_id)
+    return {} if version is None else _run_costs(database_url(), run_id, version, repr(price_book()))
 
 
 @st.cache_data(show_spinner=False, max_entries=8)

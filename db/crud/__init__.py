@@ -33,7 +33,17 @@ from db.crud.results import (
     list_request_records,
     list_samples,
 )
-from db.crud.run_list import SORT_KEYS, RunPage, RunRow, RunSummary, list_runs, run_filter_choices
+from db.crud.run_list import (
+    SORT_KEYS,
+    PricingRow,
+    RunPage,
+    RunRow,
+    RunSummary,
+    list_runs,
+    pricing_rows,
+    rows_by_ids,
+    run_filter_choices,
+)
 from db.crud.runs import (
     ALLOWED_TRANSITIONS,
     create_run,
@@ -102,6 +112,9 @@ __all__ = [
     "list_profile_results",
     "list_request_records",
     "list_runs",
+    "pricing_rows",
+    "rows_by_ids",
+    "PricingRow",
     "list_samples",
     "list_studies",
     "list_workers",

@@ -30,6 +30,7 @@ RUN_SORT_COLUMNS: tuple[str, ...] = (
 )
 SORT_KEYS: tuple[str, ...] = RUN_SORT_COLUMNS + HEADLINE_COLUMNS
 MAX_PAGE_SIZE = 1000
+FILTER_NAMES = ("status", "host", "accelerator", "engine", "model_text", "source", "simulated", "study_id")
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,15 @@ def _filters(
     return conditions
 
 
+def _rows_query(first_result: Any) -> sa.Select[Any]:
+    """The runs list's columns: each run's summary joined with its first result's headline figures."""
+    return sa.select(
+        *(getattr(Run, name) for name in RUN_LIST_COLUMNS),
+        first_result.profile_name,
+        *(getattr(first_result, name) for name in HEADLINE_COLUMNS),
+    ).outerjoin(first_result, sa.and_(first_result.run_id == Run.id, first_result.position == 0))
+
+
 def list_runs(
     session: Session,
     *,
@@ -161,12 +171,7 @@ def list_runs(
         order = order.nulls_last()
     tie_break = Run.id.desc() if descending else Run.id.asc()
     query = (
-        sa.select(
-            *(getattr(Run, name) for name in RUN_LIST_COLUMNS),
-            first_result.profile_name,
-            *(getattr(first_result, name) for name in HEADLINE_COLUMNS),
-        )
-        .outerjoin(first_result, sa.and_(first_result.run_id == Run.id, first_result.position == 0))
+        _rows_query(first_result)
         .where(*conditions)
         .order_by(order, tie_break)
         .offset(offset)
@@ -177,6 +182,72 @@ def list_runs(
     rows = [_row(record, partial=record.id in partial) for record in records]
     total = session.execute(sa.select(sa.func.count()).select_from(Run).where(*conditions)).scalar_one()
     return RunPage(rows=rows, total=int(total))
+
+
+@dataclass(frozen=True)
+class PricingRow:
+    """What a run's cost per 1M tokens is computed from: the run's facts that
+    :func:`perflab.accelerators.accelerators_of` and the price book read (as a transient ``Run``), and
+    its first result's throughputs."""
+
+    run: Run
+    total_token_throughput: float | None
+    output_throughput: float | None
+
+
+def pricing_rows(
+    session: Session, *, run_ids: Sequence[int] | None = None, **filters: Any
+) -> list[PricingRow]:
+    """The pricing facts of the runs ``run_ids``, or of every run matching ``filters`` (those of
+    :func:`list_runs`), in one narrow query: no JSON blob but the locked GPU ids and the config's tp/dp."""
+    unknown = sorted(set(filters) - set(FILTER_NAMES))
+    if unknown:
+        raise TypeError(f"pricing_rows() got unknown filters: {', '.join(unknown)}")
+    conditions = _filters(**{name: filters.get(name) for name in FILTER_NAMES})
+    if run_ids is not None:
+        conditions.append(Run.id.in_(list(run_ids)))
+    first_result = sa.orm.aliased(ProfileResult)
+    query = (
+        sa.select(
+            Run.id,
+            Run.source,
+            Run.host_name,
+            Run.accelerator,
+            Run.replicas,
+            Run.gpu_ids,
+            Run.config["tp"].as_integer().label("tp"),
+            Run.config["dp"].as_integer().label("dp"),
+            first_result.total_token_throughput,
+            first_result.output_throughput,
+        )
+        .outerjoin(first_result, sa.and_(first_result.run_id == Run.id, first_result.position == 0))
+        .where(*conditions)
+    )
+    rows = []
+    for record in session.execute(query):
+        config = {name: value for name, value in (("tp", record.tp), ("dp", record.dp)) if value is not None}
+        run = Run(
+            id=record.id,
+            source=record.source,
+            host_name=record.host_name,
+            accelerator=record.accelerator,
+            replicas=record.replicas,
+            gpu_ids=record.gpu_ids,
+            config=config,
+        )
+        rows.append(PricingRow(run, record.total_token_throughput, record.output_throughput))
+    return rows
+
+
+def rows_by_ids(session: Session, run_ids: Sequence[int]) -> list[RunRow]:
+    """The runs list's rows of ``run_ids``, in that order (ids that do not exist are left out)."""
+    if not run_ids:
+        return []
+    first_result = sa.orm.aliased(ProfileResult)
+    query = _rows_query(first_result).where(Run.id.in_(list(run_ids)))
+    records = {record.id: record for record in session.execute(query)}
+    partial = _partial_first_results(session, list(records))
+    return [_row(records[run_id], partial=run_id in partial) for run_id in run_ids if run_id in records]
 
 
 def _partial_first_results(session: Session, run_ids: list[int]) -> set[int]:

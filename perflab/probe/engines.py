@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from perflab.probe.models import PythonInfo
 

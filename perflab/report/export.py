@@ -11,6 +11,7 @@ from typing import Any
 
 from perflab.csv_cells import records_csv
 from perflab.report.charts import png_bytes, report_charts
+from perflab.report.costs import cost_json
 from perflab.report.markdown import render_markdown
 from perflab.report.model import Figures, Report
 
@@ -55,6 +56,7 @@ def results_json(report: Report) -> str:
             }
             for row in report.comparison
         ],
+        "costs": cost_json(report.costs),
         "summary": [
             _fields(row, "option", "improvement", "versus_baseline", "note") for row in report.summary
         ],

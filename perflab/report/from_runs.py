@@ -27,6 +27,9 @@ from sqlmodel import Session
 from db import crud
 from db.models import ProfileResult, Run
 from perflab.accelerators import accelerators_of
+from perflab.cost.figures import CostFigures
+from perflab.cost.stored import load_cost_context
+from perflab.report.costs import CostRow
 from perflab.report.model import (
     CandidateSection,
     ComparisonRow,
@@ -204,15 +207,20 @@ def build_report_from_runs(
             best, best_run = winner, entries[decided.index(winner)][1]
     baseline_section = sections[0].candidates[0]
     cases = dict(layout.validation)
-    comparison = [ComparisonRow(tuning_title, stored.figures(first_run), stored.figures(best_run))]
-    comparison += [
-        ComparisonRow(case, stored.figures(sides.get("Baseline")), stored.figures(sides.get("Optimized")))
-        for case, sides in cases.items()
+    pairs = [(tuning_title, first_run, best_run)]
+    pairs += [(case, sides.get("Baseline"), sides.get("Optimized")) for case, sides in cases.items()]
+    comparison = [
+        ComparisonRow(case, stored.figures(before), stored.figures(after)) for case, before, after in pairs
     ]
     optimized_runs = [sides["Optimized"] for sides in cases.values() if "Optimized" in sides]
     baseline_runs = [sides["Baseline"] for sides in cases.values() if "Baseline" in sides]
     recommended = first_serve_command(optimized_runs[0] if optimized_runs else best_run)
     all_runs = [*stage_runs, *baseline_runs, *optimized_runs]
+    costs = load_cost_context(session, all_runs)
+
+    def cost_of(run: Run | None) -> CostFigures | None:
+        result = stored.first(run) if run is not None else None
+        return costs.figures(run, result) if result is not None else None
     return Report(
         title=title or f"Report of runs {', '.join(str(run.id) for run in runs)}",
         model=first_run.model,
@@ -229,11 +237,12 @@ def build_report_from_runs(
         baseline_validation=_validation(cases, "Baseline", stored, first_run),
         optimized_validation=_validation(cases, "Optimized", stored, best_run),
         records=tuple(
-            record(run, result, label=run.label)
+            record(run, result, label=run.label, **costs.figures(run, result).record())
             for run in all_runs
             for result in stored.results.get(run.id, [])
         ),
         decimals=decimals,
+        costs=tuple(CostRow(case, cost_of(before), cost_of(after)) for case, before, after in pairs),
     )
 
 

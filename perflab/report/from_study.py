@@ -13,7 +13,9 @@ from dataclasses import replace
 from sqlmodel import Session
 
 from perflab.accelerators import accelerators_of
+from perflab.cost.stored import CostContext, load_cost_context
 from perflab.hub.catalog import SAMPLE_REPORT_NOTE, used_sample
+from perflab.report.costs import CostRow, priced_result, slo_text
 from perflab.report.model import (
     CandidateSection,
     ComparisonRow,
@@ -37,6 +39,7 @@ from perflab.report.sections import (
 from perflab.report.summary import summary_rows
 from perflab.study.configs import serve_command
 from perflab.study.loadcurve import LoadCurve, curve_from_results
+from perflab.study.objective import LOWER_IS_BETTER
 from perflab.study.plan import UNMEASURED, CandidatePlan, StagePlan, StudyPlan
 from perflab.study.progress import StudyProgress, load_progress
 from perflab.study.search_history import search_history
@@ -49,6 +52,8 @@ OBJECTIVE_WORDS = {
     "request_throughput": "Request Throughput",
     "request_goodput": "Goodput",
     "max_load_within_slo": "Load within SLO",
+    "cost_per_mtok": "Cost",
+    "tokens_per_joule": "Energy Efficiency",
 }
 
 
@@ -119,7 +124,24 @@ def _comparison(progress: StudyProgress) -> list[ComparisonRow]:
     ]
 
 
-def _records(progress: StudyProgress) -> list[dict]:
+def _cost_rows(progress: StudyProgress, costs: CostContext) -> list[CostRow]:
+    """Per case, the baseline's and the optimized configuration's cost (a swept tuning case at the
+    study's SLO limit)."""
+    plan, spec = progress.plan, progress.spec
+    tuning = spec.tuning()
+    rows = []
+    for profile in (tuning, *spec.validation()):
+        slos = spec.slos if profile is tuning and tuning.sweep is not None else {}
+        sides = []
+        for candidate in (plan.baseline, plan.best):
+            outcome = progress.outcome(candidate)
+            chosen = priced_result(by_profile(outcome.results, profile.name), slos) if outcome else None
+            sides.append(costs.figures(outcome.run, chosen) if chosen is not None else None)
+        rows.append(CostRow(profile.title, *sides, at=slo_text(slos) if slos else None))
+    return rows
+
+
+def _records(progress: StudyProgress, costs: CostContext) -> list[dict]:
     rows = []
     roles = {}
     for candidate in progress.plan.candidates():
@@ -137,6 +159,7 @@ def _records(progress: StudyProgress) -> list[dict]:
                     candidate=candidate.label if candidate else None,
                     decision=candidate.decision if candidate else None,
                     objective_value=candidate.value if candidate else None,
+                    **costs.figures(outcome.run, result).record(),
                 )
             )
     return sorted(rows, key=lambda row: (row["run_id"], row["case"]))
@@ -194,7 +217,7 @@ def study_report(session: Session, *, study_id: int, decimals: int = 1) -> Repor
     """The report of study ``study_id`` as it stands (complete once the study is done), percentages to
     ``decimals`` places."""
     progress = load_progress(session, study_id=study_id)
-    return replace(report_of(progress), decimals=decimals)
+    return replace(report_of(progress, load_cost_context(session, progress.runs)), decimals=decimals)
 
 
 def _baseline_in_stages(plan: StudyPlan) -> bool:
@@ -204,8 +227,9 @@ def _baseline_in_stages(plan: StudyPlan) -> bool:
     )
 
 
-def report_of(progress: StudyProgress) -> Report:
-    """The report of a loaded study."""
+def report_of(progress: StudyProgress, costs: CostContext | None = None) -> Report:
+    """The report of a loaded study; ``costs`` prices its results (no prices, no energy without)."""
+    costs = costs or CostContext()
     plan, spec, study = progress.plan, progress.spec, progress.study
     baseline = candidate_section(progress, plan.baseline)
     stages = [stage_section(progress, stage) for stage in plan.stages]
@@ -233,7 +257,7 @@ def report_of(progress: StudyProgress) -> Report:
         recommended_replicas=plan.best.config.replicas if plan.best.config is not None else 1,
         comparison=tuple(_comparison(progress)),
         stages=tuple(stages),
-        summary=tuple(summary_rows(baseline, stages)),
+        summary=tuple(summary_rows(baseline, stages, lower_is_better=spec.objective in LOWER_IS_BETTER)),
         hardware=hardware_text(progress.runs),
         engine_versions=tuple(engine_versions(progress.runs)),
         goal=spec.goal,
@@ -245,7 +269,9 @@ def report_of(progress: StudyProgress) -> Report:
         baseline_validation=_validation(progress, plan.baseline) if spec.validation_profiles else None,
         optimized_validation=_validation(progress, plan.best) if spec.validation_profiles else None,
         curves=tuple(_curves(progress)),
-        records=tuple(_records(progress)),
+        records=tuple(_records(progress, costs)),
+        costs=tuple(_cost_rows(progress, costs)),
+        lower_is_better=spec.objective in LOWER_IS_BETTER,
         notes=tuple(notes),
         baseline=None if _baseline_in_stages(plan) else baseline,
         unmeasured=tuple(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from perflab.markdown_text import fence, md_text
+from perflab.report.costs import cost_table_rows
 from perflab.report.model import (
     BenchBlock,
     CandidateSection,
@@ -68,17 +69,25 @@ def comparison_table(rows: Sequence[ComparisonRow], decimals: int) -> list[str]:
     return lines
 
 
+def conclusion_table(report: Report) -> list[str]:
+    """The baseline-vs-optimized table with each case's cost row after the throughput rows."""
+    decimals = report.decimals
+    return [*comparison_table(report.comparison, decimals), *cost_table_rows(report.costs, decimals)]
+
+
 def summary_table(report: Report) -> list[str]:
-    """The "Summary of Optimization Options" table."""
+    """The "Summary of Optimization Options" table (a cost objective's column says how cost changed)."""
+    column = "Cost Change" if report.lower_is_better else "Throughput Improvement"
+    sign = -1 if report.lower_is_better else 1
     lines = [
-        "| Optimization Option | Throughput Improvement | Against the Baseline |",
+        f"| Optimization Option | {column} | Against the Baseline |",
         "|-----------------------------|-------------------------------------|---------------------|",
     ]
     for row in report.summary:
         gain = (
             "-"
             if row.improvement is None
-            else coloured(percent_text(row.improvement, report.decimals), row.improvement)
+            else coloured(percent_text(row.improvement, report.decimals), sign * row.improvement)
         )
         versus = "-" if row.versus_baseline is None else percent_text(row.versus_baseline, report.decimals)
         if row.note:
@@ -111,15 +120,14 @@ def _candidate(candidate: CandidateSection, *, show_label: bool) -> list[str]:
     return lines
 
 
-def _ranking(stage: StageSection, unit: str) -> list[str]:
-    ordered = ranked(stage)
+def _ranking(stage: StageSection, unit: str, lower_is_better: bool) -> list[str]:
+    ordered = ranked(stage, lower_is_better=lower_is_better)
     if len(ordered) < 2:
         return []
-    return [
-        "Result: "
-        + " > ".join(f"{md_text(c.label)} ({c.value:.2f} {unit})".replace(" )", ")") for c in ordered),
-        "",
-    ]
+    # costs are small numbers (0.0042 per 1M tokens): four significant digits rather than two decimals
+    digits = ".4g" if lower_is_better else ".2f"
+    shown = [f"{md_text(c.label)} ({c.value:{digits}} {unit})".replace(" )", ")") for c in ordered]
+    return ["Result: " + (" < " if lower_is_better else " > ").join(shown), ""]
 
 
 def _decisions(stage: StageSection) -> list[str]:
@@ -131,14 +139,14 @@ def _decisions(stage: StageSection) -> list[str]:
     return [*lines, ""] if lines else []
 
 
-def stage_lines(stage: StageSection, unit: str) -> list[str]:
+def stage_lines(stage: StageSection, unit: str, *, lower_is_better: bool = False) -> list[str]:
     """One stage's section."""
     lines = [f"### {stage.index}. {md_text(stage.name)}", ""]
     for candidate in stage.candidates:
         lines += _candidate(candidate, show_label=True)
     if not stage.decided:
         lines += ["This stage is still running.", ""]
-    return lines + _ranking(stage, unit) + _decisions(stage)
+    return lines + _ranking(stage, unit, lower_is_better) + _decisions(stage)
 
 
 def _setup(report: Report) -> list[str]:
@@ -293,13 +301,14 @@ def render_markdown(report: Report, charts: Mapping[str, str] | None = None) -> 
             ]
     lines += _incomplete(report)
     lines += ["Comparison of benchmark results before and after optimization:", ""]
-    lines += [*comparison_table(report.comparison, report.decimals), ""]
+    lines += [*conclusion_table(report), ""]
     lines += per_accelerator_lines(report)
     notes = [*report.notes, *NOTE_LIMITS]
     lines += _admonition(
         "note", "Notes", [f"{i}. {md_text(note)}" for i, note in enumerate(notes, 1)], open_=True
     )
-    goal = md_text(report.goal) if report.goal else f"Maximize {md_text(report.objective)}."
+    aim = "Minimize" if report.lower_is_better else "Maximize"
+    goal = md_text(report.goal) if report.goal else f"{aim} {md_text(report.objective)}."
     lines += ["## Optimization Objective", "", goal, ""]
     lines += _setup(report)
     lines += ["## Experiment Results", ""]
@@ -308,7 +317,7 @@ def render_markdown(report: Report, charts: Mapping[str, str] | None = None) -> 
     unit = report.objective_unit
     searches = {entry["stage"]: entry for entry in report.searches}
     for stage in report.stages:
-        lines += stage_lines(stage, unit)
+        lines += stage_lines(stage, unit, lower_is_better=report.lower_is_better)
         if stage.index in searches:
             lines += search_lines(searches[stage.index], charts)
     if "stages" in charts:

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perflab.study.loadcurve import LoadCurve
+
+if TYPE_CHECKING:
+    from perflab.report.costs import CostRow
 
 
 def relative_change(new: float, old: float) -> float:
@@ -165,3 +168,5 @@ class Report:
     accelerators: tuple[int | None, int | None] = (None, None)  # the baseline's, the optimized's
     confidence: str | None = None  # the optimized gain's verdict: "+4.1 % ± 1.3 %, 95 %, 3 vs 3"
     searches: tuple[dict[str, Any], ...] = ()  # search stages' histories (perflab.study.search_history)
+    costs: tuple[CostRow, ...] = ()
+    lower_is_better: bool = False

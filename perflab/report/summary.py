@@ -42,33 +42,43 @@ def _measured(candidate: CandidateSection) -> bool:
     return candidate.value is not None and candidate.decision not in ("failed", "disqualified")
 
 
-def ranked(stage: StageSection) -> list[CandidateSection]:
+def ranked(stage: StageSection, *, lower_is_better: bool = False) -> list[CandidateSection]:
     """The stage's candidates measured by their own run (not failed, not reused), best first."""
     measured = [c for c in stage.candidates if c.value is not None and c.decision not in ("failed", "reused")]
-    return sorted(measured, key=lambda c: c.value, reverse=True)
+    return sorted(measured, key=lambda c: c.value, reverse=not lower_is_better)
 
 
-def _best_candidate(stage: StageSection) -> CandidateSection | None:
+def _best_candidate(stage: StageSection, lower_is_better: bool) -> CandidateSection | None:
     if stage.winner is not None:
         return next(candidate for candidate in stage.candidates if candidate.label == stage.winner)
-    return next(iter(ranked(stage)), None)
+    return next(iter(ranked(stage, lower_is_better=lower_is_better)), None)
 
 
-def summary_rows(baseline: CandidateSection, stages: Sequence[StageSection]) -> list[SummaryRow]:
-    """One row per decided stage, by the rules above."""
+def cost_change(new: float, old: float) -> float:
+    """A lower-is-better value (cost) against its reference: new ÷ old − 1 (−38 % is 38 % cheaper)."""
+    return new / old - 1.0
+
+
+def summary_rows(
+    baseline: CandidateSection, stages: Sequence[StageSection], *, lower_is_better: bool = False
+) -> list[SummaryRow]:
+    """One row per decided stage, by the rules above; for a lower-is-better objective (cost) the
+    reference is the cheapest kept and changes are :func:`cost_change`."""
+    change = cost_change if lower_is_better else relative_change
+    pick = min if lower_is_better else max
     kept: list[CandidateSection] = [baseline]
     rows = []
     for stage in stages:
         if not stage.decided:
             continue
-        best = _best_candidate(stage)
+        best = _best_candidate(stage, lower_is_better)
         improvement = None
         if stage.winner is not None and best is not None:
             same_engine = [c for c in kept if c.engine == best.engine and _measured(c)]
-            reference = max(same_engine, key=lambda c: c.value) if same_engine else baseline
-            improvement = relative_change(best.value, reference.value)
+            reference = pick(same_engine, key=lambda c: c.value) if same_engine else baseline
+            improvement = change(best.value, reference.value)
             kept.append(best)
-        versus = relative_change(best.value, baseline.value) if best is not None and baseline.value else None
+        versus = change(best.value, baseline.value) if best is not None and baseline.value else None
         note = best.note if best is not None and stage.winner is None else None
         rows.append(SummaryRow(stage.name, improvement, versus, note))
     return rows

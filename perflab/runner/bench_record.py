@@ -16,6 +16,7 @@ import posixpath
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from perflab.cost.figures import WINDOW_KEY
 from perflab.profiles import BenchmarkProfile
 from perflab.remote.bench import BenchProcess, find_bench
 from perflab.runner import results
@@ -56,6 +57,18 @@ def recorded_bench(transport: Transport, remote_state: Mapping[str, Any]) -> Ben
     if not entry:
         return None
     return find_bench(transport, remote_state["run_key"], entry["name"])
+
+
+def with_sample_window(result: Mapping[str, Any], read_at_s: float | None) -> Mapping[str, Any]:
+    """The result with its benchmark window on the samples' clock, ``sample_window_s: [start, end]``:
+    ``end`` is when the runner read the result back (its last completion plus the read-back), ``start``
+    is ``end`` − the result's duration. The energy of the result is read from the samples in it."""
+    duration = result.get("duration")
+    if read_at_s is None or isinstance(duration, bool) or not isinstance(duration, (int, float)):
+        return result
+    if duration <= 0:
+        return result
+    return {**result, WINDOW_KEY: [round(max(read_at_s - duration, 0.0), 3), round(read_at_s, 3)]}
 
 
 def store_bench_result(

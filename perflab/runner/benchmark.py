@@ -22,7 +22,7 @@ from perflab.engines import EngineAdapter
 from perflab.profiles import BenchmarkProfile
 from perflab.remote import process as rp
 from perflab.remote.bench import RemoteBenchFailed, run_remote_bench
-from perflab.runner.bench_record import bench_entry, store_bench_result, sweep_label
+from perflab.runner.bench_record import bench_entry, store_bench_result, sweep_label, with_sample_window
 from perflab.runner.errors import RunFailed
 from perflab.runner.launch import Replica
 from perflab.runner.logs import failure_of
@@ -68,6 +68,8 @@ class BenchContext:
     on_progress: Callable[[dict[str, Any]], None]
     dataset_files: Callable[[BenchmarkProfile, list[str]], dict[str, Path]]
     record_bench: Callable[[dict[str, Any] | None], None]
+    # Seconds on the clock of the run's samples (the sampler's), to place each result's window on it.
+    sample_clock: Callable[[], float] | None = None
 
 
 def _check_engines(ctx: BenchContext, during: str) -> None:
@@ -127,13 +129,12 @@ def _run_point(
         raise RunFailed(
             "timeout", f"the benchmark '{point.name}' ran longer than {ctx.timeout_s:g} s and was stopped"
         ) from None
+    measured = with_sample_window(bench.result, ctx.sample_clock() if ctx.sample_clock else None)
     result = store_bench_result(
         ctx.store,
         point=point,
         sweep_point=label.get("sweep_point"),
-        result={**bench.result, "notes": [*notes, *(bench.result.get("notes") or [])]}
-        if notes
-        else bench.result,
+        result={**measured, "notes": [*notes, *(measured.get("notes") or [])]} if notes else measured,
         bench_text=bench.text_block,
         bench_mode=bench.mode,
         replicas=len(ctx.replicas),

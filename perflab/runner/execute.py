@@ -461,7 +461,7 @@ class _Execution:
             replicas = self._launch(plan, gpu_ids, run.id, endpoints)
             self.set_status("ready", f"{len(replicas)} replica(s) ready")
             directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="perflab-run-")))
-            stack.enter_context(
+            sampler = stack.enter_context(
                 Sampler(
                     transport=transport,
                     adapter=plan.adapter,
@@ -488,6 +488,7 @@ class _Execution:
                     self.store.engine, profile, directory, plan.host, notes, self.download_progress(profile)
                 ),
                 record_bench=self._record_bench,
+                sample_clock=sampler.elapsed,
             )
             run_profiles(context, plan.profiles, flat_gain=self.options.flat_gain)
 

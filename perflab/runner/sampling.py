@@ -174,6 +174,10 @@ class Sampler:
         self._stop.set()
         self._thread.join(timeout=SMI_TIMEOUT_S + 5)
 
+    def elapsed(self) -> float:
+        """Seconds since the sampler started: the clock of its samples' ``t_s``."""
+        return time.monotonic() - self._started
+
     def _loop(self) -> None:
         while not self._stop.is_set():
             # A round that fails is skipped; the next one samples again.
@@ -183,7 +187,7 @@ class Sampler:
 
     def take(self) -> list[dict[str, Any]]:
         """One round of samples (engine gauges of every replica, each GPU of the run, CPU packages)."""
-        t_s = round(time.monotonic() - self._started, 3)
+        t_s = round(self.elapsed(), 3)
         samples: list[dict[str, Any]] = []
         for replica in self.replicas:
             text = self.endpoints.metrics_text(replica)

@@ -41,6 +41,7 @@ from db import crud
 from db.crud.studies import FINISHED_STUDY_STATUSES
 from db.models import Run, Study, utcnow
 from db.session import new_session
+from perflab.cost.prices import PriceBook, unpriced
 from perflab.engines.config import EngineConfig
 from perflab.env_policy import env_problems
 from perflab.inventory import Inventory
@@ -102,6 +103,8 @@ def create_study(
             for host in hosts
             if (problem := dataset_problem(engine, profile, host))
         ]
+        if spec.objective == "cost_per_mtok":
+            refused += unpriced(PriceBook.from_inventory(inventory), spec.hosts, accelerator)
         if refused:
             raise StudySpecError(refused)
         study = crud.create_study(session, name=spec.name, spec=spec.stored(), queued_by=queued_by)

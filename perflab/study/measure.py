@@ -22,7 +22,7 @@ since the configuration's last measured launch.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -117,11 +117,18 @@ def tuning_results(results: Sequence[ProfileResult], tuning: BenchmarkProfile) -
     ]
 
 
-def _by_repetition(results: Sequence[ProfileResult], tuning: BenchmarkProfile) -> list[list[tuple[Any, Any]]]:
-    """The tuning results of one launch as ``(sweep_point, result)`` pairs, one list per repetition."""
+Figures = Callable[[ProfileResult], Mapping[str, Any]]
+
+
+def _by_repetition(
+    results: Sequence[ProfileResult], tuning: BenchmarkProfile, figures: Figures | None = None
+) -> list[list[tuple[Any, Any]]]:
+    """The tuning results of one launch as ``(sweep_point, figures)`` pairs, one list per repetition;
+    the figures are the stored result, or what ``figures`` makes of it."""
     grouped: dict[str, list[tuple[Any, Any]]] = {}
     for result in tuning_results(results, tuning):
-        grouped.setdefault(result.profile_name, []).append((result.sweep_point, result.result))
+        found = figures(result) if figures is not None else result.result
+        grouped.setdefault(result.profile_name, []).append((result.sweep_point, found))
     return list(grouped.values())
 
 
@@ -134,11 +141,15 @@ def repetition_values(
 
 
 def launch_score(
-    results: Sequence[ProfileResult], tuning: BenchmarkProfile, objective: str, slos: Mapping[str, float]
+    results: Sequence[ProfileResult],
+    tuning: BenchmarkProfile,
+    objective: str,
+    slos: Mapping[str, float],
+    figures: Figures | None = None,
 ) -> Score | None:
     """One launch's score: the mean of its repetitions' values (each scored on its own sweep points),
     the lowest success rate among them; None without a complete tuning result."""
-    repetitions = _by_repetition(results, tuning)
+    repetitions = _by_repetition(results, tuning, figures)
     if not repetitions:
         return None
     expected = tuning.num_prompts
@@ -202,10 +213,12 @@ def outcomes(
     measure_from_run: int = 0,
     now: datetime | None = None,
     repeats: int = 1,
+    scored: Callable[[Run, ProfileResult], Mapping[str, Any]] | None = None,
 ) -> dict[str, RunOutcome]:
     """The outcome of each configuration (by fingerprint) from its latest run, with the values of all
     its measured launches; ``attempts`` counts its runs after run ``measure_from_run`` and after its
-    last measured launch."""
+    last measured launch. ``scored`` gives the figures a result is scored on (its stored result, with
+    the cost and energy figures added for those objectives)."""
     attempts: dict[str, int] = {}
     latest: dict[str, Run] = {}
     launches: dict[str, list[float]] = {}
@@ -215,7 +228,7 @@ def outcomes(
             continue
         latest[fingerprint] = run
         stored = results.get(run.id, ())
-        launch = launch_score(stored, tuning, objective, slos)
+        launch = launch_score(stored, tuning, objective, slos, _figures_of(run, scored))
         if launch is not None and launch.value is not None and _complete(run, stored, tuning, repeats):
             launches.setdefault(fingerprint, []).append(launch.value)
             attempts[fingerprint] = 0
@@ -224,7 +237,7 @@ def outcomes(
     found: dict[str, RunOutcome] = {}
     for fingerprint, run in latest.items():
         stored = tuple(results.get(run.id, ()))
-        run_score = launch_score(stored, tuning, objective, slos)
+        run_score = launch_score(stored, tuning, objective, slos, _figures_of(run, scored))
         tries = attempts[fingerprint]
         measurement = _measurement(
             run,
@@ -241,6 +254,13 @@ def outcomes(
             measurement = with_launches(measurement, measured)
         found[fingerprint] = RunOutcome(run, stored, run_score, measurement, tries)
     return found
+
+
+def _figures_of(
+    run: Run, scored: Callable[[Run, ProfileResult], Mapping[str, Any]] | None
+) -> Figures | None:
+    """``scored`` for the results of ``run``."""
+    return None if scored is None else lambda result: scored(run, result)
 
 
 def with_launches(measurement: Measurement, values: tuple[float, ...]) -> Measurement:

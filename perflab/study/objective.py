@@ -1,4 +1,5 @@
-"""The objective of a study: one number per measured configuration, higher is better.
+"""The objective of a study: one number per measured configuration, higher is better except for the
+objectives of :data:`LOWER_IS_BETTER`.
 
 - ``total_token_throughput`` (default), ``output_throughput``, ``request_throughput``: the result
   field of that name. Results are node totals: the benchmark spreads requests over every replica, so a
@@ -6,6 +7,12 @@
 - ``request_goodput``: requests/s meeting the per-request goodput SLOs set on the tuning profile.
 - ``max_load_within_slo``: on a swept tuning profile, the highest load (request rate or concurrency)
   whose point meets every SLO of the study (0 when none does).
+- ``cost_per_mtok`` (lower is better): money per 1M total tokens at the measured throughput, from the
+  team's prices (:mod:`perflab.cost`); ``tokens_per_joule``: output tokens per joule over the benchmark
+  window, from sampled power. The study adds both to each result before scoring; a result without a
+  price or without measured energy has no value. On a swept tuning profile with SLOs both are taken at
+  the highest load that meets every SLO ("$0.21 per 1M tokens at p99 TTFT ≤ 2 s"; no value when no load
+  does), without SLOs at the curve's best point.
 
 For a swept tuning profile the throughput objectives take the curve's peak. The success rate of a
 result is completed ÷ (completed + failed), or completed ÷ the prompts sent when the result does not
@@ -21,6 +28,10 @@ from typing import Any
 from perflab.study.loadcurve import LoadCurve, curve_from_results
 
 SweepResult = tuple[Mapping[str, Any] | None, Mapping[str, Any]]
+# Objectives whose values the team pays for: the smaller the better.
+LOWER_IS_BETTER: frozenset[str] = frozenset({"cost_per_mtok"})
+# Objectives read at a swept profile's SLO limit when the study sets SLOs.
+AT_SLO_LIMIT: frozenset[str] = frozenset({"cost_per_mtok", "tokens_per_joule"})
 
 
 @dataclass(frozen=True)
@@ -72,5 +83,15 @@ def score(
             rates = [success_rate(result, expected_prompts) for result in by_load.values()]
             return Score(0.0, min((rate for rate in rates if rate is not None), default=None), curve)
         return Score(limit.load, success_rate(by_load[limit.load], expected_prompts), curve)
-    peak = max(by_load.items(), key=lambda item: _field_value(item[1], objective) or 0.0)[1]
-    return Score(_field_value(peak, objective), success_rate(peak, expected_prompts), curve)
+    if objective in AT_SLO_LIMIT and curve.slos:
+        if curve.slo_limit is None:
+            return Score(None, None, curve)
+        at_limit = by_load[curve.slo_limit.load]
+        return Score(_field_value(at_limit, objective), success_rate(at_limit, expected_prompts), curve)
+    values = ((_field_value(result, objective), result) for result in by_load.values())
+    valued = [(value, result) for value, result in values if value is not None]
+    if not valued:
+        return Score(None, None, curve)
+    pick = min if objective in LOWER_IS_BETTER else max
+    value, best = pick(valued, key=lambda item: item[0])
+    return Score(value, success_rate(best, expected_prompts), curve)

@@ -91,7 +91,8 @@ class SearchContext:
 class Rules:
     """How a stage is decided: the lowest acceptable success rate and the smallest gain kept (fractions);
     with measured noise, the confidence, the launches per configuration (first and at most) and the
-    spread reused from earlier studies (``prior_cv_pct`` with ``prior_df`` degrees of freedom)."""
+    spread reused from earlier studies (``prior_cv_pct`` with ``prior_df`` degrees of freedom);
+    ``lower_is_better`` for an objective such as cost, whose gain is a fall by ``min_gain``."""
 
     min_success: float = 1.0
     min_gain: float = 0.01
@@ -101,6 +102,11 @@ class Rules:
     measures_noise: bool = False
     prior_cv_pct: float | None = None
     prior_df: int | None = None
+    lower_is_better: bool = False
+
+    def better(self, value: float, reference: float) -> bool:
+        """Whether ``value`` is on the better side of ``reference`` (not necessarily by ``min_gain``)."""
+        return value < reference if self.lower_is_better else value > reference
 
 
 @dataclass(frozen=True)
@@ -197,6 +203,8 @@ def gain_text(value: float, reference: float) -> str:
 
 
 def _beats(value: float, reference: float, rules: Rules) -> bool:
+    if rules.lower_is_better:
+        return value < reference * (1.0 - rules.min_gain)
     return value > reference * (1.0 + rules.min_gain)
 
 
@@ -217,8 +225,9 @@ def _outcome(candidate: CandidatePlan, best: CandidatePlan, rules: Rules) -> Can
     if rules.measures_noise:
         return _judged(candidate, best, rules)
     gain = gain_text(measurement.value, best.value)
-    if measurement.value < best.value:
-        return replace(candidate, decision="not_better", note=f"{gain}: lower than previous, skipped")
+    if rules.better(best.value, measurement.value):
+        worse = "higher" if rules.lower_is_better else "lower"
+        return replace(candidate, decision="not_better", note=f"{gain}: {worse} than previous, skipped")
     if not _beats(measurement.value, best.value, rules):
         minimum = f"{rules.min_gain * 100:g}%"
         return replace(
@@ -232,7 +241,7 @@ def verdict_of(candidate: CandidatePlan, reference: CandidatePlan, rules: Rules)
     return judge(
         candidate.measurement.values or (candidate.measurement.value,),
         reference.measurement.values or (reference.measurement.value,),
-        higher_is_better=True,
+        higher_is_better=not rules.lower_is_better,
         min_gain_pct=rules.min_gain * 100,
         confidence=rules.confidence,
         max_n=rules.max_launches,
@@ -295,7 +304,8 @@ def decide_stage(
     ]
     if any(_waiting(candidate) or candidate.decision == UNMEASURED for candidate in judged):
         return judged, None, False
-    winner = max((c for c in judged if c.decision is None), key=lambda c: c.value, default=None)
+    pick = min if rules.lower_is_better else max
+    winner = pick((c for c in judged if c.decision is None), key=lambda c: c.value, default=None)
     decided = []
     for candidate in judged:
         gain = gain_text(candidate.value, best.value) if candidate.decision is None else ""

@@ -11,6 +11,7 @@ from sqlmodel import Session
 
 from db import crud
 from db.models import ProfileResult, Run, Study
+from perflab.cost.stored import cost_scorer
 from perflab.study.measure import (
     MEASURE_FROM_RUN,
     RunOutcome,
@@ -21,6 +22,7 @@ from perflab.study.measure import (
     study_runs,
 )
 from perflab.study.noise import Spread, estimate_spread
+from perflab.study.objective import LOWER_IS_BETTER
 from perflab.study.plan import CandidatePlan, Rules, SearchContext, plan_study
 from perflab.study.search_stage import (
     SEARCH_TRIALS,
@@ -66,6 +68,7 @@ class StudyProgress:
             measures_noise=spec.measures_noise,
             prior_cv_pct=prior.per_launch_cv_pct(spec.repeats) if prior else None,
             prior_df=prior.df if prior else None,
+            lower_is_better=spec.objective in LOWER_IS_BETTER,
         )
         self.plan = plan_study(
             baseline=baseline,
@@ -113,6 +116,7 @@ def load_progress(session: Session, *, study_id: int) -> StudyProgress:
         slos=spec.slos,
         measure_from_run=(study.state or {}).get(MEASURE_FROM_RUN, 0),
         repeats=spec.repeats,
+        scored=cost_scorer(session, spec.objective, runs),
     )
     progress = StudyProgress(study, spec, found, runs, _search_context(study, spec, runs, results, found))
     progress.spread = measured_spread(runs, results, progress.plan.baseline.fingerprint, spec)

@@ -50,6 +50,8 @@ OBJECTIVES: dict[str, str] = {
     "request_throughput": "Request throughput",
     "request_goodput": "Goodput",
     "max_load_within_slo": "Highest load within SLO",
+    "cost_per_mtok": "Cost per 1M tokens",
+    "tokens_per_joule": "Tokens per joule",
 }
 OBJECTIVE_UNITS: dict[str, str] = {
     "total_token_throughput": "tok/s",
@@ -57,6 +59,8 @@ OBJECTIVE_UNITS: dict[str, str] = {
     "request_throughput": "req/s",
     "request_goodput": "req/s",
     "max_load_within_slo": "",
+    "cost_per_mtok": "per 1M tok",
+    "tokens_per_joule": "tok/J",
 }
 # Dimension names a stage may use besides the EngineConfig fields themselves.
 DIMENSION_ALIASES: dict[str, str] = {
@@ -236,6 +240,8 @@ class StudySpec(BaseModel):
         "request_throughput",
         "request_goodput",
         "max_load_within_slo",
+        "cost_per_mtok",
+        "tokens_per_joule",
     ] = "total_token_throughput"
     goodput: GoodputSLOs | None = Field(None, description="per-request SLOs for the goodput objective")
     slos: dict[str, float] = Field(default_factory=dict, description="limits on result fields (load curves)")

@@ -146,15 +146,21 @@ def studies_table(session: Session) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+def shown_value(value: float | None) -> float | None:
+    """An objective value for the table: two decimals, or three significant digits below 1 (a cost of
+    0.0042 per 1M tokens is not 0.0)."""
+    if value is None:
+        return None
+    return round(value, 2) if abs(value) >= 1 else float(f"{value:.3g}")
+
+
 def candidates_table(stage: StageSection, unit: str) -> pd.DataFrame:
     """A stage's candidates: label, decision, objective value, run, note."""
     rows = [
         {
             "Candidate": candidate.label,
             "Decision": DECISION_WORDS.get(candidate.decision or "", candidate.status or "waiting"),
-            f"Value ({unit})" if unit else "Value": round(candidate.value, 2)
-            if candidate.value is not None
-            else None,
+            f"Value ({unit})" if unit else "Value": shown_value(candidate.value),
             "Total TPS": candidate.figures.tps_text if candidate.figures else None,
             "Run": f"/run?run={candidate.run_id}" if candidate.run_id else None,
             "Note": candidate.note,

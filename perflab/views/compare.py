@@ -16,8 +16,10 @@ from pandas.io.formats.style import Styler
 from sqlmodel import Session
 
 from db import crud
+from perflab.cost.stored import CostContext
 from perflab.csv_cells import frame_csv
 from perflab.markdown_text import md_text
+from perflab.views.cost import priced_views, run_costs
 from perflab.views.distributions import cdf_points, latency_values
 from perflab.views.formatting import (
     MISSING,
@@ -111,11 +113,19 @@ class CompareSet:
         return next(run for run in self.runs if run.run.id == run_id)
 
 
-def load_compare(session: Session, run_ids: list[int]) -> CompareSet:
-    """The runs of ``run_ids`` with their results and request records."""
+def load_compare(session: Session, run_ids: list[int], costs: CostContext | None = None) -> CompareSet:
+    """The runs of ``run_ids`` with their results and request records, each result with its cost and
+    energy figures (priced by ``costs``)."""
     found = crud.get_runs(session, run_ids=run_ids)
     found_ids = {run.id for run in found}
-    runs = [CompareRun(run=run_view(run), results=profile_views(session, run.id)) for run in found]
+    context = costs or CostContext()
+    runs = [
+        CompareRun(
+            run=run_view(run),
+            results=priced_views(profile_views(session, run.id), run_costs(session, run.id, context)),
+        )
+        for run in found
+    ]
     return CompareSet(runs=runs, missing=[run_id for run_id in run_ids if run_id not in found_ids])
 
 

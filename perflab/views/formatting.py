@@ -32,6 +32,8 @@ def format_metric(metric: Metric, value: float | None) -> str:
         return MISSING
     if metric.unit == "%":
         return f"{value:.1f} %"
+    if metric.group in ("Cost", "Energy") and abs(value) < 1:
+        return f"{value:.3g}"  # $0.0042 per 1M tokens, 0.311 J per token: significant digits
     if metric.unit == "" and float(value).is_integer():
         return str(int(value))
     return format_number(float(value))

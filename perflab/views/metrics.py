@@ -3,7 +3,9 @@
 Result fields follow ``vllm bench serve --save-result`` (``{mean,median,std,pNN}_{ttft,tpot,itl,e2el}_ms``,
 throughputs in tokens or requests per second). Higher throughput, goodput, completed requests and
 success rate are better; lower latency and fewer failed requests are better; counts of tokens, the
-duration and the spread (std) only describe the run and have no better direction.
+duration and the spread (std) only describe the run and have no better direction. Cost per 1M tokens
+and energy per token or request are better lower, tokens per joule higher (added to a result by
+:mod:`perflab.views.cost`; they are not bench fields).
 """
 
 from __future__ import annotations
@@ -45,6 +47,13 @@ _FIXED: tuple[Metric, ...] = (
     Metric("duration", "Benchmark duration", "s", "Requests", None, 13),
     Metric("total_input_tokens", "Total input tokens", "", "Requests", None, 14),
     Metric("total_output_tokens", "Total generated tokens", "", "Requests", None, 15),
+    # Cost and energy (perflab.cost): in the currency of hosts.yaml's prices, from sampled power.
+    Metric("cost_per_mtok_total", "Cost per 1M tokens", "", "Cost", "lower", 20),
+    Metric("cost_per_mtok_output", "Cost per 1M output tokens", "", "Cost", "lower", 21),
+    Metric("output_tokens_per_joule", "Output tokens per joule", "tok/J", "Energy", "higher", 22),
+    Metric("joules_per_output_token", "Energy per output token", "J", "Energy", "lower", 23),
+    Metric("joules_per_request", "Energy per request", "J", "Energy", "lower", 24),
+    Metric("mean_power_w_per_accelerator", "Mean power per accelerator", "W", "Energy", None, 25),
 )
 FIXED_METRICS: dict[str, Metric] = {metric.key: metric for metric in _FIXED}
 LATENCY_GROUP_ORDER = {name: 100 + 100 * position for position, name in enumerate(LATENCY_NAMES)}

@@ -15,7 +15,9 @@ from sqlmodel import Session
 from db import crud
 from db.crud import RunRow
 from perflab.accelerators import node_total
+from perflab.cost.prices import PriceBook
 from perflab.views.formatting import PARTIAL_MARK, host_label, replicas_mark
+from perflab.views.run_costs import COST_COLUMN, COST_SORT, cost_order, page_costs
 from perflab.views.urlstate import MAX_ID
 
 # Source choice shown → (run.source, run.simulated) filter values.
@@ -46,6 +48,7 @@ SORT_CHOICES: dict[str, str] = {
     "P99 TPOT": "p99_tpot_ms",
     "Success rate": "success_rate",
     "Duration": "duration",
+    "Cost per 1M tok": COST_SORT,
 }
 PAGE_SIZES: tuple[int, ...] = (25, 50, 100, 200)
 # What a run is and how fast it was come first, so they fit a 1400 px window beside the sidebar; where
@@ -64,6 +67,7 @@ TABLE_COLUMNS: tuple[str, ...] = (
     "Output tok/s",
     "Mean TTFT (ms)",
     "Mean TPOT (ms)",
+    COST_COLUMN,
     "Host",
     "Accelerator",
     "Label",
@@ -174,11 +178,13 @@ def _table_row(row: RunRow) -> dict[str, object]:
     }
 
 
-def runs_table(rows: list[RunRow]) -> pd.DataFrame:
-    """The runs table of one page, indexed by run id, columns as in :data:`TABLE_COLUMNS`."""
-    frame = pd.DataFrame([_table_row(row) for row in rows], columns=list(TABLE_COLUMNS))
+def runs_table(rows: list[RunRow], costs: dict[int, float | None] | None = None) -> pd.DataFrame:
+    """The runs table of one page, indexed by run id, columns as in :data:`TABLE_COLUMNS` (``costs``:
+    each run's cost per 1M tokens, in the currency of hosts.yaml)."""
+    table_rows = [{**_table_row(row), COST_COLUMN: (costs or {}).get(row.id)} for row in rows]
+    frame = pd.DataFrame(table_rows, columns=list(TABLE_COLUMNS))
     frame.index = pd.Index([row.id for row in rows], name="id")
-    for column in ("Total tok/s", "Output tok/s", "Mean TTFT (ms)", "Mean TPOT (ms)"):
+    for column in ("Total tok/s", "Output tok/s", "Mean TTFT (ms)", "Mean TPOT (ms)", COST_COLUMN):
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
     return frame
 
@@ -191,12 +197,15 @@ def load_run_page(
     descending: bool = True,
     page: int = 1,
     page_size: int = DEFAULT_PAGE_SIZE,
+    prices: PriceBook | None = None,
 ) -> RunListPage:
     """The runs matching ``filters`` on page ``page`` (clamped to the last page; never past
-    ``MAX_ID`` runs, so the offset always fits the database's integers)."""
+    ``MAX_ID`` runs, so the offset always fits the database's integers); ``prices`` price the cost
+    column and sort (none: no costs)."""
     page = min(max(page, 1), MAX_ID // page_size + 1)
+    book = prices or PriceBook()
     source, simulated = SOURCE_CHOICES.get(filters.source, (None, None))
-    query = {
+    matching = {
         "status": _optional(filters.status),
         "host": _optional(filters.host),
         "accelerator": _optional(filters.accelerator),
@@ -204,17 +213,23 @@ def load_run_page(
         "model_text": filters.model_text or None,
         "source": source,
         "simulated": simulated,
-        "sort": SORT_CHOICES.get(sort_label, "created_at"),
-        "descending": descending,
-        "limit": page_size,
     }
-    result = crud.list_runs(session, offset=(page - 1) * page_size, **query)
-    pages = page_count(result.total, page_size)
-    if page > pages:
-        page = pages
-        result = crud.list_runs(session, offset=(page - 1) * page_size, **query)
+    sort = SORT_CHOICES.get(sort_label, "created_at")
+    if sort == COST_SORT:
+        ordered = cost_order(session, book, descending=descending, **matching)
+        pages = page_count(len(ordered), page_size)
+        page = min(max(page, 1), pages)
+        shown = ordered[(page - 1) * page_size : page * page_size]
+        result = crud.RunPage(rows=crud.rows_by_ids(session, shown), total=len(ordered))
+    else:
+        query = {**matching, "sort": sort, "descending": descending, "limit": page_size}
+        result = crud.list_runs(session, offset=(max(page, 1) - 1) * page_size, **query)
+        pages = page_count(result.total, page_size)
+        if page > pages:
+            page = pages
+            result = crud.list_runs(session, offset=(page - 1) * page_size, **query)
     return RunListPage(
-        table=runs_table(result.rows),
+        table=runs_table(result.rows, page_costs(session, book, [row.id for row in result.rows])),
         total=result.total,
         page=max(page, 1),
         pages=pages,

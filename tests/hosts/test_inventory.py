@@ -176,7 +176,7 @@ def test_broken_files(tmp_path: Path) -> None:
     assert problems(tmp_path, "hosts:\n  - name: a\n    address: [unclosed\n")[0].startswith(
         "hosts.yaml:4: not valid YAML"
     )
-    assert "expected a mapping with one key, 'hosts'" in problems(tmp_path, "- name: a\n")[0]
+    assert "expected a mapping of 'hosts' (a list of hosts)" in problems(tmp_path, "- name: a\n")[0]
     assert "'hosts' must be a list" in problems(tmp_path, "hosts: {name: a}\n")[0]
     assert problems(tmp_path, "hosts:\n  - just-a-string\n") == [
         "hosts.yaml:2: host #1 must be a mapping of fields"

@@ -19,6 +19,7 @@ from db.models import Run
 from db.session import get_engine, new_session
 from perflab.accelerators import accelerators_of
 from perflab.importers import import_files
+from perflab.inventory import HOSTS_FILE_ENV
 from perflab.report.from_runs import build_report_from_runs
 from perflab.report.markdown import render_markdown
 from perflab.report.model import Report, relative_change
@@ -215,3 +216,26 @@ def test_seed_000_imports_keep_the_node(db_session: Session, seed_runs: dict[str
     markdown = render_markdown(report)
     assert "(+59.2%)" in markdown and "lower than previous" not in markdown
     assert "Per accelerator (ShareGPT): baseline 474.06 tok/s on 8, optimized 754.80 tok/s on 8 (+59.2%)." in markdown
+def test_imported_write_ups_are_priced_where_a_price_is_known_and_say_energy_not_measured(
+    db_session: Session, seed_runs: dict[str, list[int]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hosts = tmp_path / "hosts.yaml"
+    hosts.write_text("currency: EUR\naccelerator_prices: {A100: 2.0}\nhosts: []\n")
+    monkeypatch.setenv(HOSTS_FILE_ENV, str(hosts))
+    report = _report(db_session, "000", seed_runs["000"])  # seed 000: one node of 8 A100s
+    shared = report.costs[0]
+    assert shared.case == "ShareGPT" and shared.currency == "EUR"
+    baseline_tps = report.comparison[0].baseline.total_tps
+    assert shared.baseline.cost_per_mtok_total == pytest.approx(8 * 2.0 / (baseline_tps * 3600) * 1e6)
+    assert shared.change == pytest.approx(baseline_tps / report.comparison[0].optimized.total_tps - 1)
+    markdown = render_markdown(report)
+    row = next(line for line in markdown.splitlines() if line.startswith("| **ShareGPT** cost"))
+    assert "per 1M tokens<br>energy not measured" in row and "€ per 1M tokens)" in row
+    assert all(record["energy_not_measured"] for record in report.records)
+    unpriced = tmp_path / "unpriced.yaml"
+    unpriced.write_text("accelerator_prices: {H20: 1.0}\nhosts: []\n")
+    monkeypatch.setenv(HOSTS_FILE_ENV, str(unpriced))
+    assert all(row.change is None for row in _report(db_session, "000", seed_runs["000"]).costs)
+    assert "| **ShareGPT** cost | no price<br>energy not measured |" in render_markdown(
+        _report(db_session, "000", seed_runs["000"])
+    )

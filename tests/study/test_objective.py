@@ -9,6 +9,7 @@ import pytest
 
 from perflab.study.loadcurve import analyze, curve_from_results
 from perflab.study.objective import score, success_rate
+from perflab.study.views import shown_value
 
 
 def _point(output: float, ttft: float, tpot: float = 20.0, failed: int = 0) -> dict[str, Any]:
@@ -73,3 +74,25 @@ def test_scores() -> None:
 @pytest.mark.parametrize("field", ["request_throughput", "request_goodput"])
 def test_a_missing_field_has_no_value(field: str) -> None:
     assert score(field, [(None, _point(300, 10))]).value is None
+
+
+def priced_point(point: dict[str, Any]) -> dict[str, Any]:
+    return {**point, "cost_per_mtok": 1 / point["total_token_throughput"]}
+
+
+def test_cost_is_read_at_the_slo_limit_and_lower_is_better_without_slos() -> None:
+    priced = [
+        ({"kind": "request_rate", "value": load}, priced_point(point))
+        for load, point in CURVE
+    ]
+    # the SLO limit is 4 req/s (1140 tok/s): the cost there, not at the cheaper 8 req/s point
+    assert score("cost_per_mtok", priced, slos=SLOS).value == pytest.approx(1 / 1140)
+    assert score("cost_per_mtok", priced).value == pytest.approx(1 / 1200)
+    assert score("cost_per_mtok", priced, slos={"p99_ttft_ms": 1.0}).value is None
+    unpriced = [(point, {**result, "cost_per_mtok": None}) for point, result in priced]
+    assert score("cost_per_mtok", unpriced).value is None
+    assert score("tokens_per_joule", [(None, {"tokens_per_joule": 2.5})]).value == 2.5
+
+
+def test_small_objective_values_keep_significant_digits_in_the_candidates_table() -> None:
+    assert [shown_value(v) for v in (3792.504, 0.004237, None)] == [3792.5, 0.00424, None]

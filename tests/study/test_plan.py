@@ -225,3 +225,19 @@ def test_done_once_baseline_and_winner_runs_have_finished() -> None:
     plan = _plan({BASE: done(100.0), SGLANG: done(120.0, 2)}, stages=one_stage)
     assert plan.status == "done"
     assert plan.may_win == {BASE, SGLANG}
+
+
+def test_a_lower_is_better_objective_keeps_the_cheapest_by_the_minimum_gain() -> None:
+    plan = _plan(
+        {BASE: done(1.00), SGLANG: done(0.62, 2), TRTLLM: done(0.8, 3)}, lower_is_better=True
+    )
+    engine_stage = plan.stages[0]
+    assert engine_stage.winner.label == "SGLang" and engine_stage.winner.note == "-38.0% over Baseline"
+    assert engine_stage.improvement == pytest.approx(-0.38)
+    trt = engine_stage.candidates[2]
+    assert trt.decision == "not_better" and "SGLang is better" in trt.note
+    costlier = _plan({BASE: done(1.0), SGLANG: done(1.2, 2), TRTLLM: done(0.995, 3)}, lower_is_better=True)
+    sglang, trtllm = costlier.stages[0].candidates[1:]
+    assert sglang.note == "+20.0%: higher than previous, skipped"
+    assert trtllm.note == "-0.5%: below the 1% minimum gain, skipped"
+    assert costlier.stages[0].winner is None

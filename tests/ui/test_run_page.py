@@ -11,7 +11,7 @@ from db import crud
 from db import session as db_session
 from db.models import Run
 from tests.fixtures.ui_data import MODEL, SeededDatabase
-from tests.ui.conftest import APP, texts
+from tests.ui.conftest import APP, run_app, texts
 
 RUN_PAGE = "pages/run.py"
 
@@ -219,3 +219,19 @@ def test_open_run_by_id(data_db: SeededDatabase, open_page) -> None:  # type: ig
     assert not app.exception
     assert app.query_params["run"] == str(data_db.runs.failed)
     assert texts(app.title)[0].startswith(f"Run {data_db.runs.failed}")
+
+
+def test_finished_run_shows_its_cost_priced_from_the_hosts_file(
+    data_db: SeededDatabase, app_env, hosts_file  # type: ignore[no-untyped-def]
+) -> None:
+    priced = "    price_per_accelerator_hour: 2.5\n    price_label: example price\n"
+    hosts_file.write_text(hosts_file.read_text() + priced)
+    app_env(data_db.url, hosts_file)
+    app = run_app(RUN_PAGE, {"run": str(data_db.runs.done)})
+    assert not app.exception
+    cards = {metric.label: metric.value for metric in app.metric}
+    assert cards["Cost per 1M tokens"].startswith("$") and cards["Energy"] == "not measured"
+    assert any(
+        text.startswith("Cost: 2 accelerators × $2.50 per hour (example price; host local-sim)")
+        for text in texts(app.caption)
+    )

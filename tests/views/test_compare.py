@@ -11,6 +11,8 @@ import pandas as pd
 import pytest
 
 from db import session as db_session
+from perflab.cost.prices import PriceBook
+from perflab.cost.stored import CostContext
 from perflab.views import compare
 from perflab.views.distributions import cdf_points, latency_values
 from perflab.views.pareto import pareto_front
@@ -128,3 +130,23 @@ def test_cdf_points_and_latency_values() -> None:
     assert list(latency_values(records, "itl")) == [1.0, 2.0, 3.0]
     with pytest.raises(ValueError, match="unknown latency metric"):
         latency_values(records, "speed")
+
+
+
+def test_imported_results_show_cost_from_their_accelerator_price_and_cheaper_is_green(
+    seeded_database: SeededDatabase,
+) -> None:
+    vllm_id, sglang_id = seeded_database.runs.imported[:2]  # seed 000: TP8 on A100s, no power
+    costs = CostContext(PriceBook("USD", by_model={"A100": 2.0}))
+    with db_session.session_scope(db_session.get_engine(seeded_database.url)) as session:
+        pair = compare.load_compare(session, [vllm_id, sglang_id], costs)
+    vllm, sglang = (run.name for run in pair.runs)
+    table = compare.comparison_table(pair, profile=compare.FIRST_RESULT, baseline_id=vllm_id)
+    # 8 A100s at 2.0 per hour over 3792.50 total tok/s
+    assert table.values.at["cost_per_mtok_total", vllm] == pytest.approx(8 * 2.0 / (3792.50 * 3600) * 1e6)
+    cheaper = (3792.50 / 4635.31 - 1) * 100
+    assert table.changes.at["cost_per_mtok_total", sglang] == pytest.approx(cheaper, abs=0.01)
+    assert table.verdicts.at["cost_per_mtok_total", sglang] == "better"
+    assert "output_tokens_per_joule" not in table.values.index  # write-ups carry no power
+    assert "Cost per 1M tokens" in compare.comparison_markdown(table)
+    assert "cost_per_mtok_total" in compare.comparison_csv(table)

@@ -3,13 +3,17 @@ paging with clamping, and the table's cells."""
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 
+import pytest
 from sqlmodel import Session
 
 from db import crud
 from db.models import utcnow
 from perflab.engines import EngineConfig
+from perflab.cost.prices import PriceBook
+from perflab.views.run_costs import COST_COLUMN
 from perflab.views.run_list import RunFilters, load_run_page, page_count
 
 RESULT = {
@@ -114,3 +118,26 @@ def test_paging_clamps_to_the_last_page(db_session: Session) -> None:
     assert RunFilters(engine=("mindie",)).active and RunFilters(source="imported").active
     assert not RunFilters().active and not RunFilters(model_text="  ").active
     assert [page_count(total, 50) for total in (0, 1, 50, 51, 10_000)] == [1, 1, 1, 2, 200]
+
+
+def test_cost_column_and_sort_from_the_price_book(db_session: Session) -> None:
+    ids = make_runs(db_session)
+    prices = PriceBook("USD", by_host={"local-sim": (2.5, "example price")}, by_model={"A100": 1.0})
+    cheapest = load_run_page(
+        db_session, RunFilters(), sort_label="Cost per 1M tok", descending=False, prices=prices
+    )
+    # sim-a: 2 GPUs × 2.5 / 1000 tok/s; sim-b: 2 × 2.5 / 3000; real: 1 A100 × 1.0 / 2000; imported: none
+    assert cheapest.run_ids == [ids["real"], ids["sim-b"], ids["sim-a"], ids["imported"]]
+    costs = cheapest.table[COST_COLUMN]
+    assert costs[ids["sim-a"]] == pytest.approx(5 / (1000 * 3600) * 1e6)
+    assert costs[ids["real"]] == pytest.approx(1 / (2000 * 3600) * 1e6)
+    assert math.isnan(costs[ids["imported"]])
+    dearest = load_run_page(db_session, RunFilters(), sort_label="Cost per 1M tok", prices=prices)
+    assert dearest.run_ids == [ids["sim-a"], ids["sim-b"], ids["real"], ids["imported"]]
+    paged = load_run_page(
+        db_session, RunFilters(), sort_label="Cost per 1M tok", prices=prices, page=9, page_size=3
+    )
+    assert (paged.page, paged.total, paged.run_ids) == (2, 4, [ids["imported"]])
+    on_sim = RunFilters(source="perflab · simulated hosts")
+    simulated = load_run_page(db_session, on_sim, sort_label="Cost per 1M tok", prices=prices)
+    assert simulated.run_ids == [ids["sim-a"], ids["sim-b"]]

@@ -1,0 +1,86 @@
+"""A study whose objective is cost per 1M tokens, on the simulator: it keeps the cheapest configuration
+that meets its SLOs, priced at each curve's SLO limit, and its report carries cost rows (markdown, CSV,
+JSON). The simulator samples no power here, so every result says its energy was not measured."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from db.session import new_session
+from perflab.inventory import HOSTS_FILE_ENV
+from perflab.report.export import results_csv, results_json
+from perflab.report.from_study import study_report
+from perflab.report.markdown import render_markdown
+from perflab.study.progress import load_progress
+from tests.fixtures.runs import SimHostFactory, write_hosts_file
+from tests.fixtures.study_data import run_study
+from tests.study.test_load_curve_study import SPEC as LOAD_CURVE_SPEC
+from tests.study.test_load_curve_study import STARTUP_SCALE, TIME_SCALE
+
+PRICE = 2.5
+SPEC = LOAD_CURVE_SPEC.replace("name: load within SLO", "name: cheapest within SLO").replace(
+    "objective: max_load_within_slo", "objective: cost_per_mtok"
+)
+
+
+def test_cost_study_recommends_the_cheapest_configuration_within_its_slos(
+    runs_db: Engine, sim_host: SimHostFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    host = sim_host(
+        "cost-sim",
+        kind="local",
+        count=1,
+        time_scale=TIME_SCALE,
+        startup_scale=STARTUP_SCALE,
+        price_per_accelerator_hour=PRICE,
+        price_label="example price",
+    )
+    hosts_file = write_hosts_file(tmp_path / "hosts.yaml", [host])
+    monkeypatch.setenv(HOSTS_FILE_ENV, str(hosts_file))
+    study = run_study(runs_db, SPEC.format(host=host.name), hosts_file)
+
+    assert study.status == "done", study.state
+    with new_session(runs_db) as session:
+        progress = load_progress(session, study_id=study.id)
+        report = study_report(session, study_id=study.id)
+    plan = progress.plan
+    expected = {}
+    for candidate in (plan.baseline, plan.stages[0].candidates[0]):
+        outcome = progress.outcome(candidate)
+        limit = outcome.score.curve.slo_limit
+        at_limit = next(r for r in outcome.results if r.sweep_point["value"] == limit.load)
+        # one accelerator at 2.5 per hour over the tokens of an hour at the SLO limit's throughput
+        expected[candidate.label] = PRICE / (at_limit.total_token_throughput * 3600) * 1e6
+        assert candidate.value == pytest.approx(expected[candidate.label])
+        # the runner placed each result's benchmark window on the samples' clock, as long as it ran
+        for result in outcome.results:
+            start, end = result.result["sample_window_s"]
+            assert 0 <= start < end and end - start == pytest.approx(result.duration, abs=0.01)
+    assert plan.stages[0].winner.label == "max_num_seqs=16"
+    assert plan.best.value < plan.baseline.value
+    assert "--max-num-seqs 16" in report.recommended_command
+
+    [row] = report.costs
+    assert row.at == "p99_ttft_ms ≤ 500, mean_tpot_ms ≤ 25"
+    assert row.change == pytest.approx(expected["max_num_seqs=16"] / expected["Baseline"] - 1)
+    markdown = render_markdown(report)
+    assert "Minimize Cost per 1M tokens." in markdown
+    lines = markdown.splitlines()
+    cost_line = next(line for line in lines if line.startswith("| **Concurrency sweep** cost"))
+    assert f"{row.change * 100:+.1f}% $ per 1M tokens" in cost_line and "lightgreen" in cost_line
+    assert "(example price) per 1M tokens" in cost_line and "energy not measured" in cost_line
+    assert "| Optimization Option | Cost Change |" in markdown
+
+    records = list(csv.DictReader(io.StringIO(results_csv(report))))
+    assert {record["currency"] for record in records} == {"USD"}
+    # the runs sampled their GPU's load, not its power
+    not_measured = {record["energy_not_measured"] for record in records}
+    assert not_measured == {"GPU 0: no energy counter or power samples"}
+    payload = json.loads(results_json(report))
+    assert payload["costs"][0]["optimized_cost_per_mtok"] == pytest.approx(expected["max_num_seqs=16"])
