@@ -40,10 +40,13 @@ def per_accelerator(value: float | None, run: Run) -> float | None:
     return value / count
 
 
-def node_total(result: Mapping[str, Any], *, replicas: int, imported: bool) -> float | None:
-    """A result's Total tok/s for the whole node: perflab's results are node totals already; a block
-    imported from a write-up measured one replica (unless it says ``replicas``), so it is × replicas."""
-    value = result.get("total_token_throughput")
+def node_total(
+    result: Mapping[str, Any], *, replicas: int, imported: bool, metric: str = "total_token_throughput"
+) -> float | None:
+    """A result's throughput ``metric`` (tok/s) for the whole node: perflab's results are node totals
+    already; a block imported from a write-up measured one replica (unless it says ``replicas``), so
+    it is × replicas."""
+    value = result.get(metric)
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return None
     return float(value) * (replicas if imported and "replicas" not in result else 1)

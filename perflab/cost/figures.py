@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from db.models import Run, RunSample
-from perflab.accelerators import accelerators_of
+from perflab.accelerators import accelerators_of, node_total
 from perflab.cost.energy import Energy, NotMeasured, window_energy
 from perflab.cost.prices import Price, PriceBook
 
@@ -126,11 +126,15 @@ def cost_figures(
     price = prices.price_of(run)
     accelerators = accelerators_of(run)
     energy = result_energy(run, result, samples)
+    node = {"replicas": run.replicas, "imported": run.source == "imported"}
     figures = CostFigures(
         price=price,
         accelerators=accelerators,
-        cost_per_mtok_output=cost_per_mtok(result.get("output_throughput"), accelerators, price),
-        cost_per_mtok_total=cost_per_mtok(result.get("total_token_throughput"), accelerators, price),
+        # the node's throughput, bought by all its accelerators (an imported block measured one replica)
+        cost_per_mtok_output=cost_per_mtok(
+            node_total(result, metric="output_throughput", **node), accelerators, price
+        ),
+        cost_per_mtok_total=cost_per_mtok(node_total(result, **node), accelerators, price),
         energy=energy,
     )
     if isinstance(energy, NotMeasured) or energy.joules <= 0:
