@@ -28,7 +28,16 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def home_dir() -> Path:
+    """Where perflab keeps ``var/`` and finds ``hosts.yaml``: the source checkout it runs from, else (a
+    copy installed with ``pip install .``) the directory it was started in."""
+    checkout = Path(__file__).resolve().parents[1]
+    return checkout if (checkout / "app.py").is_file() else Path.cwd()
+
+
+REPO_ROOT = home_dir()
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 ALEMBIC_INI = Path(__file__).resolve().parent / "alembic.ini"
 ENV_VAR = "PERFLAB_DATABASE_URL"
@@ -43,7 +52,7 @@ _engines_lock = threading.Lock()
 
 
 def default_database_url() -> str:
-    """The SQLite file of the repository, ``var/perflab.db`` (``var/`` is created)."""
+    """The SQLite file ``var/perflab.db`` under :data:`REPO_ROOT` (``var/`` is created)."""
     var_dir = REPO_ROOT / "var"
     var_dir.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{var_dir / 'perflab.db'}"
