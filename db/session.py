@@ -19,7 +19,7 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import sqlalchemy as sa
@@ -83,6 +83,26 @@ def describe(url: str | URL | None = None) -> str:
     if parsed.get_backend_name() == "sqlite":
         return f"SQLite {parsed.database or ':memory:'}"
     return parsed.render_as_string(hide_password=True)
+
+
+# Backend names as SQLAlchemy spells them → as people do.
+BACKEND_NAMES: dict[str, str] = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
+
+
+def public_name(url: str | URL | None = None) -> str:
+    """The database kind and name only (``SQLite · perflab.db``, ``PostgreSQL · perflab``): what
+    every viewer of the app may see, with no server path, host, user or password."""
+    text = normalize_url(url) if url is not None else database_url()
+    try:
+        parsed = make_url(text)
+    except sa.exc.ArgumentError:
+        return "invalid database URL"
+    backend = parsed.get_backend_name()
+    kind = BACKEND_NAMES.get(backend, backend)
+    if backend == "sqlite" and parsed.database in (None, "", ":memory:"):
+        return f"{kind} · in memory"
+    name = PurePath(parsed.database).name if backend == "sqlite" and parsed.database else parsed.database
+    return f"{kind} · {name}" if name else kind
 
 
 def is_sqlite(bind: Engine | Connection | Session) -> bool:

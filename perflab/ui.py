@@ -517,7 +517,7 @@ def _live_status(app_worker: bool) -> None:
     """The status lines, redrawn every few seconds so a run that starts or ends shows without a click."""
     with session() as opened:
         summary = status.app_status(
-            opened, database=db_session.describe(), stale_after_s=settings.worker_stale_s()
+            opened, database=db_session.public_name(), stale_after_s=settings.worker_stale_s()
         )
     st.caption(f"Database: {summary.database}")
     if not app_worker:

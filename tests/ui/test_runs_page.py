@@ -3,6 +3,8 @@ selection → compare, and importing results with per-file errors."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from db import session as db_session
 from tests.fixtures.ui_data import IMPORT_FILES, SEED_FILES, SeededDatabase
 from tests.ui.conftest import texts
@@ -17,7 +19,11 @@ def test_empty_database_says_how_to_start(empty_db: str, open_page) -> None:  # 
     assert any("No runs yet" in text for text in texts(app.info))
     assert not app.dataframe
     sidebar = " ".join(texts(app.sidebar.caption))
-    assert f"Database: {db_session.describe(empty_db)}" in sidebar
+    assert f"Database: {db_session.public_name(empty_db)}" in sidebar
+    # Every viewer sees the sidebar: the database's kind and name, never where it lives on the server.
+    database_file = empty_db.removeprefix("sqlite:///")
+    assert "Database: SQLite · " in sidebar and database_file not in sidebar
+    assert str(Path(database_file).parent) not in sidebar
     assert "Queued runs: 0 · in flight: 0" in sidebar
     assert any("No worker running" in text for text in texts(app.sidebar.warning))
 
