@@ -61,7 +61,10 @@ query = {name: value for name, value in st.query_params.items() if name in run_l
 if query != st.session_state.get(LAST_QUERY_KEY):
     for key in run_list.QUERY_KEYS.values():
         st.session_state.pop(key, None)
-    st.session_state.update(run_list.widget_state_from_query(query, choices))
+    reading = run_list.read_query(query, choices)
+    st.session_state.update(reading.state)
+    for problem in reading.problems:
+        st.info(problem, icon=":material/link_off:")
 
 status_col, host_col, accelerator_col, engine_col, model_col, source_col = st.columns(
     [1.1, 1.2, 1.3, 1.3, 1.2, 1.2]

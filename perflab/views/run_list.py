@@ -83,6 +83,8 @@ QUERY_KEYS: dict[str, str] = {
 MULTI_VALUED = ("status", "host", "accelerator", "engine")
 ORDERS = ("descending", "ascending")
 DEFAULT_PAGE_SIZE = PAGE_SIZES[1]
+# How many accepted values a "not understood" sentence lists.
+MAX_LISTED = 8
 
 
 @dataclass(frozen=True)
@@ -217,28 +219,62 @@ def _split(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def widget_state_from_query(params: dict[str, str], choices: dict[str, list[str]]) -> dict[str, object]:
-    """Widget values for the page's filters from its query parameters; values no widget can show
-    (an unknown engine, a page that is not a number) are left out."""
+@dataclass(frozen=True)
+class QueryReading:
+    """The widget values a runs-page address sets, and a sentence per value in it that was not understood."""
+
+    state: dict[str, object]
+    problems: list[str]
+
+
+def _known(options: list[str]) -> str:
+    """``known: a, b, c`` (the first few), or that no run has any."""
+    if not options:
+        return "no run has one"
+    more = ", …" if len(options) > MAX_LISTED else ""
+    return "known: " + ", ".join(options[:MAX_LISTED]) + more
+
+
+def _not_understood(name: str, value: str, expected: str) -> str:
+    """``'bogus' in ?sort= was not understood (known: Created, …); it is ignored.``"""
+    shown = value.encode("unicode_escape").decode("ascii")
+    return f"'{shown}' in ?{name}= was not understood ({expected}); it is ignored."
+
+
+def read_query(params: dict[str, str], choices: dict[str, list[str]]) -> QueryReading:
+    """Widget values for the page's filters from its query parameters; a value no widget can show (an
+    unknown engine, a page that is not a number) is left out, with a sentence saying so."""
     state: dict[str, object] = {}
+    problems: list[str] = []
     for name in MULTI_VALUED:
         if name in params:
-            state[QUERY_KEYS[name]] = [
-                value for value in _split(params[name]) if value in choices.get(name, [])
-            ]
+            known = choices.get(name, [])
+            values = _split(params[name])
+            state[QUERY_KEYS[name]] = [value for value in values if value in known]
+            problems += [_not_understood(name, value, _known(known)) for value in values if value not in known]
     if "model" in params:
         state[QUERY_KEYS["model"]] = params["model"]
     pickers = {"source": list(SOURCE_CHOICES), "sort": list(SORT_CHOICES), "order": list(ORDERS)}
     for name, options in pickers.items():
-        if params.get(name) in options:
+        if name not in params:
+            continue
+        if params[name] in options:
             state[QUERY_KEYS[name]] = params[name]
-    size = params.get("size", "")
-    if size.isdigit() and int(size) in PAGE_SIZES:
-        state[QUERY_KEYS["size"]] = int(size)
-    page = params.get("page", "")
-    if page.isdigit() and int(page) >= 1:
-        state[QUERY_KEYS["page"]] = int(page)
-    return state
+        else:
+            problems.append(_not_understood(name, params[name], _known(options)))
+    size = params.get("size")
+    if size is not None:
+        if size.isdigit() and int(size) in PAGE_SIZES:
+            state[QUERY_KEYS["size"]] = int(size)
+        else:
+            problems.append(_not_understood("size", size, _known([str(option) for option in PAGE_SIZES])))
+    page = params.get("page")
+    if page is not None:
+        if page.isascii() and page.isdigit() and int(page) >= 1:
+            state[QUERY_KEYS["page"]] = int(page)
+        else:
+            problems.append(_not_understood("page", page, "pages are numbered from 1"))
+    return QueryReading(state, problems)
 
 
 def query_from_view(

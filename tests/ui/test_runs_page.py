@@ -122,6 +122,23 @@ def test_filters_are_in_the_address(data_db: SeededDatabase, open_page) -> None:
     assert shared.selectbox(key="runs_sort").value == "Total tok/s"
     assert set(shared.dataframe[0].value["Engine"]) == {"sglang"}
     assert dict(shared.query_params) == {"engine": "sglang", "sort": "Total tok/s"}
+    assert texts(shared.info) == [
+        "'nope' in ?engine= was not understood (known: mindie, sglang, trtllm, vllm); it is ignored.",
+        "'x' in ?page= was not understood (pages are numbered from 1); it is ignored.",
+    ]
+
+
+def test_an_address_it_does_not_understand_says_so(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
+    app = open_page(data_db.url, "pages/runs.py", {"sort": "bogus", "engine": "nope", "size": "7"})
+    assert not app.exception
+    problems = texts(app.info)
+    assert problems[0] == "'nope' in ?engine= was not understood (known: mindie, sglang, trtllm, vllm); it is ignored."
+    assert problems[1].startswith("'bogus' in ?sort= was not understood (known: Created, Finished, Run id,")
+    assert problems[2] == "'7' in ?size= was not understood (known: 25, 50, 100, 200); it is ignored."
+    # Every run is listed, as without the parameters, and the address keeps only what was understood.
+    assert len(app.dataframe[0].value) == 50 and dict(app.query_params) == {}
+    app.selectbox(key="runs_order").select("ascending").run()
+    assert not app.info
 
 
 def test_import_reports_each_bad_file_and_keeps_the_good_ones(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]
