@@ -10,7 +10,7 @@ from sqlmodel import Session
 
 from db import crud
 from db.models import Dataset
-from perflab.datasets import SUFFIX_BY_FORMAT, DatasetUploadError, parse_upload
+from perflab.datasets import DatasetUploadError, dataset_file_name, parse_upload
 from perflab.hub.catalog import STAND_INS
 from perflab.hub.client import HubFile, cached
 from perflab.hub.sample import SAMPLE_CONVERSATIONS
@@ -50,7 +50,7 @@ def dataset_choice_label(dataset: Dataset) -> str:
 def preview_frame(dataset: Dataset, limit: int = PREVIEW_ROWS) -> pd.DataFrame:
     """The first prompts of a stored dataset with their output lengths and token counts."""
     try:
-        parsed = parse_upload(f"{dataset.name}{SUFFIX_BY_FORMAT[dataset.format]}", dataset.content)
+        parsed = parse_upload(dataset_file_name(dataset), dataset.content)
     except DatasetUploadError as error:
         return pd.DataFrame({"Problem": [str(error)]})
     lengths = dataset.prompt_token_lengths or parsed.token_lengths

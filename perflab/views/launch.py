@@ -20,6 +20,7 @@ from db import crud
 from db.models import Dataset, Run
 from perflab.containers.image import presets_for
 from perflab.dataset_dirs import DatasetNotDeclared
+from perflab.datasets import dataset_file_name
 from perflab.engines import EngineConfig, get_adapter
 from perflab.engines.flags import format_value, parse_json_object
 from perflab.inventory import HostConfig
@@ -246,8 +247,9 @@ def reuse_note(num_prompts: int, dataset_prompts: int | None) -> str | None:
 
 
 def dataset_names(datasets: Sequence[Dataset]) -> dict[str, str]:
-    """Stored datasets' names by content hash (how custom profiles refer to them)."""
-    return {dataset.content_hash: dataset.name for dataset in datasets}
+    """Stored datasets' file names (``my-prompts.jsonl``) by content hash (how custom profiles refer to
+    them)."""
+    return {dataset.content_hash: dataset_file_name(dataset) for dataset in datasets}
 
 
 def profiles_frame(
