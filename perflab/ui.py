@@ -348,6 +348,18 @@ def dataset_preview(dataset_id: int, content_hash: str) -> pd.DataFrame | None:
     return _dataset_preview(database_url(), dataset_id, content_hash)
 
 
+@st.cache_data(show_spinner=False, max_entries=8)
+def _output_length_counts(url: str, dataset_id: int, content_hash: str) -> tuple[int, int]:
+    with db_session.session_scope(_engine_for(url)) as opened:
+        return datasets.load_output_length_counts(opened, dataset_id)
+
+
+def dataset_output_length_counts(dataset_id: int, content_hash: str) -> tuple[int, int]:
+    """How many prompts of a stored dataset carry their own output length, of how many (read once
+    per content)."""
+    return _output_length_counts(database_url(), dataset_id, content_hash)
+
+
 def clear_cached_reads() -> None:
     """Forget every cached read (call after the app wrote to the database)."""
     st.cache_data.clear()
