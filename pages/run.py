@@ -31,13 +31,14 @@ if run_id is None:
         st.rerun()
     st.stop()
 
-detail = ui.load_run_detail(run_id)
-if detail is None:
+loaded = ui.load_run_detail(run_id)
+if loaded is None:
     heading.title("Run")
     st.warning(f"Run {run_id} does not exist (it may have been deleted). Pick a run on the Runs page.")
     st.page_link("pages/runs.py", label="All runs", icon=":material/list:")
     st.stop()
 
+detail = loaded.detail
 run = detail.run
 heading.title(run.title)
 facts = [
@@ -143,11 +144,12 @@ def draw_profile(profile: run_detail.ProfileView) -> None:
     other_notes = [note for note in profile.notes if not used_sample([note])]
     if other_notes:
         st.caption("Benchmark notes: " + "; ".join(other_notes))
-    timeline = profile.timeline
-    if not timeline.empty:
+    if not profile.timeline.empty:
         st.subheader("Throughput and requests in flight")
-        ui.chart(
-            run_charts.throughput_timeline(timeline),
+        ui.run_chart(
+            loaded,
+            "throughput",
+            profile_id=profile.id,
             key=f"timeline_{profile.id}",
             file_name=f"run-{run.id}-{profile.name}-throughput.png",
         )
@@ -161,26 +163,24 @@ def draw_profile(profile: run_detail.ProfileView) -> None:
         format_func=distributions.metric_label,
         key=f"run_latency_metric_{profile.id}",
     )
-    values = distributions.latency_values(profile.records, metric)
-    if values.size == 0:
+    if not distributions.has_values(profile.records, metric):
         st.caption("No successful request has this metric.")
     else:
-        histogram_col, cdf_col = st.columns(2)
-        with histogram_col:
-            ui.chart(
-                run_charts.latency_histogram(values, metric),
-                key=f"hist_{profile.id}",
-                file_name=f"run-{run.id}-{profile.name}-{metric}-histogram.png",
-            )
-        with cdf_col:
-            ui.chart(
-                run_charts.latency_cdf(values, metric),
-                key=f"cdf_{profile.id}",
-                file_name=f"run-{run.id}-{profile.name}-{metric}-cdf.png",
-            )
+        for column, chart in zip(st.columns(2), ("histogram", "cdf"), strict=True):
+            with column:
+                ui.run_chart(
+                    loaded,
+                    chart,
+                    profile_id=profile.id,
+                    metric=metric,
+                    key=f"{chart}_{profile.id}",
+                    file_name=f"run-{run.id}-{profile.name}-{metric}-{chart}.png",
+                )
     st.subheader("Input length vs TTFT per request")
-    ui.chart(
-        run_charts.ttft_scatter(profile.records),
+    ui.run_chart(
+        loaded,
+        "scatter",
+        profile_id=profile.id,
         key=f"scatter_{profile.id}",
         file_name=f"run-{run.id}-{profile.name}-ttft-scatter.png",
     )
@@ -206,12 +206,10 @@ if run_charts.has_samples(detail.samples) and not (
     )
 if run_charts.has_engine_samples(detail.samples):
     st.subheader("Engine queue and KV-cache")
-    ui.chart(run_charts.engine_timeline(detail.samples), key="engine", file_name=f"run-{run.id}-engine.png")
+    ui.run_chart(loaded, "engine", key="engine", file_name=f"run-{run.id}-engine.png")
 if run_charts.has_accelerator_samples(detail.samples):
     st.subheader("Accelerator utilisation")
-    ui.chart(
-        run_charts.accelerator_timeline(detail.samples), key="gpu", file_name=f"run-{run.id}-accelerators.png"
-    )
+    ui.run_chart(loaded, "accelerators", key="gpu", file_name=f"run-{run.id}-accelerators.png")
 
 st.header("Commands")
 if run.serve_commands:

@@ -33,6 +33,7 @@ from streamlit.runtime.pages_manager import PagesManager
 
 from db import session as db_session
 from perflab import auth, redact, settings
+from perflab.charts import run_page as run_page_charts
 from perflab.charts.export import chart_png
 from perflab.hub.client import HubError, hub_endpoint
 from perflab.hub.downloads import Downloads
@@ -303,13 +304,47 @@ def _run_detail(url: str, run_id: int, version: str) -> run_detail.RunDetail | N
         return run_detail.load_run_detail(opened, run_id)
 
 
-def load_run_detail(run_id: int) -> run_detail.RunDetail | None:
-    """The run page's data, cached until the run changes (status, heartbeat, results, samples)."""
+class LoadedRun(NamedTuple):
+    """The run page's data and the version it was read at (the key of its cached charts)."""
+
+    detail: run_detail.RunDetail
+    version: str
+
+
+def load_run_detail(run_id: int) -> LoadedRun | None:
+    """The run page's data, cached until the run changes (status, heartbeat, finish, results,
+    samples): a finished run is read once."""
     with session() as opened:
         version = run_detail.run_version(opened, run_id)
     if version is None:
         return None
-    return _run_detail(database_url(), run_id, version)
+    detail = _run_detail(database_url(), run_id, version)
+    return None if detail is None else LoadedRun(detail, version)
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def _run_chart_spec(
+    url: str, run_id: int, version: str, chart: str, profile_id: int | None, metric: str | None
+) -> dict[str, Any] | None:
+    detail = _run_detail(url, run_id, version)
+    if detail is None:
+        return None
+    return run_page_charts.chart_spec(detail, chart, profile_id=profile_id, metric=metric)
+
+
+def run_chart(
+    loaded: LoadedRun,
+    chart: str,
+    *,
+    key: str,
+    file_name: str,
+    profile_id: int | None = None,
+    metric: str | None = None,
+) -> None:
+    """One of the run page's charts (:mod:`perflab.charts.run_page`), built once per run version."""
+    spec = _run_chart_spec(database_url(), loaded.detail.run.id, loaded.version, chart, profile_id, metric)
+    if spec is not None:
+        draw_spec(spec, key=key, file_name=file_name)
 
 
 @st.cache_data(show_spinner=False, ttl=FILTER_CHOICES_TTL_S, max_entries=8)
@@ -513,6 +548,12 @@ def chart(figure: alt.TopLevelMixin, *, key: str, file_name: str) -> None:
     """Draw an Altair chart with a "Download PNG" button below it (rendered when clicked)."""
     st.altair_chart(figure, width="stretch")
     download(Download("Download PNG", lambda: chart_png(figure), file_name, f"png_{key}"))
+
+
+def draw_spec(spec: dict[str, Any], *, key: str, file_name: str) -> None:
+    """Draw a Vega-Lite spec with a "Download PNG" button below it (rendered when clicked)."""
+    st.vega_lite_chart(spec, width="stretch")
+    download(Download("Download PNG", lambda: chart_png(spec), file_name, f"png_{key}"))
 
 
 def inventory_or_stop() -> Inventory:
