@@ -10,6 +10,7 @@ import streamlit as st
 from perflab import ui
 from perflab.charts import compare as compare_charts
 from perflab.views import compare, distributions, urlstate
+from perflab.views.formatting import MISSING
 from perflab.views.metrics import metric_for, metric_heading
 
 ui.ensure_app_shell()
@@ -68,7 +69,14 @@ st.subheader("Metrics")
 if not table.metrics:
     st.info("None of these runs has a result for this profile yet.")
 else:
-    st.dataframe(compare.styled(table), key="compare_table", height=ui.table_height(len(table.metrics)))
+    shown = compare.styled(table)
+    st.dataframe(
+        shown,
+        key="compare_table",
+        height=ui.table_height(len(table.metrics)),
+        column_config=ui.fitted_columns(shown.data),
+        placeholder=MISSING,
+    )
     ui.download_row(
         ui.Download(
             "Download CSV",

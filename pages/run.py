@@ -227,7 +227,15 @@ else:
 if run.bench_commands:
     st.caption("Benchmark command" + ("s" if len(run.bench_commands) > 1 else ""))
     for command in run.bench_commands:
-        st.code(command, language="bash")
+        st.code(command, language="bash", wrap_lines=True)
+if detail.vllm_bench_commands:
+    st.caption(
+        "The same requests as `vllm bench serve`"
+        + (" (one command per profile)" if len(detail.vllm_bench_commands) > 1 else "")
+        + ": runs unchanged under `perflab bench` too."
+    )
+    for command in detail.vllm_bench_commands:
+        st.code(command, language="bash", wrap_lines=True)
 
 with st.expander("Environment snapshot"):
     if run.environment:

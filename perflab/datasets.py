@@ -165,10 +165,10 @@ def store_dataset(
     return dataset, not known
 
 
-def dataset_file_name(dataset: Dataset) -> str:
-    """The dataset's name as a file: ``my-prompts.jsonl`` (its format's suffix added when missing)."""
-    suffix = SUFFIX_BY_FORMAT.get(dataset.format, "")
-    return dataset.name if dataset.name.lower().endswith(suffix) else dataset.name + suffix
+def dataset_file_name(name: str, fmt: str) -> str:
+    """A stored dataset's name as a file: ``my-prompts.jsonl`` (its format's suffix added when missing)."""
+    suffix = SUFFIX_BY_FORMAT.get(fmt, "")
+    return name if name.lower().endswith(suffix) else name + suffix
 
 
 def profile_dataset(dataset: Dataset) -> dict[str, str]:

@@ -42,6 +42,11 @@ from perflab.views import compare, datasets, run_detail, run_list, status, urlst
 from perflab.views.run_list import run_link
 
 TABLE_ROW_PX = 35
+# Widths of :func:`fitted_columns`: pixels per character of the table font, padding, bounds.
+CHAR_PX = 8
+CELL_PADDING_PX = 24
+MIN_FITTED_PX = 100
+MAX_FITTED_PX = 360
 SIDEBAR_REFRESH_S = 3.0
 # Distinct hosts/engines/models change rarely; runs the worker adds show up within this time.
 FILTER_CHOICES_TTL_S = 60
@@ -64,10 +69,20 @@ STATUS_ICONS: dict[str, str] = {
 _IN_SHELL: ContextVar[bool] = ContextVar("perflab_in_shell", default=False)
 
 
+# Markdown tables wider than the page (the Compare page's runs beside the sidebar at 1024 px) scroll
+# sideways inside it instead of running off its edge.
+LAYOUT_CSS = """
+<style>
+  [data-testid="stMarkdownContainer"] table { display: block; max-width: 100%; overflow-x: auto; }
+</style>
+"""
+
+
 def app_shell() -> None:
     """What surrounds every page: the wide layout, the access check (nothing starts when it fails),
     the migrated database, the in-app worker (once per server process), the sidebar status and login."""
     st.set_page_config(page_title="perflab", page_icon=":material/speed:", layout="wide")
+    st.html(LAYOUT_CSS)
     access = access_gate()
     redact.install_log_redaction()
     settings_or_stop()
@@ -452,7 +467,8 @@ COPY_BUTTON_HTML = """
     border: 1px solid rgba(49, 51, 63, 0.2); border-radius: 0.5rem; background: inherit; color: inherit;
   }}
   .perflab-copy button:hover {{ border-color: #ff4b4b; color: #ff4b4b; }}
-  .perflab-copy span {{ margin-left: 0.5rem; font-size: 0.85rem; opacity: 0.75; }}
+  .perflab-copy {{ display: flex; align-items: center; gap: 0.5rem; white-space: nowrap; }}
+  .perflab-copy span {{ font-size: 0.85rem; opacity: 0.75; overflow: hidden; text-overflow: ellipsis; }}
 </style>
 <div class="perflab-copy">
   <button type="button" id="{element_id}" data-link="{link}" title="{link}">Copy link</button>
@@ -484,13 +500,15 @@ COPY_BUTTON_HTML = """
       }} else {{
         fallback(link);
       }}
-      note.textContent = "Copied " + link;
+      note.textContent = "Link copied";
     }} catch (error) {{
       try {{
         fallback(link);
-        note.textContent = "Copied " + link;
+        note.textContent = "Link copied";
       }} catch (again) {{
-        note.textContent = "Copy this link: " + link;
+        note.textContent = link;
+        note.style.whiteSpace = "normal";
+        note.style.userSelect = "all";
       }}
     }}
   }});
@@ -501,7 +519,9 @@ COPY_BUTTON_HTML = """
 
 def copy_link_button(link: str, *, key: str) -> None:
     """A "Copy link" button that puts ``link`` on the clipboard in the browser (the Clipboard API, or
-    a selected text copy where the page is not a secure context) and says what it copied."""
+    a selected text copy where the page is not a secure context) and says "Link copied" beside it on
+    one line (the link is the button's tooltip); where the browser refuses both, the link itself is
+    shown, selected on a click, to copy by hand."""
     st.html(
         COPY_BUTTON_HTML.format(element_id=f"perflab-copy-{key}", link=html.escape(link, quote=True)),
         unsafe_allow_javascript=True,
@@ -531,6 +551,17 @@ def download(item: Download, *, place: Any = st) -> None:
     place.download_button(
         item.label, data=item.make, file_name=item.file_name, mime=mime, key=item.key, on_click="ignore"
     )
+
+
+def fitted_columns(frame: pd.DataFrame) -> dict[str, Any]:
+    """Column config giving each text column of ``frame`` the width of its longest cell (within
+    bounds), so that a cell like ``18124.35 (+21.3%)`` shows whole."""
+    config: dict[str, Any] = {}
+    for column in frame.columns:
+        longest = max((len(str(value)) for value in frame[column]), default=0)
+        width = min(MAX_FITTED_PX, max(MIN_FITTED_PX, CELL_PADDING_PX + CHAR_PX * longest))
+        config[str(column)] = st.column_config.TextColumn(width=width)
+    return config
 
 
 def table_height(rows: int) -> int:

@@ -112,7 +112,7 @@ def dataset_files(
         from perflab.datasets import dataset_file_name
 
         dataset, content = stored
-        file_name = PurePath(dataset_file_name(dataset))
+        file_name = PurePath(dataset_file_name(dataset.name, dataset.format))
         stem = _UNSAFE.sub("_", file_name.stem) or "dataset"
         path = directory / f"{stem}-{dataset.id}{file_name.suffix}"
         path.write_bytes(content)

@@ -51,7 +51,7 @@ def dataset_choice_label(dataset: Dataset) -> str:
 def preview_frame(dataset: Dataset, limit: int = PREVIEW_ROWS) -> pd.DataFrame:
     """The first prompts of a stored dataset with their output lengths and token counts."""
     try:
-        parsed = parse_upload(dataset_file_name(dataset), dataset.content)
+        parsed = parse_upload(dataset_file_name(dataset.name, dataset.format), dataset.content)
     except DatasetUploadError as error:
         return pd.DataFrame({"Problem": [str(error)]})
     lengths = dataset.prompt_token_lengths or parsed.token_lengths
@@ -71,7 +71,7 @@ def preview_frame(dataset: Dataset, limit: int = PREVIEW_ROWS) -> pd.DataFrame:
 def output_length_counts(dataset: Dataset) -> tuple[int, int]:
     """How many of a stored dataset's prompts carry their own output length, and how many it holds."""
     try:
-        parsed = parse_upload(dataset_file_name(dataset), dataset.content)
+        parsed = parse_upload(dataset_file_name(dataset.name, dataset.format), dataset.content)
     except DatasetUploadError:
         return 0, 0
     return sum(length is not None for length in parsed.output_lens), parsed.num_prompts

@@ -273,7 +273,7 @@ def reuse_note(num_prompts: int, dataset_prompts: int | None) -> str | None:
 def dataset_names(datasets: Sequence[Dataset]) -> dict[str, str]:
     """Stored datasets' file names (``my-prompts.jsonl``) by content hash (how custom profiles refer to
     them)."""
-    return {dataset.content_hash: dataset_file_name(dataset) for dataset in datasets}
+    return {dataset.content_hash: dataset_file_name(dataset.name, dataset.format) for dataset in datasets}
 
 
 def profiles_frame(

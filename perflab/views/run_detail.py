@@ -23,11 +23,12 @@ from sqlmodel import Session
 
 from db import crud
 from db.crud import RunSummary
-from db.models import FINISHED_RUN_STATUSES, ProfileResult, RequestRecord, Run, RunSample
+from db.models import FINISHED_RUN_STATUSES, Dataset, ProfileResult, RequestRecord, Run, RunSample
 from perflab.bench.report import format_text_block, partial_note
+from perflab.datasets import dataset_file_name
 from perflab.hub.catalog import used_sample
 from perflab.views import timeline as timelines
-from perflab.views.commands import CommandPreview, stored_command_preview
+from perflab.views.commands import CommandPreview, stored_command_preview, vllm_bench_commands
 from perflab.views.formatting import PARTIAL_MARK, format_duration, host_label
 
 RECORD_COLUMNS: tuple[str, ...] = (
@@ -146,6 +147,8 @@ class RunDetail:
     profiles: list[ProfileView]
     samples: pd.DataFrame
     planned_command: CommandPreview | None
+    # The ``vllm bench serve`` equivalent of each profile (sends the same requests).
+    vllm_bench_commands: list[str]
 
     def partial_warnings(self) -> list[str]:
         """One sentence per partial result: how much of its benchmark it covers and why it stopped
@@ -293,7 +296,23 @@ def load_run_detail(session: Session, run_id: int) -> RunDetail | None:
         profiles=profile_views(session, run_id),
         samples=samples_frame(crud.list_samples(session, run_id=run_id)),
         planned_command=None if run.serve_commands else stored_command_preview(run.config),
+        vllm_bench_commands=vllm_bench_commands(
+            run.profiles or [], run.model, run.bench_commands or [], _dataset_files(session, run.profiles or [])
+        ),
     )
+
+
+def _dataset_files(session: Session, profiles: list[dict[str, Any]]) -> dict[str, str]:
+    """The file names of the stored datasets ``profiles`` send, by content hash (names only: the
+    contents are not read)."""
+    refs = {profile.get("dataset_ref") for profile in profiles if isinstance(profile, dict)}
+    refs.discard(None)
+    if not refs:
+        return {}
+    rows = session.execute(
+        sa.select(Dataset.content_hash, Dataset.name, Dataset.format).where(Dataset.content_hash.in_(refs))
+    )
+    return {content_hash: dataset_file_name(name, fmt) for content_hash, name, fmt in rows}
 
 
 def run_version(session: Session, run_id: int) -> str | None:

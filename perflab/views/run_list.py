@@ -46,26 +46,27 @@ SORT_CHOICES: dict[str, str] = {
     "Duration": "duration",
 }
 PAGE_SIZES: tuple[int, ...] = (25, 50, 100, 200)
-# What a run is and how fast it was come first, so they fit a 1400 px window beside the sidebar; where
-# it ran and its bookkeeping follow.
+# Which run and how fast it was come first, so the figures show beside the sidebar at 1024 px; what
+# it ran, where, and its bookkeeping follow.
 TABLE_COLUMNS: tuple[str, ...] = (
     "Run",
     "Status",
     "Model",
-    "Engine",
-    "Knobs",
-    "Profile",
     "Total tok/s",
-    "Replicas",
     "Output tok/s",
     "Mean TTFT (ms)",
     "Mean TPOT (ms)",
+    "Replicas",
+    "Engine",
+    "Knobs",
+    "Profile",
     "Host",
     "Accelerator",
     "Label",
     "Source",
     "Created",
 )
+FIGURE_COLUMNS: tuple[str, ...] = ("Total tok/s", "Output tok/s", "Mean TTFT (ms)", "Mean TPOT (ms)")
 # Query parameters of the runs page (shareable filters) → widget keys; multi-valued ones are
 # comma-separated.
 QUERY_KEYS: dict[str, str] = {
@@ -167,7 +168,7 @@ def runs_table(rows: list[RunRow]) -> pd.DataFrame:
     """The runs table of one page, indexed by run id, columns as in :data:`TABLE_COLUMNS`."""
     frame = pd.DataFrame([_table_row(row) for row in rows], columns=list(TABLE_COLUMNS))
     frame.index = pd.Index([row.id for row in rows], name="id")
-    for column in ("Total tok/s", "Output tok/s", "Mean TTFT (ms)", "Mean TPOT (ms)"):
+    for column in FIGURE_COLUMNS:
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
     return frame
 

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from db import crud
 from db import session as db_session
 from db.models import Run
-from tests.fixtures.ui_data import MODEL, SeededDatabase
+from tests.fixtures.ui_data import MODEL, PROFILES, SeededDatabase
 from tests.ui.conftest import APP, texts
 
 RUN_PAGE = "pages/run.py"
@@ -43,7 +43,14 @@ def test_finished_run_shows_results_commands_and_charts(data_db: SeededDatabase,
     assert any(text.startswith("Total input tokens: the server's usage.prompt_tokens") for text in captions)
     assert any(text.startswith("Peak concurrent requests: requests active during the") for text in captions)
     assert f"vllm serve {MODEL} -tp 2" in code
-    assert any(block.startswith("vllm bench serve --model") for block in code)
+    # Where people copy commands: perflab's bench command and the vllm bench serve one, for each profile.
+    bench = [block for block in code if block.startswith("perflab bench --base-url http://127.0.0.1:8000 ")]
+    assert len(bench) == 2
+    vllm = [block for block in code if block.startswith("vllm bench serve --model")]
+    assert vllm == [
+        profile.vllm_bench_command(MODEL, base_url="http://127.0.0.1:8000", same_requests=True)
+        for profile in PROFILES
+    ]
     # Per profile: throughput timeline, histogram, CDF, scatter; per run: engine and accelerator series.
     assert len(charts(app)) == 2 * 4 + 2
     assert {button.label for button in app.get("download_button")} >= {

@@ -3,6 +3,7 @@ selection → compare, and importing results with per-file errors."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from db import session as db_session
@@ -47,6 +48,14 @@ def test_every_run_is_listed_with_its_facts(data_db: SeededDatabase, open_page) 
     assert done["Total tok/s"] > 0 and done["Mean TTFT (ms)"] > 0 and done["Run"] == f"run?run={runs.done}"
     assert table.loc[runs.replicated, "Replicas"] == "×2" and done["Replicas"] == ""
     assert table.loc[runs.failed, "Status"] == "failed"
+    # A run without a result: its figures are empty and read "—", not "None".
+    assert table.loc[runs.failed, ["Total tok/s", "Mean TTFT (ms)"]].isna().all()
+    element = app.dataframe[0].proto
+    assert element.placeholder == "—"
+    # Figures come before the wide columns (visible beside the sidebar at 1024 px); Replicas is explained.
+    assert list(table.columns[:5]) == ["Run", "Status", "Model", "Total tok/s", "Output tok/s"]
+    config = json.loads(element.columns)
+    assert "replicas" in config["Replicas"]["help"] and config["Knobs"]["width"] >= 250
     sidebar = " ".join(texts(app.sidebar.caption))
     assert "Queued runs: 1 · in flight: 1 (benchmarking 1)" in sidebar
 

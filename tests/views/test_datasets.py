@@ -113,7 +113,7 @@ def test_store_once_with_suffix_and_profile_reference(db_session: Session) -> No
     )
     # The name stays as typed; as a file (the run's, the vllm bench command's) it gets the format's suffix.
     assert created and dataset.name == "support prompts" and dataset.owner_note is None
-    assert dataset_file_name(dataset) == "support prompts.txt"
+    assert dataset_file_name(dataset.name, dataset.format) == "support prompts.txt"
     assert (dataset.num_prompts, dataset.prompt_token_lengths, dataset.format) == (2, [3, 3], "text")
     again, created_again = store_dataset(db_session, parsed, content, name="other")
     assert not created_again and again.id == dataset.id and again.name == "support prompts"
