@@ -1,6 +1,6 @@
 """Run (``?run=ID``): a shareable page with the run's vllm-bench text blocks, metric cards, commands,
 environment, engine log, failure, a warning per partial result, live progress and a cancel button
-while it runs, charts, and Re-run / downloads."""
+while it runs, charts, Re-run / downloads, and deleting an ended run (with a confirmation)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from db import crud
 from perflab import ui
 from perflab.charts import run as run_charts
 from perflab.hub.catalog import used_sample
-from perflab.views import cards, distributions, launch, run_detail, run_export
+from perflab.views import cards, distributions, launch, run_delete, run_detail, run_export
 from perflab.views.formatting import format_time
 
 ui.ensure_app_shell()
@@ -20,6 +20,8 @@ PAGE = "run"
 PROGRESS_EVERY_S = 2.0
 # A re-run switches the page (and its address) to the new run, which then says where it came from.
 QUEUED_NOTE_KEY = "run_queued_note"
+# Said once on the Runs page after this page deleted a run.
+DELETED_NOTE_KEY = "runs_deleted_note"
 
 heading = st.empty()
 run_id = ui.url_run_id()
@@ -117,6 +119,27 @@ def live_progress(shown_status: str) -> None:
 
 if not run.finished:
     live_progress(run.status)
+if run.finished and ui.may_write():
+    with st.expander("Delete this run"):
+        with ui.session() as session:
+            delete_blocker = run_delete.delete_blocker(session, run.id)
+        if delete_blocker is not None:
+            st.caption(delete_blocker)
+        else:
+            sure = st.checkbox(
+                f"Yes, delete run {run.id} with its results, request records and samples",
+                key=f"run_delete_confirm_{run.id}",
+            )
+            if st.button("Delete run", key=f"run_delete_{run.id}", disabled=not sure, type="primary"):
+                try:
+                    with ui.session() as session:
+                        run_delete.delete_run(session, run.id)
+                except run_delete.RunNotDeletable as refused:
+                    st.error(str(refused))
+                else:
+                    ui.clear_cached_reads()
+                    st.session_state[DELETED_NOTE_KEY] = f"Deleted run {run.id}."
+                    st.switch_page("pages/runs.py")
 if not run.finished and ui.may_write():
     with st.expander("Cancel this run"):
         confirmed = st.checkbox("Yes, stop this run (its engine is stopped too)", key="run_cancel_confirm")

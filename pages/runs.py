@@ -18,6 +18,9 @@ LAST_QUERY_KEY = "runs_last_query"
 SELECTED_KEY = "runs_selected_order"
 
 st.title("Runs")
+deleted = st.session_state.pop("runs_deleted_note", None)
+if deleted:
+    st.success(deleted, icon=":material/delete:")
 
 
 def import_results() -> None:

@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 from db import crud
 from db import session as db_session
 from db.models import Run
+from perflab.views import run_delete
 from tests.fixtures.ui_data import MODEL, PROFILES, SeededDatabase
 from tests.ui.conftest import APP, texts
 
@@ -59,6 +60,7 @@ def test_finished_run_shows_results_commands_and_charts(data_db: SeededDatabase,
         "Download PNG",
     }
     assert [expander.label for expander in app.expander] == [
+        "Delete this run",
         "Environment snapshot",
         "Engine log tail",
         "Lifecycle",
@@ -226,3 +228,42 @@ def test_open_run_by_id(data_db: SeededDatabase, open_page) -> None:  # type: ig
     assert not app.exception
     assert app.query_params["run"] == str(data_db.runs.failed)
     assert texts(app.title)[0].startswith(f"Run {data_db.runs.failed}")
+
+
+def test_an_ended_run_is_deleted_with_its_records_after_a_confirmation(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
+    done = data_db.runs.done
+    engine = db_session.get_engine(data_db.url)
+    with db_session.session_scope(engine) as session:
+        result_ids = [result.id for result in crud.list_profile_results(session, run_id=done)]
+        assert crud.list_request_records(session, profile_result_id=result_ids[0])
+    app = open_page(data_db.url, RUN_PAGE, {"run": str(done)})
+    assert app.button(key=f"run_delete_{done}").disabled
+    app.checkbox(key=f"run_delete_confirm_{done}").check().run()
+    app.button(key=f"run_delete_{done}").click().run()
+    assert not app.exception
+    assert texts(app.title) == ["Runs"] and f"Deleted run {done}." in texts(app.success)
+    assert done not in app.dataframe[0].value.index
+    with db_session.session_scope(engine) as session:
+        assert crud.get_run(session, run_id=done) is None
+        assert not crud.list_profile_results(session, run_id=done)
+        assert not crud.list_samples(session, run_id=done)
+        assert all(not crud.list_request_records(session, profile_result_id=rid) for rid in result_ids)
+
+
+def test_runs_a_study_needs_or_still_running_are_not_deleted(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
+    done, running = data_db.runs.done, data_db.runs.benchmarking
+    engine = db_session.get_engine(data_db.url)
+    with db_session.session_scope(engine) as session:
+        study = crud.create_study(session, name="tp sweep", spec={})
+        crud.add_candidate(session, study_id=study.id, stage_index=0, stage_name="tp", config={}, run_id=done)
+    app = open_page(data_db.url, RUN_PAGE, {"run": str(done)})
+    assert f"Run {done} is a measurement of study #{study.id} (tp sweep): its decisions and report rest on it." in (
+        texts(app.caption)
+    )
+    assert not [button for button in app.button if button.key == f"run_delete_{done}"]
+    with db_session.session_scope(engine) as session:
+        with pytest.raises(run_delete.RunNotDeletable, match="is benchmarking: cancel it"):
+            run_delete.delete_run(session, running)
+        assert crud.get_run(session, run_id=running) is not None
+    running_page = open_page(data_db.url, RUN_PAGE, {"run": str(running)})
+    assert "Delete this run" not in [expander.label for expander in running_page.expander]
