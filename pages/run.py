@@ -11,6 +11,7 @@ from db import crud
 from perflab import ui
 from perflab.charts import run as run_charts
 from perflab.hub.catalog import used_sample
+from perflab.runner import live
 from perflab.views import cards, distributions, launch, run_delete, run_detail, run_export
 from perflab.views.formatting import format_time
 
@@ -115,6 +116,13 @@ def live_progress(shown_status: str) -> None:
     if progress is None or progress.status != shown_status:
         st.rerun()
     st.progress(progress.fraction, text=progress.text())
+    series = live.live_frame(progress.history)
+    if not series.empty:
+        st.altair_chart(run_charts.live_timeline(series), width="stretch")
+        st.caption(
+            "Live, from the benchmark's progress: the latency is estimated as requests in flight ÷ "
+            "completions per second (Little's law); measured latencies appear when the profile ends."
+        )
 
 
 if not run.finished:

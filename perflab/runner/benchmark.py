@@ -29,6 +29,7 @@ from perflab.runner.logs import failure_of
 from perflab.runner.store import RunStore
 from perflab.transport.base import Transport
 from perflab.transport.errors import CommandTimeout, ConnectionLost
+from perflab.runner import live
 
 # Flags run_remote_bench adds itself (targets) or replaces with the uploaded file.
 _ADDED_BY_REMOTE = ("--base-url", "--dataset-path")
@@ -100,9 +101,13 @@ def _run_point(
     name = f"bench-{label['profile_index']}-{point_index}"
     ctx.record_bench(bench_entry(name, label["profile_index"], point_index))
 
+    history: list[list[float]] = []
+
     def progress(values: dict[str, Any]) -> None:
+        nonlocal history
         ctx.interrupt()
-        ctx.on_progress({**label, **values})
+        history = live.with_point(history, values)
+        ctx.on_progress({**label, **values, "history": history})
 
     try:
         bench = run_remote_bench(

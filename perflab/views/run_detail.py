@@ -27,6 +27,7 @@ from db.models import FINISHED_RUN_STATUSES, Dataset, ProfileResult, RequestReco
 from perflab.bench.report import format_text_block, partial_note
 from perflab.datasets import dataset_file_name
 from perflab.hub.catalog import used_sample
+from perflab.runner import live
 from perflab.views import timeline as timelines
 from perflab.views.commands import CommandPreview, stored_command_preview, vllm_bench_commands
 from perflab.views.formatting import PARTIAL_MARK, format_duration, host_label
@@ -358,6 +359,13 @@ class RunProgress:
     profiles: int | None
     cancel_requested: bool
     pulling: str | None = None
+    # The running profile's progress points (see :mod:`perflab.runner.live`).
+    history: list[Any] = dataclasses.field(default_factory=list)
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds until the running profile's requests have all ended, at the recent rate."""
+        return live.eta_s(self.history, self.total)
 
     @property
     def fraction(self) -> float:
@@ -383,6 +391,9 @@ class RunProgress:
             parts.append(f"{counted}, {self.in_flight} in flight")
         if self.elapsed_s is not None:
             parts.append(f"{format_duration(self.elapsed_s)} elapsed")
+        eta = self.eta_s
+        if eta is not None and self.done + self.failed < self.total:
+            parts.append(f"about {format_duration(eta)} left")
         if self.cancel_requested:
             parts.append("cancel requested")
         return " · ".join(parts)
@@ -415,6 +426,7 @@ def load_progress(session: Session, run_id: int) -> RunProgress | None:
         profiles=_int(progress.get("profiles")) or None,
         cancel_requested=bool(row.cancel_requested),
         pulling=_pull_text(progress),
+        history=progress.get("history") if isinstance(progress.get("history"), list) else [],
     )
 
 

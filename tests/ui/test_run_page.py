@@ -187,6 +187,24 @@ def test_in_flight_run_shows_live_progress_and_can_be_cancelled(data_db: SeededD
     assert "(cancel requested)" in " ".join(texts(app.markdown))
 
 
+def test_a_running_benchmark_draws_its_live_rate_latency_and_eta(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
+    run_id = data_db.runs.benchmarking
+    # 10 requests end each second with 20 in flight: 2 s in the system each; 100 of 400 done at 10 s.
+    history = [[float(t), 10.0 * t, 0.0, 20.0] for t in range(11)]
+    with db_session.session_scope(db_session.get_engine(data_db.url)) as session:
+        crud.heartbeat_run(
+            session,
+            run_id=run_id,
+            progress={"done": 100, "failed": 0, "total": 400, "in_flight": 20, "elapsed_s": 10.0, "history": history},
+        )
+    app = open_page(data_db.url, RUN_PAGE, {"run": str(run_id)})
+    assert not app.exception
+    assert "100/400 requests, 20 in flight · 10.0 s elapsed · about 30.0 s left" in app.get("progress")[0].proto.text
+    live_chart = [chart for chart in charts(app) if "Estimated latency (s)" in chart.proto.spec]
+    assert len(live_chart) == 1
+    assert any("Little's law" in text for text in texts(app.caption))
+
+
 def test_queued_run_shows_the_command_it_will_launch(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
     app = open_page(data_db.url, RUN_PAGE, {"run": str(data_db.runs.queued)})
     assert not app.exception
