@@ -85,12 +85,15 @@ def _result(records: int) -> dict[str, object]:
         "total_token_throughput": (records * 1152) / DURATION_S,
         "max_output_tokens_per_s": 2 * output / DURATION_S,
         "max_concurrent_requests": 512,
-        **{f"{kind}_{metric}_ms": value for metric, value in (("ttft", 250.0), ("tpot", 20.0), ("itl", 19.0),
-                                                                ("e2el", 2800.0))
-           for kind in ("mean", "median", "p99", "std")},
+        **{
+            f"{kind}_{metric}_ms": value
+            for metric, value in (("ttft", 250.0), ("tpot", 20.0), ("itl", 19.0), ("e2el", 2800.0))
+            for kind in ("mean", "median", "p99", "std")
+        },
         "percentiles": [99.0],
         "timeseries": [
-            {"t": t, "output_tokens": output // DURATION_S, "requests_in_flight": 512} for t in range(DURATION_S)
+            {"t": t, "output_tokens": output // DURATION_S, "requests_in_flight": 512}
+            for t in range(DURATION_S)
         ],
     }
 
@@ -176,7 +179,12 @@ def fill(url: str, records: int) -> int:
                 "run_id": run_id,
                 "t_s": float(t),
                 "source": "accelerator",
-                "values": {"gpu": gpu, "utilization_pct": 90, "memory_used_mib": 70000, "memory_total_mib": 81559},
+                "values": {
+                    "gpu": gpu,
+                    "utilization_pct": 90,
+                    "memory_used_mib": 70000,
+                    "memory_total_mib": 81559,
+                },
             }
             for t in range(0, DURATION_S, 2)
             for gpu in range(GPUS)

@@ -29,7 +29,6 @@ from sqlalchemy.pool import StaticPool
 from sqlmodel import Session
 
 
-
 def home_dir() -> Path:
     """Where perflab keeps ``var/`` and finds ``hosts.yaml``: the source checkout it runs from, else (a
     copy installed with ``pip install .``) the directory it was started in."""

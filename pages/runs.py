@@ -129,8 +129,7 @@ selection = st.dataframe(
         "Status": st.column_config.TextColumn(width=100),
         "Model": st.column_config.TextColumn(width=240),
         "Total tok/s": st.column_config.NumberColumn(
-            format="%.2f",
-            width=85, help="total token throughput, input + output (tok/s); — : no result yet"
+            format="%.2f", width=85, help="total token throughput, input + output (tok/s); — : no result yet"
         ),
         "Output tok/s": st.column_config.NumberColumn(
             "Out tok/s", format="%.2f", width=80, help="output token throughput (tok/s)"

@@ -22,6 +22,7 @@ from perflab.engines import EngineAdapter
 from perflab.profiles import BenchmarkProfile
 from perflab.remote import process as rp
 from perflab.remote.bench import RemoteBenchFailed, run_remote_bench
+from perflab.runner import live
 from perflab.runner.bench_record import bench_entry, store_bench_result, sweep_label
 from perflab.runner.errors import RunFailed
 from perflab.runner.launch import Replica
@@ -29,7 +30,6 @@ from perflab.runner.logs import failure_of
 from perflab.runner.store import RunStore
 from perflab.transport.base import Transport
 from perflab.transport.errors import CommandTimeout, ConnectionLost
-from perflab.runner import live
 
 # Flags run_remote_bench adds itself (targets) or replaces with the uploaded file.
 _ADDED_BY_REMOTE = ("--base-url", "--dataset-path")

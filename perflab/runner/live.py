@@ -64,7 +64,12 @@ def live_frame(history: Any) -> pd.DataFrame:
     with np.errstate(divide="ignore", invalid="ignore"):
         latency = np.where(rate > 0, in_flight / rate, np.nan)
     return pd.DataFrame(
-        {"t": points[1:, 0][keep], "completed_per_s": rate, "requests_in_flight": in_flight, "latency_s": latency}
+        {
+            "t": points[1:, 0][keep],
+            "completed_per_s": rate,
+            "requests_in_flight": in_flight,
+            "latency_s": latency,
+        }
     )
 
 

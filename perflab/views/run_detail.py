@@ -298,7 +298,10 @@ def load_run_detail(session: Session, run_id: int) -> RunDetail | None:
         samples=samples_frame(crud.list_samples(session, run_id=run_id)),
         planned_command=None if run.serve_commands else stored_command_preview(run.config),
         vllm_bench_commands=vllm_bench_commands(
-            run.profiles or [], run.model, run.bench_commands or [], _dataset_files(session, run.profiles or [])
+            run.profiles or [],
+            run.model,
+            run.bench_commands or [],
+            _dataset_files(session, run.profiles or []),
         ),
     )
 

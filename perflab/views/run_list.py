@@ -252,7 +252,9 @@ def read_query(params: dict[str, str], choices: dict[str, list[str]]) -> QueryRe
             known = choices.get(name, [])
             values = _split(params[name])
             state[QUERY_KEYS[name]] = [value for value in values if value in known]
-            problems += [_not_understood(name, value, _known(known)) for value in values if value not in known]
+            problems += [
+                _not_understood(name, value, _known(known)) for value in values if value not in known
+            ]
     if "model" in params:
         state[QUERY_KEYS["model"]] = params["model"]
     pickers = {"source": list(SOURCE_CHOICES), "sort": list(SORT_CHOICES), "order": list(ORDERS)}

@@ -74,7 +74,9 @@ def _in_flight_peaks(records: pd.DataFrame, bins: int, width: float) -> list[int
     """Per bin, the largest number of requests in flight at any instant in it."""
     spans = records.dropna(subset=["start_s", "e2el_ms"])
     starts = spans["start_s"].to_numpy(dtype=float)
-    intervals = list(zip(starts.tolist(), (starts + spans["e2el_ms"].to_numpy(dtype=float) / 1000.0).tolist()))
+    intervals = list(
+        zip(starts.tolist(), (starts + spans["e2el_ms"].to_numpy(dtype=float) / 1000.0).tolist(), strict=True)
+    )
     return peak_in_flight(intervals, [(index + 1) * width for index in range(bins)])
 
 

@@ -120,7 +120,9 @@ def test_hf_hub_offline_reads_only_the_cache(
 ) -> None:
     hub_server.add(REPO, "chats.json", CONTENT)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(HubUnreachable, match=r"HF_HUB_OFFLINE is set .* or from a mirror \(PERFLAB_HF_ENDPOINT\)$"):
+    with pytest.raises(
+        HubUnreachable, match=r"HF_HUB_OFFLINE is set .* or from a mirror \(PERFLAB_HF_ENDPOINT\)$"
+    ):
         fetch(HubFile(REPO, "chats.json"), cache_dir=tmp_path / "cache", endpoint=hub_server.endpoint)
     assert not hub_server.requests
 

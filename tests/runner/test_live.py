@@ -13,7 +13,9 @@ from perflab.runner import live
 def test_history_keeps_points_and_restarts_with_a_new_count() -> None:
     history: list[list[float]] = []
     for t in range(3):
-        history = live.with_point(history, {"elapsed_s": t, "done": 5 * t, "failed": 0, "total": 9, "in_flight": 4})
+        history = live.with_point(
+            history, {"elapsed_s": t, "done": 5 * t, "failed": 0, "total": 9, "in_flight": 4}
+        )
     assert history == [[0.0, 0.0, 0.0, 4.0], [1.0, 5.0, 0.0, 4.0], [2.0, 10.0, 0.0, 4.0]]
     assert live.with_point(history, {"elapsed_s": 1, "done": 1}) == history  # a line without in_flight
     assert live.with_point(history, {"elapsed_s": 0.5, "done": 1, "failed": 0, "in_flight": 2}) == [

@@ -195,11 +195,21 @@ def test_a_running_benchmark_draws_its_live_rate_latency_and_eta(data_db: Seeded
         crud.heartbeat_run(
             session,
             run_id=run_id,
-            progress={"done": 100, "failed": 0, "total": 400, "in_flight": 20, "elapsed_s": 10.0, "history": history},
+            progress={
+                "done": 100,
+                "failed": 0,
+                "total": 400,
+                "in_flight": 20,
+                "elapsed_s": 10.0,
+                "history": history,
+            },
         )
     app = open_page(data_db.url, RUN_PAGE, {"run": str(run_id)})
     assert not app.exception
-    assert "100/400 requests, 20 in flight · 10.0 s elapsed · about 30.0 s left" in app.get("progress")[0].proto.text
+    assert (
+        "100/400 requests, 20 in flight · 10.0 s elapsed · about 30.0 s left"
+        in app.get("progress")[0].proto.text
+    )
     live_chart = [chart for chart in charts(app) if "Estimated latency (s)" in chart.proto.spec]
     assert len(live_chart) == 1
     assert any("Little's law" in text for text in texts(app.caption))
@@ -248,7 +258,9 @@ def test_open_run_by_id(data_db: SeededDatabase, open_page) -> None:  # type: ig
     assert texts(app.title)[0].startswith(f"Run {data_db.runs.failed}")
 
 
-def test_an_ended_run_is_deleted_with_its_records_after_a_confirmation(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
+def test_an_ended_run_is_deleted_with_its_records_after_a_confirmation(
+    data_db: SeededDatabase, open_page
+) -> None:  # type: ignore[no-untyped-def]
     done = data_db.runs.done
     engine = db_session.get_engine(data_db.url)
     with db_session.session_scope(engine) as session:
@@ -275,8 +287,9 @@ def test_runs_a_study_needs_or_still_running_are_not_deleted(data_db: SeededData
         study = crud.create_study(session, name="tp sweep", spec={})
         crud.add_candidate(session, study_id=study.id, stage_index=0, stage_name="tp", config={}, run_id=done)
     app = open_page(data_db.url, RUN_PAGE, {"run": str(done)})
-    assert f"Run {done} is a measurement of study #{study.id} (tp sweep): its decisions and report rest on it." in (
-        texts(app.caption)
+    assert (
+        f"Run {done} is a measurement of study #{study.id} (tp sweep): its decisions and report rest on it."
+        in (texts(app.caption))
     )
     assert not [button for button in app.button if button.key == f"run_delete_{done}"]
     with db_session.session_scope(engine) as session:

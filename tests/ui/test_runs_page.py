@@ -141,7 +141,10 @@ def test_an_address_it_does_not_understand_says_so(data_db: SeededDatabase, open
     app = open_page(data_db.url, "pages/runs.py", {"sort": "bogus", "engine": "nope", "size": "7"})
     assert not app.exception
     problems = texts(app.info)
-    assert problems[0] == "'nope' in ?engine= was not understood (known: mindie, sglang, trtllm, vllm); it is ignored."
+    assert (
+        problems[0]
+        == "'nope' in ?engine= was not understood (known: mindie, sglang, trtllm, vllm); it is ignored."
+    )
     assert problems[1].startswith("'bogus' in ?sort= was not understood (known: Created, Finished, Run id,")
     assert problems[2] == "'7' in ?size= was not understood (known: 25, 50, 100, 200); it is ignored."
     # Every run is listed, as without the parameters, and the address keeps only what was understood.

@@ -127,9 +127,7 @@ def test_store_once_with_suffix_and_profile_reference(db_session: Session) -> No
     assert list(preview["Prompt"]) == ["first prompt", "second prompt"] and list(
         preview["Prompt tokens"]
     ) == [3, 3]
-    assert (
-        dataset_views.dataset_choice_label(stored) == f"#{stored.id} · support prompts (text, 2 prompts)"
-    )
+    assert dataset_views.dataset_choice_label(stored) == f"#{stored.id} · support prompts (text, 2 prompts)"
     assert dataset_views.length_summary([1, 2, 3, 10]) == {
         "min": 1.0,
         "median": 2.5,
