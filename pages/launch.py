@@ -265,9 +265,11 @@ profiles = launch.scale_profiles(profiles, scale)
 if profiles:
     chosen = launch.profiles_frame(profiles, model or "MODEL", dataset_names=launch.dataset_names(datasets))
     st.dataframe(chosen[["Profile", "Load"]], hide_index=True)
-    with st.expander("The same loads as `vllm bench serve` commands"):
-        for command in chosen["vllm bench serve"]:
-            st.code(command, language="bash", wrap_lines=True)
+    st.caption(
+        "The same loads as `vllm bench serve` commands (they run unchanged under `perflab bench` too):"
+    )
+    for command in chosen["vllm bench serve"]:
+        st.code(command, language="bash", wrap_lines=True)
 else:
     st.warning("Pick at least one profile to queue a run.")
 

@@ -219,7 +219,11 @@ def draw_profile(profile: run_detail.ProfileView) -> None:
 
 st.header("Results")
 if not detail.profiles:
-    st.info("No results yet." if not run.finished else "This run stored no benchmark result.")
+    st.info(
+        "No results yet: each profile's results appear when its benchmark ends (its live progress is above)."
+        if not run.finished
+        else "This run stored no benchmark result."
+    )
 elif len(detail.profiles) == 1:
     draw_profile(detail.profiles[0])
 else:

@@ -127,7 +127,7 @@ selection = st.dataframe(
             "Run", display_text=r"run=(\d+)", help="Open the run page", width=50, pinned=True
         ),
         "Status": st.column_config.TextColumn(width=100),
-        "Model": st.column_config.TextColumn(width=240),
+        "Model": st.column_config.TextColumn(width=210),
         "Total tok/s": st.column_config.NumberColumn(
             format="%.2f", width=85, help="total token throughput, input + output (tok/s); — : no result yet"
         ),
