@@ -339,12 +339,17 @@ def load_run_detail(run_id: int) -> LoadedRun | None:
 
 @st.cache_data(show_spinner=False, max_entries=128)
 def _run_chart_spec(
-    url: str, run_id: int, version: str, chart: str, profile_id: int | None, metric: str | None
-) -> dict[str, Any] | None:
-    detail = _run_detail(url, run_id, version)
-    if detail is None:
-        return None
-    return run_page_charts.chart_spec(detail, chart, profile_id=profile_id, metric=metric)
+    url: str,
+    run_id: int,
+    version: str,
+    chart: str,
+    profile_id: int | None,
+    metric: str | None,
+    _detail: run_detail.RunDetail,
+) -> dict[str, Any]:
+    # Keyed by the run's version like _run_detail; the detail itself (read at that version) is not
+    # hashed (the leading underscore), so a miss costs no second copy of the run's records.
+    return run_page_charts.chart_spec(_detail, chart, profile_id=profile_id, metric=metric)
 
 
 def run_chart(
@@ -357,9 +362,10 @@ def run_chart(
     metric: str | None = None,
 ) -> None:
     """One of the run page's charts (:mod:`perflab.charts.run_page`), built once per run version."""
-    spec = _run_chart_spec(database_url(), loaded.detail.run.id, loaded.version, chart, profile_id, metric)
-    if spec is not None:
-        draw_spec(spec, key=key, file_name=file_name)
+    spec = _run_chart_spec(
+        database_url(), loaded.detail.run.id, loaded.version, chart, profile_id, metric, loaded.detail
+    )
+    draw_spec(spec, key=key, file_name=file_name)
 
 
 @st.cache_data(show_spinner=False, ttl=FILTER_CHOICES_TTL_S, max_entries=8)
