@@ -24,7 +24,7 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import sqlalchemy as sa
@@ -33,7 +33,15 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+
+def home_dir() -> Path:
+    """Where perflab keeps ``var/`` and finds ``hosts.yaml``: the source checkout it runs from, else (a
+    copy installed with ``pip install .``) the directory it was started in."""
+    checkout = Path(__file__).resolve().parents[1]
+    return checkout if (checkout / "app.py").is_file() else Path.cwd()
+
+
+REPO_ROOT = home_dir()
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 ALEMBIC_INI = Path(__file__).resolve().parent / "alembic.ini"
 ENV_VAR = "PERFLAB_DATABASE_URL"
@@ -71,7 +79,7 @@ def configure_pool(max_parallel: int) -> None:
 
 
 def default_database_url() -> str:
-    """The SQLite file of the repository, ``var/perflab.db`` (``var/`` is created)."""
+    """The SQLite file ``var/perflab.db`` under :data:`REPO_ROOT` (``var/`` is created)."""
     var_dir = REPO_ROOT / "var"
     var_dir.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{var_dir / 'perflab.db'}"
@@ -102,6 +110,26 @@ def describe(url: str | URL | None = None) -> str:
     if parsed.get_backend_name() == "sqlite":
         return f"SQLite {parsed.database or ':memory:'}"
     return parsed.render_as_string(hide_password=True)
+
+
+# Backend names as SQLAlchemy spells them → as people do.
+BACKEND_NAMES: dict[str, str] = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
+
+
+def public_name(url: str | URL | None = None) -> str:
+    """The database kind and name only (``SQLite · perflab.db``, ``PostgreSQL · perflab``): what
+    every viewer of the app may see, with no server path, host, user or password."""
+    text = normalize_url(url) if url is not None else database_url()
+    try:
+        parsed = make_url(text)
+    except sa.exc.ArgumentError:
+        return "invalid database URL"
+    backend = parsed.get_backend_name()
+    kind = BACKEND_NAMES.get(backend, backend)
+    if backend == "sqlite" and parsed.database in (None, "", ":memory:"):
+        return f"{kind} · in memory"
+    name = PurePath(parsed.database).name if backend == "sqlite" and parsed.database else parsed.database
+    return f"{kind} · {name}" if name else kind
 
 
 def is_sqlite(bind: Engine | Connection | Session) -> bool:

@@ -12,6 +12,7 @@ from perflab.charts import compare as compare_charts
 from perflab.cost.stored import price_book
 from perflab.views import budget, compare, distributions, urlstate
 from perflab.views import cost as cost_views
+from perflab.views.formatting import MISSING
 from perflab.views.metrics import metric_for, metric_heading
 
 ui.ensure_app_shell()
@@ -76,7 +77,14 @@ st.subheader("Metrics")
 if not table.metrics:
     st.info("None of these runs has a result for this profile yet.")
 else:
-    st.dataframe(compare.styled(table), key="compare_table", height=ui.table_height(len(table.metrics)))
+    shown = compare.styled(table)
+    st.dataframe(
+        shown,
+        key="compare_table",
+        height=ui.table_height(len(table.metrics)),
+        column_config=ui.fitted_columns(shown.data),
+        placeholder=MISSING,
+    )
     if any(metric.group in ("Cost", "Energy") for metric in table.metrics):
         st.caption(cost_views.COMPARE_NOTE.format(currency=price_book().currency))
     ui.download_row(

@@ -8,6 +8,7 @@ from typing import Any
 import streamlit as st
 
 from db import crud
+from db.models import FINISHED_RUN_STATUSES
 from perflab import ui
 from perflab.datasets import profile_dataset
 from perflab.engines import ENGINE_NAMES, EngineConfigError, get_adapter
@@ -188,7 +189,12 @@ if config is not None and st.button(
 
 st.subheader("Benchmark profiles")
 presets = launch.preset_choices()
-picked = st.multiselect("Presets (from the seed studies)", list(presets), key="launch_presets")
+picked = st.multiselect(
+    "Presets (from the seed studies)",
+    list(presets),
+    default=[launch.default_preset_choice()],
+    key="launch_presets",
+)
 profiles = [presets[name] for name in picked]
 with ui.session() as session:
     datasets = crud.list_datasets(session)
@@ -212,6 +218,23 @@ with st.expander("Custom profile", expanded=False):
     else:
         input_len = None
         in_col.caption("Input lengths: the dataset's own prompts.")
+    with_lengths, held = (
+        ui.dataset_output_length_counts(stored_dataset.id, stored_dataset.content_hash)
+        if stored_dataset is not None
+        else (0, 0)
+    )
+    lengths_note = launch.output_length_note(with_lengths, held)
+    own_lengths_only = bool(held) and with_lengths >= held
+    output_len = out_col.number_input(
+        "Output tokens",
+        min_value=1,
+        value=128,
+        key="launch_custom_output_len",
+        disabled=own_lengths_only,
+        help=lengths_note,
+    )
+    if lengths_note:
+        out_col.caption(lengths_note)
     # Each dataset has its own prompt count, so picking another one starts from its size.
     num_prompts = int(
         count_col.number_input(
@@ -226,9 +249,7 @@ with st.expander("Custom profile", expanded=False):
         dataset="random" if stored_dataset is None else "stored",
         dataset_fields=None if stored_dataset is None else profile_dataset(stored_dataset),
         input_len=input_len,
-        output_len=int(
-            out_col.number_input("Output tokens", min_value=1, value=128, key="launch_custom_output_len")
-        ),
+        output_len=None if own_lengths_only else int(output_len),
         num_prompts=num_prompts,
         request_rate=rate_col.number_input(
             "Request rate (req/s)",
@@ -254,11 +275,13 @@ profiles = launch.scale_profiles(profiles, scale)
 if profiles:
     chosen = launch.profiles_frame(profiles, model or "MODEL", dataset_names=launch.dataset_names(datasets))
     st.dataframe(chosen[["Profile", "Load"]], hide_index=True)
-    with st.expander("The same loads as `vllm bench serve` commands"):
-        for command in chosen["vllm bench serve"]:
-            st.code(command, language="bash", wrap_lines=True)
+    st.caption(
+        "The same loads as `vllm bench serve` commands (they run unchanged under `perflab bench` too):"
+    )
+    for command in chosen["vllm bench serve"]:
+        st.code(command, language="bash", wrap_lines=True)
 else:
-    st.caption("Pick at least one profile.")
+    st.warning("Pick at least one profile to queue a run.")
 
 st.subheader("Queue")
 label_col, by_col = st.columns(2)
@@ -291,13 +314,16 @@ if (
 
 @st.fragment(run_every=PROGRESS_EVERY_S)
 def follow(run_id: int) -> None:
-    """The queued run's progress, live, with a link to its page."""
+    """The queued run's state, live: what it is doing (or how it ended), its progress, its page."""
     with ui.session() as session:
         progress = run_detail.load_progress(session, run_id)
     if progress is None:
         st.caption(f"Run {run_id} no longer exists.")
         return
-    st.progress(progress.fraction, text=f"Run {run_id}: {progress.text()}")
+    kind, note = launch.follow_note(run_id, progress.status)
+    getattr(st, kind)(note)
+    if progress.status not in FINISHED_RUN_STATUSES:
+        st.progress(progress.fraction, text=f"Run {run_id}: {progress.text()}")
     st.page_link(
         "pages/run.py",
         label=f"Open run {run_id}",
@@ -308,5 +334,4 @@ def follow(run_id: int) -> None:
 
 last_run = st.session_state.get("launch_last_run")
 if last_run is not None:
-    st.success(f"Run {last_run} is queued; the worker starts it when the host's GPUs are free.")
     follow(last_run)

@@ -1,6 +1,6 @@
 """Run (``?run=ID``): a shareable page with the run's vllm-bench text blocks, metric cards, commands,
 environment, engine log, failure, a warning per partial result, live progress and a cancel button
-while it runs, charts, and Re-run / downloads."""
+while it runs, charts, Re-run / downloads, and deleting an ended run (with a confirmation)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from perflab import ui
 from perflab.charts import run as run_charts
 from perflab.cost.figures import CostFigures
 from perflab.hub.catalog import used_sample
-from perflab.views import budget, cards, distributions, launch, run_detail, run_export
+from perflab.runner import live
+from perflab.views import budget, cards, distributions, launch, run_delete, run_detail, run_export
 from perflab.views import cost as cost_views
 from perflab.views.formatting import format_time
 
@@ -24,6 +25,8 @@ PAGE = "run"
 PROGRESS_EVERY_S = 2.0
 # A re-run switches the page (and its address) to the new run, which then says where it came from.
 QUEUED_NOTE_KEY = "run_queued_note"
+# Said once on the Runs page after this page deleted a run.
+DELETED_NOTE_KEY = "runs_deleted_note"
 
 heading = st.empty()
 run_id = ui.url_run_id()
@@ -35,13 +38,14 @@ if run_id is None:
         st.rerun()
     st.stop()
 
-detail = ui.load_run_detail(run_id)
-if detail is None:
+loaded = ui.load_run_detail(run_id)
+if loaded is None:
     heading.title("Run")
     st.warning(f"Run {run_id} does not exist (it may have been deleted). Pick a run on the Runs page.")
     st.page_link("pages/runs.py", label="All runs", icon=":material/list:")
     st.stop()
 
+detail = loaded.detail
 run = detail.run
 costs = ui.load_run_costs(run.id)
 # the downloads carry each result's cost and energy figures beside its own
@@ -119,10 +123,38 @@ def live_progress(shown_status: str) -> None:
     if progress is None or progress.status != shown_status:
         st.rerun()
     st.progress(progress.fraction, text=progress.text())
+    series = live.live_frame(progress.history)
+    if not series.empty:
+        st.altair_chart(run_charts.live_timeline(series), width="stretch")
+        st.caption(
+            "Live, from the benchmark's progress: the latency is estimated as requests in flight ÷ "
+            "completions per second (Little's law); measured latencies appear when the profile ends."
+        )
 
 
 if not run.finished:
     live_progress(run.status)
+if run.finished and ui.may_write():
+    with st.expander("Delete this run"):
+        with ui.session() as session:
+            delete_blocker = run_delete.delete_blocker(session, run.id)
+        if delete_blocker is not None:
+            st.caption(delete_blocker)
+        else:
+            sure = st.checkbox(
+                f"Yes, delete run {run.id} with its results, request records and samples",
+                key=f"run_delete_confirm_{run.id}",
+            )
+            if st.button("Delete run", key=f"run_delete_{run.id}", disabled=not sure, type="primary"):
+                try:
+                    with ui.session() as session:
+                        run_delete.delete_run(session, run.id)
+                except run_delete.RunNotDeletable as refused:
+                    st.error(str(refused))
+                else:
+                    ui.clear_cached_reads()
+                    st.session_state[DELETED_NOTE_KEY] = f"Deleted run {run.id}."
+                    st.switch_page("pages/runs.py")
 if not run.finished and ui.may_write():
     with st.expander("Cancel this run"):
         confirmed = st.checkbox("Yes, stop this run (its engine is stopped too)", key="run_cancel_confirm")
@@ -163,11 +195,12 @@ def draw_profile(profile: run_detail.ProfileView) -> None:
     other_notes = [note for note in profile.notes if not used_sample([note])]
     if other_notes:
         st.caption("Benchmark notes: " + "; ".join(other_notes))
-    timeline = profile.timeline
-    if not timeline.empty:
+    if not profile.timeline.empty:
         st.subheader("Throughput and requests in flight")
-        ui.chart(
-            run_charts.throughput_timeline(timeline),
+        ui.run_chart(
+            loaded,
+            "throughput",
+            profile_id=profile.id,
             key=f"timeline_{profile.id}",
             file_name=f"run-{run.id}-{profile.name}-throughput.png",
         )
@@ -181,26 +214,24 @@ def draw_profile(profile: run_detail.ProfileView) -> None:
         format_func=distributions.metric_label,
         key=f"run_latency_metric_{profile.id}",
     )
-    values = distributions.latency_values(profile.records, metric)
-    if values.size == 0:
+    if not distributions.has_values(profile.records, metric):
         st.caption("No successful request has this metric.")
     else:
-        histogram_col, cdf_col = st.columns(2)
-        with histogram_col:
-            ui.chart(
-                run_charts.latency_histogram(values, metric),
-                key=f"hist_{profile.id}",
-                file_name=f"run-{run.id}-{profile.name}-{metric}-histogram.png",
-            )
-        with cdf_col:
-            ui.chart(
-                run_charts.latency_cdf(values, metric),
-                key=f"cdf_{profile.id}",
-                file_name=f"run-{run.id}-{profile.name}-{metric}-cdf.png",
-            )
+        for column, chart in zip(st.columns(2), ("histogram", "cdf"), strict=True):
+            with column:
+                ui.run_chart(
+                    loaded,
+                    chart,
+                    profile_id=profile.id,
+                    metric=metric,
+                    key=f"{chart}_{profile.id}",
+                    file_name=f"run-{run.id}-{profile.name}-{metric}-{chart}.png",
+                )
     st.subheader("Input length vs TTFT per request")
-    ui.chart(
-        run_charts.ttft_scatter(profile.records),
+    ui.run_chart(
+        loaded,
+        "scatter",
+        profile_id=profile.id,
         key=f"scatter_{profile.id}",
         file_name=f"run-{run.id}-{profile.name}-ttft-scatter.png",
     )
@@ -208,7 +239,11 @@ def draw_profile(profile: run_detail.ProfileView) -> None:
 
 st.header("Results")
 if not detail.profiles:
-    st.info("No results yet." if not run.finished else "This run stored no benchmark result.")
+    st.info(
+        "No results yet: each profile's results appear when its benchmark ends (its live progress is above)."
+        if not run.finished
+        else "This run stored no benchmark result."
+    )
 elif len(detail.profiles) == 1:
     draw_profile(detail.profiles[0])
 else:
@@ -226,12 +261,10 @@ if run_charts.has_samples(detail.samples) and not (
     )
 if run_charts.has_engine_samples(detail.samples):
     st.subheader("Engine queue and KV-cache")
-    ui.chart(run_charts.engine_timeline(detail.samples), key="engine", file_name=f"run-{run.id}-engine.png")
+    ui.run_chart(loaded, "engine", key="engine", file_name=f"run-{run.id}-engine.png")
 if run_charts.has_accelerator_samples(detail.samples):
     st.subheader("Accelerator telemetry")
-    ui.chart(
-        run_charts.accelerator_timeline(detail.samples), key="gpu", file_name=f"run-{run.id}-accelerators.png"
-    )
+    ui.run_chart(loaded, "accelerators", key="gpu", file_name=f"run-{run.id}-accelerators.png")
 
 st.header("Commands")
 if run.serve_commands:
@@ -249,7 +282,15 @@ else:
 if run.bench_commands:
     st.caption("Benchmark command" + ("s" if len(run.bench_commands) > 1 else ""))
     for command in run.bench_commands:
-        st.code(command, language="bash")
+        st.code(command, language="bash", wrap_lines=True)
+if detail.vllm_bench_commands:
+    st.caption(
+        "The same requests as `vllm bench serve`"
+        + (" (one command per profile)" if len(detail.vllm_bench_commands) > 1 else "")
+        + ": runs unchanged under `perflab bench` too."
+    )
+    for command in detail.vllm_bench_commands:
+        st.code(command, language="bash", wrap_lines=True)
 
 with st.expander("Environment snapshot"):
     if run.environment:

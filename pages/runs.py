@@ -10,6 +10,7 @@ from perflab import ui
 from perflab.importers import AlreadyImported, ImportFileError, import_content
 from perflab.cost.stored import price_book
 from perflab.views import run_costs, run_list, urlstate
+from perflab.views.formatting import MISSING
 
 ui.ensure_app_shell()
 
@@ -18,6 +19,9 @@ LAST_QUERY_KEY = "runs_last_query"
 SELECTED_KEY = "runs_selected_order"
 
 st.title("Runs")
+deleted = st.session_state.pop("runs_deleted_note", None)
+if deleted:
+    st.success(deleted, icon=":material/delete:")
 
 
 def import_results() -> None:
@@ -62,11 +66,14 @@ query = {name: value for name, value in st.query_params.items() if name in run_l
 if query != st.session_state.get(LAST_QUERY_KEY):
     for key in run_list.QUERY_KEYS.values():
         st.session_state.pop(key, None)
-    st.session_state.update(run_list.widget_state_from_query(query, choices))
+    reading = run_list.read_query(query, choices)
+    st.session_state.update(reading.state)
+    for problem in reading.problems:
+        st.info(problem, icon=":material/link_off:")
 
-status_col, host_col, accelerator_col, engine_col, model_col, source_col = st.columns(
-    [1.1, 1.2, 1.3, 1.3, 1.2, 1.2]
-)
+# Three filters a row, so that each box shows its choices beside the sidebar at 1024 px.
+status_col, host_col, accelerator_col = st.columns(3)
+engine_col, model_col, source_col = st.columns(3)
 filters = run_list.RunFilters(
     status=tuple(status_col.multiselect("Status", choices["status"], key="runs_status")),
     host=tuple(host_col.multiselect("Host", choices["host"], key="runs_host")),
@@ -77,7 +84,7 @@ filters = run_list.RunFilters(
     model_text=model_col.text_input("Model contains", key="runs_model"),
     source=source_col.selectbox("Source", list(run_list.SOURCE_CHOICES), key="runs_source"),
 )
-sort_col, order_col, size_col, page_col = st.columns([1.5, 1, 1, 1])
+sort_col, order_col, size_col, page_col = st.columns([1.3, 1.2, 1, 1])
 sort_label = sort_col.selectbox("Sort by", list(run_list.SORT_CHOICES), key="runs_sort")
 descending = order_col.selectbox("Order", ["descending", "ascending"], key="runs_order") == "descending"
 page_size = size_col.selectbox("Runs per page", run_list.PAGE_SIZES, index=1, key="runs_page_size")
@@ -112,6 +119,7 @@ st.caption(page.position_text())
 
 selection = st.dataframe(
     page.table,
+    placeholder=MISSING,  # a run without a result yet: its figures read — rather than None
     key="runs_table",
     on_select="rerun",
     selection_mode="multi-row",
@@ -119,21 +127,21 @@ selection = st.dataframe(
     height=ui.table_height(min(len(page.run_ids), RUNS_TABLE_ROWS)),
     column_config={
         "Run": st.column_config.LinkColumn(
-            "Run", display_text=r"run=(\d+)", help="Open the run page", width=50
+            "Run", display_text=r"run=(\d+)", help="Open the run page", width=50, pinned=True
         ),
-        "Status": st.column_config.TextColumn(width=85),
-        "Model": st.column_config.TextColumn(width=150),
-        "Engine": st.column_config.TextColumn(width=60),
-        "Knobs": st.column_config.TextColumn(width=130, help="the settings that differ from the defaults"),
-        "Profile": st.column_config.TextColumn(width=80),
-        "Replicas": st.column_config.TextColumn("×", width=30, help="replicas serving the run (node totals)"),
-        "Total tok/s": st.column_config.NumberColumn(format="%.2f", width=85),
-        "Output tok/s": st.column_config.NumberColumn("Out tok/s", format="%.2f", width=80),
+        "Status": st.column_config.TextColumn(width=100),
+        "Model": st.column_config.TextColumn(width=210),
+        "Total tok/s": st.column_config.NumberColumn(
+            format="%.2f", width=85, help="total token throughput, input + output (tok/s); — : no result yet"
+        ),
+        "Output tok/s": st.column_config.NumberColumn(
+            "Out tok/s", format="%.2f", width=80, help="output token throughput (tok/s)"
+        ),
         "Mean TTFT (ms)": st.column_config.NumberColumn(
-            "TTFT ms", format="%.2f", width=70, help="mean time to first token (ms)"
+            "TTFT ms", format="%.2f", width=75, help="mean time to first token (ms)"
         ),
         "Mean TPOT (ms)": st.column_config.NumberColumn(
-            "TPOT ms", format="%.2f", width=70, help="mean time per output token, first excluded (ms)"
+            "TPOT ms", format="%.2f", width=75, help="mean time per output token, first excluded (ms)"
         ),
         run_costs.COST_COLUMN: st.column_config.NumberColumn(
             f"{prices.currency}/1M tok",
@@ -141,6 +149,15 @@ selection = st.dataframe(
             width=75,
             help=f"cost per 1M tokens at the measured throughput (hosts.yaml's prices, {prices.currency})",
         ),
+        "Replicas": st.column_config.TextColumn(
+            width=70,
+            help="engine replicas that served the run (×2: two); its figures are totals over all of them",
+        ),
+        "Engine": st.column_config.TextColumn(width=70),
+        "Knobs": st.column_config.TextColumn(width=280, help="the settings that differ from the defaults"),
+        "Profile": st.column_config.TextColumn(width=170),
+        "Host": st.column_config.TextColumn(width=190),
+        "Accelerator": st.column_config.TextColumn(width=190),
         "Created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
     },
 )

@@ -1,4 +1,4 @@
-"""The ``python -m perflab <command>`` dispatcher.
+"""The ``perflab <command>`` dispatcher (the installed ``perflab`` command, or ``python -m perflab``).
 
 Each command lives in its own module exposing ``configure(parser)`` and ``run(args) -> int``; the
 module is imported only when its command is used, so ``python -m perflab bench`` never loads the
@@ -12,6 +12,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("perflab.bench.cli", "benchmark an OpenAI-compatible server"),
@@ -33,9 +34,14 @@ class CommandError(Exception):
     exit_status = 1
 
 
+def program_name() -> str:
+    """``perflab`` when started as the installed command, else ``python -m perflab``."""
+    return "perflab" if Path(sys.argv[0]).name == "perflab" else "python -m perflab"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m perflab",
+        prog=program_name(),
         description="perflab: measure and tune LLM serving configurations.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="commands:\n"
@@ -50,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     top = build_parser().parse_args(argv if argv is not None else sys.argv[1:])
     module_name, help_text = COMMANDS[top.command]
     module = importlib.import_module(module_name)
-    sub = argparse.ArgumentParser(prog=f"python -m perflab {top.command}", description=help_text)
+    sub = argparse.ArgumentParser(prog=f"{program_name()} {top.command}", description=help_text)
     module.configure(sub)
     args = sub.parse_args(top.args)
     try:

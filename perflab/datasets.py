@@ -146,15 +146,12 @@ def store_dataset(
     """Store a validated upload once; returns the dataset and whether it is new (False: same content
     was stored before, possibly under another name).
 
-    The name keeps the format's file suffix (added when missing): the run hands the content to the
-    benchmark as a file of that name, and the bench picks its reader by suffix.
+    The name is kept as given (``my-prompts``); where the content becomes a file, the file is named
+    with its format's suffix (:func:`dataset_file_name`), as the bench picks its reader by suffix.
     """
     digest = crud.content_hash(content)
     known = any(dataset.content_hash == digest for dataset in crud.list_datasets(session))
     stored_name = name.strip() or parsed.name
-    suffix = SUFFIX_BY_FORMAT[parsed.format]
-    if not stored_name.lower().endswith(suffix):
-        stored_name += suffix
     dataset = crud.create_dataset(
         session,
         name=stored_name,
@@ -166,6 +163,12 @@ def store_dataset(
         prompt_token_lengths=parsed.token_lengths,
     )
     return dataset, not known
+
+
+def dataset_file_name(name: str, fmt: str) -> str:
+    """A stored dataset's name as a file: ``my-prompts.jsonl`` (its format's suffix added when missing)."""
+    suffix = SUFFIX_BY_FORMAT.get(fmt, "")
+    return name if name.lower().endswith(suffix) else name + suffix
 
 
 def profile_dataset(dataset: Dataset) -> dict[str, str]:

@@ -28,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 
+from db.session import REPO_ROOT
 from perflab import safe_yaml
 from perflab.containers.runtime import parse_mount
 from perflab.cost.prices import HourPrice, PriceSettings
@@ -36,7 +37,7 @@ from perflab.secrets import is_secret_name
 
 HOSTS_FILE_ENV = "PERFLAB_HOSTS"
 # The app, the worker and every command read the same file wherever they are started from.
-DEFAULT_HOSTS_FILE = Path(__file__).resolve().parents[1] / "hosts.yaml"
+DEFAULT_HOSTS_FILE = REPO_ROOT / "hosts.yaml"
 
 _HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

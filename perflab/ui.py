@@ -34,6 +34,7 @@ from streamlit.runtime.pages_manager import PagesManager
 from db import crud
 from db import session as db_session
 from perflab import auth, redact, settings
+from perflab.charts import run_page as run_page_charts
 from perflab.charts.export import chart_png
 from perflab.cost.figures import CostFigures
 from perflab.cost.stored import load_cost_context, price_book
@@ -45,6 +46,11 @@ from perflab.views import cost as cost_views
 from perflab.views.run_list import run_link
 
 TABLE_ROW_PX = 35
+# Widths of :func:`fitted_columns`: pixels per character of the table font, padding, bounds.
+CHAR_PX = 8
+CELL_PADDING_PX = 24
+MIN_FITTED_PX = 100
+MAX_FITTED_PX = 360
 SIDEBAR_REFRESH_S = 3.0
 # Distinct hosts/engines/models change rarely; runs the worker adds show up within this time.
 FILTER_CHOICES_TTL_S = 60
@@ -67,10 +73,20 @@ STATUS_ICONS: dict[str, str] = {
 _IN_SHELL: ContextVar[bool] = ContextVar("perflab_in_shell", default=False)
 
 
+# Markdown tables wider than the page (the Compare page's runs beside the sidebar at 1024 px) scroll
+# sideways inside it instead of running off its edge.
+LAYOUT_CSS = """
+<style>
+  [data-testid="stMarkdownContainer"] table { display: block; max-width: 100%; overflow-x: auto; }
+</style>
+"""
+
+
 def app_shell() -> None:
     """What surrounds every page: the wide layout, the access check (nothing starts when it fails),
     the migrated database, the in-app worker (once per server process), the sidebar status and login."""
     st.set_page_config(page_title="perflab", page_icon=":material/speed:", layout="wide")
+    st.html(LAYOUT_CSS)
     access = access_gate()
     redact.install_log_redaction()
     settings_or_stop()
@@ -307,13 +323,53 @@ def _run_detail(url: str, run_id: int, version: str) -> run_detail.RunDetail | N
         return run_detail.load_run_detail(opened, run_id)
 
 
-def load_run_detail(run_id: int) -> run_detail.RunDetail | None:
-    """The run page's data, cached until the run changes (status, heartbeat, results, samples)."""
+class LoadedRun(NamedTuple):
+    """The run page's data and the version it was read at (the key of its cached charts)."""
+
+    detail: run_detail.RunDetail
+    version: str
+
+
+def load_run_detail(run_id: int) -> LoadedRun | None:
+    """The run page's data, cached until the run changes (status, heartbeat, finish, results,
+    samples): a finished run is read once."""
     with session() as opened:
         version = run_detail.run_version(opened, run_id)
     if version is None:
         return None
-    return _run_detail(database_url(), run_id, version)
+    detail = _run_detail(database_url(), run_id, version)
+    return None if detail is None else LoadedRun(detail, version)
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def _run_chart_spec(
+    url: str,
+    run_id: int,
+    version: str,
+    chart: str,
+    profile_id: int | None,
+    metric: str | None,
+    _detail: run_detail.RunDetail,
+) -> dict[str, Any]:
+    # Keyed by the run's version like _run_detail; the detail itself (read at that version) is not
+    # hashed (the leading underscore), so a miss costs no second copy of the run's records.
+    return run_page_charts.chart_spec(_detail, chart, profile_id=profile_id, metric=metric)
+
+
+def run_chart(
+    loaded: LoadedRun,
+    chart: str,
+    *,
+    key: str,
+    file_name: str,
+    profile_id: int | None = None,
+    metric: str | None = None,
+) -> None:
+    """One of the run page's charts (:mod:`perflab.charts.run_page`), built once per run version."""
+    spec = _run_chart_spec(
+        database_url(), loaded.detail.run.id, loaded.version, chart, profile_id, metric, loaded.detail
+    )
+    draw_spec(spec, key=key, file_name=file_name)
 
 
 @st.cache_data(show_spinner=False, ttl=FILTER_CHOICES_TTL_S, max_entries=8)
@@ -369,6 +425,18 @@ def dataset_preview(dataset_id: int, content_hash: str) -> pd.DataFrame | None:
     """The first prompts of a stored dataset, read and parsed once per content (the content can be
     large; a dataset never changes it); None when the dataset was deleted."""
     return _dataset_preview(database_url(), dataset_id, content_hash)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _output_length_counts(url: str, dataset_id: int, content_hash: str) -> tuple[int, int]:
+    with db_session.session_scope(_engine_for(url)) as opened:
+        return datasets.load_output_length_counts(opened, dataset_id)
+
+
+def dataset_output_length_counts(dataset_id: int, content_hash: str) -> tuple[int, int]:
+    """How many prompts of a stored dataset carry their own output length, of how many (read once
+    per content)."""
+    return _output_length_counts(database_url(), dataset_id, content_hash)
 
 
 def clear_cached_reads() -> None:
@@ -428,7 +496,8 @@ COPY_BUTTON_HTML = """
     border: 1px solid rgba(49, 51, 63, 0.2); border-radius: 0.5rem; background: inherit; color: inherit;
   }}
   .perflab-copy button:hover {{ border-color: #ff4b4b; color: #ff4b4b; }}
-  .perflab-copy span {{ margin-left: 0.5rem; font-size: 0.85rem; opacity: 0.75; }}
+  .perflab-copy {{ display: flex; align-items: center; gap: 0.5rem; white-space: nowrap; }}
+  .perflab-copy span {{ font-size: 0.85rem; opacity: 0.75; overflow: hidden; text-overflow: ellipsis; }}
 </style>
 <div class="perflab-copy">
   <button type="button" id="{element_id}" data-link="{link}" title="{link}">Copy link</button>
@@ -460,13 +529,15 @@ COPY_BUTTON_HTML = """
       }} else {{
         fallback(link);
       }}
-      note.textContent = "Copied " + link;
+      note.textContent = "Link copied";
     }} catch (error) {{
       try {{
         fallback(link);
-        note.textContent = "Copied " + link;
+        note.textContent = "Link copied";
       }} catch (again) {{
-        note.textContent = "Copy this link: " + link;
+        note.textContent = link;
+        note.style.whiteSpace = "normal";
+        note.style.userSelect = "all";
       }}
     }}
   }});
@@ -477,7 +548,9 @@ COPY_BUTTON_HTML = """
 
 def copy_link_button(link: str, *, key: str) -> None:
     """A "Copy link" button that puts ``link`` on the clipboard in the browser (the Clipboard API, or
-    a selected text copy where the page is not a secure context) and says what it copied."""
+    a selected text copy where the page is not a secure context) and says "Link copied" beside it on
+    one line (the link is the button's tooltip); where the browser refuses both, the link itself is
+    shown, selected on a click, to copy by hand."""
     st.html(
         COPY_BUTTON_HTML.format(element_id=f"perflab-copy-{key}", link=html.escape(link, quote=True)),
         unsafe_allow_javascript=True,
@@ -509,6 +582,17 @@ def download(item: Download, *, place: Any = st) -> None:
     )
 
 
+def fitted_columns(frame: pd.DataFrame) -> dict[str, Any]:
+    """Column config giving each text column of ``frame`` the width of its longest cell (within
+    bounds), so that a cell like ``18124.35 (+21.3%)`` shows whole."""
+    config: dict[str, Any] = {}
+    for column in frame.columns:
+        longest = max((len(str(value)) for value in frame[column]), default=0)
+        width = min(MAX_FITTED_PX, max(MIN_FITTED_PX, CELL_PADDING_PX + CHAR_PX * longest))
+        config[str(column)] = st.column_config.TextColumn(width=width)
+    return config
+
+
 def table_height(rows: int) -> int:
     """Pixels that show a dataframe's header and ``rows`` rows without an inner scroll bar."""
     return TABLE_ROW_PX * (rows + 1) + 3
@@ -526,6 +610,12 @@ def chart(figure: alt.TopLevelMixin, *, key: str, file_name: str) -> None:
     download(Download("Download PNG", lambda: chart_png(figure), file_name, f"png_{key}"))
 
 
+def draw_spec(spec: dict[str, Any], *, key: str, file_name: str) -> None:
+    """Draw a Vega-Lite spec with a "Download PNG" button below it (rendered when clicked)."""
+    st.vega_lite_chart(spec, width="stretch")
+    download(Download("Download PNG", lambda: chart_png(spec), file_name, f"png_{key}"))
+
+
 def inventory_or_stop() -> Inventory:
     """The hosts of the hosts file; when it cannot be used, its problems are shown and the page stops."""
     try:
@@ -540,7 +630,7 @@ def _live_status(app_worker: bool) -> None:
     """The status lines, redrawn every few seconds so a run that starts or ends shows without a click."""
     with session() as opened:
         summary = status.app_status(
-            opened, database=db_session.describe(), stale_after_s=settings.worker_stale_s()
+            opened, database=db_session.public_name(), stale_after_s=settings.worker_stale_s()
         )
     st.caption(f"Database: {summary.database}")
     if not app_worker:

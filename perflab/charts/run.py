@@ -124,6 +124,24 @@ def throughput_timeline(timeline: Timeline) -> alt.VConcatChart:
     )
 
 
+def live_timeline(frame: pd.DataFrame) -> alt.VConcatChart:
+    """While a benchmark runs: requests completed per second and in flight (top), and the latency
+    estimate in seconds (bottom), from :func:`perflab.runner.live.live_frame`."""
+    return _stacked(
+        *_column_timelines(
+            frame,
+            (
+                ("completed_per_s", "Requests completed/s", "live_rate"),
+                ("requests_in_flight", "Requests in flight", "live_flight"),
+                ("latency_s", "Estimated latency (s)", "live_latency"),
+            ),
+            x="t",
+            series_title="Series",
+            x_title="Time since the benchmark started (s)",
+        )
+    )
+
+
 def _sampling_step(times: pd.Series) -> float:
     """The smallest gap between distinct sampling instants (1 s when there is none)."""
     gaps = np.diff(np.unique(times.dropna().to_numpy(dtype=float)))

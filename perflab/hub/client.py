@@ -334,7 +334,10 @@ def fetch(
     if offline():
         found = cached(file, cache_dir)
         if found is None:
-            raise HubUnreachable(f"{file.ref}: {OFFLINE_ENV} is set and the file is not in {cache_dir}")
+            raise HubUnreachable(
+                f"{file.ref}: {OFFLINE_ENV} is set and the file is not in {cache_dir}; unset it to fetch "
+                f"from the hub or from a mirror ({ENDPOINT_ENV})"
+            )
         return found
     headers = {"Accept-Encoding": "identity", "User-Agent": "perflab"}
     if token:
@@ -360,7 +363,8 @@ def fetch(
         if found is not None:
             return found
         raise HubUnreachable(
-            f"{file.ref}: the hub at {endpoint} cannot be reached ({_describe(error)})"
+            f"{file.ref}: the hub at {endpoint} cannot be reached ({_describe(error)}); "
+            f"set {ENDPOINT_ENV} to a hub mirror this machine can reach"
         ) from None
     except httpx.HTTPError as error:
         raise HubError(f"{file.ref}: {_describe(error)}") from None

@@ -22,6 +22,7 @@ from perflab.engines import EngineAdapter
 from perflab.profiles import BenchmarkProfile
 from perflab.remote import process as rp
 from perflab.remote.bench import RemoteBenchFailed, run_remote_bench
+from perflab.runner import live
 from perflab.runner.bench_record import bench_entry, store_bench_result, sweep_label, with_sample_window
 from perflab.runner.errors import RunFailed
 from perflab.runner.launch import Replica
@@ -102,9 +103,13 @@ def _run_point(
     name = f"bench-{label['profile_index']}-{point_index}"
     ctx.record_bench(bench_entry(name, label["profile_index"], point_index))
 
+    history: list[list[float]] = []
+
     def progress(values: dict[str, Any]) -> None:
+        nonlocal history
         ctx.interrupt()
-        ctx.on_progress({**label, **values})
+        history = live.with_point(history, values)
+        ctx.on_progress({**label, **values, "history": history})
 
     try:
         bench = run_remote_bench(

@@ -13,7 +13,7 @@ uploads it to the host once per content; nothing else of the app's machine is ev
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from sqlalchemy.engine import Engine
 
@@ -109,11 +109,12 @@ def dataset_files(
     if stored is not None:
         # The benchmark tells a dataset's format by its file suffix (imported here: the module loads
         # the bench's dataset readers, which the runner needs only for a stored dataset).
-        from perflab.datasets import SUFFIX_BY_FORMAT
+        from perflab.datasets import dataset_file_name
 
         dataset, content = stored
-        stem = _UNSAFE.sub("_", Path(dataset.name).stem) or "dataset"
-        path = directory / f"{stem}-{dataset.id}{SUFFIX_BY_FORMAT.get(dataset.format, '')}"
+        file_name = PurePath(dataset_file_name(dataset.name, dataset.format))
+        stem = _UNSAFE.sub("_", file_name.stem) or "dataset"
+        path = directory / f"{stem}-{dataset.id}{file_name.suffix}"
         path.write_bytes(content)
         return {DATASET_FLAG: path}
     try:

@@ -1,7 +1,10 @@
-"""The serve command of an engine config as a user would type it, or why the engine cannot run it."""
+"""The serve command of an engine config as a user would type it, or why the engine cannot run it; and
+the ``vllm bench serve`` command that sends a stored run's benchmark requests."""
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,6 +12,7 @@ from pydantic import ValidationError
 
 from perflab.engines import EngineConfig, EngineConfigError, get_adapter
 from perflab.engines.base import EngineAdapter
+from perflab.profiles import BenchmarkProfile
 
 
 @dataclass(frozen=True)
@@ -40,3 +44,42 @@ def stored_command_preview(config: dict[str, Any] | None) -> CommandPreview | No
     except ValidationError as error:
         return CommandPreview(command=None, error=f"the stored config is not valid any more: {error}")
     return command_preview(engine_config)
+
+
+def _base_url(bench_command: str | None) -> str | None:
+    """The one ``--base-url`` of a ``perflab bench`` command (None for none or several: replicas)."""
+    if not bench_command:
+        return None
+    try:
+        words = shlex.split(bench_command)
+    except ValueError:
+        return None
+    urls = [words[at + 1] for at, word in enumerate(words[:-1]) if word == "--base-url"]
+    return urls[0] if len(urls) == 1 else None
+
+
+def vllm_bench_commands(
+    profiles: Sequence[dict[str, Any]],
+    model: str | None,
+    bench_commands: Sequence[str],
+    dataset_files: Mapping[str, str],
+) -> list[str]:
+    """Per stored profile of a run, the ``vllm bench serve`` command that sends the same requests (see
+    :meth:`BenchmarkProfile.vllm_bench_command`), against the server its ``perflab bench`` command
+    used when that was one; a stored dataset is named by its file name (``dataset_files`` by content
+    hash). Profiles that no longer validate are left out."""
+    commands = []
+    for position, stored in enumerate(profiles):
+        try:
+            profile = BenchmarkProfile.model_validate(stored)
+        except ValidationError:
+            continue
+        commands.append(
+            profile.vllm_bench_command(
+                model or "MODEL",
+                base_url=_base_url(bench_commands[position] if position < len(bench_commands) else None),
+                dataset_path=dataset_files.get(profile.dataset_ref or ""),
+                same_requests=True,
+            )
+        )
+    return commands

@@ -1,5 +1,6 @@
 """The Datasets page's read model: the stored datasets as a table, a preview of one, the
-prompt-length table its histogram is drawn from, and what the hub cache holds."""
+prompt-length table its histogram is drawn from, how many prompts carry their own output length (for
+Launch's custom profile), and what the hub cache holds."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from sqlmodel import Session
 
 from db import crud
 from db.models import Dataset
-from perflab.datasets import SUFFIX_BY_FORMAT, DatasetUploadError, parse_upload
+from perflab.datasets import DatasetUploadError, dataset_file_name, parse_upload
 from perflab.hub.catalog import STAND_INS
 from perflab.hub.client import HubFile, cached
 from perflab.hub.sample import SAMPLE_CONVERSATIONS
@@ -50,7 +51,7 @@ def dataset_choice_label(dataset: Dataset) -> str:
 def preview_frame(dataset: Dataset, limit: int = PREVIEW_ROWS) -> pd.DataFrame:
     """The first prompts of a stored dataset with their output lengths and token counts."""
     try:
-        parsed = parse_upload(f"{dataset.name}{SUFFIX_BY_FORMAT[dataset.format]}", dataset.content)
+        parsed = parse_upload(dataset_file_name(dataset.name, dataset.format), dataset.content)
     except DatasetUploadError as error:
         return pd.DataFrame({"Problem": [str(error)]})
     lengths = dataset.prompt_token_lengths or parsed.token_lengths
@@ -65,6 +66,21 @@ def preview_frame(dataset: Dataset, limit: int = PREVIEW_ROWS) -> pd.DataFrame:
         )
     ]
     return pd.DataFrame(rows, columns=["Prompt", "Output len", "Prompt tokens"])
+
+
+def output_length_counts(dataset: Dataset) -> tuple[int, int]:
+    """How many of a stored dataset's prompts carry their own output length, and how many it holds."""
+    try:
+        parsed = parse_upload(dataset_file_name(dataset.name, dataset.format), dataset.content)
+    except DatasetUploadError:
+        return 0, 0
+    return sum(length is not None for length in parsed.output_lens), parsed.num_prompts
+
+
+def load_output_length_counts(session: Session, dataset_id: int) -> tuple[int, int]:
+    """:func:`output_length_counts` of a stored dataset ((0, 0) when it does not exist)."""
+    dataset = crud.get_dataset(session, dataset_id=dataset_id)
+    return (0, 0) if dataset is None else output_length_counts(dataset)
 
 
 def load_preview(session: Session, dataset_id: int) -> pd.DataFrame | None:

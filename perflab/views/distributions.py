@@ -30,6 +30,11 @@ def latency_values(records: pd.DataFrame, metric: str) -> np.ndarray:
     return values[np.isfinite(values)]
 
 
+def has_values(records: pd.DataFrame, metric: str) -> bool:
+    """Whether any successful request has a value of ``metric``."""
+    return latency_values(records, metric).size > 0
+
+
 def cdf_points(values: np.ndarray, max_points: int = 200) -> pd.DataFrame:
     """The empirical CDF of ``values`` as ``value``/``fraction`` rows, at most ``max_points`` of them.
 

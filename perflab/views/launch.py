@@ -20,6 +20,7 @@ from db import crud
 from db.models import Dataset, Run
 from perflab.containers.image import presets_for
 from perflab.dataset_dirs import DatasetNotDeclared
+from perflab.datasets import dataset_file_name
 from perflab.engines import EngineConfig, get_adapter
 from perflab.engines.flags import format_value, parse_json_object
 from perflab.engines.preflight import HelpCache
@@ -194,6 +195,16 @@ def build_config(form: ConfigForm) -> EngineConfig:
         raise _input_error(error, "config") from None
 
 
+# The preset Launch starts with, so that its defaults can be queued as they are: seed 002's throughput
+# load on random prompts (no dataset to fetch), long enough to show a steady state.
+DEFAULT_PRESET = "throughput"
+
+
+def default_preset_choice() -> str:
+    """The shown name of :data:`DEFAULT_PRESET` among :func:`preset_choices`."""
+    return next(label for label, profile in preset_choices().items() if profile.name == DEFAULT_PRESET)
+
+
 def preset_choices() -> dict[str, BenchmarkProfile]:
     """The seeds' presets by their shown name: ``Short Prompt (random 128→4, 1000 prompts)``."""
     return {f"{profile.title} ({describe_load(profile)})": profile for profile in PRESETS.values()}
@@ -252,6 +263,20 @@ def custom_profile(form: CustomProfileForm) -> BenchmarkProfile:
         raise _input_error(error, "profile") from None
 
 
+def output_length_note(with_lengths: int, prompts: int) -> str | None:
+    """What the custom profile's "Output tokens" field means for a dataset whose prompts carry their
+    own output lengths in ``with_lengths`` of ``prompts`` rows (the bench sends a row's own length
+    when it has one; the field is the length of the others), or None when no row carries one."""
+    if with_lengths <= 0:
+        return None
+    if with_lengths >= prompts:
+        return "Output lengths: the dataset's own (every prompt carries one)."
+    return (
+        f"{with_lengths} of {prompts} prompts carry their own output length; "
+        "Output tokens applies to the others."
+    )
+
+
 def reuse_note(num_prompts: int, dataset_prompts: int | None) -> str | None:
     """What asking for more prompts than a dataset holds means, or None when it holds enough."""
     if dataset_prompts is None or num_prompts <= dataset_prompts:
@@ -263,8 +288,9 @@ def reuse_note(num_prompts: int, dataset_prompts: int | None) -> str | None:
 
 
 def dataset_names(datasets: Sequence[Dataset]) -> dict[str, str]:
-    """Stored datasets' names by content hash (how custom profiles refer to them)."""
-    return {dataset.content_hash: dataset.name for dataset in datasets}
+    """Stored datasets' file names (``my-prompts.jsonl``) by content hash (how custom profiles refer to
+    them)."""
+    return {dataset.content_hash: dataset_file_name(dataset.name, dataset.format) for dataset in datasets}
 
 
 def profiles_frame(
@@ -359,6 +385,24 @@ def queue_run(
         queued_by=queued_by,
         label=label,
     )
+
+
+# A queued run's status → how the Launch page reports it (a Streamlit message kind, then the sentence).
+FOLLOW_NOTES: dict[str, tuple[str, str]] = {
+    "queued": ("success", "Run {id} is queued; the worker starts it when the host's GPUs are free."),
+    "launching": ("info", "Run {id} is starting its engine."),
+    "ready": ("info", "Run {id}'s engine is ready; the benchmark starts."),
+    "benchmarking": ("info", "Run {id} is benchmarking."),
+    "done": ("success", "Run {id} is done: its results are on its page."),
+    "failed": ("error", "Run {id} failed: its page says why."),
+    "cancelled": ("warning", "Run {id} was cancelled."),
+}
+
+
+def follow_note(run_id: int, status: str) -> tuple[str, str]:
+    """The Launch page's message on the run it queued, as its status now is: (kind, sentence)."""
+    kind, text = FOLLOW_NOTES.get(status, ("info", "Run {id} is " + status + "."))
+    return kind, text.format(id=run_id)
 
 
 def rerun_blocker(run: RunView) -> str | None:

@@ -12,6 +12,7 @@ input tokens and peak concurrency says so in :attr:`ProfileView.definition_notes
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -22,11 +23,13 @@ from sqlmodel import Session
 
 from db import crud
 from db.crud import RunSummary
-from db.models import FINISHED_RUN_STATUSES, ProfileResult, Run, RunSample
+from db.models import FINISHED_RUN_STATUSES, Dataset, ProfileResult, RequestRecord, Run, RunSample
 from perflab.bench.report import format_text_block, partial_note
+from perflab.datasets import dataset_file_name
 from perflab.hub.catalog import used_sample
+from perflab.runner import live
 from perflab.views import timeline as timelines
-from perflab.views.commands import CommandPreview, stored_command_preview
+from perflab.views.commands import CommandPreview, stored_command_preview, vllm_bench_commands
 from perflab.views.formatting import PARTIAL_MARK, format_duration, host_label
 
 RECORD_COLUMNS: tuple[str, ...] = (
@@ -107,6 +110,9 @@ class ProfileView:
     text_block: str | None
     sweep_point: dict[str, Any] | None
     records: pd.DataFrame
+    # Output tokens/s and requests in flight over time: from the per-request records in bins fit for
+    # the run's length, else the bench's per-second series.
+    timeline: timelines.Timeline
 
     @property
     def partial(self) -> bool:
@@ -133,15 +139,6 @@ class ProfileView:
         """Whether the result was measured on perflab's ShareGPT-format sample."""
         return used_sample(self.notes)
 
-    @property
-    def timeline(self) -> timelines.Timeline:
-        """Output tokens/s and requests in flight over time: from the per-request records in bins fit
-        for the run's length, else the bench's per-second series."""
-        built = timelines.from_records(self.records) if not self.records.empty else None
-        if built is not None and not built.empty:
-            return built
-        return timelines.from_series(self.result.get("timeseries") or [])
-
 
 @dataclass(frozen=True)
 class RunDetail:
@@ -151,6 +148,8 @@ class RunDetail:
     profiles: list[ProfileView]
     samples: pd.DataFrame
     planned_command: CommandPreview | None
+    # The ``vllm bench serve`` equivalent of each profile (sends the same requests).
+    vllm_bench_commands: list[str]
 
     def partial_warnings(self) -> list[str]:
         """One sentence per partial result: how much of its benchmark it covers and why it stopped
@@ -224,44 +223,39 @@ def text_block_for(stored: str | None, result: dict[str, Any]) -> str | None:
         return None
 
 
-def _tpot_ms(record: Any) -> float | None:
-    if (
-        record.ttft_ms is None
-        or record.e2el_ms is None
-        or not record.output_tokens
-        or record.output_tokens < 2
-    ):
-        return None
-    return (record.e2el_ms - record.ttft_ms) / (record.output_tokens - 1)
+# The stored columns the page reads, in :data:`RECORD_COLUMNS` order (TPOT is computed).
+_STORED_RECORD_COLUMNS = tuple(column for column in RECORD_COLUMNS if column != "tpot_ms")
 
 
-def records_frame(records: list[Any]) -> pd.DataFrame:
-    """Per-request records as a table with TPOT (excl. 1st token) computed per request."""
-    rows = [
-        {
-            "index": record.index,
-            "start_s": record.start_s,
-            "ttft_ms": record.ttft_ms,
-            "tpot_ms": _tpot_ms(record),
-            "e2el_ms": record.e2el_ms,
-            "itl_ms": list(record.itl_ms or []),
-            "input_tokens": record.input_tokens,
-            "output_tokens": record.output_tokens,
-            "success": record.success,
-            "error": record.error,
-            "base_url": record.base_url,
-        }
-        for record in records
-    ]
-    frame = pd.DataFrame(rows, columns=list(RECORD_COLUMNS))
-    for column in ("start_s", "ttft_ms", "tpot_ms", "e2el_ms", "input_tokens", "output_tokens"):
+def records_frame(rows: Sequence[Sequence[Any]]) -> pd.DataFrame:
+    """Per-request records (rows of :data:`_STORED_RECORD_COLUMNS`) as a table with TPOT (excl. 1st
+    token) computed per request: (E2EL − TTFT) / (output tokens − 1), for requests with two or more."""
+    frame = pd.DataFrame(list(rows), columns=list(_STORED_RECORD_COLUMNS))
+    for column in ("start_s", "ttft_ms", "e2el_ms", "input_tokens", "output_tokens"):
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
-    return frame
+    frame["itl_ms"] = [list(gaps) if gaps else [] for gaps in frame["itl_ms"]]
+    steps = frame["output_tokens"].where(frame["output_tokens"] >= 2) - 1
+    frame["tpot_ms"] = ((frame["e2el_ms"] - frame["ttft_ms"]) / steps).astype("float64")
+    return frame[list(RECORD_COLUMNS)]
 
 
-def profile_view(session: Session, stored: ProfileResult) -> ProfileView:
-    """A stored profile result with its request records."""
-    records = crud.list_request_records(session, profile_result_id=stored.id)
+def _records_by_result(session: Session, result_ids: list[int]) -> dict[int, pd.DataFrame]:
+    """The request records of each profile result, read in one query of the columns the page uses."""
+    columns = [getattr(RequestRecord, name) for name in _STORED_RECORD_COLUMNS]
+    rows = session.execute(
+        sa.select(RequestRecord.profile_result_id, *columns)
+        .where(RequestRecord.profile_result_id.in_(result_ids))
+        .order_by(RequestRecord.profile_result_id, RequestRecord.index)
+    ).all()
+    grouped: dict[int, list[Sequence[Any]]] = {result_id: [] for result_id in result_ids}
+    for result_id, *values in rows:
+        grouped[result_id].append(values)
+    return {result_id: records_frame(values) for result_id, values in grouped.items()}
+
+
+def profile_view(stored: ProfileResult, records: pd.DataFrame) -> ProfileView:
+    """A stored profile result with its request records (and the timeline drawn from them)."""
+    built = timelines.from_records(records) if not records.empty else None
     return ProfileView(
         id=stored.id,
         position=stored.position,
@@ -271,13 +265,20 @@ def profile_view(session: Session, stored: ProfileResult) -> ProfileView:
         result=dict(stored.result),
         text_block=text_block_for(stored.text_block, stored.result),
         sweep_point=stored.sweep_point,
-        records=records_frame(records),
+        records=records,
+        timeline=(
+            built
+            if built is not None and not built.empty
+            else timelines.from_series(stored.result.get("timeseries") or [])
+        ),
     )
 
 
 def profile_views(session: Session, run_id: int) -> list[ProfileView]:
     """Every profile result of a run, in order, with its request records."""
-    return [profile_view(session, stored) for stored in crud.list_profile_results(session, run_id=run_id)]
+    stored = crud.list_profile_results(session, run_id=run_id)
+    records = _records_by_result(session, [result.id for result in stored])
+    return [profile_view(result, records[result.id]) for result in stored]
 
 
 def samples_frame(samples: list[RunSample]) -> pd.DataFrame:
@@ -296,7 +297,26 @@ def load_run_detail(session: Session, run_id: int) -> RunDetail | None:
         profiles=profile_views(session, run_id),
         samples=samples_frame(crud.list_samples(session, run_id=run_id)),
         planned_command=None if run.serve_commands else stored_command_preview(run.config),
+        vllm_bench_commands=vllm_bench_commands(
+            run.profiles or [],
+            run.model,
+            run.bench_commands or [],
+            _dataset_files(session, run.profiles or []),
+        ),
     )
+
+
+def _dataset_files(session: Session, profiles: list[dict[str, Any]]) -> dict[str, str]:
+    """The file names of the stored datasets ``profiles`` send, by content hash (names only: the
+    contents are not read)."""
+    refs = {profile.get("dataset_ref") for profile in profiles if isinstance(profile, dict)}
+    refs.discard(None)
+    if not refs:
+        return {}
+    rows = session.execute(
+        sa.select(Dataset.content_hash, Dataset.name, Dataset.format).where(Dataset.content_hash.in_(refs))
+    )
+    return {content_hash: dataset_file_name(name, fmt) for content_hash, name, fmt in rows}
 
 
 def run_version(session: Session, run_id: int) -> str | None:
@@ -342,6 +362,13 @@ class RunProgress:
     profiles: int | None
     cancel_requested: bool
     pulling: str | None = None
+    # The running profile's progress points (see :mod:`perflab.runner.live`).
+    history: list[Any] = dataclasses.field(default_factory=list)
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds until the running profile's requests have all ended, at the recent rate."""
+        return live.eta_s(self.history, self.total)
 
     @property
     def fraction(self) -> float:
@@ -367,6 +394,9 @@ class RunProgress:
             parts.append(f"{counted}, {self.in_flight} in flight")
         if self.elapsed_s is not None:
             parts.append(f"{format_duration(self.elapsed_s)} elapsed")
+        eta = self.eta_s
+        if eta is not None and self.done + self.failed < self.total:
+            parts.append(f"about {format_duration(eta)} left")
         if self.cancel_requested:
             parts.append("cancel requested")
         return " · ".join(parts)
@@ -399,6 +429,7 @@ def load_progress(session: Session, run_id: int) -> RunProgress | None:
         profiles=_int(progress.get("profiles")) or None,
         cancel_requested=bool(row.cancel_requested),
         pulling=_pull_text(progress),
+        history=progress.get("history") if isinstance(progress.get("history"), list) else [],
     )
 
 

@@ -51,28 +51,36 @@ SORT_CHOICES: dict[str, str] = {
     "Cost per 1M tok": COST_SORT,
 }
 PAGE_SIZES: tuple[int, ...] = (25, 50, 100, 200)
-# What a run is and how fast it was come first, so they fit a 1400 px window beside the sidebar; where
-# it ran and its bookkeeping follow.
+# Which run and how fast it was come first, so the figures show beside the sidebar at 1024 px; what
+# it ran, where, and its bookkeeping follow.
 TABLE_COLUMNS: tuple[str, ...] = (
     "Run",
     "Status",
     "Model",
-    "Engine",
-    "Knobs",
-    "Profile",
     "Total tok/s",
-    "Replicas",
-    "Accelerators",
-    "Total tok/s per accelerator",
     "Output tok/s",
     "Mean TTFT (ms)",
     "Mean TPOT (ms)",
     COST_COLUMN,
+    "Accelerators",
+    "Total tok/s per accelerator",
+    "Replicas",
+    "Engine",
+    "Knobs",
+    "Profile",
     "Host",
     "Accelerator",
     "Label",
     "Source",
     "Created",
+)
+FIGURE_COLUMNS: tuple[str, ...] = (
+    "Total tok/s",
+    "Output tok/s",
+    "Mean TTFT (ms)",
+    "Mean TPOT (ms)",
+    COST_COLUMN,
+    "Total tok/s per accelerator",
 )
 # Query parameters of the runs page (shareable filters) → widget keys; multi-valued ones are
 # comma-separated.
@@ -91,6 +99,8 @@ QUERY_KEYS: dict[str, str] = {
 MULTI_VALUED = ("status", "host", "accelerator", "engine")
 ORDERS = ("descending", "ascending")
 DEFAULT_PAGE_SIZE = PAGE_SIZES[1]
+# How many accepted values a "not understood" sentence lists.
+MAX_LISTED = 8
 
 
 @dataclass(frozen=True)
@@ -184,7 +194,7 @@ def runs_table(rows: list[RunRow], costs: dict[int, float | None] | None = None)
     table_rows = [{**_table_row(row), COST_COLUMN: (costs or {}).get(row.id)} for row in rows]
     frame = pd.DataFrame(table_rows, columns=list(TABLE_COLUMNS))
     frame.index = pd.Index([row.id for row in rows], name="id")
-    for column in ("Total tok/s", "Output tok/s", "Mean TTFT (ms)", "Mean TPOT (ms)", COST_COLUMN):
+    for column in FIGURE_COLUMNS:
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
     return frame
 
@@ -247,28 +257,65 @@ def _split(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def widget_state_from_query(params: dict[str, str], choices: dict[str, list[str]]) -> dict[str, object]:
-    """Widget values for the page's filters from its query parameters; values no widget can show
-    (an unknown engine, a page that is not a number) are left out."""
+@dataclass(frozen=True)
+class QueryReading:
+    """The widget values a runs-page address sets, and a sentence per value in it that was not understood."""
+
+    state: dict[str, object]
+    problems: list[str]
+
+
+def _known(options: list[str]) -> str:
+    """``known: a, b, c`` (the first few), or that no run has any."""
+    if not options:
+        return "no run has one"
+    more = ", …" if len(options) > MAX_LISTED else ""
+    return "known: " + ", ".join(options[:MAX_LISTED]) + more
+
+
+def _not_understood(name: str, value: str, expected: str) -> str:
+    """``'bogus' in ?sort= was not understood (known: Created, …); it is ignored.``"""
+    shown = value.encode("unicode_escape").decode("ascii")
+    return f"'{shown}' in ?{name}= was not understood ({expected}); it is ignored."
+
+
+def read_query(params: dict[str, str], choices: dict[str, list[str]]) -> QueryReading:
+    """Widget values for the page's filters from its query parameters; a value no widget can show (an
+    unknown engine, a page that is not a number) is left out, with a sentence saying so."""
     state: dict[str, object] = {}
+    problems: list[str] = []
     for name in MULTI_VALUED:
         if name in params:
-            state[QUERY_KEYS[name]] = [
-                value for value in _split(params[name]) if value in choices.get(name, [])
+            known = choices.get(name, [])
+            values = _split(params[name])
+            state[QUERY_KEYS[name]] = [value for value in values if value in known]
+            problems += [
+                _not_understood(name, value, _known(known)) for value in values if value not in known
             ]
     if "model" in params:
         state[QUERY_KEYS["model"]] = params["model"]
     pickers = {"source": list(SOURCE_CHOICES), "sort": list(SORT_CHOICES), "order": list(ORDERS)}
     for name, options in pickers.items():
-        if params.get(name) in options:
+        if name not in params:
+            continue
+        if params[name] in options:
             state[QUERY_KEYS[name]] = params[name]
-    size = _bounded_int(params.get("size", ""), max(PAGE_SIZES))
-    if size in PAGE_SIZES:
-        state[QUERY_KEYS["size"]] = size
-    page = _bounded_int(params.get("page", ""), MAX_ID)
+        else:
+            problems.append(_not_understood(name, params[name], _known(options)))
+    size = params.get("size")
+    if size is not None:
+        if _bounded_int(size, max(PAGE_SIZES)) in PAGE_SIZES:
+            state[QUERY_KEYS["size"]] = int(size)
+        else:
+            problems.append(_not_understood("size", size, _known([str(option) for option in PAGE_SIZES])))
+    page = params.get("page")
     if page is not None:
-        state[QUERY_KEYS["page"]] = page
-    return state
+        number = _bounded_int(page, MAX_ID)
+        if number is not None:
+            state[QUERY_KEYS["page"]] = number
+        else:
+            problems.append(_not_understood("page", page, f"pages are numbered from 1 to {MAX_ID}"))
+    return QueryReading(state, problems)
 
 
 def _bounded_int(text: str, highest: int) -> int | None:

@@ -47,33 +47,44 @@ def bin_width(duration_s: float) -> float:
 def _token_arrivals(records: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Times (s from the first dispatch) of every streamed chunk of the successful requests, and the
     output tokens each carries."""
-    times: list[float] = []
-    tokens: list[float] = []
-    for row in records.itertuples(index=False):
-        if not row.success or not math.isfinite(row.start_s) or not math.isfinite(row.ttft_ms):
-            continue
-        gaps = [float(gap) for gap in (row.itl_ms or []) if gap is not None]
-        chunk_times = row.start_s + (row.ttft_ms + np.concatenate([[0.0], np.cumsum(gaps)])) / 1000.0
-        count = row.output_tokens if math.isfinite(row.output_tokens) else len(chunk_times)
-        times.extend(chunk_times.tolist())
-        tokens.extend([count / len(chunk_times)] * len(chunk_times))
-    return np.asarray(times, dtype=float), np.asarray(tokens, dtype=float)
+    usable = records[
+        records["success"].astype(bool)
+        & np.isfinite(records["start_s"].to_numpy(dtype=float))
+        & np.isfinite(records["ttft_ms"].to_numpy(dtype=float))
+    ]
+    if usable.empty:
+        return np.empty(0), np.empty(0)
+    gap_lists = [[float(gap) for gap in gaps or [] if gap is not None] for gaps in usable["itl_ms"]]
+    chunks = np.fromiter((len(gaps) + 1 for gaps in gap_lists), dtype=np.int64, count=len(gap_lists))
+    # Each request's offsets from its first chunk: a 0 then the running sum of its gaps.
+    steps = np.fromiter(
+        (step for gaps in gap_lists for step in (0.0, *gaps)), dtype=float, count=int(chunks.sum())
+    )
+    running = np.cumsum(steps)
+    firsts = np.repeat(running[np.cumsum(chunks) - chunks], chunks)
+    starts = np.repeat(usable["start_s"].to_numpy(dtype=float), chunks)
+    ttfts = np.repeat(usable["ttft_ms"].to_numpy(dtype=float), chunks)
+    times = starts + (ttfts + running - firsts) / 1000.0
+    outputs = usable["output_tokens"].to_numpy(dtype=float)
+    counts = np.where(np.isfinite(outputs), outputs, chunks)
+    return times, np.repeat(counts / chunks, chunks)
 
 
 def _in_flight_peaks(records: pd.DataFrame, bins: int, width: float) -> list[int]:
     """Per bin, the largest number of requests in flight at any instant in it."""
     spans = records.dropna(subset=["start_s", "e2el_ms"])
-    intervals = [
-        (start, start + e2el / 1000.0) for start, e2el in zip(spans["start_s"], spans["e2el_ms"], strict=True)
-    ]
+    starts = spans["start_s"].to_numpy(dtype=float)
+    intervals = list(
+        zip(starts.tolist(), (starts + spans["e2el_ms"].to_numpy(dtype=float) / 1000.0).tolist(), strict=True)
+    )
     return peak_in_flight(intervals, [(index + 1) * width for index in range(bins)])
 
 
 def from_records(records: pd.DataFrame) -> Timeline:
     """The timeline rebuilt from per-request records (empty when none has a start and a TTFT)."""
     times, tokens = _token_arrivals(records)
-    ends = (records["start_s"] + records["e2el_ms"] / 1000.0).dropna()
-    duration = max([*times.tolist(), *ends.tolist()], default=0.0)
+    ends = (records["start_s"] + records["e2el_ms"] / 1000.0).dropna().to_numpy(dtype=float)
+    duration = float(max(times.max(initial=0.0), ends.max(initial=0.0)))
     if not len(times) or duration <= 0:
         return Timeline(pd.DataFrame(columns=list(COLUMNS)), 1.0)
     width = bin_width(duration)

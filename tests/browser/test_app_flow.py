@@ -72,10 +72,16 @@ def wait_until_done(page: Page) -> None:
 
 def queue_dataset_run(page: Page, app: AppServer) -> None:
     visit(page, app, "/launch")
+    # Launch starts with a profile picked, so its defaults can be queued; this run sends only the dataset.
+    expect(page.get_by_role("button", name="Queue run", exact=True)).to_be_enabled()
+    presets = page.get_by_test_id("stMultiSelect").filter(has_text="Presets (from the seed studies)")
+    expect(presets.get_by_text("Throughput Profile", exact=False)).to_be_visible()
+    presets.get_by_label("Clear all").click()
+    settle(page)
     page.get_by_text("Custom profile", exact=True).click()
     page.get_by_text("Add a custom profile", exact=True).click()
     settle(page)
-    choose(page, "Dataset", "prompts.jsonl")
+    choose(page, "Dataset", "prompts (jsonl")
     fill(page, "Prompts", str(len(PROMPTS)))
     fill(page, "Output tokens", "64")
     fill(page, "Request rate (req/s)", "8")
@@ -101,7 +107,7 @@ def test_upload_queue_watch_share_compare_download(app: AppServer, chromium: Bro
     settle(page)
     fill(page, "Name", "prompts")
     click(page, "Store dataset")
-    expect(page.get_by_text(f"Stored 'prompts.jsonl': {len(PROMPTS)} prompts")).to_be_visible()
+    expect(page.get_by_text(f"Stored 'prompts': {len(PROMPTS)} prompts")).to_be_visible()
     screenshot(page, "datasets")
 
     queue_dataset_run(page, app)
@@ -116,7 +122,12 @@ def test_upload_queue_watch_share_compare_download(app: AppServer, chromium: Bro
 
     page.evaluate("navigator.clipboard.writeText('')")
     page.get_by_role("button", name="Copy link", exact=True).click()
-    expect(page.get_by_text(f"Copied {app.url}/run?run={first_run}")).to_be_visible()
+    note = page.get_by_text("Link copied", exact=True)
+    expect(note).to_be_visible()
+    # The note fits beside the button on one line.
+    button_box = page.get_by_role("button", name="Copy link", exact=True).bounding_box()
+    note_box = note.bounding_box()
+    assert button_box and note_box and note_box["height"] < button_box["height"]
     share = page.evaluate("navigator.clipboard.readText()")
     assert share == f"{app.url}/run?run={first_run}"
     viewer = new_page(chromium)

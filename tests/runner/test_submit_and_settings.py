@@ -96,6 +96,10 @@ def test_datasets_are_found_by_id_hash_name_or_declared_path(runs_db: Engine, tm
             "--dataset-path": local
         }
     assert dataset_files(runs_db, PRESETS["short"], tmp_path, host) == {}
+    with new_session(runs_db) as session:
+        bare = crud.create_dataset(session, name="my-prompts", content=content + b"\n", format="jsonl")
+    (path,) = dataset_files(runs_db, parse_profile("custom:path=my-prompts,n=1"), tmp_path, host).values()
+    assert path.name == f"my-prompts-{bare.id}.jsonl"
     with pytest.raises(RunFailed, match="dataset 'nope.json' is neither a stored dataset"):
         dataset_files(runs_db, parse_profile("custom:path=nope.json,n=1"), tmp_path, host)
 

@@ -58,7 +58,7 @@ def test_a_shared_link_opened_first_still_gets_the_shell(empty_db: str, app_env,
     app_env(empty_db)
     app = run_app(page)
     assert not app.exception
-    assert f"Database: {db_session.describe(empty_db)}" in " ".join(texts(app.sidebar.caption))
+    assert f"Database: {db_session.public_name(empty_db)}" in " ".join(texts(app.sidebar.caption))
     assert any(text.startswith("No worker running") for text in texts(app.sidebar.warning))
 
 

@@ -3,6 +3,8 @@ profile choice, charts, and every kind of bad URL."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.fixtures.ui_data import SeededDatabase
@@ -33,6 +35,10 @@ def test_metric_table_against_the_baseline(data_db: SeededDatabase, open_page) -
     assert total.iloc[1].endswith("×2 (+0.0%)")
     assert total.iloc[2].startswith("3792.50 (") and "%)" in total.iloc[2]
     assert table.loc["Success rate (%)"].iloc[0] == "100.0 %"
+    # Every column is as wide as its longest cell, so "18124.35 (+21.3%)" is never clipped.
+    widths = {name: column["width"] for name, column in json.loads(app.dataframe[0].proto.columns).items()}
+    for name in table.columns:
+        assert widths[name] >= 8 * max(len(cell) for cell in table[name])
     facts = [text for text in texts(app.markdown) if text.startswith("| Run | Where |")][0].splitlines()
     assert [row.split(" | ")[1] for row in facts[2:4]] == [
         "local-sim (simulated) · NVIDIA H100 80GB HBM3"

@@ -75,7 +75,7 @@ def test_sharegpt_upload_with_a_real_tokenizer(empty_db: str, open_page, tiny_to
     app.text_input(key="dataset_name").input("chats").run()
     upload(app, "chats.json", SHAREGPT)
     assert not app.exception
-    assert "Stored 'chats.json': 2 prompts, lengths counted with the tokenizer." in texts(app.success)
+    assert "Stored 'chats': 2 prompts, lengths counted with the tokenizer." in texts(app.success)
     assert list(app.dataframe[0].value["Format"]) == ["sharegpt"]
 
 

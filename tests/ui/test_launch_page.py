@@ -39,7 +39,7 @@ def test_command_follows_the_knobs(empty_db: str, open_page) -> None:  # type: i
         block.startswith("python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B")
         for block in texts(app.code)
     )
-    assert app.button(key="launch_queue").disabled  # no profile picked yet
+    assert not app.button(key="launch_queue").disabled  # the default profile is picked
 
 
 def test_unsupported_knob_and_bad_inputs_are_named(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]
@@ -63,10 +63,22 @@ def test_unsupported_knob_and_bad_inputs_are_named(empty_db: str, open_page) -> 
     assert app.button(key="launch_queue").disabled
 
 
+def test_the_defaults_can_be_queued_as_they_are(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]
+    app = open_page(empty_db, LAUNCH_PAGE)
+    assert app.multiselect(key="launch_presets").value == [
+        "Throughput Profile (random 1024→128, 1000 prompts, concurrency 512, 1000 req/s)"
+    ]
+    assert list(app.dataframe[0].value["Profile"]) == ["Throughput Profile"]
+    assert not app.button(key="launch_queue").disabled
+    app.multiselect(key="launch_presets").set_value([]).run()
+    assert app.button(key="launch_queue").disabled
+    assert texts(app.main.warning) == ["Pick at least one profile to queue a run."]
+
+
 def test_queue_a_run_with_presets_and_follow_it(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]
     app = open_page(empty_db, LAUNCH_PAGE)
     presets = app.multiselect(key="launch_presets").options
-    app.multiselect(key="launch_presets").select(presets[1]).select(presets[2]).run()
+    app.multiselect(key="launch_presets").set_value([presets[1], presets[2]]).run()
     app.selectbox(key="launch_scale").select("2 % (quick demo)").run()
     profiles = app.dataframe[0].value
     assert list(profiles["Profile"]) == ["Short Prompt", "Medium Prompt"]
@@ -91,6 +103,19 @@ def test_queue_a_run_with_presets_and_follow_it(empty_db: str, open_page) -> Non
     )
     assert app.get("progress")[0].proto.text.startswith(f"Run {run.id}: queued")
 
+    # The note follows the run: once it is done it says so, and no longer that it is queued.
+    engine = db_session.get_engine(empty_db)
+    with db_session.session_scope(engine) as session:
+        for status in ("launching", "ready", "benchmarking"):
+            crud.set_run_status(session, run_id=run.id, status=status)
+    app.run()
+    assert f"Run {run.id} is benchmarking." in texts(app.info)
+    with db_session.session_scope(engine) as session:
+        crud.set_run_status(session, run_id=run.id, status="done")
+    app.run()
+    assert texts(app.success) == [f"Run {run.id} is done: its results are on its page."]
+    assert not app.get("progress")
+
 
 def test_custom_profile_with_an_uploaded_dataset(empty_db: str, open_page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     content = b'{"prompt": "Explain KV caches."}\n{"prompt": "What is TPOT?", "output_len": 12}\n'
@@ -98,15 +123,18 @@ def test_custom_profile_with_an_uploaded_dataset(empty_db: str, open_page, tmp_p
         dataset, _ = store_dataset(session, parse_upload("support.jsonl", content), content, name="support")
     app = open_page(empty_db, LAUNCH_PAGE)
     app.checkbox(key="launch_custom_enabled").check().run()
-    app.selectbox(key="launch_custom_dataset").select(
-        f"#{dataset.id} · support.jsonl (jsonl, 2 prompts)"
-    ).run()
+    app.multiselect(key="launch_presets").set_value([]).run()
+    app.selectbox(key="launch_custom_dataset").select(f"#{dataset.id} · support (jsonl, 2 prompts)").run()
     app.text_input(key="launch_custom_name").input("Support traffic").run()
     # The dataset's own size is the default; its prompts set the input lengths, so no such field.
     prompts = app.number_input(key=f"launch_custom_num_prompts_{dataset.id}")
     assert prompts.value == 2 and "Input tokens" not in [field.label for field in app.number_input]
     assert "Input lengths: the dataset's own prompts." in [caption.value for caption in app.caption]
     assert not app.main.warning
+    # One prompt of two carries its own output length: the field is the others' length.
+    lengths_note = "1 of 2 prompts carry their own output length; Output tokens applies to the others."
+    assert lengths_note in texts(app.caption)
+    assert not app.number_input(key="launch_custom_output_len").disabled
     (command,) = [code.value for code in app.code if code.value.startswith("vllm bench serve")]
     assert "--dataset-name custom --dataset-path support.jsonl " in command
     prompts.set_value(8).run()
@@ -125,6 +153,21 @@ def test_custom_profile_with_an_uploaded_dataset(empty_db: str, open_page, tmp_p
         "custom",
         crud.content_hash(content),
     )
+
+
+def test_output_tokens_are_disabled_when_every_prompt_carries_its_own(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]
+    content = b'{"prompt": "One", "output_len": 40}\n{"prompt": "Two", "output_tokens": 12}\n'
+    with db_session.session_scope(db_session.get_engine(empty_db)) as session:
+        dataset, _ = store_dataset(session, parse_upload("own.jsonl", content), content, name="own lengths")
+    app = open_page(empty_db, LAUNCH_PAGE)
+    app.multiselect(key="launch_presets").set_value([]).run()
+    app.checkbox(key="launch_custom_enabled").check().run()
+    app.selectbox(key="launch_custom_dataset").select(f"#{dataset.id} · own lengths (jsonl, 2 prompts)").run()
+    assert app.number_input(key="launch_custom_output_len").disabled
+    assert "Output lengths: the dataset's own (every prompt carries one)." in texts(app.caption)
+    app.button(key="launch_queue").click().run()
+    [run] = queued_runs(empty_db)
+    assert run.profiles[0]["output_len"] is None
 
 
 def test_the_hosts_engine_judges_the_config_before_queueing(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]

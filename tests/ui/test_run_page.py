@@ -10,7 +10,8 @@ from streamlit.testing.v1 import AppTest
 from db import crud
 from db import session as db_session
 from db.models import Run
-from tests.fixtures.ui_data import MODEL, SeededDatabase
+from perflab.views import run_delete
+from tests.fixtures.ui_data import MODEL, PROFILES, SeededDatabase
 from tests.ui.conftest import APP, run_app, texts
 
 RUN_PAGE = "pages/run.py"
@@ -43,7 +44,14 @@ def test_finished_run_shows_results_commands_and_charts(data_db: SeededDatabase,
     assert any(text.startswith("Total input tokens: the server's usage.prompt_tokens") for text in captions)
     assert any(text.startswith("Peak concurrent requests: requests active during the") for text in captions)
     assert f"vllm serve {MODEL} -tp 2" in code
-    assert any(block.startswith("vllm bench serve --model") for block in code)
+    # Where people copy commands: perflab's bench command and the vllm bench serve one, for each profile.
+    bench = [block for block in code if block.startswith("perflab bench --base-url http://127.0.0.1:8000 ")]
+    assert len(bench) == 2
+    vllm = [block for block in code if block.startswith("vllm bench serve --model")]
+    assert vllm == [
+        profile.vllm_bench_command(MODEL, base_url="http://127.0.0.1:8000", same_requests=True)
+        for profile in PROFILES
+    ]
     # Per profile: throughput timeline, histogram, CDF, scatter; per run: engine and accelerator series.
     assert len(charts(app)) == 2 * 4 + 2
     assert {button.label for button in app.get("download_button")} >= {
@@ -52,6 +60,7 @@ def test_finished_run_shows_results_commands_and_charts(data_db: SeededDatabase,
         "Download PNG",
     }
     assert [expander.label for expander in app.expander] == [
+        "Delete this run",
         "Environment snapshot",
         "Engine log tail",
         "Lifecycle",
@@ -178,11 +187,39 @@ def test_in_flight_run_shows_live_progress_and_can_be_cancelled(data_db: SeededD
     assert "(cancel requested)" in " ".join(texts(app.markdown))
 
 
+def test_a_running_benchmark_draws_its_live_rate_latency_and_eta(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
+    run_id = data_db.runs.benchmarking
+    # 10 requests end each second with 20 in flight: 2 s in the system each; 100 of 400 done at 10 s.
+    history = [[float(t), 10.0 * t, 0.0, 20.0] for t in range(11)]
+    with db_session.session_scope(db_session.get_engine(data_db.url)) as session:
+        crud.heartbeat_run(
+            session,
+            run_id=run_id,
+            progress={
+                "done": 100,
+                "failed": 0,
+                "total": 400,
+                "in_flight": 20,
+                "elapsed_s": 10.0,
+                "history": history,
+            },
+        )
+    app = open_page(data_db.url, RUN_PAGE, {"run": str(run_id)})
+    assert not app.exception
+    assert (
+        "100/400 requests, 20 in flight · 10.0 s elapsed · about 30.0 s left"
+        in app.get("progress")[0].proto.text
+    )
+    live_chart = [chart for chart in charts(app) if "Estimated latency (s)" in chart.proto.spec]
+    assert len(live_chart) == 1
+    assert any("Little's law" in text for text in texts(app.caption))
+
+
 def test_queued_run_shows_the_command_it_will_launch(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
     app = open_page(data_db.url, RUN_PAGE, {"run": str(data_db.runs.queued)})
     assert not app.exception
     assert f"vllm serve {MODEL} --enable-prefix-caching" in texts(app.code)
-    assert "No results yet." in texts(app.info)
+    assert any(text.startswith("No results yet: each profile") for text in texts(app.info))
     assert ":material/schedule: queued" in " ".join(texts(app.markdown))
 
 
@@ -235,3 +272,43 @@ def test_finished_run_shows_its_cost_priced_from_the_hosts_file(
         text.startswith("Cost: 2 accelerators × $2.50 per hour (example price; host local-sim)")
         for text in texts(app.caption)
     )
+def test_an_ended_run_is_deleted_with_its_records_after_a_confirmation(
+    data_db: SeededDatabase, open_page
+) -> None:  # type: ignore[no-untyped-def]
+    done = data_db.runs.done
+    engine = db_session.get_engine(data_db.url)
+    with db_session.session_scope(engine) as session:
+        result_ids = [result.id for result in crud.list_profile_results(session, run_id=done)]
+        assert crud.list_request_records(session, profile_result_id=result_ids[0])
+    app = open_page(data_db.url, RUN_PAGE, {"run": str(done)})
+    assert app.button(key=f"run_delete_{done}").disabled
+    app.checkbox(key=f"run_delete_confirm_{done}").check().run()
+    app.button(key=f"run_delete_{done}").click().run()
+    assert not app.exception
+    assert texts(app.title) == ["Runs"] and f"Deleted run {done}." in texts(app.success)
+    assert done not in app.dataframe[0].value.index
+    with db_session.session_scope(engine) as session:
+        assert crud.get_run(session, run_id=done) is None
+        assert not crud.list_profile_results(session, run_id=done)
+        assert not crud.list_samples(session, run_id=done)
+        assert all(not crud.list_request_records(session, profile_result_id=rid) for rid in result_ids)
+
+
+def test_runs_a_study_needs_or_still_running_are_not_deleted(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
+    done, running = data_db.runs.done, data_db.runs.benchmarking
+    engine = db_session.get_engine(data_db.url)
+    with db_session.session_scope(engine) as session:
+        study = crud.create_study(session, name="tp sweep", spec={})
+        crud.add_candidate(session, study_id=study.id, stage_index=0, stage_name="tp", config={}, run_id=done)
+    app = open_page(data_db.url, RUN_PAGE, {"run": str(done)})
+    assert (
+        f"Run {done} is a measurement of study #{study.id} (tp sweep): its decisions and report rest on it."
+        in (texts(app.caption))
+    )
+    assert not [button for button in app.button if button.key == f"run_delete_{done}"]
+    with db_session.session_scope(engine) as session:
+        with pytest.raises(run_delete.RunNotDeletable, match="is benchmarking: cancel it"):
+            run_delete.delete_run(session, running)
+        assert crud.get_run(session, run_id=running) is not None
+    running_page = open_page(data_db.url, RUN_PAGE, {"run": str(running)})
+    assert "Delete this run" not in [expander.label for expander in running_page.expander]

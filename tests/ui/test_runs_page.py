@@ -3,6 +3,9 @@ selection → compare, and importing results with per-file errors."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from db import session as db_session
 from tests.fixtures.ui_data import IMPORT_FILES, SEED_FILES, SeededDatabase
 from tests.ui.conftest import texts
@@ -17,7 +20,11 @@ def test_empty_database_says_how_to_start(empty_db: str, open_page) -> None:  # 
     assert any("No runs yet" in text for text in texts(app.info))
     assert not app.dataframe
     sidebar = " ".join(texts(app.sidebar.caption))
-    assert f"Database: {db_session.describe(empty_db)}" in sidebar
+    assert f"Database: {db_session.public_name(empty_db)}" in sidebar
+    # Every viewer sees the sidebar: the database's kind and name, never where it lives on the server.
+    database_file = empty_db.removeprefix("sqlite:///")
+    assert "Database: SQLite · " in sidebar and database_file not in sidebar
+    assert str(Path(database_file).parent) not in sidebar
     assert "Queued runs: 0 · in flight: 0" in sidebar
     assert any("No worker running" in text for text in texts(app.sidebar.warning))
 
@@ -41,6 +48,14 @@ def test_every_run_is_listed_with_its_facts(data_db: SeededDatabase, open_page) 
     assert done["Total tok/s"] > 0 and done["Mean TTFT (ms)"] > 0 and done["Run"] == f"run?run={runs.done}"
     assert table.loc[runs.replicated, "Replicas"] == "×2" and done["Replicas"] == ""
     assert table.loc[runs.failed, "Status"] == "failed"
+    # A run without a result: its figures are empty and read "—", not "None".
+    assert table.loc[runs.failed, ["Total tok/s", "Mean TTFT (ms)"]].isna().all()
+    element = app.dataframe[0].proto
+    assert element.placeholder == "—"
+    # Figures come before the wide columns (visible beside the sidebar at 1024 px); Replicas is explained.
+    assert list(table.columns[:5]) == ["Run", "Status", "Model", "Total tok/s", "Output tok/s"]
+    config = json.loads(element.columns)
+    assert "replicas" in config["Replicas"]["help"] and config["Knobs"]["width"] >= 250
     sidebar = " ".join(texts(app.sidebar.caption))
     assert "Queued runs: 1 · in flight: 1 (benchmarking 1)" in sidebar
 
@@ -116,6 +131,26 @@ def test_filters_are_in_the_address(data_db: SeededDatabase, open_page) -> None:
     assert shared.selectbox(key="runs_sort").value == "Total tok/s"
     assert set(shared.dataframe[0].value["Engine"]) == {"sglang"}
     assert dict(shared.query_params) == {"engine": "sglang", "sort": "Total tok/s"}
+    assert texts(shared.info) == [
+        "'nope' in ?engine= was not understood (known: mindie, sglang, trtllm, vllm); it is ignored.",
+        "'x' in ?page= was not understood (pages are numbered from 1); it is ignored.",
+    ]
+
+
+def test_an_address_it_does_not_understand_says_so(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
+    app = open_page(data_db.url, "pages/runs.py", {"sort": "bogus", "engine": "nope", "size": "7"})
+    assert not app.exception
+    problems = texts(app.info)
+    assert (
+        problems[0]
+        == "'nope' in ?engine= was not understood (known: mindie, sglang, trtllm, vllm); it is ignored."
+    )
+    assert problems[1].startswith("'bogus' in ?sort= was not understood (known: Created, Finished, Run id,")
+    assert problems[2] == "'7' in ?size= was not understood (known: 25, 50, 100, 200); it is ignored."
+    # Every run is listed, as without the parameters, and the address keeps only what was understood.
+    assert len(app.dataframe[0].value) == 50 and dict(app.query_params) == {}
+    app.selectbox(key="runs_order").select("ascending").run()
+    assert not app.info
 
 
 def test_import_reports_each_bad_file_and_keeps_the_good_ones(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]

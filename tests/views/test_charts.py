@@ -130,6 +130,29 @@ def test_a_run_shorter_than_a_second_gets_a_readable_timeline() -> None:
     assert series.bin_s == 1.0 and series.frame["output_tokens_per_s"].tolist() == [400]
 
 
+def test_timeline_bins_each_request_s_chunks_at_their_own_times() -> None:
+    # A: sent at 5 ms, chunks at 105, 205, 305 ms, 3 tokens. B: sent at 55 ms, chunks at 105 and 355 ms,
+    # 4 tokens (2 per chunk). C failed: not counted. 10 ms bins (the run ends at 0.355 s).
+    records = pd.DataFrame(
+        {
+            "start_s": [0.005, 0.055, 0.0],
+            "ttft_ms": [100.0, 50.0, float("nan")],
+            "itl_ms": [[100.0, 100.0], [250.0], []],
+            "e2el_ms": [300.0, 300.0, float("nan")],
+            "output_tokens": [3.0, 4.0, float("nan")],
+            "success": [True, True, False],
+        }
+    )
+    built = timeline.from_records(records)
+    assert built.bin_s == 0.01 and len(built.frame) == 36
+    tokens = dict(zip(built.frame.index, built.frame["output_tokens_per_s"] * built.bin_s, strict=True))
+    assert {index: count for index, count in tokens.items() if count} == pytest.approx(
+        {10: 3.0, 20: 1.0, 30: 1.0, 35: 2.0}
+    )
+    flight = built.frame["requests_in_flight"].tolist()
+    assert flight[0] == 1 and flight[5:30] == [2] * 25 and flight[31:] == [1] * 5
+
+
 def test_compare_charts(seeded_database: SeededDatabase) -> None:
     with db_session.session_scope(db_session.get_engine(seeded_database.url)) as session:
         compared = compare.load_compare(

@@ -13,6 +13,7 @@ from db import crud
 from perflab.bench.tokenizer import load_local_tokenizer
 from perflab.datasets import (
     DatasetUploadError,
+    dataset_file_name,
     dataset_format,
     estimate_tokens,
     load_tokenizer,
@@ -110,23 +111,23 @@ def test_store_once_with_suffix_and_profile_reference(db_session: Session) -> No
     dataset, created = store_dataset(
         db_session, parsed, content, name="support prompts", owner_note="  ", created_by="ana"
     )
-    assert created and dataset.name == "support prompts.txt" and dataset.owner_note is None
+    # The name stays as typed; as a file (the run's, the vllm bench command's) it gets the format's suffix.
+    assert created and dataset.name == "support prompts" and dataset.owner_note is None
+    assert dataset_file_name(dataset.name, dataset.format) == "support prompts.txt"
     assert (dataset.num_prompts, dataset.prompt_token_lengths, dataset.format) == (2, [3, 3], "text")
     again, created_again = store_dataset(db_session, parsed, content, name="other")
-    assert not created_again and again.id == dataset.id and again.name == "support prompts.txt"
+    assert not created_again and again.id == dataset.id and again.name == "support prompts"
     assert profile_dataset(dataset) == {"dataset": "custom", "dataset_ref": crud.content_hash(content)}
 
     listing = dataset_views.datasets_table(crud.list_datasets(db_session))
-    assert list(listing["Name"]) == ["support prompts.txt"] and list(listing["By"]) == ["ana"]
+    assert list(listing["Name"]) == ["support prompts"] and list(listing["By"]) == ["ana"]
     stored = crud.get_dataset(db_session, dataset_id=dataset.id)
     assert stored is not None
     preview = dataset_views.preview_frame(stored)
     assert list(preview["Prompt"]) == ["first prompt", "second prompt"] and list(
         preview["Prompt tokens"]
     ) == [3, 3]
-    assert (
-        dataset_views.dataset_choice_label(stored) == f"#{stored.id} · support prompts.txt (text, 2 prompts)"
-    )
+    assert dataset_views.dataset_choice_label(stored) == f"#{stored.id} · support prompts (text, 2 prompts)"
     assert dataset_views.length_summary([1, 2, 3, 10]) == {
         "min": 1.0,
         "median": 2.5,
