@@ -7,8 +7,8 @@ from __future__ import annotations
 import streamlit as st
 
 from perflab import ui
-from perflab.importers import AlreadyImported, ImportFileError, import_content
 from perflab.cost.stored import price_book
+from perflab.importers import AlreadyImported, ImportFileError, import_content
 from perflab.views import run_costs, run_list, urlstate
 from perflab.views.formatting import MISSING
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from perflab import ui
-from perflab.markdown_text import md_text
 from perflab.engines import ENGINE_NAMES
+from perflab.markdown_text import md_text
 from perflab.profiles import PRESETS
 from perflab.study import views
 from perflab.study.coordinator import create_study

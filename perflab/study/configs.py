@@ -24,7 +24,6 @@ from perflab.problems import plain_message
 from perflab.study.budget import FILL, check_fields, fill_budget
 
 
-
 class CandidateConfigError(ValueError):
     """A candidate whose configuration cannot be launched; the message says why."""
 

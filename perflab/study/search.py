@@ -22,7 +22,6 @@ Pure and deterministic, so the coordinator can call it on every advance and keep
 from __future__ import annotations
 
 import math
-
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace

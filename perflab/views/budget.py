@@ -19,6 +19,7 @@ from db.crud.run_list import RunSummary
 from perflab.accelerators import node_total
 from perflab.views.compare import FIRST_RESULT, CompareRun
 
+
 def result_node_total(run: RunSummary, result: Mapping[str, Any]) -> float | None:
     """A result's Total tok/s for the whole node (an imported block × the run's replicas)."""
     return node_total(result, replicas=run.replicas, imported=run.source == "imported")

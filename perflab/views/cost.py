@@ -16,7 +16,6 @@ from perflab.cost.stored import CostContext
 from perflab.views.cards import Card
 from perflab.views.run_detail import ProfileView
 
-
 # Under the compare table when it has cost or energy rows.
 COMPARE_NOTE = (
     "Costs in {currency} at each result's measured throughput, from hosts.yaml's prices; energy from the "

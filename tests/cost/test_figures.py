@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from db.models import ProfileResult, Run, RunSample
-from perflab.cost.figures import cost_figures, cost_per_mtok
 from perflab.cost.energy import NotMeasured
+from perflab.cost.figures import cost_figures, cost_per_mtok
 from perflab.cost.prices import Price, PriceBook
 from perflab.cost.stored import CostContext, with_objectives
 from perflab.runner.bench_record import with_sample_window

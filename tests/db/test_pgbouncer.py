@@ -21,8 +21,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from db import crud
-from db.models import utcnow
 from db import session as db_session
+from db.models import utcnow
 from db.session import DEFAULT_MAX_PARALLEL, configure_pool, create_engine_for, new_session, upgrade
 from perflab.engines import EngineConfig
 from perflab.runner import submit_run

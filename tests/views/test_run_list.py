@@ -11,8 +11,8 @@ from sqlmodel import Session
 
 from db import crud
 from db.models import utcnow
-from perflab.engines import EngineConfig
 from perflab.cost.prices import PriceBook
+from perflab.engines import EngineConfig
 from perflab.views.run_costs import COST_COLUMN
 from perflab.views.run_list import RunFilters, load_run_page, page_count
 

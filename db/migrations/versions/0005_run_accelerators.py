@@ -1,7 +1,7 @@
 """Runs record how many accelerators they used: the divisor of per-accelerator figures.
 
-Revision ID: 0003_budget
-Revises: 0002
+Revision ID: 0005
+Revises: 0004
 Create Date: 2026-11-26
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0003_budget"
-down_revision: str | None = "0003_fleet"
+revision: str = "0005"
+down_revision: str | None = "0004"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,7 +1,7 @@
 """Request records keep the server's own queue time and time to first token (vLLM 0.33's
 ``server_queue_times`` / ``server_ttfts``), in milliseconds, null where the server sent none.
 
-Revision ID: 0003_server_timings
+Revision ID: 0003
 Revises: 0002
 Create Date: 2026-11-26
 """
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0003_server_timings"
+revision: str = "0003"
 down_revision: str | None = "0002"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None

@@ -3,8 +3,8 @@ about the study changed (a run of it ended or stored a result, its status was ch
 ahead when a worker takes it, so one worker advances a study per change instead of every worker on
 every poll.
 
-Revision ID: 0003_fleet
-Revises: 0002
+Revision ID: 0004
+Revises: 0003
 Create Date: 2026-11-26
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0003_fleet"
-down_revision: str | None = "0003_server_timings"
+revision: str = "0004"
+down_revision: str | None = "0003"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
