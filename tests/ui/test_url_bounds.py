@@ -6,18 +6,20 @@ from __future__ import annotations
 import pytest
 from sqlmodel import Session
 
-from perflab.views.run_list import QUERY_KEYS, RunFilters, load_run_page, widget_state_from_query
+from perflab.views.run_list import QUERY_KEYS, RunFilters, load_run_page, read_query
 from perflab.views.urlstate import MAX_ID
 from tests.fixtures.ui_data import SeededDatabase
 
 
 @pytest.mark.parametrize("page", ["9999999999999999999", "²", "0", "-3", "9" * 5000, str(MAX_ID + 1)])
 def test_page_numbers_no_run_list_can_have_are_left_out(page: str) -> None:
-    assert QUERY_KEYS["page"] not in widget_state_from_query({"page": page, "size": "9" * 5000}, {})
+    reading = read_query({"page": page, "size": "9" * 5000}, {})
+    assert QUERY_KEYS["page"] not in reading.state and QUERY_KEYS["size"] not in reading.state
+    assert any("?page=" in problem for problem in reading.problems)
 
 
 def test_largest_page_number_is_kept() -> None:
-    assert widget_state_from_query({"page": str(MAX_ID), "size": "50"}, {}) == {
+    assert read_query({"page": str(MAX_ID), "size": "50"}, {}).state == {
         "runs_page": MAX_ID,
         "runs_page_size": 50,
     }
