@@ -134,6 +134,15 @@ selection = st.dataframe(
         "Total tok/s": st.column_config.NumberColumn(
             format="%.2f", width=85, help="total token throughput, input + output (tok/s); — : no result yet"
         ),
+        "Total tok/s per accelerator": st.column_config.NumberColumn(
+            "per acc.",
+            format="%.2f",
+            width=75,
+            help="Total tok/s divided by the accelerators the run used: compares runs of different budgets",
+        ),
+        "Accelerators": st.column_config.NumberColumn(
+            "Acc.", format="%d", width=45, help="accelerators the run used (tp × dp × replicas)"
+        ),
         "Output tok/s": st.column_config.NumberColumn(
             "Out tok/s", format="%.2f", width=80, help="output token throughput (tok/s)"
         ),

@@ -58,12 +58,12 @@ TABLE_COLUMNS: tuple[str, ...] = (
     "Status",
     "Model",
     "Total tok/s",
+    "Total tok/s per accelerator",
+    "Accelerators",
     "Output tok/s",
     "Mean TTFT (ms)",
     "Mean TPOT (ms)",
     COST_COLUMN,
-    "Accelerators",
-    "Total tok/s per accelerator",
     "Replicas",
     "Engine",
     "Knobs",
@@ -314,7 +314,7 @@ def read_query(params: dict[str, str], choices: dict[str, list[str]]) -> QueryRe
         if number is not None:
             state[QUERY_KEYS["page"]] = number
         else:
-            problems.append(_not_understood("page", page, f"pages are numbered from 1 to {MAX_ID}"))
+            problems.append(_not_understood("page", page, "pages are numbered from 1"))
     return QueryReading(state, problems)
 
 
