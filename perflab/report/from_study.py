@@ -67,8 +67,8 @@ def _launches(progress: StudyProgress, candidate: CandidatePlan) -> list[Launch]
 
 
 def _figures(progress: StudyProgress, candidate: CandidatePlan, profile: BenchmarkProfile) -> Figures | None:
-    """The candidate's figures of ``profile``: the mean over its measured launches and repetitions,
-    the value its decision used."""
+    """The candidate's figures of ``profile``: the mean over its measured launches, each the mean of its
+    repetitions, as its decision averages the objective."""
     return mean_figures(
         _launches(progress, candidate),
         profile,

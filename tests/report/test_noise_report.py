@@ -16,8 +16,8 @@ from perflab.report import render_markdown
 from perflab.report.from_study import study_report
 from perflab.report.model import Figures
 from perflab.study.progress import load_progress
-from tests.fixtures.runs import SimHostFactory, write_hosts_file
-from tests.fixtures.study_data import run_study
+from tests.fixtures.runs import SimHostFactory
+from tests.fixtures.study_data import run_noisy_study
 
 SPEC = """
 name: noisy report
@@ -55,10 +55,9 @@ def test_figures_say_what_they_are_the_mean_of(runs: tuple[int, ...], text: str 
 def test_the_report_shows_the_decisions_mean_and_the_first_launchs_validation(
     runs_db: Engine, sim_host: SimHostFactory, tmp_path: Path
 ) -> None:
-    noise = {"run_cv_pct": 3, "launch_cv_pct": 3, "seed": 11}
-    host = sim_host("noisy-report", kind="local", time_scale=100, noise=noise)
-    final = run_study(runs_db, SPEC.format(host=host.name), write_hosts_file(tmp_path / "hosts.yaml", [host]))
-    assert final.status == "done", (final.state.get("failure"), final.state.get("phase"))
+    final = run_noisy_study(
+        runs_db, sim_host, tmp_path, SPEC, {"run_cv_pct": 3, "launch_cv_pct": 3, "seed": 11}
+    )
 
     with new_session(runs_db) as session:
         progress = load_progress(session, study_id=final.id)
