@@ -62,6 +62,11 @@ def test_the_report_shows_the_decisions_mean_and_the_first_launchs_validation(
     with new_session(runs_db) as session:
         progress = load_progress(session, study_id=final.id)
         report = study_report(session, study_id=final.id)
+        validation_rows = {
+            row.label: row.run_id
+            for row in crud.list_candidates(session, study_id=final.id)
+            if row.role == "validation"
+        }
         runs = {
             run.id: [
                 (result.profile_name, result.result)
@@ -91,6 +96,7 @@ def test_the_report_shows_the_decisions_mean_and_the_first_launchs_validation(
         validation = getattr(short, side)
         assert validation.total_tps == pytest.approx(runs[launches[0].id][2][1]["total_token_throughput"])
         assert validation.sample_text is None
+        assert validation_rows[side.capitalize()] == launches[0].id
         section = getattr(report, f"{side}_validation")
         assert [block.case for block in section.blocks] == ["Short Prompt"]
 
