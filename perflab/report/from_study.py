@@ -15,7 +15,9 @@ from sqlmodel import Session
 from perflab.accelerators import accelerators_of
 from perflab.cost.stored import CostContext, load_cost_context
 from perflab.hub.catalog import SAMPLE_REPORT_NOTE, used_sample
+from perflab.profiles import BenchmarkProfile
 from perflab.report.costs import CostRow, priced_result, slo_text
+from perflab.report.launches import Launch, config_launches, latest_with, mean_figures
 from perflab.report.model import (
     CandidateSection,
     ComparisonRow,
@@ -24,7 +26,6 @@ from perflab.report.model import (
     StageSection,
     Unmeasured,
     ValidationSection,
-    node_figures,
 )
 from perflab.report.sections import (
     by_profile,
@@ -32,7 +33,6 @@ from perflab.report.sections import (
     engine_versions,
     failure_block,
     hardware_text,
-    headline,
     record,
     result_block,
 )
@@ -61,14 +61,21 @@ def _command(candidate: CandidatePlan) -> str | None:
     return serve_command(candidate.config) if candidate.config is not None else None
 
 
-def _figures(progress: StudyProgress, candidate: CandidatePlan, profile: str) -> Figures | None:
-    outcome = progress.outcome(candidate)
-    if outcome is None:
-        return None
-    chosen = headline(by_profile(outcome.results, profile))
-    if chosen is None:
-        return None
-    return node_figures(chosen.result, replicas=candidate.config.replicas if candidate.config else 1)
+def _launches(progress: StudyProgress, candidate: CandidatePlan) -> list[Launch]:
+    """Every run of the candidate's configuration (its own, or the one it reuses), oldest first."""
+    return config_launches(progress.runs, progress.results, candidate.fingerprint)
+
+
+def _figures(progress: StudyProgress, candidate: CandidatePlan, profile: BenchmarkProfile) -> Figures | None:
+    """The candidate's figures of ``profile``: the mean over its measured launches, each the mean of its
+    repetitions, as its decision averages the objective."""
+    return mean_figures(
+        _launches(progress, candidate),
+        profile,
+        progress.spec.tuning(),
+        repeats=progress.spec.repeats,
+        replicas=candidate.config.replicas if candidate.config else 1,
+    )
 
 
 def candidate_section(progress: StudyProgress, candidate: CandidatePlan) -> CandidateSection:
@@ -89,7 +96,7 @@ def candidate_section(progress: StudyProgress, candidate: CandidatePlan) -> Cand
         serve_command=_command(candidate),
         blocks=blocks,
         engine=candidate.config.engine if candidate.config is not None else None,
-        figures=_figures(progress, candidate, tuning.name),
+        figures=_figures(progress, candidate, tuning),
     )
 
 
@@ -103,11 +110,17 @@ def stage_section(progress: StudyProgress, stage: StagePlan) -> StageSection:
     )
 
 
+def _latest_with(progress: StudyProgress, candidate: CandidatePlan, profile: str) -> Launch | None:
+    """The candidate configuration's latest run that measured ``profile`` (a relaunch or a search
+    finalist measured again runs the tuning profile only)."""
+    return latest_with(_launches(progress, candidate), profile)
+
+
 def _validation(progress: StudyProgress, candidate: CandidatePlan) -> ValidationSection:
-    outcome = progress.outcome(candidate)
     blocks = []
     for profile in progress.spec.validation():
-        results = by_profile(outcome.results, profile.name) if outcome is not None else []
+        launch = _latest_with(progress, candidate, profile.name)
+        results = by_profile(launch.results, profile.name) if launch is not None else []
         blocks.extend(result_block(result) for result in results)
     return ValidationSection(_command(candidate), tuple(blocks))
 
@@ -117,8 +130,8 @@ def _comparison(progress: StudyProgress) -> list[ComparisonRow]:
     return [
         ComparisonRow(
             profile.title,
-            _figures(progress, plan.baseline, profile.name),
-            _figures(progress, plan.best, profile.name),
+            _figures(progress, plan.baseline, profile),
+            _figures(progress, plan.best, profile),
         )
         for profile in (progress.spec.tuning(), *progress.spec.validation())
     ]
@@ -134,9 +147,9 @@ def _cost_rows(progress: StudyProgress, costs: CostContext) -> list[CostRow]:
         slos = spec.slos if profile is tuning and tuning.sweep is not None else {}
         sides = []
         for candidate in (plan.baseline, plan.best):
-            outcome = progress.outcome(candidate)
-            chosen = priced_result(by_profile(outcome.results, profile.name), slos) if outcome else None
-            sides.append(costs.figures(outcome.run, chosen) if chosen is not None else None)
+            launch = _latest_with(progress, candidate, profile.name)
+            chosen = priced_result(by_profile(launch.results, profile.name), slos) if launch else None
+            sides.append(costs.figures(launch.run, chosen) if chosen is not None else None)
         rows.append(CostRow(profile.title, *sides, at=slo_text(slos) if slos else None))
     return rows
 

@@ -53,7 +53,8 @@ def _cell(figures: Figures | None, change: float | None, decimals: int) -> str:
     tps = f"Total TPS: {figures.tps_text}"
     if change is not None:
         tps += " " + coloured(f"({percent_text(change, decimals)})", change)
-    return f"{tps}<br>Mean TPOT(ms): {figures.tpot_text}"
+    sample = f"<br>({figures.sample_text})" if figures.sample_text else ""
+    return f"{tps}<br>Mean TPOT(ms): {figures.tpot_text}{sample}"
 
 
 def comparison_table(rows: Sequence[ComparisonRow], decimals: int) -> list[str]:

@@ -24,11 +24,24 @@ def relative_change(new: float, old: float) -> float:
 
 @dataclass(frozen=True)
 class Figures:
-    """Headline figures of one result: the node's total token throughput, its replicas, mean TPOT."""
+    """Headline figures of one result: the node's total token throughput, its replicas, mean TPOT;
+    ``runs`` counts the repetitions on each launch they are the mean of (empty: one stored result)."""
 
     total_tps: float | None
     replicas: int = 1
     mean_tpot_ms: float | None = None
+    runs: tuple[int, ...] = ()
+
+    @property
+    def sample_text(self) -> str | None:
+        """``mean of 2 runs on 3 launches`` (``2+2+1 runs`` when the launches differ); None for one run."""
+        if sum(self.runs) <= 1:
+            return None
+        counts = set(self.runs)
+        runs = str(counts.pop()) if len(counts) == 1 else "+".join(str(count) for count in self.runs)
+        launches = len(self.runs)
+        runs_word = "run" if runs == "1" else "runs"
+        return f"mean of {runs} {runs_word} on {launches} launch{'es' if launches > 1 else ''}"
 
     @property
     def tps_text(self) -> str:

@@ -9,7 +9,8 @@ what the rules decide, and makes the database agree:
 - every configuration the plan wants gets one run (on the study host with the fewest unfinished runs),
   carrying the tuning profile first and then every validation profile, so each distinct configuration
   is launched exactly once: the study decides on the tuning result while the same launch goes on with
-  the validation profiles. As soon as a configuration can no longer become the final winner its run
+  the validation profiles (a study that measures noise launches a configuration again with the tuning
+  profile only). As soon as a configuration can no longer become the final winner its run
   drops the validation profiles it has not started;
 - the study moves ``queued → running → done`` (or ``failed`` when the baseline fails, ``incomplete``
   when the infrastructure kept candidates from being measured even after the retries: the unmeasured
@@ -213,10 +214,12 @@ def desired_rows(progress: StudyProgress) -> list[dict[str, Any]]:
     if plan.status in ("validating", "done") and progress.spec.validation_profiles:
         index = len(progress.spec.stages) + 1
         for label, candidate in (("Baseline", plan.baseline), ("Optimized", plan.best)):
+            validated = _validation_run(progress, candidate.fingerprint)
             rows.append(
                 _row(
                     progress,
                     candidate,
+                    **({"run_id": validated.id} if validated is not None else {}),
                     stage_index=index,
                     stage_name=VALIDATION_STAGE,
                     label=label,
@@ -267,12 +270,29 @@ def _label_of(plan: StudyPlan, fingerprint: str) -> str:
     return fingerprint
 
 
+def _validation_run(progress: StudyProgress, fingerprint: str | None) -> Run | None:
+    """The configuration's latest run that carries the validation profiles and has not failed or been
+    cancelled: another launch of it needs only the tuning profile."""
+    wanted = {profile.name for profile in progress.spec.validation()}
+    return next(
+        (
+            run
+            for run in reversed(progress.runs)
+            if run.config_fingerprint == fingerprint
+            and run.status not in ("failed", "cancelled")
+            and any(profile.get("name") in wanted for profile in run.profiles)
+        ),
+        None,
+    )
+
+
 def _profiles_of(progress: StudyProgress, config: EngineConfig) -> list[BenchmarkProfile]:
     """A run's profiles: the tuning profile, then the validation profiles; a search trial screens
-    first, and a finalist measured again for the final pick runs the tuning profile only."""
+    first, and a finalist measured again for the final pick or a configuration launched again after
+    a launch that carries the validation profiles runs the tuning profile only."""
     spec, plan = progress.spec, progress.plan
     fingerprint = config.fingerprint()
-    if fingerprint in plan.search_fingerprints("remeasure"):
+    if fingerprint in plan.search_fingerprints("remeasure") or _validation_run(progress, fingerprint) is not None:
         return spec.tuning_runs()
     profiles = [*spec.tuning_runs(), *spec.validation()]
     for search in plan.searches:

@@ -162,7 +162,9 @@ def launch_score(
     return Score(sum(values) / len(values), min(rates, default=None), first.curve)
 
 
-def _complete(run: Run, results: Sequence[ProfileResult], tuning: BenchmarkProfile, repeats: int) -> bool:
+def complete_launch(
+    run: Run, results: Sequence[ProfileResult], tuning: BenchmarkProfile, repeats: int
+) -> bool:
     """Whether the launch has measured every repetition of the tuning profile."""
     if run.status in FINISHED_RUN_STATUSES or any(not is_tuning(r.profile_name, tuning) for r in results):
         return True
@@ -183,7 +185,7 @@ def _measurement(
 ) -> Measurement | None:
     finished = run.status in FINISHED_RUN_STATUSES
     # ``found`` is the score of the complete tuning results: None when there are none
-    if found is not None and _complete(run, results, tuning, repeats):
+    if found is not None and complete_launch(run, results, tuning, repeats):
         return Measurement("measured", run.id, found.value, found.success_rate, finished=finished)
     if not finished:
         return Measurement("pending", run.id)
@@ -229,7 +231,7 @@ def outcomes(
         latest[fingerprint] = run
         stored = results.get(run.id, ())
         launch = launch_score(stored, tuning, objective, slos, _figures_of(run, scored))
-        if launch is not None and launch.value is not None and _complete(run, stored, tuning, repeats):
+        if launch is not None and launch.value is not None and complete_launch(run, stored, tuning, repeats):
             launches.setdefault(fingerprint, []).append(launch.value)
             attempts[fingerprint] = 0
         else:

@@ -44,11 +44,13 @@ class StudyProgress:
         found: Mapping[str, RunOutcome],
         runs: Sequence[Run],
         search: SearchContext | None = None,
+        results: Mapping[int, Sequence[ProfileResult]] | None = None,
     ) -> None:
         self.study = study
         self.spec = spec
         self.found = found
         self.runs = list(runs)
+        self.results = results or {}  # every run's stored results, by run id
         self.spread: Spread | None = None  # the baseline's measured spread, set by load_progress
         state = study.state or {}
         self.gpus_per_node: int | None = state.get("gpus_per_node") or spec.gpus_per_node
@@ -118,7 +120,8 @@ def load_progress(session: Session, *, study_id: int) -> StudyProgress:
         repeats=spec.repeats,
         scored=cost_scorer(session, spec.objective, runs),
     )
-    progress = StudyProgress(study, spec, found, runs, _search_context(study, spec, runs, results, found))
+    search = _search_context(study, spec, runs, results, found)
+    progress = StudyProgress(study, spec, found, runs, search, results)
     progress.spread = measured_spread(runs, results, progress.plan.baseline.fingerprint, spec)
     return progress
 

@@ -11,8 +11,8 @@ from sqlalchemy.engine import Engine
 from db import crud
 from db.session import new_session
 from perflab.study.measure import study_runs
-from tests.fixtures.runs import SimHostFactory, write_hosts_file
-from tests.fixtures.study_data import run_study
+from tests.fixtures.runs import SimHostFactory
+from tests.fixtures.study_data import run_noisy_study
 
 SPEC = """
 name: noise
@@ -33,19 +33,20 @@ stages:
 def test_a_candidate_that_changes_nothing_ends_within_noise(
     runs_db: Engine, sim_host: SimHostFactory, tmp_path: Path
 ) -> None:
-    noise = {"run_cv_pct": 2, "launch_cv_pct": 1, "seed": 5}
-    host = sim_host("noisy", kind="local", time_scale=100, noise=noise)
-    final = run_study(runs_db, SPEC.format(host=host.name), write_hosts_file(tmp_path / "hosts.yaml", [host]))
-
-    assert final.status == "done", (final.state.get("failure"), final.state.get("phase"))
+    final = run_noisy_study(
+        runs_db, sim_host, tmp_path, SPEC, {"run_cv_pct": 2, "launch_cv_pct": 1, "seed": 5}
+    )
     with new_session(runs_db) as session:
         runs = study_runs(session, study_id=final.id)
         results = {run.id: crud.list_profile_results(session, run_id=run.id) for run in runs}
         rows = {row.label: row for row in crud.list_candidates(session, study_id=final.id)}
     # every repetition is its own result; each configuration had its two launches and the close call more
-    assert all([result.profile_name for result in results[run.id]] == ["tune", "tune-repeat2"] for run in runs)
-    launches = sorted(sum(1 for run in runs if run.config_fingerprint == row.config_fingerprint)
-                      for row in rows.values())
+    assert all(
+        [result.profile_name for result in results[run.id]] == ["tune", "tune-repeat2"] for run in runs
+    )
+    launches = sorted(
+        sum(1 for run in runs if run.config_fingerprint == row.config_fingerprint) for row in rows.values()
+    )
     assert launches in ([2, 2], [3, 3])
     candidate = rows["gpu_memory_utilization=0.85"]
     (verdict,) = final.state["verdicts"]

@@ -1,0 +1,93 @@
+"""A configuration's figures over every launch that measured it, the way the study decided on it.
+
+A study may repeat its tuning profile on one launch (``repeats``) and launch a configuration several
+times (``relaunches``); the planner decides on the mean over the measured launches, each launch the mean
+of its repetitions (:func:`perflab.study.measure.launch_score`). The report shows the same mean and how
+many runs on how many launches it is the mean of. A launch that ran the tuning profile only (a
+relaunch, a search finalist measured again) leaves the validation profiles to an earlier launch of the
+same configuration: :func:`latest_with` finds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from statistics import fmean
+
+from db.models import ProfileResult, Run
+from perflab.profiles import BenchmarkProfile
+from perflab.report.model import Figures, node_figures
+from perflab.report.sections import headline
+from perflab.study.measure import complete_launch, is_tuning
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One run of a configuration and its stored results."""
+
+    run: Run
+    results: tuple[ProfileResult, ...]
+
+
+def config_launches(
+    runs: Sequence[Run], results: Mapping[int, Sequence[ProfileResult]], fingerprint: str | None
+) -> list[Launch]:
+    """The runs of the configuration ``fingerprint``, oldest first, with their results."""
+    if fingerprint is None:
+        return []
+    return [
+        Launch(run, tuple(results.get(run.id, ()))) for run in runs if run.config_fingerprint == fingerprint
+    ]
+
+
+def latest_with(launches: Sequence[Launch], profile: str) -> Launch | None:
+    """The latest launch that stored a result of ``profile``."""
+    return next(
+        (launch for launch in reversed(launches) if any(r.profile_name == profile for r in launch.results)),
+        None,
+    )
+
+
+def _repetitions(
+    launch: Launch, profile: BenchmarkProfile, tuning: BenchmarkProfile, repeats: int
+) -> list[list[ProfileResult]]:
+    """The launch's complete results of ``profile``, one list per repetition; the tuning profile's
+    count only on a launch that measured all its ``repeats`` (as the study decides)."""
+    of_tuning = profile.name == tuning.name
+    if of_tuning and not complete_launch(launch.run, launch.results, tuning, repeats):
+        return []
+    grouped: dict[str, list[ProfileResult]] = {}
+    for result in launch.results:
+        name = result.profile_name
+        ours = is_tuning(name, tuning) if of_tuning else name == profile.name
+        if ours and not (result.result or {}).get("partial"):
+            grouped.setdefault(name, []).append(result)
+    return list(grouped.values())
+
+
+def _mean(figures: Sequence[Figures]) -> Figures:
+    """The mean of figures of one configuration (a figure missing from some is the mean of the rest)."""
+    tps = [found.total_tps for found in figures if found.total_tps is not None]
+    tpot = [found.mean_tpot_ms for found in figures if found.mean_tpot_ms is not None]
+    return Figures(fmean(tps) if tps else None, figures[0].replicas, fmean(tpot) if tpot else None)
+
+
+def mean_figures(
+    launches: Sequence[Launch],
+    profile: BenchmarkProfile,
+    tuning: BenchmarkProfile,
+    *,
+    repeats: int = 1,
+    replicas: int = 1,
+) -> Figures | None:
+    """The headline figures of ``profile`` over ``launches``: each launch the mean of its repetitions,
+    then the mean over the launches that measured it; None when none did."""
+    per_launch: list[Figures] = []
+    counts: list[int] = []
+    for launch in launches:
+        chosen = [headline(group) for group in _repetitions(launch, profile, tuning, repeats)]
+        measured = [node_figures(result.result, replicas=replicas) for result in chosen if result is not None]
+        if measured:
+            per_launch.append(_mean(measured))
+            counts.append(len(measured))
+    return replace(_mean(per_launch), runs=tuple(counts)) if per_launch else None

@@ -1,0 +1,105 @@
+"""The report of a study that measures its noise, end to end on a simulated host with seeded noise: the
+comparison table shows the mean the decisions used (over every repetition and launch) and says so, the
+validation profiles run on a configuration's first launch only and still fill "Other Benchmark Cases"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from statistics import fmean
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from db import crud
+from db.session import new_session
+from perflab.report import render_markdown
+from perflab.report.from_study import study_report
+from perflab.report.model import Figures
+from perflab.study.progress import load_progress
+from tests.fixtures.runs import SimHostFactory
+from tests.fixtures.study_data import run_noisy_study
+
+SPEC = """
+name: noisy report
+model: Qwen/Qwen3-8B
+hosts: [{host}]
+baseline: {{engine: vllm}}
+gpus: 1
+repeats: 2
+relaunches: 2
+max_launches: 2
+tuning_profile: {{name: tune, title: Chat, dataset: random, input_len: 128, output_len: 16, num_prompts: 12}}
+validation_profiles:
+  - {{name: short_check, title: Short Prompt, dataset: random, input_len: 64, output_len: 4, num_prompts: 8}}
+stages:
+  - name: Batching
+    candidates: [{{max_num_seqs: 4}}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("runs", "text"),
+    [
+        ((), None),
+        ((1,), None),
+        ((2,), "mean of 2 runs on 1 launch"),
+        ((1, 1), "mean of 1 run on 2 launches"),
+        ((2, 2, 2), "mean of 2 runs on 3 launches"),
+        ((2, 1), "mean of 2+1 runs on 2 launches"),
+    ],
+)
+def test_figures_say_what_they_are_the_mean_of(runs: tuple[int, ...], text: str | None) -> None:
+    assert Figures(100.0, runs=runs).sample_text == text
+
+
+def test_the_report_shows_the_decisions_mean_and_the_first_launchs_validation(
+    runs_db: Engine, sim_host: SimHostFactory, tmp_path: Path
+) -> None:
+    final = run_noisy_study(
+        runs_db, sim_host, tmp_path, SPEC, {"run_cv_pct": 3, "launch_cv_pct": 3, "seed": 11}
+    )
+
+    with new_session(runs_db) as session:
+        progress = load_progress(session, study_id=final.id)
+        report = study_report(session, study_id=final.id)
+        validation_rows = {
+            row.label: row.run_id
+            for row in crud.list_candidates(session, study_id=final.id)
+            if row.role == "validation"
+        }
+        runs = {
+            run.id: [
+                (result.profile_name, result.result)
+                for result in crud.list_profile_results(session, run_id=run.id)
+            ]
+            for run in progress.runs
+        }
+    plan = progress.plan
+    sides = {"baseline": plan.baseline, "optimized": plan.best}
+    chat, short = report.comparison
+    for side, candidate in sides.items():
+        launches = [run for run in progress.runs if run.config_fingerprint == candidate.fingerprint]
+        assert len(launches) >= 2
+        # the validation profile ran on the configuration's first launch only
+        assert [name for name, _ in runs[launches[0].id]] == ["tune", "tune-repeat2", "short_check"]
+        assert all([name for name, _ in runs[run.id]] == ["tune", "tune-repeat2"] for run in launches[1:])
+        # each launch the mean of its repetitions, the configuration the mean of its launches
+        expected = fmean(
+            fmean(found["total_token_throughput"] for _, found in runs[run.id][:2]) for run in launches
+        )
+        figures = getattr(chat, side)
+        assert figures.total_tps == pytest.approx(expected)
+        assert figures.total_tps == pytest.approx(candidate.value)  # what the decision used
+        assert figures.total_tps != pytest.approx(runs[launches[-1].id][0][1]["total_token_throughput"])
+        assert figures.sample_text == f"mean of 2 runs on {len(launches)} launches"
+        # the validation side comes from the launch that ran it
+        validation = getattr(short, side)
+        assert validation.total_tps == pytest.approx(runs[launches[0].id][2][1]["total_token_throughput"])
+        assert validation.sample_text is None
+        assert validation_rows[side.capitalize()] == launches[0].id
+        section = getattr(report, f"{side}_validation")
+        assert [block.case for block in section.blocks] == ["Short Prompt"]
+
+    text = render_markdown(report)
+    assert f"(mean of 2 runs on {len(launches)} launches)" in text
+    assert "not measured" not in text
