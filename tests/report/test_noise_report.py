@@ -102,4 +102,6 @@ def test_the_report_shows_the_decisions_mean_and_the_first_launchs_validation(
 
     text = render_markdown(report)
     assert f"(mean of 2 runs on {len(launches)} launches)" in text
-    assert "not measured" not in text
+    # every configuration was measured (energy may be "not measured" in the cost rows: short simulated
+    # benchmarks can fall between two power samples)
+    assert [line for line in text.splitlines() if "not measured" in line and " cost |" not in line] == []
