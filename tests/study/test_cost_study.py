@@ -74,13 +74,17 @@ def test_cost_study_recommends_the_cheapest_configuration_within_its_slos(
     lines = markdown.splitlines()
     cost_line = next(line for line in lines if line.startswith("| **Concurrency sweep** cost"))
     assert f"{row.change * 100:+.1f}% $ per 1M tokens" in cost_line and "lightgreen" in cost_line
-    assert "(example price) per 1M tokens" in cost_line and " tok/J" in cost_line
+    assert "(example price) per 1M tokens" in cost_line
+    assert " tok/J" in cost_line or "energy not measured" in cost_line
     assert "| Optimization Option | Cost Change |" in markdown
 
     records = list(csv.DictReader(io.StringIO(results_csv(report))))
     assert {record["currency"] for record in records} == {"USD"}
-    # the simulated GPU's power was sampled over every benchmark window (the simulator's power model)
-    assert {record["energy_method"] for record in records} == {"power samples"}
-    assert all(float(record["output_tokens_per_joule"]) > 0 for record in records)
+    # the simulated GPU's power is sampled (the simulator's power model); a short benchmark window that
+    # falls between two samples says why its energy is not measured, never a guess
+    measured = [record for record in records if record["energy_method"]]
+    assert measured and {record["energy_method"] for record in measured} == {"power samples"}
+    assert all(float(record["output_tokens_per_joule"]) > 0 for record in measured)
+    assert all(record["energy_not_measured"] for record in records if not record["energy_method"])
     payload = json.loads(results_json(report))
     assert payload["costs"][0]["optimized_cost_per_mtok"] == pytest.approx(expected["max_num_seqs=16"])
