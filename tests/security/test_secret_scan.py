@@ -145,6 +145,11 @@ def queue_run(page: Page, app: AppServer) -> int:
     env_box.fill("VLLM_LOGGING_LEVEL=INFO")
     env_box.blur()
     settle(page)
+    # Launch starts with a preset picked; this run sends only its small custom profile
+    page.get_by_test_id("stMultiSelect").filter(has_text="Presets (from the seed studies)").get_by_label(
+        "Clear all"
+    ).click()
+    settle(page)
     page.get_by_text("Custom profile", exact=True).click()
     page.get_by_text("Add a custom profile", exact=True).click()
     settle(page)

@@ -95,7 +95,8 @@ def test_another_perflabs_engine_in_the_same_workdir_is_left_running(
     # Another perflab (another database) launched its own run with the same id in this workdir: its
     # key has the same form but a random part this database never recorded.
     recorded_key = stored_run(runs_db, ended.id).remote_state["run_key"]
-    foreign_key = f"run-{ended.id}-{'f' if recorded_key[-1] != 'f' else 'e'}{recorded_key[-5:]}"
+    random_part = recorded_key.rsplit("-", 1)[1]
+    foreign_key = f"run-{ended.id}-{'e' if random_part[0] == 'f' else 'f'}{random_part[1:]}"
     assert foreign_key != recorded_key
     with open_transport(host) as transport:
         foreign = rp.start_detached(transport, ["sleep", "300"], run_key=foreign_key, name="engine-0")

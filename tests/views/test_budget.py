@@ -10,6 +10,7 @@ from perflab.accelerators import accelerators_of, node_total
 from perflab.views.budget import accelerator_text, budget_warning, spread_lines
 from perflab.views.compare import CompareRun
 from perflab.views.run_detail import ProfileView, run_view
+from perflab.views.timeline import from_series
 
 
 def _compared(run_id: int, tps: float, *, accelerators: int, replicas: int = 1, source: str = "perflab",
@@ -18,7 +19,7 @@ def _compared(run_id: int, tps: float, *, accelerators: int, replicas: int = 1, 
               config={"engine": "vllm", "model": "m", "tp": tp, "replicas": replicas})
     result = ProfileView(id=run_id, position=0, name="p", title="P", profile={},
                          result={"total_token_throughput": tps}, text_block=None, sweep_point=None,
-                         records=pd.DataFrame())
+                         records=pd.DataFrame(), timeline=from_series([]))
     return CompareRun(run=run_view(run), results=[result])
 
 
