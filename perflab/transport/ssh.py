@@ -60,6 +60,8 @@ _STOP_SCRIPT = (
 
 _PID_LINE = re.compile(rb"PERFLAB_PID=(\d+)")
 _CHUNK = 65536
+# How long a finished command's output may still arrive after its exit status, without end-of-file.
+_EOF_GRACE_S = 2.0
 _STOP_TIMEOUT_S = 10.0
 _Writer = Callable[[paramiko.SFTPClient, str], None]
 
@@ -246,6 +248,7 @@ class SSHTransport(Transport):
         deadline = time.monotonic() + timeout
         out = CappedOutput(self.host.name, command.argv)
         err = CappedOutput(self.host.name, command.argv)
+        exited_at: float | None = None
         try:
             while True:
                 while chan.recv_ready():
@@ -253,8 +256,14 @@ class SSHTransport(Transport):
                 while chan.recv_stderr_ready():
                     chunk = chan.recv_stderr(_CHUNK)
                     err.add(command.pids.feed(chunk) if strip_pid else chunk)
-                if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
-                    break
+                if chan.exit_status_ready() and exited_at is None:
+                    exited_at = time.monotonic()
+                # sshd may send the exit status before the last of the output: the output is complete
+                # at end-of-file (or, for a child still holding the stream, a short grace after exit)
+                if exited_at is not None and not chan.recv_ready() and not chan.recv_stderr_ready():
+                    late = time.monotonic() - exited_at > _EOF_GRACE_S
+                    if chan.eof_received or chan.closed or late:
+                        break
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     command.stop()
