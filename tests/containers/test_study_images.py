@@ -46,12 +46,12 @@ def test_a_stage_compares_two_images_and_keeps_the_faster() -> None:
         (
             'candidates: ["vllm/vllm-openai:v0.11.0"]',
             'candidates: ["--privileged"]',
-            "study.yaml:9: stages[0].candidates[0].changes: image '--privileged' is not an image reference",
+            "study.yaml:10: stages[0].candidates[0].changes: image '--privileged' is not an image reference",
         ),
         (
             'candidates: ["vllm/vllm-openai:v0.11.0"]',
             "candidates: [11]",
-            "study.yaml:9: stages[0].candidates[0].changes: image must be an image reference",
+            "study.yaml:10: stages[0].candidates[0].changes: image must be an image reference",
         ),
         (
             'image: "vllm/vllm-openai:v0.10.2"',
