@@ -77,7 +77,7 @@ def test_two_stage_study_on_real_vllm_ends_in_a_report(
     shown = json.loads(capsys.readouterr().out)
     flag = next(c for c in shown["candidates"] if "--no-such-flag" in c["config"].get("extra_args", []))
     assert flag["decision"] == "failed"
-    assert "has no flag --no-such-flag" in json.dumps(flag), "refused by the preflight, before a launch"
+    assert "refuses --no-such-flag: unrecognized arguments" in json.dumps(flag), "refused by the preflight"
     assert {c["decision"] for c in shown["candidates"] if c["stage_name"] == "Batching"} <= {
         "winner",
         "not_better",
