@@ -18,6 +18,12 @@ benchmark run. It prints keep rates and GPU time per true gain and rule, then on
 ``studies``, ``false_keep_rate`` (true gain 0, new rule), ``true_keep_rate`` (+5 %, new rule),
 ``gpu_time_ratio`` (new ÷ single-shot), ``single_shot_false_keep_rate`` and the rest.
 
+``gpu_time_floor_ratio`` is what no fixed-size rule can undercut: to keep a +5 % candidate 95 % of the
+time with an interval at the study's confidence above ``min_gain_pct``, the difference of its mean and
+its reference's needs a standard error of at most (5 − min gain) ÷ (z of the interval + z₀.₉₅). The floor
+is the cheapest launches × runs for those two configurations that reach it, plus one launch and one run
+for each other configuration, over single-shot's one launch and one run for every configuration.
+
     python benchmarks/study_noise.py --studies 400 --seed 1
 """
 
@@ -30,6 +36,8 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -120,6 +128,30 @@ def new_rule_study(
             best_true, best = true, candidate
 
 
+def gpu_time_floor(args: argparse.Namespace, true_gain_pct: float = 5.0) -> float:
+    """The least GPU time of a study, over single-shot's, for any fixed-size rule that keeps a
+    ``true_gain_pct`` candidate 95 % of the time (see the module docstring)."""
+    quantile = stats.norm.ppf(1 - (1 - args.confidence) / 2) + stats.norm.ppf(0.95)
+    target_variance = ((true_gain_pct - args.min_gain_pct) / quantile) ** 2
+    one_launch = args.launch_s + args.run_s
+    designs = [  # (variance of a configuration's mean, its GPU time) per launches × runs per launch
+        (
+            (args.launch_cv_pct**2 + args.run_cv_pct**2 / runs) / launches,
+            launches * (args.launch_s + runs * args.run_s),
+        )
+        for launches in range(1, 41)
+        for runs in range(1, 41)
+    ]
+    pair = min(
+        candidate_cost + reference_cost
+        for candidate_variance, candidate_cost in designs
+        for reference_variance, reference_cost in designs
+        if candidate_variance + reference_variance <= target_variance
+    )
+    configurations = 1 + len(GAINS_PCT)
+    return (pair + (configurations - 2) * one_launch) / (configurations * one_launch)
+
+
 def calibrate(noise: NoiseModel, args: argparse.Namespace) -> Spread:
     bench = Bench(noise, args.launch_s, args.run_s, launches=10**6)  # launches apart from the studies'
     spread = estimate_spread([bench.launch(100.0, max(args.repeats, 2)) for _ in range(CALIBRATION)])
@@ -158,9 +190,11 @@ def main() -> None:
                 new_rule_study(bench, gains, args, spread, tally)
             tally.gpu_s += bench.gpu_s
 
-    print(f"{args.studies} studies, noise run CV {args.run_cv_pct} %, launch CV {args.launch_cv_pct} %, "
-          f"min gain {args.min_gain_pct} %, new rule: {args.repeats} runs per launch, "
-          f"{args.relaunches} launch(es) first, up to {args.max_n}; spread {spread.text()}")
+    print(
+        f"{args.studies} studies, noise run CV {args.run_cv_pct} %, launch CV {args.launch_cv_pct} %, "
+        f"min gain {args.min_gain_pct} %, new rule: {args.repeats} runs per launch, "
+        f"{args.relaunches} launch(es) first, up to {args.max_n}; spread {spread.text()}"
+    )
     print(f"{'true gain':>10} {'rule':>12} {'kept':>7} {'outcomes':<50}")
     for gain in GAINS_PCT:
         for name, tally in (("single-shot", single), ("new", new)):
@@ -169,8 +203,12 @@ def main() -> None:
                 f"{outcome} {count}" for (g, outcome), count in sorted(tally.outcomes.items()) if g == gain
             )
             print(f"{gain:>+9.0f}% {name:>12} {rate:>7.1%} {outcomes:<50}")
-    print(f"GPU time: single-shot {single.gpu_s / 3600:.1f} h, new {new.gpu_s / 3600:.1f} h "
-          f"({args.launch_s:g} s per launch + {args.run_s:g} s per run)")
+    print(
+        f"GPU time: single-shot {single.gpu_s / 3600:.1f} h, new {new.gpu_s / 3600:.1f} h "
+        f"({args.launch_s:g} s per launch + {args.run_s:g} s per run)"
+    )
+    floor = gpu_time_floor(args)
+    print(f"Floor for any fixed-size rule meeting 95 % keeps at +5 %: {floor:.2f}× single-shot's GPU time")
     summary = {
         "studies": args.studies,
         "candidates_per_gain": new.seen[0.0],
@@ -179,6 +217,7 @@ def main() -> None:
         "keep_rate_2pct": round(new.kept[2.0] / new.seen[2.0], 4),
         "keep_rate_10pct": round(new.kept[10.0] / new.seen[10.0], 4),
         "gpu_time_ratio": round(new.gpu_s / single.gpu_s, 3),
+        "gpu_time_floor_ratio": round(floor, 3),
         "single_shot_false_keep_rate": round(single.kept[0.0] / single.seen[0.0], 4),
         "single_shot_true_keep_rate": round(single.kept[5.0] / single.seen[5.0], 4),
     }

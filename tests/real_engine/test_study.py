@@ -10,71 +10,40 @@ from __future__ import annotations
 
 import json
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from sqlalchemy.engine import Engine
 
 from perflab.cli import main
-from perflab.inventory import HostConfig
-from tests.fixtures.real_vllm import tiny_model_dir
-from tests.fixtures.runs import perflab_env, write_hosts_file
+from tests.fixtures.real_vllm import StudyOutcome, tiny_model_dir
 
 pytestmark = [pytest.mark.real_engine, pytest.mark.timeout(1200)]
 
 
 def test_two_stage_study_on_real_vllm_ends_in_a_report(
-    vllm_cpu_host: HostConfig,
-    runs_db: Engine,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    real_vllm_study: Callable[[dict], StudyOutcome], tmp_path: Path
 ) -> None:
-    hosts_file = write_hosts_file(tmp_path / "hosts.yaml", [vllm_cpu_host])
-    for name, value in perflab_env(runs_db, hosts_file).items():
-        monkeypatch.setenv(name, value)
-    model = tiny_model_dir()
-    spec = tmp_path / "study.yaml"
-    spec.write_text(
-        json.dumps(
-            {
-                "name": "tiny on CPU",
-                "model": str(model),
-                "hosts": [vllm_cpu_host.name],
-                "baseline": {
-                    "engine": "vllm",
-                    "served_model_name": "tiny",
-                    "max_model_len": 512,
-                    "cpu_kvcache_space_gib": 1,
-                },
-                "tuning_profile": {"preset": "short", "input_len": 32, "output_len": 8, "num_prompts": 8},
-                "objective": "output_throughput",
-                "min_gain_pct": 0,
-                "stages": [
-                    {
-                        "name": "Batching",
-                        "search": {
-                            "knobs": {"max_num_seqs": [4, 8], "max_num_batched_tokens": [512, 1024]},
-                            "budget": {"launches": 1},
-                            "screening": 0.5,
-                            "max_measurements": 1,
-                        },
+    outcome = real_vllm_study(
+        {
+            "name": "tiny on CPU",
+            "min_gain_pct": 0,
+            "stages": [
+                {
+                    "name": "Batching",
+                    "search": {
+                        "knobs": {"max_num_seqs": [4, 8], "max_num_batched_tokens": [512, 1024]},
+                        "budget": {"launches": 1},
+                        "screening": 0.5,
+                        "max_measurements": 1,
                     },
-                    {"name": "Flags", "dimension": "flag", "candidates": ["--no-such-flag"]},
-                ],
-            }
-        )
+                },
+                {"name": "Flags", "dimension": "flag", "candidates": ["--no-such-flag"]},
+            ],
+        }
     )
-    url = runs_db.url.render_as_string(hide_password=False)
-    code = main(["study", "--url", url, "run", "--spec", str(spec), "--hosts", str(hosts_file), "--wait"])
-    output = capsys.readouterr()
-    assert code == 0, output.err
-
-    assert main(["study", "--url", url, "list", "--json"]) == 0
-    (study,) = json.loads(capsys.readouterr().out)
+    study, shown = outcome.listed, outcome.shown
     assert study["status"] == "done"
-    assert main(["study", "--url", url, "show", str(study["id"]), "--json"]) == 0
-    shown = json.loads(capsys.readouterr().out)
     flag = next(c for c in shown["candidates"] if "--no-such-flag" in c["config"].get("extra_args", []))
     assert flag["decision"] == "failed"
     assert "refuses --no-such-flag: unrecognized arguments" in json.dumps(flag), "refused by the preflight"
@@ -89,11 +58,11 @@ def test_two_stage_study_on_real_vllm_ends_in_a_report(
     assert trial["status"] in ("complete", "pruned") and trial["screening"] > 0
 
     out = tmp_path / "report.zip"
-    assert main(["report", str(study["id"]), "--url", url, "--out", str(out)]) == 0
+    assert main(["report", str(study["id"]), "--url", outcome.url, "--out", str(out)]) == 0
     with zipfile.ZipFile(out) as archive:
         report = archive.read("report.md").decode()
     assert "Serving Command" in report
     command_lines = [line for line in report.splitlines() if "vllm serve" in line]
-    assert command_lines and all(str(model) in line for line in command_lines)
+    assert command_lines and all(str(tiny_model_dir()) in line for line in command_lines)
     assert "VLLM_CPU_KVCACHE_SPACE=1" in report
     assert "Search over 4 configurations: 1 launches" in report and "- Stopped: budget" in report

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from sqlalchemy.engine import make_url
+
 from db import session as db_session
 from tests.fixtures.ui_data import IMPORT_FILES, SEED_FILES, SeededDatabase
 from tests.ui.conftest import texts
@@ -22,9 +24,13 @@ def test_empty_database_says_how_to_start(empty_db: str, open_page) -> None:  # 
     sidebar = " ".join(texts(app.sidebar.caption))
     assert f"Database: {db_session.public_name(empty_db)}" in sidebar
     # Every viewer sees the sidebar: the database's kind and name, never where it lives on the server.
-    database_file = empty_db.removeprefix("sqlite:///")
-    assert "Database: SQLite · " in sidebar and database_file not in sidebar
-    assert str(Path(database_file).parent) not in sidebar
+    url = make_url(empty_db)
+    if url.get_backend_name() == "sqlite":
+        assert "Database: SQLite · " in sidebar
+        assert url.database not in sidebar and str(Path(url.database).parent) not in sidebar
+    else:
+        assert "Database: PostgreSQL · " in sidebar
+        assert f"{url.host}:{url.port}" not in sidebar and f"{url.username}@" not in sidebar
     assert "Queued runs: 0 · in flight: 0" in sidebar
     assert any("No worker running" in text for text in texts(app.sidebar.warning))
 
