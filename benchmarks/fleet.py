@@ -368,9 +368,7 @@ def main() -> None:
         _queue(engine, hosts, args.runs, args.studies, hosts_file)
         samples = Samples()
         state_dirs = [str(Path(host.workdir) / "sim" / "state") for host in hosts]
-        monitor = threading.Thread(
-            target=_monitor, args=(engine, database, state_dirs, samples), daemon=True
-        )
+        monitor = threading.Thread(target=_monitor, args=(engine, database, state_dirs, samples), daemon=True)
         monitor.start()
         deadline = time.monotonic() + args.timeout_s
         while not _all_ended(engine):

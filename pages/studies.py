@@ -121,11 +121,19 @@ with form_tab, st.form("new_study"):
         help=defaults.gpus_help,
     )
     repeats = repeats_col.number_input(
-        "Runs per launch", min_value=1, max_value=20, value=1, key="study_repeats",
+        "Runs per launch",
+        min_value=1,
+        max_value=20,
+        value=1,
+        key="study_repeats",
         help="Repeat the tuning profile on the same launch after its warm-up (run-to-run noise).",
     )
     relaunches = relaunches_col.number_input(
-        "Launches per configuration", min_value=1, max_value=10, value=1, key="study_relaunches",
+        "Launches per configuration",
+        min_value=1,
+        max_value=10,
+        value=1,
+        key="study_relaunches",
         help="Fresh launches of each configuration (launch-to-launch noise). Above 1 (either), decisions "
         "are verdicts with a 95 % confidence interval; close calls are measured again (A B A B).",
     )

@@ -5,8 +5,9 @@ a name is escaped before it goes in: ``<``, ``>`` and ``&`` become HTML entities
 autolink), the characters that make links, images, code and table cells (``[ ] ` | \\``) are
 backslash-escaped, an invisible word joiner (U+2060) goes before the ``//`` of ``scheme://``, the
 ``.`` of ``www.`` and an ``@`` (GitHub-flavoured markdown links bare URLs and addresses after escapes
-are read, so only a character between their parts stops it), and line breaks become spaces. ``fence`` picks a code fence longer
-than any backtick run in the text it encloses, so a command cannot close its block early.
+are read, so only a character between their parts stops it), and line breaks become spaces. ``fence``
+picks a code fence longer than any backtick run in the text it encloses, so a command cannot close its
+block early.
 """
 
 from __future__ import annotations

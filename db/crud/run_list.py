@@ -171,11 +171,7 @@ def list_runs(
         order = order.nulls_last()
     tie_break = Run.id.desc() if descending else Run.id.asc()
     query = (
-        _rows_query(first_result)
-        .where(*conditions)
-        .order_by(order, tie_break)
-        .offset(offset)
-        .limit(limit)
+        _rows_query(first_result).where(*conditions).order_by(order, tie_break).offset(offset).limit(limit)
     )
     records = list(session.execute(query))
     partial = _partial_first_results(session, [record.id for record in records])

@@ -197,6 +197,8 @@ def _chat_output(delta: Dict[str, Any]) -> Optional[str]:
     if delta.get("content") == "" and "role" not in delta:
         return ""
     return None
+
+
 async def _read_error_body(response: httpx.Response) -> bytes:
     """The first ``ERROR_BODY_BYTES`` of an error response's body (the rest is left unread)."""
     parts: List[bytes] = []

@@ -35,6 +35,7 @@ def _read_answer(response: http.client.HTTPResponse) -> bytes:
         raise AnswerTooLarge(f"answer longer than {MAX_ANSWER_BYTES // (1024 * 1024)} MiB")
     return data
 
+
 FILLER_WORDS = [
     "time",
     "year",

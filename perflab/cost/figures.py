@@ -108,9 +108,7 @@ def sample_window(result: Mapping[str, Any]) -> tuple[float, float] | None:
     return (float(start), float(end)) if numbers and 0 <= start < end else None
 
 
-def result_energy(
-    run: Run, result: Mapping[str, Any], samples: Iterable[RunSample]
-) -> Energy | NotMeasured:
+def result_energy(run: Run, result: Mapping[str, Any], samples: Iterable[RunSample]) -> Energy | NotMeasured:
     """The node's energy over ``result``'s benchmark window, from ``samples`` (the run's rows)."""
     window = sample_window(result)
     if window is None:

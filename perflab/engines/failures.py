@@ -8,10 +8,10 @@ Each adapter owns a tuple of :class:`Signature` (the shared ones below plus its 
 that other processes took between placement and start (vLLM's "Free memory on device … less than desired
 GPU memory utilization") is ``gpus_unavailable``: the infrastructure, which studies retry, never a result
 about the configuration. Several signatures often match one log (a CUDA OOM in a worker is followed by
-NCCL teardown noise and a generic "Engine core initialization failed"), so classes are ranked by :data:`CLASS_PRIORITY`, root causes first;
-within a class the earliest matching line is the evidence. A log with no signature falls back to
-``crash`` with the last exception line that is not a known wrapper message, or else the first error
-line (MindIE logs errors without tracebacks).
+NCCL teardown noise and a generic "Engine core initialization failed"), so classes are ranked by
+:data:`CLASS_PRIORITY`, root causes first; within a class the earliest matching line is the evidence.
+A log with no signature falls back to ``crash`` with the last exception line that is not a known
+wrapper message, or else the first error line (MindIE logs errors without tracebacks).
 
 Only error lines can be evidence: the frames of a Python traceback (``  File "…", line N, in f``), the
 source line printed under each frame (``    raise HFValidationError(``) and the caret lines under it

@@ -229,9 +229,7 @@ def _metadata(client: httpx.Client, file: HubFile, endpoint: str, headers: dict[
     if etag is None:
         raise HubError(f"{file.ref}: the hub gave no ETag, so the download cannot be verified")
     if len(etag) > MAX_ETAG_CHARS or not etag.isascii() or not etag.isprintable():
-        raise HubError(
-            f"{file.ref}: the hub gave an unusable ETag ({len(etag)} characters, {etag[:20]!r}…)"
-        )
+        raise HubError(f"{file.ref}: the hub gave an unusable ETag ({len(etag)} characters, {etag[:20]!r}…)")
     size_text = response.headers.get(HEADER_LINKED_SIZE) or response.headers.get("Content-Length")
     return _Metadata(url, response.headers.get(HEADER_REPO_COMMIT), etag, _size(file, size_text))
 

@@ -221,6 +221,7 @@ def build_report_from_runs(
     def cost_of(run: Run | None) -> CostFigures | None:
         result = stored.first(run) if run is not None else None
         return costs.figures(run, result) if result is not None else None
+
     return Report(
         title=title or f"Report of runs {', '.join(str(run.id) for run in runs)}",
         model=first_run.model,

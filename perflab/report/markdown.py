@@ -275,8 +275,7 @@ def per_accelerator_lines(report: Report) -> list[str]:
                 lines.append("The two used different numbers of accelerators: compare them per accelerator.")
     if report.confidence:
         lines.append(
-            f"Confidence of the gain over the baseline: {report.confidence} "
-            "(Student t on the launch means)."
+            f"Confidence of the gain over the baseline: {report.confidence} (Student t on the launch means)."
         )
     return [*lines, ""] if lines else []
 

@@ -22,6 +22,7 @@ from perflab.remote.bench import BenchProcess, find_bench
 from perflab.runner import results
 from perflab.runner.store import RunStore
 from perflab.transport.base import Transport
+from perflab.transport.errors import FileTooLarge
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ def _read_json(transport: Transport, path: str) -> dict[str, Any] | None:
         value = json.loads(transport.read_text(path))
     except FileNotFoundError:
         return None
-    except ValueError as exc:
+    except (ValueError, FileTooLarge) as exc:
         logger.warning("%s on host '%s' is not a benchmark result: %s", path, transport.host.name, exc)
         return None
     return value if isinstance(value, dict) else None
@@ -107,7 +108,7 @@ def _read_json(transport: Transport, path: str) -> dict[str, Any] | None:
 def _read_text(transport: Transport, path: str) -> str:
     try:
         return transport.read_text(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, FileTooLarge):
         return ""
 
 

@@ -29,7 +29,7 @@ from perflab.runner.launch import Replica
 from perflab.runner.logs import failure_of
 from perflab.runner.store import RunStore
 from perflab.transport.base import Transport
-from perflab.transport.errors import CommandTimeout, ConnectionLost
+from perflab.transport.errors import CommandTimeout, ConnectionLost, FileTooLarge
 
 # Flags run_remote_bench adds itself (targets) or replaces with the uploaded file.
 _ADDED_BY_REMOTE = ("--base-url", "--dataset-path")
@@ -125,6 +125,10 @@ def _run_point(
     except RemoteBenchFailed as exc:
         _check_engines(ctx, point.name)
         raise RunFailed("bench_failed", str(exc)) from None
+    except FileTooLarge as exc:
+        raise RunFailed(
+            "bench_failed", f"the benchmark '{point.name}' left a result perflab will not read: {exc}"
+        ) from None
     except ConnectionLost:
         raise RunFailed(
             "connection_lost",

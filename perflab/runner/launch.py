@@ -9,9 +9,10 @@ gets the first port, from the engine's default port + the run's search offset
 (:func:`perflab.runner.ports.search_offset`) + its first GPU index upward, that nothing on the host
 listens on (read from ``/proc/net/tcp{,6}`` over the transport), that no other unfinished run on the
 same machine recorded and that no other replica of the run took. Just before each replica starts its
-port is checked again: one something else listens on raises :class:`PortTaken` (``port_in_use``) — the health probe would otherwise be answered by that
-other server. For a chosen port that is a race the runner answers by choosing again
-(:data:`MAX_PORT_ATTEMPTS`); a pinned port stays taken, so the run fails.
+port is checked again: one something else listens on raises :class:`PortTaken` (``port_in_use``) — the
+health probe would otherwise be answered by that other server. For a chosen port that is a race the
+runner answers by choosing again (:data:`MAX_PORT_ATTEMPTS`); a pinned port stays taken, so the run
+fails.
 
 A config that names an image starts each replica as a container instead (:mod:`perflab.containers`):
 the detached process then supervises container ``perflab-run-<id>-<i>`` (its log is the container's,

@@ -77,12 +77,8 @@ ACCELERATORS: Dict[str, Accelerator] = {
     "H100": Accelerator(
         "H100", "nvidia", "NVIDIA H100 80GB HBM3", 81559, 989.0, 1979.0, 1979.0, 3350.0, 450.0, "9.0"
     ),
-    "H200": Accelerator(
-        "H200", "nvidia", "NVIDIA H200", 143771, 989.0, 1979.0, 1979.0, 4800.0, 450.0, "9.0"
-    ),
-    "L40S": Accelerator(
-        "L40S", "nvidia", "NVIDIA L40S", 46068, 362.0, 733.0, 733.0, 864.0, 32.0, "8.9"
-    ),
+    "H200": Accelerator("H200", "nvidia", "NVIDIA H200", 143771, 989.0, 1979.0, 1979.0, 4800.0, 450.0, "9.0"),
+    "L40S": Accelerator("L40S", "nvidia", "NVIDIA L40S", 46068, 362.0, 733.0, 733.0, 864.0, 32.0, "8.9"),
     "910B": Accelerator("910B", "ascend", "910B3", 65536, 313.0, 0.0, 640.0, 1600.0, 196.0, ""),
 }
 _ALIASES = {

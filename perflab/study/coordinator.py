@@ -292,7 +292,10 @@ def _profiles_of(progress: StudyProgress, config: EngineConfig) -> list[Benchmar
     a launch that carries the validation profiles runs the tuning profile only."""
     spec, plan = progress.spec, progress.plan
     fingerprint = config.fingerprint()
-    if fingerprint in plan.search_fingerprints("remeasure") or _validation_run(progress, fingerprint) is not None:
+    if (
+        fingerprint in plan.search_fingerprints("remeasure")
+        or _validation_run(progress, fingerprint) is not None
+    ):
         return spec.tuning_runs()
     profiles = [*spec.tuning_runs(), *spec.validation()]
     for search in plan.searches:
@@ -366,8 +369,12 @@ def _phase(plan: StudyPlan, stages: int) -> str:
 def _verdicts(progress: StudyProgress) -> list[dict[str, Any]]:
     """Every verdict of the plan: stage, candidate, decision, gain, interval, confidence and n."""
     return [
-        {"stage": candidate.stage_name, "label": candidate.label, "decision": candidate.decision,
-         **candidate.verdict.to_dict()}
+        {
+            "stage": candidate.stage_name,
+            "label": candidate.label,
+            "decision": candidate.decision,
+            **candidate.verdict.to_dict(),
+        }
         for candidate in progress.plan.candidates()
         if candidate.verdict is not None
     ]

@@ -258,9 +258,7 @@ def outcomes(
     return found
 
 
-def _figures_of(
-    run: Run, scored: Callable[[Run, ProfileResult], Mapping[str, Any]] | None
-) -> Figures | None:
+def _figures_of(run: Run, scored: Callable[[Run, ProfileResult], Mapping[str, Any]] | None) -> Figures | None:
     """``scored`` for the results of ``run``."""
     return None if scored is None else lambda result: scored(run, result)
 

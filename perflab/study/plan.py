@@ -469,7 +469,9 @@ def plan_study(
     searches: list[Any] = []
     for stage_index, stage in enumerate(stages, start=1):
         if stage.search is not None:
-            found = _search_stage(stage_index, stage, best, rules, gpus or gpus_per_node, search or SearchContext())
+            found = _search_stage(
+                stage_index, stage, best, rules, gpus or gpus_per_node, search or SearchContext()
+            )
             searches.append(found)
             stage_plan, wanted = found.stage, list(found.wanted)
             finished = finished and not wanted

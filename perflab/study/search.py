@@ -389,8 +389,12 @@ def final_pick(
             front=front,
         )
     # equivalent: the whole interval lies below the minimum gain
-    resolved = math.isfinite(verdict.half_width_pct) and verdict.gain_pct + verdict.half_width_pct < min_gain_pct
-    wanted = tuple(trial.number for trial in (winner, runner_up) if len(trial.samples) < spec.max_measurements)
+    resolved = (
+        math.isfinite(verdict.half_width_pct) and verdict.gain_pct + verdict.half_width_pct < min_gain_pct
+    )
+    wanted = tuple(
+        trial.number for trial in (winner, runner_up) if len(trial.samples) < spec.max_measurements
+    )
     if wanted and (verdict.outcome == "undecided" or (verdict.outcome == "within_noise" and not resolved)):
         # a close call (or no spread known yet) while measurements remain: both are measured again
         return FinalPick(winner, runner_up, verdict, remeasure=wanted, reason=verdict.text(), front=front)

@@ -19,9 +19,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Protocol
 
 from perflab.inventory import HostConfig
-from perflab.transport.errors import CommandFailed, CommandTimeout, OutputTooLarge
+from perflab.transport.errors import CommandFailed, CommandTimeout, FileTooLarge, OutputTooLarge
 
 StdinData = str | bytes | None
 
@@ -31,6 +32,8 @@ EXIT_NOT_EXECUTABLE = 126
 EXIT_NOT_FOUND = 127
 
 _TAIL_LINES = 40
+
+
 @dataclass(frozen=True)
 class CommandResult:
     """What a finished command left: its exit status (negative: killed by a signal) and its output."""
@@ -99,6 +102,23 @@ MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 MAX_LINE_BYTES = 1024 * 1024
 # How much of the output's end an ``OutputTooLarge`` carries for its message.
 _KEPT_BYTES = 2000
+# The largest remote file ``read_text`` reads (past it: ``FileTooLarge``). A benchmark's saved result
+# with per-request records of a long run is tens of MiB; a host that serves more is not believed.
+MAX_FILE_BYTES = 256 * 1024 * 1024
+
+
+class Readable(Protocol):
+    """A binary file open for reading: a local file or an SFTP one."""
+
+    def read(self, size: int, /) -> bytes: ...
+
+
+def read_bounded(handle: Readable, host: str, path: str, limit: int) -> str:
+    """The text of an open file of ``host`` (UTF-8, bad bytes replaced); ``FileTooLarge`` past ``limit``."""
+    data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise FileTooLarge(host, path, limit)
+    return decode(data)
 
 
 class CappedOutput:
@@ -116,7 +136,6 @@ class CappedOutput:
         if len(self.data) > self._limit:
             kept = decode(bytes(self.data[-_KEPT_BYTES:]))
             raise OutputTooLarge(self._host_name, self._argv, self._limit, kept)
-
 
 
 class CommandStream(ABC):
@@ -281,8 +300,9 @@ class Transport(ABC):
         """Copy ``remote`` to a local file (parents created)."""
 
     @abstractmethod
-    def read_text(self, remote: str) -> str:
-        """The content of a remote text file (UTF-8); FileNotFoundError if it does not exist."""
+    def read_text(self, remote: str, *, limit: int = MAX_FILE_BYTES) -> str:
+        """The content of a remote text file (UTF-8, bad bytes replaced); FileNotFoundError if it does
+        not exist, ``FileTooLarge`` when it holds more than ``limit`` bytes."""
 
     @abstractmethod
     def write_text(self, remote: str, text: str, *, mode: int | None = None) -> None:

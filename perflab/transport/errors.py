@@ -74,6 +74,19 @@ class OutputTooLarge(TransportError):
         )
 
 
+class FileTooLarge(TransportError):
+    """A remote file is larger than a transport reads into memory; nothing of it was kept."""
+
+    kind = "file_too_large"
+
+    def __init__(self, host: str, path: str, limit: int) -> None:
+        self.path = path
+        self.limit = limit
+        super().__init__(
+            host, f"'{path}' on host '{host}' is larger than {limit // (1024 * 1024)} MiB and was not read."
+        )
+
+
 class ConnectionLost(TransportError):
     """The connection dropped while a command ran or a file moved; the outcome is unknown."""
 

@@ -2,9 +2,9 @@
 
 Each command runs in its own session (process group), so a timeout stops the command and everything
 it started, as does output past ``MAX_OUTPUT_BYTES`` (``run`` reads both pipes as they fill and keeps
-at most that much of each). A program that cannot be started is reported the way a shell reports it (exit status 127
-"not found", 126 "not executable", 125 "cannot change directory") so callers see the same results as
-over SSH.
+at most that much of each). A program that cannot be started is reported the way a shell reports it
+(exit status 127 "not found", 126 "not executable", 125 "cannot change directory") so callers see the
+same results as over SSH.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from perflab.transport.base import (
     EXIT_CANNOT_CHDIR,
     EXIT_NOT_EXECUTABLE,
     EXIT_NOT_FOUND,
+    MAX_FILE_BYTES,
     CappedOutput,
     Chunk,
     Command,
@@ -34,6 +35,7 @@ from perflab.transport.base import (
     CommandStream,
     Transport,
     decode,
+    read_bounded,
 )
 from perflab.transport.errors import CommandTimeout
 
@@ -227,8 +229,9 @@ class LocalTransport(Transport):
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(self.resolve_path(remote), destination)
 
-    def read_text(self, remote: str) -> str:
-        return Path(self.resolve_path(remote)).read_text(encoding="utf-8")
+    def read_text(self, remote: str, *, limit: int = MAX_FILE_BYTES) -> str:
+        with open(self.resolve_path(remote), "rb") as handle:
+            return read_bounded(handle, self.host.name, remote, limit)
 
     def write_text(self, remote: str, text: str, *, mode: int | None = None) -> None:
         payload = text.encode("utf-8")

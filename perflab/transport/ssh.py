@@ -26,6 +26,7 @@ import paramiko
 
 from perflab.inventory import HostConfig
 from perflab.transport.base import (
+    MAX_FILE_BYTES,
     CappedOutput,
     Chunk,
     Command,
@@ -34,6 +35,7 @@ from perflab.transport.base import (
     Transport,
     decode,
     env_lines,
+    read_bounded,
 )
 from perflab.transport.connections import POOL, ConnectionPool
 from perflab.transport.errors import CommandTimeout, ConnectionLost, OutputTooLarge
@@ -362,10 +364,10 @@ class SSHTransport(Transport):
                 self.host.name, f"Reading {remote} from host '{self.host.name}' failed: {exc}"
             ) from None
 
-    def read_text(self, remote: str) -> str:
+    def read_text(self, remote: str, *, limit: int = MAX_FILE_BYTES) -> str:
         try:
             with self._sftp() as sftp, sftp.open(self.resolve_path(remote), "rb") as handle:
-                return decode(handle.read())
+                return read_bounded(handle, self.host.name, remote, limit)
         except (EOFError, paramiko.SSHException) as exc:
             raise ConnectionLost(
                 self.host.name, f"Reading {remote} from host '{self.host.name}' failed: {exc}"

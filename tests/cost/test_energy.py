@@ -46,9 +46,7 @@ def test_edges_up_to_one_interval_outside_the_samples_extend_the_nearest_interva
 
 
 def test_nvml_counter_wins_over_power_samples() -> None:
-    rows = gpu_rows(
-        3, [0.0, 1.0, 2.0], energy_mj=[5_000_000, 5_600_000, 6_400_000], power_w=[1.0, 1.0, 1.0]
-    )
+    rows = gpu_rows(3, [0.0, 1.0, 2.0], energy_mj=[5_000_000, 5_600_000, 6_400_000], power_w=[1.0, 1.0, 1.0])
     energy = measured(window_energy(rows, (0.0, 2.0), [3]))
     assert energy.joules == pytest.approx(1400.0) and energy.methods == ("NVML energy counter",)
 

@@ -10,7 +10,11 @@ from perflab.remote import process as rp
 from perflab.transport import Transport
 
 # Three MiB on one line, then a last line, then it stays up.
-FLOOD = "import sys, time\nsys.stdout.write('x' * (3 * 1024 * 1024) + '\\nlast line\\n'); sys.stdout.flush()\ntime.sleep(60)"
+FLOOD = (
+    "import sys, time\n"
+    "sys.stdout.write('x' * (3 * 1024 * 1024) + '\\nlast line\\n'); sys.stdout.flush()\n"
+    "time.sleep(60)"
+)
 
 
 def test_the_tail_of_an_endless_line_is_bounded(transport: Transport) -> None:

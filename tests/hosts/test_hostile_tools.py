@@ -1,5 +1,6 @@
 """Host tools that flood their output or print garbage: commands are stopped at the output cap with
-what was kept for the message, the probe turns both into problems of the host, never a traceback."""
+what was kept for the message, the probe turns both into problems of the host, never a traceback; a
+file larger than a transport reads is refused before it is held in memory."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from perflab.probe import probe_host
-from perflab.transport import OutputTooLarge, open_transport
+from perflab.transport import FileTooLarge, OutputTooLarge, Transport, open_transport
 from perflab.transport.base import MAX_LINE_BYTES, MAX_OUTPUT_BYTES
 from tests.fixtures.bounded import RSS_LIMIT_KB, run_measured
 from tests.hosts.conftest import HostFactory
@@ -53,6 +54,19 @@ def test_run_stops_a_flooding_command_and_keeps_its_end(make_host: HostFactory) 
         assert result.stdout == "x" * 5_000_000
 
 
+def test_read_text_refuses_a_file_past_its_limit(transport: Transport) -> None:
+    mib = 1024 * 1024
+    path = Path(transport.workdir) / "result.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"x" * mib)
+    assert transport.read_text(str(path), limit=mib) == "x" * mib
+    path.write_bytes(b"x" * (mib + 1))
+    with pytest.raises(FileTooLarge) as raised:
+        transport.read_text(str(path), limit=mib)
+    host = transport.host.name
+    assert str(raised.value) == f"'{path}' on host '{host}' is larger than 1 MiB and was not read."
+
+
 def test_stream_cuts_an_endless_line_into_bounded_lines(make_host: HostFactory) -> None:
     with open_transport(make_host()) as transport:
         argv = ["sh", "-c", "head -c 2500000 /dev/zero | tr '\\0' y; echo; echo end"]
@@ -63,7 +77,7 @@ def test_stream_cuts_an_endless_line_into_bounded_lines(make_host: HostFactory) 
 
 def test_random_bytes_from_nvidia_smi_are_a_probe_problem(make_host: HostFactory, tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
-    (tmp_path / "garbage").write_bytes(b"name,index\n\x9f\"a\nb\r\x00" + bytes(range(256)) * 40)
+    (tmp_path / "garbage").write_bytes(b'name,index\n\x9f"a\nb\r\x00' + bytes(range(256)) * 40)
     tool(bin_dir, "nvidia-smi", f"cat {tmp_path / 'garbage'}")
     host = make_host(env={"PATH": f"{bin_dir}:{SYSTEM_PATH}"}, python=sys.executable)
     with open_transport(host) as transport:

@@ -207,15 +207,22 @@ def test_seed_000_imports_keep_the_node(db_session: Session, seed_runs: dict[str
     just the baseline and the TP4 run reproduces the write-up's +59.2 %."""
     runs = {run.id: run for run in (db_session.get(Run, run_id) for run_id in seed_runs["000"])}
     baseline = runs[seed_runs["000"][0]]
-    tp4 = next(run for run in runs.values() if run.serve_commands == [
-        "vllm serve Qwen/Qwen3-235B-A22B-Instruct-2507-FP8 -tp 4"
-    ])
+    tp4 = next(
+        run
+        for run in runs.values()
+        if run.serve_commands == ["vllm serve Qwen/Qwen3-235B-A22B-Instruct-2507-FP8 -tp 4"]
+    )
     assert (baseline.config["tp"], baseline.replicas, accelerators_of(baseline)) == (8, 1, 8)
     assert (tp4.replicas, accelerators_of(tp4)) == (2, 8)
     report = build_report_from_runs(db_session, [baseline.id, tp4.id], tuning_title="ShareGPT")
     markdown = render_markdown(report)
     assert "(+59.2%)" in markdown and "lower than previous" not in markdown
-    assert "Per accelerator (ShareGPT): baseline 474.06 tok/s on 8, optimized 754.80 tok/s on 8 (+59.2%)." in markdown
+    assert (
+        "Per accelerator (ShareGPT): baseline 474.06 tok/s on 8, optimized 754.80 tok/s on 8 (+59.2%)."
+        in markdown
+    )
+
+
 def test_imported_write_ups_are_priced_where_a_price_is_known_and_say_energy_not_measured(
     db_session: Session, seed_runs: dict[str, list[int]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -61,7 +61,7 @@ def test_the_schedulers_run_at_the_pace_of_their_launch_and_run() -> None:
     paced = simulate(dep, burst, pace=Pace(model, launch=1))[0]
     speed = model.speed(1, 0)
     assert speed != 1.0
-    for ours, theirs in zip(paced, plain):
+    for ours, theirs in zip(paced, plain, strict=True):
         assert ours.e2el == pytest.approx(theirs.e2el / speed)
 
 

@@ -33,7 +33,12 @@ def test_replicas_fill_the_budget() -> None:
 @pytest.mark.parametrize(
     "tp, gpus, reason",
     [
-        (3, 8, r"TP3 uses 3 accelerators per replica, and 8 is not a whole number of replicas of it \(8 ÷ 3 = 2.67\)"),
+        (
+            3,
+            8,
+            r"TP3 uses 3 accelerators per replica, and 8 is not a whole number of replicas of it "
+            r"\(8 ÷ 3 = 2.67\)",
+        ),
         (8, 4, "TP8 needs 8 accelerators per replica, more than the study's budget of 4"),
     ],
 )
@@ -76,15 +81,24 @@ def test_the_forms_defaults_on_an_8_gpu_host_put_every_configuration_on_the_node
     from perflab.study.views import STAGES_TEMPLATE, spec_from_form
 
     spec = spec_from_form(
-        name="demo", model="Qwen/Qwen3-8B", hosts=["local-sim"], engine="vllm", tuning_profile="sharegpt",
-        validation_profiles=[], stages_yaml=STAGES_TEMPLATE.format(model="Qwen/Qwen3-8B"),
-        objective="total_token_throughput", scale=0.1, min_success_pct=100.0, min_gain_pct=1.0,
+        name="demo",
+        model="Qwen/Qwen3-8B",
+        hosts=["local-sim"],
+        engine="vllm",
+        tuning_profile="sharegpt",
+        validation_profiles=[],
+        stages_yaml=STAGES_TEMPLATE.format(model="Qwen/Qwen3-8B"),
+        objective="total_token_throughput",
+        scale=0.1,
+        min_success_pct=100.0,
+        min_gain_pct=1.0,
     )
     gpus = spec.budget(8)
     baseline = spec.baseline_config(8, gpus)
     assert (gpus, baseline.gpus_needed) == (8, 8)
     values = {baseline.fingerprint(): Measurement("measured", 1, 100.0, 1.0, finished=True)}
-    plan = plan_study(baseline=baseline, stages=spec.stages, measurements=values, rules=Rules(),
-                      gpus_per_node=8, gpus=gpus)
+    plan = plan_study(
+        baseline=baseline, stages=spec.stages, measurements=values, rules=Rules(), gpus_per_node=8, gpus=gpus
+    )
     built = [candidate.config for stage in plan.stages for candidate in stage.candidates if candidate.config]
     assert built and all(config.gpus_needed == 8 for config in built)

@@ -341,7 +341,9 @@ def test_hosts_are_checked_when_the_study_is_created(db_engine: Engine) -> None:
         create_study(db_engine, spec, inventory=mixed)
     small = Inventory(path=Path("hosts.yaml"), hosts=(_host("gpu-a", count=2), _host("gpu-b", count=2)))
     wide = parse_spec(SPEC.replace("baseline: {engine: vllm}", "baseline: {engine: vllm, tp: 4}"))
-    with pytest.raises(StudySpecError, match="TP4 needs 4 accelerators per replica, more than the study.s budget of 2"):
+    with pytest.raises(
+        StudySpecError, match="TP4 needs 4 accelerators per replica, more than the study.s budget of 2"
+    ):
         create_study(db_engine, wide, inventory=small)
     with new_session(db_engine) as session:
         assert crud.list_studies(session) == []

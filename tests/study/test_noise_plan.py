@@ -28,7 +28,9 @@ def _run_plan(truth: dict[str, float], noise: NoiseModel) -> tuple[StudyPlan, li
     launches = 0
     while True:
         measured = {
-            fingerprint: Measurement("measured", 1, sum(found) / len(found), 1.0, finished=True, values=tuple(found))
+            fingerprint: Measurement(
+                "measured", 1, sum(found) / len(found), 1.0, finished=True, values=tuple(found)
+            )
             for fingerprint, found in values.items()
         }
         plan = plan_study(baseline=baseline, stages=spec.stages, measurements=measured, rules=RULES)
@@ -57,7 +59,10 @@ def test_a_candidate_that_changes_nothing_ends_within_noise_after_a_b_a_b() -> N
     # two launches each first (relaunches: 2), then the close call once more, reference first
     assert order == ["A", "A", "B", "B", "A", "B"]
     assert (verdict.n_candidate, verdict.n_reference) == (3, 3)
-    assert candidate.note == f"{verdict.text()}: within noise (±{verdict.half_width_pct:.1f} %), neither kept nor beaten"
+    assert (
+        candidate.note
+        == f"{verdict.text()}: within noise (±{verdict.half_width_pct:.1f} %), neither kept nor beaten"
+    )
 
 
 def test_a_clear_gain_is_kept_with_its_interval() -> None:
@@ -73,5 +78,7 @@ def test_without_measured_noise_a_single_launch_decides_as_before() -> None:
     spec = parse_spec(SPEC)
     truth = _truth(0.05)
     measured = {key: Measurement("measured", 1, value, 1.0, finished=True) for key, value in truth.items()}
-    plan = plan_study(baseline=spec.baseline_config(), stages=spec.stages, measurements=measured, rules=Rules())
+    plan = plan_study(
+        baseline=spec.baseline_config(), stages=spec.stages, measurements=measured, rules=Rules()
+    )
     assert plan.stages[0].candidates[0].decision == "winner" and plan.stages[0].candidates[0].verdict is None

@@ -81,10 +81,7 @@ def priced_point(point: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_cost_is_read_at_the_slo_limit_and_lower_is_better_without_slos() -> None:
-    priced = [
-        ({"kind": "request_rate", "value": load}, priced_point(point))
-        for load, point in CURVE
-    ]
+    priced = [({"kind": "request_rate", "value": load}, priced_point(point)) for load, point in CURVE]
     # the SLO limit is 4 req/s (1140 tok/s): the cost there, not at the cheaper 8 req/s point
     assert score("cost_per_mtok", priced, slos=SLOS).value == pytest.approx(1 / 1140)
     assert score("cost_per_mtok", priced).value == pytest.approx(1 / 1200)

@@ -44,7 +44,10 @@ def test_finished_study_shows_command_tables_stages_and_downloads(study_db: Stud
     engine_stage, impossible = (frame.value for frame in app.dataframe)
     assert list(engine_stage["Candidate"]) == ["vLLM", "SGLang"]
     assert engine_stage["Decision"].iloc[0] == "reused"
-    assert impossible["Decision"].iloc[0] == "failed" and "more than the study's budget of 1" in impossible["Note"].iloc[0]
+    assert (
+        impossible["Decision"].iloc[0] == "failed"
+        and "more than the study's budget of 1" in impossible["Note"].iloc[0]
+    )
     assert len(list(app.get("vega_lite_chart"))) == 2
     labels = {button.label for button in app.get("download_button")}
     assert {"Download report (zip)", "Download CSV", "Download JSON", "Download PNG"} <= labels

@@ -228,9 +228,7 @@ def test_done_once_baseline_and_winner_runs_have_finished() -> None:
 
 
 def test_a_lower_is_better_objective_keeps_the_cheapest_by_the_minimum_gain() -> None:
-    plan = _plan(
-        {BASE: done(1.00), SGLANG: done(0.62, 2), TRTLLM: done(0.8, 3)}, lower_is_better=True
-    )
+    plan = _plan({BASE: done(1.00), SGLANG: done(0.62, 2), TRTLLM: done(0.8, 3)}, lower_is_better=True)
     engine_stage = plan.stages[0]
     assert engine_stage.winner.label == "SGLang" and engine_stage.winner.note == "-38.0% over Baseline"
     assert engine_stage.improvement == pytest.approx(-0.38)

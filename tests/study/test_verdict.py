@@ -15,7 +15,9 @@ def test_gain_and_half_width_follow_student_t_on_the_pooled_cv() -> None:
     candidate, reference = [104.0, 106.0, 105.0], [100.0, 99.0, 101.0]
     verdict = judge(candidate, reference, higher_is_better=True, min_gain_pct=1.0)
     ratio = 105.0 / 100.0
-    cv = math.sqrt((((104 / 105 - 1) ** 2 + (106 / 105 - 1) ** 2) + ((99 / 100 - 1) ** 2 + (101 / 100 - 1) ** 2)) / 4)
+    cv = math.sqrt(
+        (((104 / 105 - 1) ** 2 + (106 / 105 - 1) ** 2) + ((99 / 100 - 1) ** 2 + (101 / 100 - 1) ** 2)) / 4
+    )
     expected = stats.t.ppf(0.975, 4) * cv * ratio * math.sqrt(2 / 3) * 100
     assert verdict.gain_pct == pytest.approx(5.0)
     assert verdict.half_width_pct == pytest.approx(expected)
@@ -48,7 +50,10 @@ def test_straddling_calls_are_measured_again_until_max_n() -> None:
     assert judge([102.5, 102.5, 102.5], [100.0, 100.0, 100.0], **kwargs).outcome == "within_noise"
     # an estimate at or below the threshold is not worth measuring again
     below = judge([100.5], [100.0], **kwargs)
-    assert below.outcome == "within_noise" and below.outcome_text() == f"within noise (±{below.half_width_pct:.1f} %)"
+    assert (
+        below.outcome == "within_noise"
+        and below.outcome_text() == f"within noise (±{below.half_width_pct:.1f} %)"
+    )
 
 
 def test_clearly_worse_is_not_better() -> None:
@@ -57,8 +62,9 @@ def test_clearly_worse_is_not_better() -> None:
 
 
 def test_prior_df_pools_the_earlier_spread_with_the_sample() -> None:
-    verdict = judge([105.0, 105.0], [100.0, 100.0], higher_is_better=True, min_gain_pct=1.0,
-                    prior_cv_pct=2.0, prior_df=8)
+    verdict = judge(
+        [105.0, 105.0], [100.0, 100.0], higher_is_better=True, min_gain_pct=1.0, prior_cv_pct=2.0, prior_df=8
+    )
     pooled = math.sqrt(8 * 0.02**2 / 10)
     expected = stats.t.ppf(0.975, 10) * pooled * 1.05 * math.sqrt(1.0) * 100
     assert verdict.half_width_pct == pytest.approx(expected)
@@ -85,6 +91,11 @@ def test_spread_splits_run_and_launch_variation() -> None:
     between = 2 * ((0.99 - 1) ** 2 + (1.01 - 1) ** 2) / 1
     assert spread.run_cv_pct == pytest.approx(math.sqrt(within) * 100)
     assert spread.launch_cv_pct == pytest.approx(math.sqrt((between - within) / 2) * 100)
-    assert spread.per_launch_cv_pct(2) == pytest.approx(math.sqrt(spread.launch_cv_pct**2 + spread.run_cv_pct**2 / 2))
-    assert spread.text() == f"run CV {spread.run_cv_pct:.1f} %, launch CV {spread.launch_cv_pct:.1f} % (2 launches, 4 runs)"
+    assert spread.per_launch_cv_pct(2) == pytest.approx(
+        math.sqrt(spread.launch_cv_pct**2 + spread.run_cv_pct**2 / 2)
+    )
+    assert (
+        spread.text()
+        == f"run CV {spread.run_cv_pct:.1f} %, launch CV {spread.launch_cv_pct:.1f} % (2 launches, 4 runs)"
+    )
     assert estimate_spread([[5.0]]) is None

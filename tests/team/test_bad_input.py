@@ -28,8 +28,8 @@ GOOD = json.loads((BAD / "imports" / "good.json").read_text())
 # hosts.yaml files → what `hosts list` prints (one line per problem, each naming file and line).
 HOSTS_FILES = {
     "not_yaml.yaml": "not_yaml.yaml:5: not valid YAML: expected ',' or ']'",
-    "list_root.yaml": "list_root.yaml:1: expected a mapping of 'hosts' (a list of hosts) and optionally 'currency' "
-    "and 'accelerator_prices'",
+    "list_root.yaml": "list_root.yaml:1: expected a mapping of 'hosts' (a list of hosts) and optionally "
+    "'currency' and 'accelerator_prices'",
     "hosts_not_a_list.yaml": "hosts_not_a_list.yaml:2: 'hosts' must be a list of hosts",
     "unknown_field.yaml": "unknown_field.yaml:3: host 'gpu-a' field 'adress': is not a known field",
     "duplicate_names.yaml": "duplicate_names.yaml:6: host 'gpu-a' is defined twice",

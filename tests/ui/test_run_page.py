@@ -259,7 +259,9 @@ def test_open_run_by_id(data_db: SeededDatabase, open_page) -> None:  # type: ig
 
 
 def test_finished_run_shows_its_cost_priced_from_the_hosts_file(
-    data_db: SeededDatabase, app_env, hosts_file  # type: ignore[no-untyped-def]
+    data_db: SeededDatabase,
+    app_env,
+    hosts_file,  # type: ignore[no-untyped-def]
 ) -> None:
     priced = "    price_per_accelerator_hour: 2.5\n    price_label: example price\n"
     hosts_file.write_text(hosts_file.read_text() + priced)
@@ -272,6 +274,8 @@ def test_finished_run_shows_its_cost_priced_from_the_hosts_file(
         text.startswith("Cost: 2 accelerators × $2.50 per hour (example price; host local-sim)")
         for text in texts(app.caption)
     )
+
+
 def test_an_ended_run_is_deleted_with_its_records_after_a_confirmation(
     data_db: SeededDatabase, open_page
 ) -> None:  # type: ignore[no-untyped-def]

@@ -60,7 +60,12 @@ def test_every_run_is_listed_with_its_facts(data_db: SeededDatabase, open_page) 
     assert element.placeholder == "—"
     # Figures come before the wide columns (visible beside the sidebar at 1024 px); Replicas is explained.
     assert list(table.columns[:6]) == [
-        "Run", "Status", "Model", "Total tok/s", "Total tok/s per accelerator", "Accelerators"
+        "Run",
+        "Status",
+        "Model",
+        "Total tok/s",
+        "Total tok/s per accelerator",
+        "Accelerators",
     ]
     config = json.loads(element.columns)
     assert "replicas" in config["Replicas"]["help"] and config["Knobs"]["width"] >= 250

@@ -13,13 +13,29 @@ from perflab.views.run_detail import ProfileView, run_view
 from perflab.views.timeline import from_series
 
 
-def _compared(run_id: int, tps: float, *, accelerators: int, replicas: int = 1, source: str = "perflab",
-              tp: int = 1) -> CompareRun:
-    run = Run(id=run_id, status="done", source=source, replicas=replicas, accelerators=accelerators,
-              config={"engine": "vllm", "model": "m", "tp": tp, "replicas": replicas})
-    result = ProfileView(id=run_id, position=0, name="p", title="P", profile={},
-                         result={"total_token_throughput": tps}, text_block=None, sweep_point=None,
-                         records=pd.DataFrame(), timeline=from_series([]))
+def _compared(
+    run_id: int, tps: float, *, accelerators: int, replicas: int = 1, source: str = "perflab", tp: int = 1
+) -> CompareRun:
+    run = Run(
+        id=run_id,
+        status="done",
+        source=source,
+        replicas=replicas,
+        accelerators=accelerators,
+        config={"engine": "vllm", "model": "m", "tp": tp, "replicas": replicas},
+    )
+    result = ProfileView(
+        id=run_id,
+        position=0,
+        name="p",
+        title="P",
+        profile={},
+        result={"total_token_throughput": tps},
+        text_block=None,
+        sweep_point=None,
+        records=pd.DataFrame(),
+        timeline=from_series([]),
+    )
     return CompareRun(run=run_view(run), results=[result])
 
 

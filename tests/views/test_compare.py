@@ -132,7 +132,6 @@ def test_cdf_points_and_latency_values() -> None:
         latency_values(records, "speed")
 
 
-
 def test_imported_results_show_cost_from_their_accelerator_price_and_cheaper_is_green(
     seeded_database: SeededDatabase,
 ) -> None:

@@ -57,9 +57,7 @@ def fleet() -> Iterator[list[Worker]]:
         worker.stop()
 
 
-def _workers(
-    fleet: list[Worker], engine: Engine, hosts_file: Path, *, max_parallel: int = 1
-) -> list[Worker]:
+def _workers(fleet: list[Worker], engine: Engine, hosts_file: Path, *, max_parallel: int = 1) -> list[Worker]:
     workers = [
         Worker(
             engine,
