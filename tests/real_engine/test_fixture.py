@@ -17,7 +17,7 @@ from tests.fixtures.real_vllm import RealVllmServer, require_real_vllm
 def test_serves_the_tiny_model_with_its_chat_template(real_vllm_server: RealVllmServer) -> None:
     with urllib.request.urlopen(real_vllm_server.base_url + "/v1/models", timeout=30) as response:
         models = json.load(response)
-    assert [model["id"] for model in models["data"]] == ["tiny"]
+    assert [model["id"] for model in models["data"]] == ["tiny", str(real_vllm_server.model_dir)]
     body = json.dumps(
         {
             "model": "tiny",

@@ -21,8 +21,6 @@ from tests.fixtures.real_vllm import (
     RealVllmServer,
     require_real_vllm,
     serve_env,
-    start_vllm_server,
-    tiny_model_dir,
     vllm_bin,
     vllm_python,
 )
@@ -54,15 +52,6 @@ def test_every_vllm_bench_serve_flag_is_accepted_or_named_unsupported() -> None:
     assert sorted(set(UNSUPPORTED_FLAGS) - vllm_flags) == []  # no stale entry in the table
 
 
-@pytest.fixture(scope="module")
-def vllm_served_by_path(tmp_path_factory: pytest.TempPathFactory):
-    """A real vLLM serving the tiny model under its path, as perflab launches a model (no served name)."""
-    require_real_vllm()
-    log_path = tmp_path_factory.mktemp("vllm-by-path") / "serve.log"
-    with start_vllm_server(log_path, "--served-model-name", str(tiny_model_dir())) as server:
-        yield server
-
-
 def run_tool(prefix: list[str], command: str, base_url: str, cwd: Path) -> tuple[dict, str]:
     """Run a displayed ``vllm bench serve …`` command with ``prefix`` in place of ``vllm bench serve``."""
     argv = [*prefix, "--base-url", base_url, *shlex.split(command)[3:]]
@@ -82,12 +71,12 @@ def run_tool(prefix: list[str], command: str, base_url: str, cwd: Path) -> tuple
 
 @pytest.mark.parametrize("preset", ["short", "sharegpt_concurrency_4"])
 def test_launch_command_runs_unchanged_under_both_tools(
-    preset: str, vllm_served_by_path: RealVllmServer, tmp_path: Path
+    preset: str, real_vllm_server: RealVllmServer, tmp_path: Path
 ) -> None:
     profile = launch.scale_profiles([PRESETS[preset]], 0.01)[0]
-    [command] = launch.profiles_frame([profile], str(vllm_served_by_path.model_dir))["vllm bench serve"]
+    [command] = launch.profiles_frame([profile], str(real_vllm_server.model_dir))["vllm bench serve"]
     write_sharegpt_standin(tmp_path / "ShareGPT_V3_unfiltered_cleaned_split.json")
-    url = vllm_served_by_path.base_url
+    url = real_vllm_server.base_url
     perflab_fields, perflab_block = run_tool(
         [sys.executable, "-m", "perflab", "bench"], command, url, tmp_path
     )

@@ -154,6 +154,7 @@ def test_sharegpt_is_fetched_from_the_hub_else_the_labelled_sample_is_used(
 
     monkeypatch.setenv("PERFLAB_HUB_CACHE", str(tmp_path / "empty-cache"))
     hub_server.hub.shutdown()
+    hub_server.hub.server_close()  # unreachable: connections are refused, not left unanswered
     offline = _submit(runs_db, host, "sharegpt:n=5")
     assert _execute(runs_db, host, offline).status == "done"
     with new_session(runs_db) as session:

@@ -29,6 +29,7 @@ SPEC = LOAD_CURVE_SPEC.replace("name: load within SLO", "name: cheapest within S
 )
 
 
+@pytest.mark.slow
 def test_cost_study_recommends_the_cheapest_configuration_within_its_slos(
     runs_db: Engine, sim_host: SimHostFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -7,6 +7,7 @@ import io
 import zipfile
 from pathlib import Path
 
+import pytest
 from sqlalchemy.engine import Engine
 
 from db import crud
@@ -51,6 +52,7 @@ stages:
 """
 
 
+@pytest.mark.slow
 def test_full_study_runs_every_distinct_configuration_once_and_reports(
     runs_db: Engine, sim_host: SimHostFactory, tmp_path: Path
 ) -> None:

@@ -71,6 +71,7 @@ def test_a_study_measures_every_candidate_while_another_process_holds_the_usual_
     assert held and len(ports) == 2 * len(done) and not set(ports) & set(held)
 
 
+@pytest.mark.slow
 def test_a_host_dropping_mid_study_leaves_it_incomplete_until_the_missing_candidates_are_measured(
     runs_db: Engine,
     sim_host: SimHostFactory,

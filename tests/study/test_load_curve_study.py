@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from sqlalchemy.engine import Engine
 
 from db.session import new_session
@@ -46,6 +47,7 @@ stages:
 """
 
 
+@pytest.mark.slow
 def test_sweep_finds_saturation_and_slo_limit_and_the_study_keeps_the_higher_limit(
     runs_db: Engine, sim_host: SimHostFactory, tmp_path: Path
 ) -> None:

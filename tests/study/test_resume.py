@@ -57,6 +57,7 @@ def _wait_until(engine: Engine, condition, timeout_s: float = 60.0) -> int:  # t
     raise AssertionError(f"condition not met in {timeout_s} s")
 
 
+@pytest.mark.slow
 def test_a_killed_study_resumes_without_relaunching_finished_configurations(
     runs_db: Engine, sim_host: SimHostFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pytest
 from sqlalchemy.engine import Engine
 
 from db.models import Run
@@ -61,6 +62,7 @@ def test_the_runner_reconnects_through_refused_attempts_and_stops_the_engine(
     assert run_key_pids(run.remote_state["run_key"]) == []
 
 
+@pytest.mark.slow
 def test_an_engine_left_by_a_lost_connection_is_stopped_by_the_next_placement(
     runs_db: Engine, sim_host: SimHostFactory, sshd: SshServer, tcp_proxy: TcpProxy, tmp_path: Path
 ) -> None:
