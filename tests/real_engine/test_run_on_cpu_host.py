@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 from sqlalchemy.engine import Engine
@@ -26,7 +27,7 @@ pytestmark = [pytest.mark.real_engine, pytest.mark.timeout(900)]
 def test_perflab_run_of_real_vllm_on_a_cpu_host_end_to_end(
     vllm_cpu_host: HostConfig,
     runs_db: Engine,
-    tmp_path,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -258,10 +258,8 @@ def test_open_run_by_id(data_db: SeededDatabase, open_page) -> None:  # type: ig
     assert texts(app.title)[0].startswith(f"Run {data_db.runs.failed}")
 
 
-def test_finished_run_shows_its_cost_priced_from_the_hosts_file(
-    data_db: SeededDatabase,
-    app_env,
-    hosts_file,  # type: ignore[no-untyped-def]
+def test_finished_run_shows_its_cost_priced_from_the_hosts_file(  # type: ignore[no-untyped-def]
+    data_db: SeededDatabase, app_env, hosts_file
 ) -> None:
     priced = "    price_per_accelerator_hour: 2.5\n    price_label: example price\n"
     hosts_file.write_text(hosts_file.read_text() + priced)
