@@ -100,7 +100,7 @@ Chunk = tuple[str, bytes]
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 # The longest line a stream yields; a longer one comes as several lines of this size.
 MAX_LINE_BYTES = 1024 * 1024
-# How much of the output's end an ``OutputTooLarge`` carries for its message.
+# How much of the output's end an ``OutputTooLarge`` (or an SSH ``CommandTimeout``) carries for its message.
 _KEPT_BYTES = 2000
 # The largest remote file ``read_text`` reads (past it: ``FileTooLarge``). A benchmark's saved result
 # with per-request records of a long run is tens of MiB; a host that serves more is not believed.
@@ -134,8 +134,11 @@ class CappedOutput:
         """Keep ``chunk``; raise ``OutputTooLarge`` (the caller stops the command) past the limit."""
         self.data += chunk
         if len(self.data) > self._limit:
-            kept = decode(bytes(self.data[-_KEPT_BYTES:]))
-            raise OutputTooLarge(self._host_name, self._argv, self._limit, kept)
+            raise OutputTooLarge(self._host_name, self._argv, self._limit, self.tail())
+
+    def tail(self) -> str:
+        """The end of what was kept, for a message."""
+        return decode(bytes(self.data[-_KEPT_BYTES:]))
 
 
 class CommandStream(ABC):

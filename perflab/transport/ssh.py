@@ -269,8 +269,7 @@ class SSHTransport(Transport):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     command.stop()
-                    tail = decode(bytes(err.data[-2000:]))
-                    raise CommandTimeout(self.host.name, command.argv, timeout, tail)
+                    raise CommandTimeout(self.host.name, command.argv, timeout, err.tail())
                 command.wait_readable(min(remaining, 1.0))
         except OutputTooLarge:
             command.stop()
