@@ -22,9 +22,11 @@ from tests.fixtures.realtime import realtime_available, realtime_priority
 
 REALTIME = realtime_available()
 TTFT_MS, ITL_MS = (50.0, 10.0) if REALTIME else (500.0, 40.0)
-OUTPUT_LEN = 32
+OUTPUT_LEN = 64
 INPUT_LEN = 48
-# Requests arrive over 256 / rate seconds; all 256 overlap when that is shorter than one request.
+# The seeded schedule puts 256 arrivals within 0.27 s (0.53 s without real-time priority); all 256
+# overlap while that, plus the bench's dispatch lag on a busy machine, is shorter than one request
+# (0.68 s; 3 s without real-time priority).
 BURST_RATE = 1024.0 if REALTIME else 512.0
 
 
@@ -79,7 +81,7 @@ def test_latencies_within_two_percent_of_injected(
     with realtime_priority(fixed_sim.pid):
         result = run_benchmark(options)
     assert (result["completed"], result["failed"]) == (prompts, 0)
-    assert result["max_overlapping_requests"] == concurrency
+    assert result["max_overlapping_requests"] == concurrency, f"dispatch lag {result['dispatch_lag_ms']}"
     assert result["preconnected"] == concurrency
     assert result["timing_source"] == "kernel"
     assert_matches_injected(result)
