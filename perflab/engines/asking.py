@@ -2,13 +2,14 @@
 
 An adapter with a :attr:`~perflab.engines.base.EngineAdapter.check_program` (a file under
 ``perflab/engines/programs/``) has it run by the Python of the engine's own program on the host, or in
-the image: :data:`WRAPPER` finds the program on ``PATH`` (``vllm``), reads its ``#!`` line and starts
-that interpreter with ``-`` (the program arrives on standard input) and the launch argv's words as
-arguments — no user text in a shell string. The program answers one JSON line
-(:class:`EngineAnswer`): the engine's version, the flags and values it refuses in its own words, the
-values it parsed for perflab's typed knobs (the last flag wins, ``--disable-X`` counts) and its
-registries of knob values. When the engine cannot be imported there, the caller falls back to the
-engine's help text.
+the image (:func:`program_text`: the program, carrying the ``argv_check`` module it imports, arrives on
+standard input). :data:`WRAPPER` finds the program on ``PATH``: a Python interpreter itself (SGLang's
+``python3 -m sglang.launch_server``) runs the text directly; a script (``vllm``) has its ``#!`` line
+read and that interpreter started with ``-``; the launch argv's words follow as arguments — no user text
+in a shell string. The program answers one JSON line (:class:`EngineAnswer`): the engine's version, the
+flags and values it refuses in its own words, the values it parsed for perflab's typed knobs (the last
+flag wins, ``--disable-X`` counts) and its registries of knob values. When the engine cannot be
+imported there, the caller falls back to the engine's help text.
 """
 
 from __future__ import annotations
@@ -27,11 +28,12 @@ CHECK_TIMEOUT_S = 300.0
 NOT_IMPORTABLE = "the engine could not be imported there"
 NOT_PYTHON = "is not a Python program"
 NO_ANSWER = "the engine's check printed no answer"
-# $1: the engine's program; the rest: the words after it. Exit 127: the program is not on PATH; 126: its
-# first line names no Python.
+# $1: the engine's program; $2: "interpreter" (it is Python itself) or "script"; the rest: the words after
+# it. Exit 127: the program is not on PATH; 126: a script whose first line names no Python.
 WRAPPER = r"""
-program=$1; shift
+program=$1; kind=$2; shift 2
 path=$(command -v "$program") || exit 127
+if [ "$kind" = interpreter ]; then exec "$path" - "$@"; fi
 IFS= read -r first < "$path" || exit 126
 case "$first" in
   '#!'*python*) ;;
@@ -139,15 +141,30 @@ def with_plugin_words(answer: EngineAnswer, adapter: EngineAdapter) -> EngineAns
     return replace(answer, problems=problems, vocabulary=vocabulary)
 
 
+def program_text(check_program: str) -> str:
+    """The text sent to the engine's Python: ``argv_check`` made importable, then ``check_program``."""
+    programs = resources.files("perflab.engines.programs")
+    shared = programs.joinpath("argv_check.py").read_text("utf-8")
+    own = programs.joinpath(check_program).read_text("utf-8")
+    loader = (
+        "import sys, types\n"
+        "argv_check = types.ModuleType('argv_check')\n"
+        f"exec(compile({shared!r}, 'argv_check.py', 'exec'), argv_check.__dict__)\n"
+        "sys.modules['argv_check'] = argv_check\n"
+    )
+    return loader + own
+
+
 def ask_engine(
     transport: Transport, adapter: EngineAdapter, argv: Sequence[str], *, prefix: Sequence[str] = ()
 ) -> EngineAnswer | str:
     """Run the adapter's check program for ``argv`` (the launch argv, program included) with the
     engine's own Python; the answer, or why the engine could not be asked."""
     assert adapter.check_program is not None
-    program = resources.files("perflab.engines.programs").joinpath(adapter.check_program).read_text("utf-8")
+    program = program_text(adapter.check_program)
     words = list(argv[len(adapter.program) :])
-    command = [*prefix, "sh", "-c", WRAPPER, "perflab-check", adapter.program[0], *words]
+    kind = "interpreter" if adapter.program[1:2] == ("-m",) else "script"
+    command = [*prefix, "sh", "-c", WRAPPER, "perflab-check", adapter.program[0], kind, *words]
     try:
         result = transport.run(command, timeout=CHECK_TIMEOUT_S, stdin=program)
     except TransportError as exc:
@@ -159,6 +176,8 @@ def ask_engine(
     answer = read_answer(result.stdout, adapter.engine_dests)
     if isinstance(answer, EngineAnswer):
         answer = with_plugin_words(answer, adapter)
+        if answer.effective is not None:
+            answer = replace(answer, effective=adapter.knobs_read(answer.effective))
     if isinstance(answer, str) and not result.ok:
         last = (result.stderr or result.stdout).strip().splitlines()
         return f"the engine's check exited {result.exit_status}" + (f": {last[-1]}" if last else "")

@@ -164,6 +164,11 @@ class EngineAdapter:
         lenient.words_known = False
         return lenient
 
+    def knobs_read(self, effective: Mapping[str, Any]) -> dict[str, Any]:
+        """The typed knobs as the engine read them, from its parsed values renamed by
+        :attr:`engine_dests` (hook: SGLang's ``--disable-radix-cache`` is prefix caching off)."""
+        return dict(effective)
+
     def table_version(self) -> str | None:
         """The engine version perflab's tables (:attr:`vocabulary`) follow."""
         return next((words.version for words in self.vocabulary.values()), None)

@@ -1,6 +1,6 @@
 """Version-aware preflight: before a launch, ask the host's engine which flags and values it accepts.
 
-An engine with a check program (vLLM; :mod:`perflab.engines.asking`) is asked itself: its own parser
+An engine with a check program (vLLM, SGLang; :mod:`perflab.engines.asking`) is asked itself: its own parser
 reads the exact launch argv, its own config checks and registries judge the values, each refusal names
 flag, value, version and the engine's own message, and the values it parsed for the typed knobs (the
 effective configuration: the last flag wins) must agree with the typed knobs — an extra argument that
@@ -352,22 +352,26 @@ def _same(knob: str, typed: Any, parsed: Any) -> bool:
 
 def contradictions(adapter: EngineAdapter, config: EngineConfig, answer: EngineAnswer) -> list[str]:
     """Typed knobs whose value the engine, parsing the whole argv, reads otherwise (an extra argument
-    that sets the same thing, in any spelling or abbreviation the engine takes), naming both."""
+    that sets the same thing, in any spelling or abbreviation the engine takes), naming both. A knob
+    whose flag the engine refused is left out: its refusal already says so."""
     if answer.effective is None:
         return []
+    refused = {problem.flag for problem in answer.problems}
     typed = config.knob_values()
     if config.served_model_name:
         typed["served_model_name"] = config.served_model_name
     problems = []
     for knob, value in typed.items():
-        if knob not in answer.effective:
+        if knob not in answer.effective or refused & set(answer.options.get(knob, ())):
             continue
         parsed = answer.effective[knob]
         if knob == "ep" and isinstance(parsed, bool):
             parsed = config.tp * config.dp if parsed else 1
         if knob == "served_model_name" and isinstance(parsed, list) and len(parsed) == 1:
             parsed = parsed[0]
-        if _same(knob, value, parsed):
+        if _same(knob, value, parsed) or (
+            isinstance(value, str) and _same(knob, adapter.knob_word(config, knob), parsed)
+        ):
             continue
         spellings = [adapter.normalize_flag(name) for name in answer.options.get(knob, ())]
         culprits = [

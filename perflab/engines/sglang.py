@@ -8,7 +8,9 @@ enumerated values follow :mod:`perflab.engines.vocabulary`),
 ``--context-length``, ``--mem-fraction-static``, ``--reasoning-parser`` and the
 ``--speculative-algorithm`` family. Default port 30000; ``GET /health`` answers 503 until warm-up ends and
 the log says "The server is fired up and ready to roll!". Prometheus gauges need ``--enable-metrics``,
-which perflab always adds at launch (not shown in the display command).
+which perflab always adds at launch (not shown in the display command). Before a launch the host's own
+SGLang parses the argv (``perflab/engines/programs/sglang_check.py``: ``ServerArgs.add_cli_args``, its
+choices and speculative algorithms); these tables are the fallback where it cannot be imported.
 
 Mappings from the engine-neutral knobs: ``max_num_batched_tokens`` is the chunked-prefill budget
 (``--chunked-prefill-size``, the tokens one prefill step may take, as vLLM's budget is);
@@ -21,6 +23,7 @@ Mappings from the engine-neutral knobs: ``max_num_batched_tokens`` is the chunke
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from perflab.engines.base import EngineAdapter, EngineMetrics
@@ -69,6 +72,25 @@ SGLANG_FLAGS = FlagTable(
 )
 
 
+# SGLang 0.5.23's argparse dests (sglang/srt/arg_groups/fields) of perflab's typed knobs.
+SGLANG_DESTS = {
+    "tp_size": "tp",
+    "dp_size": "dp",
+    "ep_size": "ep",
+    "quantization": "quantization",
+    "attention_backend": "attention_backend",
+    "chunked_prefill_size": "max_num_batched_tokens",
+    "max_running_requests": "max_num_seqs",
+    "disable_radix_cache": "enable_prefix_caching",
+    "kv_cache_dtype": "kv_cache_dtype",
+    "context_length": "max_model_len",
+    "mem_fraction_static": "gpu_memory_utilization",
+    "reasoning_parser": "reasoning_parser",
+    "served_model_name": "served_model_name",
+    "model": "model",
+}
+
+
 class SglangAdapter(EngineAdapter):
     name = "sglang"
     display_name = "SGLang"
@@ -82,6 +104,8 @@ class SglangAdapter(EngineAdapter):
     )
     program = ("python3", "-m", "sglang.launch_server")
     help_argv = ("python3", "-m", "sglang.launch_server", "--help")
+    check_program = "sglang_check.py"
+    engine_dests = SGLANG_DESTS
     flag_abbreviations = True
     model_flag = "--model-path"
     flags = SGLANG_FLAGS
@@ -112,6 +136,16 @@ class SglangAdapter(EngineAdapter):
 
     def model_flag_aliases(self) -> tuple[str, ...]:
         return ("--model",)
+
+    def knobs_read(self, effective: Mapping[str, Any]) -> dict[str, Any]:
+        knobs = dict(effective)
+        if "enable_prefix_caching" in knobs:
+            knobs["enable_prefix_caching"] = not knobs["enable_prefix_caching"]
+        if "max_num_batched_tokens" in knobs:
+            knobs["enable_chunked_prefill"] = knobs["max_num_batched_tokens"] != -1
+            if knobs["max_num_batched_tokens"] == -1:
+                knobs["max_num_batched_tokens"] = None
+        return knobs
 
     def check_values(self, config: EngineConfig) -> None:
         if config.tp % config.ep:

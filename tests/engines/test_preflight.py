@@ -188,10 +188,19 @@ def test_preflight_asks_the_hosts_engine_once_per_version(
     assert preflight(counting, adapter, good, engine_version=version, cache=cache).ok
     help_runs = [argv for argv in counting.commands if argv[-1].startswith("--help")]
     assert help_runs == [list(adapter.help_argv or ())]
-    # the simulator's vllm is a shell script, no Python: its own check is tried once per version
+    # the simulator's vllm is a shell script, no Python; its python3 has no sglang: the engine's own
+    # check is tried once per version
     checks = [argv for argv in counting.commands if "perflab-check" in argv]
     assert len(checks) == (1 if adapter.check_program else 0)
-    assert "vllm is not a Python program" in verdict.note if adapter.check_program else verdict.note == ""
+    assert (
+        verdict.note
+        == {
+            "vllm": "vllm is not a Python program; read its help instead",
+            "sglang": "the engine could not be imported there "
+            "(ModuleNotFoundError: No module named 'sglang.srt'); read its help instead",
+            "trtllm": "",
+        }[engine]
+    )
 
 
 def test_an_engine_missing_on_the_host_is_refused(sim_host: SimHostFactory) -> None:

@@ -42,7 +42,7 @@ def test_vllm_refuses_another_engines_spelling_even_when_the_engine_judges_the_r
 
 
 def test_an_engine_that_cannot_be_asked_keeps_its_tables() -> None:
-    adapter = get_adapter("sglang")
+    adapter = get_adapter("trtllm")
     assert adapter.leaving_words_to_engine() is adapter
 
 

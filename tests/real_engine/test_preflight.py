@@ -1,6 +1,7 @@
 """The preflight against the real vLLM CPU build: its own serve parser (run by the Python of the ``vllm`` on
 PATH) refuses a flag and a value it does not know, in its own words with the version it reports; its
-registries are cached; no engine is started."""
+registries are cached; no engine is started. The same against SGLang 0.5.23's own server-argument parser
+(the real package; ``tests/fixtures/real_sglang.py``), run by the ``python3`` on PATH."""
 
 from __future__ import annotations
 
@@ -13,20 +14,21 @@ from perflab.engines import EngineConfig, get_adapter
 from perflab.engines.preflight import HelpCache, preflight
 from perflab.inventory import HostConfig
 from perflab.transport.local import LocalTransport
+from tests.fixtures.real_sglang import SGLANG_VERSION, require_sglang_args, sglang_python_bin
 from tests.fixtures.real_vllm import require_real_vllm, vllm_bin
 
 pytestmark = [pytest.mark.real_engine, pytest.mark.timeout(900)]
 
 
-def _vllm_host(tmp_path: Path) -> LocalTransport:
+def _host(tmp_path: Path, bin_dir: Path) -> LocalTransport:
     transport = LocalTransport(HostConfig(name="cpu-local", transport="local", workdir=str(tmp_path / "w")))
-    transport.extra_env = {"PATH": f"{vllm_bin().parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    transport.extra_env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
     return transport
 
 
 def test_the_installed_vllm_refuses_an_unknown_flag_before_it_starts(tmp_path: Path) -> None:
     require_real_vllm()
-    transport = _vllm_host(tmp_path)
+    transport = _host(tmp_path, vllm_bin().parent)
     version = transport.run(["vllm", "--version"], timeout=300).stdout.strip().splitlines()[-1]
     adapter = get_adapter("vllm")
     cache = HelpCache(tmp_path / "cache")
@@ -47,3 +49,53 @@ def test_the_installed_vllm_refuses_an_unknown_flag_before_it_starts(tmp_path: P
     assert good_verdict.effective is not None and good_verdict.effective["max_num_seqs"] == 4
     words = cache.load_words(("cpu-local", "vllm", version))
     assert words is not None and "CPU_ATTN" in words["attention_backend"]
+
+
+def test_sglangs_own_parser_reads_the_argv_and_refuses_what_it_does_not_know(tmp_path: Path) -> None:
+    require_sglang_args()
+    transport = _host(tmp_path, sglang_python_bin(tmp_path))
+    adapter = get_adapter("sglang")
+    cache = HelpCache(tmp_path / "cache")
+    good = EngineConfig(
+        engine="sglang", model="/models/tiny", kv_cache_dtype="fp8", enable_prefix_caching=False,
+        enable_chunked_prefill=False, max_num_seqs=4,
+        speculative_config={"method": "mtp", "num_speculative_tokens": 2},
+    )  # fmt: skip
+
+    verdict = preflight(transport, adapter, good, engine_version=None, cache=cache)
+
+    assert verdict.ok and verdict.asked and verdict.version == SGLANG_VERSION, verdict.problems
+    assert verdict.effective is not None
+    read = {
+        knob: verdict.effective[knob] for knob in ("kv_cache_dtype", "enable_prefix_caching", "max_num_seqs")
+    }
+    assert read == {"kv_cache_dtype": "fp8_e4m3", "enable_prefix_caching": False, "max_num_seqs": 4}
+    assert (verdict.effective["enable_chunked_prefill"], verdict.effective["model"]) == (
+        False,
+        "/models/tiny",
+    )
+    words = cache.load_words(("cpu-local", "sglang", SGLANG_VERSION))
+    assert (
+        words is not None and "fa3" in words["attention_backend"] and "NEXTN" in words["speculative_config"]
+    )
+
+    bad = EngineConfig(
+        engine="sglang", model="/models/tiny", attention_backend="fa9", extra_args=("--no-such-flag",)
+    )
+    refused = preflight(transport, adapter, bad, engine_version=None, cache=cache)
+    assert len(refused.problems) == 2, refused.problems
+    assert refused.problems[0].startswith(
+        f"SGLang {SGLANG_VERSION} refuses --attention-backend 'fa9': "
+        "argument --attention-backend: invalid choice: 'fa9' (choose from 'triton', "
+    )
+    assert (
+        refused.problems[1]
+        == f"SGLang {SGLANG_VERSION} refuses --no-such-flag: unrecognized arguments: --no-such-flag"
+    )
+
+    # perflab's tables refuse --disable-radix-cache itself; SGLang's parser also takes an abbreviation
+    contradicted = good.model_copy(update={"enable_prefix_caching": True, "extra_args": ("--disable-radix",)})
+    assert preflight(transport, adapter, contradicted, engine_version=None, cache=cache).problems == (
+        "extra_args --disable-radix makes SGLang read enable_prefix_caching as false, contradicting the "
+        "typed knob enable_prefix_caching: true",
+    )
