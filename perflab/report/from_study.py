@@ -208,6 +208,16 @@ def _confidence(progress: StudyProgress) -> str | None:
     return Verdict.from_dict(stored).text() if stored else None
 
 
+def _within_noise(plan: StudyPlan) -> tuple[str, ...]:
+    """The candidates whose verdict could not separate them from the best so far, with the verdict."""
+    return tuple(
+        f"{candidate.label} ({candidate.verdict.text()})"
+        for stage in plan.stages
+        for candidate in stage.candidates
+        if candidate.decision == "within_noise" and candidate.verdict is not None
+    )
+
+
 def _title(progress: StudyProgress) -> str:
     accelerator = (progress.study.state or {}).get("accelerator")
     word = OBJECTIVE_WORDS[progress.spec.objective]
@@ -296,5 +306,7 @@ def report_of(progress: StudyProgress, costs: CostContext | None = None) -> Repo
         else None,
         accelerators=(_accelerators(progress, plan.baseline), _accelerators(progress, plan.best)),
         confidence=_confidence(progress),
+        spread=progress.spread.text() if progress.spread is not None else None,
+        within_noise=_within_noise(plan),
         searches=tuple(search_history(progress)) if plan.searches else (),
     )

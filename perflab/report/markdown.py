@@ -94,6 +94,13 @@ def summary_table(report: Report) -> list[str]:
         if row.note:
             versus += f" ({md_text(row.note)})"
         lines.append(f"| {md_text(row.option)} | {gain} | {versus} |")
+    if any(row.note and " ± " in row.note for row in report.summary):
+        lines += [
+            "",
+            "The percentages follow the seeds' convention (a loss is how much more the other side "
+            "achieved, negated: 0.943× is −6.0%); a verdict in parentheses is the ratio of the means "
+            "minus one (0.943× is −5.7 %) against the best configuration before it, with its interval.",
+        ]
     return lines
 
 
@@ -113,6 +120,14 @@ def _candidate(candidate: CandidateSection, *, show_label: bool) -> list[str]:
     if candidate.serve_command:
         lines += _admonition("info", "Serving script", _fenced(candidate.serve_command, "bash"))
     if candidate.blocks:
+        sample = candidate.figures.sample_text if candidate.figures is not None else None
+        if sample and candidate.figures is not None:
+            shown = "first run" if len(candidate.blocks) == 1 else "runs"
+            lines += [
+                f"Judged on the {sample}: Total TPS {candidate.figures.tps_text}. Below: the latest "
+                f"launch's {shown}.",
+                "",
+            ]
         lines += _admonition(
             "info", "Benchmark result", _fenced("\n".join(_blocks(candidate.blocks, named=False)))
         )
@@ -131,12 +146,16 @@ def _ranking(stage: StageSection, unit: str, lower_is_better: bool) -> list[str]
     return ["Result: " + (" < " if lower_is_better else " > ").join(shown), ""]
 
 
+def _decision(candidate: CandidateSection) -> str:
+    """``not better (lower than previous)``; a note that already names the decision stands alone."""
+    words = (candidate.decision or "").replace("_", " ")
+    if not candidate.note:
+        return words
+    return md_text(candidate.note) if words in candidate.note else f"{words} ({md_text(candidate.note)})"
+
+
 def _decisions(stage: StageSection) -> list[str]:
-    lines = [
-        f"- {md_text(c.label)}: {c.decision.replace('_', ' ')}" + (f" ({md_text(c.note)})" if c.note else "")
-        for c in stage.candidates
-        if c.decision
-    ]
+    lines = [f"- {md_text(c.label)}: {_decision(c)}" for c in stage.candidates if c.decision]
     return [*lines, ""] if lines else []
 
 
@@ -258,7 +277,8 @@ def _incomplete(report: Report) -> list[str]:
 
 
 def per_accelerator_lines(report: Report) -> list[str]:
-    """The first case's Total TPS per accelerator beside the node totals, and the gain's confidence."""
+    """The first case's Total TPS per accelerator beside the node totals, the gain's confidence, the
+    candidates no verdict could separate, and the baseline's measured spread."""
     lines = []
     row = report.comparison[0] if report.comparison else None
     counts = report.accelerators
@@ -277,7 +297,15 @@ def per_accelerator_lines(report: Report) -> list[str]:
         lines.append(
             f"Confidence of the gain over the baseline: {report.confidence} (Student t on the launch means)."
         )
-    return [*lines, ""] if lines else []
+    if report.within_noise:
+        lines.append(
+            "Within noise, neither kept nor beaten (gain against the best configuration so far): "
+            + "; ".join(md_text(text) for text in report.within_noise)
+            + "."
+        )
+    if report.spread:
+        lines.append(f"Measured spread of the baseline: {md_text(report.spread)}.")
+    return [part for line in lines for part in (line, "")]
 
 
 def render_markdown(report: Report, charts: Mapping[str, str] | None = None) -> str:

@@ -180,6 +180,9 @@ class Report:
     provisional_best: str | None = None
     accelerators: tuple[int | None, int | None] = (None, None)  # the baseline's, the optimized's
     confidence: str | None = None  # the optimized gain's verdict: "+4.1 % ± 1.3 %, 95 %, 3 vs 3"
+    spread: str | None = None  # the baseline's measured spread: "run CV 2.0 %, launch CV 1.1 % (…)"
+    # candidates neither kept nor beaten: "tp=2 (+38.5 % ± 44.7 %, 95 %, 3 vs 3)"
+    within_noise: tuple[str, ...] = ()
     searches: tuple[dict[str, Any], ...] = ()  # search stages' histories (perflab.study.search_history)
     costs: tuple[CostRow, ...] = ()
     lower_is_better: bool = False

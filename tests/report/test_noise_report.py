@@ -4,6 +4,7 @@ validation profiles run on a configuration's first launch only and still fill "O
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from statistics import fmean
 
@@ -14,8 +15,10 @@ from db import crud
 from db.session import new_session
 from perflab.report import render_markdown
 from perflab.report.from_study import study_report
-from perflab.report.model import Figures
+from perflab.report.markdown import summary_table
+from perflab.report.model import Figures, Report, SummaryRow, relative_change
 from perflab.study.progress import load_progress
+from perflab.study.verdict import judge
 from tests.fixtures.runs import SimHostFactory
 from tests.fixtures.study_data import run_noisy_study
 
@@ -102,6 +105,39 @@ def test_the_report_shows_the_decisions_mean_and_the_first_launchs_validation(
 
     text = render_markdown(report)
     assert f"(mean of 2 runs on {len(launches)} launches)" in text
+    # each block says it is one run, and which mean the decision used
+    baseline_launches = len(
+        [run for run in progress.runs if run.config_fingerprint == plan.baseline.fingerprint]
+    )
+    assert (
+        f"Judged on the mean of 2 runs on {baseline_launches} launches: Total TPS {chat.baseline.tps_text}. "
+        "Below: the latest launch's first run."
+    ) in text
+    # the conclusion gives the spread measured and every call no verdict could separate
+    assert progress.spread is not None and report.spread == progress.spread.text()
+    assert f"Measured spread of the baseline: {progress.spread.text()}." in text
+    undecided = [c for stage in plan.stages for c in stage.candidates if c.decision == "within_noise"]
+    conclusion = text.split("## Optimization Objective")[0]
+    assert ("Within noise, neither kept nor beaten" in conclusion) == bool(undecided)
+    for candidate in undecided:
+        assert candidate.verdict is not None
+        assert f"{candidate.label} ({candidate.verdict.text()})" in conclusion
     # every configuration was measured (energy may be "not measured" in the cost rows: short simulated
     # benchmarks can fall between two power samples)
     assert [line for line in text.splitlines() if "not measured" in line and " cost |" not in line] == []
+
+
+def test_a_verdict_beside_a_seed_style_loss_says_how_each_is_computed() -> None:
+    """94.3 against 100 is −6.0 % the seeds' way and −5.7 % as a verdict's ratio of means: the summary
+    says so wherever a verdict stands beside its percentage."""
+    verdict = judge([94.3, 94.3], [100.0, 100.0], higher_is_better=True, min_gain_pct=1.0, prior_cv_pct=20.0)
+    note = f"{verdict.text()}, neither kept nor beaten"
+    row = SummaryRow("Batching", None, relative_change(94.3, 100.0), note)
+    report = Report("t", "m", "Total TPS", "tok/s", None, (), (), (row,))
+
+    table = summary_table(report)
+
+    assert table[2] == f"| Batching | - | -6.0% ({note}) |" and verdict.text().startswith("-5.7 % ± ")
+    assert "a verdict in parentheses is the ratio of the means minus one" in table[-1]
+    plain = replace(report, summary=(replace(row, note="lower than previous"),))
+    assert "convention" not in "\n".join(summary_table(plain))
