@@ -64,6 +64,8 @@ _PID_LINE = re.compile(rb"PERFLAB_PID=(\d+)")
 _CHUNK = 65536
 # How long a finished command's output may still arrive after its exit status, without end-of-file.
 _EOF_GRACE_S = 2.0
+# paramiko closes a dropped connection's channels before it marks the connection inactive.
+_DROP_GRACE_S = 2.0
 _STOP_TIMEOUT_S = 10.0
 _Writer = Callable[[paramiko.SFTPClient, str], None]
 
@@ -140,9 +142,15 @@ class _RemoteCommand:
             select.select([self.chan], [], [], max(timeout, 0.0))
 
     def exit_status(self) -> int:
-        """The exit status after the channel reported it; ConnectionLost if the connection dropped."""
+        """The exit status after the channel reported it; ConnectionLost if the connection dropped (a
+        channel closed without a status, on a connection that goes inactive within a grace: paramiko
+        closes a dropped connection's channels first)."""
         status = self.chan.exit_status
-        if status == -1 and not self.chan.get_transport().is_active():
+        connection = self.chan.get_transport()
+        deadline = time.monotonic() + _DROP_GRACE_S
+        while status == -1 and connection.is_active() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if status == -1 and not connection.is_active():
             raise ConnectionLost(
                 self.transport.host.name,
                 f"The connection to host '{self.transport.host.name}' dropped while '{self.argv[0]}' ran; "

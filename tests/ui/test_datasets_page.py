@@ -144,7 +144,8 @@ def test_sharegpt_is_fetched_from_the_hub_with_progress(  # type: ignore[no-unty
     assert status and "is not fetched yet" in status[0] and "ShareGPT-format sample" in status[0]
     app.button(key="dataset_hub_fetch").click().run()
     assert not app.exception
-    for _ in range(100):  # the download runs in a thread of its own; the page polls it
+    deadline = time.monotonic() + 120  # the download runs in a thread of its own; the page polls it
+    while time.monotonic() < deadline:
         app.run()
         if app.success or app.main.error:
             break
