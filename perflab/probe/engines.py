@@ -7,7 +7,7 @@ with a ``+cpu`` suffix — ``0.32.0+cpu`` — as the ``vllm`` version), and Mind
 ``mindie_llm`` distribution, or — which wins — ``mindieservice_daemon`` on PATH or in its usual install
 directory with its version from ``$MIES_INSTALL_PATH/version.info`` or the ``version.info`` beside
 ``bin/`` (packaged MindIE 2.x). An engine that Python cannot import but whose command is on ``PATH``
-(vLLM in a venv) is asked on its command line (:data:`CLI_VERSIONS`).
+(vLLM in a venv, SGLang under another ``python3``) is asked on its command line (:data:`CLI_VERSIONS`).
 """
 
 from __future__ import annotations
@@ -74,8 +74,12 @@ print(json.dumps(report))
 
 # Engines whose command line answers its version where the host's Python cannot import the engine (a
 # venv on PATH, the usual install): vLLM's `vllm --version` (vllm/entrypoints/cli/main.py, 0.32.0 and
-# 0.33.0) prints importlib.metadata's version. Exit 127: the program is not on PATH.
-CLI_VERSIONS: dict[str, tuple[str, ...]] = {"vllm": ("vllm", "--version")}
+# 0.33.0) prints importlib.metadata's version; SGLang's command is `python3 -m sglang.launch_server`, so
+# the `python3` on PATH is asked for the `sglang` distribution's. Exit 127: the program is not on PATH.
+CLI_VERSIONS: dict[str, tuple[str, ...]] = {
+    "vllm": ("vllm", "--version"),
+    "sglang": ("python3", "-c", "from importlib import metadata; print(metadata.version('sglang'))"),
+}
 _CLI_WRAPPER = 'command -v "$1" >/dev/null 2>&1 || exit 127; exec "$@"'
 _VERSION_LINE = re.compile(r"^v?(\d+\.\d+[\w.+-]*)$")
 

@@ -13,6 +13,7 @@ import pytest
 from perflab.engines import EngineConfig, get_adapter
 from perflab.engines.preflight import HelpCache, preflight
 from perflab.inventory import HostConfig
+from perflab.probe import probe_host
 from perflab.transport.local import LocalTransport
 from tests.fixtures.real_sglang import SGLANG_VERSION, require_sglang_args, sglang_python_bin
 from tests.fixtures.real_vllm import require_real_vllm, vllm_bin
@@ -92,6 +93,15 @@ def test_sglangs_own_parser_reads_the_argv_and_refuses_what_it_does_not_know(tmp
         refused.problems[1]
         == f"SGLang {SGLANG_VERSION} refuses --no-such-flag: unrecognized arguments: --no-such-flag"
     )
+
+    # the probe: the host's Python (here Debian's) lacks SGLang, so the python3 on PATH names it
+    probed = LocalTransport(
+        HostConfig(
+            name="sglang-venv", transport="local", workdir=str(tmp_path / "p"), python="/usr/bin/python3"
+        )
+    )
+    probed.extra_env = transport.extra_env
+    assert probe_host(probed).engines["sglang"] == SGLANG_VERSION
 
     # perflab's tables refuse --disable-radix-cache itself; SGLang's parser also takes an abbreviation
     contradicted = good.model_copy(update={"enable_prefix_caching": True, "extra_args": ("--disable-radix",)})
