@@ -10,6 +10,7 @@ backend, KV-cache dtype and quantization, and the speculative algorithms SGLang 
 NEXTN alias, plug-ins registered); ``version`` is that of ``sglang``. Runs on Python 3.9+.
 """
 
+import functools
 import sys
 
 from argv_check import answer, distribution_version, first_error, report, run
@@ -27,7 +28,9 @@ def version():
     return distribution_version("sglang")[1]
 
 
+@functools.cache
 def build_parser():
+    """SGLang's parser, built once (the answer and the registries both read it)."""
     import argparse
 
     from sglang.srt.server_args import ServerArgs
