@@ -51,7 +51,8 @@ from perflab.report.sections import (
 from perflab.report.summary import summary_rows
 from perflab.study.measure import results_by_run
 from perflab.study.objective import success_rate
-from perflab.study.plan import CandidatePlan, Measurement, Rules, decide_stage
+from perflab.study.plan import decide_stage
+from perflab.study.types import CandidatePlan, Measurement, Rules
 
 SIDES = ("Baseline", "Optimized")
 LABEL_SEPARATOR = " · "

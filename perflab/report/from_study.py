@@ -40,10 +40,10 @@ from perflab.report.summary import summary_rows
 from perflab.study.configs import serve_command
 from perflab.study.loadcurve import LoadCurve, curve_from_results
 from perflab.study.objective import LOWER_IS_BETTER
-from perflab.study.plan import UNMEASURED, CandidatePlan, StagePlan, StudyPlan
 from perflab.study.progress import StudyProgress, load_progress
 from perflab.study.search_history import search_history
 from perflab.study.spec import OBJECTIVE_UNITS, OBJECTIVES
+from perflab.study.types import UNMEASURED, CandidatePlan, StagePlan, StudyPlan
 from perflab.study.verdict import Verdict
 
 OBJECTIVE_WORDS = {
@@ -308,5 +308,5 @@ def report_of(progress: StudyProgress, costs: CostContext | None = None) -> Repo
         confidence=_confidence(progress),
         spread=progress.spread.text() if progress.spread is not None else None,
         within_noise=_within_noise(plan),
-        searches=tuple(search_history(progress)) if plan.searches else (),
+        searches=tuple(search_history(progress)),
     )

@@ -9,7 +9,7 @@ from db.models import HEADLINE_COLUMNS, ProfileResult, Run
 from perflab.engines.registry import display_name
 from perflab.report.model import BenchBlock, CandidateSection, Figures
 from perflab.study.loadcurve import LOAD_UNITS
-from perflab.study.plan import CandidatePlan
+from perflab.study.types import CandidatePlan
 
 
 def case_name(result: ProfileResult) -> str:

@@ -15,7 +15,7 @@ Noise: a study may repeat its tuning profile on the same launch (``repeats``: th
 ``<name>-repeat2``, ``-repeat3``, …, each stored as its own result) and measure a configuration on
 several fresh
 launches (``relaunches``, and again when a verdict is a close call). A launch's value is the mean of
-its repetitions; a configuration's :class:`~perflab.study.plan.Measurement` carries every launch's
+its repetitions; a configuration's :class:`~perflab.study.types.Measurement` carries every launch's
 value (``values``), its value being their mean. Attempts of the infrastructure retry count the runs
 since the configuration's last measured launch.
 """
@@ -34,7 +34,7 @@ from perflab import settings
 from perflab.profiles import BenchmarkProfile
 from perflab.runner.errors import INFRASTRUCTURE_FAILURES
 from perflab.study.objective import Score, score
-from perflab.study.plan import Measurement
+from perflab.study.types import Measurement
 
 # The tuning profile's repetition k (k ≥ 2) on one launch is named ``<name>-repeat<k>``.
 REPEAT_MARK = "-repeat"

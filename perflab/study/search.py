@@ -14,7 +14,7 @@ Pure and deterministic, so the coordinator can call it on every advance and keep
   launched again; one that cannot be built is told as infeasible without a launch.
 - :func:`promising` says whether a screened configuration (a fraction of the tuning prompts) earns the
   full profile, with Optuna's percentile pruner over the screening results so far.
-- :func:`final_pick` separates the best two with :func:`~perflab.study.verdict.judge`: the winner is
+- :func:`final_pick` separates the best two with :func:`perflab.study.decide.verdict`: the winner is
   measured again against the runner-up until the verdict is clear, or both are declared equivalent and
   the cheaper one (fewer accelerators, then the smaller batch) is recommended.
 """
@@ -33,8 +33,10 @@ from optuna.samplers import NSGAIISampler, TPESampler
 from optuna.trial import TrialState, create_trial
 
 from perflab.engines.config import EngineConfig
+from perflab.study.decide import verdict
 from perflab.study.search_space import LATENCY_OBJECTIVES, SearchSpec
-from perflab.study.verdict import Verdict, judge
+from perflab.study.types import Rules
+from perflab.study.verdict import Verdict
 
 TrialStatus = Literal["pending", "screened", "complete", "pruned", "infeasible", "unmeasured"]
 # Proposals in a row that repeat tried configurations before the space counts as exhausted.
@@ -274,8 +276,10 @@ def step(
     *,
     gpu_hours: float = 0.0,
     min_gain_pct: float = 1.0,
+    propose: bool = True,
 ) -> SearchStep:
-    """Propose the next configuration once every launched trial has its outcome.
+    """Propose the next configuration once every launched trial has its outcome (with ``propose``
+    false, only say whether the search has stopped).
 
     ``build`` turns a point's parameters into a configuration, raising ``ValueError`` with the reason
     for one that cannot be launched (told as infeasible). Trials must carry their outcomes
@@ -286,7 +290,7 @@ def step(
     by_fingerprint = {trial.fingerprint: trial for trial in trials if trial.launched}
     while True:
         reason = stop_reason(spec, objectives, trials, gpu_hours=gpu_hours, min_gain_pct=min_gain_pct)
-        if reason is not None:
+        if reason is not None or not propose:
             return SearchStep(tuple(trials), reason)
         study = rebuild(spec, objectives, trials)
         asked = study.ask(spec.distributions())
@@ -333,6 +337,20 @@ def promising(spec: SearchSpec, objectives: Sequence[str], trials: Sequence[Tria
     return not study.pruner.prune(study, frozen)
 
 
+def pick_rules(spec: SearchSpec, rules: Rules, higher: bool) -> Rules:
+    """The rules the final pick judges its finalists under: the study's confidence and minimum gain,
+    up to ``max_measurements`` each, with the search's ``noise_cv_pct`` as a known spread when set."""
+    known = spec.noise_cv_pct is not None
+    return replace(
+        rules,
+        lower_is_better=not higher,
+        max_launches=spec.max_measurements,
+        measures_noise=True,
+        prior_cv_pct=spec.noise_cv_pct if known else rules.prior_cv_pct,
+        prior_df=None if known else rules.prior_df,
+    )
+
+
 def _cost(trial: Trial) -> tuple[int, int]:
     return (trial.accelerators or 0, trial.batch or 0)
 
@@ -354,9 +372,11 @@ def final_pick(
     objectives: Sequence[str],
     trials: Sequence[Trial],
     *,
-    min_gain_pct: float,
+    rules: Rules,
 ) -> FinalPick:
-    """The recommendation among the feasible trials (first objective; the front is kept for two)."""
+    """The recommendation among the feasible trials (first objective; the front is kept for two): the
+    best two are judged under ``rules`` with up to ``max_measurements`` each, the search's
+    ``noise_cv_pct`` standing for the spread when it gives one."""
     front = tuple(trial.number for trial in pareto_front(trials, objectives))
     feasible = [trial for trial in trials if trial.launched and _feasible(trial)]
     if not feasible:
@@ -372,46 +392,42 @@ def final_pick(
     if len(ranked) == 1:
         return FinalPick(winner, reason="the only feasible configuration", front=front)
     runner_up = ranked[1]
-    verdict = judge(
+    min_gain_pct = rules.min_gain * 100.0
+    judged = verdict(
         list(winner.samples or winner.values[:1]),
         list(runner_up.samples or runner_up.values[:1]),
-        higher_is_better=higher,
-        min_gain_pct=min_gain_pct,
-        max_n=spec.max_measurements,
-        prior_cv_pct=spec.noise_cv_pct,
+        pick_rules(spec, rules, higher),
     )
-    if verdict.outcome == "better":
+    if judged.outcome == "better":
         return FinalPick(
             winner,
             runner_up,
-            verdict,
-            reason=f"better than trial {runner_up.number}: {verdict.text()}",
+            judged,
+            reason=f"better than trial {runner_up.number}: {judged.text()}",
             front=front,
         )
     # equivalent: the whole interval lies below the minimum gain
-    resolved = (
-        math.isfinite(verdict.half_width_pct) and verdict.gain_pct + verdict.half_width_pct < min_gain_pct
-    )
+    resolved = math.isfinite(judged.half_width_pct) and judged.gain_pct + judged.half_width_pct < min_gain_pct
     wanted = tuple(
         trial.number for trial in (winner, runner_up) if len(trial.samples) < spec.max_measurements
     )
-    if wanted and (verdict.outcome == "undecided" or (verdict.outcome == "within_noise" and not resolved)):
+    if wanted and (judged.outcome == "undecided" or (judged.outcome == "within_noise" and not resolved)):
         # a close call (or no spread known yet) while measurements remain: both are measured again
-        return FinalPick(winner, runner_up, verdict, remeasure=wanted, reason=verdict.text(), front=front)
+        return FinalPick(winner, runner_up, judged, remeasure=wanted, reason=judged.text(), front=front)
     if not resolved:
         # the finalists stayed apart by less than their noise after every measurement allowed: the
         # higher mean is kept, and nothing is claimed about which is faster
         reason = (
-            f"not separated after {spec.max_measurements} measurements ({verdict.text()}); higher mean kept"
+            f"not separated after {spec.max_measurements} measurements ({judged.text()}); higher mean kept"
         )
-        return FinalPick(winner, runner_up, verdict, reason=reason, front=front)
+        return FinalPick(winner, runner_up, judged, reason=reason, front=front)
     cheaper = min((winner, runner_up), key=_cost)
     return FinalPick(
         cheaper,
         runner_up if cheaper is winner else winner,
-        verdict,
+        judged,
         reason=(
-            f"trials {winner.number} and {runner_up.number} are equivalent ({verdict.text()}); "
+            f"trials {winner.number} and {runner_up.number} are equivalent ({judged.text()}); "
             f"trial {cheaper.number} is the cheaper"
         ),
         front=front,

@@ -12,7 +12,7 @@ from typing import Any
 
 from perflab.study.progress import StudyProgress
 from perflab.study.search import convergence, importances, pareto_front
-from perflab.study.search_stage import run_gpu_hours
+from perflab.study.search_stage import SearchState, run_gpu_hours
 
 
 def search_history(progress: StudyProgress) -> list[dict[str, Any]]:
@@ -24,7 +24,10 @@ def search_history(progress: StudyProgress) -> list[dict[str, Any]]:
                 run.config_fingerprint, 0.0
             ) + run_gpu_hours(run)
     entries = []
-    for search in progress.plan.searches:
+    for step in progress.plan.steps:
+        search = step.detail
+        if not isinstance(search, SearchState):
+            continue
         trials = search.trials
         hours = {
             trial.number: hours_by_fingerprint.get(trial.fingerprint or "", 0.0)
@@ -33,8 +36,8 @@ def search_history(progress: StudyProgress) -> list[dict[str, Any]]:
         }
         entries.append(
             {
-                "stage": search.stage.index,
-                "name": search.stage.name,
+                "stage": step.stage.index,
+                "name": step.stage.name,
                 "objectives": list(search.objectives),
                 "space_size": search.search.size(),
                 "launches": sum(1 for trial in trials if trial.launched),
@@ -63,5 +66,5 @@ def search_history(progress: StudyProgress) -> list[dict[str, Any]]:
     return entries
 
 
-def _front(search: Any) -> list[Any]:
+def _front(search: SearchState) -> list[Any]:
     return pareto_front(search.trials, search.objectives) if len(search.objectives) == 2 else []

@@ -1,11 +1,13 @@
-"""A search stage inside a study's plan: its trials as candidates, what to run, and its winner.
+"""The search strategy: a stage's trials as candidates, what to run, and its winner.
 
-The stored trials (``study.state["search_trials"]``, by stage index) are the proposals made so far;
+:class:`Search` is the :class:`~perflab.study.strategy.StageStrategy` of a stage with ``search:``. The
+trials it stored (``study.state["search_trials"]``, by stage index) are the proposals made so far;
 their outcomes come from the study's runs every time (:func:`observations`), so the sampler's history
-is rebuilt from the stored measurements on each advance and nothing is kept in memory. A configuration's
-run carries the screening profile (a fraction of the tuning prompts) first; :func:`search_stage` says
-which screened runs are not promising (the coordinator drops their remaining profiles), which
-configurations need a run, and which finalists need another measurement for the final pick.
+is rebuilt from the stored measurements on each advance and nothing is kept in memory. A
+configuration's run carries the screening profile (a fraction of the tuning prompts) first; the step
+says which screened runs are not promising (the coordinator drops their remaining profiles), which
+configurations need a run, and which finalists need another measurement (tuning only) for the final
+pick. The pick is kept over the best before the stage by :func:`perflab.study.decide.decide`.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from perflab.engines.config import EngineConfig
 from perflab.profiles import BenchmarkProfile, scaled
 from perflab.study.budget import fill_budget
 from perflab.study.configs import build_config, config_fields
+from perflab.study.decide import decide
 from perflab.study.measure import RunOutcome, tuning_results
 from perflab.study.objective import score
-from perflab.study.plan import CandidatePlan, Measurement, Rules, StagePlan
 from perflab.study.search import Observation, Trial, final_pick, promising, step, with_outcomes
 from perflab.study.search_space import SearchSpec
+from perflab.study.strategy import StageInput
+from perflab.study.types import CandidatePlan, Measurement, StagePlan, StageStep
 
 SEARCH_TRIALS = "search_trials"
 
@@ -66,7 +70,8 @@ def run_gpu_hours(run: Run) -> float:
 
 @dataclass(frozen=True)
 class SearchRuns:
-    """What a study's runs say for its search stages: an observation per configuration fingerprint."""
+    """What a study's runs say for a search stage: an observation per configuration fingerprint, and
+    the configurations whose re-measurement is running."""
 
     observations: Mapping[str, Observation] = field(default_factory=dict)
     remeasuring: frozenset[str] = frozenset()
@@ -119,17 +124,13 @@ def observations(
 
 
 @dataclass(frozen=True)
-class SearchStagePlan:
-    """A search stage's plan, with what the coordinator must store and run."""
+class SearchState:
+    """A search stage as its step left it: the spec, the objectives, every trial with its outcome, why
+    it stopped and why its pick was made (None while it goes on)."""
 
-    stage: StagePlan
     search: SearchSpec
     objectives: tuple[str, ...]
     trials: tuple[Trial, ...]
-    wanted: tuple[EngineConfig, ...]
-    stored: tuple[dict[str, Any], ...]
-    remeasure: frozenset[str] = frozenset()
-    not_promising: frozenset[str] = frozenset()
     stop: str | None = None
     pick: str | None = None
 
@@ -158,7 +159,7 @@ def _candidate(
     measurement = None
     if trial.status == "complete" and trial.samples:
         mean = sum(trial.samples) / len(trial.samples)
-        measurement = Measurement("measured", None, mean, None, finished=True)
+        measurement = Measurement("measured", None, mean, None, finished=True, values=tuple(trial.samples))
     decision = "reused" if trial.repeat_of is not None else _DECISIONS.get(trial.status)
     return CandidatePlan(
         stage_index=stage_index,
@@ -174,21 +175,46 @@ def _candidate(
     )
 
 
-def search_stage(
-    stage_index: int,
-    name: str,
+def _runs_of(stage: StageInput, search: SearchSpec, objectives: Sequence[str]) -> SearchRuns:
+    evidence = stage.evidence
+    if evidence.tuning is None:
+        return SearchRuns()
+    return observations(
+        evidence.runs,
+        evidence.results,
+        evidence.found,
+        tuning=evidence.tuning,
+        screening=screening_profile(evidence.tuning, search.screening),
+        objectives=objectives,
+        slos=evidence.slos,
+    )
+
+
+@dataclass(frozen=True)
+class Search:
+    """The search strategy (see the module)."""
+
+    def step(self, stage: StageInput) -> StageStep:
+        """Where the search stage stands: its trials (a new proposal appended when one is due)."""
+        search = stage.spec.search
+        objectives = objectives_of(search, stage.evidence.objective)
+        runs = _runs_of(stage, search, objectives)
+        stored = stage.evidence.stored.get(str(stage.index), ())
+        gpu_hours = sum(run_gpu_hours(run) for run in stage.evidence.runs)
+        return _search_step(stage, search, objectives, stored, runs, gpu_hours)
+
+
+def _search_step(
+    stage: StageInput,
     search: SearchSpec,
-    best: CandidatePlan,
-    *,
+    objectives: Sequence[str],
     stored: Sequence[Mapping[str, Any]],
     runs: SearchRuns,
-    rules: Rules,
-    gpus: int | None,
-    objectives: Sequence[str],
-    gpu_hours: float = 0.0,
-) -> SearchStagePlan:
+    gpu_hours: float,
+) -> StageStep:
     """Where the search stage stands: its trials (a new proposal appended when one is due)."""
-    build = _builder(search, best, gpus)
+    stage_index, name, best, rules = stage.index, stage.spec.name, stage.best, stage.rules
+    build = _builder(search, best, stage.gpus or stage.gpus_per_node)
     min_gain_pct = rules.min_gain * 100.0
     trials = with_outcomes([Trial(**dict(item)) for item in stored], runs.observations)
     configs: dict[int, EngineConfig] = {}
@@ -201,7 +227,15 @@ def search_stage(
         else trial
         for trial in trials
     ]
-    result = step(search, objectives, trials, build, gpu_hours=gpu_hours, min_gain_pct=min_gain_pct)
+    result = step(
+        search,
+        objectives,
+        trials,
+        build,
+        gpu_hours=gpu_hours,
+        min_gain_pct=min_gain_pct,
+        propose=stage.propose,
+    )
     trials = list(result.trials)
     for trial in trials:
         if trial.number not in configs and trial.refused is None:
@@ -213,33 +247,33 @@ def search_stage(
         if t.launched and t.status == "screened" and not promising(search, objectives, trials, t.number)
     )
     candidates = [_candidate(stage_index, name, t, search, configs.get(t.number)) for t in trials]
-    stored_now = tuple(trial.stored() for trial in trials)
-    common = {
-        "search": search,
-        "objectives": tuple(objectives),
-        "trials": tuple(trials),
-        "stored": stored_now,
-    }
+    screen = {config.fingerprint(): search.screening for config in wanted} if search.screening < 1.0 else {}
+    common = {"stored": [trial.stored() for trial in trials]}
     if result.stop is None:
-        return SearchStagePlan(
+        return StageStep(
             StagePlan(stage_index, name, tuple(candidates), best),
             wanted=tuple(wanted),
-            not_promising=not_promising,
+            screen=screen,
+            drop=not_promising,
+            detail=SearchState(search, tuple(objectives), tuple(trials)),
             **common,
         )
-    pick = final_pick(search, objectives, trials, min_gain_pct=min_gain_pct)
+    pick = final_pick(search, objectives, trials, rules=rules)
+    detail = SearchState(search, tuple(objectives), tuple(trials), result.stop, pick.reason)
     remeasure = frozenset(trials[n].fingerprint for n in pick.remeasure) - runs.remeasuring
     if pick.remeasure:
         wanted += [configs[n] for n in pick.remeasure if trials[n].fingerprint in remeasure]
-        stage = StagePlan(stage_index, name, tuple(candidates), best)
-        return SearchStagePlan(
-            stage, wanted=tuple(wanted), remeasure=remeasure, stop=result.stop, pick=pick.reason, **common
+        stage_plan = StagePlan(stage_index, name, tuple(candidates), best)
+        return StageStep(
+            stage_plan, wanted=tuple(wanted), screen=screen, tuning_only=remeasure, detail=detail, **common
         )
     winner = None
     if pick.trial is not None and best.value is not None:
         chosen = candidates[pick.trial.number]
-        if chosen.value is not None and chosen.value > best.value * (1.0 + rules.min_gain):
-            winner = replace(chosen, decision="winner", note=pick.reason)
+        if chosen.value is not None:
+            kept = decide(chosen.measurement.samples, best.measurement.samples, rules, final=True)
+            if kept.outcome == "better":
+                winner = replace(chosen, decision="winner", note=pick.reason, verdict=kept.verdict)
     decided = []
     for candidate in candidates:
         if winner is not None and candidate.position == winner.position:
@@ -252,5 +286,5 @@ def search_stage(
             )
             candidate = replace(candidate, decision="not_better", note=why)
         decided.append(candidate)
-    stage = StagePlan(stage_index, name, tuple(decided), best, winner, decided=True)
-    return SearchStagePlan(stage, wanted=tuple(wanted), stop=result.stop, pick=pick.reason, **common)
+    stage_plan = StagePlan(stage_index, name, tuple(decided), best, winner, decided=True)
+    return StageStep(stage_plan, wanted=tuple(wanted), screen=screen, detail=detail, **common)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from perflab.study.plan import UNMEASURED, CandidatePlan, StudyPlan
 from perflab.study.progress import StudyProgress
 from perflab.study.spec import OBJECTIVE_UNITS
+from perflab.study.types import UNMEASURED, CandidatePlan, StudyPlan
 
 
 def _value(candidate: CandidatePlan, unit: str) -> str:

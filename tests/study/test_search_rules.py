@@ -13,6 +13,7 @@ from perflab.study.search import Trial, final_pick, pareto_front, step, stop_rea
 from perflab.study.search_space import SearchSpec
 from perflab.study.search_stage import slo_violation
 from perflab.study.spec import StudySpecError, parse_spec
+from perflab.study.types import Rules
 
 SPACE = {
     "knobs": {"max_num_seqs": [64, 128, 256]},
@@ -120,7 +121,9 @@ def test_final_pick_remeasures_then_picks_the_cheaper_of_equivalents() -> None:
     objectives = ("total_token_throughput",)
 
     def pick(first: tuple[float, ...], second: tuple[float, ...]):  # type: ignore[no-untyped-def]
-        return final_pick(spec, objectives, [_finalist(0, first), _finalist(1, second)], min_gain_pct=1.0)
+        return final_pick(
+            spec, objectives, [_finalist(0, first), _finalist(1, second)], rules=Rules(min_gain=0.01)
+        )
 
     # one sample each and no prior noise: both are measured again
     assert pick((100.5,), (100.0,)).remeasure == (0, 1)
@@ -141,7 +144,10 @@ def test_slos_make_a_configuration_infeasible_and_budgets_stop_the_search() -> N
     spec = SearchSpec.model_validate({**SPACE, "max_measurements": 1})
     fast_but_slow_to_answer = replace(_finalist(0, (150.0,)), violation=0.5)
     pick = final_pick(
-        spec, ("total_token_throughput",), [fast_but_slow_to_answer, _finalist(1, (100.0,))], min_gain_pct=1.0
+        spec,
+        ("total_token_throughput",),
+        [fast_but_slow_to_answer, _finalist(1, (100.0,))],
+        rules=Rules(min_gain=0.01),
     )
     assert pick.trial.number == 1 and "only feasible" in pick.reason
     hours = SearchSpec.model_validate({**SPACE, "budget": {"gpu_hours": 2.5}})

@@ -173,5 +173,5 @@ def test_an_interrupted_search_ends_as_an_uninterrupted_one(
     assert [run.failure_class for run in runs].count("worker_restarted") == 1
     assert interrupted.status == whole.status == "done"
     assert interrupted.recommended_command == whole.recommended_command
-    assert interrupted.state["search_trials"] == whole.state["search_trials"]
+    assert interrupted.state["stage_state"] == whole.state["stage_state"]
     assert interrupted.state["search"][0]["pick"] == whole.state["search"][0]["pick"]
