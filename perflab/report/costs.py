@@ -10,36 +10,14 @@ negative.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from db.models import ProfileResult
 from perflab.cost.figures import CostFigures
 from perflab.cost.prices import CURRENCY_SYMBOLS
+from perflab.report.model import CostRow
 from perflab.report.sections import headline
 from perflab.report.summary import coloured, percent_text
 from perflab.study.loadcurve import curve_from_results
-
-
-@dataclass(frozen=True)
-class CostRow:
-    """One benchmark case's cost, baseline against optimized; ``at`` names the SLOs it is priced at."""
-
-    case: str
-    baseline: CostFigures | None
-    optimized: CostFigures | None
-    at: str | None = None
-
-    @property
-    def change(self) -> float | None:
-        """The optimized cost per 1M tokens against the baseline's, as a fraction."""
-        before = self.baseline.cost_per_mtok_total if self.baseline else None
-        after = self.optimized.cost_per_mtok_total if self.optimized else None
-        return after / before - 1.0 if before and after is not None else None
-
-    @property
-    def currency(self) -> str | None:
-        priced = [side.price for side in (self.baseline, self.optimized) if side and side.price]
-        return priced[0].currency if priced else None
 
 
 def slo_text(slos: Mapping[str, float]) -> str:

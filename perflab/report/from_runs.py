@@ -29,10 +29,10 @@ from db.models import ProfileResult, Run
 from perflab.accelerators import accelerators_of
 from perflab.cost.figures import CostFigures
 from perflab.cost.stored import load_cost_context
-from perflab.report.costs import CostRow
 from perflab.report.model import (
     CandidateSection,
     ComparisonRow,
+    CostRow,
     Figures,
     Report,
     StageSection,

@@ -16,11 +16,12 @@ from perflab.accelerators import accelerators_of
 from perflab.cost.stored import CostContext, load_cost_context
 from perflab.hub.catalog import SAMPLE_REPORT_NOTE, used_sample
 from perflab.profiles import BenchmarkProfile
-from perflab.report.costs import CostRow, priced_result, slo_text
+from perflab.report.costs import priced_result, slo_text
 from perflab.report.launches import Launch, config_launches, latest_with, mean_figures
 from perflab.report.model import (
     CandidateSection,
     ComparisonRow,
+    CostRow,
     Figures,
     Report,
     StageSection,

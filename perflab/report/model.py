@@ -8,12 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from perflab.cost.figures import CostFigures
 from perflab.study.loadcurve import LoadCurve
-
-if TYPE_CHECKING:
-    from perflab.report.costs import CostRow
 
 
 def relative_change(new: float, old: float) -> float:
@@ -129,6 +127,28 @@ class ComparisonRow:
         if not self.baseline.total_tps or not self.optimized.total_tps:
             return None
         return relative_change(self.optimized.total_tps, self.baseline.total_tps)
+
+
+@dataclass(frozen=True)
+class CostRow:
+    """One benchmark case's cost, baseline against optimized; ``at`` names the SLOs it is priced at."""
+
+    case: str
+    baseline: CostFigures | None
+    optimized: CostFigures | None
+    at: str | None = None
+
+    @property
+    def change(self) -> float | None:
+        """The optimized cost per 1M tokens against the baseline's, as a fraction."""
+        before = self.baseline.cost_per_mtok_total if self.baseline else None
+        after = self.optimized.cost_per_mtok_total if self.optimized else None
+        return after / before - 1.0 if before and after is not None else None
+
+    @property
+    def currency(self) -> str | None:
+        priced = [side.price for side in (self.baseline, self.optimized) if side and side.price]
+        return priced[0].currency if priced else None
 
 
 @dataclass(frozen=True)
