@@ -230,6 +230,11 @@ class HostConfig(BaseModel):
         return self.simulate is not None
 
     @property
+    def time_scale(self) -> float:
+        """How many times faster than real time the host's engines run (1 unless simulated so)."""
+        return self.simulate.time_scale if self.simulate is not None else 1.0
+
+    @property
     def jump_host(self) -> HostConfig | None:
         """The resolved jump host (set by :func:`load_inventory` or :meth:`with_jump_host`)."""
         if self.jump is not None and self._jump_host is None:

@@ -19,7 +19,7 @@ from typing import Any
 from perflab.cost.figures import WINDOW_KEY
 from perflab.profiles import BenchmarkProfile
 from perflab.remote.bench import BenchProcess, find_bench
-from perflab.runner import results
+from perflab.runner import evidence, results
 from perflab.runner.store import RunStore
 from perflab.transport.base import Transport
 from perflab.transport.errors import FileTooLarge
@@ -81,9 +81,11 @@ def store_bench_result(
     bench_text: str,
     bench_mode: str | None,
     replicas: int,
+    time_scale: float = 1.0,
 ) -> dict[str, Any]:
-    """Store one benchmark's result (node totals with the per-replica breakdown); returns it."""
-    stored = results.with_replicas(result, replicas)
+    """Store one benchmark's result (node totals with the per-replica breakdown, marked when it is too
+    short to judge on a host running ``time_scale`` times faster than real time); returns it."""
+    stored = evidence.marked(results.with_replicas(result, replicas), time_scale)
     store.add_result(
         profile=profile_json(point),
         result=stored,
@@ -137,6 +139,7 @@ def store_in_flight(
         bench_text=_read_text(where, posixpath.join(directory, f"{entry['name']}.txt")),
         bench_mode=bench.mode,
         replicas=max(len(remote_state.get("processes", [])), 1),
+        time_scale=transport.host.time_scale,
     )
     remote_state.pop(BENCH_KEY)
     return True

@@ -147,6 +147,7 @@ def _run_point(
         bench_text=bench.text_block,
         bench_mode=bench.mode,
         replicas=len(ctx.replicas),
+        time_scale=ctx.transport.host.time_scale,
     )
     ctx.record_bench(None)
     _check_engines(ctx, point.name)

@@ -52,13 +52,14 @@ from perflab.redact import check_config
 from perflab.runner.datasets import dataset_problem
 from perflab.runner.submit import submit_run
 from perflab.study.configs import serve_command
-from perflab.study.decide import verdict
+from perflab.study.decide import over_baseline
 from perflab.study.hosts import check_hosts, host_facts, next_host
 from perflab.study.measure import MEASURE_FROM_RUN, RunOutcome, study_runs, unfinished
 from perflab.study.progress import STAGE_STATE, StudyProgress, load_progress
 from perflab.study.search_history import search_history
 from perflab.study.search_stage import screening_profile
 from perflab.study.spec import StudySpec, StudySpecError
+from perflab.study.spread_reuse import OFFERED_SPREAD, PRIOR_SPREAD, earlier_spread, offered_spread
 from perflab.study.strategy import StrategyFor
 from perflab.study.study_plan import strategy_of
 from perflab.study.types import UNMEASURED, CandidatePlan, StudyPlan
@@ -120,27 +121,10 @@ def create_study(
                 "accelerator": accelerator,
                 "gpus_per_node": gpus_per_node,
                 "gpus": gpus,
-                "prior_spread": earlier_spread(session, spec),
+                PRIOR_SPREAD: earlier_spread(session, spec),
                 "phase": "queued",
             },
         )
-
-
-def earlier_spread(session: Session, spec: StudySpec) -> dict[str, Any] | None:
-    """The spread measured by the latest earlier study of the same model and engine on one of the same
-    hosts, reused as this study's prior (None when there is none)."""
-    engine_name = spec.baseline.get("engine")
-    for study in sorted(crud.list_studies(session), key=lambda item: item.id, reverse=True):
-        earlier = study.spec or {}
-        same = (
-            earlier.get("model") == spec.model
-            and (earlier.get("baseline") or {}).get("engine") == engine_name
-            and set(earlier.get("hosts") or ()) & set(spec.hosts)
-        )
-        spread = (study.state or {}).get("spread")
-        if same and spread:
-            return {**spread, "study_id": study.id}
-    return None
 
 
 # ----- the lease and status writes --------------------------------------------------------------------
@@ -383,13 +367,12 @@ def _verdicts(progress: StudyProgress) -> list[dict[str, Any]]:
 
 
 def _recommendation(progress: StudyProgress) -> dict[str, Any] | None:
-    """How sure the study is that its best configuration beats the baseline (with measured noise)."""
-    plan, spec = progress.plan, progress.spec
-    if not spec.measures_noise or plan.best is plan.baseline:
-        return None
-    if plan.best.value is None or plan.baseline.value is None:
-        return None
-    return verdict(plan.best.measurement.samples, plan.baseline.measurement.samples, progress.rules).to_dict()
+    """How sure the study is that its best configuration beats the baseline, its published gain the
+    product of the kept stages' gains adjusted for their selection."""
+    plan = progress.plan
+    kept = [stage.winner.verdict for stage in plan.stages if stage.winner and stage.winner.verdict]
+    found = over_baseline(plan.best, plan.baseline, progress.rules, kept)
+    return found.to_dict() if found is not None else None
 
 
 def _state(progress: StudyProgress) -> dict[str, Any]:
@@ -397,6 +380,11 @@ def _state(progress: StudyProgress) -> dict[str, Any]:
     spread = progress.spread
     return {
         "spread": asdict(spread) if spread is not None else None,
+        "study_spread": progress.study_spread.to_dict(),
+        OFFERED_SPREAD: offered_spread(
+            progress.study.id, progress.spec, progress.study_spread, progress.runs
+        ),
+        "detectable_gain_pct": progress.detectable_gain_pct,
         "verdicts": _verdicts(progress),
         "recommendation_verdict": _recommendation(progress),
         "phase": _phase(plan, len(progress.spec.stages)),

@@ -2,31 +2,38 @@
 
 :func:`decide` takes the launch values of a candidate and of its reference (one value per launch, the
 mean of that launch's runs) and the study's :class:`~perflab.study.types.Rules`, and answers with a
-:class:`Decision`:
+:class:`Decision` from the :class:`~perflab.study.verdict.Verdict` of :func:`verdict` — the
+group-sequential test on the study's spread (:mod:`perflab.study.verdict`):
 
-- a study that measures its noise (``rules.measures_noise``) decides by the
-  :class:`~perflab.study.verdict.Verdict` of :func:`verdict`: ``better`` when the gain's interval lies
-  above ``min_gain``, ``not_better`` below it, ``undecided`` while it straddles the threshold and more
-  launches are allowed (measure both again), ``within_noise`` once they are not;
-- otherwise on the means, as the seeds did: ``better`` when the candidate beats the reference by at
-  least ``min_gain``, else ``not_better`` ("lower than previous" or "below the minimum gain").
+- ``better`` when the gain clears the look's boundary above ``min_gain``;
+- ``not_better`` when the whole interval lies below it;
+- ``undecided`` while neither holds and launches remain (measure again);
+- ``within_noise`` at the last look, or when the estimate is too weak to reach the bar (futility);
+- ``noise_unknown`` when no spread could be had: never a reason to keep anything.
 
-``final`` marks a last look (no launch will follow): a call still straddling the threshold is within
-noise. The staged plan (:mod:`perflab.study.plan`) and the search (:mod:`perflab.study.search`,
+A stage testing several candidates against one reference gives each its Holm share of α
+(``alpha_share``). ``final`` marks a last look (no launch will follow).
+
+Write-ups imported from elsewhere (``rules.measures_noise`` false) are decided on their one measurement
+as their authors did — ``better`` when the candidate beats the reference by at least ``min_gain`` — and
+every such figure says it is one measurement with its noise unknown.
+
+The staged plan (:mod:`perflab.study.plan`) and the search (:mod:`perflab.study.search`,
 :mod:`perflab.study.search_stage`) both call it, so the procedure is replaced here for both.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import fmean
 from typing import Literal
 
-from perflab.study.types import Rules, gain_text
-from perflab.study.verdict import Verdict, judge
+from perflab.study.types import CandidatePlan, Rules, gain_text
+from perflab.study.verdict import NOISE_UNKNOWN, Verdict, judge
 
-Outcome = Literal["better", "not_better", "within_noise", "undecided"]
+Outcome = Literal["better", "not_better", "within_noise", "undecided", "noise_unknown"]
 
 
 @dataclass(frozen=True)
@@ -41,41 +48,56 @@ class Decision:
 
 
 def verdict(
-    candidate: Sequence[float], reference: Sequence[float], rules: Rules, *, final: bool = False
+    candidate: Sequence[float],
+    reference: Sequence[float],
+    rules: Rules,
+    *,
+    final: bool = False,
+    alpha_share: float = 1.0,
 ) -> Verdict:
     """The verdict on ``candidate``'s launch values against ``reference``'s under ``rules``."""
+    spread = rules.spread
+    known = spread is not None and spread.known
     return judge(
         candidate,
         reference,
         higher_is_better=not rules.lower_is_better,
         min_gain_pct=rules.min_gain * 100.0,
+        cv_pct=spread.cv_pct if known else None,
+        df=spread.df if known else 0.0,
         confidence=rules.confidence,
-        max_n=len(candidate) if final else rules.max_launches,
-        prior_cv_pct=rules.prior_cv_pct,
-        prior_df=rules.prior_df,
+        first=rules.relaunches,
+        most=max(rules.max_launches, rules.relaunches),
+        alpha_share=alpha_share,
+        final=final,
     )
 
 
-def _judged(candidate: Sequence[float], reference: Sequence[float], rules: Rules, final: bool) -> Decision:
-    found = verdict(candidate, reference, rules, final=final)
+def _judged(found: Verdict) -> Decision:
     text = found.text()
     notes = {
         "better": None,
         "not_better": f"{text}: not better, skipped",
         "within_noise": f"{text}: {found.outcome_text()}, neither kept nor beaten",
-        "undecided": f"{text}: a close call, measuring both again (A B A B)",
+        "undecided": f"{text}: a close call, measuring both again",
+        "noise_unknown": f"{text}: nothing is kept on one measurement",
     }
-    return Decision(found.outcome, text, notes[found.outcome], found)
+    return Decision(found.outcome, found.published_text(), notes[found.outcome], found)
 
 
 def decide(
-    candidate: Sequence[float], reference: Sequence[float], rules: Rules, *, final: bool = False
+    candidate: Sequence[float],
+    reference: Sequence[float],
+    rules: Rules,
+    *,
+    final: bool = False,
+    alpha_share: float = 1.0,
 ) -> Decision:
     """The decision on a candidate from its and its reference's launch values (see the module)."""
     if rules.measures_noise:
-        return _judged(candidate, reference, rules, final)
+        return _judged(verdict(candidate, reference, rules, final=final, alpha_share=alpha_share))
     mine, theirs = fmean(candidate), fmean(reference)
-    gain = gain_text(mine, theirs)
+    gain = f"{gain_text(mine, theirs)} ({NOISE_UNKNOWN})"
     if rules.better(theirs, mine):
         worse = "higher" if rules.lower_is_better else "lower"
         return Decision("not_better", gain, f"{gain}: {worse} than previous, skipped")
@@ -86,3 +108,34 @@ def decide(
             "not_better", gain, f"{gain}: below the {rules.min_gain * 100:g}% minimum gain, skipped"
         )
     return Decision("better", gain)
+
+
+def over_baseline(
+    best: CandidatePlan, baseline: CandidatePlan, rules: Rules, kept: Sequence[Verdict] = ()
+) -> Verdict | None:
+    """How sure the study is that its best configuration beats the baseline: the comparison of their
+    launches at the study's confidence (one look, no selection adjustment), with the published gain the
+    product of the gains adjusted for selection of the stages that ``kept`` a change on the way (None
+    while either has no value, or when the best is the baseline)."""
+    if not rules.measures_noise or best is baseline or best.value is None or baseline.value is None:
+        return None
+    ours, theirs = best.measurement.samples, baseline.measurement.samples
+    spread = rules.spread
+    known = spread is not None and spread.known
+    found = judge(
+        ours,
+        theirs,
+        higher_is_better=not rules.lower_is_better,
+        min_gain_pct=rules.min_gain * 100.0,
+        cv_pct=spread.cv_pct if known else None,
+        df=spread.df if known else 0.0,
+        confidence=rules.confidence,
+        first=len(ours),
+        most=len(ours),
+        final=True,
+    )
+    if not kept:
+        return found
+    sign = -1.0 if rules.lower_is_better else 1.0
+    ratio = math.prod(1.0 + sign * stage.published_gain_pct / 100.0 for stage in kept)
+    return replace(found, adjusted_gain_pct=sign * (ratio - 1.0) * 100.0)

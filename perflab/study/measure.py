@@ -33,6 +33,7 @@ from db.models import FINISHED_RUN_STATUSES, ProfileResult, Run, utcnow
 from perflab import settings
 from perflab.profiles import BenchmarkProfile
 from perflab.runner.errors import INFRASTRUCTURE_FAILURES
+from perflab.runner.evidence import short_reason
 from perflab.study.objective import Score, score
 from perflab.study.types import Measurement
 
@@ -109,12 +110,21 @@ def is_tuning(profile_name: str, tuning: BenchmarkProfile) -> bool:
 
 
 def tuning_results(results: Sequence[ProfileResult], tuning: BenchmarkProfile) -> list[ProfileResult]:
-    """The complete (not partial) results of the tuning profile and its repetitions."""
+    """The complete (not partial) results of the tuning profile and its repetitions that are long
+    enough to judge (:mod:`perflab.runner.evidence`)."""
     return [
         result
         for result in results
-        if is_tuning(result.profile_name, tuning) and not (result.result or {}).get("partial")
+        if is_tuning(result.profile_name, tuning)
+        and not (result.result or {}).get("partial")
+        and short_reason(result.result) is None
     ]
+
+
+def too_short(results: Sequence[ProfileResult], tuning: BenchmarkProfile) -> str | None:
+    """Why a launch's tuning results cannot be judged: the reason its first too-short one carries."""
+    reasons = (short_reason(result.result) for result in results if is_tuning(result.profile_name, tuning))
+    return next((reason for reason in reasons if reason is not None), None)
 
 
 Figures = Callable[[ProfileResult], Mapping[str, Any]]
@@ -187,6 +197,9 @@ def _measurement(
     # ``found`` is the score of the complete tuning results: None when there are none
     if found is not None and complete_launch(run, results, tuning, repeats):
         return Measurement("measured", run.id, found.value, found.success_rate, finished=finished)
+    short = too_short(results, tuning)
+    if short is not None and complete_launch(run, results, tuning, repeats):
+        return Measurement("too_short", run.id, error=short, finished=finished)
     if not finished:
         return Measurement("pending", run.id)
     reason = infrastructure_reason(run)

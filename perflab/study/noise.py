@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
+from scipy import stats
+
+from perflab.study.verdict import pooled_cv
 
 
 @dataclass(frozen=True)
@@ -72,3 +75,124 @@ def estimate_spread(groups: Sequence[Sequence[float]]) -> Spread | None:
         launches=len(relative),
         repetitions=int(values.size),
     )
+
+
+# A reused spread is refused when today's launches vary more than it allows at this one-sided level.
+REUSE_TEST_ALPHA = 0.10
+
+
+@dataclass(frozen=True)
+class ReusedSpread:
+    """A spread an earlier study measured: the CV of one launch's value (%), on ``df`` degrees of
+    freedom, where and when (``study_id``, ``measured_at`` as ISO text) and on what (``matched``: host,
+    engine, engine version, model, tuning profile and runs per launch)."""
+
+    cv_pct: float
+    df: int
+    study_id: int
+    measured_at: str | None = None
+    matched: tuple[tuple[str, str], ...] = ()
+
+    def to_dict(self) -> dict[str, object]:
+        return {**asdict(self), "matched": dict(self.matched)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> ReusedSpread:
+        matched = data.get("matched") or {}
+        return cls(
+            cv_pct=float(data["cv_pct"]),  # type: ignore[arg-type]
+            df=int(data["df"]),  # type: ignore[call-overload]
+            study_id=int(data["study_id"]),  # type: ignore[call-overload]
+            measured_at=data.get("measured_at"),  # type: ignore[arg-type]
+            matched=tuple(sorted((str(k), str(v)) for k, v in dict(matched).items())),  # type: ignore[call-overload]
+        )
+
+
+@dataclass(frozen=True)
+class StudySpread:
+    """The spread a study's verdicts use: the CV of one launch's value (%) on ``df`` degrees of freedom
+    (``cv_pct`` None: unknown), what today's launches measured (pooled over ``configurations``
+    configurations measured on two launches or more), and whether a reused spread was pooled in."""
+
+    cv_pct: float | None
+    df: float
+    measured_cv_pct: float | None
+    measured_df: int
+    configurations: int
+    reused: ReusedSpread | None = None
+    reuse: str = "none"  # "pooled", "refused" or "none"
+    reuse_reason: str | None = None
+
+    @classmethod
+    def given(cls, cv_pct: float) -> StudySpread:
+        """A spread stated rather than measured (a search's ``noise_cv_pct``), taken as known."""
+        return cls(cv_pct, math.inf, None, 0, 0, reuse="given", reuse_reason="stated in the spec")
+
+    @property
+    def known(self) -> bool:
+        return self.cv_pct is not None and self.df > 0
+
+    def text(self) -> str:
+        """``CV 2.3 % per launch on 6 df (measured: 2.3 % on 6 df over 4 configurations)`` and the reuse."""
+        if self.reuse == "given":
+            return f"CV {self.cv_pct:.1f} % per launch, stated in the spec (taken as known)"
+        if not self.known:
+            head = "noise unknown (no configuration measured on two launches yet)"
+        else:
+            head = f"CV {self.cv_pct:.1f} % per launch on {self.df:g} df"
+        measured = (
+            f"measured today: {self.measured_cv_pct:.1f} % on {self.measured_df} df over "
+            f"{self.configurations} configuration(s)"
+            if self.measured_cv_pct is not None
+            else "nothing measured twice today"
+        )
+        parts = [head, measured]
+        if self.reused is not None:
+            source = f"study {self.reused.study_id}" + (
+                f", measured {self.reused.measured_at[:10]}" if self.reused.measured_at else ""
+            )
+            reused = f"{self.reused.cv_pct:.1f} % on {self.reused.df} df from {source}"
+            parts.append(
+                f"reused {reused}"
+                if self.reuse == "pooled"
+                else f"not reused ({reused}): {self.reuse_reason}"
+            )
+        return "; ".join(parts)
+
+    def to_dict(self) -> dict[str, object]:
+        data = asdict(self)
+        data["reused"] = self.reused.to_dict() if self.reused is not None else None
+        data["text"] = self.text()
+        return data
+
+
+def study_spread(
+    groups: Sequence[Sequence[float]], reused: ReusedSpread | None = None, refused: str | None = None
+) -> StudySpread:
+    """The per-launch spread of a study from each configuration's launch values, pooled (each relative
+    to its own mean), with ``reused`` pooled in by degrees of freedom unless today's launches vary more
+    than it allows: a one-sided F test of today's variance against the reused one at
+    :data:`REUSE_TEST_ALPHA`, repeated at every look. Without today's own spread nothing is reused:
+    there is nothing to check it against; ``refused`` names a reason not to use it at all."""
+    usable = [group for group in groups if len(group) >= 2]
+    cv, df = pooled_cv(usable)
+    measured = cv * 100.0 if df else None
+    own = StudySpread(measured, float(df), measured, df, len(usable))
+    if reused is None:
+        return own
+    if refused is not None:
+        return replace(own, reused=reused, reuse="refused", reuse_reason=refused)
+    if df == 0:
+        return replace(
+            own,
+            reused=reused,
+            reuse="refused",
+            reuse_reason="no configuration measured twice today to check it against",
+        )
+    ratio = (measured / reused.cv_pct) ** 2 if reused.cv_pct > 0 else math.inf
+    p_value = float(stats.f.sf(ratio, df, reused.df)) if reused.df > 0 else 0.0
+    if p_value < REUSE_TEST_ALPHA:
+        why = f"today's launches vary more (F = {ratio:.2f} on {df} and {reused.df} df, p = {p_value:.3f})"
+        return replace(own, reused=reused, reuse="refused", reuse_reason=why)
+    pooled = math.sqrt((df * measured**2 + reused.df * reused.cv_pct**2) / (df + reused.df))
+    return replace(own, cv_pct=pooled, df=float(df + reused.df), reused=reused, reuse="pooled")

@@ -42,6 +42,7 @@ from perflab.study.configs import CandidateConfigError, build_config, config_fie
 from perflab.study.decide import decide
 from perflab.study.strategy import StageInput
 from perflab.study.types import (
+    TOO_SHORT,
     UNMEASURED,
     CandidatePlan,
     Measurement,
@@ -52,15 +53,20 @@ from perflab.study.types import (
     retry_note,
     unmeasured_note,
 )
+from perflab.study.verdict import NOISE_UNKNOWN, holm_shares
 
 
-def _outcome(candidate: CandidatePlan, best: CandidatePlan, rules: Rules) -> CandidatePlan:
+def _outcome(
+    candidate: CandidatePlan, best: CandidatePlan, rules: Rules, alpha_share: float
+) -> CandidatePlan:
     """The decision for a candidate with a finished measurement (None when it is a contender)."""
     measurement = candidate.measurement
     if measurement.state == "unmeasured":
         return replace(candidate, decision=UNMEASURED, note=unmeasured_note(measurement))
     if measurement.state == "failed":
         return replace(candidate, decision="failed", note=measurement.error or "failed")
+    if measurement.state == TOO_SHORT:
+        return replace(candidate, decision=TOO_SHORT, note=f"{measurement.error}: neither kept nor beaten")
     if measurement.value is None:
         return replace(candidate, decision="failed", note="the result has no value for the objective")
     rate = measurement.success_rate
@@ -71,13 +77,43 @@ def _outcome(candidate: CandidatePlan, best: CandidatePlan, rules: Rules) -> Can
     if rules.measures_noise and measurement.launches < rules.relaunches:
         launch = measurement.launches + 1
         return replace(candidate, again=True, note=f"launch {launch} of {rules.relaunches}")
-    decision = decide(measurement.samples, best.measurement.samples, rules)
+    decision = decide(measurement.samples, best.measurement.samples, rules, alpha_share=alpha_share)
     candidate = replace(candidate, verdict=decision.verdict)
     if decision.outcome == "undecided":
         return replace(candidate, again=True, note=decision.note)
     if decision.outcome != "better":
         return replace(candidate, decision=decision.outcome, note=decision.note)
     return candidate
+
+
+# Decisions taken before a candidate's verdict: it is not one of the hypotheses its stage tests.
+_UNTESTED = frozenset({"failed", "reused", "disqualified", UNMEASURED, TOO_SHORT})
+
+
+def _judge_all(candidates: Sequence[CandidatePlan], best: CandidatePlan, rules: Rules) -> list[CandidatePlan]:
+    """Every candidate with a measurement judged, α shared among the stage's tested candidates by Holm's
+    step-down rule: each kept candidate passes its share on to the others, judged again until no more
+    is kept."""
+    tested = sum(
+        1 for candidate in candidates if candidate.error is None and candidate.decision not in _UNTESTED
+    )
+    kept = 0
+    while True:
+        share = holm_shares(kept, tested)
+        judged = [
+            candidate
+            if candidate.decision is not None or (candidate.waiting and not candidate.again)
+            else _outcome(replace(candidate, again=False), best, rules, share)
+            for candidate in candidates
+        ]
+        now = sum(
+            1
+            for candidate in judged
+            if candidate.verdict is not None and candidate.verdict.outcome == "better"
+        )
+        if now <= kept:
+            return judged
+        kept = now
 
 
 def decide_stage(
@@ -87,12 +123,7 @@ def decide_stage(
     stage is decided. While a candidate waits for its measurement, or could not be measured at all,
     the others are judged already (a failure or a value that does not beat ``best`` is final) but no
     winner is chosen. Candidates decided before (failed, reused) keep their decision."""
-    judged = [
-        candidate
-        if candidate.decision is not None or (candidate.waiting and not candidate.again)
-        else _outcome(replace(candidate, again=False), best, rules)
-        for candidate in candidates
-    ]
+    judged = _judge_all(candidates, best, rules)
     if any(candidate.waiting or candidate.decision == UNMEASURED for candidate in judged):
         return judged, None, False
     pick = min if rules.lower_is_better else max
@@ -101,7 +132,8 @@ def decide_stage(
     for candidate in judged:
         if candidate.decision is None:
             verdict = candidate.verdict
-            gain = verdict.text() if verdict is not None else gain_text(candidate.value, best.value)
+            unjudged = f"{gain_text(candidate.value, best.value)} ({NOISE_UNKNOWN})"
+            gain = verdict.published_text() if verdict is not None else unjudged
             if candidate is winner:
                 candidate = replace(candidate, decision="winner", note=f"{gain} over {best.label}")
             else:
@@ -144,12 +176,15 @@ def _ended(candidate: CandidatePlan) -> bool:
 
 
 def _measure_again(judged: Sequence[CandidatePlan], best: CandidatePlan) -> list[EngineConfig]:
-    """The launches the stage's close calls need: the reference first, then each candidate (A B)."""
+    """The launches the stage's close calls need: each candidate again, after the reference (A B) when
+    the reference has fewer launches than the candidate: a launch of whichever has fewer adds the most
+    information to the comparison, so a reference measured as often as its candidate waits a turn."""
     again = [candidate for candidate in judged if candidate.again and _ended(candidate)]
     if not again:
         return []
-    close_calls = [candidate for candidate in again if candidate.verdict is not None]
-    reference = [best.config] if close_calls and _ended(best) else []
+    close_calls = [candidate.measurement.launches for candidate in again if candidate.verdict is not None]
+    lagging = bool(close_calls) and best.measurement.launches < max(close_calls)
+    reference = [best.config] if lagging and _ended(best) else []
     return reference + [candidate.config for candidate in again]
 
 

@@ -21,15 +21,30 @@ from perflab.study.measure import (
     results_by_run,
     study_runs,
 )
-from perflab.study.noise import Spread, estimate_spread
+from perflab.study.noise import Spread, StudySpread, estimate_spread, study_spread
 from perflab.study.objective import LOWER_IS_BETTER
 from perflab.study.spec import StudySpec, StudySpecError, spec_from_data
+from perflab.study.spread_reuse import reused_spread
 from perflab.study.strategy import Evidence, StrategyFor
 from perflab.study.study_plan import plan_study, strategy_of
 from perflab.study.types import CandidatePlan, Rules
+from perflab.study.verdict import detectable_gain_pct
 
 # ``study.state`` key: what each stage's strategy stored for its next step, by stage index (as text).
 STAGE_STATE = "stage_state"
+
+
+def study_rules(spec: StudySpec, spread: StudySpread) -> Rules:
+    """How the study's stages decide, at the spread measured so far."""
+    return Rules(
+        min_success=spec.min_success_pct / 100.0,
+        min_gain=spec.min_gain_pct / 100.0,
+        confidence=spec.confidence,
+        relaunches=spec.relaunches,
+        max_launches=max(spec.max_launches, spec.relaunches),
+        spread=spread,
+        lower_is_better=spec.objective in LOWER_IS_BETTER,
+    )
 
 
 class StudyProgress:
@@ -59,19 +74,12 @@ class StudyProgress:
             baseline = spec.baseline_config(self.gpus_per_node, self.gpus)
         except ValueError as error:
             raise StudySpecError([f"study {study.id} baseline: {error}"]) from None
-        stored = state.get("prior_spread") or {}
-        prior = Spread(**{key: stored[key] for key in Spread.__dataclass_fields__}) if stored else None
-        self.rules = Rules(
-            min_success=spec.min_success_pct / 100.0,
-            min_gain=spec.min_gain_pct / 100.0,
-            confidence=spec.confidence,
-            relaunches=spec.relaunches,
-            max_launches=max(spec.max_launches, spec.relaunches),
-            measures_noise=spec.measures_noise,
-            prior_cv_pct=prior.per_launch_cv_pct(spec.repeats) if prior else None,
-            prior_df=prior.df if prior else None,
-            lower_is_better=spec.objective in LOWER_IS_BETTER,
+        measured = measurements(found)
+        reused, refused = reused_spread(state, runs)
+        self.study_spread = study_spread(
+            [measurement.values for measurement in measured.values()], reused, refused
         )
+        self.rules = study_rules(spec, self.study_spread)
         evidence = Evidence(
             runs=tuple(self.runs),
             results=self.results,
@@ -84,13 +92,27 @@ class StudyProgress:
         self.plan = plan_study(
             baseline=baseline,
             stages=spec.stages,
-            measurements=measurements(found),
+            measurements=measured,
             rules=self.rules,
             gpus_per_node=self.gpus_per_node,
             gpus=self.gpus,
             evidence=evidence,
             strategy_for=strategy_for,
             propose=propose,
+        )
+
+    @property
+    def detectable_gain_pct(self) -> float | None:
+        """The smallest gain the study's design keeps 80 % of the time at its spread (None unknown)."""
+        spread, rules = self.study_spread, self.rules
+        return detectable_gain_pct(
+            min_gain_pct=rules.min_gain * 100.0,
+            cv_pct=spread.cv_pct,
+            df=spread.df,
+            confidence=rules.confidence,
+            first=rules.relaunches,
+            most=rules.max_launches,
+            reference_launches=rules.baseline_launches,
         )
 
     def outcome(self, candidate: CandidatePlan) -> RunOutcome | None:

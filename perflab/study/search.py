@@ -34,6 +34,7 @@ from optuna.trial import TrialState, create_trial
 
 from perflab.engines.config import EngineConfig
 from perflab.study.decide import verdict
+from perflab.study.noise import StudySpread
 from perflab.study.search_space import LATENCY_OBJECTIVES, SearchSpec
 from perflab.study.types import Rules
 from perflab.study.verdict import Verdict
@@ -339,15 +340,15 @@ def promising(spec: SearchSpec, objectives: Sequence[str], trials: Sequence[Tria
 
 def pick_rules(spec: SearchSpec, rules: Rules, higher: bool) -> Rules:
     """The rules the final pick judges its finalists under: the study's confidence and minimum gain,
-    up to ``max_measurements`` each, with the search's ``noise_cv_pct`` as a known spread when set."""
+    one launch first and up to ``max_measurements`` each, with the search's ``noise_cv_pct`` as a known
+    spread when set (else the study's)."""
     known = spec.noise_cv_pct is not None
     return replace(
         rules,
         lower_is_better=not higher,
+        relaunches=1,
         max_launches=spec.max_measurements,
-        measures_noise=True,
-        prior_cv_pct=spec.noise_cv_pct if known else rules.prior_cv_pct,
-        prior_df=None if known else rules.prior_df,
+        spread=StudySpread.given(spec.noise_cv_pct) if known else rules.spread,
     )
 
 

@@ -257,11 +257,6 @@ class StudySpec(BaseModel):
     confidence: float = Field(0.95, ge=0.5, lt=1, description="confidence of every verdict")
     max_launches: int = Field(4, ge=1, le=20, description="launches a close call may take (A B A B)")
 
-    @property
-    def measures_noise(self) -> bool:
-        """Whether decisions are verdicts on measured noise (repeats or relaunches above 1)."""
-        return self.repeats > 1 or self.relaunches > 1
-
     def env_settings(self) -> dict[str, str]:
         """Every environment variable the baseline or a candidate sets (the last value seen)."""
         settings = dict(self.baseline.get("env") or {})

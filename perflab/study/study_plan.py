@@ -27,6 +27,7 @@ from perflab.study.spec import StageSpec
 from perflab.study.strategy import Evidence, StageInput, StageStrategy, StrategyFor
 from perflab.study.types import (
     BASELINE_STAGE,
+    TOO_SHORT,
     UNMEASURED,
     CandidatePlan,
     Measurement,
@@ -82,6 +83,13 @@ def _baseline(
     if measurement.state == "unmeasured":
         unmeasured = replace(base, decision=UNMEASURED, note=unmeasured_note(measurement))
         return StudyPlan(unmeasured, (), unmeasured, "incomplete", may_win=fingerprint)
+    if measurement.state == TOO_SHORT:
+        failed = replace(base, decision=TOO_SHORT, note=measurement.error)
+        failure = (
+            f"the baseline's tuning benchmark is {measurement.error}: raise the study's scale or the "
+            "tuning profile's prompts"
+        )
+        return StudyPlan(failed, (), failed, "failed", failure=failure)
     if measurement.state == "failed" or measurement.value is None:
         error = measurement.error or "the result has no value for the objective"
         failed = replace(base, decision="failed", note=error)
@@ -91,9 +99,9 @@ def _baseline(
     if rate is not None and rate < rules.min_success:
         note += f" (success rate {rate * 100:.1f}%, below the threshold)"
     base = replace(base, decision="kept", note=note)
-    if rules.measures_noise and measurement.launches < rules.relaunches:
+    if measurement.launches < rules.baseline_launches:
         wanted = (baseline,) if measurement.finished else ()
-        note = f"launch {measurement.launches + 1} of {rules.relaunches}"
+        note = f"launch {measurement.launches + 1} of {rules.baseline_launches}: its spread needs two"
         measuring = replace(base, decision=None, note=note)
         return StudyPlan(measuring, (), base, "running", wanted, fingerprint)
     return base

@@ -15,12 +15,16 @@ from datetime import datetime
 from typing import Any, Literal
 
 from perflab.engines.config import EngineConfig
+from perflab.study.noise import StudySpread
 from perflab.study.verdict import Verdict
 
-MeasurementState = Literal["pending", "measured", "failed", "unmeasured"]
+MeasurementState = Literal["pending", "measured", "failed", "unmeasured", "too_short"]
 PlanStatus = Literal["running", "validating", "done", "failed", "incomplete"]
 BASELINE_STAGE = "Baseline"
+# The baseline is measured on this many launches first, so a study always measures its own spread.
+BASELINE_LAUNCHES = 2
 UNMEASURED = "unmeasured"
+TOO_SHORT = "too_short"
 
 
 @dataclass(frozen=True)
@@ -56,19 +60,25 @@ class Measurement:
 @dataclass(frozen=True)
 class Rules:
     """How a stage is decided: the lowest acceptable success rate and the smallest gain kept (fractions);
-    with measured noise, the confidence, the launches per configuration (first and at most) and the
-    spread reused from earlier studies (``prior_cv_pct`` with ``prior_df`` degrees of freedom);
-    ``lower_is_better`` for an objective such as cost, whose gain is a fall by ``min_gain``."""
+    the confidence of every verdict; the launches that first measure a candidate (``relaunches``; the
+    baseline at least :data:`BASELINE_LAUNCHES`) and the most a close call may take; the study's spread
+    (:class:`~perflab.study.noise.StudySpread`, None: nothing measured twice yet); ``lower_is_better``
+    for an objective such as cost, whose gain is a fall by ``min_gain``. ``measures_noise`` is false
+    only for write-ups imported from elsewhere, decided on their one measurement as their authors did."""
 
     min_success: float = 1.0
     min_gain: float = 0.01
     confidence: float = 0.95
     relaunches: int = 1
     max_launches: int = 4
-    measures_noise: bool = False
-    prior_cv_pct: float | None = None
-    prior_df: int | None = None
+    measures_noise: bool = True
+    spread: StudySpread | None = None
     lower_is_better: bool = False
+
+    @property
+    def baseline_launches(self) -> int:
+        """Launches of the baseline before any candidate is judged: its spread needs two."""
+        return max(self.relaunches, BASELINE_LAUNCHES) if self.measures_noise else 1
 
     def better(self, value: float, reference: float) -> bool:
         """Whether ``value`` is on the better side of ``reference`` (not necessarily by ``min_gain``)."""

@@ -1,4 +1,8 @@
-"""The planner's rules, one test each, on a spec and hand-written measurements (no runs)."""
+"""The planner's rules, one test each, on a spec and hand-written measurements (no runs).
+
+The mechanics (reuse, failures, disqualification, the winner among several, validation, budgets) are
+checked on one measurement per configuration under the rule for imported write-ups
+(``measures_noise=False``); the verdicts a study makes on its measured noise are in test_noise_plan."""
 
 from __future__ import annotations
 
@@ -44,7 +48,7 @@ def _plan(
         baseline=spec.baseline_config(),
         stages=stages if stages is not None else spec.stages,
         measurements=measured,
-        rules=Rules(**rules),
+        rules=Rules(**{"measures_noise": False, **rules}),
         gpus_per_node=8,
     )
 
@@ -84,7 +88,7 @@ def test_the_best_candidate_wins_and_the_next_stage_builds_on_it() -> None:
     engine_stage = plan.stages[0]
     assert engine_stage.decided
     assert engine_stage.winner.label == "SGLang"
-    assert engine_stage.winner.note == "+22.2% over Baseline"
+    assert engine_stage.winner.note == "+22.2% (one measurement, noise unknown) over Baseline"
     assert engine_stage.improvement == pytest.approx(0.222)
     trt = engine_stage.candidates[2]
     assert trt.decision == "not_better" and "SGLang is better" in trt.note
@@ -120,9 +124,15 @@ def test_success_rate_below_the_threshold_disqualifies() -> None:
 def test_a_candidate_that_does_not_beat_the_best_is_not_kept() -> None:
     plan = _plan({BASE: done(100.0), SGLANG: done(95.0, 2), TRTLLM: done(100.5, 3)})
     sglang, trt = plan.stages[0].candidates[1:]
-    assert (sglang.decision, sglang.note) == ("not_better", "-5.0%: lower than previous, skipped")
+    assert (sglang.decision, sglang.note) == (
+        "not_better",
+        "-5.0% (one measurement, noise unknown): lower than previous, skipped",
+    )
     # +0.5 % is inside the default 1 % minimum gain (the seeds keep +0.19 % / +0.08 % out too)
-    assert (trt.decision, trt.note) == ("not_better", "+0.5%: below the 1% minimum gain, skipped")
+    assert (trt.decision, trt.note) == (
+        "not_better",
+        "+0.5% (one measurement, noise unknown): below the 1% minimum gain, skipped",
+    )
     assert plan.stages[0].winner is None
     assert _plan(
         {BASE: done(100.0), SGLANG: done(95.0, 2), TRTLLM: done(100.5, 3)}, min_gain=0.0
@@ -231,12 +241,15 @@ def test_done_once_baseline_and_winner_runs_have_finished() -> None:
 def test_a_lower_is_better_objective_keeps_the_cheapest_by_the_minimum_gain() -> None:
     plan = _plan({BASE: done(1.00), SGLANG: done(0.62, 2), TRTLLM: done(0.8, 3)}, lower_is_better=True)
     engine_stage = plan.stages[0]
-    assert engine_stage.winner.label == "SGLang" and engine_stage.winner.note == "-38.0% over Baseline"
+    assert (
+        engine_stage.winner.label == "SGLang"
+        and engine_stage.winner.note == "-38.0% (one measurement, noise unknown) over Baseline"
+    )
     assert engine_stage.improvement == pytest.approx(-0.38)
     trt = engine_stage.candidates[2]
     assert trt.decision == "not_better" and "SGLang is better" in trt.note
     costlier = _plan({BASE: done(1.0), SGLANG: done(1.2, 2), TRTLLM: done(0.995, 3)}, lower_is_better=True)
     sglang, trtllm = costlier.stages[0].candidates[1:]
-    assert sglang.note == "+20.0%: higher than previous, skipped"
-    assert trtllm.note == "-0.5%: below the 1% minimum gain, skipped"
+    assert sglang.note == "+20.0% (one measurement, noise unknown): higher than previous, skipped"
+    assert trtllm.note == "-0.5% (one measurement, noise unknown): below the 1% minimum gain, skipped"
     assert costlier.stages[0].winner is None

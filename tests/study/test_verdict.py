@@ -1,4 +1,5 @@
-"""Verdicts with confidence: Student t on launch means, pooled spread, the A B A B and noise outcomes."""
+"""Verdicts with confidence: the sequential look, its repeated interval, futility, noise unknown, Holm's
+shares, the stored form; and the study's spread with a reused one tested against today's launches."""
 
 from __future__ import annotations
 
@@ -7,83 +8,144 @@ import math
 import pytest
 from scipy import stats
 
-from perflab.study.noise import estimate_spread
-from perflab.study.verdict import Verdict, judge
+from perflab.study.noise import ReusedSpread, estimate_spread, study_spread
+from perflab.study.sequential import FUTILITY_Z, keep_boundaries, t_boundary
+from perflab.study.verdict import Verdict, detectable_gain_pct, holm_shares, judge, pooled_cv
+
+KNOWN = {"higher_is_better": True, "min_gain_pct": 1.0, "cv_pct": 2.0, "df": 8.0, "first": 1, "most": 4}
 
 
-def test_gain_and_half_width_follow_student_t_on_the_pooled_cv() -> None:
-    candidate, reference = [104.0, 106.0, 105.0], [100.0, 99.0, 101.0]
-    verdict = judge(candidate, reference, higher_is_better=True, min_gain_pct=1.0)
+def test_gain_and_interval_follow_the_looks_boundary_on_the_spread() -> None:
+    candidate, reference = [104.0, 106.0], [100.0, 99.0, 101.0]
+    verdict = judge(candidate, reference, **KNOWN)
     ratio = 105.0 / 100.0
-    cv = math.sqrt(
-        (((104 / 105 - 1) ** 2 + (106 / 105 - 1) ** 2) + ((99 / 100 - 1) ** 2 + (101 / 100 - 1) ** 2)) / 4
-    )
-    expected = stats.t.ppf(0.975, 4) * cv * ratio * math.sqrt(2 / 3) * 100
+    bound = t_boundary(keep_boundaries(1, 4, 0.025)[1], 8.0)  # the second look
+    half_width = bound * 2.0 * ratio * math.sqrt(1 / 2 + 1 / 3)
     assert verdict.gain_pct == pytest.approx(5.0)
-    assert verdict.half_width_pct == pytest.approx(expected)
+    assert verdict.half_width_pct == pytest.approx(half_width)
+    assert (verdict.look, verdict.looks) == (2, 4)
+    assert verdict.outcome == ("better" if 5.0 - half_width > 1.0 else "undecided")
+    assert verdict.text() == f"+5.0 % ± {half_width:.1f} %, 95 %, 2 vs 3"
+
+
+def test_a_clear_gain_is_kept_and_published_adjusted_for_its_selection() -> None:
+    verdict = judge([112.0, 111.0, 113.0], [100.0, 101.0, 99.0], **KNOWN)
     assert verdict.outcome == "better"
-    assert verdict.text() == f"+5.0 % ± {expected:.1f} %, 95 %, 3 vs 3"
+    assert verdict.adjusted_gain_pct is not None and 1.0 < verdict.adjusted_gain_pct < verdict.gain_pct
+    assert verdict.published_gain_pct == verdict.adjusted_gain_pct
+    assert verdict.published_text() == (
+        f"{verdict.adjusted_gain_pct:+.1f} % adjusted for selection (measured {verdict.text()})"
+    )
 
 
 def test_lower_is_better_counts_a_drop_as_a_gain() -> None:
-    verdict = judge([90.0, 91.0], [100.0, 101.0], higher_is_better=False, min_gain_pct=1.0)
+    verdict = judge([90.0, 91.0], [100.0, 101.0], **{**KNOWN, "higher_is_better": False})
     assert verdict.gain_pct == pytest.approx((1 - 90.5 / 100.5) * 100)
     assert verdict.outcome == "better"
 
 
-def test_one_launch_each_without_a_spread_is_undecided_then_within_noise() -> None:
-    first = judge([103.0], [100.0], higher_is_better=True, min_gain_pct=1.0)
+def test_without_a_spread_it_measures_again_and_at_the_last_look_says_noise_unknown() -> None:
+    unknown = {**KNOWN, "cv_pct": None, "df": 0.0}
+    first = judge([103.0], [100.0], **unknown)
     assert first.outcome == "undecided" and math.isinf(first.half_width_pct)
-    assert first.text() == "+3.0 % ± ? (no spread yet), 95 %, 1 vs 1"
-    assert judge([103.0], [100.0], higher_is_better=True, min_gain_pct=1.0, max_n=1).outcome == "within_noise"
+    last = judge([103.0], [100.0], **unknown, final=True)
+    assert last.outcome == "noise_unknown" and last.adjusted_gain_pct is None
+    assert last.text() == "+3.0 %, one measurement, noise unknown"
+    assert last.outcome_text() == "one measurement, noise unknown"
 
 
-def test_a_known_spread_gives_a_first_launch_an_interval() -> None:
-    verdict = judge([110.0], [100.0], higher_is_better=True, min_gain_pct=1.0, prior_cv_pct=2.0)
-    assert verdict.half_width_pct == pytest.approx(stats.norm.ppf(0.975) * 0.02 * 1.1 * math.sqrt(2) * 100)
-    assert verdict.outcome == "better"
+def test_an_estimate_too_weak_to_reach_the_bar_stops_for_futility() -> None:
+    se = 2.0 * math.sqrt(2)
+    value = 100.0 * (1 + (1.0 + (FUTILITY_Z - 0.3) * se) / 100)  # z just under the futility bound
+    verdict = judge([value], [100.0], **{**KNOWN, "cv_pct": 2.0 * 100 / value})
+    assert verdict.outcome == "within_noise" and verdict.futility
+    assert verdict.outcome_text().startswith("within noise (stopped at look 1 of 4")
 
 
-def test_straddling_calls_are_measured_again_until_max_n() -> None:
-    kwargs = dict(higher_is_better=True, min_gain_pct=1.0, prior_cv_pct=2.0, max_n=3)
-    assert judge([102.5], [100.0], **kwargs).outcome == "undecided"
-    assert judge([102.5, 102.5, 102.5], [100.0, 100.0, 100.0], **kwargs).outcome == "within_noise"
-    # an estimate at or below the threshold is not worth measuring again
-    below = judge([100.5], [100.0], **kwargs)
-    assert (
-        below.outcome == "within_noise"
-        and below.outcome_text() == f"within noise (±{below.half_width_pct:.1f} %)"
-    )
+def test_a_close_call_goes_on_until_the_last_look() -> None:
+    assert judge([104.5], [100.0], **KNOWN).outcome == "undecided"
+    assert judge([104.5] * 4, [100.0] * 4, **KNOWN).outcome in ("within_noise", "better")
+    last = judge([102.0] * 4, [100.0] * 4, **KNOWN)
+    assert last.outcome == "within_noise" and not last.futility
 
 
 def test_clearly_worse_is_not_better() -> None:
-    verdict = judge([90.0, 90.5], [100.0, 100.5], higher_is_better=True, min_gain_pct=1.0)
-    assert verdict.outcome == "not_better"
+    assert judge([90.0, 90.5], [100.0, 100.5], **KNOWN).outcome == "not_better"
 
 
-def test_prior_df_pools_the_earlier_spread_with_the_sample() -> None:
-    verdict = judge(
-        [105.0, 105.0], [100.0, 100.0], higher_is_better=True, min_gain_pct=1.0, prior_cv_pct=2.0, prior_df=8
-    )
-    pooled = math.sqrt(8 * 0.02**2 / 10)
-    expected = stats.t.ppf(0.975, 10) * pooled * 1.05 * math.sqrt(1.0) * 100
-    assert verdict.half_width_pct == pytest.approx(expected)
+def test_holm_shares_grow_as_candidates_are_kept() -> None:
+    assert holm_shares(0, 3) == pytest.approx(1 / 3)
+    assert holm_shares(1, 3) == pytest.approx(1 / 2)
+    assert holm_shares(0, 0) == 1.0
+    # a smaller share needs more evidence: a wider interval at the same look
+    full = judge([104.0], [100.0, 100.0], **KNOWN)
+    third = judge([104.0], [100.0, 100.0], **KNOWN, alpha_share=1 / 3)
+    assert third.half_width_pct > full.half_width_pct
 
 
 def test_the_stored_form_reads_back() -> None:
-    verdict = judge([103.0], [100.0], higher_is_better=True, min_gain_pct=1.0)
-    stored = verdict.to_dict()
-    assert stored["half_width_pct"] is None and stored["text"] == verdict.text()
-    assert Verdict.from_dict(stored) == verdict
+    for verdict in (
+        judge([103.0], [100.0], **{**KNOWN, "cv_pct": None, "df": 0.0}),
+        judge([112.0, 111.0, 113.0], [100.0, 101.0, 99.0], **KNOWN),
+    ):
+        stored = verdict.to_dict()
+        assert stored["text"] == verdict.text()
+        assert Verdict.from_dict(stored) == verdict
 
 
 @pytest.mark.parametrize("values", [[], [0.0], [float("nan")]])
 def test_bad_values_are_refused_with_a_reason(values: list[float]) -> None:
     with pytest.raises(ValueError, match="candidate"):
-        judge(values, [1.0], higher_is_better=True, min_gain_pct=1.0)
+        judge(values, [1.0], **KNOWN)
 
 
-def test_spread_splits_run_and_launch_variation() -> None:
+def test_the_detectable_gain_grows_with_the_spread() -> None:
+    quiet = detectable_gain_pct(min_gain_pct=1.0, cv_pct=2.0, df=8.0)
+    loud = detectable_gain_pct(min_gain_pct=1.0, cv_pct=6.0, df=8.0)
+    assert 1.0 < quiet < loud
+    assert detectable_gain_pct(min_gain_pct=1.0, cv_pct=None, df=0.0) is None
+
+
+def test_the_study_spread_pools_every_configuration_measured_twice() -> None:
+    groups = [[100.0, 102.0], [110.0, 108.0, 109.0], [95.0]]
+    spread = study_spread(groups)
+    cv, df = pooled_cv(groups)
+    assert (spread.cv_pct, spread.df, spread.configurations) == (pytest.approx(cv * 100), 3, 2)
+    assert spread.reuse == "none" and spread.known
+    assert not study_spread([[100.0], [101.0]]).known
+
+
+def test_a_reused_spread_that_today_agrees_with_is_pooled_by_degrees_of_freedom() -> None:
+    today = [[100.0, 102.0], [110.0, 108.0]]
+    measured = pooled_cv(today)[0] * 100
+    reused = ReusedSpread(cv_pct=measured, df=10, study_id=4, measured_at="2026-11-01T10:00:00+00:00")
+    spread = study_spread(today, reused)
+    assert spread.reuse == "pooled" and spread.df == 12
+    assert spread.cv_pct == pytest.approx(measured)
+    assert "reused" in spread.text() and "study 4, measured 2026-11-01" in spread.text()
+
+
+def test_a_reused_spread_from_a_quieter_host_is_refused_by_the_f_test() -> None:
+    today = [[100.0, 106.0], [110.0, 103.0], [95.0, 101.0]]
+    measured, df = pooled_cv(today)
+    reused = ReusedSpread(cv_pct=1.0, df=10, study_id=2)
+    spread = study_spread(today, reused)
+    ratio = (measured * 100 / 1.0) ** 2
+    p_value = stats.f.sf(ratio, df, 10)
+    assert p_value < 0.10
+    assert spread.reuse == "refused" and spread.cv_pct == pytest.approx(measured * 100)
+    assert (
+        spread.reuse_reason
+        == f"today's launches vary more (F = {ratio:.2f} on {df} and 10 df, p = {p_value:.3f})"
+    )
+
+
+def test_a_reused_spread_is_not_used_without_todays_launches_to_check_it() -> None:
+    spread = study_spread([[100.0]], ReusedSpread(cv_pct=2.0, df=10, study_id=2))
+    assert spread.reuse == "refused" and not spread.known
+
+
+def test_run_and_launch_variation_are_split_for_the_baseline() -> None:
     # two launches, two runs each: within-launch deviations ±1 around 99 and 101 (grand mean 100)
     spread = estimate_spread([[98.0, 100.0], [100.0, 102.0]])
     assert spread is not None
@@ -91,11 +153,4 @@ def test_spread_splits_run_and_launch_variation() -> None:
     between = 2 * ((0.99 - 1) ** 2 + (1.01 - 1) ** 2) / 1
     assert spread.run_cv_pct == pytest.approx(math.sqrt(within) * 100)
     assert spread.launch_cv_pct == pytest.approx(math.sqrt((between - within) / 2) * 100)
-    assert spread.per_launch_cv_pct(2) == pytest.approx(
-        math.sqrt(spread.launch_cv_pct**2 + spread.run_cv_pct**2 / 2)
-    )
-    assert (
-        spread.text()
-        == f"run CV {spread.run_cv_pct:.1f} %, launch CV {spread.launch_cv_pct:.1f} % (2 launches, 4 runs)"
-    )
     assert estimate_spread([[5.0]]) is None
