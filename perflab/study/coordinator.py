@@ -52,11 +52,10 @@ from perflab.redact import check_config
 from perflab.runner.datasets import dataset_problem
 from perflab.runner.submit import submit_run
 from perflab.study.configs import serve_command
-from perflab.study.decide import verdict
+from perflab.study.decide import over_baseline
 from perflab.study.hosts import check_hosts, host_facts, next_host
 from perflab.study.measure import MEASURE_FROM_RUN, RunOutcome, study_runs, unfinished
 from perflab.study.progress import STAGE_STATE, StudyProgress, load_progress
-from perflab.study.search_history import search_history
 from perflab.study.search_stage import screening_profile
 from perflab.study.spec import StudySpec, StudySpecError
 from perflab.study.strategy import StrategyFor
@@ -128,7 +127,8 @@ def create_study(
 
 def earlier_spread(session: Session, spec: StudySpec) -> dict[str, Any] | None:
     """The spread measured by the latest earlier study of the same model and engine on one of the same
-    hosts, reused as this study's prior (None when there is none)."""
+    hosts, reused as this study's prior, with its source and when it was measured (None when there is
+    none)."""
     engine_name = spec.baseline.get("engine")
     for study in sorted(crud.list_studies(session), key=lambda item: item.id, reverse=True):
         earlier = study.spec or {}
@@ -139,7 +139,8 @@ def earlier_spread(session: Session, spec: StudySpec) -> dict[str, Any] | None:
         )
         spread = (study.state or {}).get("spread")
         if same and spread:
-            return {**spread, "study_id": study.id}
+            measured_at = study.finished_at or study.created_at
+            return {**spread, "study_id": study.id, "measured_at": measured_at.isoformat()}
     return None
 
 
@@ -382,23 +383,15 @@ def _verdicts(progress: StudyProgress) -> list[dict[str, Any]]:
     ]
 
 
-def _recommendation(progress: StudyProgress) -> dict[str, Any] | None:
-    """How sure the study is that its best configuration beats the baseline (with measured noise)."""
-    plan, spec = progress.plan, progress.spec
-    if not spec.measures_noise or plan.best is plan.baseline:
-        return None
-    if plan.best.value is None or plan.baseline.value is None:
-        return None
-    return verdict(plan.best.measurement.samples, plan.baseline.measurement.samples, progress.rules).to_dict()
-
-
 def _state(progress: StudyProgress) -> dict[str, Any]:
     plan = progress.plan
     spread = progress.spread
     return {
         "spread": asdict(spread) if spread is not None else None,
         "verdicts": _verdicts(progress),
-        "recommendation_verdict": _recommendation(progress),
+        "recommendation_verdict": found.to_dict()
+        if (found := over_baseline(plan.best, plan.baseline, progress.rules))
+        else None,
         "phase": _phase(plan, len(progress.spec.stages)),
         "best": plan.best.label,
         "best_value": plan.best.value,
@@ -408,7 +401,6 @@ def _state(progress: StudyProgress) -> dict[str, Any]:
             {"stage": candidate.stage_name, "label": candidate.label, "reason": candidate.note}
             for candidate in plan.unmeasured()
         ],
-        **({"search": history} if (history := search_history(progress)) else {}),
     }
 
 

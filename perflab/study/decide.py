@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import Literal
 
-from perflab.study.types import Rules, gain_text
+from perflab.study.types import CandidatePlan, Rules, gain_text
 from perflab.study.verdict import Verdict, judge
 
 Outcome = Literal["better", "not_better", "within_noise", "undecided"]
@@ -86,3 +86,11 @@ def decide(
             "not_better", gain, f"{gain}: below the {rules.min_gain * 100:g}% minimum gain, skipped"
         )
     return Decision("better", gain)
+
+
+def over_baseline(best: CandidatePlan, baseline: CandidatePlan, rules: Rules) -> Verdict | None:
+    """How sure a study that measures its noise is that its best configuration beats the baseline (None
+    without measured noise, or while either has no value)."""
+    if not rules.measures_noise or best is baseline or best.value is None or baseline.value is None:
+        return None
+    return verdict(best.measurement.samples, baseline.measurement.samples, rules)

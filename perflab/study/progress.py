@@ -77,6 +77,7 @@ class StudyProgress:
             results=self.results,
             found=found,
             tuning=spec.tuning(),
+            repeats=spec.repeats,
             objective=spec.objective,
             slos=spec.slos,
             stored=state.get(STAGE_STATE) or {},
