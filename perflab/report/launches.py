@@ -20,7 +20,13 @@ from perflab.profiles import BenchmarkProfile
 from perflab.report.model import Figures, LaunchRow, node_figures
 from perflab.report.sections import headline
 from perflab.study.measure import Figures as ScoredFigures
-from perflab.study.measure import complete_launch, is_tuning, launch_score, tuning_results
+from perflab.study.measure import (
+    complete_launch,
+    is_tuning,
+    launch_score,
+    tuning_results,
+    validation_only,
+)
 
 
 @dataclass(frozen=True)
@@ -98,8 +104,7 @@ def mean_figures(
 def launch_kind(run: Run, measured_before: bool, validation: set[str]) -> str:
     """Why a run was launched: ``validation`` when it carries validation profiles only, ``again`` when
     its configuration had a complete launch before it, else ``first``."""
-    names = {str(profile.get("name")) for profile in run.profiles}
-    if names and names <= validation:
+    if validation_only(run, validation):
         return "validation"
     return "again" if measured_before else "first"
 

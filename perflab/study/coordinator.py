@@ -293,11 +293,14 @@ def _validation_run(progress: StudyProgress, fingerprint: str | None) -> Run | N
 
 def _profiles_of(progress: StudyProgress, config: EngineConfig) -> list[BenchmarkProfile]:
     """A run's profiles: the tuning profile, then the validation profiles; a configuration its stage
-    screens first starts with the screening profile, and one its stage measures again (a search
+    screens first starts with the screening profile, one its stage measures again (a search
     finalist) or launched again after a launch that carries the validation profiles runs the tuning
-    profile only."""
+    profile only, and a validation launch (the baseline or winner whose launches dropped them) runs
+    the validation profiles alone."""
     spec, plan = progress.spec, progress.plan
     fingerprint = config.fingerprint()
+    if fingerprint in plan.validate:
+        return spec.validation()
     if fingerprint in plan.tuning_only or _validation_run(progress, fingerprint) is not None:
         return spec.tuning_runs()
     profiles = [*spec.tuning_runs(), *spec.validation()]
@@ -318,7 +321,8 @@ def _queue_runs(engine: Engine, progress: StudyProgress) -> list[Run]:
             config=config,
             profiles=_profiles_of(progress, config),
             queued_by=study.queued_by or f"study {study.id}",
-            label=f"{study.name} · {_label_of(progress.plan, config.fingerprint())}",
+            label=f"{study.name} · {_label_of(progress.plan, config.fingerprint())}"
+            + (" · validation" if config.fingerprint() in progress.plan.validate else ""),
             study_id=study.id,
         )
         runs.append(run)
@@ -350,12 +354,13 @@ def _store_stage_state(session: Session, progress: StudyProgress) -> None:
 
 def _trim_validation(session: Session, progress: StudyProgress) -> None:
     """Drop the validation profiles of runs whose configuration can no longer win."""
-    if not progress.spec.validation_profiles:
+    validation = {profile.name for profile in progress.spec.validation()}
+    if not validation:
         return
     for run in unfinished(progress.runs):
-        tuning = progress.spec.repeats
-        if run.config_fingerprint not in progress.plan.may_win and len(run.profiles) > tuning:
-            crud.update_run(session, run_id=run.id, profiles=run.profiles[:tuning])
+        kept = [profile for profile in run.profiles if profile.get("name") not in validation]
+        if run.config_fingerprint not in progress.plan.may_win and len(kept) < len(run.profiles):
+            crud.update_run(session, run_id=run.id, profiles=kept)
 
 
 def _phase(plan: StudyPlan, stages: int) -> str:

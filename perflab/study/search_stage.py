@@ -321,7 +321,7 @@ def _decided(
         elif chosen is None:
             decided.append(replace(candidate, decision="not_better", note=pick.reason))
         elif pick.runner_up is not None and candidate.position == pick.runner_up.number:
-            note = f"runner-up to trial {chosen.position}: {pick.reason}"
+            note = f"runner-up to trial {chosen.position} ({pick.reason})"
             decided.append(replace(candidate, decision="not_better", note=note))
         else:
             gain = gain_text(candidate.value, chosen.value)
