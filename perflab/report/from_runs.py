@@ -27,12 +27,13 @@ from sqlmodel import Session
 from db import crud
 from db.models import ProfileResult, Run
 from perflab.accelerators import accelerators_of
-from perflab.cost.figures import CostFigures
 from perflab.cost.stored import load_cost_context
+from perflab.report.costs import cost_side
 from perflab.report.model import (
     CandidateSection,
     ComparisonRow,
     CostRow,
+    CostSide,
     Figures,
     Report,
     StageSection,
@@ -41,6 +42,7 @@ from perflab.report.model import (
 )
 from perflab.report.sections import (
     decided_candidate,
+    distinct_cases,
     engine_versions,
     failure_block,
     first_serve_command,
@@ -210,6 +212,9 @@ def build_report_from_runs(
     cases = dict(layout.validation)
     pairs = [(tuning_title, first_run, best_run)]
     pairs += [(case, sides.get("Baseline"), sides.get("Optimized")) for case, sides in cases.items()]
+    roles = ["tuning", *("validation" for _ in cases)]
+    names = distinct_cases([case for case, _, _ in pairs], roles)
+    pairs = [(name, before, after) for name, (_, before, after) in zip(names, pairs, strict=True)]
     comparison = [
         ComparisonRow(case, stored.figures(before), stored.figures(after)) for case, before, after in pairs
     ]
@@ -219,9 +224,9 @@ def build_report_from_runs(
     all_runs = [*stage_runs, *baseline_runs, *optimized_runs]
     costs = load_cost_context(session, all_runs)
 
-    def cost_of(run: Run | None) -> CostFigures | None:
+    def cost_of(run: Run | None) -> CostSide | None:
         result = stored.first(run) if run is not None else None
-        return costs.figures(run, result) if result is not None else None
+        return cost_side([[costs.figures(run, result)]]) if result is not None else None
 
     return Report(
         title=title or f"Report of runs {', '.join(str(run.id) for run in runs)}",

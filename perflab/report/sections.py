@@ -22,6 +22,21 @@ def case_name(result: ProfileResult) -> str:
     return title
 
 
+def distinct_cases(names: Sequence[str], roles: Sequence[str]) -> list[str]:
+    """Case names told apart: a name two cases share gets each case's role (``ShareGPT (tuning)``,
+    ``ShareGPT (validation)``), numbered where the role repeats too."""
+    pairs = list(zip(names, roles, strict=True))
+    told = []
+    for index, (name, role) in enumerate(pairs):
+        if names.count(name) == 1:
+            told.append(name)
+            continue
+        peers = [other for other, pair in enumerate(pairs) if pair == (name, role)]
+        suffix = f" {peers.index(index) + 1}" if len(peers) > 1 else ""
+        told.append(f"{name} ({role}{suffix})")
+    return told
+
+
 def result_block(result: ProfileResult, case: str | None = None) -> BenchBlock:
     """A stored result as a report block (its printed text block)."""
     text = result.text_block or "(no printed result was stored)"

@@ -52,11 +52,10 @@ from perflab.redact import check_config
 from perflab.runner.datasets import dataset_problem
 from perflab.runner.submit import submit_run
 from perflab.study.configs import serve_command
-from perflab.study.decide import over_baseline
+from perflab.study.decide import recommendation
 from perflab.study.hosts import check_hosts, host_facts, next_host
 from perflab.study.measure import MEASURE_FROM_RUN, RunOutcome, study_runs, unfinished
 from perflab.study.progress import STAGE_STATE, StudyProgress, load_progress
-from perflab.study.search_history import search_history
 from perflab.study.search_stage import screening_profile
 from perflab.study.spec import StudySpec, StudySpecError
 from perflab.study.spread_reuse import OFFERED_SPREAD, PRIOR_SPREAD, earlier_spread, offered_spread
@@ -276,11 +275,14 @@ def _validation_run(progress: StudyProgress, fingerprint: str | None) -> Run | N
 
 def _profiles_of(progress: StudyProgress, config: EngineConfig) -> list[BenchmarkProfile]:
     """A run's profiles: the tuning profile, then the validation profiles; a configuration its stage
-    screens first starts with the screening profile, and one its stage measures again (a search
+    screens first starts with the screening profile, one its stage measures again (a search
     finalist) or launched again after a launch that carries the validation profiles runs the tuning
-    profile only."""
+    profile only, and a validation launch (the baseline or winner whose launches dropped them) runs
+    the validation profiles alone."""
     spec, plan = progress.spec, progress.plan
     fingerprint = config.fingerprint()
+    if fingerprint in plan.validate:
+        return spec.validation()
     if fingerprint in plan.tuning_only or _validation_run(progress, fingerprint) is not None:
         return spec.tuning_runs()
     profiles = [*spec.tuning_runs(), *spec.validation()]
@@ -301,7 +303,8 @@ def _queue_runs(engine: Engine, progress: StudyProgress) -> list[Run]:
             config=config,
             profiles=_profiles_of(progress, config),
             queued_by=study.queued_by or f"study {study.id}",
-            label=f"{study.name} · {_label_of(progress.plan, config.fingerprint())}",
+            label=f"{study.name} · {_label_of(progress.plan, config.fingerprint())}"
+            + (" · validation" if config.fingerprint() in progress.plan.validate else ""),
             study_id=study.id,
         )
         runs.append(run)
@@ -333,12 +336,13 @@ def _store_stage_state(session: Session, progress: StudyProgress) -> None:
 
 def _trim_validation(session: Session, progress: StudyProgress) -> None:
     """Drop the validation profiles of runs whose configuration can no longer win."""
-    if not progress.spec.validation_profiles:
+    validation = {profile.name for profile in progress.spec.validation()}
+    if not validation:
         return
     for run in unfinished(progress.runs):
-        tuning = progress.spec.repeats
-        if run.config_fingerprint not in progress.plan.may_win and len(run.profiles) > tuning:
-            crud.update_run(session, run_id=run.id, profiles=run.profiles[:tuning])
+        kept = [profile for profile in run.profiles if profile.get("name") not in validation]
+        if run.config_fingerprint not in progress.plan.may_win and len(kept) < len(run.profiles):
+            crud.update_run(session, run_id=run.id, profiles=kept)
 
 
 def _phase(plan: StudyPlan, stages: int) -> str:
@@ -366,15 +370,6 @@ def _verdicts(progress: StudyProgress) -> list[dict[str, Any]]:
     ]
 
 
-def _recommendation(progress: StudyProgress) -> dict[str, Any] | None:
-    """How sure the study is that its best configuration beats the baseline, its published gain the
-    product of the kept stages' gains adjusted for their selection."""
-    plan = progress.plan
-    kept = [stage.winner.verdict for stage in plan.stages if stage.winner and stage.winner.verdict]
-    found = over_baseline(plan.best, plan.baseline, progress.rules, kept)
-    return found.to_dict() if found is not None else None
-
-
 def _state(progress: StudyProgress) -> dict[str, Any]:
     plan = progress.plan
     spread = progress.spread
@@ -386,7 +381,9 @@ def _state(progress: StudyProgress) -> dict[str, Any]:
         ),
         "detectable_gain_pct": progress.detectable_gain_pct,
         "verdicts": _verdicts(progress),
-        "recommendation_verdict": _recommendation(progress),
+        "recommendation_verdict": found.to_dict()
+        if (found := recommendation(plan, progress.rules))
+        else None,
         "phase": _phase(plan, len(progress.spec.stages)),
         "best": plan.best.label,
         "best_value": plan.best.value,
@@ -396,7 +393,6 @@ def _state(progress: StudyProgress) -> dict[str, Any]:
             {"stage": candidate.stage_name, "label": candidate.label, "reason": candidate.note}
             for candidate in plan.unmeasured()
         ],
-        **({"search": history} if (history := search_history(progress)) else {}),
     }
 
 

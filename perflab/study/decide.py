@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from statistics import fmean
 from typing import Literal
 
-from perflab.study.types import CandidatePlan, Rules, gain_text
+from perflab.study.types import CandidatePlan, Rules, StudyPlan, gain_text
 from perflab.study.verdict import NOISE_UNKNOWN, Verdict, judge
 
 Outcome = Literal["better", "not_better", "within_noise", "undecided", "noise_unknown"]
@@ -110,8 +110,8 @@ def decide(
     return Decision("better", gain)
 
 
-def over_baseline(
-    best: CandidatePlan, baseline: CandidatePlan, rules: Rules, kept: Sequence[Verdict] = ()
+def _over_baseline(
+    best: CandidatePlan, baseline: CandidatePlan, rules: Rules, kept: Sequence[Verdict]
 ) -> Verdict | None:
     """How sure the study is that its best configuration beats the baseline: the comparison of their
     launches at the study's confidence (one look, no selection adjustment), with the published gain the
@@ -139,3 +139,11 @@ def over_baseline(
     sign = -1.0 if rules.lower_is_better else 1.0
     ratio = math.prod(1.0 + sign * stage.published_gain_pct / 100.0 for stage in kept)
     return replace(found, adjusted_gain_pct=sign * (ratio - 1.0) * 100.0)
+
+
+def recommendation(plan: StudyPlan, rules: Rules) -> Verdict | None:
+    """How sure the study is that its best configuration beats the baseline: the direct comparison of
+    their launches, its published gain the product of the gains, adjusted for selection, of the stages
+    that kept a change on the way (None while either has no value, or when the best is the baseline)."""
+    kept = [stage.winner.verdict for stage in plan.stages if stage.winner and stage.winner.verdict]
+    return _over_baseline(plan.best, plan.baseline, rules, kept)

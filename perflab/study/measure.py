@@ -11,6 +11,10 @@ attempts; after the last one it is ``unmeasured``, never failed. Attempts are co
 (the requests measured before such a run was stopped) is kept with the run but never counts as a
 measurement.
 
+A run that carries validation profiles only (the baseline's or the winner's validation launch, when
+the launches that measured them dropped their validation profiles) measures nothing the decisions use:
+:func:`outcomes` leaves it out.
+
 Noise: a study may repeat its tuning profile on the same launch (``repeats``: the copies are named
 ``<name>-repeat2``, ``-repeat3``, …, each stored as its own result) and measure a configuration on
 several fresh
@@ -22,7 +26,7 @@ since the configuration's last measured launch.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -101,6 +105,12 @@ def results_by_run(session: Session, run_ids: Iterable[int]) -> dict[int, list[P
     for result in session.exec(query):
         grouped[result.run_id].append(result)
     return grouped
+
+
+def validation_only(run: Run, validation: Collection[str]) -> bool:
+    """Whether ``run`` was launched for validation profiles (named in ``validation``) alone."""
+    names = {str(profile.get("name")) for profile in run.profiles}
+    return bool(names) and names <= set(validation)
 
 
 def is_tuning(profile_name: str, tuning: BenchmarkProfile) -> bool:
@@ -229,17 +239,19 @@ def outcomes(
     now: datetime | None = None,
     repeats: int = 1,
     scored: Callable[[Run, ProfileResult], Mapping[str, Any]] | None = None,
+    validation: Collection[str] = (),
 ) -> dict[str, RunOutcome]:
     """The outcome of each configuration (by fingerprint) from its latest run, with the values of all
     its measured launches; ``attempts`` counts its runs after run ``measure_from_run`` and after its
     last measured launch. ``scored`` gives the figures a result is scored on (its stored result, with
-    the cost and energy figures added for those objectives)."""
+    the cost and energy figures added for those objectives). Runs of the ``validation`` profiles
+    alone are left out."""
     attempts: dict[str, int] = {}
     latest: dict[str, Run] = {}
     launches: dict[str, list[float]] = {}
     for run in runs:
         fingerprint = run.config_fingerprint
-        if fingerprint is None:
+        if fingerprint is None or validation_only(run, validation):
             continue
         latest[fingerprint] = run
         stored = results.get(run.id, ())

@@ -85,6 +85,8 @@ class StudyProgress:
             results=self.results,
             found=found,
             tuning=spec.tuning(),
+            repeats=spec.repeats,
+            validation=frozenset(profile.name for profile in spec.validation()),
             objective=spec.objective,
             slos=spec.slos,
             stored=state.get(STAGE_STATE) or {},
@@ -156,6 +158,7 @@ def load_progress(
         measure_from_run=(study.state or {}).get(MEASURE_FROM_RUN, 0),
         repeats=spec.repeats,
         scored=cost_scorer(session, spec.objective, runs),
+        validation={profile.name for profile in spec.validation()},
     )
     progress = StudyProgress(study, spec, found, runs, results, strategy_for=strategy_for, propose=propose)
     progress.spread = measured_spread(runs, results, progress.plan.baseline.fingerprint, spec)

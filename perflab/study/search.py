@@ -10,8 +10,11 @@ Pure and deterministic, so the coordinator can call it on every advance and keep
   unsupported kernel; or it broke an SLO) are told to the sampler as constraint violations, so it
   steers away from their region. A trial the infrastructure kept from being measured is never told.
 - :func:`step` proposes one configuration at a time: a proposal whose configuration was tried already
-  (same :meth:`~perflab.engines.config.EngineConfig.fingerprint`) is told its earlier result and not
-  launched again; one that cannot be built is told as infeasible without a launch.
+  (same :meth:`~perflab.engines.config.EngineConfig.fingerprint`), by the search or before it, is told
+  its earlier result and not launched again; one that cannot be built is told as infeasible without a
+  launch. Every proposal counts, whatever its outcome: the search stops once every point of its space
+  was proposed, or after :data:`MAX_WITHOUT_LAUNCH` proposals in a row that launched nothing, so one
+  step proposes at most that many.
 - :func:`promising` says whether a screened configuration (a fraction of the tuning prompts) earns the
   full profile, with Optuna's percentile pruner over the screening results so far.
 - :func:`final_pick` separates the best two with :func:`perflab.study.decide.verdict`: the winner is
@@ -40,8 +43,9 @@ from perflab.study.types import Rules
 from perflab.study.verdict import Verdict
 
 TrialStatus = Literal["pending", "screened", "complete", "pruned", "infeasible", "unmeasured"]
-# Proposals in a row that repeat tried configurations before the space counts as exhausted.
-MAX_REPEATS = 40
+# Proposals in a row that launch nothing (tried, measured before the search, or not buildable) before
+# the space counts as exhausted.
+MAX_WITHOUT_LAUNCH = 40
 # Screening keeps a configuration whose screening value is in the better (100 - this) percent.
 PRUNE_PERCENTILE = 50.0
 
@@ -53,9 +57,11 @@ class Trial:
     """One proposal: its parameters, configuration fingerprint and, from the measurements, its outcome.
 
     ``refused`` is why its configuration could not be built (never launched); ``repeat_of`` the number
-    of an earlier trial with the same configuration (not launched again). ``values`` are the full
-    profile's objective values, ``samples`` every measurement of the first objective (re-measurements
-    for the final pick included), ``violation`` how far the worst SLO is exceeded (> 0: infeasible).
+    of an earlier trial with the same configuration (not launched again); ``earlier`` marks a
+    configuration measured before the search (its run is reused, not launched again). ``values`` are
+    the full profile's objective values (means over its launches), ``samples`` every measurement of the
+    first objective (re-measurements for the final pick included), ``violation`` how far the worst SLO
+    is exceeded (> 0: infeasible).
     """
 
     number: int
@@ -63,6 +69,7 @@ class Trial:
     fingerprint: str | None
     refused: str | None = None
     repeat_of: int | None = None
+    earlier: bool = False
     status: TrialStatus = "pending"
     screening: float | None = None
     values: tuple[float, ...] | None = None
@@ -74,7 +81,12 @@ class Trial:
 
     @property
     def launched(self) -> bool:
-        return self.refused is None and self.repeat_of is None
+        return self.refused is None and self.repeat_of is None and not self.earlier
+
+    @property
+    def point(self) -> tuple[tuple[str, Any], ...]:
+        """The point of the space it proposed."""
+        return tuple(sorted(self.params.items()))
 
     def stored(self) -> dict[str, Any]:
         """What ``study.state`` keeps of the trial (its outcome is read from the runs each time)."""
@@ -84,6 +96,7 @@ class Trial:
             "fingerprint": self.fingerprint,
             "refused": self.refused,
             "repeat_of": self.repeat_of,
+            "earlier": self.earlier,
         }
 
 
@@ -129,8 +142,8 @@ def directions(objectives: Sequence[str]) -> list[str]:
 
 
 def with_outcomes(trials: Sequence[Trial], observations: Mapping[str, Observation]) -> list[Trial]:
-    """The trials with their outcomes: a launched trial's from its configuration's observation, a
-    repeat's from the trial it repeats, a refused one infeasible."""
+    """The trials with their outcomes: a launched trial's (or one measured before the search) from its
+    configuration's observation, a repeat's from the trial it repeats, a refused one infeasible."""
     done: dict[int, Trial] = {}
     for trial in trials:
         if trial.refused is not None:
@@ -156,6 +169,8 @@ def with_outcomes(trials: Sequence[Trial], observations: Mapping[str, Observatio
                     violation=seen.violation,
                     note=seen.note,
                 )
+            if trial.earlier:
+                trial = replace(trial, note="measured before the search; its run is reused")
         done[trial.number] = trial
     return [done[trial.number] for trial in trials]
 
@@ -231,11 +246,13 @@ def stop_reason(
         return f"budget: {launches} launches of {spec.budget.launches}"
     if spec.budget.gpu_hours is not None and gpu_hours >= spec.budget.gpu_hours:
         return f"budget: {gpu_hours:.2f} GPU-hours of {spec.budget.gpu_hours:g}"
-    distinct = {trial.fingerprint for trial in trials if trial.launched}
-    if len(distinct) >= spec.size():
+    if len({trial.point for trial in trials}) >= spec.size():
         return f"every configuration of the space ({spec.size()}) was tried"
-    if trials and trials[-1].repeat_of is not None and _repeats_in_a_row(trials) >= MAX_REPEATS:
-        return f"the sampler proposed only tried configurations {MAX_REPEATS} times in a row"
+    if _without_launch_in_a_row(trials) >= MAX_WITHOUT_LAUNCH:
+        return (
+            f"the last {MAX_WITHOUT_LAUNCH} proposals launched nothing (tried before, measured before "
+            "the search, or not buildable)"
+        )
     if spec.patience is not None:
         since = _launches_since_gain(trials, objectives, min_gain_pct)
         if since is not None and since >= spec.patience:
@@ -243,10 +260,10 @@ def stop_reason(
     return None
 
 
-def _repeats_in_a_row(trials: Sequence[Trial]) -> int:
+def _without_launch_in_a_row(trials: Sequence[Trial]) -> int:
     count = 0
     for trial in reversed(trials):
-        if trial.repeat_of is None:
+        if trial.launched:
             break
         count += 1
     return count
@@ -278,13 +295,17 @@ def step(
     gpu_hours: float = 0.0,
     min_gain_pct: float = 1.0,
     propose: bool = True,
+    earlier: Mapping[str, Observation] | None = None,
 ) -> SearchStep:
     """Propose the next configuration once every launched trial has its outcome (with ``propose``
     false, only say whether the search has stopped).
 
     ``build`` turns a point's parameters into a configuration, raising ``ValueError`` with the reason
-    for one that cannot be launched (told as infeasible). Trials must carry their outcomes
-    (:func:`with_outcomes`)."""
+    for one that cannot be launched (told as infeasible). ``earlier`` holds what configurations
+    measured before the search showed, by fingerprint. Trials must carry their outcomes
+    (:func:`with_outcomes`). The loop is bounded: each proposal that launches nothing brings a stop
+    (:func:`stop_reason`) closer."""
+    earlier = earlier or {}
     trials = list(trials)
     if any(trial.status in ("pending", "screened") for trial in trials):
         return SearchStep(tuple(trials))
@@ -305,10 +326,13 @@ def step(
             )
             continue
         fingerprint = config.fingerprint()
-        earlier = by_fingerprint.get(fingerprint)
-        if earlier is not None:
-            repeat = Trial(number, params, fingerprint, repeat_of=earlier.number)
-            trials.append(with_outcomes([earlier, repeat], {})[1])
+        tried = by_fingerprint.get(fingerprint)
+        if tried is not None:
+            repeat = Trial(number, params, fingerprint, repeat_of=tried.number)
+            trials.append(with_outcomes([tried, repeat], {})[1])
+            continue
+        if fingerprint in earlier:
+            trials.append(with_outcomes([Trial(number, params, fingerprint, earlier=True)], earlier)[0])
             continue
         proposal = Trial(
             number, params, fingerprint, accelerators=config.gpus_needed, batch=config.max_num_seqs

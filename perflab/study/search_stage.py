@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from statistics import fmean
 from typing import Any
 
 from db.models import FINISHED_RUN_STATUSES, ProfileResult, Run
@@ -23,12 +24,12 @@ from perflab.profiles import BenchmarkProfile, scaled
 from perflab.study.budget import fill_budget
 from perflab.study.configs import build_config, config_fields
 from perflab.study.decide import decide
-from perflab.study.measure import RunOutcome, tuning_results
+from perflab.study.measure import RunOutcome, complete_launch, launch_score, tuning_results
 from perflab.study.objective import score
-from perflab.study.search import Observation, Trial, final_pick, promising, step, with_outcomes
+from perflab.study.search import FinalPick, Observation, Trial, final_pick, promising, step, with_outcomes
 from perflab.study.search_space import SearchSpec
 from perflab.study.strategy import StageInput
-from perflab.study.types import CandidatePlan, Measurement, StagePlan, StageStep
+from perflab.study.types import CandidatePlan, Measurement, Rules, StagePlan, StageStep, gain_text
 
 SEARCH_TRIALS = "search_trials"
 
@@ -53,13 +54,6 @@ def slo_violation(result: Mapping[str, Any], slos: Mapping[str, float]) -> float
     return max(excess, default=0.0)
 
 
-def _values(result: Mapping[str, Any], first: float, objectives: Sequence[str]) -> tuple[float, ...] | None:
-    rest = [result.get(name) for name in objectives[1:]]
-    if any(not isinstance(value, (int, float)) for value in rest):
-        return None
-    return (first, *(float(value) for value in rest))
-
-
 def run_gpu_hours(run: Run) -> float:
     """Accelerator-hours a run held: launch to end (or its last heartbeat) × its accelerators."""
     start, end = run.launching_at, run.finished_at or run.heartbeat_at
@@ -77,6 +71,21 @@ class SearchRuns:
     remeasuring: frozenset[str] = frozenset()
 
 
+def _mean_fields(results: Sequence[ProfileResult], names: Sequence[str]) -> dict[str, float]:
+    """The mean of each named field over ``results`` (a field no result has is left out)."""
+    found: dict[str, float] = {}
+    for name in names:
+        numbers = [
+            float(value)
+            for result in results
+            if isinstance(value := (result.result or {}).get(name), (int, float))
+            and not isinstance(value, bool)
+        ]
+        if numbers:
+            found[name] = fmean(numbers)
+    return found
+
+
 def observations(
     runs: Sequence[Run],
     results: Mapping[int, Sequence[ProfileResult]],
@@ -86,28 +95,37 @@ def observations(
     screening: BenchmarkProfile,
     objectives: Sequence[str],
     slos: Mapping[str, float],
+    repeats: int = 1,
 ) -> SearchRuns:
-    """Each configuration's observation from all its runs (samples from every complete tuning result)."""
+    """Each configuration's observation from all its runs: a sample per complete launch (the mean of
+    its runs of the tuning profile, :func:`perflab.study.measure.launch_score`), the objectives' and
+    the SLO fields' means over them, and its screening value from the launch that screened it."""
     seen: dict[str, Observation] = {}
     remeasuring: set[str] = set()
     for fingerprint, outcome in found.items():
-        samples, values, violation = [], None, 0.0
+        samples: list[float] = []
+        measured: list[ProfileResult] = []
+        first: float | None = None
         for run in (run for run in runs if run.config_fingerprint == fingerprint):
-            tuned = tuning_results(results.get(run.id, ()), tuning)
-            if not tuned:
-                continue
-            measured = score(objectives[0], [(r.sweep_point, r.result) for r in tuned], slos=slos).value
-            if measured is not None:
-                samples.append(measured)
-                values = _values(tuned[-1].result or {}, measured, objectives)
-                violation = slo_violation(tuned[-1].result or {}, slos)
-        screened = [r for r in results.get(outcome.run.id, ()) if r.profile_name == screening.name]
-        first = (
-            score(objectives[0], [(r.sweep_point, r.result) for r in screened]).value if screened else None
-        )
+            stored = results.get(run.id, ())
+            screened = [r for r in stored if r.profile_name == screening.name]
+            if first is None and screened:
+                first = score(objectives[0], [(r.sweep_point, r.result) for r in screened]).value
+            launch = launch_score(stored, tuning, objectives[0], slos)
+            if (
+                launch is not None
+                and launch.value is not None
+                and complete_launch(run, stored, tuning, repeats)
+            ):
+                samples.append(launch.value)
+                measured += tuning_results(stored, tuning)
+        means = _mean_fields(measured, [*objectives[1:], *slos])
+        values = (fmean(samples), *(means.get(name) for name in objectives[1:])) if samples else None
         measurement = outcome.measurement
-        if samples and values is not None:
-            seen[fingerprint] = Observation("complete", first, values, tuple(samples), violation)
+        if values is not None and None not in values:
+            seen[fingerprint] = Observation(
+                "complete", first, values, tuple(samples), slo_violation(means, slos)
+            )
             if outcome.run.status not in FINISHED_RUN_STATUSES:
                 remeasuring.add(fingerprint)
         elif measurement is None:
@@ -187,6 +205,7 @@ def _runs_of(stage: StageInput, search: SearchSpec, objectives: Sequence[str]) -
         screening=screening_profile(evidence.tuning, search.screening),
         objectives=objectives,
         slos=evidence.slos,
+        repeats=evidence.repeats,
     )
 
 
@@ -235,6 +254,7 @@ def _search_step(
         gpu_hours=gpu_hours,
         min_gain_pct=min_gain_pct,
         propose=stage.propose,
+        earlier={fp: seen for fp, seen in runs.observations.items() if fp in stage.earlier},
     )
     trials = list(result.trials)
     for trial in trials:
@@ -258,6 +278,11 @@ def _search_step(
             detail=SearchState(search, tuple(objectives), tuple(trials)),
             **common,
         )
+    if not any(trial.refused is None for trial in trials):
+        failure = f"no configuration of its space can be built ({len(trials)} proposals): {trials[0].refused}"
+        stage_plan = StagePlan(stage_index, name, tuple(candidates), best)
+        detail = SearchState(search, tuple(objectives), tuple(trials), result.stop)
+        return StageStep(stage_plan, detail=detail, failure=failure, **common)
     pick = final_pick(search, objectives, trials, rules=rules)
     detail = SearchState(search, tuple(objectives), tuple(trials), result.stop, pick.reason)
     remeasure = frozenset(trials[n].fingerprint for n in pick.remeasure) - runs.remeasuring
@@ -267,24 +292,39 @@ def _search_step(
         return StageStep(
             stage_plan, wanted=tuple(wanted), screen=screen, tuning_only=remeasure, detail=detail, **common
         )
-    winner = None
-    if pick.trial is not None and best.value is not None:
-        chosen = candidates[pick.trial.number]
-        if chosen.value is not None:
-            kept = decide(chosen.measurement.samples, best.measurement.samples, rules, final=True)
-            if kept.outcome == "better":
-                winner = replace(chosen, decision="winner", note=pick.reason, verdict=kept.verdict)
-    decided = []
-    for candidate in candidates:
-        if winner is not None and candidate.position == winner.position:
-            candidate = winner
-        elif candidate.decision is None and candidate.value is not None:
-            why = (
-                pick.reason
-                if winner is not None
-                else f"the search kept nothing over {best.label}: {pick.reason}"
-            )
-            candidate = replace(candidate, decision="not_better", note=why)
-        decided.append(candidate)
+    decided = _decided(candidates, pick, best, rules)
+    winner = next((candidate for candidate in decided if candidate.decision == "winner"), None)
     stage_plan = StagePlan(stage_index, name, tuple(decided), best, winner, decided=True)
     return StageStep(stage_plan, wanted=tuple(wanted), screen=screen, detail=detail, **common)
+
+
+def _decided(
+    candidates: Sequence[CandidatePlan], pick: FinalPick, best: CandidatePlan, rules: Rules
+) -> list[CandidatePlan]:
+    """The trials decided once the pick is made: the pick kept when it beats the best before the stage
+    (:func:`perflab.study.decide.decide`), every other measured trial not better. Each note speaks of
+    its own trial: the pick's of its comparisons, the runner-up's of the one it lost, the others' of
+    their mean against the pick's."""
+    chosen = candidates[pick.trial.number] if pick.trial is not None else None
+    decided = []
+    for candidate in candidates:
+        if candidate.decision is not None or candidate.value is None:
+            decided.append(candidate)
+        elif candidate is chosen:
+            kept = decide(candidate.measurement.samples, best.measurement.samples, rules, final=True)
+            if kept.outcome == "better":
+                note = f"{pick.reason}; {kept.gain} over {best.label}"
+                decided.append(replace(candidate, decision="winner", note=note, verdict=kept.verdict))
+            else:
+                note = f"the search's pick ({pick.reason}), not kept over {best.label}: {kept.note}"
+                decided.append(replace(candidate, decision="not_better", note=note, verdict=kept.verdict))
+        elif chosen is None:
+            decided.append(replace(candidate, decision="not_better", note=pick.reason))
+        elif pick.runner_up is not None and candidate.position == pick.runner_up.number:
+            note = f"runner-up to trial {chosen.position} ({pick.reason})"
+            decided.append(replace(candidate, decision="not_better", note=note))
+        else:
+            gain = gain_text(candidate.value, chosen.value)
+            note = f"mean {candidate.value:.2f}, {gain} against trial {chosen.position}, the search's pick"
+            decided.append(replace(candidate, decision="not_better", note=note))
+    return decided

@@ -32,13 +32,16 @@ from perflab.study.types import CandidatePlan, Measurement, Rules, StageStep
 @dataclass(frozen=True)
 class Evidence:
     """What a study's runs have shown beyond the measurements: every run and stored result, each
-    configuration's latest outcome, the tuning profile, the objective and SLOs, and what each stage
-    stored (by stage index, as text)."""
+    configuration's latest outcome, the tuning profile (run ``repeats`` times on each launch), the
+    validation profiles' names, the objective and SLOs, and what each stage stored (by stage index, as
+    text)."""
 
     runs: tuple[Run, ...] = ()
     results: Mapping[int, Sequence[ProfileResult]] = field(default_factory=dict)
     found: Mapping[str, RunOutcome] = field(default_factory=dict)
     tuning: BenchmarkProfile | None = None
+    repeats: int = 1
+    validation: frozenset[str] = frozenset()
     objective: str = "total_token_throughput"
     slos: Mapping[str, float] = field(default_factory=dict)
     stored: Mapping[str, Any] = field(default_factory=dict)

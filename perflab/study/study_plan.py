@@ -9,10 +9,12 @@ starting point; the first undecided stage is where the study stands.
 The plan says which configurations still need a run (``wanted``, with how each stage wants them run)
 and which may still become the final winner (``may_win``: the baseline, the best so far and the open
 stage's contenders), whose runs keep their validation profiles; every other run may drop them. Once
-every stage is decided the study is ``validating`` until every run has ended (the baseline's and the
-winner's with their validation profiles), then ``done``. A stage whose candidates the infrastructure
-kept from being measured, or a baseline it kept from being measured, makes the study ``incomplete``; a
-failed baseline, or a stage whose strategy cannot go on, makes it ``failed``.
+every stage is decided the study is ``validating`` until every run has ended, then ``done``: the
+baseline and the winner always run their validation profiles first — one whose launches all dropped
+them (or never had them) gets a launch of the validation profiles alone (``validate``). A stage whose
+candidates the infrastructure kept from being measured, or a baseline it kept from being measured,
+makes the study ``incomplete``; a failed baseline, or a stage whose strategy cannot go on, makes it
+``failed``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from db.models import FINISHED_RUN_STATUSES
 from perflab.engines.config import EngineConfig
 from perflab.study.plan import Candidates
 from perflab.study.search_stage import Search
@@ -107,6 +110,24 @@ def _baseline(
     return base
 
 
+def _unvalidated(candidates: Sequence[CandidatePlan], evidence: Evidence) -> list[EngineConfig]:
+    """The configurations among ``candidates`` no launch of which carries the validation profiles (a
+    cancelled one does not count; a failed one does: its failure is the validation's)."""
+    wanted: dict[str, EngineConfig] = {}
+    for candidate in candidates:
+        if candidate.config is None or not evidence.validation:
+            continue
+        carried = any(
+            run.config_fingerprint == candidate.fingerprint
+            and run.status != "cancelled"
+            and any(profile.get("name") in evidence.validation for profile in run.profiles)
+            for run in evidence.runs
+        )
+        if not carried:
+            wanted.setdefault(candidate.fingerprint, candidate.config)
+    return list(wanted.values())
+
+
 def plan_study(
     *,
     baseline: EngineConfig,
@@ -122,6 +143,7 @@ def plan_study(
     """The study's plan given ``measurements`` (by configuration fingerprint); with an accelerator
     budget ``gpus`` every candidate is filled to it (the baseline is filled by its caller). Each stage
     is asked through ``strategy_for``; with ``propose`` false no strategy proposes anything new."""
+    evidence = evidence or Evidence()
     base = _baseline(baseline, measurements, rules)
     if isinstance(base, StudyPlan):
         return base
@@ -140,7 +162,7 @@ def plan_study(
             gpus_per_node=gpus_per_node,
             gpus=gpus,
             earlier=frozenset(earlier),
-            evidence=evidence or Evidence(),
+            evidence=evidence,
             propose=propose,
         )
         step = strategy_for(stage).step(asked)
@@ -160,5 +182,17 @@ def plan_study(
         if stage_plan.winner is not None:
             best = stage_plan.winner
     may_win = frozenset({base.fingerprint, best.fingerprint})
-    status = "done" if finished else "validating"
-    return StudyPlan(base, tuple(reached), best, status, (), may_win, steps=tuple(steps))
+    validate = _unvalidated((base, best), evidence)
+    ended = all(run.status in FINISHED_RUN_STATUSES for run in evidence.runs)
+    status = "done" if finished and ended and not validate else "validating"
+    fingerprints = frozenset(config.fingerprint() for config in validate)
+    return StudyPlan(
+        base,
+        tuple(reached),
+        best,
+        status,
+        tuple(validate),
+        may_win,
+        steps=tuple(steps),
+        validate=fingerprints,
+    )

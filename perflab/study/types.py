@@ -181,7 +181,8 @@ class StageStep:
 @dataclass(frozen=True)
 class StudyPlan:
     """Where a study stands: reached stages (each with its strategy's step), the best so far, what to
-    run next."""
+    run next; ``validate`` holds the fingerprints among ``wanted`` (the baseline, the winner) whose
+    launch runs the validation profiles alone, their earlier launches having dropped them."""
 
     baseline: CandidatePlan
     stages: tuple[StagePlan, ...]
@@ -191,6 +192,7 @@ class StudyPlan:
     may_win: frozenset[str] = field(default_factory=frozenset)
     failure: str | None = None
     steps: tuple[StageStep, ...] = ()
+    validate: frozenset[str] = frozenset()
 
     @property
     def screen(self) -> dict[str, float]:

@@ -33,10 +33,12 @@ def test_a_candidate_that_changes_nothing_ends_within_noise_on_real_vllm(
     )
     assert outcome.listed["status"] == "done"
     shown = outcome.shown
-    (candidate,) = [row for row in shown["candidates"] if row["stage_name"] == "Prefix cache"]
-    (verdict,) = shown["state"]["verdicts"]
+    (stage,) = shown["stages"]
+    (candidate,) = stage["candidates"]
+    (verdict,) = shown["verdicts"]
     assert candidate["decision"] == "within_noise" and verdict["outcome"] == "within_noise"
     assert (verdict["n_candidate"], verdict["n_reference"]) == (2, 2)
     assert verdict["half_width_pct"] is not None and "within noise (±" in candidate["note"]
-    spread = shown["state"]["spread"]
+    assert candidate["verdict"] == {key: verdict[key] for key in candidate["verdict"]}
+    spread = shown["spread"]["measured"]
     assert spread["launches"] == 2 and spread["repetitions"] == 4

@@ -38,10 +38,12 @@ def test_finished_study_shows_command_tables_stages_and_downloads(study_db: Stud
     markdown = " ".join(texts(app.markdown))
     assert ui.status_text("done") in markdown
     assert f"{ui.status_text('done')} · model **Qwen/Qwen3-8B**" in markdown  # the phase is not repeated
-    assert "| **Chat** | Total TPS:" in markdown and "| **Short Prompt** | Total TPS:" in markdown
-    assert "| Engine |" in markdown and "| Impossible parallelism | - |" in markdown
+    comparison, summary, engine_stage, impossible, _launches = (frame.value for frame in app.dataframe)
+    assert list(comparison["Case"])[:2] == ["Chat", "Short Prompt"]
+    assert comparison["Baseline"].iloc[0].startswith("Total TPS ")
+    assert list(summary["Optimization option"]) == ["Engine", "Impossible parallelism"]
+    assert summary["Throughput improvement"].iloc[1] == "-"
     assert [sub.value for sub in app.subheader] == ["1. Engine", "2. Impossible parallelism"]
-    engine_stage, impossible = (frame.value for frame in app.dataframe)
     assert list(engine_stage["Candidate"]) == ["vLLM", "SGLang"]
     assert engine_stage["Decision"].iloc[0] == "reused"
     assert (
