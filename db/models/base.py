@@ -79,4 +79,6 @@ CANDIDATE_DECISIONS: tuple[str, ...] = (
     "reused",
     "unmeasured",
     "within_noise",
+    "noise_unknown",
+    "too_short",
 )

@@ -187,7 +187,7 @@ def build_report_from_runs(
     expected = num_prompts or max(
         (r.completed or 0 for run in stage_runs if (r := stored.first(run))), default=0
     )
-    rules = Rules(min_success=min_success_pct / 100.0, min_gain=min_gain_pct / 100.0)
+    rules = Rules(min_success=min_success_pct / 100.0, min_gain=min_gain_pct / 100.0, measures_noise=False)
 
     first_label, first_run = layout.stages[0][1][0]
     baseline = _candidate(1, layout.stages[0][0], 0, first_label, first_run, stored, expected)

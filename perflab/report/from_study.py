@@ -92,6 +92,8 @@ DECISION_WORDS = {
     "disqualified": "disqualified",
     "unmeasured": "not measured",
     "within_noise": "within noise",
+    "noise_unknown": "noise unknown",
+    "too_short": "too short to judge",
 }
 STAGES_CAVEAT = (
     "The stages do not cover every combination of options: each stage starts from the best configuration "
