@@ -70,7 +70,7 @@ from perflab.study.objective import LOWER_IS_BETTER
 from perflab.study.progress import StudyProgress, load_progress
 from perflab.study.search_stage import SearchState, screening_profile
 from perflab.study.spec import OBJECTIVE_UNITS, OBJECTIVES
-from perflab.study.text import incomplete_text
+from perflab.study.text import incomplete_text, slo_summary
 from perflab.study.types import UNMEASURED, CandidatePlan, StagePlan, StudyPlan
 
 OBJECTIVE_WORDS = {
@@ -92,6 +92,7 @@ DECISION_WORDS = {
     "disqualified": "disqualified",
     "unmeasured": "not measured",
     "within_noise": "within noise",
+    "infeasible": "breaks an SLO",
 }
 STAGES_CAVEAT = (
     "The stages do not cover every combination of options: each stage starts from the best configuration "
@@ -240,7 +241,7 @@ def _cost_rows(study: _Study) -> list[CostRow]:
     tuning = spec.tuning()
     rows = []
     for case, profile in _cases(study):
-        slos = spec.slos if profile is tuning and tuning.sweep is not None else {}
+        slos = spec.slos if profile.name == tuning.name and tuning.sweep is not None else {}
         sides = []
         for candidate in (plan.baseline, plan.best):
             per_launch = []
@@ -411,7 +412,8 @@ def _caveats(study: _Study) -> tuple[str, ...]:
 def _notes(study: _Study) -> list[str]:
     progress, plan = study.progress, study.plan
     status = progress.study.status
-    notes = []
+    slos = slo_summary(plan)
+    notes = [slos] if slos else []
     if status != "done":
         notes.append(
             f"The study is {status} ({(progress.study.state or {}).get('phase', '')}); figures are partial."
@@ -461,7 +463,9 @@ def report_of(progress: StudyProgress, costs: CostContext | None = None, *, deci
         model=spec.model,
         objective=OBJECTIVES[spec.objective],
         objective_unit=OBJECTIVE_UNITS[spec.objective],
-        recommended_command=_command(plan.best) if plan.status in ("validating", "done") else None,
+        recommended_command=_command(plan.best)
+        if plan.status in ("validating", "done") and plan.recommends
+        else None,
         recommended_replicas=plan.best.config.replicas if plan.best.config is not None else 1,
         comparison=tuple(_comparison(study)),
         stages=tuple(stages),

@@ -423,7 +423,7 @@ def _finish(session: Session, progress: StudyProgress) -> Study:
             fields["status"] = plan.status
         elif study.status == "queued":
             fields["status"] = "running"
-        if plan.status == "done" and plan.best.config is not None:
+        if plan.status == "done" and plan.best.config is not None and plan.recommends:
             fields["recommended_command"] = serve_command(plan.best.config)
         return fields
 

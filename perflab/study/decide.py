@@ -12,8 +12,11 @@ mean of that launch's runs) and the study's :class:`~perflab.study.types.Rules`,
   least ``min_gain``, else ``not_better`` ("lower than previous" or "below the minimum gain").
 
 ``final`` marks a last look (no launch will follow): a call still straddling the threshold is within
-noise. The staged plan (:mod:`perflab.study.plan`) and the search (:mod:`perflab.study.search`,
-:mod:`perflab.study.search_stage`) both call it, so the procedure is replaced here for both.
+noise. Before any comparison of values, :func:`feasibility` applies the study's SLOs: a candidate
+that breaks one is ``infeasible``, whatever its value; one that meets them all is better than a
+reference that breaks one. The staged plan (:mod:`perflab.study.plan`) and the search
+(:mod:`perflab.study.search`, :mod:`perflab.study.search_stage`) both call them, so the procedure is
+replaced here for both.
 """
 
 from __future__ import annotations
@@ -23,10 +26,10 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import Literal
 
-from perflab.study.types import CandidatePlan, Rules, gain_text
+from perflab.study.types import CandidatePlan, Measurement, Rules, gain_text
 from perflab.study.verdict import Verdict, judge
 
-Outcome = Literal["better", "not_better", "within_noise", "undecided"]
+Outcome = Literal["better", "not_better", "within_noise", "undecided", "infeasible"]
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,16 @@ def decide(
             "not_better", gain, f"{gain}: below the {rules.min_gain * 100:g}% minimum gain, skipped"
         )
     return Decision("better", gain)
+
+
+def feasibility(candidate: Measurement, reference: Measurement, reference_label: str) -> Decision | None:
+    """What the SLOs decide before any value is compared: ``infeasible`` for a candidate that breaks
+    one, ``better`` for one that meets every SLO its reference breaks; None when both meet them."""
+    if candidate.violations:
+        return Decision("infeasible", "", f"breaks the SLOs: {'; '.join(candidate.violations)}, skipped")
+    if reference.violations:
+        return Decision("better", f"meets the SLOs, which {reference_label} breaks")
+    return None
 
 
 def over_baseline(best: CandidatePlan, baseline: CandidatePlan, rules: Rules) -> Verdict | None:

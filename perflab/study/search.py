@@ -16,7 +16,8 @@ Pure and deterministic, so the coordinator can call it on every advance and keep
   was proposed, or after :data:`MAX_WITHOUT_LAUNCH` proposals in a row that launched nothing, so one
   step proposes at most that many.
 - :func:`promising` says whether a screened configuration (a fraction of the tuning prompts) earns the
-  full profile, with Optuna's percentile pruner over the screening results so far.
+  full profile: not when its screening breaks an SLO; else by Optuna's percentile pruner over the
+  screening results of the feasible trials so far.
 - :func:`final_pick` separates the best two with :func:`perflab.study.decide.verdict`: the winner is
   measured again against the runner-up until the verdict is clear, or both are declared equivalent and
   the cheaper one (fewer accelerators, then the smaller batch) is recommended.
@@ -341,12 +342,20 @@ def step(
 
 
 def promising(spec: SearchSpec, objectives: Sequence[str], trials: Sequence[Trial], number: int) -> bool:
-    """Whether trial ``number`` (screened, full profile not yet run) earns the full profile: Optuna's
-    percentile pruner against the screening values of the trials before it."""
+    """Whether trial ``number`` (screened, full profile not yet run) earns the full profile. A screening
+    that breaks an SLO does not; one that meets them is judged by Optuna's percentile pruner against the
+    screening values of the feasible trials before it only (an infeasible configuration's fast
+    screening raises no bar)."""
     candidate = next(trial for trial in trials if trial.number == number)
+    if candidate.violation > 0:
+        return False
     if candidate.screening is None or spec.screening >= 1.0:
         return True
-    earlier = [trial for trial in trials if trial.number != number]
+    earlier = [
+        trial
+        for trial in trials
+        if trial.number != number and trial.violation <= 0 and trial.status != "infeasible"
+    ]
     study = rebuild(spec, objectives, earlier)
     distributions = spec.distributions()
     params = {name: candidate.params[name] for name in distributions if name in candidate.params}
