@@ -38,7 +38,7 @@ from optuna.trial import TrialState, create_trial
 
 from perflab.engines.config import EngineConfig
 from perflab.study.decide import verdict
-from perflab.study.search_space import LATENCY_OBJECTIVES, SearchSpec
+from perflab.study.search_space import LATENCY_OBJECTIVES, MAX_SEED, SearchSpec
 from perflab.study.types import Rules
 from perflab.study.verdict import Verdict
 
@@ -213,7 +213,7 @@ def rebuild(spec: SearchSpec, objectives: Sequence[str], trials: Sequence[Trial]
     ways = directions(objectives)
     study = optuna.create_study(
         directions=ways,
-        sampler=_sampler(spec, len(ways), spec.seed + len(trials)),
+        sampler=_sampler(spec, len(ways), (spec.seed + len(trials)) % (MAX_SEED + 1)),
         pruner=PercentilePruner(100.0 - PRUNE_PERCENTILE, n_startup_trials=2, n_min_trials=2),
     )
     measured = [trial.values for trial in trials if trial.status == "complete" and trial.values]
