@@ -53,6 +53,7 @@ from perflab.report.model import (
 )
 from perflab.report.search_result import search_section, trial_state
 from perflab.report.sections import (
+    DECISION_WORDS,
     by_profile,
     distinct_cases,
     engine_versions,
@@ -81,18 +82,6 @@ OBJECTIVE_WORDS = {
     "max_load_within_slo": "Load within SLO",
     "cost_per_mtok": "Cost",
     "tokens_per_joule": "Energy Efficiency",
-}
-# A candidate's decision in words, the same in every table (a search trial's state is its own).
-DECISION_WORDS = {
-    "winner": "winner",
-    "kept": "baseline",
-    "reused": "reused",
-    "not_better": "not better",
-    "failed": "failed",
-    "disqualified": "disqualified",
-    "unmeasured": "not measured",
-    "within_noise": "within noise",
-    "infeasible": "breaks an SLO",
 }
 STAGES_CAVEAT = (
     "The stages do not cover every combination of options: each stage starts from the best configuration "
