@@ -1,0 +1,154 @@
+"""How long a search study takes to advance and to read, the work of a worker's poll and of a study page's
+render (which every open view repeats while the study runs).
+
+Builds a search study over max-num-seqs × max-num-batched-tokens × parallelism with a budget of L
+launches, measures every run it queues (screening, tuning and validation results on a synthetic
+landscape with 3 % noise, the way the runner stores them), then times ``advance`` (the search proposes,
+or stops and picks) and ``study_report`` (what the page, ``study show --json`` and the report build:
+the plan read without proposing, the launches, the trials, importances once the search stopped),
+after every round of runs and once the study is done.
+
+    python benchmarks/search_render.py [--launches 24] [--repeat 10] [--url postgresql+psycopg://…/db]
+
+Without ``--url`` a temporary SQLite file is used. The database must be empty (it is migrated).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from db import crud  # noqa: E402
+from db import session as db_session  # noqa: E402
+from perflab.inventory import HostConfig, Inventory, SimulateSpec  # noqa: E402
+from perflab.report.from_study import study_report  # noqa: E402
+from perflab.study.coordinator import advance, create_study  # noqa: E402
+from perflab.study.measure import study_runs  # noqa: E402
+from perflab.study.spec import parse_spec  # noqa: E402
+
+SPEC = """
+name: search bench
+model: Qwen/Qwen3-8B
+hosts: [h]
+baseline: {{engine: vllm}}
+gpus: 8
+tuning_profile: {{name: t, title: T, dataset: random, input_len: 9, output_len: 9, num_prompts: 9}}
+validation_profiles: [short]
+stages:
+  - name: Search
+    search:
+      knobs:
+        max_num_seqs: [32, 64, 128, 256, 512]
+        max_num_batched_tokens: [2048, 4096, 8192, 16384]
+      parallelism: [{{tp: 1}}, {{tp: 2}}, {{tp: 4}}, {{tp: 8}}]
+      budget: {{launches: {launches}}}
+      screening: 0.5
+      seed: 0
+"""
+
+
+def _value(config: dict, run_id: int, profile: str) -> float:
+    seqs, tokens, tp = (
+        config.get("max_num_seqs") or 256,
+        config.get("max_num_batched_tokens") or 8192,
+        config["tp"],
+    )
+    true = 1000.0 + 40.0 * tp + 0.3 * min(seqs, 64 * tp) + 0.01 * tokens
+    return true * (1.0 + random.Random(f"{run_id}:{profile}").gauss(0.0, 0.03))
+
+
+def _measure_queued(engine, study_id: int) -> int:  # type: ignore[no-untyped-def]
+    """Store a result for every profile of every queued run, advancing between; how many ran."""
+    with db_session.new_session(engine) as session:
+        queued = [run for run in study_runs(session, study_id=study_id) if run.status == "queued"]
+    for run in queued:
+        position = 0
+        while True:
+            with db_session.new_session(engine) as session:
+                current = crud.require_run(session, run_id=run.id)
+                if current.status == "queued":
+                    for status in ("launching", "ready", "benchmarking"):
+                        crud.set_run_status(session, run_id=run.id, status=status)
+                if position >= len(current.profiles):
+                    crud.set_run_status(session, run_id=run.id, status="done")
+                    break
+                profile = current.profiles[position]
+                value = _value(current.config, run.id, profile["name"])
+                crud.add_profile_result(
+                    session,
+                    run_id=run.id,
+                    profile=profile,
+                    result={"completed": 9, "failed": 0, "total_token_throughput": value},
+                    text_block=None,
+                    bench_mode="on-host",
+                )
+            position += 1
+            advance(engine, study_id)
+    return len(queued)
+
+
+def _timed(call: Callable[[], object], repeat: int) -> list[float]:
+    timings = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        call()
+        timings.append(time.perf_counter() - started)
+    return timings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--launches", type=int, default=24)
+    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--url")
+    args = parser.parse_args()
+    url = args.url or f"sqlite:///{tempfile.mkdtemp(prefix='perflab-bench-')}/study.db"
+    db_session.upgrade(url)
+    engine = db_session.get_engine(url)
+    host = HostConfig(name="h", transport="local", simulate=SimulateSpec(accelerator="H100", count=8))
+    study = create_study(
+        engine,
+        parse_spec(SPEC.format(launches=args.launches)),
+        inventory=Inventory(Path("hosts.yaml"), (host,)),
+    )
+
+    def read() -> None:
+        with db_session.new_session(engine) as session:
+            study_report(session, study_id=study.id)
+
+    runs = 0
+    advancing: list[float] = []
+    reading: list[float] = []
+    for _ in range(4 * args.launches):
+        advancing += _timed(lambda: advance(engine, study.id), 1)
+        reading += _timed(read, 1)
+        queued = _measure_queued(engine, study.id)
+        runs += queued
+        with db_session.new_session(engine) as session:
+            status = crud.get_study(session, study_id=study.id).status
+        if status != "running" and not queued:
+            break
+    finished = _timed(read, args.repeat)
+    print(f"database: {db_session.describe(url)}")
+    print(f"search study: budget {args.launches} launches, {runs} runs, status {status}")
+    print(
+        f"advance while it runs (proposes, screens, picks): "
+        f"median {statistics.median(advancing) * 1000:.1f} ms, max {max(advancing) * 1000:.1f} ms"
+    )
+    print(
+        f"study_report while it runs (a page render): median {statistics.median(reading) * 1000:.1f} ms, "
+        f"max {max(reading) * 1000:.1f} ms"
+    )
+    print(f"study_report once done: median {statistics.median(finished) * 1000:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
