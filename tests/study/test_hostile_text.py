@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
-from db import crud
 from db.session import new_session
 from perflab.cost.energy import NotMeasured
 from perflab.cost.figures import CostFigures
@@ -25,6 +24,7 @@ from perflab.study.coordinator import advance, create_study
 from perflab.study.measure import study_runs
 from perflab.study.spec import parse_spec
 from tests.fixtures.runs import inventory_of, write_hosts_file
+from tests.study.by_hand import measure_once
 from tests.ui.conftest import app_env, hosts_file, run_app, texts  # noqa: F401  (fixtures reused)
 
 LINK = "<a href='https://evil.example/login'>Log in</a>"
@@ -94,20 +94,9 @@ def _drive(engine: Engine) -> int:
         with new_session(engine) as session:
             queued = [run for run in study_runs(session, study_id=study_id) if run.status == "queued"]
         for run in queued:
-            with new_session(engine) as session:
-                for status in ("launching", "ready", "benchmarking"):
-                    crud.set_run_status(session, run_id=run.id, status=status)
-                value = 1000.0 if run.config.get("max_num_seqs") is None else 1200.0
-                result = {"completed": 8, "failed": 0, "total_token_throughput": value, "mean_tpot_ms": 20.0}
-                crud.add_profile_result(
-                    session,
-                    run_id=run.id,
-                    profile=run.profiles[0],
-                    result=result,
-                    text_block=None,
-                    bench_mode="on-host",
-                )
-                crud.set_run_status(session, run_id=run.id, status="done")
+            value = 1000.0 if run.config.get("max_num_seqs") is None else 1200.0
+            result = {"completed": 8, "failed": 0, "total_token_throughput": value, "mean_tpot_ms": 20.0}
+            measure_once(engine, run.id, result)
     return study_id
 
 

@@ -25,6 +25,7 @@ from perflab.study.spec import StudySpecError, parse_spec
 from perflab.worker import Worker
 from tests.fixtures.runs import SimHostFactory, inventory_of, write_hosts_file
 from tests.fixtures.study_data import FAST
+from tests.study.by_hand import measure_once
 
 SPEC = """
 name: unbuildable search
@@ -44,23 +45,6 @@ stages:
 DEADLINE_S = 180.0
 
 
-def _measure_baseline(engine: Engine, run_id: int) -> None:
-    with new_session(engine) as session:
-        for status in ("launching", "ready", "benchmarking"):
-            crud.set_run_status(session, run_id=run_id, status=status)
-        run = crud.require_run(session, run_id=run_id)
-        result = {"completed": 8, "failed": 0, "total_token_throughput": 1000.0}
-        crud.add_profile_result(
-            session,
-            run_id=run_id,
-            profile=run.profiles[0],
-            result=result,
-            text_block=None,
-            bench_mode="on-host",
-        )
-        crud.set_run_status(session, run_id=run_id, status="done")
-
-
 def test_a_seed_past_numpys_range_is_refused_on_its_line() -> None:
     with pytest.raises(StudySpecError) as refused:
         parse_spec(SPEC.format(host="gpu-a", seed=10**20), name="study.yaml")
@@ -77,7 +61,7 @@ def test_a_search_with_no_buildable_point_fails_within_one_advance(
     advance(db_engine, study_id)
     with new_session(db_engine) as session:
         (baseline,) = study_runs(session, study_id=study_id)
-    _measure_baseline(db_engine, baseline.id)
+    measure_once(db_engine, baseline.id, {"completed": 8, "failed": 0, "total_token_throughput": 1000.0})
     advance(db_engine, study_id)  # one advance: the search proposes, nothing can be built, it stops
     with new_session(db_engine) as session:
         study = crud.get_study(session, study_id=study_id)
