@@ -223,7 +223,7 @@ class Worker:
             include_own=include_own,
         )
         if recovered:
-            logger.warning("worker %s: failed orphaned runs %s", self.worker_id, recovered)
+            logger.warning("worker %s: ended orphaned runs %s", self.worker_id, recovered)
 
     def _snapshot_items(self) -> list[tuple[int, RunHandle]]:
         with self._lock:

@@ -1,0 +1,107 @@
+"""A result that completed on the host survives the crash of whoever was reading it back: a worker
+process frozen (SIGSTOP) while its benchmark finishes on the host, then killed (SIGKILL) and
+restarted, stores the complete result and ends the run ``done`` without measuring it again."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+
+from db import crud
+from db.session import new_session
+from perflab.engines import EngineConfig
+from perflab.runner import RunnerOptions, submit_run
+from perflab.runner.profile_spec import parse_profile
+from perflab.worker import RESTART_MESSAGE, Worker
+from tests.fixtures.runs import (
+    SimHostFactory,
+    benchmarking_with_progress,
+    free_port_block,
+    perflab_env,
+    run_key_pids,
+    stored_run,
+    wait_for_run,
+    write_hosts_file,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FAST = RunnerOptions(ready_poll_s=0.2, stop_grace_s=5.0, ready_timeout_s=60.0)
+PROMPTS = 60
+
+
+def _worker_process(engine: Engine, hosts_file: Path, worker_id: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "perflab", "worker", "--worker-id", worker_id, "--poll", "0.2"],
+        cwd=REPO_ROOT,
+        env={**os.environ, **perflab_env(engine, hosts_file)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _bench_ended(run_key: str, timeout_s: float = 60.0) -> None:
+    """Wait until no process of the run's benchmark is left (it finished on the host)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        benches = []
+        for pid in run_key_pids(run_key):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                    if b"\0bench\0" in handle.read():
+                        benches.append(pid)
+            except OSError:
+                continue
+        if not benches:
+            return
+        time.sleep(0.1)
+    raise AssertionError("the benchmark did not finish")
+
+
+def test_a_worker_killed_after_its_benchmark_finished_stores_the_complete_result(
+    runs_db: Engine, sim_host: SimHostFactory, tmp_path: Path
+) -> None:
+    host = sim_host("finished-node", kind="local")
+    hosts_file = write_hosts_file(tmp_path / "hosts.yaml", [host])
+    config = EngineConfig(engine="vllm", model="Qwen/Qwen3-8B", port=free_port_block(1))
+    # 20 requests/s: a few seconds of benchmark, long enough to freeze the worker in the middle of it
+    queued = submit_run(
+        runs_db, host_name=host.name, config=config, profiles=[parse_profile(f"random:in=64,out=8,n={PROMPTS},rate=20")]
+    )
+    worker = _worker_process(runs_db, hosts_file, "frozen")
+    try:
+        run = wait_for_run(runs_db, queued.id, benchmarking_with_progress)
+        worker.send_signal(signal.SIGSTOP)
+        run_key = run.remote_state["run_key"]
+        _bench_ended(run_key)
+    finally:
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(timeout=10)
+    assert stored_run(runs_db, queued.id).status == "benchmarking"
+    result_file = Path(host.workdir) / "runs" / run_key / "bench-0-0.json"
+    assert result_file.is_file(), "the finished benchmark left its result on the host"
+
+    restarted = Worker(runs_db, inventory_path=hosts_file, worker_id="frozen", runner_options=FAST)
+    try:
+        assert restarted.run_once() == {}
+    finally:
+        restarted.stop()
+
+    run = stored_run(runs_db, queued.id)
+    assert (run.status, run.failure_class) == ("done", None), run.failure_message
+    assert run.remote_state["recovered"] == RESTART_MESSAGE
+    assert run_key_pids(run_key) == []
+    with new_session(runs_db) as session:
+        assert crud.gpu_locks(session) == []
+        (result,) = crud.list_profile_results(session, run_id=queued.id)
+        records = crud.list_request_records(session, profile_result_id=result.id)
+        # the run was measured once: no other run of its configuration was queued
+        assert [row.id for row in crud.list_runs(session).rows] == [queued.id]
+    assert not result.result.get("partial")
+    assert result.completed == len(records) == PROMPTS
+    assert "Serving Benchmark Result" in (result.text_block or "")
