@@ -220,5 +220,6 @@ def nothing_sent(result: Dict[str, Any]) -> bool:
     """Whether no request of the result reached a server (every one failed to connect): the bench
     then exits 1."""
     return not any(
-        record["error"] is None or record["reason"] != "connect_error" for record in result.get("requests") or []
+        record["error"] is None or record["reason"] != "connect_error"
+        for record in result.get("requests") or []
     )

@@ -18,8 +18,8 @@ import posixpath
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from perflab.cost.figures import WINDOW_KEY
 from perflab.bench.report import nothing_sent
+from perflab.cost.figures import WINDOW_KEY
 from perflab.profiles import BenchmarkProfile
 from perflab.remote.bench import BenchProcess, find_bench
 from perflab.runner import results

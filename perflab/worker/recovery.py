@@ -18,7 +18,6 @@ import logging
 from collections.abc import Iterable
 
 from sqlalchemy.engine import Engine
-
 from sqlmodel import Session
 
 from db import crud
@@ -94,7 +93,9 @@ def recover_run(engine: Engine, run: Run, inventory: Inventory, *, grace_s: floa
         try:
             if problem is None and measured_every_profile(session, crud.require_run(session, run_id=run.id)):
                 state = {**fields.get("remote_state", run.remote_state or {}), "recovered": message}
-                crud.set_run_status(session, run_id=run.id, status="done", **{**fields, "remote_state": state})
+                crud.set_run_status(
+                    session, run_id=run.id, status="done", **{**fields, "remote_state": state}
+                )
                 logger.warning("run %s: %s; every result was stored, so it is done", run.id, message)
                 return True
             crud.set_run_status(

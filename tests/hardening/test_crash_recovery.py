@@ -71,7 +71,10 @@ def test_a_worker_killed_after_its_benchmark_finished_stores_the_complete_result
     config = EngineConfig(engine="vllm", model="Qwen/Qwen3-8B", port=free_port_block(1))
     # 20 requests/s: a few seconds of benchmark, long enough to freeze the worker in the middle of it
     queued = submit_run(
-        runs_db, host_name=host.name, config=config, profiles=[parse_profile(f"random:in=64,out=8,n={PROMPTS},rate=20")]
+        runs_db,
+        host_name=host.name,
+        config=config,
+        profiles=[parse_profile(f"random:in=64,out=8,n={PROMPTS},rate=20")],
     )
     worker = _worker_process(runs_db, hosts_file, "frozen")
     try:

@@ -18,7 +18,9 @@ def _relaunched_study(engine: Engine) -> tuple[int, list[int]]:
     with new_session(engine) as session:
         study = crud.create_study(session, name="batch <b>", spec={"relaunches": 2})
         runs = [
-            crud.create_run(session, engine="vllm", model="m", host_name="h", status="done", study_id=study.id)
+            crud.create_run(
+                session, engine="vllm", model="m", host_name="h", status="done", study_id=study.id
+            )
             for _ in range(2)
         ]
         crud.add_candidate(
@@ -29,7 +31,9 @@ def _relaunched_study(engine: Engine) -> tuple[int, list[int]]:
 
 def test_the_first_launch_of_a_relaunched_study_is_not_deleted(runs_db: Engine) -> None:
     study_id, (first, second) = _relaunched_study(runs_db)
-    reason = f"Run {first} is a measurement of study #{study_id} (batch <b>): its decisions and report rest on it."
+    reason = (
+        f"Run {first} is a measurement of study #{study_id} (batch <b>): its decisions and report rest on it."
+    )
     with new_session(runs_db) as session:
         assert run_delete.delete_blocker(session, first) == reason
         with pytest.raises(run_delete.RunNotDeletable, match="is a measurement of study"):
