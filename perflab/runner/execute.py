@@ -134,14 +134,14 @@ class _Execution:
         inventory: Inventory,
         *,
         worker_id: str,
-        should_stop: Callable[[], bool],
+        stop_reason: Callable[[], str | None],
         options: RunnerOptions,
         on_event: EventHandler | None,
     ) -> None:
         self.store = store
         self.inventory = inventory
         self.worker_id = worker_id
-        self.should_stop = should_stop
+        self.stop_reason = stop_reason
         self.options = options
         self.on_event = on_event
         self.status = "launching"
@@ -184,9 +184,11 @@ class _Execution:
         return report
 
     def interrupt(self) -> None:
-        """Raise when the worker shuts down or a user asked to cancel (checked at most every 0.5 s)."""
-        if self.should_stop():
-            raise RunFailed("worker_stopped", "the worker shut down while the run was in flight")
+        """Raise when the worker shuts down (``worker_stopped`` with its reason) or a user asked to cancel
+        (checked at most every 0.5 s)."""
+        reason = self.stop_reason()
+        if reason is not None:
+            raise RunFailed("worker_stopped", reason)
         if self.store.unavailable is not None:
             raise RunFailed("database_unavailable", self.store.unavailable)
         now = time.monotonic()
@@ -555,12 +557,13 @@ def execute_run(
     engine: Engine,
     inventory: Inventory,
     worker_id: str,
-    should_stop: Callable[[], bool] = lambda: False,
+    stop_reason: Callable[[], str | None] = lambda: None,
     options: RunnerOptions | None = None,
     on_event: EventHandler | None = None,
 ) -> str:
     """Drive claimed run ``run_id`` (status ``launching``) to its end; returns the final status
-    (``done``, ``failed``, ``cancelled``, or ``queued`` when it was handed back to the queue)."""
+    (``done``, ``failed``, ``cancelled``, or ``queued`` when it was handed back to the queue).
+    ``stop_reason()`` says why the run must stop now (its worker shuts down), None while it may go on."""
     store = RunStore(engine, run_id, hosts_redactor(inventory))
     run = store.load()
     if run.status != "launching":
@@ -569,7 +572,7 @@ def execute_run(
         store,
         inventory,
         worker_id=worker_id,
-        should_stop=should_stop,
+        stop_reason=stop_reason,
         options=options or RunnerOptions(),
         on_event=on_event,
     )
