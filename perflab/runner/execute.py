@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 
-from db.crud import IllegalTransition
+from db.crud import IllegalTransition, NotFound
 from db.models import Run
 from perflab.containers.launch import ContainerPlan
 from perflab.engines import EngineAdapter, EngineConfig, EngineConfigError, ReplicaPlan, get_adapter
@@ -67,6 +67,8 @@ DOWNLOAD_PROGRESS_S = 1.0
 MIB = 1024 * 1024
 
 CANCEL_CHECK_S = 0.5
+# What execute_run returns for a run whose row was deleted while it was in flight.
+DELETED = "deleted"
 # Times a run re-reads the locks after another run locked its chosen GPUs first.
 MAX_LOCK_RACES = 3
 # Times a run chooses ports again, before starting anything, because another run on the same machine
@@ -153,6 +155,8 @@ class _Execution:
         # What the preflight learned from the engine itself: its version, the effective knob values.
         self.engine_facts: dict[str, Any] = {}
         self._last_cancel_check = 0.0
+        # Set when the run's row turned out to be deleted while the run was in flight.
+        self.deleted = False
 
     # ----- events and interruption -------------------------------------------------------------------
 
@@ -496,7 +500,13 @@ class _Execution:
 
     # ----- the end, whatever happened ----------------------------------------------------------------
 
+    def _deleted(self, error: BaseException) -> bool:
+        """Whether ``error`` says this run's row is gone (a user deleted the run meanwhile)."""
+        return isinstance(error, NotFound) and error.kind == "run" and error.key == self.store.run_id
+
     def _cleanup(self) -> dict[str, Any]:
+        """Stop what the run started, keep its log excerpt, release its GPUs; the fields to store. A
+        run deleted meanwhile still has its processes stopped, with nothing stored of them."""
         fields: dict[str, Any] = {}
         transport, remote_state = self.transport, self.remote_state
         if transport is not None and remote_state is not None:
@@ -511,6 +521,10 @@ class _Execution:
                 )
             except TransportError as exc:
                 remote_state["cleanup_error"] = str(exc)
+            except NotFound as exc:
+                if not self._deleted(exc):
+                    raise
+                self.deleted = True
             fields["remote_state"] = dict(remote_state)
         self.store.release_gpus()
         if transport is not None:
@@ -535,20 +549,34 @@ class _Execution:
             fields = {"failure_class": "connection_lost", "failure_message": str(exc)}
         except Exception as exc:  # the database lost, or a bug: the engines must stop and the run end
             status = "failed"
-            if self.store.database_failed(exc):
+            if self._deleted(exc):
+                status, fields = DELETED, {}
+            elif self.store.database_failed(exc):
                 fields = {"failure_class": "database_unavailable", "failure_message": self.store.unavailable}
             else:
                 logger.exception("run %s failed unexpectedly", self.store.run_id)
                 message = f"{type(exc).__name__}: {exc}"
                 fields = {"failure_class": "internal_error", "failure_message": message}
         fields.update(self._cleanup())
+        if status == DELETED or self.deleted:
+            return self._gone()
         try:
             self.set_status(status, fields.get("failure_message") or status, **fields)
         except IllegalTransition as exc:
             logger.warning("run %s was finished elsewhere: %s", self.store.run_id, exc)
             return self.store.load().status
+        except NotFound as exc:
+            if not self._deleted(exc):
+                raise
+            return self._gone()
         self.store.flush()
         return status
+
+    def _gone(self) -> str:
+        """The end of a run deleted while it was in flight: one line in the log."""
+        logger.warning("run %s was deleted while in flight: its processes were stopped, nothing stored",
+                       self.store.run_id)  # fmt: skip
+        return DELETED
 
 
 def execute_run(
@@ -562,7 +590,8 @@ def execute_run(
     on_event: EventHandler | None = None,
 ) -> str:
     """Drive claimed run ``run_id`` (status ``launching``) to its end; returns the final status
-    (``done``, ``failed``, ``cancelled``, or ``queued`` when it was handed back to the queue).
+    (``done``, ``failed``, ``cancelled``, ``queued`` when it was handed back to the queue, or
+    :data:`DELETED` when its row was deleted meanwhile: its processes are stopped all the same).
     ``stop_reason()`` says why the run must stop now (its worker shuts down), None while it may go on."""
     store = RunStore(engine, run_id, hosts_redactor(inventory))
     run = store.load()

@@ -60,6 +60,8 @@ def _stop_on_host(
     except (InventoryError, TransportError, SimulatedHostError) as exc:
         state["cleanup_error"] = str(exc)
         return {"remote_state": state}, f"its processes on host '{host_name}' could not be stopped: {exc}"
+    except crud.NotFound:  # deleted while it was stopped: nothing of it to store
+        return {}, None
     fields: dict[str, object] = {"remote_state": state}
     if tail is not None:
         fields["log_tail"] = tail
