@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 
 from db import crud
+from db.models import FINISHED_RUN_STATUSES
 from db.session import new_session
 from perflab import settings
 from perflab.auth import cli_user
@@ -256,6 +257,16 @@ def _execute(engine: Engine, worker: Worker, run_id: int) -> tuple[str, bool]:
         return crud.require_run(session, run_id=run_id).status, terminated
 
 
+def _unstored_end(engine: Engine, run_id: int) -> str | None:
+    """Why the run's end is not in the database (it is still in flight there), or None when it is."""
+    try:
+        with new_session(engine) as session:
+            stored = crud.require_run(session, run_id=run_id).status
+    except sa.exc.DBAPIError as exc:
+        return spool.first_line(exc)
+    return None if stored in FINISHED_RUN_STATUSES else f"it is still '{stored}' there"
+
+
 def run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
@@ -314,6 +325,14 @@ def _run(args: argparse.Namespace) -> int:
             f"error: run {stored.id} ended {status}, but the database could not be written: its results "
             f"are kept in {spool.spool_path(stored.id)} and stored once it can be written again (by any "
             "perflab worker, or the next `perflab run`)",
+            file=sys.stderr,
+        )
+        return 1
+    unstored = _unstored_end(engine, stored.id)
+    if unstored is not None:
+        print(
+            f"error: run {stored.id} ended {status}, but neither the database nor its spool could be "
+            f"written ({unstored}); a perflab worker will end it once the database takes writes again",
             file=sys.stderr,
         )
         return 1

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
 from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 
@@ -37,6 +38,7 @@ from perflab.runner import containers, environment
 from perflab.runner.bench_record import BENCH_KEY
 from perflab.runner.benchmark import BenchContext, run_profiles
 from perflab.runner.datasets import dataset_files, dataset_problem
+from perflab.runner.disks import DiskWatch, disk_full, is_disk_full
 from perflab.runner.endpoints import Endpoints
 from perflab.runner.errors import GpusBusy, RunCancelled, RunFailed
 from perflab.runner.launch import (
@@ -157,6 +159,7 @@ class _Execution:
         self._last_cancel_check = 0.0
         # Set when the run's row turned out to be deleted while the run was in flight.
         self.deleted = False
+        self.disk: DiskWatch | None = None
 
     # ----- events and interruption -------------------------------------------------------------------
 
@@ -188,11 +191,14 @@ class _Execution:
         return report
 
     def interrupt(self) -> None:
-        """Raise when the worker shuts down (``worker_stopped`` with its reason) or a user asked to cancel
-        (checked at most every 0.5 s)."""
+        """Raise when the worker shuts down (``worker_stopped`` with its reason), the host's workdir
+        disk is full (``disk_full``, checked every few seconds) or a user asked to cancel (checked at
+        most every 0.5 s)."""
         reason = self.stop_reason()
         if reason is not None:
             raise RunFailed("worker_stopped", reason)
+        if self.disk is not None:
+            self.disk.check()
         if self.store.unavailable is not None:
             raise RunFailed("database_unavailable", self.store.unavailable)
         now = time.monotonic()
@@ -204,10 +210,18 @@ class _Execution:
     # ----- phases ------------------------------------------------------------------------------------
 
     def _open(self, host: HostConfig) -> Transport:
+        """The host's transport, once its workdir's disk has room (:mod:`perflab.runner.disks`)."""
         try:
-            return open_transport(host)
+            transport = open_transport(host)
         except (TransportError, SimulatedHostError) as exc:
             raise RunFailed("host_unreachable", f"host '{host.name}': {exc}") from None
+        except OSError as exc:  # preparing a simulated host's tools in its workdir
+            if not is_disk_full(exc):
+                raise
+            raise disk_full(host.name, host.workdir, exc.strerror or str(exc)) from None
+        self.disk = DiskWatch(transport)
+        self.disk.check()
+        return transport
 
     def _stop_orphans(self, host_name: str) -> bool:
         """Stop what runs no longer in flight left on the host (see :mod:`perflab.runner.orphans`);
@@ -500,6 +514,15 @@ class _Execution:
 
     # ----- the end, whatever happened ----------------------------------------------------------------
 
+    def _disk_full_fields(self, error: BaseException) -> dict[str, Any]:
+        """The failure fields of a run a full disk under the host's workdir stopped."""
+        host = self.transport.host if self.transport is not None else None
+        workdir = self.transport.workdir if self.transport is not None else "?"
+        failure = disk_full(
+            host.name if host else "?", workdir, getattr(error, "strerror", None) or str(error)
+        )
+        return {"failure_class": failure.failure_class, "failure_message": failure.message}
+
     def _deleted(self, error: BaseException) -> bool:
         """Whether ``error`` says this run's row is gone (a user deleted the run meanwhile)."""
         return isinstance(error, NotFound) and error.kind == "run" and error.key == self.store.run_id
@@ -547,10 +570,14 @@ class _Execution:
         except TransportError as exc:
             status = "failed"
             fields = {"failure_class": "connection_lost", "failure_message": str(exc)}
+            if is_disk_full(exc):
+                fields = self._disk_full_fields(exc)
         except Exception as exc:  # the database lost, or a bug: the engines must stop and the run end
             status = "failed"
             if self._deleted(exc):
                 status, fields = DELETED, {}
+            elif is_disk_full(exc) and not isinstance(exc, sa.exc.SQLAlchemyError):
+                fields = self._disk_full_fields(exc)
             elif self.store.database_failed(exc):
                 fields = {"failure_class": "database_unavailable", "failure_message": self.store.unavailable}
             else:

@@ -325,6 +325,10 @@ class Worker:
             logger.warning("worker %s: run %s ended %s (not read back: %s)", self.worker_id, run_id, status,
                            spool.first_line(exc))  # fmt: skip
             return
+        if run.status != status:  # the database did not take the run's end (nor did its spool)
+            logger.warning("worker %s: run %s ended %s, not stored (it is %s in the database)",
+                           self.worker_id, run_id, status, run.status)  # fmt: skip
+            return
         if status == "failed":
             message = (run.failure_message or "").strip().splitlines()
             logger.warning("worker %s: run %s failed: %s: %s", self.worker_id, run_id, run.failure_class,
