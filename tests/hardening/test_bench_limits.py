@@ -76,21 +76,26 @@ def _bench(*flags: str) -> subprocess.Popen[str]:
     )
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_while_the_dataset_is_built_ends_the_bench(signum: signal.Signals) -> None:
-    # 20 million prompt tokens: seconds of work on any machine, so the signal lands while it is done
-    bench = _bench("--base-url", NOWHERE, "--num-prompts", "20000", "--input-len", "1000", "--no-progress")
+def _assert_stopped(bench: subprocess.Popen[str], signum: signal.Signals, phase: str) -> None:
+    """Send ``signum`` to the bench: it must end at once, saying it stopped in ``phase``."""
     try:
-        with pytest.raises(subprocess.TimeoutExpired):
-            bench.wait(timeout=2)
         bench.send_signal(signum)
         out, err = bench.communicate(timeout=60)
     finally:
         bench.kill()
     assert bench.returncode == EXIT_STOPPED, err
     name = signal.Signals(signum).name
-    assert f"stopped while preparing the dataset, before any measured request: received {name}" in err
+    assert f"stopped {phase}, before any measured request: received {name}" in err
     assert "Traceback" not in err and out == ""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_while_the_dataset_is_built_ends_the_bench(signum: signal.Signals) -> None:
+    # 20 million prompt tokens: seconds of work on any machine, so the signal lands while it is done
+    bench = _bench("--base-url", NOWHERE, "--num-prompts", "20000", "--input-len", "1000", "--no-progress")
+    with pytest.raises(subprocess.TimeoutExpired):
+        bench.wait(timeout=2)
+    _assert_stopped(bench, signum, "while preparing the dataset")
 
 
 @pytest.fixture
@@ -108,32 +113,18 @@ def test_a_signal_during_the_warm_up_ends_the_bench(silent_server: str, signum: 
         "--base-url", silent_server, "--warmup", "4", "--num-prompts", "4", "--input-len", "16",
         "--output-len", "4", "--progress-json",
     )  # fmt: skip
-    try:
-        assert bench.stderr is not None
-        # the first progress line is the warm-up's: the measured requests wait until it has ended
-        for line in bench.stderr:
-            if line.startswith("PERFLAB_PROGRESS"):
-                break
-        bench.send_signal(signum)
-        out, err = bench.communicate(timeout=60)
-    finally:
-        bench.kill()
-    assert bench.returncode == EXIT_STOPPED, err
-    name = signal.Signals(signum).name
-    assert f"stopped during the warm-up, before any measured request: received {name}" in err
-    assert "Traceback" not in err and out == ""
+    assert bench.stderr is not None
+    # the first progress line is the warm-up's: the measured requests wait until it has ended
+    next(line for line in bench.stderr if line.startswith("PERFLAB_PROGRESS"))
+    _assert_stopped(bench, signum, "during the warm-up")
 
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("kind", ["sharegpt", "custom"])
 def test_a_dataset_that_is_a_device_or_a_fifo_is_refused_at_once(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+    unreadable_inputs: list[tuple[Path, str]], capsys: pytest.CaptureFixture[str], kind: str
 ) -> None:
-    zero = tmp_path / "zero.jsonl"
-    zero.symlink_to("/dev/zero")
-    fifo = tmp_path / "fifo.jsonl"
-    os.mkfifo(fifo)
-    for path, what in ((zero, "a character device"), (fifo, "a FIFO")):
+    for path, what in unreadable_inputs:
         code = main(
             ["bench", "--base-url", NOWHERE, "--model", "m", "--dataset", kind, "--dataset-path", str(path)]
         )

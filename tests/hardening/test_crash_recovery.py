@@ -27,26 +27,16 @@ from tests.fixtures.runs import (
     SimHostFactory,
     benchmarking_with_progress,
     free_port_block,
-    perflab_env,
     run_key_pids,
     stored_run,
     wait_for_run,
     write_hosts_file,
 )
+from tests.hardening.conftest import worker_process
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FAST = RunnerOptions(ready_poll_s=0.2, stop_grace_s=5.0, ready_timeout_s=60.0)
 PROMPTS = 60
-
-
-def _worker_process(engine: Engine, hosts_file: Path, worker_id: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "perflab", "worker", "--worker-id", worker_id, "--poll", "0.2"],
-        cwd=REPO_ROOT,
-        env={**os.environ, **perflab_env(engine, hosts_file)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
 
 
 def _bench_ended(run_key: str, timeout_s: float = 60.0) -> None:
@@ -80,7 +70,7 @@ def test_a_worker_killed_after_its_benchmark_finished_stores_the_complete_result
         config=config,
         profiles=[parse_profile(f"random:in=64,out=8,n={PROMPTS},rate=20")],
     )
-    worker = _worker_process(runs_db, hosts_file, "frozen")
+    worker = worker_process(runs_db, hosts_file, "frozen")
     try:
         run = wait_for_run(runs_db, queued.id, benchmarking_with_progress)
         worker.send_signal(signal.SIGSTOP)

@@ -4,10 +4,7 @@ second worker took the paused one for dead and recovered it, and then a user del
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,12 +20,12 @@ from tests.fixtures.runs import (
     SimHostFactory,
     benchmarking_with_progress,
     free_port_block,
-    perflab_env,
     run_key_pids,
     stored_run,
     wait_for_run,
     write_hosts_file,
 )
+from tests.hardening.conftest import worker_process
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FAST = RunnerOptions(ready_poll_s=0.2, stop_grace_s=5.0, ready_timeout_s=60.0)
@@ -53,14 +50,8 @@ def test_a_run_deleted_under_a_paused_worker_ends_without_a_traceback(
     profiles = [parse_profile("random:in=64,out=8,n=300,rate=5")]
     queued = submit_run(runs_db, host_name=host.name, config=config, profiles=profiles)
     log = tmp_path / "worker.log"
-    with log.open("w") as output:
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "perflab", "worker", "--worker-id", "paused", "--poll", "0.2"],
-            cwd=REPO_ROOT,
-            env={**os.environ, **perflab_env(runs_db, hosts_file)},
-            stdout=output,
-            stderr=subprocess.STDOUT,
-        )
+    with log.open("wb") as output:
+        worker = worker_process(runs_db, hosts_file, "paused", output)
     try:
         run = wait_for_run(runs_db, queued.id, benchmarking_with_progress)
         worker.send_signal(signal.SIGSTOP)

@@ -4,7 +4,6 @@ reading gigabytes, no waiting for a writer), and the other files are still impor
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -19,21 +18,16 @@ IMPORTABLE = sorted((REPO / "tests" / "data" / "imports").glob("*.json"))[0]
 
 @pytest.mark.timeout(60)
 def test_import_refuses_devices_and_fifos_and_imports_the_rest(
-    runs_db: Engine, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    runs_db: Engine, unreadable_inputs: list[tuple[Path, str]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    zero = tmp_path / "result.json"
-    zero.symlink_to("/dev/zero")
-    fifo = tmp_path / "fifo.json"
-    os.mkfifo(fifo)
     url = runs_db.url.render_as_string(hide_password=False)
 
-    code = main(["import", str(zero), str(fifo), str(IMPORTABLE), "--url", url])
+    code = main(["import", *(str(path) for path, _ in unreadable_inputs), str(IMPORTABLE), "--url", url])
 
     captured = capsys.readouterr()
     assert code == 1
     assert captured.err.splitlines() == [
-        f"error: {zero}: is a character device, not a regular file",
-        f"error: {fifo}: is a FIFO, not a regular file",
+        f"error: {path}: is {what}, not a regular file" for path, what in unreadable_inputs
     ]
     assert captured.out.startswith(f"{IMPORTABLE}: stored ")
 

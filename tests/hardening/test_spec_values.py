@@ -5,7 +5,6 @@ keys, a spec or hosts file that is a device or a FIFO."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -126,14 +125,10 @@ def test_hosts_yaml_refuses_the_value_with_its_line(
 
 @pytest.mark.timeout(30)
 def test_spec_and_hosts_files_that_are_devices_or_fifos_are_refused_at_once(
-    runs_db: Engine, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    runs_db: Engine, unreadable_inputs: list[tuple[Path, str]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    zero = tmp_path / "zero.yaml"
-    zero.symlink_to("/dev/zero")
-    fifo = tmp_path / "fifo.yaml"
-    os.mkfifo(fifo)
     url = runs_db.url.render_as_string(hide_password=False)
-    for path, kind in ((zero, "a character device"), (fifo, "a FIFO")):
+    for path, kind in unreadable_inputs:
         assert main(["study", "--url", url, "create", "--spec", str(path), "--hosts", str(path)]) == 2
         assert f"{path}: cannot read: is {kind}, not a regular file" in capsys.readouterr().err
         assert main(["hosts", "--file", str(path), "list"]) == 2
