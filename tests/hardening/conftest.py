@@ -1,23 +1,26 @@
 """Fixtures of the hardening tests: ``hostile(mode)`` starts ``tests.fixtures.hostile_server`` as its
 own process on loopback and returns its base URL (the processes are killed after the test);
-``unreadable_inputs``: a device and a FIFO in the place of data files; ``worker_process(...)``: a
-worker in its own process."""
+``unreadable_inputs``: a device and a FIFO in the place of data files; ``worker_process(...)`` and
+``perflab_run_process(...)``: a worker, a ``perflab run`` in its own process; ``FAST``: runner options
+for simulated hosts."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO
 
 import pytest
 from sqlalchemy.engine import Engine
 
+from perflab.runner import RunnerOptions
 from tests.fixtures.runs import perflab_env
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+FAST = RunnerOptions(ready_poll_s=0.2, sample_interval_s=0.5, stop_grace_s=5.0, ready_timeout_s=60.0)
 
 
 @pytest.fixture
@@ -63,4 +66,14 @@ def worker_process(
         env={**os.environ, **perflab_env(engine, hosts_file)},
         stdout=output,
         stderr=subprocess.STDOUT,
+    )
+
+
+def perflab_run_process(env: Mapping[str, str], host_name: str, profile: str) -> subprocess.Popen[bytes]:
+    """``python -m perflab run`` of vLLM's Qwen3-8B on ``host_name`` with ``profile``, in its own
+    process with ``env`` (its stdout and stderr piped)."""
+    command = [sys.executable, "-m", "perflab", "run", "--host", host_name, "--engine", "vllm"]
+    command += ["--model", "Qwen/Qwen3-8B", "--profile", profile]
+    return subprocess.Popen(
+        command, cwd=REPO_ROOT, env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )

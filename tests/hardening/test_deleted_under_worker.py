@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 from db import crud
 from db.session import new_session
 from perflab.engines import EngineConfig
-from perflab.runner import RunnerOptions, submit_run
+from perflab.runner import submit_run
 from perflab.runner.profile_spec import parse_profile
 from perflab.worker import Worker
 from tests.fixtures.runs import (
@@ -25,10 +25,7 @@ from tests.fixtures.runs import (
     wait_for_run,
     write_hosts_file,
 )
-from tests.hardening.conftest import worker_process
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-FAST = RunnerOptions(ready_poll_s=0.2, stop_grace_s=5.0, ready_timeout_s=60.0)
+from tests.hardening.conftest import FAST, worker_process
 
 
 def _wait_for_line(log: Path, text: str, timeout_s: float = 60.0) -> str:

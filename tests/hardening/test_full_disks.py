@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,7 +20,7 @@ from db import session as db_session
 from db.session import new_session
 from perflab.engines import EngineConfig
 from perflab.inventory import HostConfig, SimulateSpec
-from perflab.runner import RunnerOptions, submit_run
+from perflab.runner import submit_run
 from perflab.runner.disks import MIN_FREE_BYTES
 from perflab.runner.profile_spec import parse_profile
 from tests.fixtures.runs import (
@@ -33,9 +32,7 @@ from tests.fixtures.runs import (
     wait_for_run,
     write_hosts_file,
 )
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-FAST = RunnerOptions(ready_poll_s=0.2, sample_interval_s=0.5, stop_grace_s=5.0, ready_timeout_s=60.0)
+from tests.hardening.conftest import FAST, perflab_run_process
 
 
 def fill(directory: Path) -> None:
@@ -131,11 +128,7 @@ def test_database_and_spool_on_one_full_disk_wind_down_without_a_traceback(
         "PERFLAB_SPOOL_DIR": str(disk / "spool"),
         "PERFLAB_HOSTS": str(write_hosts_file(tmp_path / "hosts.yaml", [host])),
     }
-    command = [sys.executable, "-m", "perflab", "run", "--host", host.name, "--engine", "vllm"]
-    command += ["--model", "Qwen/Qwen3-8B", "--profile", "random:in=64,out=8,n=600,rate=20"]
-    process = subprocess.Popen(
-        command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+    process = perflab_run_process(env, host.name, "random:in=64,out=8,n=600,rate=20")
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:

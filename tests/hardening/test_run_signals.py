@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,8 +15,7 @@ from db import crud
 from db.models import Run
 from db.session import new_session
 from tests.fixtures.runs import SimHostFactory, perflab_env, run_key_pids, write_hosts_file
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.hardening.conftest import perflab_run_process
 
 
 def _only_run(engine: Engine) -> Run | None:
@@ -32,12 +29,8 @@ def test_sigterm_stops_the_benchmark_and_the_engine_and_says_why(
 ) -> None:
     host = sim_host("term-node", kind="local")
     env = {**os.environ, **perflab_env(runs_db, write_hosts_file(tmp_path / "hosts.yaml", [host]))}
-    command = [sys.executable, "-m", "perflab", "run", "--host", host.name, "--engine", "vllm"]
     # 5 requests/s for 300 requests: a minute of benchmark, well past the signal
-    command += ["--model", "Qwen/Qwen3-8B", "--profile", "random:in=64,out=8,n=300,rate=5"]
-    process = subprocess.Popen(
-        command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+    process = perflab_run_process(env, host.name, "random:in=64,out=8,n=300,rate=5")
     try:
         deadline = time.monotonic() + 120
         run = None
