@@ -318,28 +318,26 @@ def _asked(
 def host_adapter(
     engine: str, *, host: str | None, version: str | None, cache: HelpCache | None, image: str | None = None
 ) -> EngineAdapter:
-    """``engine``'s adapter judging one-word knob values as well as perflab can know them for the
-    engine ``version`` on ``host`` (None: unknown): that version's own registries where an earlier
-    check cached them; perflab's tables where the version is unknown or the tables' own; else — a
-    version the tables do not follow, or an image's engine, on an engine asked before launch — only
-    other engines' spellings, the rest left to the engine's own check."""
+    """``engine``'s adapter judging one-word knob values and flags as well as perflab can know them for
+    the engine ``version`` on ``host`` (None: unknown): that version's own registries where an earlier
+    check cached them; perflab's table of that release, or of the newest release where the version is
+    unknown; else — a version no table follows, or an image's engine, on an engine asked before launch —
+    only other engines' spellings, the rest left to the engine's own check."""
     adapter = get_adapter(engine)
     if image is not None:
         return adapter.leaving_words_to_engine()
-    if version is None:
-        return adapter
-    installed = cache.load_words((host or "", engine, version)) if cache is not None else None
-    if installed:
-        return adapter.with_vocabulary(
+    judged = adapter.for_version(version)
+    installed = cache.load_words((host or "", engine, version)) if cache is not None and version else None
+    if installed and version is not None:
+        base = judged or adapter
+        return base.with_vocabulary(
             {
-                knob: adapter.vocabulary[knob].installed(version, values)
+                knob: base.vocabulary[knob].installed(version, values)
                 for knob, values in installed.items()
-                if knob in adapter.vocabulary
+                if knob in base.vocabulary
             }
         )
-    if version.partition("+")[0] == adapter.table_version():
-        return adapter
-    return adapter.leaving_words_to_engine()
+    return judged if judged is not None else adapter.leaving_words_to_engine()
 
 
 def _same(knob: str, typed: Any, parsed: Any) -> bool:
