@@ -42,6 +42,7 @@ from perflab.engines.asking import (
 )
 from perflab.engines.base import EngineAdapter
 from perflab.engines.config import EngineConfig
+from perflab.engines.errors import EngineConfigError
 from perflab.engines.flags import format_value, option_value
 from perflab.engines.helptext import FlagSpec, HelpFlags, parse_help
 from perflab.engines.registry import get_adapter
@@ -285,6 +286,28 @@ def preflight(
     )
 
 
+def answer_key(
+    host: str, adapter: EngineAdapter, engine_version: str | None, prefix: Sequence[str] = ()
+) -> tuple[str, ...]:
+    """The cache key of an engine's answers on ``host`` (the launch argv follows it after ``--``)."""
+    return ("answer", host, adapter.name, engine_version or "", *prefix)
+
+
+def recorded_answer(
+    cache: HelpCache, host: str, adapter: EngineAdapter, config: EngineConfig, engine_version: str
+) -> EngineAnswer | None:
+    """The installed engine's answer for ``config``'s launch argv on ``host``, where an earlier check
+    recorded one, else None (nothing is asked)."""
+    try:
+        argv = adapter.leaving_words_to_engine().serve_argv(
+            config, port=config.port or adapter.default_port, engine_version=engine_version
+        )
+    except EngineConfigError:
+        return None
+    stored = cache.load_data((*answer_key(host, adapter, engine_version), "--", *argv))
+    return answer_from_json(stored) if stored is not None else None
+
+
 def _asked(
     transport: Transport,
     adapter: EngineAdapter,
@@ -297,7 +320,7 @@ def _asked(
     """The engine's answer for ``argv``: cached per host, engine, probed version, prefix and argv (the
     same config checked again costs no engine import), else asked. That the engine cannot be imported
     there (or its program is no Python program) is cached per host, engine, version and prefix."""
-    version_key = ("answer", transport.host.name, adapter.name, engine_version or "", *prefix)
+    version_key = answer_key(transport.host.name, adapter, engine_version, prefix)
     key = (*version_key, "--", *argv)
     if cache is not None and engine_version:
         unimportable = cache.load_data(version_key)
