@@ -129,10 +129,20 @@ class VllmAdapter(EngineAdapter):
     ready_markers = ("Application startup complete",)
     signatures = (
         *COMMON_SIGNATURES,
-        # vllm/v1/worker/utils.py (0.32.0): memory taken by other processes before the start
+        # vllm/v1/worker/utils.py request_memory (0.32.0 and 0.33.0): memory other processes hold when the
+        # engine starts, by itself, beside weights another process holds for it, or those weights alone
         Signature.of(
             "gpus_unavailable",
             r"Free memory on device .*on startup is less than desired GPU memory utilization",
+        ),
+        Signature.of(
+            "gpus_unavailable",
+            r"Free memory on device .*on startup is less than the engine's budget after excluding external "
+            r"process's weights",
+        ),
+        Signature.of(
+            "gpus_unavailable",
+            r"Externally held weights on device .*exceed the desired GPU memory utilization",
         ),
         # vllm/v1/attention/backends/registry.py: an --attention-backend that is no enum name
         Signature.of("unknown_argument", r"Unknown attention backend: '[^']*'\. Valid options are"),
