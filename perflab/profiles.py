@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from perflab.bench.options import MAX_NUM_PROMPTS, MAX_TOKENS_PER_PROMPT, MAX_WARMUP
 from perflab.engines.config import refuse_flag_like
 from perflab.engines.flags import format_value
 
@@ -84,16 +85,16 @@ class BenchmarkProfile(BaseModel):
     dataset_ref: str | None = Field(
         None, description="custom: dataset id, content hash or path; sharegpt: file name of the dump"
     )
-    input_len: int | None = Field(None, ge=1)
-    output_len: int | None = Field(None, ge=1)
-    num_prompts: int = Field(ge=1)
+    input_len: int | None = Field(None, ge=1, le=MAX_TOKENS_PER_PROMPT)
+    output_len: int | None = Field(None, ge=1, le=MAX_TOKENS_PER_PROMPT)
+    num_prompts: int = Field(ge=1, le=MAX_NUM_PROMPTS)
     request_rate: float = Field(math.inf, gt=0, description="requests/s; inf sends all at once")
     burstiness: float = Field(1.0, gt=0, description="gamma shape of arrivals; 1 = Poisson")
     max_concurrency: int | None = Field(None, ge=1)
     seed: int | None = None
-    warmup: int = Field(0, ge=0, description="requests sent and discarded before measuring")
+    warmup: int = Field(0, ge=0, le=MAX_WARMUP, description="requests sent and discarded before measuring")
     range_ratio: float = Field(0.0, ge=0, lt=1)
-    prefix_len: int = Field(0, ge=0)
+    prefix_len: int = Field(0, ge=0, le=MAX_TOKENS_PER_PROMPT)
     endpoint: Literal["chat", "completions"] = "chat"
     goodput: GoodputSLOs = GoodputSLOs()
     percentiles: tuple[float, ...] = DEFAULT_PERCENTILES

@@ -49,6 +49,16 @@ SAMPLING_PARAMETERS: Dict[str, type] = {
 TTFT_ALLOWANCE_S = 600.0
 PER_TOKEN_LIMIT_S = 2.0
 PROGRESS_MODES = ("bar", "json", "none")
+# What one benchmark may ask for, so no flag can exhaust the memory of the machine it runs on or keep
+# it busy for days before the first request: requests measured and warm-up requests, tokens of one
+# prompt (its own, its shared prefix) or one output, and prompt tokens of a random dataset in all
+# (warm-up and measured prompts × (prefix + the longest drawn input); about 5 characters each in
+# memory, twice: the text and the request body).
+MAX_NUM_PROMPTS = 100_000
+MAX_WARMUP = 10_000
+MAX_TOKENS_PER_PROMPT = 1_048_576
+MAX_DATASET_TOKENS = 2**26
+MAX_SECONDS = 7 * 24 * 3600.0
 
 
 def parse_percentiles(text: str) -> Tuple[float, ...]:
@@ -141,6 +151,14 @@ def parse_goodput(items: Sequence[str]) -> Dict[str, float]:
     return slos
 
 
+def _bounded(flag: str, value: int, low: int, high: int) -> None:
+    """Refuse ``value`` of ``flag`` outside ``[low, high]``, naming the flag and the bound."""
+    if value < low:
+        raise BenchError(f"{flag} must be at least {low}")
+    if value > high:
+        raise BenchError(f"{flag} {value} is more than perflab bench takes ({high:,} at most)")
+
+
 def normalize_base_url(url: str) -> str:
     """``http://host:8000/v1/`` → ``http://host:8000`` (endpoints are appended as ``/v1/...``)."""
     url = url.strip().rstrip("/")
@@ -225,16 +243,20 @@ class BenchOptions:
             if self.dataset in OTHER_DATASETS:
                 raise BenchError(unsupported_choice("dataset", self.dataset, DATASET_KINDS))
             raise BenchError(f"--dataset must be one of {', '.join(DATASET_KINDS)}")
-        if self.num_prompts < 1:
-            raise BenchError("--num-prompts must be at least 1")
-        if self.warmup < 0:
-            raise BenchError("--warmup must not be negative")
-        if self.output_len is not None and self.output_len < 1:
-            raise BenchError("--output-len must be at least 1")
+        _bounded("--num-prompts", self.num_prompts, 1, MAX_NUM_PROMPTS)
+        _bounded("--warmup", self.warmup, 0, MAX_WARMUP)
+        if self.output_len is not None:
+            _bounded("--output-len", self.output_len, 1, MAX_TOKENS_PER_PROMPT)
+        if self.dataset == "random":
+            _bounded("--input-len", self.input_len, 1, MAX_TOKENS_PER_PROMPT)
+            _bounded("--prefix-len", self.prefix_len, 0, MAX_TOKENS_PER_PROMPT)
+            self._check_dataset_tokens()
         if self.max_concurrency is not None and self.max_concurrency < 1:
             raise BenchError("--max-concurrency must be at least 1")
-        if self.timeout is not None and not 0 < self.timeout < math.inf:
-            raise BenchError("--timeout must be a positive number of seconds")
+        if self.timeout is not None and not 0 < self.timeout <= MAX_SECONDS:
+            raise BenchError(f"--timeout must be a positive number of seconds, at most {MAX_SECONDS:g}")
+        if not 0 <= self.ramp_up_seconds <= MAX_SECONDS:
+            raise BenchError(f"--ramp-up-seconds must be between 0 and {MAX_SECONDS:g}")
         if self.progress not in PROGRESS_MODES:
             raise BenchError(f"progress must be one of {', '.join(PROGRESS_MODES)}")
         if self.input_tokens not in INPUT_TOKEN_DEFINITIONS:
@@ -244,6 +266,18 @@ class BenchOptions:
         unknown = sorted(set(self.sampling) - set(SAMPLING_PARAMETERS))
         if unknown:
             raise BenchError(f"unknown sampling parameter {unknown[0]!r}")
+
+    def _check_dataset_tokens(self) -> None:
+        """Refuse a random dataset of more than :data:`MAX_DATASET_TOKENS` prompt tokens in all."""
+        longest = math.ceil(self.input_len * (1.0 + self.range_ratio)) if 0 <= self.range_ratio < 1 else 0
+        total = (self.warmup + self.num_prompts) * (self.prefix_len + longest)
+        if total > MAX_DATASET_TOKENS:
+            tokens = self.prefix_len + longest
+            raise BenchError(
+                f"--num-prompts {self.num_prompts} and --warmup {self.warmup} of up to {tokens} tokens "
+                f"(--prefix-len, --input-len, --range-ratio) make {total:,} prompt tokens; "
+                f"perflab bench builds at most {MAX_DATASET_TOKENS:,}"
+            )
 
     def dataset_spec(self) -> DatasetSpec:
         """The dataset for the warmup requests followed by the measured ones."""

@@ -1,6 +1,8 @@
 """Run a benchmark: tokenizers, dataset, warmup, the scheduled measured requests, then the result.
 
-``run_benchmark_async(options)`` returns the JSON result (see ``report.build_result``). Warmup
+``run_benchmark_async(options)`` returns the JSON result (see ``report.build_result``). Everything
+the requests need is prepared first, in a thread (:func:`prepare`), so SIGTERM/SIGINT are answered
+while a large dataset is built (:mod:`perflab.bench.stopping`). Warmup
 requests go first, with the same concurrency limit, and are left out of every statistic; the measured
 ones follow the precomputed schedule (``traffic``, sent by ``dispatch``). When a local tokenizer made
 the prompts and the server has ``/tokenize``, up to 200 prompt lengths are checked against it; random
@@ -21,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import resource
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import httpx
@@ -34,10 +37,11 @@ from perflab.bench.options import BenchOptions
 from perflab.bench.progress import Progress
 from perflab.bench.report import build_result
 from perflab.bench.rxstamp import SOURCE_KERNEL
-from perflab.bench.stopping import EarlyStop, partial_fields, run_until_stopped
+from perflab.bench.stopping import EarlyStop, in_thread, partial_fields, run_until_stopped, unless_stopped
 from perflab.bench.tally import to_record
 from perflab.bench.tokenizer import (
     ServerTokenizer,
+    Tokenizers,
     TokenizeUnavailable,
     first_served_model,
     resolve_tokenizers,
@@ -134,22 +138,23 @@ async def send_measured(
     return dispatches, preconnected, timing_source(used)
 
 
-async def run_benchmark_async(
-    options: BenchOptions,
-    transport: Optional[httpx.AsyncBaseTransport] = None,
-    stop: Optional[EarlyStop] = None,
-) -> Dict[str, Any]:
-    """Run the benchmark ``options`` describe and return its JSON result.
+@dataclass
+class Preparation:
+    """What the measured requests need, built before any is sent."""
 
-    Requests go through ``transport`` when given (closed at the end), else a ``StreamingTransport``.
-    When ``stop`` is requested, or a server goes away, the result covers the requests that ended and
-    is marked ``partial`` (``BenchStopped`` if none had ended).
-    """
-    stop = stop if stop is not None else EarlyStop()
-    options.validate()
+    schedule: List[float]
+    tokenizers: Tokenizers
+    dataset: Dataset
+    length_check: Optional[Dict[str, Any]]
+    warmup: List[Prepared]
+    measured: List[Prepared]
+
+
+def prepare(options: BenchOptions) -> Preparation:
+    """The served model when none was named, the schedule, the tokenizers and the dataset with its
+    length check, and every request built (synchronous: run in a thread, see :func:`in_thread`)."""
     if not options.model:
         options.model = first_served_model(options.base_urls[0], options.headers())
-    raise_open_file_limit()
     schedule = build_schedule(
         options.num_prompts, options.request_rate, options.burstiness, options.seed, options.ramp_up_seconds
     )
@@ -174,18 +179,46 @@ async def run_benchmark_async(
                 )
                 length_check = check_lengths(dataset, tokenizers.server)
         prepared = prepare_requests(options, dataset.samples)
-        warmup, measured = prepared[: options.warmup], prepared[options.warmup :]
+    except BaseException:
+        tokenizers.close()
+        raise
+    return Preparation(
+        schedule, tokenizers, dataset, length_check, prepared[: options.warmup], prepared[options.warmup :]
+    )
+
+
+async def run_benchmark_async(
+    options: BenchOptions,
+    transport: Optional[httpx.AsyncBaseTransport] = None,
+    stop: Optional[EarlyStop] = None,
+) -> Dict[str, Any]:
+    """Run the benchmark ``options`` describe and return its JSON result.
+
+    Requests go through ``transport`` when given (closed at the end), else a ``StreamingTransport``.
+    When ``stop`` is requested, or a server goes away, the result covers the requests that ended and
+    is marked ``partial`` (``BenchStopped`` if none had ended, and at once while the dataset is
+    prepared or the warm-up runs).
+    """
+    stop = stop if stop is not None else EarlyStop()
+    options.validate()
+    raise_open_file_limit()
+    ready = await unless_stopped(stop, in_thread(lambda: prepare(options)), "while preparing the dataset")
+    tokenizers, dataset = ready.tokenizers, ready.dataset
+    try:
         if transport is None:
             transport = StreamingTransport()
         keep_text = tokenizers.best is not None
         try:
-            if warmup:
-                warmup_phase = Phase(
-                    transport, options, False, Progress(len(warmup), options.progress, phase="warmup")
+            if ready.warmup:
+                progress = Progress(len(ready.warmup), options.progress, phase="warmup")
+                warmup_phase = Phase(transport, options, False, progress)
+                await unless_stopped(
+                    stop, warmup_phase.run(ready.warmup, [0.0] * len(ready.warmup)), "during the warm-up"
                 )
-                await warmup_phase.run(warmup, [0.0] * len(warmup))
-            phase = Phase(transport, options, keep_text, Progress(len(measured), options.progress))
-            dispatches, preconnected, source = await send_measured(transport, phase, measured, schedule, stop)
+            phase = Phase(transport, options, keep_text, Progress(len(ready.measured), options.progress))
+            dispatches, preconnected, source = await send_measured(
+                transport, phase, ready.measured, ready.schedule, stop
+            )
         finally:
             await transport.aclose()
         origin = dispatches[0].dispatched_at
@@ -206,7 +239,7 @@ async def run_benchmark_async(
         if tokenizers.local is not None
         else options.tokenizer or options.model,
         input_tokens_source=dataset.prompt_tokens_source,
-        input_tokens_check=length_check,
+        input_tokens_check=ready.length_check,
         dispatch_lag=dispatch_lag_ms(dispatches, phase.started_at),
         timing={
             "timing_source": source,
