@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from perflab.bench.datasets.base import DATASET_KINDS, DatasetSpec
+from perflab.bench.datasets import DatasetSpec, SharedPrefixSpec, dataset_kinds
 from perflab.bench.errors import BenchError
 from perflab.bench.metrics import (
     CONCURRENCY_DEFINITIONS,
@@ -49,6 +49,25 @@ SAMPLING_PARAMETERS: Dict[str, type] = {
 TTFT_ALLOWANCE_S = 600.0
 PER_TOKEN_LIMIT_S = 2.0
 PROGRESS_MODES = ("bar", "json", "none")
+# Dataset kinds whose every request is a session (generated-shared-prefix is one with num_turns > 1).
+SESSION_DATASETS = ("sharegpt-multi-turn", "agentic-trace")
+SHARED_PREFIX = "generated-shared-prefix"
+TRACE_DATASET = "mooncake"
+# SGLang 0.5.23's flags of the generated-shared-prefix options.
+SHARED_PREFIX_FLAGS = {
+    "num_groups": "--gsp-num-groups",
+    "system_prompt_len": "--gsp-system-prompt-len",
+    "question_len": "--gsp-question-len",
+    "num_turns": "--gsp-num-turns",
+    "distribution": "--gsp-group-distribution",
+    "zipf_alpha": "--gsp-zipf-alpha",
+}
+# SGLang 0.5.23's default wait for an idle server before /flush_cache.
+FLUSH_CACHE_TIMEOUT_S = 60.0
+
+
+def _flag_value(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def parse_percentiles(text: str) -> Tuple[float, ...]:
@@ -195,6 +214,23 @@ class BenchOptions:
     peak_concurrency: str = "per-second"
     label: Optional[str] = None
     progress: str = "bar"
+    shared_prefix: SharedPrefixSpec = field(default_factory=SharedPrefixSpec)
+    max_turns: Optional[int] = None
+    turn_delay_mean_ms: float = 0.0
+    turn_delay_stddev_ms: float = 0.0
+    use_trace_timestamps: bool = False
+    slowdown_factor: float = 1.0
+    max_seconds: Optional[float] = None
+    block_size: int = 512
+    flush_cache: bool = False
+    flush_cache_timeout: float = FLUSH_CACHE_TIMEOUT_S
+
+    @property
+    def sessions(self) -> bool:
+        """Whether every request is a turn of a session (sent with its history)."""
+        return self.dataset in SESSION_DATASETS or (
+            self.dataset == SHARED_PREFIX and self.shared_prefix.num_turns > 1
+        )
 
     @property
     def endpoint_kind(self) -> str:
@@ -221,10 +257,11 @@ class BenchOptions:
             raise BenchError("--base-url is required")
         self.base_urls = [normalize_base_url(url) for url in self.base_urls]
         resolve_endpoint(self.backend, self.endpoint)
-        if self.dataset not in DATASET_KINDS:
+        kinds = dataset_kinds()
+        if self.dataset not in kinds:
             if self.dataset in OTHER_DATASETS:
-                raise BenchError(unsupported_choice("dataset", self.dataset, DATASET_KINDS))
-            raise BenchError(f"--dataset must be one of {', '.join(DATASET_KINDS)}")
+                raise BenchError(unsupported_choice("dataset", self.dataset, kinds))
+            raise BenchError(f"--dataset must be one of {', '.join(kinds)}")
         if self.num_prompts < 1:
             raise BenchError("--num-prompts must be at least 1")
         if self.warmup < 0:
@@ -244,6 +281,26 @@ class BenchOptions:
         unknown = sorted(set(self.sampling) - set(SAMPLING_PARAMETERS))
         if unknown:
             raise BenchError(f"unknown sampling parameter {unknown[0]!r}")
+        self._validate_workload()
+
+    def _validate_workload(self) -> None:
+        """The session, trace and cache options."""
+        if self.sessions and self.endpoint_kind != "chat":
+            raise BenchError(
+                f"--dataset {self.dataset} sends sessions of messages: it needs the chat endpoint"
+            )
+        if self.max_turns is not None and self.max_turns < 1:
+            raise BenchError("--agentic-max-turns must be at least 1")
+        if not (0 <= self.turn_delay_mean_ms < math.inf and 0 <= self.turn_delay_stddev_ms < math.inf):
+            raise BenchError("--conversation-turn-delay-mean and -stddev must be milliseconds, not negative")
+        if self.use_trace_timestamps and self.dataset != TRACE_DATASET:
+            raise BenchError(f"--use-trace-timestamps applies to --dataset {TRACE_DATASET} only")
+        if not 0 < self.slowdown_factor < math.inf:
+            raise BenchError("--mooncake-slowdown-factor must be a positive number")
+        if self.max_seconds is not None and not 0 < self.max_seconds < math.inf:
+            raise BenchError("--max-seconds must be a positive number of seconds")
+        if not 0 < self.flush_cache_timeout < math.inf:
+            raise BenchError("--flush-cache-timeout must be a positive number of seconds")
 
     def dataset_spec(self) -> DatasetSpec:
         """The dataset for the warmup requests followed by the measured ones."""
@@ -256,7 +313,30 @@ class BenchOptions:
             range_ratio=self.range_ratio,
             prefix_len=self.prefix_len,
             seed=self.seed,
+            shared_prefix=self.shared_prefix,
+            max_turns=self.max_turns,
+            block_size=self.block_size,
         )
+
+    def workload_fields(self) -> Dict[str, Any]:
+        """The dataset options beyond vLLM's that shape this run's workload (the result's ``dataset``)."""
+        fields: Dict[str, Any] = {}
+        if self.dataset == SHARED_PREFIX:
+            fields["shared_prefix"] = asdict(self.shared_prefix)
+        if self.sessions:
+            fields.update(
+                max_turns=self.max_turns,
+                turn_delay_mean_ms=self.turn_delay_mean_ms,
+                turn_delay_stddev_ms=self.turn_delay_stddev_ms,
+            )
+        if self.dataset == TRACE_DATASET:
+            fields.update(
+                use_trace_timestamps=self.use_trace_timestamps,
+                slowdown_factor=self.slowdown_factor,
+                max_seconds=self.max_seconds,
+                block_size=self.block_size,
+            )
+        return fields
 
     def to_argv(self) -> List[str]:
         """The ``perflab bench`` flags that reproduce these options (the API key left out)."""
@@ -325,8 +405,33 @@ class BenchOptions:
         if self.request_id_prefix is not None:
             argv += ["--request-id-prefix", self.request_id_prefix]
         argv += ["--input-tokens", self.input_tokens, "--peak-concurrency", self.peak_concurrency]
+        argv += self._workload_argv()
         if self.label is not None:
             argv += ["--label", self.label]
+        return argv
+
+    def _workload_argv(self) -> List[str]:
+        """The session, trace and cache flags of these options (SGLang's and AIPerf's names)."""
+        flags = {
+            "max_turns": "--agentic-max-turns",
+            "turn_delay_mean_ms": "--conversation-turn-delay-mean",
+            "turn_delay_stddev_ms": "--conversation-turn-delay-stddev",
+            "slowdown_factor": "--mooncake-slowdown-factor",
+            "max_seconds": "--max-seconds",
+            "block_size": "--mooncake-block-size",
+        }
+        argv: List[str] = []
+        fields = self.workload_fields()
+        for name, value in fields.pop("shared_prefix", {}).items():
+            if value is not None:
+                argv += [SHARED_PREFIX_FLAGS[name], _flag_value(value)]
+        for name, value in fields.items():
+            if name == "use_trace_timestamps":
+                argv += ["--use-trace-timestamps"] if value else []
+            elif value is not None:
+                argv += [flags[name], _flag_value(value)]
+        if self.flush_cache:
+            argv += ["--flush-cache", "--flush-cache-timeout", f"{self.flush_cache_timeout:g}"]
         return argv
 
     def request_deadline(self, output_len: int) -> float:
