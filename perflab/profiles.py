@@ -29,13 +29,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from perflab.bench.options import SESSION_DATASETS, SHARED_PREFIX, TRACE_DATASET
 from perflab.engines.config import refuse_flag_like
 from perflab.engines.flags import format_value
 
 SHAREGPT_FILE = "ShareGPT_V3_unfiltered_cleaned_split.json"
-SHARED_PREFIX = "generated-shared-prefix"
-TRACE_DATASET = "mooncake"
-SESSION_DATASETS = ("sharegpt-multi-turn", "agentic-trace")
 # Datasets made by the bench (no file), those read from a file a profile must name, and vLLM's own.
 GENERATED_DATASETS = ("random", SHARED_PREFIX)
 FILE_DATASETS = ("custom", "agentic-trace", TRACE_DATASET)

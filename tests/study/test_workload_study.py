@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from sqlalchemy.engine import Engine
 
 from db import crud
@@ -73,6 +74,7 @@ def _results(engine: Engine, study_id: int, candidate: str) -> tuple[list[dict],
     return baseline, other
 
 
+@pytest.mark.slow
 def test_sessions_keep_prefix_caching_and_independent_prompts_cannot_tell(
     runs_db: Engine, sim_host: SimHostFactory, tmp_path: Path
 ) -> None:
