@@ -35,18 +35,18 @@ stages:
     candidates: [false]
 """
 SESSIONS = (
-    "{{name: tune, title: Agentic, dataset: generated-shared-prefix, num_prompts: 8, max_concurrency: 8, "
+    "{{name: tune, title: Agentic, dataset: generated-shared-prefix, num_prompts: 24, max_concurrency: 8, "
     "output_len: 16, seed: 3, shared_prefix: {{num_groups: 2, system_prompt_len: 2048, question_len: 128, "
     "num_turns: 3}}}}"
 )
 IID = (
-    "{{name: tune, title: Random, dataset: random, input_len: 2300, output_len: 16, num_prompts: 24, "
+    "{{name: tune, title: Random, dataset: random, input_len: 2300, output_len: 16, num_prompts: 72, "
     "max_concurrency: 8, seed: 3}}"
 )
 NOISE = {"run_cv_pct": 2, "launch_cv_pct": 1, "seed": 5}
-# Simulated time runs 10 times faster than real time: a run is a few tenths of a second, and its steps
+# Simulated time runs 5 times faster than real time: a run is about a second, and its steps
 # stay long beside the simulator's own CPU work, which would otherwise blur what prefix caching saves.
-TIME_SCALE = 10
+TIME_SCALE = 5
 
 
 def run_workload_study(
@@ -80,7 +80,7 @@ def test_sessions_keep_prefix_caching_and_independent_prompts_cannot_tell(
 ) -> None:
     sessions = run_workload_study(runs_db, sim_host, tmp_path / "sessions", "sessions", SESSIONS)
     (verdict,) = sessions.state["verdicts"]
-    assert verdict["label"] == "no enable_prefix_caching" and verdict["decision"] == "not_better"
+    assert verdict["label"] == "no enable_prefix_caching" and verdict["decision"] == "not_better", verdict
     assert verdict["outcome"] == "not_better" and verdict["gain_pct"] + verdict["half_width_pct"] < 0
     assert sessions.recommended_command == "vllm serve Qwen/Qwen3-8B"  # caching stays on
     on, off = _results(runs_db, sessions.id, verdict["label"])
@@ -89,7 +89,7 @@ def test_sessions_keep_prefix_caching_and_independent_prompts_cannot_tell(
     assert all(
         result["prefix_cache_hit_rate"] is None and result["prefix_cache_queries"] == 0 for result in off
     )
-    assert all(result["sessions"]["completed"] == 8 for result in on + off)
+    assert all(result["sessions"]["completed"] == 24 for result in on + off)
     # each repetition on a launch is a fresh draw, and says what was done about the cache
     assert {result["dataset"]["seed"] for result in on} == {3, derived_seed(3, 1)}
     assert all(
@@ -98,17 +98,14 @@ def test_sessions_keep_prefix_caching_and_independent_prompts_cannot_tell(
     )
 
     iid = run_workload_study(runs_db, sim_host, tmp_path / "iid", "iid", IID)
-    (verdict,) = iid.state["verdicts"]
-    # prefix caching changes nothing on prompts that share no prefix: the candidate is not kept, its
-    # interval covers no gain (with this seed the call is "within noise")
-    assert verdict["decision"] == verdict["outcome"] == "within_noise"
-    assert (
-        verdict["gain_pct"] - verdict["half_width_pct"]
-        <= 0
-        <= verdict["gain_pct"] + verdict["half_width_pct"]
-    )
+    (iid_verdict,) = iid.state["verdicts"]
+    # Prefix caching changes nothing on prompts that share no prefix: the candidate is not kept (with this
+    # seed the call is "within noise"; a launch a busy machine slowed can make it "not better", which is
+    # as correct), and what separates the two is small beside what caching saves on sessions.
+    assert iid_verdict["decision"] in ("within_noise", "not_better"), iid.state["verdicts"]
+    assert abs(iid_verdict["gain_pct"]) < abs(verdict["gain_pct"]) / 3, (verdict, iid_verdict)
     assert iid.recommended_command == "vllm serve Qwen/Qwen3-8B"
-    on, off = _results(runs_db, iid.id, verdict["label"])
+    on, off = _results(runs_db, iid.id, iid_verdict["label"])
     assert all(result["prefix_cache_hit_rate"] < 1.0 for result in on)
     assert all(result["prefix_cache_hit_rate"] is None for result in off)
 
