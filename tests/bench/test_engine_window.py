@@ -126,9 +126,9 @@ def _random(base_url: str, seed: int, flush: bool) -> dict:
     options = BenchOptions(
         base_urls=[base_url],
         model="Qwen/Qwen3-8B",
-        input_len=1024,
+        input_len=2048,
         output_len=8,
-        num_prompts=32,
+        num_prompts=16,
         max_concurrency=8,
         seed=seed,
         flush_cache=flush,
@@ -139,7 +139,7 @@ def _random(base_url: str, seed: int, flush: bool) -> dict:
 
 def test_identical_runs_on_one_launch_measure_alike_after_a_reset(sim_server, monkeypatch) -> None:
     monkeypatch.setenv("VLLM_SERVER_DEV_MODE", "1")
-    dev = sim_server(model="Qwen/Qwen3-8B", accelerator="H100", time_scale=2)
+    dev = sim_server(model="Qwen/Qwen3-8B", accelerator="H100", time_scale=1)
     first, second = _random(dev, 7, flush=True), _random(dev, 7, flush=True)
     for result in (first, second):
         assert result["cache_reset"] == {
@@ -150,10 +150,10 @@ def test_identical_runs_on_one_launch_measure_alike_after_a_reset(sim_server, mo
         }
         assert result["dataset"]["seed"] == 7
     assert first["prefix_cache_hit_rate"] == second["prefix_cache_hit_rate"] == 0.0
-    assert second["mean_ttft_ms"] > 0.6 * first["mean_ttft_ms"]  # no cached prefill (about a third then)
+    assert second["mean_ttft_ms"] > 0.6 * first["mean_ttft_ms"]  # no cached prefill (a tenth then)
     kept = _random(dev, 7, flush=False)  # the same prompts again, the cache kept
     assert kept["prefix_cache_hit_rate"] > 90.0 and kept["cache_reset"]["requested"] is False
-    assert kept["mean_ttft_ms"] < 0.8 * first["mean_ttft_ms"]
+    assert kept["mean_ttft_ms"] < 0.5 * first["mean_ttft_ms"]
 
 
 def test_without_a_reset_endpoint_a_fresh_seed_keeps_runs_independent(sim_server) -> None:
