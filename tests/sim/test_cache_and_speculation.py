@@ -32,7 +32,7 @@ def _while_streaming(url: str, probe):
     def stream() -> None:
         async def go() -> None:
             task = asyncio.ensure_future(
-                request(url, "/v1/chat/completions", chat_payload("sim-model", "hi", 40))
+                request(url, "/v1/chat/completions", chat_payload("sim-model", "hi", 100))
             )
             await asyncio.sleep(0.1)
             started.set()
