@@ -29,7 +29,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from perflab.bench.options import SESSION_DATASETS, SHARED_PREFIX, TRACE_DATASET
+from perflab.bench.options import (
+    MAX_NUM_PROMPTS,
+    MAX_SECONDS,
+    MAX_SLOWDOWN,
+    MAX_TOKENS_PER_PROMPT,
+    MAX_TURNS,
+    MAX_WARMUP,
+    SESSION_DATASETS,
+    SHARED_PREFIX,
+    TRACE_DATASET,
+)
 from perflab.engines.config import refuse_flag_like
 from perflab.engines.flags import format_value
 
@@ -65,10 +75,10 @@ class SharedPrefix(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    num_groups: int = Field(64, ge=1, le=100_000)
-    system_prompt_len: int = Field(2048, ge=0, le=1_000_000)
-    question_len: int = Field(128, ge=1, le=1_000_000)
-    num_turns: int = Field(1, ge=1, le=1000)
+    num_groups: int = Field(64, ge=1, le=MAX_NUM_PROMPTS)
+    system_prompt_len: int = Field(2048, ge=0, le=MAX_TOKENS_PER_PROMPT)
+    question_len: int = Field(128, ge=1, le=MAX_TOKENS_PER_PROMPT)
+    num_turns: int = Field(1, ge=1, le=MAX_TURNS)
     distribution: Literal["uniform", "zipf"] = "uniform"
     zipf_alpha: float | None = Field(None, gt=0, allow_inf_nan=False)
 
@@ -86,9 +96,9 @@ class TraceReplay(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     use_timestamps: bool = True
-    slowdown_factor: float = Field(1.0, gt=0, allow_inf_nan=False)
-    max_seconds: float | None = Field(None, gt=0, allow_inf_nan=False)
-    block_size: int = Field(512, ge=1, le=1_000_000)
+    slowdown_factor: float = Field(1.0, gt=0, le=MAX_SLOWDOWN)
+    max_seconds: float | None = Field(None, gt=0, le=MAX_SECONDS)
+    block_size: int = Field(512, ge=1, le=MAX_TOKENS_PER_PROMPT)
 
 
 class Sweep(BaseModel):
@@ -138,25 +148,25 @@ class BenchmarkProfile(BaseModel):
         description="custom, agentic-trace, mooncake: dataset id, content hash or path; "
         "sharegpt (also multi-turn): file name of the dump",
     )
-    input_len: int | None = Field(None, ge=1)
-    output_len: int | None = Field(None, ge=1)
-    num_prompts: int = Field(ge=1)
+    input_len: int | None = Field(None, ge=1, le=MAX_TOKENS_PER_PROMPT)
+    output_len: int | None = Field(None, ge=1, le=MAX_TOKENS_PER_PROMPT)
+    num_prompts: int = Field(ge=1, le=MAX_NUM_PROMPTS)
     request_rate: float = Field(math.inf, gt=0, description="requests/s; inf sends all at once")
     burstiness: float = Field(1.0, gt=0, description="gamma shape of arrivals; 1 = Poisson")
     max_concurrency: int | None = Field(None, ge=1)
     seed: int | None = None
-    warmup: int = Field(0, ge=0, description="requests sent and discarded before measuring")
+    warmup: int = Field(0, ge=0, le=MAX_WARMUP, description="requests sent and discarded before measuring")
     range_ratio: float = Field(0.0, ge=0, lt=1)
-    prefix_len: int = Field(0, ge=0)
+    prefix_len: int = Field(0, ge=0, le=MAX_TOKENS_PER_PROMPT)
     endpoint: Literal["chat", "completions"] = "chat"
     goodput: GoodputSLOs = GoodputSLOs()
     percentiles: tuple[float, ...] = DEFAULT_PERCENTILES
     sweep: Sweep | None = None
     scale: float = Field(1.0, gt=0, description="fraction of the preset's prompts (demo runs)")
     shared_prefix: SharedPrefix | None = None
-    max_turns: int | None = Field(None, ge=1, le=1000, description="sessions: turns kept per session")
-    turn_delay_ms: float = Field(0.0, ge=0, le=3_600_000, description="sessions: mean think time")
-    turn_delay_stddev_ms: float = Field(0.0, ge=0, le=3_600_000)
+    max_turns: int | None = Field(None, ge=1, le=MAX_TURNS, description="sessions: turns kept per session")
+    turn_delay_ms: float = Field(0.0, ge=0, le=MAX_SECONDS * 1000.0, description="sessions: mean think time")
+    turn_delay_stddev_ms: float = Field(0.0, ge=0, le=MAX_SECONDS * 1000.0)
     trace: TraceReplay | None = None
     flush_cache: bool = Field(True, description="empty the prefix cache before measuring, where served")
 

@@ -36,7 +36,7 @@ from perflab.bench.options import (
     parse_percentile_metrics,
     parse_percentiles,
 )
-from perflab.bench.report import format_failures, format_text_block, partial_note
+from perflab.bench.report import format_failures, format_text_block, nothing_sent, partial_note
 from perflab.bench.runner import run_benchmark
 from perflab.bench.stopping import BenchStopped
 from perflab.bench.vllm_flags import (
@@ -580,9 +580,7 @@ def run(args: argparse.Namespace) -> int:
     except BenchStopped as exc:
         print(f"perflab bench: {exc}", file=sys.stderr)
         return EXIT_STOPPED
-    sent_none = not any(
-        record["error"] is None or record["reason"] != "connect_error" for record in result["requests"]
-    )
+    sent_none = nothing_sent(result)
     try:
         for note in result["notes"]:
             print(f"perflab bench: note: {note}", file=sys.stderr)

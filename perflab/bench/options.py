@@ -49,6 +49,19 @@ SAMPLING_PARAMETERS: Dict[str, type] = {
 TTFT_ALLOWANCE_S = 600.0
 PER_TOKEN_LIMIT_S = 2.0
 PROGRESS_MODES = ("bar", "json", "none")
+# What one benchmark may ask for, so no flag can exhaust the memory of the machine it runs on or keep
+# it busy for days before the first request: requests measured and warm-up requests, tokens of one
+# prompt (its own, its shared prefix) or one output, and prompt tokens of a random dataset in all
+# (warm-up and measured prompts × (prefix + the longest drawn input); about 5 characters each in
+# memory, twice: the text and the request body).
+MAX_NUM_PROMPTS = 100_000
+MAX_WARMUP = 10_000
+MAX_TOKENS_PER_PROMPT = 1_048_576
+MAX_DATASET_TOKENS = 2**26
+MAX_SECONDS = 7 * 24 * 3600.0
+# Turns of one session, and how much a trace's times may be stretched.
+MAX_TURNS = 1000
+MAX_SLOWDOWN = 1000.0
 # Dataset kinds whose every request is a session (generated-shared-prefix is one with num_turns > 1).
 SESSION_DATASETS = ("sharegpt-multi-turn", "agentic-trace")
 SHARED_PREFIX = "generated-shared-prefix"
@@ -160,6 +173,14 @@ def parse_goodput(items: Sequence[str]) -> Dict[str, float]:
     return slos
 
 
+def _bounded(flag: str, value: int, low: int, high: int) -> None:
+    """Refuse ``value`` of ``flag`` outside ``[low, high]``, naming the flag and the bound."""
+    if value < low:
+        raise BenchError(f"{flag} must be at least {low}")
+    if value > high:
+        raise BenchError(f"{flag} {value} is more than perflab bench takes ({high:,} at most)")
+
+
 def normalize_base_url(url: str) -> str:
     """``http://host:8000/v1/`` → ``http://host:8000`` (endpoints are appended as ``/v1/...``)."""
     url = url.strip().rstrip("/")
@@ -262,16 +283,20 @@ class BenchOptions:
             if self.dataset in OTHER_DATASETS:
                 raise BenchError(unsupported_choice("dataset", self.dataset, kinds))
             raise BenchError(f"--dataset must be one of {', '.join(kinds)}")
-        if self.num_prompts < 1:
-            raise BenchError("--num-prompts must be at least 1")
-        if self.warmup < 0:
-            raise BenchError("--warmup must not be negative")
-        if self.output_len is not None and self.output_len < 1:
-            raise BenchError("--output-len must be at least 1")
+        _bounded("--num-prompts", self.num_prompts, 1, MAX_NUM_PROMPTS)
+        _bounded("--warmup", self.warmup, 0, MAX_WARMUP)
+        if self.output_len is not None:
+            _bounded("--output-len", self.output_len, 1, MAX_TOKENS_PER_PROMPT)
+        if self.dataset == "random":
+            _bounded("--input-len", self.input_len, 1, MAX_TOKENS_PER_PROMPT)
+            _bounded("--prefix-len", self.prefix_len, 0, MAX_TOKENS_PER_PROMPT)
+            self._check_dataset_tokens()
         if self.max_concurrency is not None and self.max_concurrency < 1:
             raise BenchError("--max-concurrency must be at least 1")
-        if self.timeout is not None and not 0 < self.timeout < math.inf:
-            raise BenchError("--timeout must be a positive number of seconds")
+        if self.timeout is not None and not 0 < self.timeout <= MAX_SECONDS:
+            raise BenchError(f"--timeout must be a positive number of seconds, at most {MAX_SECONDS:g}")
+        if not 0 <= self.ramp_up_seconds <= MAX_SECONDS:
+            raise BenchError(f"--ramp-up-seconds must be between 0 and {MAX_SECONDS:g}")
         if self.progress not in PROGRESS_MODES:
             raise BenchError(f"progress must be one of {', '.join(PROGRESS_MODES)}")
         if self.input_tokens not in INPUT_TOKEN_DEFINITIONS:
@@ -284,23 +309,56 @@ class BenchOptions:
         self._validate_workload()
 
     def _validate_workload(self) -> None:
-        """The session, trace and cache options."""
+        """The session, shared-prefix, trace and cache options, within the same bounds."""
         if self.sessions and self.endpoint_kind != "chat":
             raise BenchError(
                 f"--dataset {self.dataset} sends sessions of messages: it needs the chat endpoint"
             )
-        if self.max_turns is not None and self.max_turns < 1:
-            raise BenchError("--agentic-max-turns must be at least 1")
-        if not (0 <= self.turn_delay_mean_ms < math.inf and 0 <= self.turn_delay_stddev_ms < math.inf):
-            raise BenchError("--conversation-turn-delay-mean and -stddev must be milliseconds, not negative")
+        if self.dataset == SHARED_PREFIX:
+            shape = self.shared_prefix
+            _bounded("--gsp-num-groups", shape.num_groups, 1, MAX_NUM_PROMPTS)
+            _bounded("--gsp-system-prompt-len", shape.system_prompt_len, 0, MAX_TOKENS_PER_PROMPT)
+            _bounded("--gsp-question-len", shape.question_len, 1, MAX_TOKENS_PER_PROMPT)
+            _bounded("--gsp-num-turns", shape.num_turns, 1, MAX_TURNS)
+            total = shape.num_groups * shape.system_prompt_len + (
+                self.warmup + self.num_prompts
+            ) * shape.num_turns * math.ceil(shape.question_len * (1.0 + max(self.range_ratio, 0.0)))
+            if total > MAX_DATASET_TOKENS:
+                raise BenchError(
+                    f"the --gsp-* options make {total:,} prompt tokens; perflab bench builds at most "
+                    f"{MAX_DATASET_TOKENS:,}"
+                )
+        if self.max_turns is not None:
+            _bounded("--agentic-max-turns", self.max_turns, 1, MAX_TURNS)
+        for flag, value in (
+            ("--conversation-turn-delay-mean", self.turn_delay_mean_ms),
+            ("--conversation-turn-delay-stddev", self.turn_delay_stddev_ms),
+        ):
+            if not 0 <= value <= MAX_SECONDS * 1000.0:
+                raise BenchError(f"{flag} must be between 0 and {MAX_SECONDS * 1000.0:g} ms")
         if self.use_trace_timestamps and self.dataset != TRACE_DATASET:
             raise BenchError(f"--use-trace-timestamps applies to --dataset {TRACE_DATASET} only")
-        if not 0 < self.slowdown_factor < math.inf:
-            raise BenchError("--mooncake-slowdown-factor must be a positive number")
-        if self.max_seconds is not None and not 0 < self.max_seconds < math.inf:
-            raise BenchError("--max-seconds must be a positive number of seconds")
-        if not 0 < self.flush_cache_timeout < math.inf:
-            raise BenchError("--flush-cache-timeout must be a positive number of seconds")
+        if not 0 < self.slowdown_factor <= MAX_SLOWDOWN:
+            raise BenchError(f"--mooncake-slowdown-factor must be above 0 and at most {MAX_SLOWDOWN:g}")
+        _bounded("--mooncake-block-size", self.block_size, 1, MAX_TOKENS_PER_PROMPT)
+        for flag, seconds in (
+            ("--max-seconds", self.max_seconds),
+            ("--flush-cache-timeout", self.flush_cache_timeout),
+        ):
+            if seconds is not None and not 0 < seconds <= MAX_SECONDS:
+                raise BenchError(f"{flag} must be a positive number of seconds, at most {MAX_SECONDS:g}")
+
+    def _check_dataset_tokens(self) -> None:
+        """Refuse a random dataset of more than :data:`MAX_DATASET_TOKENS` prompt tokens in all."""
+        longest = math.ceil(self.input_len * (1.0 + self.range_ratio)) if 0 <= self.range_ratio < 1 else 0
+        total = (self.warmup + self.num_prompts) * (self.prefix_len + longest)
+        if total > MAX_DATASET_TOKENS:
+            tokens = self.prefix_len + longest
+            raise BenchError(
+                f"--num-prompts {self.num_prompts} and --warmup {self.warmup} of up to {tokens} tokens "
+                f"(--prefix-len, --input-len, --range-ratio) make {total:,} prompt tokens; "
+                f"perflab bench builds at most {MAX_DATASET_TOKENS:,}"
+            )
 
     def dataset_spec(self) -> DatasetSpec:
         """The dataset for the warmup requests followed by the measured ones."""

@@ -264,3 +264,12 @@ def partial_note(result: Dict[str, Any]) -> str:
         ended = "only some of the requests ended"
     reason = result.get("partial_reason") or "no reason recorded"
     return f"Partial result: {ended} before the run stopped ({reason})."
+
+
+def nothing_sent(result: Dict[str, Any]) -> bool:
+    """Whether no request of the result reached a server (every one failed to connect): the bench
+    then exits 1."""
+    return not any(
+        record["error"] is None or record["reason"] != "connect_error"
+        for record in result.get("requests") or []
+    )

@@ -1,10 +1,12 @@
 """Run a benchmark: tokenizers, dataset, warmup, the scheduled measured requests, then the result.
 
-``run_benchmark_async(options)`` returns the JSON result (see ``report.build_result``). Warmup
-requests (or sessions) go first, with the same concurrency limit, and are left out of every statistic;
-the measured ones follow the precomputed schedule (``traffic``, or a trace's own times; sent by
-``dispatch``, sessions by ``sessions``). Between the two, ``--flush-cache`` empties the servers' prefix
-caches (``cache_reset``), and the engines' counters are read on both sides of the measured phase
+``run_benchmark_async(options)`` returns the JSON result (see ``report.build_result``). Everything
+the requests need is prepared first, in a thread (:func:`prepare`), so SIGTERM/SIGINT are answered
+while a large dataset is built (:mod:`perflab.bench.stopping`). Warmup requests (or sessions) go
+first, with the same concurrency limit, and are left out of every statistic; the measured ones follow
+the precomputed schedule (``traffic``, or a trace's own times; sent by ``dispatch``, sessions by
+``sessions``). Between the two, ``--flush-cache`` empties the servers' prefix caches
+(``cache_reset``), and the engines' counters are read on both sides of the measured phase
 (``engine_metrics``). When a local tokenizer made
 the prompts and the server has ``/tokenize``, up to 200 prompt lengths are checked against it; random
 prompts the two count differently are re-aligned to the server's tokenizer first (as vLLM 0.32.0 does),
@@ -43,10 +45,11 @@ from perflab.bench.report import build_result
 from perflab.bench.rxstamp import SOURCE_KERNEL
 from perflab.bench.session_metrics import session_summary, ttft_by_turn
 from perflab.bench.sessions import SessionPhase, session_turns
-from perflab.bench.stopping import EarlyStop, partial_fields, run_until_stopped
+from perflab.bench.stopping import EarlyStop, in_thread, partial_fields, run_until_stopped, unless_stopped
 from perflab.bench.tally import to_record
 from perflab.bench.tokenizer import (
     ServerTokenizer,
+    Tokenizers,
     TokenizeUnavailable,
     first_served_model,
     resolve_tokenizers,
@@ -146,12 +149,16 @@ async def send_measured(
 
 
 @dataclass
-class Workload:
-    """What the measured phase sends: its items (prepared requests, or sessions), when each is due,
-    the server of each, and for sessions the number of turns of each."""
+class Preparation:
+    """What the measured requests (or sessions) need, built before any is sent: the warm-up and the
+    measured items (prepared requests, or sessions), when each measured one is due, its server, and for
+    sessions the number of turns of each."""
 
-    phase: Phase
-    items: Sequence[Any]
+    tokenizers: Tokenizers
+    dataset: Dataset
+    length_check: Optional[Dict[str, Any]]
+    warmup: List[Any]
+    measured: List[Any]
     schedule: List[float]
     targets: List[str]
     planned_turns: Dict[int, int]
@@ -188,52 +195,12 @@ def due_times(options: BenchOptions, dataset: Dataset, count: int) -> List[float
     return schedule
 
 
-async def warm_up_and_plan(
-    transport: httpx.AsyncBaseTransport, options: BenchOptions, dataset: Dataset, keep_text: bool
-) -> Workload:
-    """Send the warm-up (requests, or whole sessions) and plan the measured phase."""
-    if dataset.sessions is not None:
-        warmup, measured = dataset.sessions[: options.warmup], dataset.sessions[options.warmup :]
-        if warmup:
-            progress = Progress(session_turns(warmup), options.progress, phase="warmup")
-            await SessionPhase(transport, options, progress).run(warmup, [0.0] * len(warmup))
-        schedule = due_times(options, dataset, len(measured))
-        measured = measured[: len(schedule)]
-        phase: Phase = SessionPhase(
-            transport, options, Progress(session_turns(measured), options.progress), first_session=len(warmup)
-        )
-        targets = [options.base_urls[index % len(options.base_urls)] for index in range(len(measured))]
-        planned = {index: len(session.turns) for index, session in enumerate(measured)}
-        return Workload(phase, measured, schedule, targets, planned)
-    prepared = prepare_requests(options, dataset.samples)
-    warmup_requests, requests = prepared[: options.warmup], prepared[options.warmup :]
-    if warmup_requests:
-        warmup_progress = Progress(options.warmup, options.progress, phase="warmup")
-        await Phase(transport, options, False, warmup_progress).run(
-            warmup_requests, [0.0] * len(warmup_requests)
-        )
-    schedule = due_times(options, dataset, len(requests))
-    requests = requests[: len(schedule)]
-    phase = Phase(transport, options, keep_text, Progress(len(requests), options.progress))
-    return Workload(phase, requests, schedule, [item.base_url for item in requests], {})
-
-
-async def run_benchmark_async(
-    options: BenchOptions,
-    transport: Optional[httpx.AsyncBaseTransport] = None,
-    stop: Optional[EarlyStop] = None,
-) -> Dict[str, Any]:
-    """Run the benchmark ``options`` describe and return its JSON result.
-
-    Requests go through ``transport`` when given (closed at the end), else a ``StreamingTransport``.
-    When ``stop`` is requested, or a server goes away, the result covers the requests that ended and
-    is marked ``partial`` (``BenchStopped`` if none had ended).
-    """
-    stop = stop if stop is not None else EarlyStop()
-    options.validate()
+def prepare(options: BenchOptions) -> Preparation:
+    """The served model when none was named, the tokenizers and the dataset with its length check,
+    every request built (or the sessions split), and the schedule (synchronous: run in a thread, see
+    :func:`in_thread`)."""
     if not options.model:
         options.model = first_served_model(options.base_urls[0], options.headers())
-    raise_open_file_limit()
     tokenizers = resolve_tokenizers(
         options.tokenizer,
         options.model,
@@ -254,10 +221,83 @@ async def run_benchmark_async(
                     f"{changed} prompts re-aligned to its lengths"
                 )
                 length_check = check_lengths(dataset, tokenizers.server)
+        items: List[Any] = (
+            dataset.sessions if dataset.sessions is not None else prepare_requests(options, dataset.samples)
+        )
+        warmup, measured = items[: options.warmup], items[options.warmup :]
+        schedule = due_times(options, dataset, len(measured))
+        measured = measured[: len(schedule)]
+    except BaseException:
+        tokenizers.close()
+        raise
+    if dataset.sessions is None:
+        return Preparation(
+            tokenizers,
+            dataset,
+            length_check,
+            warmup,
+            measured,
+            schedule,
+            [item.base_url for item in measured],
+            {},
+        )
+    urls = options.base_urls
+    return Preparation(
+        tokenizers,
+        dataset,
+        length_check,
+        warmup,
+        measured,
+        schedule,
+        [urls[index % len(urls)] for index in range(len(measured))],
+        {index: len(session.turns) for index, session in enumerate(measured)},
+    )
+
+
+def sending_phase(
+    transport: httpx.AsyncBaseTransport,
+    options: BenchOptions,
+    ready: Preparation,
+    items: List[Any],
+    keep_text: bool,
+    phase: str = "benchmark",
+) -> Phase:
+    """The phase that sends ``items``: sessions (counted by their turns; the measured ones numbered after
+    the warm-up's), or prepared requests."""
+    if ready.dataset.sessions is not None:
+        first = len(ready.warmup) if phase == "benchmark" else 0
+        progress = Progress(session_turns(items), options.progress, phase=phase)
+        return SessionPhase(transport, options, progress, first_session=first)
+    return Phase(transport, options, keep_text, Progress(len(items), options.progress, phase=phase))
+
+
+async def run_benchmark_async(
+    options: BenchOptions,
+    transport: Optional[httpx.AsyncBaseTransport] = None,
+    stop: Optional[EarlyStop] = None,
+) -> Dict[str, Any]:
+    """Run the benchmark ``options`` describe and return its JSON result.
+
+    Requests go through ``transport`` when given (closed at the end), else a ``StreamingTransport``.
+    When ``stop`` is requested, or a server goes away, the result covers the requests that ended and
+    is marked ``partial`` (``BenchStopped`` if none had ended, and at once while the dataset is
+    prepared or the warm-up runs).
+    """
+    stop = stop if stop is not None else EarlyStop()
+    options.validate()
+    raise_open_file_limit()
+    ready = await unless_stopped(stop, in_thread(lambda: prepare(options)), "while preparing the dataset")
+    tokenizers, dataset = ready.tokenizers, ready.dataset
+    try:
         if transport is None:
             transport = StreamingTransport()
         try:
-            workload = await warm_up_and_plan(transport, options, dataset, tokenizers.best is not None)
+            if ready.warmup:
+                warmup_phase = sending_phase(transport, options, ready, ready.warmup, False, phase="warmup")
+                await unless_stopped(
+                    stop, warmup_phase.run(ready.warmup, [0.0] * len(ready.warmup)), "during the warm-up"
+                )
+            phase = sending_phase(transport, options, ready, ready.measured, tokenizers.best is not None)
             if options.flush_cache:
                 cache_reset = reset_prefix_caches(
                     options.base_urls, options.headers(), options.flush_cache_timeout
@@ -267,7 +307,7 @@ async def run_benchmark_async(
             window = EngineWindow(options.base_urls, options.headers())
             window.start()
             dispatches, preconnected, source = await send_measured(
-                transport, workload.phase, workload.items, workload.schedule, stop, workload.targets
+                transport, phase, ready.measured, ready.schedule, stop, ready.targets
             )
             engine_fields = window.fields()
         finally:
@@ -282,7 +322,6 @@ async def run_benchmark_async(
     metrics = compute(
         records, options.percentiles, options.goodput or None, options.input_tokens, options.peak_concurrency
     )
-    phase = workload.phase
     result = build_result(
         options,
         metrics,
@@ -291,7 +330,7 @@ async def run_benchmark_async(
         if tokenizers.local is not None
         else options.tokenizer or options.model,
         input_tokens_source=dataset.prompt_tokens_source,
-        input_tokens_check=length_check,
+        input_tokens_check=ready.length_check,
         dispatch_lag=dispatch_lag_ms(dispatches, phase.started_at),
         timing={
             "timing_source": source,
@@ -305,7 +344,7 @@ async def run_benchmark_async(
     if dataset.sessions is not None:
         result["ttft_by_turn_ms"] = ttft_by_turn(records)
         result["sessions"] = session_summary(
-            records, workload.planned_turns, metrics.duration_s, options.goodput or None
+            records, ready.planned_turns, metrics.duration_s, options.goodput or None
         )
     if stop.cut:
         result.update(partial_fields(stop, sent=len(phase.dispatches), finished=len(dispatches)))

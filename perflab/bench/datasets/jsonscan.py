@@ -12,15 +12,20 @@ import re
 from typing import Any, Dict, Iterator, Tuple
 
 from perflab.bench.errors import DatasetError
+from perflab.bench.user_files import UserFileError, read_capped
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+# The largest dataset file read (ShareGPT_V3_unfiltered_cleaned_split.json is about 640 MiB).
+MAX_DATASET_BYTES = 1024**3
 
 
 def read_text(path: str) -> str:
-    """The file's text as UTF-8, or a ``DatasetError`` naming the line of the first bad byte."""
+    """The regular file's text as UTF-8 (at most :data:`MAX_DATASET_BYTES`, see
+    :mod:`perflab.bench.user_files`), or a ``DatasetError`` naming the line of the first bad byte."""
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
+        raw = read_capped(path, MAX_DATASET_BYTES)
+    except UserFileError as exc:
+        raise DatasetError(path, str(exc)) from None
     except OSError as exc:
         raise DatasetError(path, f"cannot read file: {exc.strerror or exc}") from exc
     try:
