@@ -21,7 +21,7 @@ import signal
 import threading
 from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, Set, TypeVar
 
-from perflab.bench.dispatch import Dispatch, Phase, Prepared
+from perflab.bench.dispatch import Dispatch, Phase
 
 WATCH_INTERVAL_S = 0.1
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -103,13 +103,13 @@ async def _watch_servers(phase: Phase, stop: EarlyStop) -> None:
 
 async def run_until_stopped(
     phase: Phase,
-    prepared: Sequence[Prepared],
+    items: Sequence[Any],
     schedule: Sequence[float],
     stop: EarlyStop,
 ) -> List[Dispatch]:
-    """``phase.run`` unless ``stop`` comes first: then the ended dispatches only (``BenchStopped``
-    if none had ended)."""
-    run = asyncio.ensure_future(phase.run(prepared, schedule))
+    """``phase.run`` of its requests (or sessions) unless ``stop`` comes first: then the ended
+    dispatches only (``BenchStopped`` if none had ended)."""
+    run = asyncio.ensure_future(phase.run(items, schedule))
     watchers = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(_watch_servers(phase, stop))]
     try:
         await asyncio.wait([run, watchers[0]], return_when=asyncio.FIRST_COMPLETED)

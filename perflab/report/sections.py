@@ -24,6 +24,17 @@ DECISION_WORDS = {
     "infeasible": "breaks an SLO",
 }
 
+# What the engine counted over a result's window and the server's cached tokens, beside the headline
+# figures in every row (perflab.bench.engine_metrics; None where the engine exposes none).
+ENGINE_WINDOW_FIELDS: tuple[str, ...] = (
+    "prefix_cache_hit_rate",
+    "prefix_cache_hits",
+    "prefix_cache_queries",
+    "total_cached_tokens",
+    "spec_decode_acceptance_rate",
+    "spec_decode_acceptance_length",
+)
+
 
 def case_name(result: ProfileResult) -> str:
     """The benchmark case a result belongs to: its profile's title, with the sweep point if any."""
@@ -112,6 +123,8 @@ def record(run: Run, result: ProfileResult, **facts: Any) -> dict[str, Any]:
     }
     for column in HEADLINE_COLUMNS:
         row[column] = getattr(result, column)
+    for field in ENGINE_WINDOW_FIELDS:
+        row[field] = result.result.get(field)
     return row
 
 

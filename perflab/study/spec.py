@@ -412,10 +412,12 @@ class StudySpec(BaseModel):
         return gpus
 
     def tuning_runs(self) -> list[BenchmarkProfile]:
-        """The tuning profile and its repetitions on the same launch (``<name>-repeat2``, …)."""
+        """The tuning profile and its repetitions on the same launch (``<name>-repeat2``, …), each a
+        fresh draw of prompts (``BenchmarkProfile.fresh_draw``: another seed, the same for every
+        configuration, so repetitions pair)."""
         tuning = self.tuning()
         return [tuning] + [
-            tuning.model_copy(update={"name": f"{tuning.name}-repeat{number}"})
+            tuning.fresh_draw(number - 1).model_copy(update={"name": f"{tuning.name}-repeat{number}"})
             for number in range(2, self.repeats + 1)
         ]
 
