@@ -81,4 +81,5 @@ CANDIDATE_DECISIONS: tuple[str, ...] = (
     "within_noise",
     "noise_unknown",
     "too_short",
+    "infeasible",
 )

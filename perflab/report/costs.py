@@ -81,8 +81,12 @@ def _parts(side: CostSide) -> tuple[str, str]:
         why = side.energy_not_measured
         return money, f"energy not measured: {why}" if why else "energy not measured"
     energy = f"{side.tokens_per_joule:.3g} tok/J"
-    if side.launches > 1:
-        energy += f" (mean of {side.energy_launches} of {side.launches} launches)"
+    if side.energy_launches < side.launches:
+        energy += (
+            f" (mean of the {side.energy_launches} of {side.launches} launches whose energy was measured)"
+        )
+    elif side.launches > 1:
+        energy += f" (mean of {side.launches} launches)"
     return money, energy
 
 

@@ -41,7 +41,7 @@ from perflab.report.model import (
     node_figures,
 )
 from perflab.report.sections import (
-    decided_candidate,
+    DECISION_WORDS,
     distinct_cases,
     engine_versions,
     failure_block,
@@ -148,18 +148,26 @@ def _candidate(
 
 
 def _section(plan: CandidatePlan, run: Run, runs: _Runs) -> CandidateSection:
+    """A decided candidate as the report shows it: its label, decision, note and value, the run that
+    measured it, and its printed block (or failure line)."""
     result = runs.first(run)
     if result is not None:
         blocks = (result_block(result, plan.label),)
     else:
         blocks = (failure_block(plan.label, plan.measurement.error or "failed"),)
-    return decided_candidate(
-        plan,
-        run,
+    return CandidateSection(
+        label=plan.label,
         serve_command=first_serve_command(run),
         blocks=blocks,
         engine=run.engine,
+        decision=plan.decision,
+        note=plan.note,
+        value=plan.value,
         figures=runs.figures(run),
+        run_id=run.id,
+        status=run.status,
+        state=DECISION_WORDS.get(plan.decision or ""),
+        launches=1 if plan.value is not None else 0,
     )
 
 

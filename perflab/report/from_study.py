@@ -53,6 +53,7 @@ from perflab.report.model import (
 )
 from perflab.report.search_result import search_section, trial_state
 from perflab.report.sections import (
+    DECISION_WORDS,
     by_profile,
     distinct_cases,
     engine_versions,
@@ -70,7 +71,7 @@ from perflab.study.objective import LOWER_IS_BETTER
 from perflab.study.progress import StudyProgress, load_progress
 from perflab.study.search_stage import SearchState, screening_profile
 from perflab.study.spec import OBJECTIVE_UNITS, OBJECTIVES
-from perflab.study.text import incomplete_text
+from perflab.study.text import incomplete_text, slo_summary
 from perflab.study.types import UNMEASURED, CandidatePlan, StagePlan, StudyPlan
 
 OBJECTIVE_WORDS = {
@@ -81,19 +82,6 @@ OBJECTIVE_WORDS = {
     "max_load_within_slo": "Load within SLO",
     "cost_per_mtok": "Cost",
     "tokens_per_joule": "Energy Efficiency",
-}
-# A candidate's decision in words, the same in every table (a search trial's state is its own).
-DECISION_WORDS = {
-    "winner": "winner",
-    "kept": "baseline",
-    "reused": "reused",
-    "not_better": "not better",
-    "failed": "failed",
-    "disqualified": "disqualified",
-    "unmeasured": "not measured",
-    "within_noise": "within noise",
-    "noise_unknown": "noise unknown",
-    "too_short": "too short to judge",
 }
 STAGES_CAVEAT = (
     "The stages do not cover every combination of options: each stage starts from the best configuration "
@@ -242,7 +230,7 @@ def _cost_rows(study: _Study) -> list[CostRow]:
     tuning = spec.tuning()
     rows = []
     for case, profile in _cases(study):
-        slos = spec.slos if profile is tuning and tuning.sweep is not None else {}
+        slos = spec.slos if profile.name == tuning.name and tuning.sweep is not None else {}
         sides = []
         for candidate in (plan.baseline, plan.best):
             per_launch = []
@@ -413,7 +401,8 @@ def _caveats(study: _Study) -> tuple[str, ...]:
 def _notes(study: _Study) -> list[str]:
     progress, plan = study.progress, study.plan
     status = progress.study.status
-    notes = []
+    slos = slo_summary(plan)
+    notes = [slos] if slos else []
     if status != "done":
         notes.append(
             f"The study is {status} ({(progress.study.state or {}).get('phase', '')}); figures are partial."
@@ -463,7 +452,9 @@ def report_of(progress: StudyProgress, costs: CostContext | None = None, *, deci
         model=spec.model,
         objective=OBJECTIVES[spec.objective],
         objective_unit=OBJECTIVE_UNITS[spec.objective],
-        recommended_command=_command(plan.best) if plan.status in ("validating", "done") else None,
+        recommended_command=_command(plan.best)
+        if plan.status in ("validating", "done") and plan.recommends
+        else None,
         recommended_replicas=plan.best.config.replicas if plan.best.config is not None else 1,
         comparison=tuple(_comparison(study)),
         stages=tuple(stages),

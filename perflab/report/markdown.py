@@ -185,6 +185,15 @@ def _setup(report: Report) -> list[str]:
         "",
     ]
     lines += [md_text(report.hardware) if report.hardware else "not recorded", ""]
+    if report.slos:
+        lines += [
+            "### Service Level Objectives",
+            "",
+            "A configuration that breaks one is infeasible: never kept, never recommended.",
+            "",
+            *(f"- {md_text(name)} ≤ {limit:g}" for name, limit in report.slos.items()),
+            "",
+        ]
     if report.engine_versions:
         lines += [
             "### Engine Version",

@@ -48,6 +48,8 @@ def trial_state(trial: Trial, decision: str | None) -> str:
         return "measured before"
     if decision == "winner":
         return "winner"
+    if trial.violation > 0:
+        return "breaks an SLO"
     return TRIAL_STATES.get(trial.status, trial.status)
 
 

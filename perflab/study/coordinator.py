@@ -54,6 +54,7 @@ from perflab.runner.submit import submit_run
 from perflab.study.configs import serve_command
 from perflab.study.decide import recommendation
 from perflab.study.hosts import check_hosts, host_facts, next_host
+from perflab.study.installed import installed_problems
 from perflab.study.measure import MEASURE_FROM_RUN, RunOutcome, study_runs, unfinished
 from perflab.study.progress import STAGE_STATE, StudyProgress, load_progress
 from perflab.study.search_stage import screening_profile
@@ -89,7 +90,8 @@ def create_study(
 
     Raises :class:`~perflab.study.hosts.StudyHostError` naming the host, or
     :class:`~perflab.study.spec.StudySpecError` when the baseline does not fit the hosts' nodes, sets
-    a variable a host does not allow, or a profile names a dataset not sendable to a host.
+    a variable a host does not allow, a profile names a dataset not sendable to a host, or a
+    configuration is one a host's installed engine refuses (:mod:`perflab.study.installed`).
     """
     with new_session(engine) as session:
         facts = [host_facts(session, inventory, name) for name in spec.hosts]
@@ -110,6 +112,7 @@ def create_study(
         ]
         if spec.objective == "cost_per_mtok":
             refused += unpriced(PriceBook.from_inventory(inventory), spec.hosts, accelerator)
+        refused += installed_problems(session, spec, gpus_per_node=gpus_per_node, gpus=gpus)
         if refused:
             raise StudySpecError(refused)
         study = crud.create_study(session, name=spec.name, spec=spec.stored(), queued_by=queued_by)
@@ -410,7 +413,7 @@ def _finish(session: Session, progress: StudyProgress) -> Study:
             fields["status"] = plan.status
         elif study.status == "queued":
             fields["status"] = "running"
-        if plan.status == "done" and plan.best.config is not None:
+        if plan.status == "done" and plan.best.config is not None and plan.recommends:
             fields["recommended_command"] = serve_command(plan.best.config)
         return fields
 

@@ -12,14 +12,16 @@ group-sequential test on the study's spread (:mod:`perflab.study.verdict`):
 - ``noise_unknown`` when no spread could be had: never a reason to keep anything.
 
 A stage testing several candidates against one reference gives each its Holm share of α
-(``alpha_share``). ``final`` marks a last look (no launch will follow).
+(``alpha_share``). ``final`` marks a last look (no launch will follow). Before any comparison of values,
+:func:`feasibility` applies the study's SLOs: a candidate that breaks one is ``infeasible``, whatever its
+value; one that meets them all is better than a reference that breaks one.
 
 Write-ups imported from elsewhere (``rules.measures_noise`` false) are decided on their one measurement
 as their authors did — ``better`` when the candidate beats the reference by at least ``min_gain`` — and
 every such figure says it is one measurement with its noise unknown.
 
 The staged plan (:mod:`perflab.study.plan`) and the search (:mod:`perflab.study.search`,
-:mod:`perflab.study.search_stage`) both call it, so the procedure is replaced here for both.
+:mod:`perflab.study.search_stage`) both call them, so the procedure is replaced here for both.
 """
 
 from __future__ import annotations
@@ -30,10 +32,10 @@ from dataclasses import dataclass, replace
 from statistics import fmean
 from typing import Literal
 
-from perflab.study.types import CandidatePlan, Rules, StudyPlan, gain_text
+from perflab.study.types import CandidatePlan, Measurement, Rules, StudyPlan, gain_text
 from perflab.study.verdict import NOISE_UNKNOWN, Verdict, judge
 
-Outcome = Literal["better", "not_better", "within_noise", "undecided", "noise_unknown"]
+Outcome = Literal["better", "not_better", "within_noise", "undecided", "noise_unknown", "infeasible"]
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,16 @@ def decide(
             "not_better", gain, f"{gain}: below the {rules.min_gain * 100:g}% minimum gain, skipped"
         )
     return Decision("better", gain)
+
+
+def feasibility(candidate: Measurement, reference: Measurement, reference_label: str) -> Decision | None:
+    """What the SLOs decide before any value is compared: ``infeasible`` for a candidate that breaks
+    one, ``better`` for one that meets every SLO its reference breaks; None when both meet them."""
+    if candidate.violations:
+        return Decision("infeasible", "", f"breaks the SLOs: {'; '.join(candidate.violations)}, skipped")
+    if reference.violations:
+        return Decision("better", f"meets the SLOs, which {reference_label} breaks")
+    return None
 
 
 def _over_baseline(

@@ -38,7 +38,7 @@ from perflab import settings
 from perflab.profiles import BenchmarkProfile
 from perflab.runner.errors import INFRASTRUCTURE_FAILURES
 from perflab.runner.evidence import short_reason
-from perflab.study.objective import Score, score
+from perflab.study.objective import Score, combined_slos, score
 from perflab.study.types import Measurement
 
 # The tuning profile's repetition k (k ≥ 2) on one launch is named ``<name>-repeat<k>``.
@@ -168,7 +168,8 @@ def launch_score(
     figures: Figures | None = None,
 ) -> Score | None:
     """One launch's score: the mean of its repetitions' values (each scored on its own sweep points),
-    the lowest success rate among them; None without a complete tuning result."""
+    the lowest success rate among them, the SLOs the mean of their SLO fields breaks; None without a
+    complete tuning result."""
     repetitions = _by_repetition(results, tuning, figures)
     if not repetitions:
         return None
@@ -179,7 +180,8 @@ def launch_score(
     rates = [found.success_rate for found in scores if found.success_rate is not None]
     if len(scores) == 1 or not values:
         return first
-    return Score(sum(values) / len(values), min(rates, default=None), first.curve)
+    means, violations = combined_slos(scores, slos)
+    return Score(sum(values) / len(values), min(rates, default=None), first.curve, violations, means)
 
 
 def complete_launch(
@@ -206,7 +208,14 @@ def _measurement(
     finished = run.status in FINISHED_RUN_STATUSES
     # ``found`` is the score of the complete tuning results: None when there are none
     if found is not None and complete_launch(run, results, tuning, repeats):
-        return Measurement("measured", run.id, found.value, found.success_rate, finished=finished)
+        return Measurement(
+            "measured",
+            run.id,
+            found.value,
+            found.success_rate,
+            finished=finished,
+            violations=found.violations,
+        )
     short = too_short(results, tuning)
     if short is not None and complete_launch(run, results, tuning, repeats):
         return Measurement("too_short", run.id, error=short, finished=finished)
@@ -248,7 +257,7 @@ def outcomes(
     alone are left out."""
     attempts: dict[str, int] = {}
     latest: dict[str, Run] = {}
-    launches: dict[str, list[float]] = {}
+    launches: dict[str, list[Score]] = {}
     for run in runs:
         fingerprint = run.config_fingerprint
         if fingerprint is None or validation_only(run, validation):
@@ -257,7 +266,7 @@ def outcomes(
         stored = results.get(run.id, ())
         launch = launch_score(stored, tuning, objective, slos, _figures_of(run, scored))
         if launch is not None and launch.value is not None and complete_launch(run, stored, tuning, repeats):
-            launches.setdefault(fingerprint, []).append(launch.value)
+            launches.setdefault(fingerprint, []).append(launch)
             attempts[fingerprint] = 0
         else:
             attempts[fingerprint] = attempts.get(fingerprint, 0) + (1 if run.id > measure_from_run else 0)
@@ -276,9 +285,10 @@ def outcomes(
             now=now or utcnow(),
             repeats=repeats,
         )
-        measured = tuple(launches.get(fingerprint, ()))
+        measured = launches.get(fingerprint, [])
         if measurement is not None and measured:
-            measurement = with_launches(measurement, measured)
+            _, violations = combined_slos(measured, slos)
+            measurement = with_launches(measurement, tuple(found.value for found in measured), violations)
         found[fingerprint] = RunOutcome(run, stored, run_score, measurement, tries)
     return found
 
@@ -288,12 +298,15 @@ def _figures_of(run: Run, scored: Callable[[Run, ProfileResult], Mapping[str, An
     return None if scored is None else lambda result: scored(run, result)
 
 
-def with_launches(measurement: Measurement, values: tuple[float, ...]) -> Measurement:
-    """``measurement`` carrying every measured launch's value; a configuration measured before keeps
-    its value while a later launch is pending or failed by the infrastructure."""
+def with_launches(
+    measurement: Measurement, values: tuple[float, ...], violations: tuple[str, ...] = ()
+) -> Measurement:
+    """``measurement`` carrying every measured launch's value and the SLOs the configuration breaks
+    over them; a configuration measured before keeps its value while a later launch is pending or
+    failed by the infrastructure."""
     if measurement.state == "failed":
         return measurement
-    return replace(measurement, values=values, value=sum(values) / len(values))
+    return replace(measurement, values=values, value=sum(values) / len(values), violations=violations)
 
 
 def measurements(found: Mapping[str, RunOutcome]) -> dict[str, Measurement]:

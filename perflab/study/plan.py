@@ -14,6 +14,8 @@ studies:
   provisional answer, until the missing candidates are measured;
 - one whose success rate is below the threshold is **disqualified** ("Success rate: 51.6%, optimization
   skipped");
+- one that breaks an SLO of the study (``slos``) is **infeasible**, whatever its value; one that meets
+  them beats a best so far that breaks one (:func:`perflab.study.decide.feasibility`);
 - one that does not beat the best so far by at least ``min_gain`` is **not better** ("lower than
   previous, skipped"); so is a better one beaten by another candidate of its stage;
 - the best of the rest is the stage's **winner**;
@@ -39,7 +41,7 @@ from dataclasses import dataclass, replace
 
 from perflab.engines.config import EngineConfig
 from perflab.study.configs import CandidateConfigError, build_config, config_fields
-from perflab.study.decide import decide
+from perflab.study.decide import decide, feasibility
 from perflab.study.strategy import StageInput
 from perflab.study.types import (
     TOO_SHORT,
@@ -67,7 +69,7 @@ def _outcome(
         return replace(candidate, decision="failed", note=measurement.error or "failed")
     if measurement.state == TOO_SHORT:
         return replace(candidate, decision=TOO_SHORT, note=f"{measurement.error}: neither kept nor beaten")
-    if measurement.value is None:
+    if measurement.value is None and not measurement.violations:
         return replace(candidate, decision="failed", note="the result has no value for the objective")
     rate = measurement.success_rate
     if rate is not None and rate < rules.min_success:
@@ -77,6 +79,11 @@ def _outcome(
     if rules.measures_noise and measurement.launches < rules.relaunches:
         launch = measurement.launches + 1
         return replace(candidate, again=True, note=f"launch {launch} of {rules.relaunches}")
+    slo = feasibility(measurement, best.measurement, best.label)
+    if slo is not None:
+        return (
+            candidate if slo.outcome == "better" else replace(candidate, decision="infeasible", note=slo.note)
+        )
     decision = decide(measurement.samples, best.measurement.samples, rules, alpha_share=alpha_share)
     candidate = replace(candidate, verdict=decision.verdict)
     if decision.outcome == "undecided":
@@ -87,7 +94,7 @@ def _outcome(
 
 
 # Decisions taken before a candidate's verdict: it is not one of the hypotheses its stage tests.
-_UNTESTED = frozenset({"failed", "reused", "disqualified", UNMEASURED, TOO_SHORT})
+_UNTESTED = frozenset({"failed", "reused", "disqualified", "infeasible", UNMEASURED, TOO_SHORT})
 
 
 def _judge_all(candidates: Sequence[CandidatePlan], best: CandidatePlan, rules: Rules) -> list[CandidatePlan]:
@@ -134,6 +141,9 @@ def decide_stage(
             verdict = candidate.verdict
             unjudged = f"{gain_text(candidate.value, best.value)} ({NOISE_UNKNOWN})"
             gain = verdict.published_text() if verdict is not None else unjudged
+            slo = feasibility(candidate.measurement, best.measurement, best.label)
+            if slo is not None:
+                gain = f"{slo.gain} ({gain})"
             if candidate is winner:
                 candidate = replace(candidate, decision="winner", note=f"{gain} over {best.label}")
             else:

@@ -16,7 +16,8 @@ Pure and deterministic, so the coordinator can call it on every advance and keep
   was proposed, or after :data:`MAX_WITHOUT_LAUNCH` proposals in a row that launched nothing, so one
   step proposes at most that many.
 - :func:`promising` says whether a screened configuration (a fraction of the tuning prompts) earns the
-  full profile, with Optuna's percentile pruner over the screening results so far.
+  full profile: not when its screening breaks an SLO; else by Optuna's percentile pruner over the
+  screening results of the feasible trials so far.
 - :func:`final_pick` separates the best two with :func:`perflab.study.decide.verdict`: the winner is
   measured again against the runner-up until the verdict is clear, or both are declared equivalent and
   the cheaper one (fewer accelerators, then the smaller batch) is recommended.
@@ -38,7 +39,7 @@ from optuna.trial import TrialState, create_trial
 from perflab.engines.config import EngineConfig
 from perflab.study.decide import verdict
 from perflab.study.noise import StudySpread
-from perflab.study.search_space import LATENCY_OBJECTIVES, SearchSpec
+from perflab.study.search_space import LATENCY_OBJECTIVES, MAX_SEED, SearchSpec
 from perflab.study.types import Rules
 from perflab.study.verdict import Verdict
 
@@ -213,7 +214,7 @@ def rebuild(spec: SearchSpec, objectives: Sequence[str], trials: Sequence[Trial]
     ways = directions(objectives)
     study = optuna.create_study(
         directions=ways,
-        sampler=_sampler(spec, len(ways), spec.seed + len(trials)),
+        sampler=_sampler(spec, len(ways), (spec.seed + len(trials)) % (MAX_SEED + 1)),
         pruner=PercentilePruner(100.0 - PRUNE_PERCENTILE, n_startup_trials=2, n_min_trials=2),
     )
     measured = [trial.values for trial in trials if trial.status == "complete" and trial.values]
@@ -342,12 +343,20 @@ def step(
 
 
 def promising(spec: SearchSpec, objectives: Sequence[str], trials: Sequence[Trial], number: int) -> bool:
-    """Whether trial ``number`` (screened, full profile not yet run) earns the full profile: Optuna's
-    percentile pruner against the screening values of the trials before it."""
+    """Whether trial ``number`` (screened, full profile not yet run) earns the full profile. A screening
+    that breaks an SLO does not; one that meets them is judged by Optuna's percentile pruner against the
+    screening values of the feasible trials before it only (an infeasible configuration's fast
+    screening raises no bar)."""
     candidate = next(trial for trial in trials if trial.number == number)
+    if candidate.violation > 0:
+        return False
     if candidate.screening is None or spec.screening >= 1.0:
         return True
-    earlier = [trial for trial in trials if trial.number != number]
+    earlier = [
+        trial
+        for trial in trials
+        if trial.number != number and trial.violation <= 0 and trial.status != "infeasible"
+    ]
     study = rebuild(spec, objectives, earlier)
     distributions = spec.distributions()
     params = {name: candidate.params[name] for name in distributions if name in candidate.params}

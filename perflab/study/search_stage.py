@@ -23,9 +23,9 @@ from perflab.engines.config import EngineConfig
 from perflab.profiles import BenchmarkProfile, scaled
 from perflab.study.budget import fill_budget
 from perflab.study.configs import build_config, config_fields
-from perflab.study.decide import decide
-from perflab.study.measure import RunOutcome, complete_launch, launch_score, tuning_results
-from perflab.study.objective import score
+from perflab.study.decide import decide, feasibility
+from perflab.study.measure import RunOutcome, complete_launch, launch_score
+from perflab.study.objective import Score, combined_slos, score
 from perflab.study.search import FinalPick, Observation, Trial, final_pick, promising, step, with_outcomes
 from perflab.study.search_space import SearchSpec
 from perflab.study.strategy import StageInput
@@ -45,11 +45,11 @@ def objectives_of(search: SearchSpec, study_objective: str) -> tuple[str, ...]:
 
 
 def slo_violation(result: Mapping[str, Any], slos: Mapping[str, float]) -> float:
-    """How far the worst SLO is exceeded, as a fraction of its limit (<= 0: every SLO met)."""
+    """How far the worst SLO is exceeded, as a fraction of its limit (<= 0: every SLO met; a field the
+    result lacks breaks its SLO by 1)."""
     excess = [
-        float(result[name]) / limit - 1.0
+        float(value) / limit - 1.0 if isinstance(value := result.get(name), (int, float)) else 1.0
         for name, limit in slos.items()
-        if isinstance(result.get(name), (int, float))
     ]
     return max(excess, default=0.0)
 
@@ -71,19 +71,20 @@ class SearchRuns:
     remeasuring: frozenset[str] = frozenset()
 
 
-def _mean_fields(results: Sequence[ProfileResult], names: Sequence[str]) -> dict[str, float]:
-    """The mean of each named field over ``results`` (a field no result has is left out)."""
-    found: dict[str, float] = {}
-    for name in names:
-        numbers = [
-            float(value)
-            for result in results
-            if isinstance(value := (result.result or {}).get(name), (int, float))
-            and not isinstance(value, bool)
-        ]
-        if numbers:
-            found[name] = fmean(numbers)
-    return found
+def _violation(found: Score | None, means: Mapping[str, float], slos: Mapping[str, float]) -> float:
+    """How far the worst SLO is exceeded (a fraction of its limit; 1 for a swept profile with no load
+    within them, which has no single value to measure it by)."""
+    if found is not None and found.curve is not None:
+        return 1.0 if found.violations else 0.0
+    return slo_violation(means, slos)
+
+
+def _means(launches: Sequence[Sequence[Score | None]], objectives: int) -> tuple[float, ...] | None:
+    """Each objective's mean over the launches; None without a launch or when one lacks a value."""
+    columns = [[scores[index] for scores in launches] for index in range(objectives)]
+    if not launches or any(found is None or found.value is None for column in columns for found in column):
+        return None
+    return tuple(fmean(found.value for found in column) for column in columns)
 
 
 def observations(
@@ -98,42 +99,52 @@ def observations(
     repeats: int = 1,
 ) -> SearchRuns:
     """Each configuration's observation from all its runs: a sample per complete launch (the mean of
-    its runs of the tuning profile, :func:`perflab.study.measure.launch_score`), the objectives' and
-    the SLO fields' means over them, and its screening value from the launch that screened it."""
+    its runs of the tuning profile, :func:`perflab.study.measure.launch_score`), each objective's mean
+    over them and the SLOs their means break, and its screening value from the launch that screened
+    it — screened under the SLOs too: a screening that breaks one makes the configuration infeasible."""
     seen: dict[str, Observation] = {}
     remeasuring: set[str] = set()
     for fingerprint, outcome in found.items():
-        samples: list[float] = []
-        measured: list[ProfileResult] = []
-        first: float | None = None
+        launches: list[list[Score]] = []
+        screened: Score | None = None
         for run in (run for run in runs if run.config_fingerprint == fingerprint):
             stored = results.get(run.id, ())
-            screened = [r for r in stored if r.profile_name == screening.name]
-            if first is None and screened:
-                first = score(objectives[0], [(r.sweep_point, r.result) for r in screened]).value
-            launch = launch_score(stored, tuning, objectives[0], slos)
+            pairs = [(r.sweep_point, r.result) for r in stored if r.profile_name == screening.name]
+            if screened is None and pairs:
+                screened = score(objectives[0], pairs, slos=slos)
+            scores = [launch_score(stored, tuning, name, slos) for name in objectives]
             if (
-                launch is not None
-                and launch.value is not None
+                scores[0] is not None
+                and scores[0].value is not None
                 and complete_launch(run, stored, tuning, repeats)
             ):
-                samples.append(launch.value)
-                measured += tuning_results(stored, tuning)
-        means = _mean_fields(measured, [*objectives[1:], *slos])
-        values = (fmean(samples), *(means.get(name) for name in objectives[1:])) if samples else None
+                launches.append(scores)
+        first = screened.value if screened is not None else None
+        firsts = [scores[0] for scores in launches]
+        means, reasons = combined_slos(firsts, slos)
+        values = _means(launches, len(objectives))
         measurement = outcome.measurement
-        if values is not None and None not in values:
-            seen[fingerprint] = Observation(
-                "complete", first, values, tuple(samples), slo_violation(means, slos)
-            )
+        if values is not None:
+            violation = _violation(firsts[-1], means, slos)
+            note = f"breaks the SLOs: {'; '.join(reasons)}" if violation > 0 else None
+            samples = tuple(found_score.value for found_score in firsts)
+            seen[fingerprint] = Observation("complete", first, values, samples, violation, note)
             if outcome.run.status not in FINISHED_RUN_STATUSES:
                 remeasuring.add(fingerprint)
-        elif measurement is None:
+            continue
+        screen_violation = _violation(screened, screened.slo_values, slos) if screened is not None else 0.0
+        screen_note = (
+            f"screening breaks the SLOs: {'; '.join(screened.violations)}" if screen_violation > 0 else None
+        )
+        if measurement is None:
             continue  # an infrastructure failure waits for its retry: nothing to tell
-        elif measurement.state == "unmeasured":
+        if measurement.state == "unmeasured":
             seen[fingerprint] = Observation("unmeasured", note=measurement.error)
         elif outcome.run.status not in FINISHED_RUN_STATUSES or measurement.state == "pending":
-            seen[fingerprint] = Observation("screened" if first is not None else "pending", first)
+            status = "screened" if first is not None else "pending"
+            seen[fingerprint] = Observation(status, first, violation=screen_violation, note=screen_note)
+        elif screen_note is not None:
+            seen[fingerprint] = Observation("infeasible", first, violation=screen_violation, note=screen_note)
         elif first is not None and outcome.run.status == "done":
             seen[fingerprint] = Observation("pruned", first, note=f"screening: {first:.2f}, not promising")
         else:
@@ -178,7 +189,9 @@ def _candidate(
     if trial.status == "complete" and trial.samples:
         mean = sum(trial.samples) / len(trial.samples)
         measurement = Measurement("measured", None, mean, None, finished=True, values=tuple(trial.samples))
-    decision = "reused" if trial.repeat_of is not None else _DECISIONS.get(trial.status)
+    decision = "reused" if trial.repeat_of is not None or trial.earlier else _DECISIONS.get(trial.status)
+    if decision is None and trial.status == "complete" and trial.violation > 0:
+        decision = "infeasible"  # measured, and it breaks an SLO
     return CandidatePlan(
         stage_index=stage_index,
         stage_name=name,
@@ -311,7 +324,9 @@ def _decided(
         if candidate.decision is not None or candidate.value is None:
             decided.append(candidate)
         elif candidate is chosen:
-            kept = decide(candidate.measurement.samples, best.measurement.samples, rules, final=True)
+            kept = feasibility(candidate.measurement, best.measurement, best.label) or decide(
+                candidate.measurement.samples, best.measurement.samples, rules, final=True
+            )
             if kept.outcome == "better":
                 note = f"{pick.reason}; {kept.gain} over {best.label}"
                 decided.append(replace(candidate, decision="winner", note=note, verdict=kept.verdict))

@@ -93,7 +93,7 @@ def _baseline(
             "tuning profile's prompts"
         )
         return StudyPlan(failed, (), failed, "failed", failure=failure)
-    if measurement.state == "failed" or measurement.value is None:
+    if measurement.state == "failed" or (measurement.value is None and not measurement.violations):
         error = measurement.error or "the result has no value for the objective"
         failed = replace(base, decision="failed", note=error)
         return StudyPlan(failed, (), failed, "failed", failure=f"the baseline failed: {error}")
@@ -101,6 +101,8 @@ def _baseline(
     note = "the reference every stage starts from"
     if rate is not None and rate < rules.min_success:
         note += f" (success rate {rate * 100:.1f}%, below the threshold)"
+    if measurement.violations:
+        note += f"; it breaks the SLOs: {'; '.join(measurement.violations)}"
     base = replace(base, decision="kept", note=note)
     if measurement.launches < rules.baseline_launches:
         wanted = (baseline,) if measurement.finished else ()

@@ -34,7 +34,8 @@ class Measurement:
     the infrastructure kept it from being measured.
 
     ``finished`` says the run has ended, so no more of its profiles will be measured. ``values`` holds
-    every measured launch's value (``value`` is their mean).
+    every measured launch's value (``value`` is their mean); ``violations`` the study's SLOs it breaks
+    (its SLO fields' means over its launches), which make it infeasible.
     """
 
     state: MeasurementState
@@ -45,6 +46,7 @@ class Measurement:
     finished: bool = False
     retry_at: datetime | None = None
     values: tuple[float, ...] = ()
+    violations: tuple[str, ...] = ()
 
     @property
     def launches(self) -> int:
@@ -206,6 +208,12 @@ class StudyPlan:
     @property
     def drop(self) -> frozenset[str]:
         return frozenset().union(*(step.drop for step in self.steps))
+
+    @property
+    def recommends(self) -> bool:
+        """Whether the best configuration may be recommended: it meets every SLO of the study."""
+        measurement = self.best.measurement
+        return measurement is not None and not measurement.violations
 
     def candidates(self) -> list[CandidatePlan]:
         """The baseline, then every reached stage's candidates in order."""

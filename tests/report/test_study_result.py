@@ -15,7 +15,6 @@ import io
 import json
 import random
 from collections import defaultdict
-from pathlib import Path
 from statistics import fmean
 from typing import Any
 
@@ -25,13 +24,12 @@ from sqlalchemy.engine import Engine
 from db import crud
 from db.session import new_session
 from perflab.cli import main
-from perflab.inventory import HostConfig, Inventory, SimulateSpec
 from perflab.report.export import report_json, results_csv
 from perflab.report.from_study import study_report
 from perflab.report.markdown import render_markdown
-from perflab.study.coordinator import advance, create_study
+from perflab.study.coordinator import advance
 from perflab.study.measure import study_runs
-from perflab.study.spec import parse_spec
+from tests.study.by_hand import drive, start
 from tests.ui.conftest import app_env, hosts_file, open_page, texts  # noqa: F401  (fixtures reused)
 
 SPEC = """
@@ -54,17 +52,6 @@ stages:
       seed: 1
       max_measurements: 3
 """
-INVENTORY = Inventory(
-    path=Path("hosts.yaml"),
-    hosts=(
-        HostConfig(
-            name="gpu-a",
-            transport="local",
-            workdir="/tmp/gpu-a",
-            simulate=SimulateSpec(accelerator="H100", count=8),
-        ),
-    ),
-)
 NOISE_CV = 0.03
 SEARCH_STAGE = "Batching"
 
@@ -80,9 +67,7 @@ def _run(engine: Engine, study_id: int, run_id: int) -> None:
     """Move a queued run as the runner does, a result per profile, the coordinator advancing between;
     a search trial's launch drops its validation profile once measured (as a launch that cannot win
     would)."""
-    with new_session(engine) as session:
-        for status in ("launching", "ready", "benchmarking"):
-            crud.set_run_status(session, run_id=run_id, status=status)
+    start(engine, run_id)
     position = 0
     while True:
         with new_session(engine) as session:
@@ -100,21 +85,6 @@ def _run(engine: Engine, study_id: int, run_id: int) -> None:
                 crud.update_run(session, run_id=run_id, profiles=run.profiles[: position + 1])
         position += 1
         advance(engine, study_id)
-
-
-def _drive(engine: Engine) -> int:
-    study_id = create_study(engine, parse_spec(SPEC), inventory=INVENTORY, queued_by="tester").id
-    for _ in range(60):
-        advance(engine, study_id)
-        with new_session(engine) as session:
-            study = crud.get_study(session, study_id=study_id)
-            queued = [run for run in study_runs(session, study_id=study_id) if run.status == "queued"]
-        if study.status in ("done", "failed", "incomplete"):
-            assert study.status == "done", study.state
-            return study_id
-        for run in queued:
-            _run(engine, study_id, run.id)
-    raise AssertionError("the study did not end")
 
 
 def _csv_rows(text: str) -> list[dict[str, str]]:
@@ -136,7 +106,9 @@ def _means_from_csv(rows: list[dict[str, str]], profile: str) -> dict[str, float
 
 @pytest.fixture
 def noisy_search(db_engine: Engine) -> int:
-    return _drive(db_engine)
+    study = drive(db_engine, SPEC, lambda study_id, run_id: _run(db_engine, study_id, run_id))
+    assert study.status == "done", study.state
+    return study.id
 
 
 def test_one_result_four_renderings_and_every_figure_from_the_csv(  # type: ignore[no-untyped-def]

@@ -97,7 +97,9 @@ def test_the_forms_defaults_on_an_8_gpu_host_put_every_configuration_on_the_node
     gpus = spec.budget(8)
     baseline = spec.baseline_config(8, gpus)
     assert (gpus, baseline.gpus_needed) == (8, 8)
-    values = {baseline.fingerprint(): Measurement("measured", 1, 100.5, 1.0, finished=True, values=(100.0, 101.0))}
+    values = {
+        baseline.fingerprint(): Measurement("measured", 1, 100.5, 1.0, finished=True, values=(100.0, 101.0))
+    }
     plan = plan_study(
         baseline=baseline, stages=spec.stages, measurements=values, rules=Rules(), gpus_per_node=8, gpus=gpus
     )

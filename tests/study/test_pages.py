@@ -8,6 +8,7 @@ import pytest
 from db import crud
 from db import session as db_session
 from perflab import ui
+from perflab.markdown_text import md_text
 from perflab.study.measure import RetryPolicy
 from tests.fixtures.study_data import StudyDatabase, leave_incomplete
 from tests.ui.conftest import app_env, hosts_file, open_page, texts  # noqa: F401  (fixtures reused)
@@ -128,7 +129,8 @@ def test_the_form_creates_a_study_and_reports_bad_stages(empty_db: str, open_pag
     app.text_area(key="study_stages").input("- name: Engine\n  candidates: [sglang]\n")
     app.button[0].click().run()  # the form's submit button
     assert not app.exception
-    assert any("stages[0]: a bare value needs the stage's 'dimension'" in error for error in texts(app.error))
+    bare = md_text("stages[0]: a bare value needs the stage's 'dimension'")
+    assert any(bare in error for error in texts(app.error))
     app.text_area(key="study_stages").input("- name: Engine\n  dimension: engine\n  candidates: [sglang]\n")
     app.button[0].click().run()
     assert not app.exception

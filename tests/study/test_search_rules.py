@@ -9,7 +9,7 @@ import pytest
 
 from perflab.engines.config import EngineConfig
 from perflab.study.budget import fill_budget
-from perflab.study.search import Trial, final_pick, pareto_front, step, stop_reason, with_outcomes
+from perflab.study.search import Trial, final_pick, pareto_front, promising, step, stop_reason, with_outcomes
 from perflab.study.search_space import SearchSpec
 from perflab.study.search_stage import slo_violation
 from perflab.study.spec import StudySpecError, parse_spec
@@ -167,3 +167,34 @@ def test_two_objectives_give_a_pareto_front() -> None:
     result = step(spec, objectives, [], _build)
     (proposal,) = result.proposed
     assert proposal.params["max_num_seqs"] in (64, 128, 256) and result.stop is None
+
+
+def test_screening_under_slos_breaks_them_or_is_judged_among_feasible_screenings() -> None:
+    spec = SearchSpec.model_validate({**SPACE, "screening": 0.5})
+    objectives = ("total_token_throughput",)
+
+    def screened(number: int, value: float, **fields: object) -> Trial:
+        params = (
+            {"max_num_seqs": 64, "parallelism": "TP1"}
+            if number % 2
+            else {"max_num_seqs": 128, "parallelism": "TP2"}
+        )
+        return Trial(number, params, f"f{number}", status="screened", screening=value, **fields)
+
+    # fast screenings of configurations that broke an SLO set no bar for one that meets them
+    fast_but_infeasible = [
+        replace(
+            screened(n, 1000.0 + n), status="complete", values=(3000.0,), samples=(3000.0,), violation=0.4
+        )
+        for n in range(4)
+    ]
+    slower = screened(4, 500.0)
+    assert promising(spec, objectives, [*fast_but_infeasible, slower], 4)
+    # a screening that breaks an SLO is not promising, however fast
+    assert not promising(spec, objectives, [*fast_but_infeasible, screened(4, 5000.0, violation=0.2)], 4)
+    # among feasible screenings the percentile pruner still judges
+    feasible = [
+        replace(screened(n, 1000.0 + n), status="complete", values=(3000.0,), samples=(3000.0,))
+        for n in range(4)
+    ]
+    assert not promising(spec, objectives, [*feasible, slower], 4)

@@ -5,7 +5,6 @@ recommendation and the same trials as an uninterrupted one with the same seed.""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,12 +12,11 @@ from sqlalchemy.engine import Engine
 
 from db import crud
 from db.session import new_session
-from perflab.inventory import HostConfig, Inventory, SimulateSpec
 from perflab.report.export import report_files
 from perflab.report.from_study import study_report
-from perflab.study.coordinator import advance, create_study
+from perflab.study.coordinator import advance
 from perflab.study.measure import study_runs
-from perflab.study.spec import parse_spec
+from tests.study.by_hand import drive, start
 
 SPEC = """
 name: searched
@@ -37,17 +35,6 @@ stages:
       seed: 3
       noise_cv_pct: 0
 """
-INVENTORY = Inventory(
-    path=Path("hosts.yaml"),
-    hosts=(
-        HostConfig(
-            name="gpu-a",
-            transport="local",
-            workdir="/tmp/gpu-a",
-            simulate=SimulateSpec(accelerator="H100", count=8),
-        ),
-    ),
-)
 
 
 def _value(config: dict[str, Any]) -> float | None:
@@ -61,9 +48,7 @@ def _value(config: dict[str, Any]) -> float | None:
 
 def _run_one(engine: Engine, study_id: int, run_id: int, *, die_after_screening: bool = False) -> None:
     """Move a queued run as the runner does: a result per profile, the coordinator advancing between."""
-    with new_session(engine) as session:
-        for status in ("launching", "ready", "benchmarking"):
-            crud.set_run_status(session, run_id=run_id, status=status)
+    start(engine, run_id)
     position = 0
     while True:
         with new_session(engine) as session:
@@ -99,21 +84,15 @@ def _run_one(engine: Engine, study_id: int, run_id: int, *, die_after_screening:
 
 
 def _drive(engine: Engine, *, kill_nth: int | None = None) -> Any:
-    """Create the study and move its runs until it ends; the ``kill_nth`` run of the study dies after
-    its first profile with ``worker_restarted`` (its worker was killed)."""
-    study_id = create_study(engine, parse_spec(SPEC), inventory=INVENTORY, queued_by="tester").id
-    started = 0
-    for _ in range(60):
-        advance(engine, study_id)
-        with new_session(engine) as session:
-            study = crud.get_study(session, study_id=study_id)
-            queued = [run for run in study_runs(session, study_id=study_id) if run.status == "queued"]
-        if study.status in ("done", "failed", "incomplete"):
-            return study
-        for run in queued:
-            started += 1
-            _run_one(engine, study_id, run.id, die_after_screening=started == kill_nth)
-    raise AssertionError("the search study did not end")
+    """Drive the study to its end; the ``kill_nth`` run of the study dies after its first profile with
+    ``worker_restarted`` (its worker was killed)."""
+    started = []
+
+    def run(study_id: int, run_id: int) -> None:
+        started.append(run_id)
+        _run_one(engine, study_id, run_id, die_after_screening=len(started) == kill_nth)
+
+    return drive(engine, SPEC, run)
 
 
 def test_a_search_study_proposes_screens_and_recommends(

@@ -6,7 +6,6 @@ service, and the study recommends its winner."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -14,15 +13,14 @@ from sqlalchemy.engine import Engine
 from db import crud
 from db.session import new_session
 from perflab.engines.config import EngineConfig
-from perflab.inventory import HostConfig, Inventory, SimulateSpec
 from perflab.study.configs import serve_command
-from perflab.study.coordinator import advance, create_study
 from perflab.study.decide import decide
 from perflab.study.measure import study_runs
 from perflab.study.spec import StageSpec, parse_spec
 from perflab.study.strategy import Evidence, StageInput, StageStrategy
 from perflab.study.study_plan import plan_study
 from perflab.study.types import CandidatePlan, Measurement, Rules, StagePlan, StageStep
+from tests.study.by_hand import drive, measure_once
 
 SPEC = """
 name: doubling
@@ -35,17 +33,6 @@ stages:
     dimension: max_num_seqs
     candidates: [64]
 """
-INVENTORY = Inventory(
-    path=Path("hosts.yaml"),
-    hosts=(
-        HostConfig(
-            name="gpu-a",
-            transport="local",
-            workdir="/tmp/gpu-a",
-            simulate=SimulateSpec(accelerator="H100", count=8),
-        ),
-    ),
-)
 # Throughput by max_num_seqs: it pays to double twice, not a third time.
 LANDSCAPE = {64: 1000.0, 128: 1500.0, 256: 1800.0, 512: 1700.0}
 
@@ -154,33 +141,13 @@ def test_the_planner_drives_a_third_strategy_through_the_seam() -> None:
 
 def _measure(engine: Engine, run_id: int) -> None:
     with new_session(engine) as session:
-        for status in ("launching", "ready", "benchmarking"):
-            crud.set_run_status(session, run_id=run_id, status=status)
-        run = crud.require_run(session, run_id=run_id)
-        value = LANDSCAPE[run.config["max_num_seqs"]]
-        result = {"completed": 10, "failed": 0, "total_token_throughput": value}
-        crud.add_profile_result(
-            session,
-            run_id=run_id,
-            profile=run.profiles[0],
-            result=result,
-            text_block=None,
-            bench_mode="on-host",
-        )
-        crud.set_run_status(session, run_id=run_id, status="done")
+        value = LANDSCAPE[crud.require_run(session, run_id=run_id).config["max_num_seqs"]]
+    measure_once(engine, run_id, {"completed": 10, "failed": 0, "total_token_throughput": value})
 
 
 def test_the_coordinator_drives_a_third_strategy_through_the_seam(db_engine: Engine) -> None:
-    study_id = create_study(db_engine, parse_spec(SPEC), inventory=INVENTORY, queued_by="tester").id
-    for _ in range(10):
-        advance(db_engine, study_id, strategy_for=_doubling)
-        with new_session(db_engine) as session:
-            study = crud.get_study(session, study_id=study_id)
-            queued = [run for run in study_runs(session, study_id=study_id) if run.status == "queued"]
-        if study.status == "done":
-            break
-        for run in queued:
-            _measure(db_engine, run.id)
+    study = drive(db_engine, SPEC, lambda _, run_id: _measure(db_engine, run_id), strategy_for=_doubling)
+    study_id = study.id
     assert study.status == "done", study.state
     with new_session(db_engine) as session:
         runs = study_runs(session, study_id=study_id)
