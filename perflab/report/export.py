@@ -81,7 +81,6 @@ def _search(search: SearchSection) -> dict[str, Any]:
 def report_json(report: Report) -> dict[str, Any]:
     """The study's result as JSON-ready data: what ``results.json`` and ``study show --json`` hold."""
     spread = report.spread
-    confirmation = report.confirmation
     return {
         **_fields(report, "study_id", "name", "status", "phase", "kind", "title", "model", "objective"),
         **_fields(report, "objective_unit", "recommended_command", "recommended_replicas", "best"),
@@ -90,18 +89,9 @@ def report_json(report: Report) -> dict[str, Any]:
         "slos": dict(report.slos),
         "unmeasured": [_fields(item, "stage", "label", "reason") for item in report.unmeasured],
         "recommendation_verdict": _verdict(report.recommendation_verdict),
-        "confirmation": None
-        if confirmation is None
-        else {
-            "baseline": list(confirmation.baseline),
-            "optimized": list(confirmation.optimized),
-            "verdict": _verdict(confirmation.verdict),
-        },
         "spread": {
-            "measured": _spread(spread.measured),
-            "reused": _spread(spread.reused),
-            "reused_from": spread.reused_from,
-            "reused_at": spread.reused_at.isoformat() if spread.reused_at else None,
+            "study": spread.study.to_dict() if spread.study is not None else None,
+            "baseline": _spread(spread.baseline),
             "detectable_gain_pct": spread.detectable_gain_pct,
         },
         "verdicts": [

@@ -19,7 +19,6 @@ It reads the study as it stands (its spec, runs, results and plan; nothing is pr
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import datetime
 from typing import Any
 
 from sqlmodel import Session
@@ -66,7 +65,6 @@ from perflab.report.summary import summary_rows
 from perflab.study.configs import serve_command
 from perflab.study.decide import recommendation
 from perflab.study.loadcurve import LoadCurve, curve_from_results
-from perflab.study.noise import Spread
 from perflab.study.objective import LOWER_IS_BETTER
 from perflab.study.progress import StudyProgress, load_progress
 from perflab.study.search_stage import SearchState, screening_profile
@@ -346,15 +344,12 @@ def _within_noise(plan: StudyPlan) -> tuple[str, ...]:
 
 
 def _spread(study: _Study) -> SpreadUsed:
-    """The baseline's spread measured today and the one reused from an earlier study."""
-    prior = (study.progress.study.state or {}).get("prior_spread") or {}
-    reused = Spread(**{key: prior[key] for key in Spread.__dataclass_fields__}) if prior else None
-    measured_at = prior.get("measured_at")
+    """The study's spread, the baseline's split of it, and the smallest gain the study could see."""
+    progress = study.progress
     return SpreadUsed(
-        measured=study.progress.spread,
-        reused=reused,
-        reused_from=f"study {prior['study_id']}" if prior.get("study_id") is not None else None,
-        reused_at=datetime.fromisoformat(measured_at) if isinstance(measured_at, str) else None,
+        study=progress.study_spread,
+        baseline=progress.spread,
+        detectable_gain_pct=progress.detectable_gain_pct,
     )
 
 

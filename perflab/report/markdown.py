@@ -308,14 +308,9 @@ def per_accelerator_lines(report: Report) -> list[str]:
                 lines.append("The two used different numbers of accelerators: compare them per accelerator.")
     if report.confidence:
         lines.append(
-            f"Confidence of the gain over the baseline: {report.confidence} (Student t on the launch means)."
-        )
-    if report.confirmation is not None and report.confirmation.verdict is not None:
-        confirmation = report.confirmation
-        lines.append(
-            f"Confirmed on launches measured after the decisions ({len(confirmation.optimized)} of the "
-            f"optimized, {len(confirmation.baseline)} of the baseline, interleaved): "
-            f"{confirmation.verdict.text()}."
+            f"Gain over the baseline: {report.confidence}. The published gain is each kept stage's measured "
+            "gain less the bias of being kept (docs/studies.md); the interval is Student's t on the two "
+            "configurations' launch means at the study's spread."
         )
     if report.within_noise:
         lines.append(
@@ -328,19 +323,22 @@ def per_accelerator_lines(report: Report) -> list[str]:
 
 
 def spread_lines(report: Report) -> list[str]:
-    """The noise the decisions used, as sentences: today's spread, the reused one with its source and
-    age, the smallest gain the study could tell from noise."""
+    """The noise the decisions used, as sentences: the study's spread (today's and the one offered from
+    an earlier study, with its source, age and why it was or was not used), the baseline's split, and the
+    smallest gain the study could tell from noise."""
     spread = report.spread
     lines = []
-    if spread.measured is not None:
-        lines.append(f"Measured spread of the baseline: {spread.measured.text()}.")
-    if spread.reused is not None:
-        when = f", measured {spread.reused_at:%Y-%m-%d %H:%M} UTC" if spread.reused_at else ""
-        lines.append(
-            f"Spread reused from {spread.reused_from or 'an earlier study'}{when}: {spread.reused.text()}."
-        )
+    if spread.study is not None:
+        lines.append(f"Spread of the verdicts: {spread.study.text()}.")
+    if spread.baseline is not None:
+        lines.append(f"Measured spread of the baseline: {spread.baseline.text()}.")
     if spread.detectable_gain_pct is not None:
-        lines.append(f"Gains under {spread.detectable_gain_pct:.1f} % cannot be told from noise here.")
+        lines.append(
+            f"Gains under {spread.detectable_gain_pct:.1f} % cannot be told from noise here (the smallest "
+            "gain this study keeps 80 % of the time at its spread)."
+        )
+    elif spread.study is not None and not spread.study.known:
+        lines.append("Noise unknown: nothing was measured twice, so no change over the baseline is kept.")
     return lines
 
 

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from perflab.cost.prices import Price
 from perflab.study.loadcurve import LoadCurve
-from perflab.study.noise import Spread
+from perflab.study.noise import Spread, StudySpread
 from perflab.study.verdict import Verdict
 
 
@@ -289,25 +288,14 @@ class VerdictRow:
 
 @dataclass(frozen=True)
 class SpreadUsed:
-    """The noise the decisions used: the baseline's spread measured today, the one reused from an
-    earlier study (its source and when it was measured), and the smallest gain the study could tell
-    from noise (None until it is known)."""
+    """The noise the decisions used: the study's spread (what today's launches measured, and the one
+    offered from an earlier study with its source, age and why it was or was not used), the baseline's
+    run-to-run and launch-to-launch split, and the smallest gain the study could tell from noise (None
+    while its spread is unknown)."""
 
-    measured: Spread | None = None
-    reused: Spread | None = None
-    reused_from: str | None = None
-    reused_at: datetime | None = None
+    study: StudySpread | None = None
+    baseline: Spread | None = None
     detectable_gain_pct: float | None = None
-
-
-@dataclass(frozen=True)
-class Confirmation:
-    """Launches of the baseline and the recommendation measured after the decisions, interleaved, whose
-    verdict gives the published gain."""
-
-    baseline: tuple[float, ...]
-    optimized: tuple[float, ...]
-    verdict: Verdict | None = None
 
 
 @dataclass(frozen=True)
@@ -362,10 +350,12 @@ class Report:
     slos: Mapping[str, float] = field(default_factory=dict)
     verdicts: tuple[VerdictRow, ...] = ()
     launches: tuple[LaunchRow, ...] = ()
-    confirmation: Confirmation | None = None
     caveats: tuple[str, ...] = ()
 
     @property
     def confidence(self) -> str | None:
-        """The optimized gain's verdict as text: ``+4.1 % ± 1.3 %, 95 %, 3 vs 3``."""
-        return self.recommendation_verdict.text() if self.recommendation_verdict is not None else None
+        """The optimized gain over the baseline as published (adjusted for the selection of the stages
+        that kept a change) and as measured: ``+3.8 % adjusted for selection (measured +4.1 % ± 1.3 %, 95 %,
+        3 vs 3)``."""
+        verdict = self.recommendation_verdict
+        return verdict.published_text() if verdict is not None else None

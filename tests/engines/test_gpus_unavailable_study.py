@@ -28,7 +28,7 @@ hosts: [{host}]
 model: Qwen/Qwen3-8B
 stages: [{{name: Batching, dimension: max_num_seqs, candidates: [64]}}]
 baseline: {{engine: vllm}}
-tuning_profile: {{name: tune, title: Chat, dataset: random, input_len: 64, output_len: 8, num_prompts: 4}}
+tuning_profile: {{name: tune, title: Chat, dataset: random, input_len: 64, output_len: 8, num_prompts: 50}}
 gpus: 1
 """
 MESSAGES = {

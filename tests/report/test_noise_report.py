@@ -31,7 +31,8 @@ gpus: 1
 repeats: 2
 relaunches: 2
 max_launches: 2
-tuning_profile: {{name: tune, title: Chat, dataset: random, input_len: 128, output_len: 16, num_prompts: 12}}
+tuning_profile: {{name: tune, title: Chat, dataset: random, input_len: 128, output_len: 64, num_prompts: 50,
+  max_concurrency: 4}}
 validation_profiles:
   - {{name: short_check, title: Short Prompt, dataset: random, input_len: 64, output_len: 4, num_prompts: 8}}
 stages:
@@ -114,7 +115,7 @@ def test_the_report_shows_the_decisions_mean_and_the_first_launchs_validation(
         "Below: the latest launch's first run."
     ) in text
     # the conclusion gives the spread measured and every call no verdict could separate
-    assert progress.spread is not None and report.spread.measured == progress.spread
+    assert progress.spread is not None and report.spread.baseline == progress.spread
     assert f"Measured spread of the baseline: {progress.spread.text()}." in text
     undecided = [c for stage in plan.stages for c in stage.candidates if c.decision == "within_noise"]
     conclusion = text.split("## Optimization Objective")[0]
@@ -130,7 +131,7 @@ def test_the_report_shows_the_decisions_mean_and_the_first_launchs_validation(
 def test_a_verdict_beside_a_seed_style_loss_says_how_each_is_computed() -> None:
     """94.3 against 100 is −6.0 % the seeds' way and −5.7 % as a verdict's ratio of means: the summary
     says so wherever a verdict stands beside its percentage."""
-    verdict = judge([94.3, 94.3], [100.0, 100.0], higher_is_better=True, min_gain_pct=1.0, prior_cv_pct=20.0)
+    verdict = judge([94.3, 94.3], [100.0, 100.0], higher_is_better=True, min_gain_pct=1.0, cv_pct=20.0, df=8.0)
     note = f"{verdict.text()}, neither kept nor beaten"
     row = SummaryRow("Batching", None, relative_change(94.3, 100.0), note)
     report = Report("t", "m", "Total TPS", "tok/s", None, (), (), (row,))

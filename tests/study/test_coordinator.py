@@ -34,7 +34,7 @@ name: coordinated
 model: Qwen/Qwen3-8B
 hosts: [gpu-a, gpu-b]
 baseline: {engine: vllm}
-tuning_profile: {name: tune, title: Tune, dataset: random, input_len: 128, output_len: 16, num_prompts: 10}
+tuning_profile: {name: tune, title: Tune, dataset: random, input_len: 128, output_len: 64, num_prompts: 50, max_concurrency: 4}
 validation_profiles:
   - {name: check, title: Check, dataset: random, input_len: 64, output_len: 8, num_prompts: 10}
 stages:
@@ -86,17 +86,34 @@ def _runs(engine: Engine, study_id: int) -> list[Run]:
 
 
 def _past_the_baseline(engine: Engine, study_id: int) -> list[Run]:
-    """Queue the baseline, measure it at 1000 tok/s, queue the engine stage; the study's runs."""
+    """Queue the baseline, measure it at 1000 tok/s, end that launch, measure its second launch (its
+    spread) at 1010 tok/s, queue the engine stage; the study's runs but the baseline's second launch."""
     advance(engine, study_id)
     (baseline,) = _runs(engine, study_id)
     _benchmark(engine, baseline.id, 1000.0)
+    _finish(engine, baseline.id)
     advance(engine, study_id)
-    return _runs(engine, study_id)
+    second = _runs(engine, study_id)[-1]
+    assert (second.config_fingerprint, [p["name"] for p in second.profiles]) == (
+        baseline.config_fingerprint,
+        ["tune"],
+    )
+    _benchmark(engine, second.id, 1010.0)
+    advance(engine, study_id)
+    return [run for run in _runs(engine, study_id) if run.id != second.id]
+
+
+# A spread an earlier study measured on these hosts (1 % per launch on 1,000 degrees of freedom): with it
+# the candidates here, far apart, are decided on their first launch, as these rules' tests want.
+EARLIER_SPREAD = {"cv_pct": 1.0, "df": 1000, "study_id": 99, "matched": {"engine_version": "unknown"}}
 
 
 @pytest.fixture
 def study_id(db_engine: Engine) -> int:
-    return create_study(db_engine, parse_spec(SPEC), inventory=INVENTORY, queued_by="tester").id
+    study = create_study(db_engine, parse_spec(SPEC), inventory=INVENTORY, queued_by="tester")
+    with new_session(db_engine) as session:
+        crud.update_study(session, study_id=study.id, state={**study.state, "prior_spread": EARLIER_SPREAD})
+    return study.id
 
 
 def test_the_baseline_is_queued_once_with_every_profile(db_engine: Engine, study_id: int) -> None:
@@ -116,14 +133,14 @@ def test_the_baseline_is_queued_once_with_every_profile(db_engine: Engine, study
 
 def test_a_stage_is_queued_over_the_hosts_reusing_the_baseline(db_engine: Engine, study_id: int) -> None:
     runs = _past_the_baseline(db_engine, study_id)
-    baseline = runs[0]
-    # the baseline is still running its validation profile: the other host gets the next run first
+    second = _runs(db_engine, study_id)[1]  # the baseline's second launch, whose run the stage reuses
+    # that launch is still running: the other host gets the next run first
     assert [(run.engine, run.host_name) for run in runs[1:]] == [("sglang", "gpu-b"), ("trtllm", "gpu-a")]
     with new_session(db_engine) as session:
         rows = crud.list_candidates(session, study_id=study_id)
     engine_rows = [(row.label, row.decision, row.run_id, row.status) for row in rows if row.stage_index == 1]
     assert engine_rows == [
-        ("vLLM", "reused", baseline.id, "reused"),
+        ("vLLM", "reused", second.id, "reused"),
         ("SGLang", None, runs[1].id, "queued"),
         ("TensorRT-LLM", None, runs[2].id, "queued"),
     ]
@@ -145,8 +162,11 @@ def test_losers_drop_validation_and_the_winner_keeps_it(db_engine: Engine, study
     with new_session(db_engine) as session:
         rows = {row.label: row for row in crud.list_candidates(session, study_id=study_id)}
     assert (rows["SGLang"].decision, rows["SGLang"].objective_value) == ("winner", 1300.0)
-    assert rows["SGLang"].note == "+30.0% over Baseline"
-    assert rows["TensorRT-LLM"].note == "-10.0%: lower than previous, skipped"
+    # the verdicts on the study's spread (the earlier study's, pooled with the baseline's two launches)
+    assert rows["SGLang"].note.startswith("+29.4 % adjusted for selection (measured +29.4 % ± ")
+    assert rows["SGLang"].note.endswith(", 95 %, 1 vs 2) over Baseline")
+    assert rows["TensorRT-LLM"].note.startswith("-10.4 % ± ")
+    assert rows["TensorRT-LLM"].note.endswith(", 95 %, 1 vs 2: not better, skipped")
 
 
 def _age(engine: Engine, run_id: int, seconds: float) -> None:
@@ -184,20 +204,20 @@ def test_engine_failures_are_results_infrastructure_failures_are_retried_with_ba
         db_engine, trtllm.id, "failed", failure_class="worker_restarted", failure_message="worker restarted"
     )
     advance(db_engine, study_id)
-    _finish(db_engine, baseline.id)  # its validation profile is done too
+    _finish(db_engine, _runs(db_engine, study_id)[1].id)  # the baseline's second launch is done too
     # within the backoff nothing is queued, and the candidate is neither failed nor decided
-    assert len(_runs(db_engine, study_id)) == 3
+    assert len(_runs(db_engine, study_id)) == 4
     row = _rows(db_engine, study_id)["TensorRT-LLM"]
     assert (row.status, row.decision) == ("retrying", None)
     _age(db_engine, trtllm.id, 31)
     advance(db_engine, study_id)
     runs = _runs(db_engine, study_id)
-    assert len(runs) == 4 and runs[-1].config_fingerprint == trtllm.config_fingerprint
+    assert len(runs) == 5 and runs[-1].config_fingerprint == trtllm.config_fingerprint
     # the second delay is longer; after the third attempt the configuration is unmeasured, never failed
     _finish(db_engine, runs[-1].id, "failed", failure_class="port_in_use", failure_message="port 8000 taken")
     _age(db_engine, runs[-1].id, 31)
     advance(db_engine, study_id)
-    assert len(_runs(db_engine, study_id)) == 4
+    assert len(_runs(db_engine, study_id)) == 5
     _age(db_engine, runs[-1].id, 30)
     advance(db_engine, study_id)
     last = _runs(db_engine, study_id)[-1]
@@ -288,24 +308,32 @@ def test_pause_stops_queuing_resume_continues_cancel_stops_runs(db_engine: Engin
     (baseline,) = _runs(db_engine, study_id)
     pause_study(db_engine, study_id)
     _benchmark(db_engine, baseline.id, 1000.0)
+    _finish(db_engine, baseline.id)
     advance(db_engine, study_id)
+    # paused: the baseline's second launch, which its spread needs, is not queued
     assert len(_runs(db_engine, study_id)) == 1
     with new_session(db_engine) as session:
-        rows = crud.list_candidates(session, study_id=study_id)
         assert crud.get_study(session, study_id=study_id).status == "paused"
-    assert [row.decision for row in rows if row.stage_index == 1] == ["reused", None, None]
     assert resume_study(db_engine, study_id).status == "running"
     with pytest.raises(StudyStateError, match="only a paused study can be resumed"):
         resume_study(db_engine, study_id)
     assert advance_studies(db_engine) == 1
-    assert len(_runs(db_engine, study_id)) == 3
+    second = _runs(db_engine, study_id)[-1]
+    assert len(_runs(db_engine, study_id)) == 2 and second.engine == "vllm"
+    _benchmark(db_engine, second.id, 1010.0)
+    advance(db_engine, study_id)
+    with new_session(db_engine) as session:
+        rows = crud.list_candidates(session, study_id=study_id)
+    assert [row.decision for row in rows if row.stage_index == 1] == ["reused", None, None]
+    assert len(_runs(db_engine, study_id)) == 4
     cancel_study(db_engine, study_id)
-    statuses = {run.engine: (run.status, run.cancel_requested) for run in _runs(db_engine, study_id)}
-    assert statuses == {
-        "vllm": ("benchmarking", True),
-        "sglang": ("cancelled", True),
-        "trtllm": ("cancelled", True),
-    }
+    statuses = [(run.engine, run.status, run.cancel_requested) for run in _runs(db_engine, study_id)]
+    assert statuses == [
+        ("vllm", "done", False),
+        ("vllm", "benchmarking", True),
+        ("sglang", "cancelled", True),
+        ("trtllm", "cancelled", True),
+    ]
     assert advance(db_engine, study_id) is None
     with pytest.raises(StudyStateError, match="study .* is cancelled"):
         pause_study(db_engine, study_id)

@@ -30,7 +30,7 @@ baseline: {{engine: vllm}}
 gpus: 2
 goal: Highest total throughput for a chat workload.
 tuning_profile:
-  {{name: tune, title: ShareGPT-like, dataset: random, input_len: 256, output_len: 24, num_prompts: 30}}
+  {{name: tune, title: ShareGPT-like, dataset: random, input_len: 256, output_len: 24, num_prompts: 50}}
 validation_profiles:
   - {{name: val_short, title: Short Prompt, dataset: random, input_len: 128, output_len: 4, num_prompts: 20}}
   - {{name: val_long, title: Long Prompt, dataset: random, input_len: 2000, output_len: 16, num_prompts: 8}}
@@ -59,7 +59,7 @@ def test_full_study_runs_every_distinct_configuration_once_and_reports(
     host = sim_host("study-sim", kind="local", time_scale=100)
     final = run_study(runs_db, SPEC.format(host=host.name), write_hosts_file(tmp_path / "hosts.yaml", [host]))
 
-    assert final.status == "done", final.state
+    assert final.status == "done", (final.state.get("failure"), final.state.get("phase"))
     assert final.state["gpus_per_node"] == 8 and final.state["accelerator"] == "H100"
     assert final.state["gpus"] == 2
     study = final

@@ -38,7 +38,7 @@ tuning_profile:
   dataset: random
   input_len: 512
   output_len: 64
-  num_prompts: 32
+  num_prompts: 50
   sweep: {{kind: max_concurrency, values: [1, 2, 16]}}
 stages:
   - name: Max num seqs

@@ -23,14 +23,15 @@ gpus: 1
 repeats: 2
 relaunches: 2
 max_launches: 3
-tuning_profile: {{name: tune, title: Chat, dataset: random, input_len: 128, output_len: 16, num_prompts: 12}}
+tuning_profile: {{name: tune, title: Chat, dataset: random, input_len: 128, output_len: 64, num_prompts: 50,
+  max_concurrency: 4}}
 stages:
   - name: Memory
     candidates: [{{gpu_memory_utilization: 0.85}}]
 """
 
 
-def test_a_candidate_that_changes_nothing_ends_within_noise(
+def test_a_candidate_that_changes_nothing_is_not_kept(
     runs_db: Engine, sim_host: SimHostFactory, tmp_path: Path
 ) -> None:
     final = run_noisy_study(
@@ -47,12 +48,13 @@ def test_a_candidate_that_changes_nothing_ends_within_noise(
     launches = sorted(
         sum(1 for run in runs if run.config_fingerprint == row.config_fingerprint) for row in rows.values()
     )
-    assert launches in ([2, 2], [3, 3])
+    assert launches[0] >= 2 and launches[-1] <= 3  # two launches first, at most three (max_launches)
     candidate = rows["gpu_memory_utilization=0.85"]
     (verdict,) = final.state["verdicts"]
-    assert candidate.decision == "within_noise" and verdict["outcome"] == "within_noise"
-    assert candidate.note.startswith(verdict["text"]) and "within noise (±" in candidate.note
-    assert (verdict["n_candidate"], verdict["n_reference"]) in ((2, 2), (3, 3))
+    # whatever the draws, a candidate that changes nothing is not kept, and its note carries its verdict
+    assert candidate.decision in ("within_noise", "not_better") and verdict["outcome"] == candidate.decision
+    assert candidate.note.startswith(verdict["text"])
+    assert verdict["n_candidate"] in (2, 3) and verdict["n_reference"] >= 2
     spread = final.state["spread"]
     assert spread["launches"] >= 2 and spread["repetitions"] == 2 * spread["launches"]
     assert final.recommended_command == "vllm serve Qwen/Qwen3-8B"

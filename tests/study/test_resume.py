@@ -30,7 +30,7 @@ baseline: {{engine: vllm}}
 gpus: 1
 # paced at 8 requests/s, so each tuning benchmark lasts a few seconds: long enough to be killed in
 tuning_profile:
-  {{name: tune, title: Tune, dataset: random, input_len: 128, output_len: 16, num_prompts: 20,
+  {{name: tune, title: Tune, dataset: random, input_len: 128, output_len: 16, num_prompts: 50,
     request_rate: 8}}
 validation_profiles:
   - {{name: check, title: Check, dataset: random, input_len: 64, output_len: 8, num_prompts: 10}}

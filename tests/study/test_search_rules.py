@@ -13,6 +13,7 @@ from perflab.study.search import Trial, final_pick, pareto_front, promising, ste
 from perflab.study.search_space import SearchSpec
 from perflab.study.search_stage import slo_violation
 from perflab.study.spec import StudySpecError, parse_spec
+from perflab.study.noise import study_spread
 from perflab.study.types import Rules
 
 SPACE = {
@@ -121,11 +122,11 @@ def test_final_pick_remeasures_then_picks_the_cheaper_of_equivalents() -> None:
     objectives = ("total_token_throughput",)
 
     def pick(first: tuple[float, ...], second: tuple[float, ...]):  # type: ignore[no-untyped-def]
-        return final_pick(
-            spec, objectives, [_finalist(0, first), _finalist(1, second)], rules=Rules(min_gain=0.01)
-        )
+        finalists = [_finalist(0, first), _finalist(1, second)]
+        spread = study_spread([trial.samples for trial in finalists])
+        return final_pick(spec, objectives, finalists, rules=Rules(min_gain=0.01, spread=spread))
 
-    # one sample each and no prior noise: both are measured again
+    # one sample each and no spread: both are measured again
     assert pick((100.5,), (100.0,)).remeasure == (0, 1)
     # the interval holds 0 and stays below the 1% minimum gain: equivalent, the smaller batch is picked
     equivalent = pick((100.5, 100.4), (100.0, 100.1))

@@ -27,7 +27,7 @@ name: doubling
 model: Qwen/Qwen3-8B
 hosts: [gpu-a]
 baseline: {engine: vllm, max_num_seqs: 64}
-tuning_profile: {name: tune, title: Tune, dataset: random, input_len: 128, output_len: 16, num_prompts: 10}
+tuning_profile: {name: tune, title: Tune, dataset: random, input_len: 128, output_len: 64, num_prompts: 50, max_concurrency: 4}
 stages:
   - name: Doubling
     dimension: max_num_seqs
@@ -106,7 +106,7 @@ def test_the_planner_drives_a_third_strategy_through_the_seam() -> None:
             baseline=baseline,
             stages=spec.stages,
             measurements=measured,
-            rules=Rules(),
+            rules=Rules(measures_noise=False),  # one measurement each: the seam, not the statistics
             evidence=Evidence(stored=stored),
             strategy_for=_doubling,
         )
@@ -126,13 +126,13 @@ def test_the_planner_drives_a_third_strategy_through_the_seam() -> None:
         ("max_num_seqs=256", "winner"),
         ("max_num_seqs=512", "not_better"),
     ]
-    assert "-5.6%: lower than previous" in plan.stages[0].candidates[-1].note
+    assert "-5.6% (one measurement, noise unknown): lower than previous" in plan.stages[0].candidates[-1].note
     # read as a page reads it, the strategy proposes nothing
     quiet = plan_study(
         baseline=baseline,
         stages=spec.stages,
         measurements={baseline.fingerprint(): measured[baseline.fingerprint()]},
-        rules=Rules(),
+        rules=Rules(measures_noise=False),
         strategy_for=_doubling,
         propose=False,
     )
@@ -152,9 +152,10 @@ def test_the_coordinator_drives_a_third_strategy_through_the_seam(db_engine: Eng
     with new_session(db_engine) as session:
         runs = study_runs(session, study_id=study_id)
         rows = crud.list_candidates(session, study_id=study_id)
-    assert [run.config["max_num_seqs"] for run in runs] == [64, 128, 256, 512]
+    # the baseline twice (its spread), then one doubling at a time, each decided on that spread
+    assert [run.config["max_num_seqs"] for run in runs] == [64, 64, 128, 256, 512]
     assert study.state["stage_state"] == {"1": [128, 256, 512]}
-    winner = EngineConfig.model_validate(runs[2].config)
+    winner = EngineConfig.model_validate(runs[3].config)
     assert study.recommended_command == serve_command(winner)
     assert [(row.label, row.decision) for row in rows if row.stage_index == 1] == [
         ("max_num_seqs=128", "not_better"),
