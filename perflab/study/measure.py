@@ -120,20 +120,19 @@ def is_tuning(profile_name: str, tuning: BenchmarkProfile) -> bool:
 
 
 def tuning_results(results: Sequence[ProfileResult], tuning: BenchmarkProfile) -> list[ProfileResult]:
-    """The complete (not partial) results of the tuning profile and its repetitions that are long
-    enough to judge (:mod:`perflab.runner.evidence`)."""
+    """The complete (not partial) results of the tuning profile and its repetitions."""
     return [
         result
         for result in results
-        if is_tuning(result.profile_name, tuning)
-        and not (result.result or {}).get("partial")
-        and short_reason(result.result) is None
+        if is_tuning(result.profile_name, tuning) and not (result.result or {}).get("partial")
     ]
 
 
 def too_short(results: Sequence[ProfileResult], tuning: BenchmarkProfile) -> str | None:
-    """Why a launch's tuning results cannot be judged: the reason its first too-short one carries."""
-    reasons = (short_reason(result.result) for result in results if is_tuning(result.profile_name, tuning))
+    """Why a launch's complete tuning results cannot be judged: the reason its first too-short one
+    carries (:mod:`perflab.runner.evidence`). One short point of a sweep makes the whole launch short:
+    a curve without its point is another curve."""
+    reasons = (short_reason(result.result) for result in tuning_results(results, tuning))
     return next((reason for reason in reasons if reason is not None), None)
 
 
@@ -207,6 +206,9 @@ def _measurement(
 ) -> Measurement | None:
     finished = run.status in FINISHED_RUN_STATUSES
     # ``found`` is the score of the complete tuning results: None when there are none
+    short = too_short(results, tuning)
+    if short is not None and complete_launch(run, results, tuning, repeats):
+        return Measurement("too_short", run.id, error=short, finished=finished)
     if found is not None and complete_launch(run, results, tuning, repeats):
         return Measurement(
             "measured",
@@ -216,9 +218,6 @@ def _measurement(
             finished=finished,
             violations=found.violations,
         )
-    short = too_short(results, tuning)
-    if short is not None and complete_launch(run, results, tuning, repeats):
-        return Measurement("too_short", run.id, error=short, finished=finished)
     if not finished:
         return Measurement("pending", run.id)
     reason = infrastructure_reason(run)

@@ -239,6 +239,7 @@ class Candidates:
             if candidate.decision is None and candidate.measurement is None
         ]
         judged, winner, decided = decide_stage(resolved, best, stage.rules)
-        wanted += _measure_again(judged, best)
+        again = _measure_again(judged, best)
         plan = StagePlan(stage.index, stage.spec.name, tuple(judged), best, winner, decided)
-        return StageStep(plan, wanted=tuple(wanted))
+        tuning_only = frozenset(config.fingerprint() for config in again)
+        return StageStep(plan, wanted=(*wanted, *again), tuning_only=tuning_only)

@@ -21,6 +21,7 @@ from db.models import FINISHED_RUN_STATUSES, ProfileResult, Run
 from perflab.accelerators import accelerators_of
 from perflab.engines.config import EngineConfig
 from perflab.profiles import BenchmarkProfile, scaled
+from perflab.runner.evidence import short_reason
 from perflab.study.budget import fill_budget
 from perflab.study.configs import build_config, config_fields
 from perflab.study.decide import decide, feasibility
@@ -109,8 +110,10 @@ def observations(
         screened: Score | None = None
         for run in (run for run in runs if run.config_fingerprint == fingerprint):
             stored = results.get(run.id, ())
-            pairs = [(r.sweep_point, r.result) for r in stored if r.profile_name == screening.name]
-            if screened is None and pairs:
+            screens = [r for r in stored if r.profile_name == screening.name]
+            pairs = [(r.sweep_point, r.result) for r in screens]
+            # a screening too short to judge prunes nothing: the configuration is left to its full profile
+            if screened is None and pairs and not any(short_reason(r.result) for r in screens):
                 screened = score(objectives[0], pairs, slos=slos)
             scores = [launch_score(stored, tuning, name, slos) for name in objectives]
             if (
@@ -138,7 +141,7 @@ def observations(
         )
         if measurement is None:
             continue  # an infrastructure failure waits for its retry: nothing to tell
-        if measurement.state == "unmeasured":
+        if measurement.state in ("unmeasured", "too_short"):
             seen[fingerprint] = Observation("unmeasured", note=measurement.error)
         elif outcome.run.status not in FINISHED_RUN_STATUSES or measurement.state == "pending":
             status = "screened" if first is not None else "pending"

@@ -53,10 +53,13 @@ def strategy_of(stage: StageSpec) -> StageStrategy:
 
 
 def _contenders(stage: StagePlan) -> set[str]:
+    """The stage's candidates that may still win and are not waiting to be launched again: a close
+    call's launch ends with its tuning profile, so its next launch starts at once (a winner whose
+    launches dropped the validation profiles gets a launch of them at the end)."""
     return {
         candidate.fingerprint
         for candidate in stage.candidates
-        if candidate.decision is None and candidate.fingerprint is not None
+        if candidate.decision is None and not candidate.again and candidate.fingerprint is not None
     }
 
 

@@ -19,10 +19,11 @@ from tests.fixtures.study_data import run_study
 
 # With at most 2 sequences in a batch the engine saturates at 2 concurrent requests and queues the
 # rest (TTFT at 16 is many times that at 2); with 16 the curve still rises at 16 and TTFT stays low.
-# Steps run at a quarter of their simulated time (start-up at a twentieth): a request then takes about
-# 150 ms, so the few milliseconds the client spends between two requests on a loaded machine stay well
-# inside the 10 % plateau between 2 and 16 concurrent requests (at a twentieth they were about 10 %).
-TIME_SCALE = 4
+# Steps run at a sixteenth of their simulated time (start-up at a twentieth) with 256 output tokens: a
+# request then takes about 170 ms, so the few milliseconds the client spends between two requests on a
+# loaded machine stay well inside the 10 % plateau between 2 and 16 concurrent requests, and every
+# point lasts the 5 s of simulated time a result needs to be judged (perflab.runner.evidence).
+TIME_SCALE = 16
 STARTUP_SCALE = 20
 SPEC = """
 name: load within SLO
@@ -37,7 +38,7 @@ tuning_profile:
   title: Concurrency sweep
   dataset: random
   input_len: 512
-  output_len: 64
+  output_len: 256
   num_prompts: 50
   sweep: {{kind: max_concurrency, values: [1, 2, 16]}}
 stages:
