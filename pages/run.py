@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import pandas as pd
 import streamlit as st
 
 from db import crud
@@ -27,6 +26,10 @@ PROGRESS_EVERY_S = 2.0
 QUEUED_NOTE_KEY = "run_queued_note"
 # Said once on the Runs page after this page deleted a run.
 DELETED_NOTE_KEY = "runs_deleted_note"
+# A profile's chart tabs (only the open one is drawn).
+THROUGHPUT_TAB = "Throughput and requests in flight"
+LATENCY_TAB = "Latency distribution"
+SCATTER_TAB = "Input length vs TTFT"
 
 heading = st.empty()
 run_id = ui.url_run_id()
@@ -72,16 +75,29 @@ if queued_for == run.id:
     st.success(queued_note)
 else:
     st.session_state.pop(QUEUED_NOTE_KEY, None)
-link_col, rerun_col, json_col, csv_col, _ = st.columns([1, 1, 1, 1, 2])
-with link_col:
-    ui.copy_link_button(ui.share_link(PAGE, {"run": str(run.id)}, current_page=PAGE), key="run")
 blocker = ui.write_blocker("re-run it") or launch.rerun_blocker(run)
-if (
-    rerun_col.button(
+with ui.button_row():
+    ui.copy_link_button(ui.share_link(PAGE, {"run": str(run.id)}, current_page=PAGE), key="run")
+    rerun_clicked = st.button(
         "Re-run", key="run_rerun", icon=":material/replay:", disabled=blocker is not None, help=blocker
     )
-    and ui.may_write()
-):
+    ui.download(
+        ui.Download(
+            "Download JSON",
+            lambda: run_export.run_json(priced),
+            f"perflab-run-{run.id}.json",
+            "run_download_json",
+        )
+    )
+    ui.download(
+        ui.Download(
+            "Download CSV",
+            lambda: run_export.run_csv(priced),
+            f"perflab-run-{run.id}.csv",
+            "run_download_csv",
+        )
+    )
+if rerun_clicked and ui.may_write():
     with ui.session() as session:
         queued = launch.rerun(session, run, queued_by=ui.queued_by())
     ui.clear_cached_reads()
@@ -91,21 +107,6 @@ if (
     )
     st.query_params["run"] = str(queued.id)
     st.rerun()
-ui.download(
-    ui.Download(
-        "Download JSON",
-        lambda: run_export.run_json(priced),
-        f"perflab-run-{run.id}.json",
-        "run_download_json",
-    ),
-    place=json_col,
-)
-ui.download(
-    ui.Download(
-        "Download CSV", lambda: run_export.run_csv(priced), f"perflab-run-{run.id}.csv", "run_download_csv"
-    ),
-    place=csv_col,
-)
 
 if run.status == "failed":
     st.error(f"**{run.failure_class or 'failed'}**: {run.failure_message or 'no reason was recorded'}")
@@ -127,8 +128,9 @@ def live_progress(shown_status: str) -> None:
     if not series.empty:
         st.altair_chart(run_charts.live_timeline(series), width="stretch")
         st.caption(
-            "Live, from the benchmark's progress: the latency is estimated as requests in flight ÷ "
-            "completions per second (Little's law); measured latencies appear when the profile ends."
+            f"Live, from the benchmark's progress: requests completed per second and the mean end-to-end "
+            f"latency of the requests that ended, each over the last {live.SMOOTHING_S:g} s (measured); "
+            "the full latency distributions appear when the profile ends."
         )
 
 
@@ -167,17 +169,13 @@ if not run.finished and ui.may_write():
 
 def draw_costs(figures: CostFigures) -> None:
     """A result's cost and energy cards, and what they are priced at."""
-    columns = st.columns(4)
-    for position, card in enumerate(cost_views.cost_cards(figures)):
-        columns[position % 4].metric(card.label, card.value, help=card.help)
+    ui.metric_cards(cost_views.cost_cards(figures))
     st.caption(f"Cost: {cost_views.price_text(figures)} · {figures.energy_text}")
 
 
 def draw_profile(profile: run_detail.ProfileView) -> None:
     """One profile's cards, text block and charts."""
-    columns = st.columns(4)
-    for position, card in enumerate(cards.metric_cards(profile.result, run.replicas)):
-        columns[position % 4].metric(card.label, card.value, help=card.help)
+    ui.metric_cards(cards.metric_cards(profile.result, run.replicas))
     accelerators = budget.accelerator_text(run, profile.result)
     if accelerators:
         st.caption(accelerators)
@@ -195,19 +193,52 @@ def draw_profile(profile: run_detail.ProfileView) -> None:
     other_notes = [note for note in profile.notes if not used_sample([note])]
     if other_notes:
         st.caption("Benchmark notes: " + "; ".join(other_notes))
-    if not profile.timeline.empty:
-        st.subheader("Throughput and requests in flight")
-        ui.run_chart(
-            loaded,
-            "throughput",
-            profile_id=profile.id,
-            key=f"timeline_{profile.id}",
-            file_name=f"run-{run.id}-{profile.name}-throughput.png",
-        )
+    draw_profile_charts(profile)
+
+
+def draw_profile_charts(profile: run_detail.ProfileView) -> None:
+    """A profile's charts, one tab at a time: only the open tab's chart is built and drawn."""
     if profile.records.empty:
         st.caption("No per-request records (an imported summary): no latency distributions to draw.")
+    shown = [
+        name
+        for name, present in (
+            (THROUGHPUT_TAB, not profile.timeline.empty),
+            (LATENCY_TAB, not profile.records.empty),
+            (SCATTER_TAB, not profile.records.empty),
+        )
+        if present
+    ]
+    if not shown:
         return
-    st.subheader("Latency distribution")
+    for name, tab in zip(
+        shown, st.tabs(shown, key=f"run_charts_{profile.id}", on_change="rerun"), strict=True
+    ):
+        if not tab.open:
+            continue
+        with tab:
+            if name == THROUGHPUT_TAB:
+                ui.run_chart(
+                    loaded,
+                    "throughput",
+                    profile_id=profile.id,
+                    key=f"timeline_{profile.id}",
+                    file_name=f"run-{run.id}-{profile.name}-throughput.png",
+                )
+            elif name == LATENCY_TAB:
+                draw_latency_distribution(profile)
+            else:
+                ui.run_chart(
+                    loaded,
+                    "scatter",
+                    profile_id=profile.id,
+                    key=f"scatter_{profile.id}",
+                    file_name=f"run-{run.id}-{profile.name}-ttft-scatter.png",
+                )
+
+
+def draw_latency_distribution(profile: run_detail.ProfileView) -> None:
+    """The histogram and CDF of one latency metric of a profile's requests (picked in a box)."""
     metric = st.selectbox(
         "Metric",
         distributions.DISTRIBUTION_METRICS,
@@ -216,25 +247,17 @@ def draw_profile(profile: run_detail.ProfileView) -> None:
     )
     if not distributions.has_values(profile.records, metric):
         st.caption("No successful request has this metric.")
-    else:
-        for column, chart in zip(st.columns(2), ("histogram", "cdf"), strict=True):
-            with column:
-                ui.run_chart(
-                    loaded,
-                    chart,
-                    profile_id=profile.id,
-                    metric=metric,
-                    key=f"{chart}_{profile.id}",
-                    file_name=f"run-{run.id}-{profile.name}-{metric}-{chart}.png",
-                )
-    st.subheader("Input length vs TTFT per request")
-    ui.run_chart(
-        loaded,
-        "scatter",
-        profile_id=profile.id,
-        key=f"scatter_{profile.id}",
-        file_name=f"run-{run.id}-{profile.name}-ttft-scatter.png",
-    )
+        return
+    for column, chart in zip(st.columns(2), ("histogram", "cdf"), strict=True):
+        with column:
+            ui.run_chart(
+                loaded,
+                chart,
+                profile_id=profile.id,
+                metric=metric,
+                key=f"{chart}_{profile.id}",
+                file_name=f"run-{run.id}-{profile.name}-{metric}-{chart}.png",
+            )
 
 
 st.header("Results")
@@ -247,11 +270,13 @@ if not detail.profiles:
 elif len(detail.profiles) == 1:
     draw_profile(detail.profiles[0])
 else:
-    for tab, profile in zip(
-        st.tabs([profile.marked_title for profile in detail.profiles]), detail.profiles, strict=True
-    ):
-        with tab:
-            draw_profile(profile)
+    profile_tabs = st.tabs(
+        [profile.marked_title for profile in detail.profiles], key="run_profile", on_change="rerun"
+    )
+    for tab, profile in zip(profile_tabs, detail.profiles, strict=True):
+        if tab.open:
+            with tab:
+                draw_profile(profile)
 
 if run_charts.has_samples(detail.samples) and not (
     run_charts.has_engine_samples(detail.samples) or run_charts.has_accelerator_samples(detail.samples)
@@ -259,12 +284,22 @@ if run_charts.has_samples(detail.samples) and not (
     st.caption(
         "Engine and accelerator samples: too few to draw (the run was shorter than the sampling interval)."
     )
-if run_charts.has_engine_samples(detail.samples):
-    st.subheader("Engine queue and KV-cache")
-    ui.run_chart(loaded, "engine", key="engine", file_name=f"run-{run.id}-engine.png")
-if run_charts.has_accelerator_samples(detail.samples):
-    st.subheader("Accelerator telemetry")
-    ui.run_chart(loaded, "accelerators", key="gpu", file_name=f"run-{run.id}-accelerators.png")
+telemetry = [
+    (name, chart)
+    for name, chart, present in (
+        ("Engine queue and KV-cache", "engine", run_charts.has_engine_samples(detail.samples)),
+        ("Accelerator telemetry", "accelerators", run_charts.has_accelerator_samples(detail.samples)),
+    )
+    if present
+]
+if telemetry:
+    # drawn when opened: the charts are built only for a reader who asks for them
+    samples_box = st.expander("Engine and accelerator samples", key="run_telemetry", on_change="rerun")
+    if samples_box.open:
+        with samples_box:
+            for name, chart in telemetry:
+                st.subheader(name)
+                ui.run_chart(loaded, chart, key=chart, file_name=f"run-{run.id}-{chart}.png")
 
 st.header("Commands")
 if run.serve_commands:
@@ -292,17 +327,24 @@ if detail.vllm_bench_commands:
     for command in detail.vllm_bench_commands:
         st.code(command, language="bash", wrap_lines=True)
 
-with st.expander("Environment snapshot"):
-    if run.environment:
-        st.json(run.environment)
-    else:
-        st.caption("No environment was recorded.")
-with st.expander("Engine log tail"):
-    if run.log_tail:
-        st.code(run.log_tail, language=None)
-    else:
-        st.caption("No engine log was recorded.")
-with st.expander("Lifecycle"):
-    st.table(
-        pd.DataFrame([{"Phase": phase, "At": format_time(moment)} for phase, moment in run.phase_times()])
-    )
+# Drawn when opened (the engine log of a failed run is open from the start).
+environment_box = st.expander("Environment snapshot", key="run_environment", on_change="rerun")
+if environment_box.open:
+    with environment_box:
+        if run.environment:
+            st.json(run.environment)
+        else:
+            st.caption("No environment was recorded.")
+log_box = st.expander(
+    "Engine log tail", expanded=run.status == "failed", key="run_log_tail", on_change="rerun"
+)
+if log_box.open:
+    with log_box:
+        if run.log_tail:
+            st.code(run.log_tail, language=None)
+        else:
+            st.caption("No engine log was recorded.")
+lifecycle_box = st.expander("Lifecycle", key="run_lifecycle", on_change="rerun")
+if lifecycle_box.open:
+    with lifecycle_box:
+        st.markdown(run_detail.lifecycle_markdown(run))

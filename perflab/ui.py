@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import html
 import mimetypes
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, NamedTuple
@@ -43,6 +43,7 @@ from perflab.hub.downloads import Downloads
 from perflab.inventory import Inventory, InventoryError, default_inventory_path, load_inventory
 from perflab.views import compare, datasets, run_detail, run_list, status, urlstate
 from perflab.views import cost as cost_views
+from perflab.views.cards import Card
 from perflab.views.run_list import run_link
 
 TABLE_ROW_PX = 35
@@ -52,6 +53,7 @@ CELL_PADDING_PX = 24
 MIN_FITTED_PX = 100
 MAX_FITTED_PX = 360
 SIDEBAR_REFRESH_S = 3.0
+CARDS_PER_ROW = 4
 # Distinct hosts/engines/models change rarely; runs the worker adds show up within this time.
 FILTER_CHOICES_TTL_S = 60
 STATUS_ICONS: dict[str, str] = {
@@ -73,11 +75,23 @@ STATUS_ICONS: dict[str, str] = {
 _IN_SHELL: ContextVar[bool] = ContextVar("perflab_in_shell", default=False)
 
 
-# Markdown tables wider than the page (the Compare page's runs beside the sidebar at 1024 px) scroll
-# sideways inside it instead of running off its edge.
+# The sidebar's width in pixels: at 1024 px it leaves the page about 730 px beside it.
+SIDEBAR_PX = 240
+# Markdown tables wider than the page scroll sideways inside it instead of running off its edge. A
+# metric's label and value wrap instead of being cut with an ellipsis, and the value's font shrinks
+# with the window, so a headline figure reads whole beside the sidebar at 1024 px; below 1280 px the
+# page keeps narrower margins.
 LAYOUT_CSS = """
 <style>
   [data-testid="stMarkdownContainer"] table { display: block; max-width: 100%; overflow-x: auto; }
+  [data-testid="stMetricLabel"] .stMarkdownEllipsis, [data-testid="stMetricLabel"] p,
+  [data-testid="stMetricValue"] .stMarkdownEllipsis, [data-testid="stMetricValue"] p {
+    white-space: normal; overflow: visible; text-overflow: clip; overflow-wrap: anywhere;
+  }
+  [data-testid="stMetricValue"] { font-size: clamp(1.25rem, 2.4vw, 2.25rem); }
+  @media (max-width: 1280px) {
+    [data-testid="stMainBlockContainer"] { padding-left: 1.5rem; padding-right: 1.5rem; }
+  }
 </style>
 """
 
@@ -85,7 +99,9 @@ LAYOUT_CSS = """
 def app_shell() -> None:
     """What surrounds every page: the wide layout, the access check (nothing starts when it fails),
     the migrated database, the in-app worker (once per server process), the sidebar status and login."""
-    st.set_page_config(page_title="perflab", page_icon=":material/speed:", layout="wide")
+    st.set_page_config(
+        page_title="perflab", page_icon=":material/speed:", layout="wide", initial_sidebar_state=SIDEBAR_PX
+    )
     st.html(LAYOUT_CSS)
     access = access_gate()
     redact.install_log_redaction()
@@ -497,7 +513,7 @@ COPY_BUTTON_HTML = """
   }}
   .perflab-copy button:hover {{ border-color: #ff4b4b; color: #ff4b4b; }}
   .perflab-copy {{ display: flex; align-items: center; gap: 0.5rem; white-space: nowrap; }}
-  .perflab-copy span {{ font-size: 0.85rem; opacity: 0.75; overflow: hidden; text-overflow: ellipsis; }}
+  .perflab-copy span {{ font-size: 0.85rem; opacity: 0.75; }}
 </style>
 <div class="perflab-copy">
   <button type="button" id="{element_id}" data-link="{link}" title="{link}">Copy link</button>
@@ -553,6 +569,7 @@ def copy_link_button(link: str, *, key: str) -> None:
     shown, selected on a click, to copy by hand."""
     st.html(
         COPY_BUTTON_HTML.format(element_id=f"perflab-copy-{key}", link=html.escape(link, quote=True)),
+        width="content",
         unsafe_allow_javascript=True,
     )
 
@@ -582,6 +599,14 @@ def download(item: Download, *, place: Any = st) -> None:
     )
 
 
+def metric_cards(cards: Sequence[Card], per_row: int = CARDS_PER_ROW) -> None:
+    """Metric cards, ``per_row`` a row; each row's values line up under labels that wrap."""
+    for first in range(0, len(cards), per_row):
+        row = cards[first : first + per_row]
+        for column, card in zip(st.columns(per_row, vertical_alignment="bottom"), row, strict=False):
+            column.metric(card.label, card.value, help=card.help)
+
+
 def fitted_columns(frame: pd.DataFrame) -> dict[str, Any]:
     """Column config giving each text column of ``frame`` the width of its longest cell (within
     bounds), so that a cell like ``18124.35 (+21.3%)`` shows whole."""
@@ -598,10 +623,17 @@ def table_height(rows: int) -> int:
     return TABLE_ROW_PX * (rows + 1) + 3
 
 
+def button_row() -> Any:
+    """A row for buttons, each as wide as its whole label; where the page is too narrow for them all,
+    the row goes on below (``with ui.button_row(): …``)."""
+    return st.container(horizontal=True, gap="small", vertical_alignment="center")
+
+
 def download_row(*items: Download) -> None:
-    """Download buttons side by side."""
-    for column, item in zip(st.columns(len(items)), items, strict=True):
-        download(item, place=column)
+    """Download buttons side by side (a :func:`button_row`)."""
+    with button_row():
+        for item in items:
+            download(item)
 
 
 def chart(figure: alt.TopLevelMixin, *, key: str, file_name: str) -> None:

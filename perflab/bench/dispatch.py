@@ -13,7 +13,7 @@ import asyncio
 import math
 import time
 from dataclasses import dataclass
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import httpx
 
@@ -74,6 +74,21 @@ class Dispatch:
     scheduled_s: float
     dispatched_at: float
     outcome: Outcome
+
+    @property
+    def sent_at(self) -> float:
+        """When the request was sent (its latencies count from here): as the transport saw it, else
+        when the client started it, else when it was dispatched."""
+        outcome = self.outcome
+        return outcome.sent_at if outcome.sent_at is not None else outcome.started_at or self.dispatched_at
+
+    @property
+    def e2el_s(self) -> Optional[float]:
+        """Sent → last token, for a successful request that streamed tokens; else None."""
+        outcome = self.outcome
+        if not outcome.success or not outcome.chunk_times:
+            return None
+        return outcome.chunk_times[-1] - self.sent_at
 
 
 class RequestTimer:
@@ -145,7 +160,7 @@ class Phase:
             timer.cancel()
             if self._slots is not None:
                 self._slots.release()
-            self.progress.finished(outcome.success)
+            self.progress.finished(outcome.success, dispatch.e2el_s)
 
     async def run(self, prepared: Sequence[Prepared], schedule: Sequence[float]) -> List[Dispatch]:
         """Dispatch each request at ``start + schedule[i]``; return when all have ended (cancelling

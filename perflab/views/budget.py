@@ -18,6 +18,7 @@ from typing import Any
 from db.crud.run_list import RunSummary
 from perflab.accelerators import node_total
 from perflab.views.compare import FIRST_RESULT, CompareRun
+from perflab.views.formatting import counted
 
 
 def result_node_total(run: RunSummary, result: Mapping[str, Any]) -> float | None:
@@ -30,9 +31,10 @@ def accelerator_text(run: RunSummary, result: Mapping[str, Any]) -> str | None:
     total = result_node_total(run, result)
     if not run.accelerators:
         return None
+    budget = counted(run.accelerators, "accelerator")
     if total is None:
-        return f"{run.accelerators} accelerator(s)"
-    return f"{run.accelerators} accelerator(s) · {total / run.accelerators:.1f} Total tok/s per accelerator"
+        return budget
+    return f"{budget} · {total / run.accelerators:.1f} Total tok/s per accelerator"
 
 
 def compared_total(compared: CompareRun) -> float | None:
