@@ -226,7 +226,10 @@ def test_progress_json_lines(scripted_server, capsys):
         "total": 6,
         "elapsed_s": snapshots[-1]["elapsed_s"],
         "in_flight": 0,
+        "e2el_sum_s": snapshots[-1]["e2el_sum_s"],
+        "e2el_n": 6,
     }
+    assert snapshots[-1]["e2el_sum_s"] > 0
     assert all(0 <= snapshot["in_flight"] <= 2 for snapshot in snapshots)
 
 
