@@ -75,12 +75,10 @@ STATUS_ICONS: dict[str, str] = {
 _IN_SHELL: ContextVar[bool] = ContextVar("perflab_in_shell", default=False)
 
 
-# The sidebar's width in pixels: at 1024 px it leaves the page about 730 px beside it.
-SIDEBAR_PX = 240
 # Markdown tables wider than the page scroll sideways inside it instead of running off its edge. A
 # metric's label and value wrap instead of being cut with an ellipsis, and the value's font shrinks
 # with the window, so a headline figure reads whole beside the sidebar at 1024 px; below 1280 px the
-# page keeps narrower margins.
+# sidebar is 240 px wide (not 300) and the page keeps narrower margins, leaving it about 730 px.
 LAYOUT_CSS = """
 <style>
   [data-testid="stMarkdownContainer"] table { display: block; max-width: 100%; overflow-x: auto; }
@@ -91,6 +89,7 @@ LAYOUT_CSS = """
   [data-testid="stMetricValue"] { font-size: clamp(1.25rem, 2.4vw, 2.25rem); }
   @media (max-width: 1280px) {
     [data-testid="stMainBlockContainer"] { padding-left: 1.5rem; padding-right: 1.5rem; }
+    [data-testid="stSidebar"][data-collapsed="false"] { width: 240px !important; min-width: 240px !important; }
   }
 </style>
 """
@@ -99,9 +98,7 @@ LAYOUT_CSS = """
 def app_shell() -> None:
     """What surrounds every page: the wide layout, the access check (nothing starts when it fails),
     the migrated database, the in-app worker (once per server process), the sidebar status and login."""
-    st.set_page_config(
-        page_title="perflab", page_icon=":material/speed:", layout="wide", initial_sidebar_state=SIDEBAR_PX
-    )
+    st.set_page_config(page_title="perflab", page_icon=":material/speed:", layout="wide")
     st.html(LAYOUT_CSS)
     access = access_gate()
     redact.install_log_redaction()
