@@ -72,7 +72,7 @@ def test_probe_shows_hosts_and_explains_failures(tmp_path: Path, sshd: SshServer
     lines = table.stdout.splitlines()
     assert lines[0].split()[:3] == ["HOST", "STATUS", "ACCELERATORS"]
     sim_row = next(line for line in lines if line.startswith("sim (simulated)"))
-    assert "2x NVIDIA H200" in sim_row and "vLLM" in sim_row
+    assert "2× NVIDIA H200" in sim_row and "vLLM" in sim_row
     assert any(line.startswith("down") and "unreachable" in line for line in lines)
     assert "Cannot reach host 'down'" in table.stdout
     assert "Traceback" not in table.stdout + table.stderr
