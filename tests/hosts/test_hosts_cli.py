@@ -55,7 +55,7 @@ def test_list_as_table_and_json(tmp_path: Path, sshd: SshServer) -> None:
     assert table.returncode == 0, table.stderr
     header, *rows = table.stdout.splitlines()
     assert header.split() == ["NAME", "TRANSPORT", "ADDRESS", "SIMULATED", "LABELS"]
-    assert rows[0].split()[:4] == ["sim", "local", "local", "2x"] and "demo, fast" in rows[0]
+    assert rows[0].split()[:4] == ["sim", "local", "local", "2×"] and "demo, fast" in rows[0]
     assert rows[1].split()[:3] == ["ssh-box", "ssh", f"{sshd.user}@127.0.0.1:{sshd.port}"]
     listed = json.loads(perflab_hosts("--file", str(path), "list", "--json").stdout)
     assert [(host["name"], host["simulated"]) for host in listed] == [
