@@ -605,11 +605,11 @@ def metric_cards(cards: Sequence[Card], per_row: int = CARDS_PER_ROW) -> None:
 
 
 def fitted_columns(frame: pd.DataFrame) -> dict[str, Any]:
-    """Column config giving each text column of ``frame`` the width of its longest cell (within
-    bounds), so that a cell like ``18124.35 (+21.3%)`` shows whole."""
+    """Column config giving each text column of ``frame`` the width of its longest cell or its name
+    (within bounds), so that a cell like ``18124.35 (+21.3%)`` shows whole."""
     config: dict[str, Any] = {}
     for column in frame.columns:
-        longest = max((len(str(value)) for value in frame[column]), default=0)
+        longest = max((len(str(value)) for value in [column, *frame[column]]), default=0)
         width = min(MAX_FITTED_PX, max(MIN_FITTED_PX, CELL_PADDING_PX + CHAR_PX * longest))
         config[str(column)] = st.column_config.TextColumn(width=width)
     return config
