@@ -33,7 +33,7 @@ from streamlit.runtime.pages_manager import PagesManager
 
 from db import crud
 from db import session as db_session
-from perflab import auth, redact, settings
+from perflab import app_address, auth, redact, settings
 from perflab.charts import run_page as run_page_charts
 from perflab.charts.export import chart_png
 from perflab.cost.figures import CostFigures
@@ -89,7 +89,9 @@ LAYOUT_CSS = """
   [data-testid="stMetricValue"] { font-size: clamp(1.25rem, 2.4vw, 2.25rem); }
   @media (max-width: 1280px) {
     [data-testid="stMainBlockContainer"] { padding-left: 1.5rem; padding-right: 1.5rem; }
-    [data-testid="stSidebar"][data-collapsed="false"] { width: 240px !important; min-width: 240px !important; }
+    [data-testid="stSidebar"][data-collapsed="false"] {
+      width: 240px !important; min-width: 240px !important;
+    }
   }
 </style>
 """
@@ -104,6 +106,7 @@ def app_shell() -> None:
     redact.install_log_redaction()
     settings_or_stop()
     db_engine()
+    record_app_address(database_url())
     sidebar_status(app_worker=start_worker())
     sidebar_login(access)
 
@@ -296,6 +299,20 @@ def session() -> Iterator[Session]:
     """A session on the app's database that commits when the block ends."""
     with db_session.session_scope(db_engine()) as opened:
         yield opened
+
+
+@st.cache_resource(show_spinner=False)
+def record_app_address(url: str) -> None:
+    """Record, once per server process and database, the address this app is served at (its real
+    port and base path), for the links commands reading the same database print."""
+    app_address.record(
+        url,
+        app_address.served_url(
+            address=st.get_option("server.address"),
+            port=int(st.get_option("server.port")),
+            base_path=st.get_option("server.baseUrlPath"),
+        ),
+    )
 
 
 @st.cache_resource(show_spinner=False)

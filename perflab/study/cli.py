@@ -23,7 +23,7 @@ from db import crud
 from db import session as db_session
 from perflab import settings
 from perflab.auth import cli_user
-from perflab.cli_database import add_url_option, command_engine
+from perflab.cli_database import add_url_option, command_engine, database_name
 from perflab.inventory import InventoryError, default_inventory_path, load_inventory
 from perflab.study.coordinator import (
     StudyStateError,
@@ -108,9 +108,15 @@ def _list(engine: Engine, args: argparse.Namespace) -> int:
         ]
         print(json.dumps(rows, indent=2))
         return 0
+    if not studies:
+        print(f"No studies in database {database_name(args.url)}.")
+        return 0
+    print(f"{'ID':>5}  {'STATUS':<10}  {'PHASE':<12}  NAME")
     for study in studies:
-        phase = (study.state or {}).get("phase", "")
-        print(f"{study.id:>5}  {study.status:<10} {study.name}  {phase}")
+        phase = (study.state or {}).get("phase") or ""
+        # the phase says more than the status only while the study is under way
+        shown = phase if phase and phase != study.status else "—"
+        print(f"{study.id:>5}  {study.status:<10}  {shown:<12}  {study.name}")
     return 0
 
 
@@ -142,7 +148,8 @@ def _change(engine: Engine, args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    engine = command_engine(args.url)
+    # Only create and run store a new study: the other actions never create a database.
+    engine = command_engine(args.url, create=args.action in ("create", "run"))
     handlers = {"create": _create, "run": _create, "list": _list, "show": _show}
     try:
         settings.check()
@@ -150,6 +157,9 @@ def run(args: argparse.Namespace) -> int:
     except (StudySpecError, InventoryError) as error:
         print("\n".join(f"error: {problem}" for problem in error.problems), file=sys.stderr)
         return 2
-    except (StudyHostError, StudyStateError, crud.NotFound, StudyTimeout, settings.SettingError) as error:
+    except crud.NotFound as error:
+        print(f"error: {error} in database {database_name(args.url)}", file=sys.stderr)
+        return 2
+    except (StudyHostError, StudyStateError, StudyTimeout, settings.SettingError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

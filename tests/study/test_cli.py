@@ -20,10 +20,11 @@ SEED_000 = Path(__file__).resolve().parents[1] / "data" / "seeds" / "000_7382f1c
 
 def test_list_and_show(study_db: StudyDatabase, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["study", "--url", study_db.url, "list"]) == 0
-    listed = capsys.readouterr().out.splitlines()
-    assert [line.split()[:2] for line in listed] == [
-        [str(study_db.queued), "queued"],
-        [str(study_db.done), "done"],
+    header, *listed = capsys.readouterr().out.splitlines()
+    assert header.split() == ["ID", "STATUS", "PHASE", "NAME"]
+    assert [line.split()[:3] for line in listed] == [
+        [str(study_db.queued), "queued", "—"],
+        [str(study_db.done), "done", "—"],
     ]
     assert main(["study", "--url", study_db.url, "show", str(study_db.done)]) == 0
     shown = capsys.readouterr().out
