@@ -10,7 +10,7 @@ from perflab import ui
 from perflab.cost.prices import PriceBook
 from perflab.views import cost as cost_views
 from perflab.views import hosts
-from perflab.views.formatting import format_time
+from perflab.views.formatting import MISSING, format_time
 
 ui.ensure_app_shell()
 
@@ -92,7 +92,7 @@ def draw_host(view: hosts.HostView) -> None:
     )
     frame = hosts.accelerators_frame(view.probe)
     if not frame.empty:
-        st.dataframe(frame, hide_index=True)
+        st.dataframe(frame, hide_index=True, placeholder=MISSING)
     st.caption(" · ".join(hosts.system_lines(view.probe)))
 
 

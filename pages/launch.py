@@ -17,7 +17,7 @@ from perflab.probe.cpu import is_cpu_host
 from perflab.views import hosts, launch, preflight, run_detail
 from perflab.views.commands import command_preview
 from perflab.views.datasets import dataset_choice_label
-from perflab.views.formatting import format_time
+from perflab.views.formatting import MISSING, format_time
 
 ui.ensure_app_shell()
 
@@ -276,7 +276,7 @@ scale = SCALES[st.selectbox("Prompts per profile", list(SCALES), key="launch_sca
 profiles = launch.scale_profiles(profiles, scale)
 if profiles:
     chosen = launch.profiles_frame(profiles, model or "MODEL", dataset_names=launch.dataset_names(datasets))
-    st.dataframe(chosen[["Profile", "Load"]], hide_index=True)
+    st.dataframe(chosen[["Profile", "Load"]], hide_index=True, placeholder=MISSING)
     st.caption(
         "The same loads as `vllm bench serve` commands (they run unchanged under `perflab bench` too):"
     )

@@ -29,6 +29,7 @@ from perflab.study.noise import Spread
 from perflab.study.progress import load_progress
 from perflab.study.spec import StudySpecError
 from perflab.study.text import incomplete_text
+from perflab.views.formatting import MISSING
 from perflab.views.urlstate import BadParam
 
 ui.ensure_app_shell()
@@ -97,6 +98,7 @@ def draw_stages(report, progress) -> None:  # type: ignore[no-untyped-def]
             hide_index=True,
             column_config={"Run": st.column_config.LinkColumn("Run", display_text=r"run\?run=(\d+)")},
             key=f"stage_{stage.index}",
+            placeholder=MISSING,  # a candidate still waiting has no value yet
         )
         with st.expander("Serving commands and benchmark results"):
             for candidate in stage.candidates:

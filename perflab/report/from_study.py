@@ -15,6 +15,7 @@ from sqlmodel import Session
 from perflab.accelerators import accelerators_of
 from perflab.cost.stored import CostContext, load_cost_context
 from perflab.hub.catalog import SAMPLE_REPORT_NOTE, used_sample
+from perflab.hub.sample import SAMPLE_NAME
 from perflab.profiles import BenchmarkProfile
 from perflab.report.costs import CostRow, priced_result, slo_text
 from perflab.report.launches import Launch, config_launches, latest_with, mean_figures
@@ -263,11 +264,12 @@ def report_of(progress: StudyProgress, costs: CostContext | None = None) -> Repo
         )
     if any(run.simulated for run in progress.runs):
         notes.append("Measured on simulated hosts: the figures come from perflab's performance model.")
-    if any(
+    on_sample = any(
         used_sample(result.result.get("notes"))
         for outcome in progress.found.values()
         for result in outcome.results
-    ):
+    )
+    if on_sample:
         notes.append(SAMPLE_REPORT_NOTE)
     if plan.failure:
         notes.append(plan.failure)
@@ -286,7 +288,14 @@ def report_of(progress: StudyProgress, costs: CostContext | None = None) -> Repo
         goal=spec.goal,
         datasets=tuple(_datasets(progress)),
         bench_commands=tuple(
-            (profile.title, profile.vllm_bench_command(spec.model))
+            # ShareGPT profiles measured on the sample name the sample's file, not the dump's
+            (
+                profile.title,
+                profile.vllm_bench_command(
+                    spec.model,
+                    dataset_path=SAMPLE_NAME if on_sample and profile.dataset == "sharegpt" else None,
+                ),
+            )
             for profile in (spec.tuning(), *spec.validation())
         ),
         baseline_validation=_validation(progress, plan.baseline) if spec.validation_profiles else None,

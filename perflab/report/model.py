@@ -10,7 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from perflab.runner.results import times_replicas
 from perflab.study.loadcurve import LoadCurve
+from perflab.views.formatting import MISSING
 
 if TYPE_CHECKING:
     from perflab.report.costs import CostRow
@@ -45,16 +47,16 @@ class Figures:
 
     @property
     def tps_text(self) -> str:
-        """``3792.50``, or ``3019.19x2`` for two replicas."""
+        """``3792.50``, or ``3019.19×2`` for two replicas (``—`` when not measured)."""
         if self.total_tps is None:
-            return "n/a"
+            return MISSING
         if self.replicas > 1:
-            return f"{self.total_tps / self.replicas:.2f}x{self.replicas}"
+            return times_replicas(self.total_tps, self.replicas)
         return f"{self.total_tps:.2f}"
 
     @property
     def tpot_text(self) -> str:
-        return "n/a" if self.mean_tpot_ms is None else f"{self.mean_tpot_ms:.2f}"
+        return MISSING if self.mean_tpot_ms is None else f"{self.mean_tpot_ms:.2f}"
 
 
 def node_figures(result: Mapping[str, Any], *, replicas: int = 1, per_replica: bool = False) -> Figures:

@@ -125,7 +125,7 @@ def test_report_of_a_study_and_of_imported_runs(
     assert main([*command, "--gpus-per-node", "8", "--tuning-title", "ShareGPT"]) == 0
     assert sorted(path.name for path in out_dir.iterdir()) == ["report.md", "results.csv", "results.json"]
     markdown = (out_dir / "report.md").read_text()
-    assert 'Total TPS: 3019.19x2 <span style="background-color:lightgreen;">(+59.2%)</span>' in markdown
+    assert 'Total TPS: 3019.19×2 <span style="background-color:lightgreen;">(+59.2%)</span>' in markdown
     assert main(["report", "--url", study_db.url, "--out", str(out_dir)]) == 2
     assert "give either a STUDY_ID or --runs" in capsys.readouterr().err
     assert main(["report", "--url", study_db.url, "--runs", "99999", "--out", str(out_dir)]) == 2
