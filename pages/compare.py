@@ -177,11 +177,16 @@ def draw_cdfs() -> None:
         )
 
 
-# One chart at a time: only the open tab's chart is built and drawn.
+# Drawn when asked for, one at a time: only the open tab's chart is built and drawn.
 CHARTS = {"Per profile": draw_bars, "Throughput vs latency": draw_pareto, "Latency distributions": draw_cdfs}
-for draw, tab in zip(
-    CHARTS.values(), st.tabs(list(CHARTS), key="compare_charts", on_change="rerun"), strict=True
-):
-    if tab.open:
-        with tab:
-            draw()
+charts_box = st.expander(
+    "Charts: " + ", ".join(name.lower() for name in CHARTS), key="compare_charts_box", on_change="rerun"
+)
+if charts_box.open:
+    with charts_box:
+        for draw, tab in zip(
+            CHARTS.values(), st.tabs(list(CHARTS), key="compare_charts", on_change="rerun"), strict=True
+        ):
+            if tab.open:
+                with tab:
+                    draw()

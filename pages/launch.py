@@ -17,7 +17,7 @@ from perflab.probe.cpu import is_cpu_host
 from perflab.views import hosts, launch, preflight, run_detail
 from perflab.views.commands import command_preview
 from perflab.views.datasets import dataset_choice_label
-from perflab.views.formatting import MISSING, format_time
+from perflab.views.formatting import format_time
 
 ui.ensure_app_shell()
 
@@ -170,7 +170,7 @@ else:
     )
     preview = command_preview(config, judge)
     if preview.command:
-        st.code(preview.command, language="bash")
+        ui.preformatted(preview.command, wrap=True)
         if config.image is not None:
             st.caption(
                 f"Runs inside {config.image}: perflab adds the container's devices, mounts, network and "
@@ -276,12 +276,12 @@ scale = SCALES[st.selectbox("Prompts per profile", list(SCALES), key="launch_sca
 profiles = launch.scale_profiles(profiles, scale)
 if profiles:
     chosen = launch.profiles_frame(profiles, model or "MODEL", dataset_names=launch.dataset_names(datasets))
-    st.dataframe(chosen[["Profile", "Load"]], hide_index=True, placeholder=MISSING)
+    st.markdown(launch.profiles_markdown(chosen))
     st.caption(
         "The same loads as `vllm bench serve` commands (they run unchanged under `perflab bench` too):"
     )
     for command in chosen["vllm bench serve"]:
-        st.code(command, language="bash", wrap_lines=True)
+        ui.preformatted(command, wrap=True)
 else:
     st.warning("Pick at least one profile to queue a run.")
 

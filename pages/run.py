@@ -26,7 +26,8 @@ PROGRESS_EVERY_S = 2.0
 QUEUED_NOTE_KEY = "run_queued_note"
 # Said once on the Runs page after this page deleted a run.
 DELETED_NOTE_KEY = "runs_deleted_note"
-# A profile's chart tabs (only the open one is drawn).
+# A profile's tabs (only the open one is drawn): its notes, then its charts.
+NOTES_TAB = "Notes"
 THROUGHPUT_TAB = "Throughput and requests in flight"
 LATENCY_TAB = "Latency distribution"
 SCATTER_TAB = "Input length vs TTFT"
@@ -185,31 +186,38 @@ def draw_profile(profile: run_detail.ProfileView) -> None:
         if used_sample([note]):
             st.warning(note, icon=":material/science:")
     if profile.text_block:
-        st.code(profile.text_block, language=None)
+        ui.preformatted(profile.text_block)
     else:
         st.caption("No text block: this result lacks fields the vllm-bench summary needs.")
+    draw_profile_views(profile)
+
+
+def draw_profile_notes(profile: run_detail.ProfileView) -> None:
+    """How the result's figures were counted, and the benchmark's remarks on its dataset."""
     for note in profile.definition_notes:
         st.caption(note)
     other_notes = [note for note in profile.notes if not used_sample([note])]
     if other_notes:
         st.caption("Benchmark notes: " + "; ".join(other_notes))
-    draw_profile_charts(profile)
-
-
-def draw_profile_charts(profile: run_detail.ProfileView) -> None:
-    """A profile's charts, one tab at a time: only the open tab's chart is built and drawn."""
     if profile.records.empty:
         st.caption("No per-request records (an imported summary): no latency distributions to draw.")
+
+
+def draw_profile_views(profile: run_detail.ProfileView) -> None:
+    """A profile's notes and charts, one tab at a time: the notes first, each chart built and drawn
+    only when its tab is opened."""
     shown = [
         name
         for name, present in (
+            (NOTES_TAB, True),
             (THROUGHPUT_TAB, not profile.timeline.empty),
             (LATENCY_TAB, not profile.records.empty),
             (SCATTER_TAB, not profile.records.empty),
         )
         if present
     ]
-    if not shown:
+    if shown == [NOTES_TAB]:  # nothing to chart (an imported summary)
+        draw_profile_notes(profile)
         return
     for name, tab in zip(
         shown, st.tabs(shown, key=f"run_charts_{profile.id}", on_change="rerun"), strict=True
@@ -217,7 +225,9 @@ def draw_profile_charts(profile: run_detail.ProfileView) -> None:
         if not tab.open:
             continue
         with tab:
-            if name == THROUGHPUT_TAB:
+            if name == NOTES_TAB:
+                draw_profile_notes(profile)
+            elif name == THROUGHPUT_TAB:
                 ui.run_chart(
                     loaded,
                     "throughput",
@@ -301,33 +311,45 @@ if telemetry:
                 st.subheader(name)
                 ui.run_chart(loaded, chart, key=chart, file_name=f"run-{run.id}-{chart}.png")
 
-st.header("Commands")
-if run.serve_commands:
-    st.caption("Serve command" + ("s (one per replica)" if len(run.serve_commands) > 1 else ""))
-    for command in run.serve_commands:
-        st.code(command, language="bash")
-elif detail.planned_command is not None:
-    if detail.planned_command.command:
-        st.caption("Serve command (as it will be launched)")
-        st.code(detail.planned_command.command, language="bash")
-    else:
-        st.warning(detail.planned_command.error)
-else:
-    st.caption("No serve command was recorded.")
-if run.bench_commands:
-    st.caption("Benchmark command" + ("s" if len(run.bench_commands) > 1 else ""))
-    for command in run.bench_commands:
-        st.code(command, language="bash", wrap_lines=True)
-if detail.vllm_bench_commands:
-    st.caption(
-        "The same requests as `vllm bench serve`"
-        + (" (one command per profile)" if len(detail.vllm_bench_commands) > 1 else "")
-        + ": runs unchanged under `perflab bench` too."
-    )
-    for command in detail.vllm_bench_commands:
-        st.code(command, language="bash", wrap_lines=True)
 
-# Drawn when opened (the engine log of a failed run is open from the start).
+def draw_commands() -> None:
+    """The serve command(s), the benchmark commands and their ``vllm bench serve`` equivalents."""
+    if run.serve_commands:
+        st.caption("Serve command" + ("s (one per replica)" if len(run.serve_commands) > 1 else ""))
+        for command in run.serve_commands:
+            st.code(command, language="bash")
+    elif detail.planned_command is not None:
+        if detail.planned_command.command:
+            st.caption("Serve command (as it will be launched)")
+            st.code(detail.planned_command.command, language="bash")
+        else:
+            st.warning(detail.planned_command.error)
+    else:
+        st.caption("No serve command was recorded.")
+    if run.bench_commands:
+        st.caption("Benchmark command" + ("s" if len(run.bench_commands) > 1 else ""))
+        for command in run.bench_commands:
+            st.code(command, language="bash", wrap_lines=True)
+    if detail.vllm_bench_commands:
+        st.caption(
+            "The same requests as `vllm bench serve`"
+            + (" (one command per profile)" if len(detail.vllm_bench_commands) > 1 else "")
+            + ": runs unchanged under `perflab bench` too."
+        )
+        for command in detail.vllm_bench_commands:
+            st.code(command, language="bash", wrap_lines=True)
+
+
+# Drawn when opened (the engine log of a failed run is open from the start): their code blocks and
+# charts cost a reader who does not ask for them nothing.
+commands_box = st.expander(
+    "Commands: serve, benchmark, and the same requests as vllm bench serve",
+    key="run_commands",
+    on_change="rerun",
+)
+if commands_box.open:
+    with commands_box:
+        draw_commands()
 environment_box = st.expander("Environment snapshot", key="run_environment", on_change="rerun")
 if environment_box.open:
     with environment_box:

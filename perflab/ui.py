@@ -76,6 +76,7 @@ _IN_SHELL: ContextVar[bool] = ContextVar("perflab_in_shell", default=False)
 
 
 # Markdown tables wider than the page scroll sideways inside it instead of running off its edge. A
+# block of program output (:func:`preformatted`) looks like a code block. A
 # metric's label and value wrap instead of being cut with an ellipsis, and the value's font shrinks
 # with the window, so a headline figure reads whole beside the sidebar at 1024 px; below 1280 px the
 # sidebar is 240 px wide (not 300) and the page keeps narrower margins, leaving it about 730 px.
@@ -87,6 +88,12 @@ LAYOUT_CSS = """
     white-space: normal; overflow: visible; text-overflow: clip; overflow-wrap: anywhere;
   }
   [data-testid="stMetricValue"] { font-size: clamp(1.25rem, 2.4vw, 2.25rem); }
+  .perflab-pre {
+    margin: 0; padding: 1rem; border-radius: 0.5rem; overflow-x: auto; white-space: pre;
+    background: rgba(172, 177, 195, 0.15); font-family: "Source Code Pro", monospace; font-size: 0.875rem;
+    line-height: 1.4;
+  }
+  .perflab-wrap { white-space: pre-wrap; overflow-wrap: anywhere; }
   @media (max-width: 1280px) {
     [data-testid="stMainBlockContainer"] { padding-left: 1.5rem; padding-right: 1.5rem; }
     [data-testid="stSidebar"][data-collapsed="false"] {
@@ -574,6 +581,14 @@ COPY_BUTTON_HTML = """
 }})();
 </script>
 """
+
+
+def preformatted(text: str, *, wrap: bool = False) -> None:
+    """A block of program output or a command line in a fixed-width font, as printed (``wrap``: long
+    lines go on below). Code blocks (``st.code``) load a syntax highlighter of 1.5 MB into the browser
+    the first time a page shows one: text a page shows at once is drawn without it."""
+    kind = "perflab-pre perflab-wrap" if wrap else "perflab-pre"
+    st.html(f'<pre class="{kind}">{html.escape(text)}</pre>')
 
 
 def copy_link_button(link: str, *, key: str) -> None:
