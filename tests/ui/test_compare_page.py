@@ -61,7 +61,11 @@ def test_metric_table_against_the_baseline(data_db: SeededDatabase, open_page) -
     assert not app.get("vega_lite_chart") and not app.tabs
     app.session_state["compare_charts_box"] = True
     app.run()
-    assert [tab.label for tab in app.tabs] == ["Per profile", "Throughput vs latency", "Latency distributions"]
+    assert [tab.label for tab in app.tabs] == [
+        "Per profile",
+        "Throughput vs latency",
+        "Latency distributions",
+    ]
     (bars,) = app.get("vega_lite_chart")
     assert "Total token throughput per accelerator (tok/s)" in bars.proto.spec
     labels = [button.label for button in app.get("download_button")]
