@@ -219,8 +219,7 @@ def test_seed_000_imports_keep_the_node(db_session: Session, seed_runs: dict[str
     assert "(+59.2%)" in markdown and "lower than previous" not in markdown
     assert (
         "Per accelerator (ShareGPT): baseline 474.06 tok/s on 8 accelerators, optimized 754.80 tok/s on "
-        "8 accelerators (+59.2%)."
-        in markdown
+        "8 accelerators (+59.2%)." in markdown
     )
 
 
