@@ -86,7 +86,7 @@ MARKERS = {
     "Run": "Serving Benchmark Result",
     "Runs": f"of {RUNS + 1}",
     "Launch": "Serve command",
-    "Compare": "Latency distributions",
+    "Compare": "Ranked by",
 }
 
 

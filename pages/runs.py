@@ -56,8 +56,15 @@ def import_results() -> None:
 
 
 if ui.may_write():
-    with st.expander("Import results: `vllm bench serve` JSON or text blocks, guidellm reports"):
-        import_results()
+    # drawn when opened: its file uploader costs a reader who does not import nothing
+    importer = st.expander(
+        "Import results: `vllm bench serve` JSON or text blocks, guidellm reports",
+        key="runs_import",
+        on_change="rerun",
+    )
+    if importer.open:
+        with importer:
+            import_results()
 
 choices = ui.filter_choices()
 # The filters live in the address (shareable): a query this page did not write itself (a pasted or
@@ -84,16 +91,14 @@ filters = run_list.RunFilters(
     model_text=model_col.text_input("Model contains", key="runs_model"),
     source=source_col.selectbox("Source", list(run_list.SOURCE_CHOICES), key="runs_source"),
 )
-sort_col, order_col, size_col, page_col = st.columns([1.3, 1.2, 1, 1])
+sort_col, order_col, size_col, page_col, columns_col = st.columns([1.3, 1.2, 1, 1, 1])
 sort_label = sort_col.selectbox("Sort by", list(run_list.SORT_CHOICES), key="runs_sort")
 descending = order_col.selectbox("Order", ["descending", "ascending"], key="runs_order") == "descending"
 page_size = size_col.selectbox("Runs per page", run_list.PAGE_SIZES, index=1, key="runs_page_size")
 page_number = page_col.number_input("Page", min_value=1, step=1, key="runs_page")
-st.session_state.setdefault("runs_columns", run_list.DEFAULT_COLUMN_SET)
-column_set = st.segmented_control(
+column_set = columns_col.selectbox(
     "Columns",
     list(run_list.COLUMN_SETS),
-    required=True,
     key="runs_columns",
     help="compact: what tells runs apart (engine, knobs, profile, model) and their throughput; all: "
     "latencies, cost, host, accelerator, label, source and time too",

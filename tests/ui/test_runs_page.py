@@ -74,7 +74,7 @@ def test_every_run_is_listed_with_its_facts(data_db: SeededDatabase, open_page) 
     assert list(element.column_order) == list(table.columns[:8])
     config = json.loads(element.columns)
     assert "replicas" in config["Replicas"]["help"] and "replicas" in config["Knobs"]["help"]
-    app.button_group(key="runs_columns").set_value("all").run()
+    app.selectbox(key="runs_columns").select("all").run()
     assert list(app.dataframe[0].proto.column_order) == list(table.columns)
     assert app.query_params["columns"] == "all"
     sidebar = " ".join(texts(app.sidebar.caption))
@@ -176,6 +176,8 @@ def test_an_address_it_does_not_understand_says_so(data_db: SeededDatabase, open
 
 def test_import_reports_each_bad_file_and_keeps_the_good_ones(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]
     app = open_page(empty_db)
+    app.session_state["runs_import"] = True  # the import box, opened
+    app.run()
     good = IMPORT_FILES[0]
     app.file_uploader(key="import_files").set_value(
         [
