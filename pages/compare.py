@@ -1,10 +1,13 @@
 """Compare (``?compare=3,7,12&baseline=3``): the runs side by side against a baseline — every metric
-with its % change (green better, red worse) and the runs ranked by throughput; in tabs drawn one at a
-time, grouped bars per profile, throughput vs latency with the Pareto front, overlaid latency CDFs;
-charts as PNG, the table as CSV or markdown. Runs on different numbers of accelerators are ranked,
-coloured and charted per accelerator. A run with a partial result is marked ``(partial)``."""
+with its % change (green better, red worse) and the runs ranked by throughput; when asked for, in
+tabs drawn one at a time, grouped bars per profile, throughput vs latency with the Pareto front,
+overlaid latency CDFs; charts as PNG, the table as CSV or markdown. Runs on different numbers of
+accelerators are ranked, coloured and charted per accelerator. A run with a partial result is marked
+``(partial)``."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import streamlit as st
 
@@ -106,15 +109,16 @@ else:
     )
 
 
+def metric_box(place: Any, label: str, keys: tuple[str, ...], *, key: str) -> str:
+    """A box picking one of the metrics ``keys`` by its heading; the throughput the runs are ranked
+    by is picked first where it is among them."""
+    first = keys.index(compared.throughput_key) if compared.throughput_key in keys else 0
+    return str(place.selectbox(label, keys, index=first, format_func=heading, key=key))
+
+
 def draw_bars() -> None:
     """One metric of every result, grouped by profile."""
-    bar_metric = st.selectbox(
-        "Metric",
-        compare.BAR_METRICS,
-        index=compare.BAR_METRICS.index(compared.throughput_key),
-        format_func=heading,
-        key="compare_bar_metric",
-    )
+    bar_metric = metric_box(st, "Metric", compare.BAR_METRICS, key="compare_bar_metric")
     bars = compare.bars_frame(compared, bar_metric)
     if bars.empty:
         st.caption("No run has this metric.")
@@ -129,15 +133,9 @@ def draw_bars() -> None:
 def draw_pareto() -> None:
     """Throughput against latency, the Pareto front marked (per accelerator when budgets differ)."""
     latency_col, throughput_col = st.columns(2, vertical_alignment="bottom")
-    latency_key = latency_col.selectbox(
-        "Latency", compare.PARETO_LATENCIES, format_func=heading, key="compare_latency"
-    )
-    throughput_key = throughput_col.selectbox(
-        "Throughput",
-        compare.PARETO_THROUGHPUTS,
-        index=compare.PARETO_THROUGHPUTS.index(compared.throughput_key),
-        format_func=heading,
-        key="compare_throughput",
+    latency_key = metric_box(latency_col, "Latency", compare.PARETO_LATENCIES, key="compare_latency")
+    throughput_key = metric_box(
+        throughput_col, "Throughput", compare.PARETO_THROUGHPUTS, key="compare_throughput"
     )
     points = compare.pareto_frame(
         compared, profile=profile, latency_key=latency_key, throughput_key=throughput_key
@@ -179,14 +177,8 @@ def draw_cdfs() -> None:
 
 # Drawn when asked for, one at a time: only the open tab's chart is built and drawn.
 CHARTS = {"Per profile": draw_bars, "Throughput vs latency": draw_pareto, "Latency distributions": draw_cdfs}
-charts_box = st.expander(
-    "Charts: " + ", ".join(name.lower() for name in CHARTS), key="compare_charts_box", on_change="rerun"
+ui.lazy_box(
+    "Charts: " + ", ".join(name.lower() for name in CHARTS),
+    lambda: ui.lazy_tabs(CHARTS, key="compare_charts"),
+    key="compare_charts_box",
 )
-if charts_box.open:
-    with charts_box:
-        for draw, tab in zip(
-            CHARTS.values(), st.tabs(list(CHARTS), key="compare_charts", on_change="rerun"), strict=True
-        ):
-            if tab.open:
-                with tab:
-                    draw()

@@ -5,6 +5,7 @@ while it runs, charts, Re-run / downloads, and deleting an ended run (with a con
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import streamlit as st
 
@@ -206,45 +207,27 @@ def draw_profile_notes(profile: run_detail.ProfileView) -> None:
 def draw_profile_views(profile: run_detail.ProfileView) -> None:
     """A profile's notes and charts, one tab at a time: the notes first, each chart built and drawn
     only when its tab is opened."""
-    shown = [
-        name
-        for name, present in (
-            (NOTES_TAB, True),
-            (THROUGHPUT_TAB, not profile.timeline.empty),
-            (LATENCY_TAB, not profile.records.empty),
-            (SCATTER_TAB, not profile.records.empty),
-        )
-        if present
-    ]
-    if shown == [NOTES_TAB]:  # nothing to chart (an imported summary)
+    views = {NOTES_TAB: lambda: draw_profile_notes(profile)}
+    if not profile.timeline.empty:
+        views[THROUGHPUT_TAB] = lambda: draw_profile_chart(profile, "throughput", "throughput")
+    if not profile.records.empty:
+        views[LATENCY_TAB] = lambda: draw_latency_distribution(profile)
+        views[SCATTER_TAB] = lambda: draw_profile_chart(profile, "scatter", "ttft-scatter")
+    if len(views) == 1:  # nothing to chart (an imported summary)
         draw_profile_notes(profile)
-        return
-    for name, tab in zip(
-        shown, st.tabs(shown, key=f"run_charts_{profile.id}", on_change="rerun"), strict=True
-    ):
-        if not tab.open:
-            continue
-        with tab:
-            if name == NOTES_TAB:
-                draw_profile_notes(profile)
-            elif name == THROUGHPUT_TAB:
-                ui.run_chart(
-                    loaded,
-                    "throughput",
-                    profile_id=profile.id,
-                    key=f"timeline_{profile.id}",
-                    file_name=f"run-{run.id}-{profile.name}-throughput.png",
-                )
-            elif name == LATENCY_TAB:
-                draw_latency_distribution(profile)
-            else:
-                ui.run_chart(
-                    loaded,
-                    "scatter",
-                    profile_id=profile.id,
-                    key=f"scatter_{profile.id}",
-                    file_name=f"run-{run.id}-{profile.name}-ttft-scatter.png",
-                )
+    else:
+        ui.lazy_tabs(views, key=f"run_charts_{profile.id}")
+
+
+def draw_profile_chart(profile: run_detail.ProfileView, chart: str, file_part: str) -> None:
+    """One of a profile's charts with its PNG download."""
+    ui.run_chart(
+        loaded,
+        chart,
+        profile_id=profile.id,
+        key=f"{chart}_{profile.id}",
+        file_name=f"run-{run.id}-{profile.name}-{file_part}.png",
+    )
 
 
 def draw_latency_distribution(profile: run_detail.ProfileView) -> None:
@@ -280,13 +263,10 @@ if not detail.profiles:
 elif len(detail.profiles) == 1:
     draw_profile(detail.profiles[0])
 else:
-    profile_tabs = st.tabs(
-        [profile.marked_title for profile in detail.profiles], key="run_profile", on_change="rerun"
+    ui.lazy_tabs(
+        {profile.marked_title: functools.partial(draw_profile, profile) for profile in detail.profiles},
+        key="run_profile",
     )
-    for tab, profile in zip(profile_tabs, detail.profiles, strict=True):
-        if tab.open:
-            with tab:
-                draw_profile(profile)
 
 if run_charts.has_samples(detail.samples) and not (
     run_charts.has_engine_samples(detail.samples) or run_charts.has_accelerator_samples(detail.samples)
@@ -302,14 +282,13 @@ telemetry = [
     )
     if present
 ]
-if telemetry:
-    # drawn when opened: the charts are built only for a reader who asks for them
-    samples_box = st.expander("Engine and accelerator samples", key="run_telemetry", on_change="rerun")
-    if samples_box.open:
-        with samples_box:
-            for name, chart in telemetry:
-                st.subheader(name)
-                ui.run_chart(loaded, chart, key=chart, file_name=f"run-{run.id}-{chart}.png")
+
+
+def draw_telemetry() -> None:
+    """The engine's queue and KV-cache, and the accelerators' telemetry, over the run."""
+    for name, chart in telemetry:
+        st.subheader(name)
+        ui.run_chart(loaded, chart, key=chart, file_name=f"run-{run.id}-{chart}.png")
 
 
 def draw_commands() -> None:
@@ -340,33 +319,27 @@ def draw_commands() -> None:
             st.code(command, language="bash", wrap_lines=True)
 
 
-# Drawn when opened (the engine log of a failed run is open from the start): their code blocks and
-# charts cost a reader who does not ask for them nothing.
-commands_box = st.expander(
-    "Commands: serve, benchmark, and the same requests as vllm bench serve",
-    key="run_commands",
-    on_change="rerun",
+def draw_environment() -> None:
+    if run.environment:
+        st.json(run.environment)
+    else:
+        st.caption("No environment was recorded.")
+
+
+def draw_log_tail() -> None:
+    if run.log_tail:
+        st.code(run.log_tail, language=None)
+    else:
+        st.caption("No engine log was recorded.")
+
+
+# Drawn when opened (the engine log of a failed run is open from the start): their charts and code
+# blocks cost a reader who does not ask for them nothing.
+if telemetry:
+    ui.lazy_box("Engine and accelerator samples", draw_telemetry, key="run_telemetry")
+ui.lazy_box(
+    "Commands: serve, benchmark, and the same requests as vllm bench serve", draw_commands, key="run_commands"
 )
-if commands_box.open:
-    with commands_box:
-        draw_commands()
-environment_box = st.expander("Environment snapshot", key="run_environment", on_change="rerun")
-if environment_box.open:
-    with environment_box:
-        if run.environment:
-            st.json(run.environment)
-        else:
-            st.caption("No environment was recorded.")
-log_box = st.expander(
-    "Engine log tail", expanded=run.status == "failed", key="run_log_tail", on_change="rerun"
-)
-if log_box.open:
-    with log_box:
-        if run.log_tail:
-            st.code(run.log_tail, language=None)
-        else:
-            st.caption("No engine log was recorded.")
-lifecycle_box = st.expander("Lifecycle", key="run_lifecycle", on_change="rerun")
-if lifecycle_box.open:
-    with lifecycle_box:
-        st.markdown(run_detail.lifecycle_markdown(run))
+ui.lazy_box("Environment snapshot", draw_environment, key="run_environment")
+ui.lazy_box("Engine log tail", draw_log_tail, key="run_log_tail", expanded=run.status == "failed")
+ui.lazy_box("Lifecycle", lambda: st.markdown(run_detail.lifecycle_markdown(run)), key="run_lifecycle")

@@ -57,14 +57,11 @@ def import_results() -> None:
 
 if ui.may_write():
     # drawn when opened: its file uploader costs a reader who does not import nothing
-    importer = st.expander(
+    ui.lazy_box(
         "Import results: `vllm bench serve` JSON or text blocks, guidellm reports",
+        import_results,
         key="runs_import",
-        on_change="rerun",
     )
-    if importer.open:
-        with importer:
-            import_results()
 
 choices = ui.filter_choices()
 # The filters live in the address (shareable): a query this page did not write itself (a pasted or

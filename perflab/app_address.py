@@ -1,9 +1,9 @@
 """Where the web app serving a database can be opened, for the links commands print.
 
 The app records its address beside the SQLite file it serves (``perflab.db`` → ``perflab.db.app``:
-``{"url": …, "pid": …, "host": …}``) when it first draws a page, from the port and base path it
-really runs on (``streamlit run app.py --server.port 8502`` included). A command reading the same
-database takes that address while the process that wrote it is alive on this machine; otherwise
+``{"url": …, "host": …}``) when it first draws a page, from the port and base path it really runs on
+(``streamlit run app.py --server.port 8502`` included). A command reading the same database takes
+that address while something on this machine still accepts connections there; otherwise
 the port and base path of the app's settings file, ``.streamlit/config.toml`` of the checkout (or
 ``STREAMLIT_SERVER_PORT``), on ``localhost``. ``PERFLAB_APP_URL`` overrides both
 (:func:`perflab.settings.app_url`), as it must for a team's app on another machine or a PostgreSQL
@@ -16,6 +16,7 @@ import json
 import os
 import socket
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import tomllib
 from sqlalchemy.engine import make_url
@@ -30,6 +31,7 @@ RECORD_SUFFIX = ".app"
 # Addresses that mean "every interface": the app is opened as localhost.
 WILDCARD_ADDRESSES = frozenset({"", "0.0.0.0", "::"})
 MAX_RECORD_BYTES = 4096
+CONNECT_TIMEOUT_S = 0.5
 
 
 def record_path(database_url: str) -> Path | None:
@@ -59,25 +61,27 @@ def record(database_url: str, url: str) -> None:
     path = record_path(database_url)
     if path is None:
         return
-    payload = {"url": url, "pid": os.getpid(), "host": socket.gethostname()}
+    payload = {"url": url, "host": socket.gethostname()}
     try:
         path.write_text(json.dumps(payload) + "\n", encoding="utf-8")
     except OSError:
         return
 
 
-def _alive(pid: int) -> bool:
+def _listening(url: str) -> bool:
+    """Whether something accepts connections at ``url``'s host and port (the app is still up)."""
+    parts = urlsplit(url)
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        with socket.create_connection((parts.hostname or "localhost", port), timeout=CONNECT_TIMEOUT_S):
+            return True
+    except (OSError, ValueError):
         return False
-    except PermissionError:
-        return True
-    return True
 
 
 def recorded(database_url: str) -> str | None:
-    """The address recorded for ``database_url`` by an app still running on this machine, else None."""
+    """The address recorded for ``database_url`` by an app of this machine that still answers there,
+    else None."""
     path = record_path(database_url)
     if path is None or not path.is_file():
         return None
@@ -89,10 +93,10 @@ def recorded(database_url: str) -> str | None:
         return None
     if not isinstance(payload, dict):
         return None
-    url, pid, host = payload.get("url"), payload.get("pid"), payload.get("host")
+    url, host = payload.get("url"), payload.get("host")
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         return None
-    if not isinstance(pid, int) or host != socket.gethostname() or not _alive(pid):
+    if host != socket.gethostname() or not _listening(url):
         return None
     return url.rstrip("/")
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import html
 import mimetypes
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, NamedTuple
@@ -656,6 +656,23 @@ def button_row() -> Any:
     """A row for buttons, each as wide as its whole label; where the page is too narrow for them all,
     the row goes on below (``with ui.button_row(): …``)."""
     return st.container(horizontal=True, gap="small", vertical_alignment="center")
+
+
+def lazy_box(label: str, draw: Callable[[], None], *, key: str, expanded: bool = False) -> None:
+    """A box (an expander) whose content ``draw`` draws only while it is open: a reader who does not
+    open it pays nothing for what it holds (its charts, code blocks, uploaders)."""
+    box = st.expander(label, expanded=expanded, key=key, on_change="rerun")
+    if box.open:
+        with box:
+            draw()
+
+
+def lazy_tabs(tabs: Mapping[str, Callable[[], None]], *, key: str) -> None:
+    """Tabs, each drawn by its function only while it is the open one (the first, at first)."""
+    for draw, tab in zip(tabs.values(), st.tabs(list(tabs), key=key, on_change="rerun"), strict=True):
+        if tab.open:
+            with tab:
+                draw()
 
 
 def download_row(*items: Download) -> None:

@@ -5,6 +5,7 @@ stopped, commands fall back to the settings file's port; ``PERFLAB_APP_URL`` ove
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
@@ -47,19 +48,24 @@ def test_commands_print_links_to_the_port_the_app_runs_on(
     assert settings.run_page_url(1) == "https://perf.example/lab/run?run=1"
     monkeypatch.delenv("PERFLAB_APP_URL")
     app.stop()
-    assert app_address.recorded(url) is None  # its process is gone
+    assert app_address.recorded(url) is None  # it answers no more
     assert settings.run_page_url(1) == "http://localhost:8501/run?run=1"  # .streamlit/config.toml
 
 
-def test_a_record_is_read_only_from_a_live_process_of_this_machine(tmp_path: Path) -> None:
+def test_a_record_is_read_only_while_its_app_answers_on_this_machine(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'perflab.db'}"
     assert app_address.record_path(url) == tmp_path / "perflab.db.app"
     assert app_address.record_path("postgresql://u@db/perflab") is None
-    app_address.record(url, "http://localhost:8600/lab")
-    assert app_address.recorded(url) == "http://localhost:8600/lab"  # this process wrote it
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        app_address.record(url, f"http://127.0.0.1:{port}/lab")
+        assert app_address.recorded(url) == f"http://127.0.0.1:{port}/lab"
+    assert app_address.recorded(url) is None  # nothing answers there any more
     record = app_address.record_path(url)
     assert record is not None
-    record.write_text('{"url": "http://localhost:8600", "pid": 999999999, "host": "x"}')
+    record.write_text('{"url": "http://127.0.0.1:1", "host": "another-machine"}')
     assert app_address.recorded(url) is None
     record.write_text("not json")
     assert app_address.recorded(url) is None
