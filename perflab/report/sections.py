@@ -11,6 +11,17 @@ from perflab.report.model import BenchBlock, CandidateSection, Figures
 from perflab.study.loadcurve import LOAD_UNITS
 from perflab.study.plan import CandidatePlan
 
+# What the engine counted over a result's window and the server's cached tokens, beside the headline
+# figures in every row (perflab.bench.engine_metrics; None where the engine exposes none).
+ENGINE_WINDOW_FIELDS: tuple[str, ...] = (
+    "prefix_cache_hit_rate",
+    "prefix_cache_hits",
+    "prefix_cache_queries",
+    "total_cached_tokens",
+    "spec_decode_acceptance_rate",
+    "spec_decode_acceptance_length",
+)
+
 
 def case_name(result: ProfileResult) -> str:
     """The benchmark case a result belongs to: its profile's title, with the sweep point if any."""
@@ -84,6 +95,8 @@ def record(run: Run, result: ProfileResult, **facts: Any) -> dict[str, Any]:
     }
     for column in HEADLINE_COLUMNS:
         row[column] = getattr(result, column)
+    for field in ENGINE_WINDOW_FIELDS:
+        row[field] = result.result.get(field)
     return row
 
 

@@ -74,7 +74,7 @@ class IntRange(BaseModel):
 class SearchBudget(BaseModel):
     """When the search stops proposing: after this many launches, or this many GPU-hours, or both."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     launches: int | None = Field(None, ge=1)
     gpu_hours: float | None = Field(None, gt=0)
@@ -89,7 +89,7 @@ class SearchBudget(BaseModel):
 class SearchSpec(BaseModel):
     """What a search stage explores and how it decides."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     knobs: dict[str, tuple[Choice, ...] | IntRange] = Field(default_factory=dict)
     parallelism: tuple[dict[str, int], ...] = ()
