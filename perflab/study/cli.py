@@ -3,7 +3,7 @@
 - ``create --spec study.yaml``: store a queued study (workers execute it);
 - ``run --spec study.yaml [--wait]``: create it and, with ``--wait``, execute it in this process with
   a worker, printing progress until it ends (exit 0 when done, 1 when it failed, was cancelled or is
-  incomplete);
+  incomplete, with the reason on stderr);
 - ``list``, ``show ID``, ``pause ID``, ``resume ID``, ``cancel ID``;
 - ``measure-missing ID``: an ``incomplete`` study (candidates the infrastructure kept from being
   measured) measures those candidates again and goes on (a worker executes it).
@@ -37,7 +37,7 @@ from perflab.study.headless import StudyTimeout, wait_for_study
 from perflab.study.hosts import StudyHostError
 from perflab.study.progress import load_progress
 from perflab.study.spec import StudySpecError, load_spec
-from perflab.study.text import progress_lines
+from perflab.study.text import incomplete_text, progress_lines
 
 STATUS_CHANGES = {
     "pause": (pause_study, "pause a study"),
@@ -88,7 +88,24 @@ def _create(engine: Engine, args: argparse.Namespace) -> int:
         poll_s=args.poll,
         on_progress=report,
     )
-    return 0 if final.status == "done" else 1
+    if final.status == "done":
+        return 0
+    print(f"error: {_why_not_done(engine, study.id)}", file=sys.stderr)
+    return 1
+
+
+def _why_not_done(engine: Engine, study_id: int) -> str:
+    """Why a finished study did not end ``done``: its failure, what it left unmeasured, or its status."""
+    with db_session.new_session(engine) as session:
+        progress = load_progress(session, study_id=study_id)
+    plan, status = progress.plan, progress.study.status
+    if plan.failure:
+        reason = plan.failure
+    elif plan.status == "incomplete":
+        reason = incomplete_text(plan)
+    else:
+        reason = f"it was {status}"
+    return f"study {study_id} ended {status}: {reason}"
 
 
 def _list(engine: Engine, args: argparse.Namespace) -> int:
