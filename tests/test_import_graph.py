@@ -1,15 +1,19 @@
-"""perflab's import graph, read from the source's syntax trees: no module reaches itself again.
+"""perflab's import graph, read from the source's syntax trees: no module reaches itself again, and each
+package imports only what its floor in docs/architecture.md (section Layers) allows.
 
 Every ``import`` counts wherever it stands: at module level, inside a function (a deferred import is
 still a dependency, only a later one) and under ``if TYPE_CHECKING:`` (the modules still need each
 other to be read, and the guard is one edit away from a real import). ``from a import b`` counts as an
 import of the module ``a.b`` when there is one, else of ``a``. A circle is a strongly connected part of
 the graph; the failure names each one with the import lines that close it.
+
+A package is a top-level module (``perflab/auth.py``) or a top-level package (``perflab/study/``).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +21,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = "perflab"
+ARCHITECTURE = REPO / "docs" / "architecture.md"
+_LAYER_LINE = re.compile(r"^(\d+)\s+(\w+/\S*)\s*(.*)$")
 
 
 @dataclass(frozen=True)
@@ -143,6 +149,72 @@ def test_perflab_has_no_import_circles() -> None:
     )
 
 
+def package_of(module: str, root: Path) -> str:
+    """``perflab.study.plan`` → ``perflab/study/``, ``perflab.auth`` → ``perflab/auth.py``."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return f"{parts[0]}/__init__.py"
+    top = f"{parts[0]}/{parts[1]}"
+    return f"{top}/" if (root / top).is_dir() else f"{top}.py"
+
+
+@dataclass(frozen=True)
+class Floor:
+    """A package's line in the Layers section: its floor and the packages of that floor it imports."""
+
+    level: int
+    beside: frozenset[str]
+
+
+def documented_floors(text: str) -> dict[str, Floor]:
+    """The Layers section's lines, by package (``perflab/engines/``)."""
+    section = text.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    floors: dict[str, Floor] = {}
+    for line in section.splitlines():
+        match = _LAYER_LINE.match(line)
+        if match:
+            level, package, beside = match.groups()
+            names = {name.strip() for name in beside.split(",") if name.strip()}
+            floors[package] = Floor(int(level), frozenset(names))
+    return floors
+
+
+def _short(package: str) -> str:
+    """``perflab/engines/`` → ``engines`` (as a Layers line names the packages beside it)."""
+    return package.split("/", 1)[1].removesuffix("/").removesuffix(".py")
+
+
+def layer_breaches(arrows: list[Import], floors: dict[str, Floor], root: Path) -> list[str]:
+    """Each import between packages that goes up a floor, or sideways to a package its line does not
+    name, and each package without a line."""
+    problems: set[str] = set()
+    for arrow in arrows:
+        importer, imported = package_of(arrow.importer, root), package_of(arrow.imported, root)
+        for package in (importer, imported):
+            if package not in floors:
+                problems.add(f"{package} has no line in the Layers section of docs/architecture.md")
+        if importer == imported or importer not in floors or imported not in floors:
+            continue
+        mine, theirs = floors[importer], floors[imported]
+        if theirs.level > mine.level or (theirs.level == mine.level and _short(imported) not in mine.beside):
+            where = f"{arrow.importer.replace('.', '/')}.py:{arrow.line}"
+            problems.add(
+                f"{where} imports {arrow.imported}: {importer} (floor {mine.level}) may not import "
+                f"{imported} (floor {theirs.level})"
+            )
+    return sorted(problems)
+
+
+def test_each_package_imports_only_what_its_floor_allows() -> None:
+    floors = documented_floors(ARCHITECTURE.read_text(encoding="utf-8"))
+    levels = {_short(package): floor.level for package, floor in floors.items()}
+    for package, floor in floors.items():
+        for name in floor.beside:
+            assert levels.get(name) == floor.level, f"{package} names {name}, not a package of its floor"
+    breaches = layer_breaches(imports_of(module_files(REPO, PACKAGE)), floors, REPO)
+    assert not breaches, "\n".join(breaches)
+
+
 def _write(root: Path, files: dict[str, str]) -> dict[str, Path]:
     for name, text in files.items():
         path = root / name
@@ -195,3 +267,26 @@ def test_imports_that_only_go_down_are_no_circle(tmp_path: Path) -> None:
         ("pkg.top", "pkg.mid"),
     }
     assert circles(arrows) == []
+
+
+def test_an_import_up_a_floor_or_to_an_unnamed_neighbour_is_a_breach(tmp_path: Path) -> None:
+    modules = _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/low.py": "from pkg import top\n",
+            "pkg/mid/__init__.py": "",
+            "pkg/mid/a.py": "from pkg import low, side\n",
+            "pkg/side.py": "from pkg.mid import a\n",
+            "pkg/top.py": "",
+        },
+    )
+    floors = documented_floors(
+        "\n## Layers\n```\n0 pkg/__init__.py\n0 pkg/low.py\n1 pkg/mid/ side\n1 pkg/side.py\n"
+        "2 pkg/top.py\n```\n## Next\n0 pkg/never.py\n"
+    )
+    assert set(floors) == {"pkg/__init__.py", "pkg/low.py", "pkg/mid/", "pkg/side.py", "pkg/top.py"}
+    assert layer_breaches(imports_of(modules), floors, tmp_path) == [
+        "pkg/low.py:1 imports pkg.top: pkg/low.py (floor 0) may not import pkg/top.py (floor 2)",
+        "pkg/side.py:1 imports pkg.mid.a: pkg/side.py (floor 1) may not import pkg/mid/ (floor 1)",
+    ]
