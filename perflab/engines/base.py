@@ -25,7 +25,7 @@ from perflab.engines.config import CPU_KNOBS, EngineConfig
 from perflab.engines.errors import EngineConfigError, InvalidKnobValue, UnsupportedKnob
 from perflab.engines.failures import COMMON_SIGNATURES, FailureInfo, Signature, classify
 from perflab.engines.flags import Flag, FlagTable, format_value, parse_int
-from perflab.engines.vocabulary import Vocabulary
+from perflab.engines.vocabulary import EngineReleases, Release, Vocabulary
 
 _WORD = re.compile(r"^[A-Za-z0-9_.:/+\-]+$")
 _WORD_KNOBS = ("quantization", "attention_backend", "kv_cache_dtype", "performance_mode", "reasoning_parser")
@@ -89,7 +89,13 @@ class EngineAdapter:
     unsupported: ClassVar[Mapping[str, str]] = {}
     plumbing_args: ClassVar[tuple[str, ...]] = ()
     lookalike_flags: ClassVar[FlagTable | None] = None
+    # The releases perflab keeps tables for (perflab.engines.tables); None: no one-word knob is checked.
+    releases: ClassVar[EngineReleases | None] = None
+    # The words each one-word knob takes: any release's (the default), one release's (for_version) or an
+    # installed engine's registries (with_vocabulary).
     vocabulary: Mapping[str, Vocabulary] = {}
+    # The release this adapter judges for (flags a release added or removed); None: any release.
+    release: Release | None = None
     help_argv: ClassVar[tuple[str, ...] | None] = None
     # A program under perflab/engines/programs/ that the engine's own Python runs to parse an argv with
     # the engine's parser and read its registries (perflab.engines.asking); None: only its help is read.
@@ -169,9 +175,19 @@ class EngineAdapter:
         :attr:`engine_dests` (hook: SGLang's ``--disable-radix-cache`` is prefix caching off)."""
         return dict(effective)
 
-    def table_version(self) -> str | None:
-        """The engine version perflab's tables (:attr:`vocabulary`) follow."""
-        return next((words.version for words in self.vocabulary.values()), None)
+    def for_version(self, version: str | None) -> EngineAdapter | None:
+        """This adapter judging words and flags by perflab's table of the engine ``version`` as a host
+        reports it (None: unknown, the newest release's table); None when no table follows ``version``."""
+        if self.releases is None:
+            return self
+        release = self.releases.newest if version is None else self.releases.release(version)
+        if release is None:
+            return None
+        judged = copy.copy(self)
+        judged.vocabulary = {**self.vocabulary, **self.releases.vocabulary(release)}
+        judged.release = release
+        judged.words_known = True
+        return judged
 
     def check_values(self, config: EngineConfig) -> None:
         """Engine-specific value formats and knob combinations (hook)."""
@@ -224,6 +240,9 @@ class EngineAdapter:
                     self.display_name, "extra_args", f"item {item!r} must be a single line"
                 )
             flag = self.normalize_flag(item.partition("=")[0])
+            missing = self._release_lacks(flag)
+            if missing is not None:
+                raise InvalidKnobValue(self.display_name, "extra_args", missing)
             if flag in reserved:
                 owner = _knob_of_flag(self.flags, flag, self.normalize_flag)
                 if owner is None:
@@ -247,6 +266,12 @@ class EngineAdapter:
                     f"passes {flag}, vLLM's flag for {lookalike}, which {self.display_name} does not have; "
                     f"set {lookalike} instead",
                 )
+
+    def _release_lacks(self, flag: str) -> str | None:
+        """Why the release this adapter judges for has no ``flag``, where perflab's tables say so."""
+        if self.release is None or self.releases is None or not flag.startswith("-"):
+            return None
+        return self.releases.flag_problem(flag, self.release)
 
     def _check_env(self, config: EngineConfig) -> None:
         for key, value in config.env.items():
@@ -399,7 +424,8 @@ class EngineAdapter:
         if self.model_flag:
             launch_flags.append(Flag("model", self.model_flag, aliases=self.model_flag_aliases()))
         table = FlagTable((*self.flags.flags, *launch_flags))
-        parsed = table.parse(words, self.bare_switches, self.switch_prefixes)
+        switches = (*self.bare_switches, *(self.releases.switches() if self.releases else ()))
+        parsed = table.parse(words, switches, self.switch_prefixes)
         for flag in self.file_flags():
             if any(item.partition("=")[0] == flag for item in parsed.unknown):
                 raise ValueError(

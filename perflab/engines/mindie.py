@@ -41,7 +41,7 @@ from perflab.engines.errors import InvalidKnobValue
 from perflab.engines.failures import COMMON_SIGNATURES, Signature
 from perflab.engines.flags import Flag, FlagTable, parse_float, parse_int
 from perflab.engines.mindie_config import build_config_json, max_prefill_tokens, max_seq_len
-from perflab.engines.vocabulary import MINDIE_MTP_TOKENS, MINDIE_VERSION
+from perflab.engines.tables.mindie import MINDIE_MTP_TOKENS, MINDIE_VERSION
 
 CONFIG_FILE = "config.json"
 # MindIE-LLM src/include/utils/file_utils.h FILE_MODE_640: the only mode MindIE accepts for config.json.

@@ -42,6 +42,7 @@ from perflab.engines.asking import (
 )
 from perflab.engines.base import EngineAdapter
 from perflab.engines.config import EngineConfig
+from perflab.engines.errors import EngineConfigError
 from perflab.engines.flags import format_value, option_value
 from perflab.engines.helptext import FlagSpec, HelpFlags, parse_help
 from perflab.engines.registry import get_adapter
@@ -285,6 +286,28 @@ def preflight(
     )
 
 
+def answer_key(
+    host: str, adapter: EngineAdapter, engine_version: str | None, prefix: Sequence[str] = ()
+) -> tuple[str, ...]:
+    """The cache key of an engine's answers on ``host`` (the launch argv follows it after ``--``)."""
+    return ("answer", host, adapter.name, engine_version or "", *prefix)
+
+
+def recorded_answer(
+    cache: HelpCache, host: str, adapter: EngineAdapter, config: EngineConfig, engine_version: str
+) -> EngineAnswer | None:
+    """The installed engine's answer for ``config``'s launch argv on ``host``, where an earlier check
+    recorded one, else None (nothing is asked)."""
+    try:
+        argv = adapter.leaving_words_to_engine().serve_argv(
+            config, port=config.port or adapter.default_port, engine_version=engine_version
+        )
+    except EngineConfigError:
+        return None
+    stored = cache.load_data((*answer_key(host, adapter, engine_version), "--", *argv))
+    return answer_from_json(stored) if stored is not None else None
+
+
 def _asked(
     transport: Transport,
     adapter: EngineAdapter,
@@ -297,7 +320,7 @@ def _asked(
     """The engine's answer for ``argv``: cached per host, engine, probed version, prefix and argv (the
     same config checked again costs no engine import), else asked. That the engine cannot be imported
     there (or its program is no Python program) is cached per host, engine, version and prefix."""
-    version_key = ("answer", transport.host.name, adapter.name, engine_version or "", *prefix)
+    version_key = answer_key(transport.host.name, adapter, engine_version, prefix)
     key = (*version_key, "--", *argv)
     if cache is not None and engine_version:
         unimportable = cache.load_data(version_key)
@@ -318,28 +341,26 @@ def _asked(
 def host_adapter(
     engine: str, *, host: str | None, version: str | None, cache: HelpCache | None, image: str | None = None
 ) -> EngineAdapter:
-    """``engine``'s adapter judging one-word knob values as well as perflab can know them for the
-    engine ``version`` on ``host`` (None: unknown): that version's own registries where an earlier
-    check cached them; perflab's tables where the version is unknown or the tables' own; else — a
-    version the tables do not follow, or an image's engine, on an engine asked before launch — only
-    other engines' spellings, the rest left to the engine's own check."""
+    """``engine``'s adapter judging one-word knob values and flags as well as perflab can know them for
+    the engine ``version`` on ``host`` (None: unknown): that version's own registries where an earlier
+    check cached them; perflab's table of that release, or of the newest release where the version is
+    unknown; else — a version no table follows, or an image's engine, on an engine asked before launch —
+    only other engines' spellings, the rest left to the engine's own check."""
     adapter = get_adapter(engine)
     if image is not None:
         return adapter.leaving_words_to_engine()
-    if version is None:
-        return adapter
-    installed = cache.load_words((host or "", engine, version)) if cache is not None else None
-    if installed:
-        return adapter.with_vocabulary(
+    judged = adapter.for_version(version)
+    installed = cache.load_words((host or "", engine, version)) if cache is not None and version else None
+    if installed and version is not None:
+        base = judged or adapter
+        return base.with_vocabulary(
             {
-                knob: adapter.vocabulary[knob].installed(version, values)
+                knob: base.vocabulary[knob].installed(version, values)
                 for knob, values in installed.items()
-                if knob in adapter.vocabulary
+                if knob in base.vocabulary
             }
         )
-    if version.partition("+")[0] == adapter.table_version():
-        return adapter
-    return adapter.leaving_words_to_engine()
+    return judged if judged is not None else adapter.leaving_words_to_engine()
 
 
 def _same(knob: str, typed: Any, parsed: Any) -> bool:

@@ -4,7 +4,7 @@ Flag names follow SGLang 0.5.23's server arguments (``sglang/srt/arg_groups/fiel
 ``--model-path``, ``--tp-size``, ``--dp-size``, ``--ep-size``, ``--attention-backend`` (fa3, flashinfer,
 triton, …), ``--max-running-requests``, ``--chunked-prefill-size`` (-1 disables chunked prefill),
 ``--disable-radix-cache`` (prefix caching is on by default), ``--kv-cache-dtype`` (fp8_e4m3/fp8_e5m2/…;
-enumerated values follow :mod:`perflab.engines.vocabulary`),
+enumerated values follow :mod:`perflab.engines.tables.sglang`, 0.5.22 and 0.5.23),
 ``--context-length``, ``--mem-fraction-static``, ``--reasoning-parser`` and the
 ``--speculative-algorithm`` family. Default port 30000; ``GET /health`` answers 503 until warm-up ends and
 the log says "The server is fired up and ready to roll!". Prometheus gauges need ``--enable-metrics``,
@@ -31,8 +31,8 @@ from perflab.engines.config import EngineConfig
 from perflab.engines.errors import InvalidKnobValue
 from perflab.engines.failures import COMMON_SIGNATURES, Signature
 from perflab.engines.flags import Flag, FlagTable, parse_float, parse_int
+from perflab.engines.tables.sglang import SGLANG_RELEASES
 from perflab.engines.vllm import VLLM_FLAGS
-from perflab.engines.vocabulary import SGLANG_VOCABULARY
 
 SPECULATIVE_ALGORITHMS = {
     "mtp": "NEXTN",
@@ -115,7 +115,8 @@ class SglangAdapter(EngineAdapter):
     }
     plumbing_args = ("--enable-metrics",)
     lookalike_flags = VLLM_FLAGS
-    vocabulary = SGLANG_VOCABULARY
+    releases = SGLANG_RELEASES
+    vocabulary = SGLANG_RELEASES.any_release()
     bare_switches = ("--trust-remote-code", "--enable-dp-attention", "--disable-cuda-graph")
     ready_markers = ("The server is fired up and ready to roll",)
     signatures = (

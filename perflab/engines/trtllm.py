@@ -1,11 +1,13 @@
-"""TensorRT-LLM (``trtllm-serve MODEL``, PyTorch backend, 1.3).
+"""TensorRT-LLM (``trtllm-serve MODEL``, PyTorch backend; the 1.3.0 release candidates' source, see
+:mod:`perflab.engines.tables.trtllm`).
 
 Command-line flags follow ``tensorrt_llm/commands/serve.py`` (click, underscore names): ``--tp_size``,
 ``--ep_size``, ``--max_batch_size``, ``--max_num_tokens``, ``--max_seq_len``, ``--enable_chunked_prefill``,
-``--reasoning_parser``, ``--served_model_name`` (1.3, NVIDIA/TensorRT-LLM#11711) and
+``--reasoning_parser``, ``--served_model_name`` (1.3.0rc, NVIDIA/TensorRT-LLM#11711) and
 ``--extra_llm_api_options FILE`` (a YAML of LLM API arguments that overrides the flags). Knobs without a
 flag go into that YAML, which :meth:`TrtllmAdapter.files` writes: ``attn_backend`` (TRTLLM, FLASHINFER,
-VANILLA), ``kv_cache_config.enable_block_reuse`` (prefix caching), ``kv_cache_config.dtype`` (fp8) and
+VANILLA, FLASHINFER_STAR_ATTENTION), ``kv_cache_config.enable_block_reuse`` (prefix caching),
+``kv_cache_config.dtype`` (fp8) and
 ``speculative_config`` (``decoding_type: MTP`` or ``NGram`` with ``max_draft_len``; MTP's older
 ``num_nextn_predict_layers`` is deprecated for ``max_draft_len``).
 
@@ -33,8 +35,8 @@ from perflab.engines.config import EngineConfig
 from perflab.engines.errors import InvalidKnobValue
 from perflab.engines.failures import COMMON_SIGNATURES, Signature
 from perflab.engines.flags import Flag, FlagTable, parse_int
+from perflab.engines.tables.trtllm import TRTLLM_RELEASES
 from perflab.engines.vllm import VLLM_FLAGS
-from perflab.engines.vocabulary import TRTLLM_VOCABULARY
 
 EXTRA_OPTIONS_FILE = "extra_llm_api_options.yaml"
 EXTRA_OPTIONS_FLAG = "--extra_llm_api_options"
@@ -82,7 +84,8 @@ class TrtllmAdapter(EngineAdapter):
         "after the weights, not of the device; pass that flag in extra_args if you need it",
     }
     lookalike_flags = VLLM_FLAGS
-    vocabulary = TRTLLM_VOCABULARY
+    releases = TRTLLM_RELEASES
+    vocabulary = TRTLLM_RELEASES.any_release()
     bare_switches = ("--trust_remote_code", "--fail_fast_on_attention_window_too_large")
     ready_markers = ("Application startup complete",)
     # TensorRT-LLM (_torch/pyexecutor/_util.py) has no start-up check of memory held by other processes:

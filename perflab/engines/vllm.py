@@ -9,7 +9,8 @@ negatable ``--[no-]enable-prefix-caching`` and ``--[no-]enable-chunked-prefill``
 ``--no-enable-X`` parsing, hidden from help; perflab reads every spelling and writes ``--no-enable-X``,
 which both versions parse). The preflight asks the installed vLLM itself
 (``perflab/engines/programs/vllm_check.py``: its serve parser, config checks and registries); the
-tables of :mod:`perflab.engines.vocabulary` are the fallback where it cannot be imported.
+tables of :mod:`perflab.engines.tables.vllm` (0.32.0 and 0.33.0) are the fallback where it cannot be
+imported.
 vLLM reads ``--some_flag`` as ``--some-flag``. Health is
 ``GET /health``; readiness is uvicorn's "Application startup complete." line, which vLLM's API server
 prints after its routes are mounted. On a host without accelerators vLLM's CPU build (PyPI
@@ -27,7 +28,7 @@ from perflab.engines.config import EngineConfig
 from perflab.engines.errors import InvalidKnobValue
 from perflab.engines.failures import COMMON_SIGNATURES, Signature
 from perflab.engines.flags import Flag, FlagTable, parse_float, parse_int, parse_json_object
-from perflab.engines.vocabulary import VLLM_ASCEND_VOCABULARY, VLLM_VOCABULARY
+from perflab.engines.tables.vllm import VLLM_ASCEND_RELEASES, VLLM_RELEASES
 
 # VLLM_CPU_OMP_THREADS_BIND: "auto", "nobind", or one CPU id list per rank ("0-31|32-63", "0,2-4").
 _CPU_ID_LIST = r"\d+(-\d+)?(,\d+(-\d+)?)*"
@@ -128,10 +129,20 @@ class VllmAdapter(EngineAdapter):
     ready_markers = ("Application startup complete",)
     signatures = (
         *COMMON_SIGNATURES,
-        # vllm/v1/worker/utils.py (0.32.0): memory taken by other processes before the start
+        # vllm/v1/worker/utils.py request_memory (0.32.0 and 0.33.0): memory other processes hold when the
+        # engine starts, by itself, beside weights another process holds for it, or those weights alone
         Signature.of(
             "gpus_unavailable",
             r"Free memory on device .*on startup is less than desired GPU memory utilization",
+        ),
+        Signature.of(
+            "gpus_unavailable",
+            r"Free memory on device .*on startup is less than the engine's budget after excluding external "
+            r"process's weights",
+        ),
+        Signature.of(
+            "gpus_unavailable",
+            r"Externally held weights on device .*exceed the desired GPU memory utilization",
         ),
         # vllm/v1/attention/backends/registry.py: an --attention-backend that is no enum name
         Signature.of("unknown_argument", r"Unknown attention backend: '[^']*'\. Valid options are"),
@@ -143,7 +154,8 @@ class VllmAdapter(EngineAdapter):
             r"KV cache is not supported (?:by the Triton \w+ backend )?on .*\(compute capability",
         ),
     )
-    vocabulary = VLLM_VOCABULARY
+    releases = VLLM_RELEASES
+    vocabulary = VLLM_RELEASES.any_release()
 
     def check_values(self, config: EngineConfig) -> None:
         workers = config.tp * config.dp
@@ -209,7 +221,8 @@ class VllmAscendAdapter(VllmAdapter):
     unsupported = {
         "attention_backend": "it always uses its Ascend attention backend; remove attention_backend",
     }
-    vocabulary = VLLM_ASCEND_VOCABULARY
+    releases = VLLM_ASCEND_RELEASES
+    vocabulary = VLLM_ASCEND_RELEASES.any_release()
     # vllm-ascend registers "ascend" quantization from its platform plug-in (vllm_ascend/quantization).
     plugin_words = {"quantization": ("--quantization", ("ascend",))}
 

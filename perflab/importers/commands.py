@@ -2,8 +2,19 @@
 
 A command is ``vllm serve …``, ``python3 -m sglang.launch_server …``, ``trtllm-serve …`` or
 ``mindie serve …`` (optionally after ``KEY=value`` assignments, continued over lines with ``\\``).
-Seed 002 prints bare engine arguments instead ("Backend Parameters"); those are kept as text with
-the engine named by the nearest heading, since the model is not given.
+Seed 002 prints bare engine arguments instead ("Backend Parameters"). :func:`complete_commands` makes
+each the serve command it stands for — the engine's program, the model as served, every argument as
+written — so a result's command (and a report's recommended one) can be run as it is:
+
+- the engine is the one the nearest heading names, else the one engine of the document's serve
+  commands;
+- the model is that of the document's serve command with the same configuration (the write-up's
+  recommended "Serving Command" for its optimized blocks), else, under a heading that names
+  quantization (seed 002's "Prefix Cache && Quantization"), the one quantized variant of the stated
+  model the document's serve commands name (``Qwen/Qwen3.5-35B-A3B`` → ``Qwen/Qwen3.5-35B-A3B-FP8``),
+  else the model of the document's "Model" section.
+
+Arguments whose engine or model the document does not say stay bare.
 
 A benchmark block's ``# --flag value`` case comment names the flag its run changed; the command
 that applies to that block is the printed one with that flag set to the comment's value.
@@ -15,7 +26,8 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from perflab.engines import EngineConfig, parse_serve_command
+from perflab.engines import EngineConfig, get_adapter, parse_serve_args, parse_serve_command
+from perflab.importers.facts import document_facts
 from perflab.importers.markdown import Document
 
 _COMMAND_START = re.compile(
@@ -34,6 +46,7 @@ _ENGINE_NAMES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bmindie\b", re.IGNORECASE), "mindie"),
     (re.compile(r"\bvllm\b", re.IGNORECASE), "vllm"),
 )
+_QUANTIZATION = re.compile(r"\bquanti[sz]", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -143,3 +156,55 @@ def config_from_command(command: str) -> EngineConfig | None:
         return parse_serve_command(command)
     except ValueError:  # ServeCommandError, EngineConfigError and pydantic's ValidationError
         return None
+
+
+def _same_config(command: EngineConfig, engine: str, args: str) -> bool:
+    try:
+        return parse_serve_args(args, engine=engine, model=command.model) == command
+    except ValueError:
+        return False
+
+
+def _served_model(
+    found: FoundCommand, engine: str, heading: str, commands: list[EngineConfig], stated: str | None
+) -> str | None:
+    """The model bare arguments ran (the module's rules), or None when the document does not say."""
+    same = [command.model for command in commands if _same_config(command, engine, found.text)]
+    if same:
+        return same[0]
+    if stated and _QUANTIZATION.search(heading):
+        variants = {command.model for command in commands if command.model.startswith(f"{stated}-")}
+        if len(variants) == 1:
+            return variants.pop()
+    return stated
+
+
+def _completed(
+    document: Document, found: FoundCommand, configs: list[EngineConfig], stated: str | None
+) -> FoundCommand:
+    """Bare arguments as the full serve command they stand for, or as they are when the document does not
+    say their engine or model."""
+    engines = {config.engine for config in configs}
+    engine = found.engine or (next(iter(engines)) if len(engines) == 1 else None)
+    if engine is None:
+        return found
+    heading = document.heading_before(found.offset)
+    own = [config for config in configs if config.engine == engine]
+    model = _served_model(found, engine, heading.text if heading else "", own, stated)
+    if model is None:
+        return found
+    adapter = get_adapter(engine)
+    text = f"{shlex.join([*adapter.program, *adapter.model_words(model)])} {found.text}"
+    return FoundCommand(found.offset, text, engine=engine)
+
+
+def complete_commands(document: Document, commands: list[FoundCommand]) -> list[FoundCommand]:
+    """``commands`` with each bare-arguments block made the full serve command it stands for, where the
+    document says its engine and model (see the module's rules)."""
+    configs = [
+        config
+        for command in commands
+        if not command.args_only and (config := config_from_command(command.text)) is not None
+    ]
+    stated = document_facts(document.text).model
+    return [_completed(document, found, configs, stated) if found.args_only else found for found in commands]

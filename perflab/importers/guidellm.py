@@ -1,4 +1,6 @@
-"""guidellm JSON reports (``guidellm benchmark --output-path report.json``).
+"""guidellm JSON reports: ``guidellm run … --output kind=json,path=report.json`` (guidellm 0.8, whose
+``guidellm/cli/run.py`` replaced the ``guidellm benchmark … --output-path report.json`` of earlier releases;
+the report's fields read here are the same in both).
 
 Each entry of the report's ``benchmarks`` list becomes one result with vLLM's field names.
 guidellm's metrics are distributions (``metrics.<name>.successful`` with mean, median, std_dev and

@@ -20,7 +20,7 @@ import re
 import textwrap
 from decimal import Decimal, InvalidOperation
 
-from perflab.importers.commands import FoundCommand, apply_case_flags, find_commands
+from perflab.importers.commands import FoundCommand, apply_case_flags, complete_commands, find_commands
 from perflab.importers.markdown import Document, Fence, last_before
 from perflab.importers.model import ImportedResult, ImportFileError
 
@@ -215,7 +215,7 @@ def _entry(
 def parse_text(name: str, text: str) -> list[ImportedResult]:
     """Every result block (and recorded launch failure) of a text file, in file order."""
     document = Document(text)
-    commands = find_commands(document)
+    commands = complete_commands(document, find_commands(document))
     entries: list[tuple[int, ImportedResult]] = []
     for header in HEADER.finditer(text):
         next_header = HEADER.search(text, header.end())

@@ -52,6 +52,7 @@ from perflab.runner.datasets import dataset_problem
 from perflab.runner.submit import submit_run
 from perflab.study.configs import serve_command
 from perflab.study.hosts import check_hosts, host_facts, next_host
+from perflab.study.installed import installed_problems
 from perflab.study.measure import MEASURE_FROM_RUN, RunOutcome, study_runs, unfinished
 from perflab.study.plan import UNMEASURED, CandidatePlan, StudyPlan, verdict_of
 from perflab.study.progress import StudyProgress, load_progress
@@ -85,7 +86,8 @@ def create_study(
 
     Raises :class:`~perflab.study.hosts.StudyHostError` naming the host, or
     :class:`~perflab.study.spec.StudySpecError` when the baseline does not fit the hosts' nodes, sets
-    a variable a host does not allow, or a profile names a dataset not sendable to a host.
+    a variable a host does not allow, a profile names a dataset not sendable to a host, or a
+    configuration is one a host's installed engine refuses (:mod:`perflab.study.installed`).
     """
     with new_session(engine) as session:
         facts = [host_facts(session, inventory, name) for name in spec.hosts]
@@ -106,6 +108,7 @@ def create_study(
         ]
         if spec.objective == "cost_per_mtok":
             refused += unpriced(PriceBook.from_inventory(inventory), spec.hosts, accelerator)
+        refused += installed_problems(session, spec, gpus_per_node=gpus_per_node, gpus=gpus)
         if refused:
             raise StudySpecError(refused)
         study = crud.create_study(session, name=spec.name, spec=spec.stored(), queued_by=queued_by)

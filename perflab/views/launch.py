@@ -79,18 +79,20 @@ def accepted_words(
 ) -> str | None:
     """The values a one-word knob takes on ``engine``, naming the version the list follows: the
     registry the engine ``version`` on ``host`` listed to an earlier preflight (``cache``), else
-    perflab's table, with the host's own version beside it when that differs."""
+    perflab's table of that version (the newest where the version is unknown), else the newest table
+    with the host's own version beside it."""
     adapter = get_adapter(engine)
-    words = adapter.vocabulary.get(knob)
-    if words is None:
+    if knob not in adapter.vocabulary:
         return None
     if host is not None and version is not None and cache is not None:
         installed = (cache.load_words((host, engine, version)) or {}).get(knob)
         if installed:
             return f"{adapter.display_name} {version} on '{host}' accepts: {', '.join(installed)}"
+    judged = adapter.for_version(version)
+    words = (judged or adapter.for_version(None) or adapter).vocabulary[knob]
     source = f"{adapter.display_name} {words.version}"
-    if version is not None and version.partition("+")[0] != words.version:
-        source += f" (perflab's table; '{host}' has {version}, whose own check runs before launch)"
+    if judged is None:
+        source += f" (perflab's newest table; '{host}' has {version}, whose own check runs before launch)"
     return f"{source} accepts: {', '.join(words.values)}"
 
 

@@ -9,7 +9,6 @@ is a script whose interpreter replays the recorded answer instead of importing t
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -17,27 +16,10 @@ import pytest
 from perflab.engines import EngineConfig, InvalidKnobValue, get_adapter
 from perflab.engines.asking import EngineAnswer, read_answer, with_plugin_words
 from perflab.engines.preflight import HelpCache, contradictions, host_adapter, preflight
-from perflab.inventory import HostConfig
-from perflab.transport.local import LocalTransport
+from tests.engines.replay import RECORDED, replaying_host
 
-RECORDED = Path(__file__).resolve().parents[1] / "data" / "engine_check"
 VLLM = get_adapter("vllm")
 SPEC = {"method": "step5_mtp", "num_speculative_tokens": 1}
-
-
-def _host(tmp_path: Path, answer: str) -> LocalTransport:
-    """A host whose ``vllm`` is a Python program; its "Python" prints the recorded answer."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    interpreter = bin_dir / "replay-python"
-    interpreter.write_text(f"#!/bin/sh\ncat >/dev/null\ncat '{RECORDED / answer}'\n")
-    program = bin_dir / "vllm"
-    program.write_text(f"#!{interpreter}\n")
-    for path in (interpreter, program):
-        path.chmod(0o755)
-    transport = LocalTransport(HostConfig(name="gpu-033", transport="local", workdir=str(tmp_path / "w")))
-    transport.extra_env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
-    return transport
 
 
 def test_prefix_caching_off_and_new_0_33_values_pass(tmp_path: Path) -> None:
@@ -48,7 +30,7 @@ def test_prefix_caching_off_and_new_0_33_values_pass(tmp_path: Path) -> None:
     cache = HelpCache(tmp_path / "cache")
 
     verdict = preflight(
-        _host(tmp_path, "vllm-0.33.0-accepted.txt"), VLLM, config, engine_version=None, cache=cache
+        replaying_host(tmp_path, "vllm-0.33.0-accepted.txt"), VLLM, config, engine_version=None, cache=cache
     )
 
     assert verdict.ok and verdict.asked and verdict.version == "0.33.0"
@@ -70,7 +52,9 @@ def test_removed_values_and_unknown_flags_are_refused_in_vllms_words(tmp_path: P
         speculative_config={"method": "medusa", "num_speculative_tokens": 1}, extra_args=("--no-such-flag",),
     )  # fmt: skip
 
-    verdict = preflight(_host(tmp_path, "vllm-0.33.0-refused.txt"), VLLM, config, engine_version="0.33.0")
+    verdict = preflight(
+        replaying_host(tmp_path, "vllm-0.33.0-refused.txt"), VLLM, config, engine_version="0.33.0"
+    )
 
     unknown, dtype, method = verdict.problems
     assert unknown == "vLLM 0.33.0 refuses --no-such-flag: unrecognized arguments: --no-such-flag"
@@ -112,21 +96,30 @@ def test_output_without_an_answer_is_no_answer(text: str) -> None:
 
 
 def test_values_are_judged_for_the_hosts_engine_version(tmp_path: Path) -> None:
-    """Cached registries of the host's version; perflab's tables for an unknown version or theirs; else
-    (or in an image) the engine's own check before launch."""
+    """Cached registries of the host's version; perflab's table of that release, the newest one for an
+    unknown version; else (a version no table follows, or an image) the engine's own check before launch."""
     cache = HelpCache(tmp_path)
     cache.store_words(("gpu-033", "vllm", "0.33.0"), {"kv_cache_dtype": ["auto", "octave_k3v4"]})
     octave = EngineConfig(engine="vllm", model="/m", kv_cache_dtype="octave_k3v4")
     fp4 = EngineConfig(engine="vllm", model="/m", kv_cache_dtype="fp4_e2m1")
+    medusa = EngineConfig(
+        engine="vllm", model="/m", speculative_config={"method": "medusa", "num_speculative_tokens": 1}
+    )
 
     cached = host_adapter("vllm", host="gpu-033", version="0.33.0", cache=cache)
     cached.validate(octave)
     with pytest.raises(InvalidKnobValue, match="'fp4_e2m1' is not one of vLLM 0.33.0's values"):
         cached.validate(fp4)
-    for version in (None, "0.32.0+cpu"):
-        with pytest.raises(InvalidKnobValue, match="not one of vLLM 0.32.0's values"):
-            host_adapter("vllm", host="gpu-033", version=version, cache=cache).validate(octave)
-    host_adapter("vllm", host="other", version="0.33.0", cache=cache).validate(fp4)
+    cpu_build = host_adapter("vllm", host="cpu", version="0.32.0+cpu", cache=cache)
+    cpu_build.validate(medusa)
+    with pytest.raises(InvalidKnobValue, match="'octave_k3v4' is not one of vLLM 0.32.0's values"):
+        cpu_build.validate(octave)
+    for version in (None, "0.33.0"):
+        judged = host_adapter("vllm", host="other", version=version, cache=cache)
+        judged.validate(octave)
+        with pytest.raises(InvalidKnobValue, match="'medusa' is not one of vLLM 0.33.0's values"):
+            judged.validate(medusa)
+    host_adapter("vllm", host="newer", version="0.34.0", cache=cache).validate(fp4)
     host_adapter(
         "vllm", host="gpu-033", version=None, cache=cache, image="vllm/vllm-openai:v0.33.0"
     ).validate(fp4)
@@ -150,7 +143,7 @@ def test_vllm_ascend_keeps_the_quantization_its_plugin_registers() -> None:
 def test_the_same_argv_on_the_same_version_is_answered_from_the_cache(tmp_path: Path) -> None:
     config = EngineConfig(engine="vllm", model="/m", kv_cache_dtype="fp4_e2m1")
     cache = HelpCache(tmp_path / "cache")
-    transport = _host(tmp_path, "vllm-0.33.0-refused.txt")
+    transport = replaying_host(tmp_path, "vllm-0.33.0-refused.txt")
     first = preflight(transport, VLLM, config, engine_version="0.33.0", cache=cache)
     (tmp_path / "bin" / "vllm").unlink()  # the host's engine cannot be asked any more
 

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from perflab.engines import EngineConfig, get_adapter
-from perflab.engines import vocabulary as words
 from perflab.engines.base import EngineAdapter
 from perflab.engines.helptext import FlagSpec, parse_help
 from perflab.engines.preflight import HelpCache, check_argv, preflight
+from perflab.engines.tables.sglang import SGLANG_0_5_23
+from perflab.engines.tables.vllm import VLLM_0_32, VLLM_0_33
 from perflab.transport import open_transport
 from perflab.transport.local import LocalTransport
 from tests.fixtures.runs import SimHostFactory
@@ -95,11 +96,24 @@ def test_vllm_0_33s_help_is_the_fallback_where_vllm_cannot_be_imported() -> None
 
 
 def test_the_vocabulary_tables_are_the_recorded_engines_choices() -> None:
-    assert set(VLLM_HELP["--kv-cache-dtype"].choices or ()) == set(words.VLLM_KV_CACHE_DTYPES)
-    assert set(VLLM_HELP["--performance-mode"].choices or ()) == set(words.VLLM_PERFORMANCE_MODES)
-    assert set(SGLANG_HELP["--attention-backend"].choices or ()) == set(words.SGLANG_ATTENTION_BACKENDS)
-    assert set(SGLANG_HELP["--kv-cache-dtype"].choices or ()) == set(words.SGLANG_KV_CACHE_DTYPES)
-    assert set(SGLANG_HELP["--quantization"].choices or ()) == set(words.SGLANG_QUANTIZATION_METHODS)
+    help_033 = _help("vllm-0.33.0.txt")
+    assert set(VLLM_HELP["--kv-cache-dtype"].choices or ()) == set(VLLM_0_32.words["kv_cache_dtype"])
+    assert set(help_033["--kv-cache-dtype"].choices or ()) == set(VLLM_0_33.words["kv_cache_dtype"])
+    assert set(VLLM_HELP["--performance-mode"].choices or ()) == set(VLLM_0_32.words["performance_mode"])
+    assert set(help_033["--performance-mode"].choices or ()) == set(VLLM_0_33.words["performance_mode"])
+    sglang = SGLANG_0_5_23.words
+    assert set(SGLANG_HELP["--attention-backend"].choices or ()) == set(sglang["attention_backend"])
+    assert set(SGLANG_HELP["--kv-cache-dtype"].choices or ()) == set(sglang["kv_cache_dtype"])
+    assert set(SGLANG_HELP["--quantization"].choices or ()) == set(sglang["quantization"])
+
+
+def test_the_flags_the_tables_say_a_release_added_or_removed_are_in_its_recorded_help() -> None:
+    help_033 = _help("vllm-0.33.0.txt")
+    for flag in VLLM_0_33.flags_added:
+        assert flag in help_033 and flag not in VLLM_HELP, flag
+        assert help_033[flag].takes_value == VLLM_0_33.flags_added[flag], flag
+    for flag in SGLANG_0_5_23.flags_removed:
+        assert flag not in SGLANG_HELP, flag
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])

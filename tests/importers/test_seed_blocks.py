@@ -151,10 +151,19 @@ def test_serving_commands_and_configs_are_kept(imported: dict[str, list[Run]]) -
     assert [run.config["attention_backend"] for run in backends] == ["fa3", "flashinfer", "triton"]
 
     flattened = imported["002_89d6b111a291c7d5.txt"]
-    assert flattened[0].serve_commands == ["--reasoning-parser=qwen3 --max-model-len=32768"]
-    assert (flattened[0].engine, flattened[1].engine) == ("vllm", "sglang")
-    # No serving command with a model: the model and hardware are those of the document's setup.
-    assert flattened[0].config is None and flattened[0].model == "Qwen/Qwen3.5-35B-A3B"
+    # Bare "Backend Parameters": the engine of the heading (else the document's one engine) and the model
+    # of its setup, made the full command, read into a config.
+    assert flattened[0].serve_commands == [
+        "vllm serve Qwen/Qwen3.5-35B-A3B --reasoning-parser=qwen3 --max-model-len=32768"
+    ]
+    assert flattened[1].serve_commands == [
+        "python3 -m sglang.launch_server --model-path Qwen/Qwen3.5-35B-A3B --reasoning-parser=qwen3 "
+        "--context-length=32768"
+    ]
+    assert (flattened[0].engine, flattened[1].engine, flattened[2].engine) == ("vllm", "sglang", "vllm")
+    assert (flattened[0].config or {})["reasoning_parser"] == "qwen3" and flattened[
+        0
+    ].model == "Qwen/Qwen3.5-35B-A3B"
     assert flattened[0].accelerator == "NVIDIA H200"
 
 

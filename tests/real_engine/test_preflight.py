@@ -1,7 +1,8 @@
 """The preflight against the real vLLM CPU build: its own serve parser (run by the Python of the ``vllm`` on
 PATH) refuses a flag and a value it does not know, in its own words with the version it reports; its
-registries are cached; no engine is started. The same against SGLang 0.5.23's own server-argument parser
-(the real package; ``tests/fixtures/real_sglang.py``), run by the ``python3`` on PATH."""
+registries are cached; no engine is started; a study spec it refuses is refused when created, in its words.
+The same against SGLang 0.5.23's own server-argument parser (the real package;
+``tests/fixtures/real_sglang.py``), run by the ``python3`` on PATH."""
 
 from __future__ import annotations
 
@@ -9,16 +10,31 @@ import os
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import Engine
 
+from db import crud
+from db.session import new_session
+from perflab import settings
 from perflab.engines import EngineConfig, get_adapter
-from perflab.engines.preflight import HelpCache, preflight
+from perflab.engines.preflight import HelpCache, default_cache, preflight
 from perflab.inventory import HostConfig
 from perflab.probe import probe_host
+from perflab.study.coordinator import create_study
+from perflab.study.spec import StudySpecError, parse_spec
 from perflab.transport.local import LocalTransport
 from tests.fixtures.real_sglang import SGLANG_VERSION, require_sglang_args, sglang_python_bin
 from tests.fixtures.real_vllm import require_real_vllm, vllm_bin
+from tests.fixtures.runs import inventory_of
 
 pytestmark = [pytest.mark.real_engine, pytest.mark.timeout(900)]
+STEP5_SPEC = """
+name: step5 on the CPU build
+model: /models/tiny
+hosts: [cpu-local]
+baseline: {engine: vllm, speculative_config: {method: step5_mtp, num_speculative_tokens: 1}}
+tuning_profile: {name: tune, title: Chat, dataset: random, input_len: 16, output_len: 4, num_prompts: 2}
+stages: [{name: Batching, dimension: max_num_seqs, candidates: [4]}]
+"""
 
 
 def _host(tmp_path: Path, bin_dir: Path) -> LocalTransport:
@@ -108,4 +124,45 @@ def test_sglangs_own_parser_reads_the_argv_and_refuses_what_it_does_not_know(tmp
     assert preflight(transport, adapter, contradicted, engine_version=None, cache=cache).problems == (
         "extra_args --disable-radix makes SGLang read enable_prefix_caching as false, contradicting the "
         "typed knob enable_prefix_caching: true",
+    )
+
+
+def test_a_study_the_installed_vllm_refuses_is_refused_when_created_in_its_own_words(
+    runs_db: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real vLLM 0.32 CPU build's parser answered the Launch page's check of a step5_mtp baseline (a
+    0.33 method); creating a study of it on that host is refused in vLLM's words, naming its version, and
+    a candidate on it, which no check asked about, by the registries that vLLM listed."""
+    require_real_vllm()
+    monkeypatch.setenv(settings.APP_WORKDIR_ENV, str(tmp_path / "app"))
+    transport = _host(tmp_path, vllm_bin().parent)
+    version = transport.run(["vllm", "--version"], timeout=300).stdout.strip().splitlines()[-1]
+    spec = parse_spec(STEP5_SPEC)
+    checked = preflight(
+        transport,
+        get_adapter("vllm"),
+        spec.baseline_config(None, 1),
+        engine_version=version,
+        cache=default_cache(),
+    )
+    assert checked.asked and not checked.ok
+    probe = {
+        "host": "cpu-local", "python": {"command": "python3"}, "engines": {"vllm": version},
+        "probed_at": "2026-11-27T00:00:00Z", "duration_s": 1.0, "accelerators": [],
+    }  # fmt: skip
+    with new_session(runs_db) as session:
+        crud.record_probe(session, name="cpu-local", reachable=True, probe=probe)
+
+    with pytest.raises(StudySpecError) as refused:
+        create_study(runs_db, spec, inventory=inventory_of(HostConfig(name="cpu-local", transport="local")))
+
+    baseline, candidate = refused.value.problems
+    assert baseline.startswith(
+        f"baseline on host 'cpu-local': vLLM {version} refuses --speculative-config 'step5_mtp': "
+        "Input should be"
+    )
+    assert "'medusa'" in baseline
+    assert candidate.startswith(
+        f"stages[0].candidates[0] (max_num_seqs=4) on host 'cpu-local': vLLM: speculative_config 'step5_mtp' "
+        f"is not one of vLLM {version}'s values"
     )

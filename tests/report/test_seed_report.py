@@ -198,7 +198,8 @@ def test_seed_002_summary_against_the_baseline(db_session: Session, seed_runs: d
         if "lower than previous" in printed:
             assert row.improvement is None and "lower than previous" in row.note
     assert report.recommended_command == (
-        "--reasoning-parser=qwen3 --performance-mode=throughput --max-model-len=32768 --enable-prefix-caching"
+        "vllm serve Qwen/Qwen3.5-35B-A3B-FP8 --reasoning-parser=qwen3 --performance-mode=throughput "
+        "--max-model-len=32768 --enable-prefix-caching"
     )
 
 

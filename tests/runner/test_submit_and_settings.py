@@ -36,24 +36,33 @@ def test_submitted_runs_keep_profiles_that_reload_exactly(database_url: str, db_
     assert reloaded == PRESETS["short"] and math.isinf(reloaded.request_rate)
 
 
-def test_values_newer_than_perflabs_tables_are_left_to_the_hosts_engine(runs_db: Engine) -> None:
-    """A host whose probe found vLLM 0.33.0 takes its new KV-cache dtype (its own check runs before the
-    launch); a host never probed is judged by perflab's vLLM 0.32.0 table."""
+def test_values_are_judged_by_the_table_of_the_hosts_probed_vllm(runs_db: Engine) -> None:
+    """A host whose probe found vLLM 0.32.0 is judged by perflab's 0.32.0 table (no octave_k3v4 yet), one
+    never probed by the newest table (0.33.0: octave_k3v4, no medusa); a version no table follows is left
+    to the engine's own check before the launch."""
     with new_session(runs_db) as session:
-        crud.record_probe(
-            session,
-            name="gpu-033",
-            reachable=True,
-            probe={
-                "host": "gpu-033", "python": {"command": "python3"}, "engines": {"vllm": "0.33.0"},
-                "probed_at": "2026-11-26T00:00:00Z", "duration_s": 1.0, "accelerators": [],
-            },
-        )  # fmt: skip
-    config = EngineConfig(engine="vllm", model="m", kv_cache_dtype="octave_k3v4")
+        for name, version in (("gpu-032", "0.32.0"), ("gpu-034", "0.34.0")):
+            crud.record_probe(
+                session,
+                name=name,
+                reachable=True,
+                probe={
+                    "host": name, "python": {"command": "python3"}, "engines": {"vllm": version},
+                    "probed_at": "2026-11-26T00:00:00Z", "duration_s": 1.0, "accelerators": [],
+                },
+            )  # fmt: skip
+    octave = EngineConfig(engine="vllm", model="m", kv_cache_dtype="octave_k3v4")
+    medusa = EngineConfig(
+        engine="vllm", model="m", speculative_config={"method": "medusa", "num_speculative_tokens": 1}
+    )
 
-    assert submit_run(runs_db, host_name="gpu-033", config=config, profiles=[PRESETS["short"]]).id
     with pytest.raises(InvalidKnobValue, match="'octave_k3v4' is not one of vLLM 0.32.0's values"):
-        submit_run(runs_db, host_name="never-probed", config=config, profiles=[PRESETS["short"]])
+        submit_run(runs_db, host_name="gpu-032", config=octave, profiles=[PRESETS["short"]])
+    assert submit_run(runs_db, host_name="gpu-032", config=medusa, profiles=[PRESETS["short"]]).id
+    assert submit_run(runs_db, host_name="never-probed", config=octave, profiles=[PRESETS["short"]]).id
+    with pytest.raises(InvalidKnobValue, match="'medusa' is not one of vLLM 0.33.0's values"):
+        submit_run(runs_db, host_name="never-probed", config=medusa, profiles=[PRESETS["short"]])
+    assert submit_run(runs_db, host_name="gpu-034", config=medusa, profiles=[PRESETS["short"]]).id
 
 
 def test_a_config_the_engine_refuses_is_not_stored(runs_db: Engine) -> None:

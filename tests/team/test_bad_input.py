@@ -341,7 +341,7 @@ LAUNCH_CASES = [
     ({"launch_gpu_ids": "-1"}, "gpu ids: '-1' must be GPU indexes like 0,1,2,3"),
     ({"launch_gpu_ids": "0", "launch_tp": 2}, "gpu_ids lists 1 devices but tp×dp×replicas needs 2"),
     ({"launch_extra_args": "--max-num-seqs 8"}, "vLLM: extra_args repeats --max-num-seqs"),
-    ({"launch_performance_mode": "fast"}, "vLLM: performance_mode 'fast' is not one of vLLM 0.32.0's values"),
+    ({"launch_performance_mode": "fast"}, "vLLM: performance_mode 'fast' is not one of vLLM 0.33.0's values"),
 ]
 
 

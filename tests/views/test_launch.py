@@ -184,7 +184,7 @@ def test_one_word_knobs_name_the_values_and_version_the_engine_accepts() -> None
         "SGLang 0.5.23 accepts: auto, fp8_e5m2, fp8_e4m3, mxfp8, bf16, bfloat16, nvfp4, fp4_mx_block16"
     )
     assert (launch.accepted_words("vllm", "attention_backend") or "").startswith(
-        "vLLM 0.32.0 accepts: FLASH_ATTN, FLASH_ATTN_DIFFKV, TRITON_ATTN"
+        "vLLM 0.33.0 accepts: FLASH_ATTN, FLASH_ATTN_DIFFKV, TRITON_ATTN"
     )
     assert launch.accepted_words("mindie", "quantization") is None
 
@@ -195,11 +195,13 @@ def test_knob_tooltips_name_the_hosts_own_version(tmp_path: Path) -> None:
 
     asked = launch.accepted_words("vllm", "kv_cache_dtype", host="gpu1", version="0.33.0", cache=cache)
     not_asked = launch.accepted_words("vllm", "kv_cache_dtype", host="gpu2", version="0.33.0", cache=cache)
+    newer = launch.accepted_words("vllm", "kv_cache_dtype", host="gpu3", version="0.34.0", cache=cache)
 
     assert asked == "vLLM 0.33.0 on 'gpu1' accepts: auto, octave_k3v4"
-    assert (not_asked or "").startswith(
-        "vLLM 0.32.0 (perflab's table; 'gpu2' has 0.33.0, whose own check runs before launch) accepts: auto,"
+    assert (not_asked or "").startswith("vLLM 0.33.0 accepts: auto,") and "octave_k3v4" in (not_asked or "")
+    assert (newer or "").startswith(
+        "vLLM 0.33.0 (perflab's newest table; 'gpu3' has 0.34.0, whose own check runs before launch) "
+        "accepts: auto,"
     )
-    assert (
-        launch.accepted_words("vllm", "kv_cache_dtype", host="cpu", version="0.32.0+cpu") or ""
-    ).startswith("vLLM 0.32.0 accepts: auto")
+    cpu = launch.accepted_words("vllm", "kv_cache_dtype", host="cpu", version="0.32.0+cpu") or ""
+    assert cpu.startswith("vLLM 0.32.0 accepts: auto") and "octave_k3v4" not in cpu

@@ -83,7 +83,17 @@ QUANTIZATION_METHODS = [
     "humming",
 ]
 KV_CACHE_DTYPES = ["auto", "fp8_e5m2", "fp8_e4m3", "mxfp8", "bf16", "bfloat16", "nvfp4", "fp4_mx_block16"]
-SPECULATIVE_ALGORITHMS = ["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH", "DSPARK", "UNO"]
+SPECULATIVE_ALGORITHMS = [
+    "EAGLE",
+    "EAGLE3",
+    "NEXTN",
+    "STANDALONE",
+    "NGRAM",
+    "DFLASH",
+    "DSPARK",
+    "UNO",
+    "FROZEN_KV_MTP",
+]
 READY_LINE = "The server is fired up and ready to roll!"
 
 
