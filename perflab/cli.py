@@ -1,9 +1,10 @@
 """The ``perflab <command>`` dispatcher (the installed ``perflab`` command, or ``python -m perflab``).
 
-Each command lives in its own module exposing ``configure(parser)`` and ``run(args) -> int``; the
-module is imported only when its command is used, so ``python -m perflab bench`` never loads the
-database or the web stack. A command that cannot go on raises :class:`CommandError`: its message is
-printed to stderr and its ``exit_status`` returned.
+Each command lives in its own module exposing ``configure(parser)`` and ``run(args) -> int`` (and
+``PASSED_ON``, the name of the attribute that gets the arguments its parser does not know, for a
+command that hands them to another program); the module is imported only when its command is used,
+so ``python -m perflab bench`` never loads the database or the web stack. A command that cannot go
+on raises :class:`CommandError`: its message is printed to stderr and its ``exit_status`` returned.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "hosts": ("perflab.hosts_cli", "list and probe the hosts of hosts.yaml"),
     "run": ("perflab.runner.cli", "launch one engine config on a host and benchmark it"),
     "worker": ("perflab.worker.cli", "execute queued runs and studies"),
+    "app": ("perflab.worker.serve", "serve the web app, its worker started with the server"),
     "import": ("perflab.importers.cli", "store existing benchmark results as runs"),
     "study": ("perflab.study.cli", "run an optimization study"),
     "report": ("perflab.report.cli", "export a study report"),
@@ -58,7 +60,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     module = importlib.import_module(module_name)
     sub = argparse.ArgumentParser(prog=f"{program_name()} {top.command}", description=help_text)
     module.configure(sub)
-    args = sub.parse_args(top.args)
+    args, extra = sub.parse_known_args(top.args)
+    passed_on = getattr(module, "PASSED_ON", None)
+    if extra and passed_on is None:
+        sub.error(f"unrecognized arguments: {' '.join(extra)}")
+    if passed_on is not None:
+        setattr(args, passed_on, extra)
     try:
         return int(module.run(args) or 0)
     except CommandError as error:

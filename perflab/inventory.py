@@ -30,6 +30,7 @@ from pydantic import (
 
 from db.session import REPO_ROOT
 from perflab import safe_yaml
+from perflab.bench.user_files import UserFileError
 from perflab.containers.runtime import parse_mount
 from perflab.price_settings import HourPrice, PriceSettings
 from perflab.problems import line_of, plain_message, syntax_problem, yaml_location
@@ -93,7 +94,7 @@ class SecretSource(BaseModel):
 class SimulateSpec(BaseModel):
     """Make the host look like it has ``count`` accelerators of one kind (answered by the simulator)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     accelerator: str = Field(min_length=1, description="H100, H200, A100, 910B, ...")
     count: int = Field(8, ge=1, le=64)
@@ -122,7 +123,7 @@ class SimulateSpec(BaseModel):
 class HostConfig(BaseModel):
     """One entry of hosts.yaml."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: str
     transport: Literal["ssh", "local"] = "ssh"
@@ -290,10 +291,10 @@ def load_inventory(path: str | os.PathLike[str] | None = None) -> Inventory:
     """Read and validate hosts.yaml; raise :class:`InventoryError` listing every problem found."""
     file_path = Path(path) if path is not None else default_inventory_path()
     try:
-        text = file_path.read_text(encoding="utf-8")
+        text = safe_yaml.read_file(file_path)
     except FileNotFoundError:
         raise InventoryError([f"{file_path}: file not found"]) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, UserFileError) as exc:
         raise InventoryError([f"{file_path}: cannot read: {exc}"]) from None
     return parse_inventory(text, file_path)
 

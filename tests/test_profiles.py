@@ -9,7 +9,16 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from perflab.profiles import PRESETS, BenchmarkProfile, GoodputSLOs, Sweep, scaled
+from perflab.profiles import (
+    PRESETS,
+    BenchmarkProfile,
+    GoodputSLOs,
+    SharedPrefix,
+    Sweep,
+    TraceReplay,
+    derived_seed,
+    scaled,
+)
 
 # The five seed write-ups, shipped with the tests.
 SEEDS = Path(__file__).resolve().parents[1] / "tests" / "data" / "seeds"
@@ -42,6 +51,8 @@ def test_presets_are_the_seeds_profiles() -> None:
         "throughput": ("random", 1024, 128, 1000, 1000.0, 512, 42),
         "long_context": ("random", 32000, 100, 100, 1000.0, 512, 42),
         "generation_heavy": ("random", 1000, 2000, 200, 1000.0, 512, 42),
+        "agentic": ("generated-shared-prefix", None, 128, 256, math.inf, 64, 42),
+        "shared_prefix": ("generated-shared-prefix", None, 128, 1000, math.inf, 256, 42),
     }
 
 
@@ -92,7 +103,8 @@ def test_bench_args_for_two_replicas() -> None:
         "--model", "Qwen/Qwen3.5-35B-A3B-FP8", "--endpoint", "chat", "--dataset", "random",
         "--input-len", "1024", "--output-len", "128", "--num-prompts", "1000", "--request-rate", "1000",
         "--burstiness", "1", "--max-concurrency", "512", "--seed", "42", "--warmup", "8",
-        "--range-ratio", "0", "--prefix-len", "0", "--percentiles", "50,90,95,99", "--goodput", "ttft:2000",
+        "--range-ratio", "0", "--prefix-len", "0", "--flush-cache", "--percentiles", "50,90,95,99",
+        "--goodput", "ttft:2000",
         "tpot:50", "--tokenizer", "/models/qwen", "--save-result", "result.json",
     ]  # fmt: skip
 
@@ -132,6 +144,21 @@ def test_custom_dataset_profile() -> None:
         ({"dataset": "sharegpt", "percentiles": (0,)}, "between 0 and 100"),
         ({"dataset": "sharegpt", "request_rate": 0}, "greater than 0"),
         ({"dataset": "sharegpt", "name": "Bad Name"}, "pattern"),
+        ({"dataset": "generated-shared-prefix"}, "shared_prefix describes"),
+        (
+            {"dataset": "random", "input_len": 1, "output_len": 1, "shared_prefix": {}},
+            "shared_prefix describes",
+        ),
+        ({"dataset": "agentic-trace"}, "needs dataset_ref"),
+        ({"dataset": "mooncake"}, "needs dataset_ref"),
+        ({"dataset": "sharegpt", "trace": {}}, "mooncake dataset only"),
+        (
+            {"dataset": "agentic-trace", "dataset_ref": "a.json", "endpoint": "completions"},
+            "needs endpoint chat",
+        ),
+        ({"dataset": "sharegpt", "turn_delay_ms": 5}, "session workloads only"),
+        ({"dataset": "generated-shared-prefix", "shared_prefix": {"distribution": "zipf"}}, "zipf_alpha"),
+        ({"dataset": "generated-shared-prefix", "shared_prefix": {"zipf_alpha": 1.0}}, "zipf_alpha"),
     ],
 )
 def test_invalid_profiles_are_rejected(fields: dict, problem: str) -> None:
@@ -146,6 +173,15 @@ def test_sweep_points_lowest_load_first() -> None:
     assert [point.request_rate for point in points] == [2.0, 4.0, 16.0]
     assert all(point.sweep is None for point in points)
     assert PRESETS["short"].sweep_points() == [PRESETS["short"]]
+
+
+def test_each_sweep_point_draws_fresh_prompts_from_the_profiles_seed() -> None:
+    profile = PRESETS["short"].model_copy(update={"sweep": Sweep(kind="request_rate", values=(1, 2, 4))})
+    seeds = [point.seed for point in profile.sweep_points()]
+    assert seeds == [42, derived_seed(42, 1), derived_seed(42, 2)] and len(set(seeds)) == 3
+    assert seeds == [point.seed for point in profile.sweep_points()]  # the same draws every time
+    assert PRESETS["sharegpt"].fresh_draw(1).seed == derived_seed(0, 1)  # no seed: the bench's 0
+    assert all(0 <= derived_seed(seed, index) < 2**31 for seed in (0, 42, 2**40) for index in (1, 99))
 
 
 def test_concurrency_sweep_needs_whole_numbers() -> None:
@@ -173,3 +209,35 @@ def test_scaled_shrinks_prompts_for_demo_runs() -> None:
 def test_profiles_round_trip_through_json() -> None:
     for profile in PRESETS.values():
         assert BenchmarkProfile.model_validate_json(profile.model_dump_json()) == profile
+
+
+def test_session_shared_prefix_and_trace_profiles_render_their_bench_flags() -> None:
+    agentic = PRESETS["agentic"]
+    assert agentic.sessions and not agentic.needs_dataset_file
+    args = agentic.bench_args(base_urls=["http://h:1"], model="m")
+    flags = {args[i]: args[i + 1] for i in range(len(args) - 1) if args[i].startswith("--")}
+    assert flags["--dataset"] == "generated-shared-prefix" and flags["--gsp-num-turns"] == "4"
+    assert flags["--gsp-system-prompt-len"] == "2048" and flags["--conversation-turn-delay-mean"] == "500"
+    assert "--dataset-path" not in args and "--flush-cache" in args
+    zipf = PRESETS["shared_prefix"]
+    assert not zipf.sessions
+    assert zipf.bench_args(base_urls=["-"], model="m")[-5:-2] == ["--gsp-zipf-alpha", "1.1", "--flush-cache"]
+    trace = BenchmarkProfile(
+        name="trace", title="Trace", dataset="mooncake", dataset_ref="trace.jsonl", num_prompts=300,
+        trace=TraceReplay(slowdown_factor=0.5, max_seconds=30), flush_cache=False,
+    )  # fmt: skip
+    args = trace.bench_args(base_urls=["-"], model="m")
+    assert args[args.index("--dataset-path") + 1] == "trace.jsonl" and "--use-trace-timestamps" in args
+    assert args[args.index("--mooncake-slowdown-factor") + 1] == "0.5"
+    assert args[args.index("--max-seconds") + 1] == "30" and "--flush-cache" not in args
+    command = trace.vllm_bench_command("m")
+    assert command.startswith("# vllm bench serve (vLLM 0.32.0) has no mooncake dataset")
+    assert "perflab bench --base-url http://127.0.0.1:8000 --model m" in command
+    multi = BenchmarkProfile(
+        name="chats", title="Chats", dataset="sharegpt-multi-turn", num_prompts=10, max_turns=3,
+        shared_prefix=None,
+    )  # fmt: skip
+    args = multi.bench_args(base_urls=["-"], model="m")
+    assert args[args.index("--dataset-path") + 1] == "ShareGPT_V3_unfiltered_cleaned_split.json"
+    assert args[args.index("--agentic-max-turns") + 1] == "3" and multi.sessions
+    assert SharedPrefix().num_groups == 64  # SGLang's default

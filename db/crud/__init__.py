@@ -8,7 +8,7 @@ never commit. Objects returned stay usable after the session closes when it was 
 
 from db.crud.datasets import content_hash, create_dataset, delete_dataset, get_dataset, list_datasets
 from db.crud.engine_configs import get_engine_config, upsert_engine_config
-from db.crud.errors import IllegalTransition, NotFound
+from db.crud.errors import IllegalTransition, NotFound, RunInUse
 from db.crud.hosts import get_host, list_hosts, record_probe, upsert_host
 from db.crud.queue import (
     acquire_gpus,
@@ -53,7 +53,9 @@ from db.crud.runs import (
     heartbeat_run,
     request_cancel,
     require_run,
+    run_in_use_message,
     set_run_status,
+    studies_using_run,
     summarize_knobs,
     update_run,
 )
@@ -76,6 +78,7 @@ __all__ = [
     "SORT_KEYS",
     "IllegalTransition",
     "NotFound",
+    "RunInUse",
     "RunPage",
     "RunRow",
     "RunSummary",
@@ -124,8 +127,10 @@ __all__ = [
     "release_gpus",
     "request_cancel",
     "require_run",
+    "run_in_use_message",
     "run_filter_choices",
     "set_run_status",
+    "studies_using_run",
     "stale_workers",
     "summarize_knobs",
     "update_candidate",

@@ -21,3 +21,8 @@ class IllegalTransition(ValueError):
         self.key = key
         self.current = current
         self.wanted = wanted
+
+
+class RunInUse(ValueError):
+    """A run a study uses (a launch, repeat or validation of it) cannot be deleted; the message names
+    the studies."""

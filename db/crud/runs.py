@@ -15,11 +15,20 @@ import sqlalchemy as sa
 from sqlmodel import Session, select
 
 from db.crud.engine_configs import upsert_engine_config
-from db.crud.errors import IllegalTransition, NotFound
+from db.crud.errors import IllegalTransition, NotFound, RunInUse
 from db.crud.fields import check_choice, check_columns
 from db.crud.studies import wake_study_statement
 from db.crud.writes import execute_write, lock_row
-from db.models import BENCH_MODES, FINISHED_RUN_STATUSES, RUN_SOURCES, RUN_STATUSES, Run, utcnow
+from db.models import (
+    BENCH_MODES,
+    FINISHED_RUN_STATUSES,
+    RUN_SOURCES,
+    RUN_STATUSES,
+    Run,
+    Study,
+    StudyCandidate,
+    utcnow,
+)
 from db.session import begin_write
 
 if TYPE_CHECKING:
@@ -195,6 +204,31 @@ def request_cancel(session: Session, *, run_id: int) -> Run:
     return run
 
 
+def studies_using_run(session: Session, *, run_id: int) -> list[tuple[int, str]]:
+    """``(id, name)`` of the studies that use the run: the study that queued it (each of its launches,
+    repeats and validations) and any study that records it as a candidate's measurement."""
+    queued_by = sa.select(Run.study_id).where(Run.id == run_id, Run.study_id.is_not(None))
+    measured = sa.select(StudyCandidate.study_id).where(StudyCandidate.run_id == run_id)
+    query = (
+        sa.select(Study.id, Study.name)
+        .where(sa.or_(Study.id.in_(queued_by), Study.id.in_(measured)))
+        .order_by(Study.id)
+    )
+    return [(int(study_id), str(name)) for study_id, name in session.execute(query).all()]
+
+
+def run_in_use_message(run_id: int, studies: list[tuple[int, str]]) -> str:
+    """Why a run the ``studies`` use cannot be deleted."""
+    named = ", ".join(f"#{study_id} ({name})" for study_id, name in studies)
+    noun = "study" if len(studies) == 1 else "studies"
+    return f"Run {run_id} is a measurement of {noun} {named}: its decisions and report rest on it."
+
+
 def delete_run(session: Session, *, run_id: int) -> bool:
-    """Delete a run with its results, request records, samples and GPU locks; False if absent."""
+    """Delete a run with its results, request records, samples and GPU locks; False if absent. A run a
+    study uses raises :class:`RunInUse` (nothing deleted) while that study exists."""
+    studies = studies_using_run(session, run_id=run_id)
+    if studies:
+        session.rollback()
+        raise RunInUse(run_in_use_message(run_id, studies))
     return bool(execute_write(session, sa.delete(Run).where(Run.id == run_id)))

@@ -21,10 +21,12 @@ import os
 import sys
 from typing import Any, Dict, List, Optional
 
-from perflab.bench.datasets.base import DATASET_KINDS
+from perflab.bench.datasets import SharedPrefixSpec, dataset_kinds
+from perflab.bench.datasets.base import GROUP_DISTRIBUTIONS
 from perflab.bench.errors import BenchError
 from perflab.bench.metrics import CONCURRENCY_DEFINITIONS, DEFAULT_PERCENTILES, INPUT_TOKEN_DEFINITIONS
 from perflab.bench.options import (
+    FLUSH_CACHE_TIMEOUT_S,
     PER_TOKEN_LIMIT_S,
     SAMPLING_PARAMETERS,
     TTFT_ALLOWANCE_S,
@@ -34,7 +36,7 @@ from perflab.bench.options import (
     parse_percentile_metrics,
     parse_percentiles,
 )
-from perflab.bench.report import format_failures, format_text_block, partial_note
+from perflab.bench.report import format_failures, format_text_block, nothing_sent, partial_note
 from perflab.bench.runner import run_benchmark
 from perflab.bench.stopping import BenchStopped
 from perflab.bench.vllm_flags import (
@@ -54,6 +56,9 @@ DATASET_OUTPUT_FLAGS = {
     "random": "random_output_len",
     "sharegpt": "sharegpt_output_len",
     "custom": "custom_output_len",
+    "generated-shared-prefix": "gsp_output_len",
+    "sharegpt-multi-turn": "sharegpt_output_len",
+    "agentic-trace": "sharegpt_output_len",
 }
 
 EPILOG = f"""\
@@ -77,6 +82,13 @@ gives none (vLLM: 256 for every row). Input tokens and peak concurrency follow v
 (--input-tokens usage, --peak-concurrency per-second); the result records which were used and keeps
 both values (total_prompt_input_tokens, total_usage_input_tokens, max_overlapping_requests,
 max_requests_per_second_bucket).
+
+Workloads vLLM 0.32's bench lacks follow SGLang 0.5.23's bench_serving (--dataset-name
+generated-shared-prefix with --gsp-*, agentic-trace with --agentic-max-turns, mooncake with
+--use-trace-timestamps and --mooncake-slowdown-factor, --flush-cache); think time between a
+session's turns follows AIPerf (--conversation-turn-delay-mean/-stddev, ms) and --max-seconds
+guidellm. For a session workload --num-prompts counts sessions and --max-concurrency caps the
+sessions in flight.
 """
 
 
@@ -167,7 +179,7 @@ def _add_dataset(parser: argparse.ArgumentParser) -> None:
         "--dataset-name",
         dest="dataset",
         default="random",
-        help=f"one of {', '.join(DATASET_KINDS)} (default random)",
+        help=f"one of {', '.join(dataset_kinds())} (default random)",
     )
     group.add_argument("--dataset-path", help="ShareGPT JSON, or a custom .jsonl/.csv/.txt file")
     group.add_argument(
@@ -214,6 +226,79 @@ def _add_dataset(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--tokenizer-mode", default="auto", help="auto or hf (both load the same tokenizer)")
     group.add_argument(
         "--trust-remote-code", action="store_true", help="let a model directory's tokenizer code run"
+    )
+
+
+def _add_workloads(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "sessions, shared prefixes, traces and the prefix cache (SGLang 0.5.23's names; think time AIPerf's)"
+    )
+    group.add_argument("--gsp-num-groups", type=int, default=64, help="shared-prefix groups (default 64)")
+    group.add_argument(
+        "--gsp-prompts-per-group",
+        type=int,
+        default=None,
+        help="requests (or sessions) per group: sets --num-prompts to groups × this",
+    )
+    group.add_argument(
+        "--gsp-system-prompt-len", type=int, default=2048, help="tokens of each group's system prompt (2048)"
+    )
+    group.add_argument("--gsp-question-len", type=int, default=128, help="tokens of each question (128)")
+    group.add_argument("--gsp-output-len", type=int, default=None, help="max_tokens per request or turn")
+    group.add_argument(
+        "--gsp-num-turns", type=int, default=1, help="turns per session; above 1 each request is a session"
+    )
+    group.add_argument(
+        "--gsp-group-distribution",
+        choices=GROUP_DISTRIBUTIONS,
+        default="uniform",
+        help="how requests pick their group: uniform, or zipf (group 0 the hottest)",
+    )
+    group.add_argument("--gsp-zipf-alpha", type=float, default=None, help="Zipf exponent (> 0)")
+    group.add_argument(
+        "--agentic-max-turns", dest="max_turns", type=int, default=None, help="cap each session's turns"
+    )
+    group.add_argument(
+        "--conversation-turn-delay-mean",
+        type=float,
+        default=0.0,
+        help="sessions: mean think time between a reply and the next turn, ms (default 0)",
+    )
+    group.add_argument(
+        "--conversation-turn-delay-stddev",
+        type=float,
+        default=0.0,
+        help="sessions: its standard deviation, ms",
+    )
+    group.add_argument(
+        "--use-trace-timestamps",
+        action="store_true",
+        help="mooncake: send each request at its trace time (else at --request-rate)",
+    )
+    group.add_argument(
+        "--mooncake-slowdown-factor",
+        type=float,
+        default=1.0,
+        help="mooncake: multiply the trace's times (2 = twice as slow, 0.5 = twice as fast)",
+    )
+    group.add_argument(
+        "--mooncake-block-size", type=int, default=512, help="mooncake: tokens per hash id (default 512)"
+    )
+    group.add_argument(
+        "--max-seconds", type=float, default=None, help="send no request due later than this (duration cap)"
+    )
+    group.add_argument(
+        "--flush-cache",
+        action="store_true",
+        help="empty the servers' prefix caches after the warm-up (vLLM POST /reset_prefix_cache, served "
+        "only with VLLM_SERVER_DEV_MODE=1; SGLang POST /flush_cache); the result's cache_reset says what "
+        "was done",
+    )
+    group.add_argument(
+        "--flush-cache-timeout",
+        type=float,
+        default=FLUSH_CACHE_TIMEOUT_S,
+        help=f"seconds SGLang waits for an idle server before flushing (default {FLUSH_CACHE_TIMEOUT_S:g})",
     )
 
 
@@ -335,6 +420,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EPILOG
     _add_server(parser)
     _add_dataset(parser)
+    _add_workloads(parser)
     _add_traffic(parser)
     _add_sampling(parser)
     _add_results(parser)
@@ -374,7 +460,9 @@ def options_from_args(args: argparse.Namespace) -> BenchOptions:
         dataset_path=args.dataset_path,
         input_len=args.input_len if args.input_len is not None else args.random_input_len,
         output_len=_output_len(args),
-        num_prompts=args.num_prompts,
+        num_prompts=args.num_prompts
+        if args.gsp_prompts_per_group is None
+        else args.gsp_num_groups * args.gsp_prompts_per_group,
         request_rate=args.request_rate,
         burstiness=args.burstiness,
         max_concurrency=args.max_concurrency,
@@ -400,6 +488,23 @@ def options_from_args(args: argparse.Namespace) -> BenchOptions:
         peak_concurrency=args.peak_concurrency,
         label=args.label,
         progress=progress,
+        shared_prefix=SharedPrefixSpec(
+            num_groups=args.gsp_num_groups,
+            system_prompt_len=args.gsp_system_prompt_len,
+            question_len=args.gsp_question_len,
+            num_turns=args.gsp_num_turns,
+            distribution=args.gsp_group_distribution,
+            zipf_alpha=args.gsp_zipf_alpha,
+        ),
+        max_turns=args.max_turns,
+        turn_delay_mean_ms=args.conversation_turn_delay_mean,
+        turn_delay_stddev_ms=args.conversation_turn_delay_stddev,
+        use_trace_timestamps=args.use_trace_timestamps,
+        slowdown_factor=args.mooncake_slowdown_factor,
+        max_seconds=args.max_seconds,
+        block_size=args.mooncake_block_size,
+        flush_cache=args.flush_cache,
+        flush_cache_timeout=args.flush_cache_timeout,
     )
 
 
@@ -475,9 +580,7 @@ def run(args: argparse.Namespace) -> int:
     except BenchStopped as exc:
         print(f"perflab bench: {exc}", file=sys.stderr)
         return EXIT_STOPPED
-    sent_none = not any(
-        record["error"] is None or record["reason"] != "connect_error" for record in result["requests"]
-    )
+    sent_none = nothing_sent(result)
     try:
         for note in result["notes"]:
             print(f"perflab bench: note: {note}", file=sys.stderr)

@@ -1,7 +1,9 @@
 """One streaming request to an OpenAI-compatible server, recorded as an ``Outcome``.
 
 The request asks for ``max_tokens`` with ``ignore_eos`` (so output lengths are exact) and
-``stream_options.include_usage`` (so the server reports the token counts). Every SSE event is decoded;
+``stream_options.include_usage`` (so the server reports the token counts, and the prompt tokens it
+found in its prefix cache, ``usage.prompt_tokens_details.cached_tokens``, where it reports them: vLLM
+with ``--enable-prompt-tokens-details``). Every SSE event is decoded;
 a chunk whose first choice carries generated output is a token chunk, timed by when its bytes arrived
 (``channel``). For chat that follows vLLM 0.33.0's ``_choice_has_streamed_output``
 (``vllm/benchmarks/lib/endpoint_request_func.py``): ``delta.content``, ``delta.reasoning`` (and
@@ -26,7 +28,7 @@ from __future__ import annotations
 import json
 import time
 from json.decoder import JSONDecoder
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
 
 import httpx
 
@@ -50,16 +52,18 @@ def max_text_chunks(max_tokens: int) -> int:
 def build_body(
     endpoint: str,
     model: str,
-    prompt: str,
+    prompt: Union[str, List[Dict[str, str]]],
     max_tokens: int,
     ignore_eos: bool,
     temperature: Optional[float],
     extra: Optional[Dict[str, Any]] = None,
 ) -> bytes:
-    """The JSON request body for one prompt; ``extra`` (sampling parameters, ``--extra-body``) is
-    merged in last, as ``vllm bench serve`` does."""
+    """The JSON request body for one prompt (a chat's messages as they are: a session's history);
+    ``extra`` (sampling parameters, ``--extra-body``) is merged in last, as ``vllm bench serve`` does."""
     body: Dict[str, Any] = {"model": model}
-    if endpoint == "chat":
+    if not isinstance(prompt, str):
+        body["messages"] = prompt
+    elif endpoint == "chat":
         body["messages"] = [{"role": "user", "content": prompt}]
     else:
         body["prompt"] = prompt
@@ -88,6 +92,7 @@ class Outcome:
         "text_parts",
         "completion_tokens",
         "prompt_tokens",
+        "cached_tokens",
         "server_queue_s",
         "server_ttft_s",
         "coalesced",
@@ -105,6 +110,7 @@ class Outcome:
         self.text_parts: List[str] = []
         self.completion_tokens: Optional[int] = None
         self.prompt_tokens: Optional[int] = None
+        self.cached_tokens: Optional[int] = None
         self.server_queue_s: Optional[float] = None
         self.server_ttft_s: Optional[float] = None
         self.coalesced = 0
@@ -161,6 +167,11 @@ def _read_usage(outcome: Outcome, usage: Any) -> None:
             outcome.completion_tokens = completion
         if prompt is not None:
             outcome.prompt_tokens = prompt
+        details = usage.get("prompt_tokens_details")
+        if isinstance(details, dict):
+            cached = _usage_count(details, "cached_tokens")
+            if cached is not None:
+                outcome.cached_tokens = cached
 
 
 def _milliseconds_as_seconds(value: Any) -> Optional[float]:

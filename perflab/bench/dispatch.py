@@ -13,57 +13,72 @@ import asyncio
 import math
 import time
 from dataclasses import dataclass
-from typing import Dict, List, Sequence
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, Union
 
 import httpx
 
 from perflab.bench.client import Outcome, build_body, max_text_chunks, stream_request
-from perflab.bench.datasets import Sample
+from perflab.bench.datasets import Message, Sample
 from perflab.bench.options import BenchOptions
 from perflab.bench.progress import Progress
 
 
 @dataclass
 class Prepared:
-    """One request ready to go: the httpx request and what the dataset knew about it."""
+    """One request ready to go: the httpx request and what the dataset knew about it (the session and
+    turn it belongs to, for a session's turn)."""
 
     request: httpx.Request
     base_url: str
     sample: Sample
     max_tokens: int
+    session: Optional[int] = None
+    turn: Optional[int] = None
 
 
-def prepare_requests(options: BenchOptions, samples: Sequence[Sample]) -> List[Prepared]:
-    """httpx requests built ahead of the run, so dispatching one costs only the send (each with an
-    ``x-request-id`` of the prefix and its index when ``request_id_prefix`` is set, as vLLM sends)."""
-    headers = options.headers()
-    urls = [httpx.URL(base + options.endpoint_path) for base in options.base_urls]
-    extra = dict(options.sampling, **options.extra_body)
-    asked = extra.get("max_tokens", extra.get("max_completion_tokens"))
-    prepared = []
-    for index, sample in enumerate(samples):
+class RequestBuilder:
+    """Builds the httpx request of a prompt (or of a chat's messages) for one server, each with an
+    ``x-request-id`` of the prefix and its number when ``request_id_prefix`` is set, as vLLM sends."""
+
+    def __init__(self, options: BenchOptions) -> None:
+        self._options = options
+        self._headers = options.headers()
+        self._urls = [httpx.URL(base + options.endpoint_path) for base in options.base_urls]
+        self._extra = dict(options.sampling, **options.extra_body)
+        asked = self._extra.get("max_tokens", self._extra.get("max_completion_tokens"))
+        self._asked = asked if isinstance(asked, int) and asked > 0 else None
+        self._built = 0
+
+    def build(self, content: Union[str, List[Message]], sample: Sample, slot: int) -> Prepared:
+        """The request of ``content`` to server ``slot`` (an index into the base URLs, wrapped)."""
+        options = self._options
         body = build_body(
             options.endpoint_kind,
             options.request_model,
-            sample.prompt,
+            content,
             sample.output_len,
             options.ignore_eos,
             options.temperature,
-            extra,
+            self._extra,
         )
-        slot = index % len(urls)
-        request_headers = headers
+        headers = self._headers
         if options.request_id_prefix is not None:
-            request_headers = dict(headers, **{"x-request-id": f"{options.request_id_prefix}{index}"})
-        prepared.append(
-            Prepared(
-                httpx.Request("POST", urls[slot], content=body, headers=request_headers),
-                options.base_urls[slot],
-                sample,
-                asked if isinstance(asked, int) and asked > 0 else sample.output_len,
-            )
+            headers = dict(headers, **{"x-request-id": f"{options.request_id_prefix}{self._built}"})
+        self._built += 1
+        slot %= len(self._urls)
+        return Prepared(
+            httpx.Request("POST", self._urls[slot], content=body, headers=headers),
+            options.base_urls[slot],
+            sample,
+            self._asked or sample.output_len,
         )
-    return prepared
+
+
+def prepare_requests(options: BenchOptions, samples: Sequence[Sample]) -> List[Prepared]:
+    """httpx requests built ahead of the run, so dispatching one costs only the send; requests go to
+    the servers in turn."""
+    builder = RequestBuilder(options)
+    return [builder.build(sample.prompt, sample, index) for index, sample in enumerate(samples)]
 
 
 @dataclass
@@ -119,10 +134,9 @@ class Phase:
         self.started_at = 0.0
         self.dispatches: List[Dispatch] = []
 
-    async def _one(self, dispatch: Dispatch) -> None:
+    async def send(self, dispatch: Dispatch) -> None:
+        """Send one request, cut off at its deadline, counted in ``progress``."""
         outcome = dispatch.outcome
-        if self._slots is not None:
-            await self._slots.acquire()
         self.progress.sent()
         prepared = dispatch.prepared
         deadline = self.options.request_deadline(prepared.max_tokens)
@@ -143,27 +157,38 @@ class Phase:
             outcome.fail("timeout", f"no complete response within {deadline:g} s ({source})")
         finally:
             timer.cancel()
-            if self._slots is not None:
-                self._slots.release()
             self.progress.finished(outcome.success)
 
-    async def run(self, prepared: Sequence[Prepared], schedule: Sequence[float]) -> List[Dispatch]:
-        """Dispatch each request at ``start + schedule[i]``; return when all have ended (cancelling
-        the run cancels the requests in flight)."""
+    async def _one(self, dispatch: Dispatch) -> None:
+        if self._slots is not None:
+            await self._slots.acquire()
+        try:
+            await self.send(dispatch)
+        finally:
+            if self._slots is not None:
+                self._slots.release()
+
+    def _start(self, item: Prepared, due: float) -> Awaitable[None]:
+        dispatch = Dispatch(item, due, time.perf_counter(), Outcome())
+        self.dispatches.append(dispatch)
+        return self._one(dispatch)
+
+    async def dispatch_all(
+        self, items: Sequence[Any], schedule: Sequence[float], start: Callable[[Any, float], Awaitable[None]]
+    ) -> List[Dispatch]:
+        """Start ``start(items[i], schedule[i])`` at each due time; return the dispatches once all have
+        ended (cancelling the run cancels what is in flight)."""
         loop = asyncio.get_running_loop()
-        start = loop.time()
+        origin = loop.time()
         self.started_at = time.perf_counter()
-        dispatches = self.dispatches
         tasks = []
         self.progress.start()
         try:
-            for item, due in zip(prepared, schedule):
-                delay = start + due - loop.time()
+            for item, due in zip(items, schedule):
+                delay = origin + due - loop.time()
                 if delay > 0:
                     await asyncio.sleep(delay)
-                dispatch = Dispatch(item, due, time.perf_counter(), Outcome())
-                dispatches.append(dispatch)
-                tasks.append(loop.create_task(self._one(dispatch)))
+                tasks.append(loop.create_task(start(item, due)))
                 if not delay > 0:
                     await asyncio.sleep(0)
             await asyncio.gather(*tasks)
@@ -173,7 +198,12 @@ class Phase:
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
         await self.progress.stop()
-        return dispatches
+        return self.dispatches
+
+    async def run(self, prepared: Sequence[Prepared], schedule: Sequence[float]) -> List[Dispatch]:
+        """Dispatch each request at ``start + schedule[i]``; return when all have ended (cancelling
+        the run cancels the requests in flight)."""
+        return await self.dispatch_all(prepared, schedule, self._start)
 
 
 def dispatch_lag_ms(dispatches: Sequence[Dispatch], started_at: float) -> Dict[str, float]:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from perflab.bench.datasets.base import DATASET_KINDS, DatasetSpec
+from perflab.bench.datasets import DatasetSpec, SharedPrefixSpec, dataset_kinds
 from perflab.bench.errors import BenchError
 from perflab.bench.metrics import (
     CONCURRENCY_DEFINITIONS,
@@ -49,6 +49,38 @@ SAMPLING_PARAMETERS: Dict[str, type] = {
 TTFT_ALLOWANCE_S = 600.0
 PER_TOKEN_LIMIT_S = 2.0
 PROGRESS_MODES = ("bar", "json", "none")
+# What one benchmark may ask for, so no flag can exhaust the memory of the machine it runs on or keep
+# it busy for days before the first request: requests measured and warm-up requests, tokens of one
+# prompt (its own, its shared prefix) or one output, and prompt tokens of a random dataset in all
+# (warm-up and measured prompts × (prefix + the longest drawn input); about 5 characters each in
+# memory, twice: the text and the request body).
+MAX_NUM_PROMPTS = 100_000
+MAX_WARMUP = 10_000
+MAX_TOKENS_PER_PROMPT = 1_048_576
+MAX_DATASET_TOKENS = 2**26
+MAX_SECONDS = 7 * 24 * 3600.0
+# Turns of one session, and how much a trace's times may be stretched.
+MAX_TURNS = 1000
+MAX_SLOWDOWN = 1000.0
+# Dataset kinds whose every request is a session (generated-shared-prefix is one with num_turns > 1).
+SESSION_DATASETS = ("sharegpt-multi-turn", "agentic-trace")
+SHARED_PREFIX = "generated-shared-prefix"
+TRACE_DATASET = "mooncake"
+# SGLang 0.5.23's flags of the generated-shared-prefix options.
+SHARED_PREFIX_FLAGS = {
+    "num_groups": "--gsp-num-groups",
+    "system_prompt_len": "--gsp-system-prompt-len",
+    "question_len": "--gsp-question-len",
+    "num_turns": "--gsp-num-turns",
+    "distribution": "--gsp-group-distribution",
+    "zipf_alpha": "--gsp-zipf-alpha",
+}
+# SGLang 0.5.23's default wait for an idle server before /flush_cache.
+FLUSH_CACHE_TIMEOUT_S = 60.0
+
+
+def _flag_value(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def parse_percentiles(text: str) -> Tuple[float, ...]:
@@ -141,6 +173,14 @@ def parse_goodput(items: Sequence[str]) -> Dict[str, float]:
     return slos
 
 
+def _bounded(flag: str, value: int, low: int, high: int) -> None:
+    """Refuse ``value`` of ``flag`` outside ``[low, high]``, naming the flag and the bound."""
+    if value < low:
+        raise BenchError(f"{flag} must be at least {low}")
+    if value > high:
+        raise BenchError(f"{flag} {value} is more than perflab bench takes ({high:,} at most)")
+
+
 def normalize_base_url(url: str) -> str:
     """``http://host:8000/v1/`` → ``http://host:8000`` (endpoints are appended as ``/v1/...``)."""
     url = url.strip().rstrip("/")
@@ -195,6 +235,23 @@ class BenchOptions:
     peak_concurrency: str = "per-second"
     label: Optional[str] = None
     progress: str = "bar"
+    shared_prefix: SharedPrefixSpec = field(default_factory=SharedPrefixSpec)
+    max_turns: Optional[int] = None
+    turn_delay_mean_ms: float = 0.0
+    turn_delay_stddev_ms: float = 0.0
+    use_trace_timestamps: bool = False
+    slowdown_factor: float = 1.0
+    max_seconds: Optional[float] = None
+    block_size: int = 512
+    flush_cache: bool = False
+    flush_cache_timeout: float = FLUSH_CACHE_TIMEOUT_S
+
+    @property
+    def sessions(self) -> bool:
+        """Whether every request is a turn of a session (sent with its history)."""
+        return self.dataset in SESSION_DATASETS or (
+            self.dataset == SHARED_PREFIX and self.shared_prefix.num_turns > 1
+        )
 
     @property
     def endpoint_kind(self) -> str:
@@ -221,20 +278,25 @@ class BenchOptions:
             raise BenchError("--base-url is required")
         self.base_urls = [normalize_base_url(url) for url in self.base_urls]
         resolve_endpoint(self.backend, self.endpoint)
-        if self.dataset not in DATASET_KINDS:
+        kinds = dataset_kinds()
+        if self.dataset not in kinds:
             if self.dataset in OTHER_DATASETS:
-                raise BenchError(unsupported_choice("dataset", self.dataset, DATASET_KINDS))
-            raise BenchError(f"--dataset must be one of {', '.join(DATASET_KINDS)}")
-        if self.num_prompts < 1:
-            raise BenchError("--num-prompts must be at least 1")
-        if self.warmup < 0:
-            raise BenchError("--warmup must not be negative")
-        if self.output_len is not None and self.output_len < 1:
-            raise BenchError("--output-len must be at least 1")
+                raise BenchError(unsupported_choice("dataset", self.dataset, kinds))
+            raise BenchError(f"--dataset must be one of {', '.join(kinds)}")
+        _bounded("--num-prompts", self.num_prompts, 1, MAX_NUM_PROMPTS)
+        _bounded("--warmup", self.warmup, 0, MAX_WARMUP)
+        if self.output_len is not None:
+            _bounded("--output-len", self.output_len, 1, MAX_TOKENS_PER_PROMPT)
+        if self.dataset == "random":
+            _bounded("--input-len", self.input_len, 1, MAX_TOKENS_PER_PROMPT)
+            _bounded("--prefix-len", self.prefix_len, 0, MAX_TOKENS_PER_PROMPT)
+            self._check_dataset_tokens()
         if self.max_concurrency is not None and self.max_concurrency < 1:
             raise BenchError("--max-concurrency must be at least 1")
-        if self.timeout is not None and not 0 < self.timeout < math.inf:
-            raise BenchError("--timeout must be a positive number of seconds")
+        if self.timeout is not None and not 0 < self.timeout <= MAX_SECONDS:
+            raise BenchError(f"--timeout must be a positive number of seconds, at most {MAX_SECONDS:g}")
+        if not 0 <= self.ramp_up_seconds <= MAX_SECONDS:
+            raise BenchError(f"--ramp-up-seconds must be between 0 and {MAX_SECONDS:g}")
         if self.progress not in PROGRESS_MODES:
             raise BenchError(f"progress must be one of {', '.join(PROGRESS_MODES)}")
         if self.input_tokens not in INPUT_TOKEN_DEFINITIONS:
@@ -244,6 +306,59 @@ class BenchOptions:
         unknown = sorted(set(self.sampling) - set(SAMPLING_PARAMETERS))
         if unknown:
             raise BenchError(f"unknown sampling parameter {unknown[0]!r}")
+        self._validate_workload()
+
+    def _validate_workload(self) -> None:
+        """The session, shared-prefix, trace and cache options, within the same bounds."""
+        if self.sessions and self.endpoint_kind != "chat":
+            raise BenchError(
+                f"--dataset {self.dataset} sends sessions of messages: it needs the chat endpoint"
+            )
+        if self.dataset == SHARED_PREFIX:
+            shape = self.shared_prefix
+            _bounded("--gsp-num-groups", shape.num_groups, 1, MAX_NUM_PROMPTS)
+            _bounded("--gsp-system-prompt-len", shape.system_prompt_len, 0, MAX_TOKENS_PER_PROMPT)
+            _bounded("--gsp-question-len", shape.question_len, 1, MAX_TOKENS_PER_PROMPT)
+            _bounded("--gsp-num-turns", shape.num_turns, 1, MAX_TURNS)
+            total = shape.num_groups * shape.system_prompt_len + (
+                self.warmup + self.num_prompts
+            ) * shape.num_turns * math.ceil(shape.question_len * (1.0 + max(self.range_ratio, 0.0)))
+            if total > MAX_DATASET_TOKENS:
+                raise BenchError(
+                    f"the --gsp-* options make {total:,} prompt tokens; perflab bench builds at most "
+                    f"{MAX_DATASET_TOKENS:,}"
+                )
+        if self.max_turns is not None:
+            _bounded("--agentic-max-turns", self.max_turns, 1, MAX_TURNS)
+        for flag, value in (
+            ("--conversation-turn-delay-mean", self.turn_delay_mean_ms),
+            ("--conversation-turn-delay-stddev", self.turn_delay_stddev_ms),
+        ):
+            if not 0 <= value <= MAX_SECONDS * 1000.0:
+                raise BenchError(f"{flag} must be between 0 and {MAX_SECONDS * 1000.0:g} ms")
+        if self.use_trace_timestamps and self.dataset != TRACE_DATASET:
+            raise BenchError(f"--use-trace-timestamps applies to --dataset {TRACE_DATASET} only")
+        if not 0 < self.slowdown_factor <= MAX_SLOWDOWN:
+            raise BenchError(f"--mooncake-slowdown-factor must be above 0 and at most {MAX_SLOWDOWN:g}")
+        _bounded("--mooncake-block-size", self.block_size, 1, MAX_TOKENS_PER_PROMPT)
+        for flag, seconds in (
+            ("--max-seconds", self.max_seconds),
+            ("--flush-cache-timeout", self.flush_cache_timeout),
+        ):
+            if seconds is not None and not 0 < seconds <= MAX_SECONDS:
+                raise BenchError(f"{flag} must be a positive number of seconds, at most {MAX_SECONDS:g}")
+
+    def _check_dataset_tokens(self) -> None:
+        """Refuse a random dataset of more than :data:`MAX_DATASET_TOKENS` prompt tokens in all."""
+        longest = math.ceil(self.input_len * (1.0 + self.range_ratio)) if 0 <= self.range_ratio < 1 else 0
+        total = (self.warmup + self.num_prompts) * (self.prefix_len + longest)
+        if total > MAX_DATASET_TOKENS:
+            tokens = self.prefix_len + longest
+            raise BenchError(
+                f"--num-prompts {self.num_prompts} and --warmup {self.warmup} of up to {tokens} tokens "
+                f"(--prefix-len, --input-len, --range-ratio) make {total:,} prompt tokens; "
+                f"perflab bench builds at most {MAX_DATASET_TOKENS:,}"
+            )
 
     def dataset_spec(self) -> DatasetSpec:
         """The dataset for the warmup requests followed by the measured ones."""
@@ -256,7 +371,30 @@ class BenchOptions:
             range_ratio=self.range_ratio,
             prefix_len=self.prefix_len,
             seed=self.seed,
+            shared_prefix=self.shared_prefix,
+            max_turns=self.max_turns,
+            block_size=self.block_size,
         )
+
+    def workload_fields(self) -> Dict[str, Any]:
+        """The dataset options beyond vLLM's that shape this run's workload (the result's ``dataset``)."""
+        fields: Dict[str, Any] = {}
+        if self.dataset == SHARED_PREFIX:
+            fields["shared_prefix"] = asdict(self.shared_prefix)
+        if self.sessions:
+            fields.update(
+                max_turns=self.max_turns,
+                turn_delay_mean_ms=self.turn_delay_mean_ms,
+                turn_delay_stddev_ms=self.turn_delay_stddev_ms,
+            )
+        if self.dataset == TRACE_DATASET:
+            fields.update(
+                use_trace_timestamps=self.use_trace_timestamps,
+                slowdown_factor=self.slowdown_factor,
+                max_seconds=self.max_seconds,
+                block_size=self.block_size,
+            )
+        return fields
 
     def to_argv(self) -> List[str]:
         """The ``perflab bench`` flags that reproduce these options (the API key left out)."""
@@ -325,8 +463,33 @@ class BenchOptions:
         if self.request_id_prefix is not None:
             argv += ["--request-id-prefix", self.request_id_prefix]
         argv += ["--input-tokens", self.input_tokens, "--peak-concurrency", self.peak_concurrency]
+        argv += self._workload_argv()
         if self.label is not None:
             argv += ["--label", self.label]
+        return argv
+
+    def _workload_argv(self) -> List[str]:
+        """The session, trace and cache flags of these options (SGLang's and AIPerf's names)."""
+        flags = {
+            "max_turns": "--agentic-max-turns",
+            "turn_delay_mean_ms": "--conversation-turn-delay-mean",
+            "turn_delay_stddev_ms": "--conversation-turn-delay-stddev",
+            "slowdown_factor": "--mooncake-slowdown-factor",
+            "max_seconds": "--max-seconds",
+            "block_size": "--mooncake-block-size",
+        }
+        argv: List[str] = []
+        fields = self.workload_fields()
+        for name, value in fields.pop("shared_prefix", {}).items():
+            if value is not None:
+                argv += [SHARED_PREFIX_FLAGS[name], _flag_value(value)]
+        for name, value in fields.items():
+            if name == "use_trace_timestamps":
+                argv += ["--use-trace-timestamps"] if value else []
+            elif value is not None:
+                argv += [flags[name], _flag_value(value)]
+        if self.flush_cache:
+            argv += ["--flush-cache", "--flush-cache-timeout", f"{self.flush_cache_timeout:g}"]
         return argv
 
     def request_deadline(self, output_len: int) -> float:

@@ -8,6 +8,8 @@ tokens each chunk stands for, so throughput is counted in tokens even when a chu
 ``usage_input_tokens`` what the server reported as ``usage.prompt_tokens``, chat template included.
 ``server_queue_s`` and ``server_ttft_s`` are the server's own queue time and time to first token (from
 scheduling), in seconds, when it reported them (vLLM 0.33 ``--enable-per-request-metrics``).
+``session`` and ``turn`` place a session's request (both None for a single-turn one);
+``cached_tokens`` is the server's ``usage.prompt_tokens_details.cached_tokens`` when it reported it.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ class RequestRecord:
     connect_ms: Optional[float] = None
     server_queue_s: Optional[float] = None
     server_ttft_s: Optional[float] = None
+    session: Optional[int] = None
+    turn: Optional[int] = None
+    cached_tokens: Optional[int] = None
 
     @property
     def ttft_s(self) -> Optional[float]:
@@ -91,6 +96,9 @@ class RequestRecord:
             "connect_ms": None if self.connect_ms is None else round(self.connect_ms, 4),
             "server_queue_ms": _milliseconds(self.server_queue_s),
             "server_ttft_ms": _milliseconds(self.server_ttft_s),
+            "session": self.session,
+            "turn": self.turn,
+            "cached_tokens": self.cached_tokens,
             "base_url": self.base_url,
             "error": self.error,
             "reason": self.reason,

@@ -62,6 +62,15 @@ def server_metric_arrays(records: Sequence[RequestRecord]) -> Dict[str, List[Opt
     }
 
 
+def total_cached_tokens(records: Sequence[RequestRecord]) -> Optional[int]:
+    """The prompt tokens successful requests found in the server's cache, as their usage reported
+    them; None when no request's usage did."""
+    cached = [
+        record.cached_tokens for record in records if record.success and record.cached_tokens is not None
+    ]
+    return sum(cached) if cached else None
+
+
 def build_result(
     options: BenchOptions,
     metrics: Metrics,
@@ -127,6 +136,7 @@ def build_result(
                 "range_ratio": options.range_ratio,
                 "prefix_len": options.prefix_len,
                 "seed": options.seed,
+                **options.workload_fields(),
             },
             "input_tokens_source": input_tokens_source,
             "input_tokens_check": input_tokens_check,
@@ -134,6 +144,7 @@ def build_result(
             "timing_source": timing["timing_source"],
             "preconnected": timing["preconnected"],
             "coalesced_chunks": timing["coalesced_chunks"],
+            "total_cached_tokens": total_cached_tokens(records),
             "output_tokens_source": metrics.output_tokens_source,
             "failure_reasons": metrics.failure_reasons,
             "timeseries": metrics.timeseries,
@@ -181,8 +192,47 @@ def format_text_block(result: Dict[str, Any]) -> str:
         for pct in percentiles:
             label = percentile_label(float(pct))
             lines.append(_line(f"P{label} {short} (ms):", float(result[f"p{label}_{name}_ms"])))
+    lines.extend(_spec_decode_lines(result))
+    lines.extend(_cache_and_session_lines(result))
     lines.append("=" * 50)
     return "\n".join(lines) + "\n"
+
+
+def _spec_decode_lines(result: Dict[str, Any]) -> List[str]:
+    """vLLM 0.33.0's "Speculative Decoding" section, when the result has its fields."""
+    if result.get("spec_decode_acceptance_rate") is None:
+        return []
+    lines = ["{s:{c}^{n}}".format(s="Speculative Decoding", n=50, c="-")]
+    lines.append(_line("Acceptance rate (%):", float(result["spec_decode_acceptance_rate"])))
+    lines.append(_line("Acceptance length:", float(result["spec_decode_acceptance_length"])))
+    lines.append(_line("Drafts:", int(result["spec_decode_num_drafts"])))
+    lines.append(_line("Draft tokens:", int(result["spec_decode_draft_tokens"])))
+    lines.append(_line("Accepted tokens:", int(result["spec_decode_accepted_tokens"])))
+    per_position = result.get("spec_decode_per_position_acceptance_rates") or []
+    if per_position:
+        lines.append("Per-position acceptance (%):")
+        for index, rate in enumerate(per_position):
+            lines.append(_line(f"  Position {index}:", float(rate) * 100.0))
+    return lines
+
+
+def _cache_and_session_lines(result: Dict[str, Any]) -> List[str]:
+    """perflab's "Prefix Cache" and "Sessions" sections, when the result has their figures."""
+    lines: List[str] = []
+    if result.get("prefix_cache_hit_rate") is not None:
+        lines.append("{s:{c}^{n}}".format(s="Prefix Cache", n=50, c="-"))
+        lines.append(_line("Prefix cache hit rate (%):", float(result["prefix_cache_hit_rate"])))
+        lines.append(_line("Prompt tokens from the cache:", int(result["prefix_cache_hits"])))
+    sessions = result.get("sessions")
+    if sessions:
+        lines.append("{s:{c}^{n}}".format(s="Sessions", n=50, c="-"))
+        lines.append(_line("Completed sessions:", f"{sessions['completed']} of {sessions['count']}"))
+        lines.append(_line("Mean session duration (ms):", float(sessions["duration_ms"]["mean"])))
+        if sessions.get("goodput") is not None:
+            lines.append(_line("Session goodput (sessions/s):", float(sessions["goodput"])))
+        for row in result.get("ttft_by_turn_ms") or []:
+            lines.append(_line(f"Mean TTFT turn {row['turn'] + 1} (ms):", float(row["mean_ttft_ms"])))
+    return lines
 
 
 def format_failures(result: Dict[str, Any]) -> str:
@@ -214,3 +264,12 @@ def partial_note(result: Dict[str, Any]) -> str:
         ended = "only some of the requests ended"
     reason = result.get("partial_reason") or "no reason recorded"
     return f"Partial result: {ended} before the run stopped ({reason})."
+
+
+def nothing_sent(result: Dict[str, Any]) -> bool:
+    """Whether no request of the result reached a server (every one failed to connect): the bench
+    then exits 1."""
+    return not any(
+        record["error"] is None or record["reason"] != "connect_error"
+        for record in result.get("requests") or []
+    )

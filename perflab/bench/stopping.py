@@ -1,23 +1,31 @@
-"""Ending the measured requests early, keeping what was measured: on SIGTERM/SIGINT, or once a
-server stopped answering in the middle of the run.
+"""Ending a benchmark early: on SIGTERM/SIGINT in any phase, or once a server stopped answering in the
+middle of the run.
 
 ``EarlyStop`` holds why the run must end. ``run_until_stopped`` sends the phase's requests and, when a
 stop comes first, cancels the requests still in flight and returns only the dispatches whose request
 had ended, so the result covers the completed requests and says it is partial. A server "went away"
 when a request to it failed with ``connect_error`` (nothing listens on its port any more) after a
 request to it had succeeded: the engine died, and every later request would fail the same way.
+
+Before the measured requests nothing is measured yet, so a stop there ends the run at once
+(:func:`unless_stopped`, ``BenchStopped``): while the dataset is prepared — which runs in a thread of
+its own (:func:`in_thread`), so the event loop still answers the signal however long it takes — and
+during the warm-up.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
-from typing import Dict, List, Optional, Sequence, Set
+import threading
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, Set, TypeVar
 
-from perflab.bench.dispatch import Dispatch, Phase, Prepared
+from perflab.bench.dispatch import Dispatch, Phase
 
 WATCH_INTERVAL_S = 0.1
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
+T = TypeVar("T")
 
 
 class BenchStopped(Exception):
@@ -95,13 +103,13 @@ async def _watch_servers(phase: Phase, stop: EarlyStop) -> None:
 
 async def run_until_stopped(
     phase: Phase,
-    prepared: Sequence[Prepared],
+    items: Sequence[Any],
     schedule: Sequence[float],
     stop: EarlyStop,
 ) -> List[Dispatch]:
-    """``phase.run`` unless ``stop`` comes first: then the ended dispatches only (``BenchStopped``
-    if none had ended)."""
-    run = asyncio.ensure_future(phase.run(prepared, schedule))
+    """``phase.run`` of its requests (or sessions) unless ``stop`` comes first: then the ended
+    dispatches only (``BenchStopped`` if none had ended)."""
+    run = asyncio.ensure_future(phase.run(items, schedule))
     watchers = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(_watch_servers(phase, stop))]
     try:
         await asyncio.wait([run, watchers[0]], return_when=asyncio.FIRST_COMPLETED)
@@ -129,3 +137,46 @@ def partial_fields(stop: EarlyStop, sent: int, finished: int) -> Dict[str, objec
         "requests_sent": sent,
         "requests_unfinished": sent - finished,
     }
+
+
+async def unless_stopped(stop: EarlyStop, work: Awaitable[T], phase: str) -> T:
+    """What ``work`` (a phase before the measured requests) returns, unless ``stop`` comes first: then
+    ``work`` is cancelled and ``BenchStopped`` says in which ``phase``."""
+    task = asyncio.ensure_future(work)
+    waiter = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait([task, waiter], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        await asyncio.gather(waiter, return_exceptions=True)
+    if task.done():
+        return task.result()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    raise BenchStopped(f"stopped {phase}, before any measured request: {stop.reason}")
+
+
+def in_thread(function: Callable[[], T]) -> "asyncio.Future[T]":
+    """``function()`` run in a daemon thread, as a future of the running loop: the loop keeps handling
+    signals meanwhile, and a process that stops does not wait for the thread."""
+    loop = asyncio.get_running_loop()
+    future: "asyncio.Future[T]" = loop.create_future()
+
+    def settle(setter: Callable[[Any], None], value: Any) -> None:
+        if not future.done():
+            setter(value)
+
+    def deliver(setter: Callable[[Any], None], value: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits for it
+            loop.call_soon_threadsafe(settle, setter, value)
+
+    def target() -> None:
+        try:
+            result = function()
+        except BaseException as exc:  # handed to the awaiting coroutine, whatever it is
+            deliver(future.set_exception, exc)
+        else:
+            deliver(future.set_result, result)
+
+    threading.Thread(target=target, name="bench-prepare", daemon=True).start()
+    return future

@@ -66,6 +66,9 @@ def to_record(
         connect_ms=None if outcome.connect_s is None else outcome.connect_s * 1000.0,
         server_queue_s=outcome.server_queue_s,
         server_ttft_s=outcome.server_ttft_s,
+        session=dispatch.prepared.session,
+        turn=dispatch.prepared.turn,
+        cached_tokens=outcome.cached_tokens,
     )
     record.input_tokens, record.input_tokens_source = input_count(
         dispatch.prepared.sample, outcome, dataset_source

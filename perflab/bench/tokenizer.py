@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
 from perflab.bench.errors import BenchError
+from perflab.bench.serverapi import ServerUnavailable, server_call
 
 # The most of a /tokenize, /detokenize or /v1/models answer read (a 1 M-token prompt is ~8 MiB).
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
@@ -371,21 +372,13 @@ class ServerTokenizer(Tokenizer):
 def first_served_model(base_url: str, headers: Dict[str, str], timeout: float = 30.0) -> str:
     """The id of the first model the server lists at ``/v1/models`` (``vllm bench serve`` without
     ``--model`` asks the same); ``BenchError`` when it cannot say."""
-    parts = urllib.parse.urlsplit(base_url)
-    secure = parts.scheme == "https"
-    factory = http.client.HTTPSConnection if secure else http.client.HTTPConnection
-    conn = factory(parts.hostname or "127.0.0.1", parts.port or (443 if secure else 80), timeout=timeout)
     where = f"{base_url}/v1/models"
     try:
-        conn.request("GET", parts.path.rstrip("/") + "/v1/models", headers=headers)
-        response = conn.getresponse()
-        if response.status != 200:
-            raise BenchError(f"no --model given and {where} answered HTTP {response.status}")
-        data = _read_answer(response)
-    except (OSError, http.client.HTTPException, AnswerTooLarge) as exc:
+        status, data = server_call(base_url, "GET", "/v1/models", headers, timeout=timeout)
+    except ServerUnavailable as exc:
         raise BenchError(f"no --model given and {where} cannot be read: {exc}") from exc
-    finally:
-        conn.close()
+    if status != 200:
+        raise BenchError(f"no --model given and {where} answered HTTP {status}")
     try:
         models = json.loads(data).get("data") or []
         return str(models[0]["id"])

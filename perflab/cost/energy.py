@@ -17,10 +17,24 @@ further out, the device is not measured.
 The node's energy is the sum over its devices: the run's GPUs when accelerators were sampled
 (``run.gpu_ids``; every GPU sampled when the run has none), else every RAPL package of a CPU host (the
 whole package: other processes on it count too).
+
+Limits, past which a device (and so the node) is not measured rather than published:
+
+- **Enough samples** (:data:`MIN_WINDOW_SAMPLES`, :data:`MIN_SAMPLED_SHARE`): at least 2 samples of
+  the source used must lie inside the window, and the time between the first and the last of them must
+  cover at least half of it. A window shorter than the sampling interval (a 0.1 s benchmark sampled
+  every 2 s) would otherwise be all interpolation.
+- **Physical power** (:data:`MAX_POWER_W`): no accelerator draws more than 5,000 W and no CPU package
+  more than 2,000 W (the largest parts draw about 1,400 W and 500 W). A power sample above that, or
+  negative, is not a sample; a counter whose readings imply more (between two readings, or over the
+  window) is not used; the device's energy over the window must stay within it too.
+- **Counter readings** are whole numbers in [0, 2^64) (NVML's and the kernel's counters are unsigned
+  64-bit), others are not readings.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +43,11 @@ from typing import Any
 import numpy as np
 
 POWER_SAMPLES = "power samples"
+MIN_WINDOW_SAMPLES = 2
+MIN_SAMPLED_SHARE = 0.5
+# The most one device can draw, by sample source: accelerators, CPU packages (RAPL).
+MAX_POWER_W = {"accelerator": 5000.0, "rapl": 2000.0}
+COUNTER_LIMIT = 2**64
 # source → (counter field, joules per counter unit, wrap field, method name)
 _COUNTERS = {
     "accelerator": ("energy_mj", 1e-3, None, "NVML energy counter"),
@@ -59,7 +78,18 @@ class NotMeasured:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+    """A finite number as a float (None for anything else, an integer too large for a float too)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, int) and abs(value) >= COUNTER_LIMIT:
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _reading(value: Any) -> float | None:
+    """A counter reading: a whole number in [0, 2^64)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < COUNTER_LIMIT:
         return None
     return float(value)
 
@@ -106,34 +136,81 @@ def _at(t: float, times: np.ndarray, cumulative: np.ndarray) -> float | None:
     return float(cumulative[anchor] + rate * (t - times[anchor]))
 
 
+def _within_power(times: np.ndarray, joules: np.ndarray, limit_w: float) -> bool:
+    """Whether the cumulative ``joules`` never rise faster than ``limit_w`` between two samples."""
+    return bool(np.all(np.diff(joules) <= limit_w * np.diff(times)))
+
+
+def _window_problem(times: np.ndarray, window: tuple[float, float]) -> str | None:
+    """Why the samples at ``times`` are too few for ``window`` (see :data:`MIN_WINDOW_SAMPLES`), or None."""
+    start, end = window
+    inside = times[(times >= start) & (times <= end)]
+    span = float(inside[-1] - inside[0]) if len(inside) else 0.0
+    if len(inside) >= MIN_WINDOW_SAMPLES and span >= MIN_SAMPLED_SHARE * (end - start):
+        return None
+    return (
+        f"the window of {end - start:.1f} s holds {len(inside)} of its samples "
+        f"(at least {MIN_WINDOW_SAMPLES}, spanning {MIN_SAMPLED_SHARE:.0%} of it, are needed)"
+    )
+
+
+def _candidates(
+    source: str, rows: Sequence[tuple[float, Mapping[str, Any]]]
+) -> tuple[list[tuple[str, np.ndarray, np.ndarray]], list[str]]:
+    """The device's usable energy series, best first, as ``(method, times, cumulative joules)``, and
+    why the others are not used."""
+    field, scale, wrap_field, counter_method = _COUNTERS[source]
+    limit = MAX_POWER_W[source]
+    found: list[tuple[str, np.ndarray, np.ndarray]] = []
+    refused: list[str] = []
+    counter_rows = [
+        (t, reading) for t, values in rows if (reading := _reading(values.get(field))) is not None
+    ]
+    if len(counter_rows) >= 2:
+        times, readings = _series(counter_rows)
+        wraps = [_reading(values.get(wrap_field)) for _, values in rows] if wrap_field else []
+        wrap = next((value for value in wraps if value), None)
+        cumulative = counter_energy(times, readings, wrap) if len(times) >= 2 else None
+        if cumulative is not None and not _within_power(times, cumulative * scale, limit):
+            refused.append(f"its {counter_method} rises faster than the {limit:,.0f} W a device can draw")
+        elif cumulative is not None:
+            found.append((counter_method, times, cumulative * scale))
+    powers = [(t, _number(values.get("power_w"))) for t, values in rows]
+    power_rows = [(t, watts) for t, watts in powers if watts is not None]
+    impossible = [watts for _, watts in power_rows if not 0 <= watts <= limit]
+    if impossible:
+        refused.append(
+            f"a power reading of {impossible[0]:.4g} W is outside the 0–{limit:,.0f} W a device draws"
+        )
+    elif len(power_rows) >= 2:
+        times, watts = _series(power_rows)
+        if len(times) >= 2:
+            found.append((POWER_SAMPLES, times, power_energy(times, watts)))
+    return found, refused
+
+
 def _device_energy(
     source: str, rows: Sequence[tuple[float, Mapping[str, Any]]], window: tuple[float, float]
 ) -> tuple[float, str] | str:
     """(joules, method) of one device over ``window``, or why it is not measured."""
-    field, scale, wrap_field, counter_method = _COUNTERS[source]
-    counters = [(t, _number(values.get(field))) for t, values in rows]
-    counter_rows = [(t, reading) for t, reading in counters if reading is not None]
-    candidates: list[tuple[str, np.ndarray, np.ndarray, float]] = []
-    if len(counter_rows) >= 2:
-        times, readings = _series(counter_rows)
-        wraps = [_number(values.get(wrap_field)) for _, values in rows] if wrap_field else []
-        wrap = next((value for value in wraps if value), None)
-        cumulative = counter_energy(times, readings, wrap) if len(times) >= 2 else None
-        if cumulative is not None:
-            candidates.append((counter_method, times, cumulative, scale))
-    powers = [(t, _number(values.get("power_w"))) for t, values in rows]
-    power_rows = [(t, watts) for t, watts in powers if watts is not None and watts >= 0]
-    if len(power_rows) >= 2:
-        times, watts = _series(power_rows)
-        if len(times) >= 2:
-            candidates.append((POWER_SAMPLES, times, power_energy(times, watts), 1.0))
+    candidates, refused = _candidates(source, rows)
     if not candidates:
-        return "no energy counter or power samples"
-    for method, times, cumulative, unit in candidates:
+        return "; ".join(refused) or "no energy counter or power samples"
+    problems: dict[str, str] = {}
+    for method, times, cumulative in candidates:
+        problem = _window_problem(times, window)
         start, end = _at(window[0], times, cumulative), _at(window[1], times, cumulative)
-        if start is not None and end is not None:
-            return (end - start) * unit, method
-    return "its samples do not cover the benchmark window"
+        if problem is None and (start is None or end is None):
+            problem = "its samples do not cover the benchmark window"
+        if problem is None and start is not None and end is not None:
+            joules = end - start
+            if joules <= MAX_POWER_W[source] * (window[1] - window[0]):
+                return joules, method
+            problem = f"{joules:.4g} J over the window is more than a device can draw"
+        problems[method] = str(problem)
+    if len(set(problems.values())) == 1:
+        return "; ".join([next(iter(problems.values())), *refused])
+    return "; ".join([*(f"{method}: {problem}" for method, problem in problems.items()), *refused])
 
 
 def window_energy(

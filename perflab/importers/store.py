@@ -22,11 +22,12 @@ from sqlmodel import Session, select
 
 from db import crud
 from db.models import Run
+from perflab.bench.user_files import UserFileError, check_regular, read_capped
 from perflab.engines import get_adapter
 from perflab.importers.commands import config_from_command, engine_named_in
 from perflab.importers.detect import decode, parse_content
 from perflab.importers.facts import DocumentFacts, canonical_model, document_facts, replicas_of
-from perflab.importers.limits import check_size
+from perflab.importers.limits import MAX_FILE_BYTES, check_size
 from perflab.importers.model import ImportedResult, ImportFileError
 from perflab.redact import Redactor, process_redactor
 
@@ -80,11 +81,14 @@ def parse_file(name: str, content: bytes | str) -> ParsedFile:
 
 
 def read_file(path: str | Path) -> ParsedFile:
-    """Read and parse one file; raises :class:`ImportFileError` naming it."""
+    """Read (a regular file only, at most :data:`~perflab.importers.limits.MAX_FILE_BYTES`; see
+    :mod:`perflab.bench.user_files`) and parse one file; raises :class:`ImportFileError` naming it."""
     path = Path(path)
     try:
-        check_size(str(path), path.stat().st_size)
-        content = path.read_bytes()
+        check_size(str(path), check_regular(str(path)))
+        content = read_capped(str(path), MAX_FILE_BYTES)
+    except UserFileError as error:
+        raise ImportFileError(str(path), str(error)) from None
     except OSError as error:
         raise ImportFileError(str(path), f"cannot read: {error.strerror or error}") from None
     return parse_file(str(path), content)

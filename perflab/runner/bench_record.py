@@ -3,9 +3,11 @@ early.
 
 Before a benchmark starts, ``run.remote_state["bench"]`` names it (process name, profile and sweep
 point); it is removed once its result is stored. When the run ends early — cancelled, failed, the
-connection dropped, the worker killed — the recorded bench is stopped with the engines (it then
-writes the result over the requests that had ended, marked ``partial``) and :func:`store_in_flight`
-stores that result, so the per-request records collected so far are kept.
+connection dropped, the worker or the app killed — the recorded bench is stopped with the engines (it
+then writes the result over the requests that had ended, marked ``partial``) and
+:func:`store_in_flight` stores the result it left: that partial one, or the complete one of a bench
+that had finished on the host before its result was read back. A result already stored (the runner
+stored it and died before dropping the record) is not stored twice.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ import posixpath
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from perflab.bench.report import nothing_sent
 from perflab.cost.figures import WINDOW_KEY
 from perflab.profiles import BenchmarkProfile
 from perflab.remote.bench import BenchProcess, find_bench
 from perflab.runner import results
-from perflab.runner.store import RunStore
+from perflab.runner.store import RunStore, point_key
 from perflab.transport.base import Transport
 from perflab.transport.errors import FileTooLarge
 
@@ -115,20 +118,24 @@ def _read_text(transport: Transport, path: str) -> str:
 def store_in_flight(
     transport: Transport, store: RunStore, remote_state: dict[str, Any], profiles: Sequence[Mapping[str, Any]]
 ) -> bool:
-    """Store the partial result the recorded bench left in its run dir (on the host, or on this machine
-    when it was forwarded; call after it was stopped) and drop the record; False when there was no
-    bench in flight or it left no partial result (a bench that ended on its own was handled by the
-    runner, whatever its outcome)."""
+    """Store the result the recorded bench left in its run dir (on the host, or on this machine when it
+    was forwarded; call after it was stopped) — partial when it was stopped, complete when it had
+    finished before its result was read back — and drop the record; False when there was no bench in
+    flight, it left no result (or one of requests none of which reached the engine: the bench failed),
+    or its result is stored already."""
     bench = recorded_bench(transport, remote_state)
     if bench is None:
         return False
     entry = remote_state[BENCH_KEY]
     where, directory = bench.transport, bench.process.run_dir
     result = _read_json(where, posixpath.join(directory, f"{entry['name']}.json"))
-    if result is None or not result.get("partial"):
+    if result is None or (not result.get("partial") and nothing_sent(result)):
         return False
     profile = BenchmarkProfile.model_validate(profiles[entry["profile_index"]])
     point_index = int(entry["point_index"])
+    if point_key(profile.name, sweep_label(profile, point_index)) in store.stored_points():
+        remote_state.pop(BENCH_KEY)
+        return False
     store_bench_result(
         store,
         point=profile.sweep_points()[point_index],

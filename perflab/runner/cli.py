@@ -2,15 +2,19 @@
 
 Validates the config (one-line errors naming the flag), stores the run, and executes it in this
 process — printing phase changes and benchmark progress, then the result block of every profile (or
-one JSON object with ``--json``) — or, with ``--queue``, only queues it for a worker. Ctrl-C cancels
-the run (its engines are stopped). Exit status: 0 done, 1 failed, 2 bad input, 130 cancelled.
+one JSON object with ``--json``) — or, with ``--queue``, only queues it for a worker. Ctrl-C
+(SIGINT) cancels the run; SIGTERM stops it, ending it ``failed`` (``worker_stopped``) with "perflab run
+received SIGTERM" as its message. Either way its benchmark and engines are stopped and what was
+measured is kept. Exit status: 0 done, 1 failed, 2 bad input, 130 cancelled, 143 stopped by SIGTERM.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+from types import FrameType
 from typing import Any
 
 import sqlalchemy as sa
@@ -18,6 +22,7 @@ from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 
 from db import crud
+from db.models import FINISHED_RUN_STATUSES
 from db.session import new_session
 from perflab import settings
 from perflab.auth import cli_user
@@ -31,10 +36,12 @@ from perflab.runner.options import RunnerOptions
 from perflab.runner.profile_spec import ProfileSpecError, parse_profile
 from perflab.runner.report import run_json, run_text
 from perflab.runner.submit import submit_run
-from perflab.worker.worker import Worker, default_worker_id
+from perflab.worker.worker import RunHandle, Worker, default_worker_id
 
 EXIT_STATUS = {"done": 0, "failed": 1, "cancelled": 130}
 EXIT_BAD_INPUT = 2
+EXIT_TERMINATED = 128 + signal.SIGTERM
+TERMINATED_MESSAGE = "perflab run received SIGTERM"
 WAIT_POLL_S = 0.5
 
 # (flag, config field, type) of the typed knobs; booleans take --flag / --no-flag.
@@ -72,6 +79,15 @@ FLAG_OF_FIELD = {field: flag for flag, field, _ in KNOB_FLAGS} | {
 
 class BadInput(ValueError):
     """A command-line value perflab cannot use (the message is printed as ``error: …``)."""
+
+
+class Terminated(Exception):
+    """SIGTERM reached ``perflab run`` (raised once; later ones are ignored while it winds down)."""
+
+
+def _terminated(signum: int, frame: FrameType | None) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Terminated()
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -204,12 +220,12 @@ def _print_event(event: RunEvent) -> None:
         )
 
 
-def _execute(engine: Engine, worker: Worker, run_id: int) -> str:
-    handle = worker.execute(run_id, on_event=_print_event)
+def _wait(engine: Engine, handle: RunHandle, run_id: int) -> None:
+    """Wait until the run ends; Ctrl-C asks it to cancel (and the wait goes on until it has)."""
     while True:
         try:
             if handle.wait(WAIT_POLL_S):
-                break
+                return
         except KeyboardInterrupt:
             print(f"[run {run_id}] cancelling: stopping the engines", file=sys.stderr, flush=True)
             try:
@@ -219,14 +235,50 @@ def _execute(engine: Engine, worker: Worker, run_id: int) -> str:
                 if not spool.unavailable(exc):
                     raise
                 print(f"[run {run_id}] cannot ask it to cancel: {spool.first_line(exc)}", file=sys.stderr)
+
+
+def _execute(engine: Engine, worker: Worker, run_id: int) -> tuple[str, bool]:
+    """Execute the run in this process until it ends: its final status, and whether SIGTERM stopped
+    it (the worker then stops the run's benchmark and engines, the run's message saying why)."""
+    terminated = False
+    handle: RunHandle | None = None
+    try:
+        handle = worker.execute(run_id, on_event=_print_event)
+        _wait(engine, handle, run_id)
+    except Terminated:
+        terminated = True
+        print(f"[run {run_id}] {TERMINATED_MESSAGE}: stopping the benchmark and the engines", file=sys.stderr,
+              flush=True)  # fmt: skip
+        worker.stop(reason=f"{TERMINATED_MESSAGE} while the run was in flight")
     worker.stop()
-    if handle.status is not None:
-        return handle.status
+    if handle is not None and handle.status is not None:
+        return handle.status, terminated
     with new_session(engine) as session:
-        return crud.require_run(session, run_id=run_id).status
+        return crud.require_run(session, run_id=run_id).status, terminated
+
+
+def _unstored_end(engine: Engine, run_id: int) -> str | None:
+    """Why the run's end is not in the database (it is still in flight there), or None when it is."""
+    try:
+        with new_session(engine) as session:
+            stored = crud.require_run(session, run_id=run_id).status
+    except sa.exc.DBAPIError as exc:
+        return spool.first_line(exc)
+    return None if stored in FINISHED_RUN_STATUSES else f"it is still '{stored}' there"
 
 
 def run(args: argparse.Namespace) -> int:
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        return _run(args)
+    except Terminated:
+        print(f"error: {TERMINATED_MESSAGE} before its run started", file=sys.stderr)
+        return EXIT_TERMINATED
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         config = build_config(args)
         profiles = _profiles(args.profiles)
@@ -267,7 +319,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return 0
     print(f"[run {stored.id}] run page: {link}", file=sys.stderr, flush=True)
-    status = _execute(engine, worker, stored.id)
+    status, terminated = _execute(engine, worker, stored.id)
     if spool.pending(stored.id):
         print(
             f"error: run {stored.id} ended {status}, but the database could not be written: its results "
@@ -276,9 +328,17 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    unstored = _unstored_end(engine, stored.id)
+    if unstored is not None:
+        print(
+            f"error: run {stored.id} ended {status}, but neither the database nor its spool could be "
+            f"written ({unstored}); a perflab worker will end it once the database takes writes again",
+            file=sys.stderr,
+        )
+        return 1
     if args.json:
         print(json.dumps({**run_json(engine, stored.id), "url": link}, indent=2))
     else:
         sys.stdout.write(run_text(engine, stored.id))
         print(f"Run page: {link}")
-    return EXIT_STATUS.get(status, 1)
+    return EXIT_TERMINATED if terminated else EXIT_STATUS.get(status, 1)

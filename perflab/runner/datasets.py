@@ -78,7 +78,7 @@ def _is_hub_ref(ref: str) -> bool:
 def dataset_problem(engine: Engine, profile: BenchmarkProfile, host: HostConfig | None) -> str | None:
     """Why ``profile``'s dataset cannot be sent to ``host`` (neither stored, nor a declared file, nor a
     hub file), or None; checked when a run is stored and before it starts, before anything is sent."""
-    if profile.dataset == "random":
+    if not profile.needs_dataset_file:
         return None
     ref = profile.dataset_ref or SHAREGPT_FILE
     if _stored_id(engine, ref) is not None or _is_hub_ref(ref):
@@ -98,11 +98,11 @@ def dataset_files(
     notes: list[str] | None = None,
     on_download: Progress | None = None,
 ) -> dict[str, Path]:
-    """``{"--dataset-path": local file}`` for ``profile`` (empty for random datasets): a stored dataset
+    """``{"--dataset-path": local file}`` for ``profile`` (empty for generated datasets): a stored dataset
     written into ``directory``, a file under a dataset directory declared for ``host``, or a hub file
     (``on_download(bytes, total)`` while it is fetched); a remark on the file (the sample standing in
     for the ShareGPT dump) is appended to ``notes``."""
-    if profile.dataset == "random":
+    if not profile.needs_dataset_file:
         return {}
     ref = profile.dataset_ref or SHAREGPT_FILE
     stored = _stored(engine, ref)

@@ -50,7 +50,9 @@ for zone in /sys/class/powercap/intel-rapl:*; do
   echo "${zone##*/} $energy $wrap"
 done
 """
-_RAPL_LINE = re.compile(r"^intel-rapl:(\d+)\s+(\d+)(?:\s+(\d+))?\s*$")
+# Counters and wrap points are unsigned 64-bit (at most 20 digits), zone numbers small.
+_RAPL_LINE = re.compile(r"^intel-rapl:(\d{1,4})\s+(\d{1,20})(?:\s+(\d{1,20}))?\s*$")
+COUNTER_LIMIT = 2**64
 
 
 def nvml_argv(python: str) -> list[str]:
@@ -62,8 +64,9 @@ def rapl_argv() -> list[str]:
 
 
 def parse_nvml(output: str) -> dict[int, int] | None:
-    """GPU index → cumulative energy in mJ from the NVML program's output; None where the host has no
-    NVML bindings (or NVML did not start) or the output is not the program's."""
+    """GPU index → cumulative energy in mJ from the NVML program's output (a counter that is not an
+    unsigned 64-bit number, NVML's type, is left out); None where the host has no NVML bindings (or
+    NVML did not start) or the output is not the program's."""
     lines = output.strip().splitlines()
     try:
         answer: Any = json.loads(lines[-1]) if lines else None
@@ -75,16 +78,21 @@ def parse_nvml(output: str) -> dict[int, int] | None:
     return {
         int(index): int(value)
         for index, value in counters.items()
-        if str(index).isdigit() and isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        if str(index).isdigit()
+        and len(str(index)) <= 4
+        and isinstance(value, int)
+        and not isinstance(value, bool)
+        and 0 <= value < COUNTER_LIMIT
     }
 
 
 def parse_rapl(output: str) -> list[dict[str, int | None]]:
-    """One ``{"package", "energy_uj", "max_energy_range_uj"}`` per readable package zone."""
+    """One ``{"package", "energy_uj", "max_energy_range_uj"}`` per readable package zone (a line whose
+    numbers do not fit 64 bits is left out)."""
     packages: list[dict[str, int | None]] = []
     for line in output.splitlines():
         match = _RAPL_LINE.match(line.strip())
-        if match:
+        if match and all(int(number) < COUNTER_LIMIT for number in match.groups(default="0")):
             wrap = match.group(3)
             packages.append(
                 {

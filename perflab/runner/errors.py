@@ -27,6 +27,7 @@ RUNNER_FAILURE_CLASSES: dict[str, str] = {
     "connection_lost": "the connection to the host dropped during the run",
     "worker_stopped": "the worker shut down while the run was in flight",
     "worker_restarted": "the worker died while the run was in flight",
+    "disk_full": "the disk holding the host's workdir was full",
     "internal_error": "perflab itself failed (a bug; the message names the error)",
     **CONTAINER_FAILURE_CLASSES,
 }
@@ -43,6 +44,7 @@ INFRASTRUCTURE_FAILURES: dict[str, str] = {
     "launch_failed": "the host could not start the engine process",
     "worker_stopped": "the worker shut down under the run",
     "worker_restarted": "the worker died under the run",
+    "disk_full": "the disk holding the host's workdir was full",
     "internal_error": "perflab itself failed",
 }
 

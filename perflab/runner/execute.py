@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
 from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 
-from db.crud import IllegalTransition
+from db.crud import IllegalTransition, NotFound
 from db.models import Run
 from perflab.containers.launch import ContainerPlan
 from perflab.engines import EngineAdapter, EngineConfig, EngineConfigError, ReplicaPlan, get_adapter
@@ -37,6 +38,7 @@ from perflab.runner import containers, environment
 from perflab.runner.bench_record import BENCH_KEY
 from perflab.runner.benchmark import BenchContext, run_profiles
 from perflab.runner.datasets import dataset_files, dataset_problem
+from perflab.runner.disks import DiskWatch, disk_full, is_disk_full
 from perflab.runner.endpoints import Endpoints
 from perflab.runner.errors import GpusBusy, RunCancelled, RunFailed
 from perflab.runner.launch import (
@@ -67,6 +69,8 @@ DOWNLOAD_PROGRESS_S = 1.0
 MIB = 1024 * 1024
 
 CANCEL_CHECK_S = 0.5
+# What execute_run returns for a run whose row was deleted while it was in flight.
+DELETED = "deleted"
 # Times a run re-reads the locks after another run locked its chosen GPUs first.
 MAX_LOCK_RACES = 3
 # Times a run chooses ports again, before starting anything, because another run on the same machine
@@ -134,14 +138,14 @@ class _Execution:
         inventory: Inventory,
         *,
         worker_id: str,
-        should_stop: Callable[[], bool],
+        stop_reason: Callable[[], str | None],
         options: RunnerOptions,
         on_event: EventHandler | None,
     ) -> None:
         self.store = store
         self.inventory = inventory
         self.worker_id = worker_id
-        self.should_stop = should_stop
+        self.stop_reason = stop_reason
         self.options = options
         self.on_event = on_event
         self.status = "launching"
@@ -153,6 +157,9 @@ class _Execution:
         # What the preflight learned from the engine itself: its version, the effective knob values.
         self.engine_facts: dict[str, Any] = {}
         self._last_cancel_check = 0.0
+        # Set when the run's row turned out to be deleted while the run was in flight.
+        self.deleted = False
+        self.disk: DiskWatch | None = None
 
     # ----- events and interruption -------------------------------------------------------------------
 
@@ -184,9 +191,14 @@ class _Execution:
         return report
 
     def interrupt(self) -> None:
-        """Raise when the worker shuts down or a user asked to cancel (checked at most every 0.5 s)."""
-        if self.should_stop():
-            raise RunFailed("worker_stopped", "the worker shut down while the run was in flight")
+        """Raise when the worker shuts down (``worker_stopped`` with its reason), the host's workdir
+        disk is full (``disk_full``, checked every few seconds) or a user asked to cancel (checked at
+        most every 0.5 s)."""
+        reason = self.stop_reason()
+        if reason is not None:
+            raise RunFailed("worker_stopped", reason)
+        if self.disk is not None:
+            self.disk.check()
         if self.store.unavailable is not None:
             raise RunFailed("database_unavailable", self.store.unavailable)
         now = time.monotonic()
@@ -198,10 +210,18 @@ class _Execution:
     # ----- phases ------------------------------------------------------------------------------------
 
     def _open(self, host: HostConfig) -> Transport:
+        """The host's transport, once its workdir's disk has room (:mod:`perflab.runner.disks`)."""
         try:
-            return open_transport(host)
+            transport = open_transport(host)
         except (TransportError, SimulatedHostError) as exc:
             raise RunFailed("host_unreachable", f"host '{host.name}': {exc}") from None
+        except OSError as exc:  # preparing a simulated host's tools in its workdir
+            if not is_disk_full(exc):
+                raise
+            raise disk_full(host.name, host.workdir, exc.strerror or str(exc)) from None
+        self.disk = DiskWatch(transport)
+        self.disk.check()
+        return transport
 
     def _stop_orphans(self, host_name: str) -> bool:
         """Stop what runs no longer in flight left on the host (see :mod:`perflab.runner.orphans`);
@@ -494,7 +514,22 @@ class _Execution:
 
     # ----- the end, whatever happened ----------------------------------------------------------------
 
+    def _disk_full_fields(self, error: BaseException) -> dict[str, Any]:
+        """The failure fields of a run a full disk under the host's workdir stopped."""
+        host = self.transport.host if self.transport is not None else None
+        workdir = self.transport.workdir if self.transport is not None else "?"
+        failure = disk_full(
+            host.name if host else "?", workdir, getattr(error, "strerror", None) or str(error)
+        )
+        return {"failure_class": failure.failure_class, "failure_message": failure.message}
+
+    def _deleted(self, error: BaseException) -> bool:
+        """Whether ``error`` says this run's row is gone (a user deleted the run meanwhile)."""
+        return isinstance(error, NotFound) and error.kind == "run" and error.key == self.store.run_id
+
     def _cleanup(self) -> dict[str, Any]:
+        """Stop what the run started, keep its log excerpt, release its GPUs; the fields to store. A
+        run deleted meanwhile still has its processes stopped, with nothing stored of them."""
         fields: dict[str, Any] = {}
         transport, remote_state = self.transport, self.remote_state
         if transport is not None and remote_state is not None:
@@ -509,6 +544,10 @@ class _Execution:
                 )
             except TransportError as exc:
                 remote_state["cleanup_error"] = str(exc)
+            except NotFound as exc:
+                if not self._deleted(exc):
+                    raise
+                self.deleted = True
             fields["remote_state"] = dict(remote_state)
         self.store.release_gpus()
         if transport is not None:
@@ -531,22 +570,40 @@ class _Execution:
         except TransportError as exc:
             status = "failed"
             fields = {"failure_class": "connection_lost", "failure_message": str(exc)}
+            if is_disk_full(exc):
+                fields = self._disk_full_fields(exc)
         except Exception as exc:  # the database lost, or a bug: the engines must stop and the run end
             status = "failed"
-            if self.store.database_failed(exc):
+            if self._deleted(exc):
+                status, fields = DELETED, {}
+            elif is_disk_full(exc) and not isinstance(exc, sa.exc.SQLAlchemyError):
+                fields = self._disk_full_fields(exc)
+            elif self.store.database_failed(exc):
                 fields = {"failure_class": "database_unavailable", "failure_message": self.store.unavailable}
             else:
                 logger.exception("run %s failed unexpectedly", self.store.run_id)
                 message = f"{type(exc).__name__}: {exc}"
                 fields = {"failure_class": "internal_error", "failure_message": message}
         fields.update(self._cleanup())
+        if status == DELETED or self.deleted:
+            return self._gone()
         try:
             self.set_status(status, fields.get("failure_message") or status, **fields)
         except IllegalTransition as exc:
             logger.warning("run %s was finished elsewhere: %s", self.store.run_id, exc)
             return self.store.load().status
+        except NotFound as exc:
+            if not self._deleted(exc):
+                raise
+            return self._gone()
         self.store.flush()
         return status
+
+    def _gone(self) -> str:
+        """The end of a run deleted while it was in flight: one line in the log."""
+        logger.warning("run %s was deleted while in flight: its processes were stopped, nothing stored",
+                       self.store.run_id)  # fmt: skip
+        return DELETED
 
 
 def execute_run(
@@ -555,12 +612,14 @@ def execute_run(
     engine: Engine,
     inventory: Inventory,
     worker_id: str,
-    should_stop: Callable[[], bool] = lambda: False,
+    stop_reason: Callable[[], str | None] = lambda: None,
     options: RunnerOptions | None = None,
     on_event: EventHandler | None = None,
 ) -> str:
     """Drive claimed run ``run_id`` (status ``launching``) to its end; returns the final status
-    (``done``, ``failed``, ``cancelled``, or ``queued`` when it was handed back to the queue)."""
+    (``done``, ``failed``, ``cancelled``, ``queued`` when it was handed back to the queue, or
+    :data:`DELETED` when its row was deleted meanwhile: its processes are stopped all the same).
+    ``stop_reason()`` says why the run must stop now (its worker shuts down), None while it may go on."""
     store = RunStore(engine, run_id, hosts_redactor(inventory))
     run = store.load()
     if run.status != "launching":
@@ -569,7 +628,7 @@ def execute_run(
         store,
         inventory,
         worker_id=worker_id,
-        should_stop=should_stop,
+        stop_reason=stop_reason,
         options=options or RunnerOptions(),
         on_event=on_event,
     )

@@ -14,6 +14,7 @@ found anyway (a crash mid-write) is skipped with a warning.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -73,15 +74,20 @@ def append(run_id: int, operation: str, arguments: Mapping[str, Any]) -> Path:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     except OSError as error:
         raise SpoolUnwritable(f"the spool {path} cannot be written ({error.strerror or error})") from None
-    size = os.fstat(descriptor).st_size
-    with os.fdopen(descriptor, "ab") as handle:
-        try:
-            handle.write(line.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        except OSError as error:
+    # Unbuffered writes on the descriptor: nothing is left to flush (and fail) when it is closed.
+    try:
+        size = os.fstat(descriptor).st_size
+        data = line.encode("utf-8")
+        written = 0
+        while written < len(data):
+            written += os.write(descriptor, data[written:])
+        os.fsync(descriptor)
+    except OSError as error:
+        with contextlib.suppress(OSError):
             os.ftruncate(descriptor, size)  # no torn line: the file ends with its last whole write
-            raise SpoolUnwritable(f"the spool {path} cannot be written ({error.strerror or error})") from None
+        raise SpoolUnwritable(f"the spool {path} cannot be written ({error.strerror or error})") from None
+    finally:
+        os.close(descriptor)
     return path
 
 

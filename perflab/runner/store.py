@@ -49,6 +49,12 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+def point_key(profile_name: str | None, sweep_point: Mapping[str, Any] | None) -> tuple[str | None, int]:
+    """Which benchmark of a run a result is: its profile's name and its sweep point's index (0
+    without a sweep)."""
+    return profile_name, int((sweep_point or {}).get("index", 0))
+
+
 class RunStore:
     """The database side of run ``run_id``.
 
@@ -153,6 +159,15 @@ class RunStore:
             sweep_point=dict(sweep_point) if sweep_point is not None else None,
         )
         return None if stored is None else int(stored.id)
+
+    def stored_points(self) -> set[tuple[str | None, int]]:
+        """``(profile name, sweep point index)`` of every result stored for the run (its spooled ones
+        included while the database is unavailable, which are stored in order once it is back)."""
+        if self.spooled is not None:
+            return set()
+        with new_session(self.engine) as session:
+            results = crud.list_profile_results(session, run_id=self.run_id)
+        return {point_key(result.profile_name, result.sweep_point) for result in results}
 
     def add_samples(self, samples: Iterable[Mapping[str, Any]]) -> None:
         self._write("add_samples", samples=[json_safe(dict(sample)) for sample in samples])

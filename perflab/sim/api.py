@@ -5,6 +5,9 @@ Routes: ``GET /health``, ``GET /v1/models``, ``GET /version``, ``POST /v1/chat/c
 engine's metrics endpoint (``GET /metrics``; TensorRT-LLM: JSON ``/metrics`` and Prometheus
 ``/prometheus/metrics``), plus a few engine-specific probes (SGLang ``/get_model_info``, MindIE
 ``/v2/health/ready``). With an API key, ``/v1/*`` answers 401 without ``Authorization: Bearer KEY``.
+Prefix-cache resets are served as the engines serve them: vLLM's ``POST /reset_prefix_cache`` only with
+``VLLM_SERVER_DEV_MODE=1`` in the server's environment (``vllm_dev_mode``), SGLang's ``/flush_cache``
+always; both refuse while requests run.
 
 Output lengths: ``max_tokens`` with ``ignore_eos`` gives exactly ``max_tokens`` tokens; without
 ``ignore_eos`` the sequence ends early at a deterministic "EOS" length of 32..511 tokens taken from
@@ -13,12 +16,14 @@ a CRC32 of the prompt (``finish_reason`` ``stop``), never beyond ``max_tokens``.
 
 from __future__ import annotations
 
+import asyncio
 import http
 import json
 import time
+import urllib.parse
 import uuid
 import zlib
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 from perflab.sim.engine import Engine
 from perflab.sim.httpserver import HttpRequest, Responder
@@ -35,6 +40,12 @@ from perflab.sim.sequence import Sequence
 from perflab.sim.streaming import CollectSink, ResponseFormat, StreamSink
 
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# SGLang 0.5.23's answer to a flush that was done, and how often a waiting flush looks again.
+FLUSHED = (
+    "Cache flushed.\nPlease check backend logs for more details. "
+    "(When there are running or waiting requests, the operation will not be performed.)\n"
+)
+FLUSH_POLL_S = 0.01
 EOS_MIN_TOKENS = 32
 EOS_SPAN_TOKENS = 480
 
@@ -54,6 +65,7 @@ class ApiConfig:
         metrics_enabled: bool = True,
         need_prompt_ids: bool = False,
         max_batch_size: int = 0,
+        dev_mode: bool = False,
     ) -> None:
         self.served_names = served_names
         self.model_root = model_root
@@ -65,6 +77,13 @@ class ApiConfig:
         self.metrics_enabled = metrics_enabled
         self.need_prompt_ids = need_prompt_ids
         self.max_batch_size = max_batch_size
+        self.dev_mode = dev_mode
+
+
+def vllm_dev_mode(environ: Mapping[str, str]) -> bool:
+    """``VLLM_SERVER_DEV_MODE`` as vLLM reads it (``bool(int(value))``; anything else is off here)."""
+    value = environ.get("VLLM_SERVER_DEV_MODE", "0").strip()
+    return value.lstrip("-").isdigit() and int(value) != 0
 
 
 def eos_length(text: str, token_ids: Optional[List[int]]) -> int:
@@ -110,6 +129,9 @@ class OpenAIApp:
         if config.flavour == "sglang":
             self._routes["/get_model_info"] = (("GET",), self._sglang_model_info)
             self._routes["/health_generate"] = (("GET",), self._health)
+            self._routes["/flush_cache"] = (("GET", "POST"), self._flush_cache)
+        if config.flavour in ("vllm", "vllm-ascend") and config.dev_mode:
+            self._routes["/reset_prefix_cache"] = (("POST",), self._reset_prefix_cache)
         if config.flavour == "mindie":
             self._routes["/v2/health/live"] = (("GET",), self._health)
             self._routes["/v2/health/ready"] = (("GET",), self._health)
@@ -211,6 +233,33 @@ class OpenAIApp:
             responder,
             trtllm_iteration_stats(self.engine.metrics, self.engine.gauges(), self.config.max_batch_size),
         )
+
+    def _reset_prefix_cache(self, request: HttpRequest, responder: Responder) -> None:
+        """vLLM's dev-mode ``POST /reset_prefix_cache``: ``{"success": false}`` while requests hold
+        blocks (``reset_running_requests`` is not simulated)."""
+        self._json(responder, {"success": self.engine.reset_prefix_cache()})
+
+    def _flush_cache(self, request: HttpRequest, responder: Responder) -> None:
+        """SGLang's ``/flush_cache?timeout=S``: waits up to S seconds for the engine to be idle, then
+        flushes (200) or gives up (400), with SGLang's texts."""
+        try:
+            timeout = float(urllib.parse.parse_qs(request.query).get("timeout", ["0"])[0])
+        except ValueError:
+            raise ApiError(422, "timeout: Input should be a valid number", param="timeout") from None
+        if not timeout >= 0:
+            raise ApiError(422, "timeout: Input should be greater than or equal to 0", param="timeout")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+
+        def attempt() -> None:
+            if self.engine.reset_prefix_cache():
+                responder.send(200, FLUSHED.encode(), "text/plain; charset=utf-8")
+            elif loop.time() >= deadline:
+                responder.send(400, b"Flush cache failed.\n", "text/plain; charset=utf-8")
+            else:
+                loop.call_later(FLUSH_POLL_S, attempt)
+
+        attempt()
 
     def _tokenize(self, request: HttpRequest, responder: Responder) -> None:
         data = parse_json_object(request.body)

@@ -12,6 +12,10 @@ Each engine step, like vLLM's V1 scheduler:
 3. a sequence that needs a KV block when none is free preempts the most recently admitted running
    sequence, which returns to the head of the queue and recomputes its prompt and output later.
 
+A finished sequence's blocks (prompt and generated tokens) stay cached in the KV memory running
+sequences leave free (and while a running sequence holds them), so a smaller KV cache, or more
+sequences in flight, evicts more of a session's history before its next turn.
+
 The step's duration comes from :class:`~perflab.sim.perfmodel.PerfModel` and is divided by the
 time scale; at the step's end (an absolute deadline) every sequence that finished its prefill gets
 its first token and every decoding sequence its next token(s), all in one pass.
@@ -26,9 +30,10 @@ from typing import Deque, List, Optional, Tuple
 from perflab.sim.metrics import EngineGauges, MetricsRecorder
 from perflab.sim.noise import Pace
 from perflab.sim.perfmodel import PerfModel
-from perflab.sim.prefix import PrefixCache, block_hashes
+from perflab.sim.prefix import BLOCK_TOKENS, PrefixCache, block_hashes
 from perflab.sim.sequence import Deliver, Sequence
 from perflab.sim.timing import PreciseTimer, TimerFactory
+from perflab.sim.tokenizer import output_token_id
 
 _MASK32 = 0xFFFFFFFF
 
@@ -74,8 +79,10 @@ class BatchScheduler:
         self._spec_tokens = dep.spec_tokens
         self._acceptance = dep.spec_acceptance
         self._prefix: Optional[PrefixCache] = (
-            PrefixCache(self._capacity_blocks * self._block // 16) if dep.prefix_caching else None
+            PrefixCache(self._capacity_blocks * self._block // BLOCK_TOKENS) if dep.prefix_caching else None
         )
+        if self._spec_tokens:
+            metrics.enable_speculation(self._spec_tokens)
         self.waiting: Deque[Sequence] = deque()
         self.running: List[Sequence] = []
         self._batch: List[Tuple[Sequence, int]] = []
@@ -113,6 +120,35 @@ class BatchScheduler:
             self._free(seq)
         elif seq in self.waiting:
             self.waiting.remove(seq)
+
+    @property
+    def idle(self) -> bool:
+        """Nothing running or waiting."""
+        return not self.running and not self.waiting
+
+    def reset_prefix_cache(self) -> bool:
+        """Forget every cached prefix block, as vLLM's and SGLang's resets do; refused (False) while
+        requests run or wait, whose blocks are still held."""
+        if not self.idle:
+            return False
+        if self._prefix is not None:
+            self._prefix.clear()
+        return True
+
+    def _cache_sequence(self, seq: Sequence) -> None:
+        """Keep a finished sequence's blocks, its generated tokens' too (as vLLM caches every full
+        block), so the next turn of a conversation finds its whole history."""
+        if self._prefix is None or seq.prompt_ids is None:
+            return
+        generated = [output_token_id(seq.seed, index) for index in range(seq.generated)]
+        self._prefix.insert(block_hashes(seq.prompt_ids + generated), self._cache_room())
+
+    def _cache_room(self) -> int:
+        """How many prefix blocks the cache may keep now: the free KV memory, plus the prompt blocks
+        running sequences hold (cached while in use, never evicted then)."""
+        held = sum(len(seq.block_hashes or ()) for seq in self.running if seq.computed >= seq.prefill_target)
+        free_tokens = (self._capacity_blocks - self._used_blocks) * self._block
+        return free_tokens // BLOCK_TOKENS + held
 
     def gauges(self) -> EngineGauges:
         return EngineGauges(
@@ -253,17 +289,21 @@ class BatchScheduler:
                 if seq.computed < seq.prefill_target:
                     continue
                 if self._prefix is not None and seq.block_hashes:
-                    self._prefix.insert(seq.block_hashes)
+                    self._prefix.insert(seq.block_hashes, self._cache_room())
                 count = 1
             else:
                 drafts = min(self._spec_tokens, seq.remaining - 1)
-                count = 1 + (
+                accepted = (
                     accepted_drafts(seq.seed, self._steps, drafts, self._acceptance) if drafts > 0 else 0
                 )
+                if drafts > 0:
+                    self._metrics.on_verification(drafts, accepted)
+                count = 1 + accepted
             seq.generated += count
             seq.computed += count if not chunk else 0
             self._deliver(seq, count, now)
             if seq.done:
+                self._cache_sequence(seq)
                 self._free(seq)
         self._batch = []
         self.running = [seq for seq in self.running if not seq.done and not seq.aborted]

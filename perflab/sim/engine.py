@@ -33,6 +33,11 @@ class Scheduler(Protocol):
 
     def gauges(self) -> EngineGauges: ...
 
+    @property
+    def idle(self) -> bool: ...
+
+    def reset_prefix_cache(self) -> bool: ...
+
 
 class Engine:
     """Front of the simulated engine for one model."""
@@ -73,6 +78,17 @@ class Engine:
             metrics.e2e.observe(now - seq.arrival)
         if seq.on_tokens is not None:
             seq.on_tokens(seq, count, finished)
+
+    @property
+    def idle(self) -> bool:
+        """No replica runs or queues a request."""
+        return all(replica.idle for replica in self.replicas)
+
+    def reset_prefix_cache(self) -> bool:
+        """Empty every replica's prefix cache; False (nothing reset) while any request runs or waits."""
+        if not self.idle:
+            return False
+        return all([replica.reset_prefix_cache() for replica in self.replicas])
 
     def gauges(self) -> EngineGauges:
         total = EngineGauges()

@@ -48,6 +48,14 @@ class FixedScheduler:
             seq.aborted = True
             self._live -= 1
 
+    @property
+    def idle(self) -> bool:
+        return self._live == 0
+
+    def reset_prefix_cache(self) -> bool:
+        """Fixed timings keep no prefix cache: nothing to forget once idle."""
+        return self.idle
+
     def gauges(self) -> EngineGauges:
         return EngineGauges(running=self._live)
 

@@ -53,6 +53,11 @@ class MetricsRecorder:
         self.preemptions = 0
         self.prefix_queries = 0
         self.prefix_hits = 0
+        self.spec_tokens = 0
+        self.spec_drafts = 0
+        self.spec_draft_tokens = 0
+        self.spec_accepted = 0
+        self.spec_accepted_per_position: List[int] = []
         self.iterations = 0
         self.ttft = Histogram(TTFT_BUCKETS)
         self.itl = Histogram(ITL_BUCKETS)
@@ -65,6 +70,19 @@ class MetricsRecorder:
         self._window.append((now, count))
         if len(self._window) > 4096:
             del self._window[:2048]
+
+    def enable_speculation(self, tokens: int) -> None:
+        """Count speculative decoding with ``tokens`` draft positions (vLLM shows its counters then)."""
+        self.spec_tokens = tokens
+        self.spec_accepted_per_position = [0] * tokens
+
+    def on_verification(self, drafted: int, accepted: int) -> None:
+        """One sequence's verification step: ``drafted`` draft tokens, the first ``accepted`` kept."""
+        self.spec_drafts += 1
+        self.spec_draft_tokens += drafted
+        self.spec_accepted += accepted
+        for position in range(accepted):
+            self.spec_accepted_per_position[position] += 1
 
     @property
     def prefix_hit_rate(self) -> float:
@@ -114,6 +132,11 @@ SOURCES: Dict[str, Tuple[str, str]] = {
     "preemptions": ("counter", "Cumulative number of preemptions from the engine."),
     "prefix_queries": ("counter", "Prefix cache queries, in terms of number of queried tokens."),
     "prefix_hits": ("counter", "Prefix cache hits, in terms of number of cached tokens."),
+    "cached_tokens": ("cache_source", "Number of cached prompt tokens by source (device/host/storage)."),
+    "spec_drafts": ("speculative", "Number of spec decoding drafts."),
+    "spec_draft_tokens": ("speculative", "Number of draft tokens."),
+    "spec_accepted": ("speculative", "Number of accepted tokens."),
+    "spec_per_position": ("per_position", "Accepted tokens per draft position."),
     "prompt_tokens": ("counter", "Number of prefill tokens processed."),
     "generation_tokens": ("counter", "Number of generation tokens processed."),
     "received": ("counter", "Count of received requests."),
@@ -133,6 +156,10 @@ _VLLM = [
     ("vllm:num_preemptions_total", "preemptions"),
     ("vllm:prefix_cache_queries_total", "prefix_queries"),
     ("vllm:prefix_cache_hits_total", "prefix_hits"),
+    ("vllm:spec_decode_num_drafts_total", "spec_drafts"),
+    ("vllm:spec_decode_num_draft_tokens_total", "spec_draft_tokens"),
+    ("vllm:spec_decode_num_accepted_tokens_total", "spec_accepted"),
+    ("vllm:spec_decode_num_accepted_tokens_per_pos_total", "spec_per_position"),
     ("vllm:prompt_tokens_total", "prompt_tokens"),
     ("vllm:generation_tokens_total", "generation_tokens"),
     ("vllm:request_success_total", "finished"),
@@ -150,6 +177,7 @@ _SGLANG = [
     ("sglang:gen_throughput", "gen_throughput"),
     ("sglang:cache_hit_rate", "hit_rate"),
     ("sglang:prompt_tokens_total", "prompt_tokens"),
+    ("sglang:cached_tokens_total", "cached_tokens"),
     ("sglang:generation_tokens_total", "generation_tokens"),
     ("sglang:num_requests_total", "completed"),
     ("sglang:time_to_first_token_seconds", "ttft"),
@@ -204,6 +232,11 @@ def _values(recorder: MetricsRecorder, gauges: EngineGauges, now: float) -> Dict
         "preemptions": recorder.preemptions,
         "prefix_queries": recorder.prefix_queries,
         "prefix_hits": recorder.prefix_hits,
+        "cached_tokens": recorder.prefix_hits,
+        "spec_drafts": recorder.spec_drafts,
+        "spec_draft_tokens": recorder.spec_draft_tokens,
+        "spec_accepted": recorder.spec_accepted,
+        "spec_per_position": recorder.spec_accepted_per_position,
         "prompt_tokens": recorder.prompt_tokens,
         "generation_tokens": recorder.generation_tokens,
         "received": recorder.received,
@@ -242,7 +275,9 @@ def render_prometheus(
     for name, source in METRIC_TABLES[flavour]:
         value = values[source]
         kind, help_text = SOURCES[source]
-        prom_type = "counter" if kind == "finished" else kind
+        if kind in ("speculative", "per_position") and not recorder.spec_tokens:
+            continue
+        prom_type = "histogram" if kind == "histogram" else "gauge" if kind == "gauge" else "counter"
         lines.append(f"# HELP {name} {help_text}")
         lines.append(f"# TYPE {name} {prom_type}")
         if kind == "histogram":
@@ -250,6 +285,11 @@ def render_prometheus(
         elif kind == "finished":
             for reason, count in value.items():  # type: ignore[union-attr]
                 lines.append(f"{name}{_labels(base, 'finished_reason', reason)} {_number(count)}")
+        elif kind == "per_position":
+            for position, count in enumerate(value):  # type: ignore[arg-type]
+                lines.append(f"{name}{_labels(base, 'position', position)} {_number(count)}")
+        elif kind == "cache_source":
+            lines.append(f"{name}{_labels(base, 'cache_source', 'device')} {_number(value)}")  # type: ignore[arg-type]
         else:
             lines.append(f"{name}{_labels(base)} {_number(value)}")  # type: ignore[arg-type]
     return "\n".join(lines) + "\n"

@@ -3,13 +3,14 @@
 Prompts are cut into blocks of :data:`BLOCK_TOKENS` token ids; each full block is identified by a
 hash chained over all blocks before it, as vLLM's automatic prefix caching does. A request's cached
 prefix is the run of leading blocks already in the cache; its prefill then only computes the rest.
-Cached blocks are kept in LRU order up to a capacity and evicted beyond it.
+Cached blocks are kept in LRU order up to a capacity (and the room the KV memory has for them at the
+moment) and evicted beyond it.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 BLOCK_TOKENS = 16
 
@@ -41,9 +42,16 @@ class PrefixCache:
             matched += 1
         return matched * BLOCK_TOKENS
 
-    def insert(self, hashes: Sequence[int]) -> None:
+    def insert(self, hashes: Sequence[int], room: Optional[int] = None) -> None:
+        """Cache ``hashes`` as the most recent blocks, then evict the least recent beyond the capacity
+        and beyond ``room`` (the blocks the KV memory can keep cached now)."""
         for block_hash in hashes:
             self._blocks[block_hash] = None
             self._blocks.move_to_end(block_hash)
-        while len(self._blocks) > self._capacity:
+        limit = self._capacity if room is None else max(1, min(self._capacity, room))
+        while len(self._blocks) > limit:
             self._blocks.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget every block (a cache reset)."""
+        self._blocks.clear()

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from typing import Optional
 
-from perflab.sim.api import ApiConfig, OpenAIApp
+from perflab.sim.api import ApiConfig, OpenAIApp, vllm_dev_mode
 from perflab.sim.deployment import Knobs, describe, resolve_deployment, speculative_from_json
 from perflab.sim.engine import Engine, fixed_engine, model_engine
 from perflab.sim.failures import EngineFailure
@@ -66,6 +67,7 @@ async def _serve(args: argparse.Namespace, knobs: Optional[Knobs], tokenizer, co
             PROFILES[args.engine].version,
             args.api_key,
             bool(args.reasoning_parser),
+            dev_mode=vllm_dev_mode(os.environ),
         )
         console.line(f"perflab sim: fixed timings ttft={args.fixed_ttft_ms} ms itl={args.fixed_itl_ms} ms")
     else:
@@ -84,8 +86,9 @@ async def _serve(args: argparse.Namespace, knobs: Optional[Knobs], tokenizer, co
             dep.profile.version,
             args.api_key,
             bool(args.reasoning_parser),
-            need_prompt_ids=dep.prefix_caching,
+            need_prompt_ids=True,  # tokenized with or without prefix caching: the same CPU cost for both
             max_batch_size=dep.max_num_seqs,
+            dev_mode=vllm_dev_mode(os.environ),
         )
         summary = " ".join(f"{key}={value}" for key, value in describe(dep).items())
         console.line(f"perflab sim: {summary} kv_cache_tokens={plan.kv_tokens} time_scale={args.time_scale}")

@@ -28,6 +28,7 @@ _SYLLABLES = [c + v for c in _CONSONANTS for v in _VOWELS]
 BUILTIN_WORDS: List[str] = _SYLLABLES + [a + b for a in _SYLLABLES for b in _SYLLABLES]
 _WORD_IDS: Dict[str, int] = {word: index for index, word in enumerate(BUILTIN_WORDS)}
 _HASHED_ID_SPACE = 1 << 24
+MAX_SEEN_WORDS = 1 << 20
 
 
 class WordTokenizer:
@@ -37,6 +38,9 @@ class WordTokenizer:
 
     def __init__(self) -> None:
         self._hashed_text: Dict[int, str] = {}
+        # Every word seen, with its id: prompts repeat their words, and hashing each again costs more than
+        # the rest of a request's handling (the simulator would lag behind its own clock).
+        self._seen: Dict[str, int] = dict(_WORD_IDS)
 
     @property
     def vocab_size(self) -> int:
@@ -46,14 +50,21 @@ class WordTokenizer:
         return len(TOKEN_RE.findall(text))
 
     def encode(self, text: str) -> List[int]:
-        ids = []
-        for piece in TOKEN_RE.findall(text):
-            token_id = _WORD_IDS.get(piece)
-            if token_id is None:
-                token_id = len(BUILTIN_WORDS) + zlib.crc32(piece.encode("utf-8")) % _HASHED_ID_SPACE
-                self._hashed_text.setdefault(token_id, piece)
-            ids.append(token_id)
+        seen = self._seen
+        pieces = TOKEN_RE.findall(text)
+        ids = [seen.get(piece, -1) for piece in pieces]
+        if -1 in ids:
+            ids = [self._new_id(piece) if token_id < 0 else token_id for piece, token_id in zip(pieces, ids)]
         return ids
+
+    def _new_id(self, piece: str) -> int:
+        token_id = self._seen.get(piece)
+        if token_id is None:
+            token_id = len(BUILTIN_WORDS) + zlib.crc32(piece.encode("utf-8")) % _HASHED_ID_SPACE
+            self._hashed_text.setdefault(token_id, piece)
+            if len(self._seen) < MAX_SEEN_WORDS:
+                self._seen[piece] = token_id
+        return token_id
 
     def token_text(self, token_id: int) -> str:
         if 0 <= token_id < len(BUILTIN_WORDS):
@@ -100,19 +111,24 @@ _PIECE_BYTES = tuple(piece.encode() for piece in _PIECES)
 _FIRST_PIECE_BYTES = tuple(word.encode() for word in BUILTIN_WORDS)
 
 
+def output_token_id(seed: int, index: int) -> int:
+    """The built-in word id of the ``index``-th generated token of a sequence."""
+    return (seed + index * 7919) % len(BUILTIN_WORDS)
+
+
 def output_piece(seed: int, index: int) -> str:
     """Text of the ``index``-th generated token of a sequence (a space before all but the first).
 
     Generated text is made of built-in words whatever the tokenizer, so the word tokenizer counts
     exactly one token per generated piece.
     """
-    word = (seed + index * 7919) % len(BUILTIN_WORDS)
+    word = output_token_id(seed, index)
     return BUILTIN_WORDS[word] if index == 0 else _PIECES[word]
 
 
 def output_piece_bytes(seed: int, index: int) -> bytes:
     """``output_piece`` UTF-8 encoded, from a table (the per-token path of streaming)."""
-    word = (seed + index * 7919) % len(BUILTIN_WORDS)
+    word = output_token_id(seed, index)
     return _FIRST_PIECE_BYTES[word] if index == 0 else _PIECE_BYTES[word]
 
 

@@ -26,6 +26,7 @@ not divide the budget is refused when the spec is read.
 from __future__ import annotations
 
 import json
+import math
 import shlex
 from pathlib import Path
 from typing import Any, Literal
@@ -76,6 +77,10 @@ DIMENSION_ALIASES: dict[str, str] = {
 SETTABLE_FIELDS: tuple[str, ...] = tuple(
     name for name in EngineConfig.model_fields if name not in ("gpu_ids", "port")
 )
+# The most accelerators a node or a configuration may have (as many GPU rows as a host probe reads).
+MAX_ACCELERATORS = 1024
+MAX_NAME_CHARS = 200
+MAX_GOAL_CHARS = 2000
 # Result fields an SLO may bound, e.g. ``p99_ttft_ms: 2000`` or ``mean_tpot_ms: 50``.
 SLO_METRICS: tuple[str, ...] = ("ttft", "tpot", "itl", "e2el")
 
@@ -222,11 +227,12 @@ class StageSpec(BaseModel):
 
 class StudySpec(BaseModel):
     """A whole study. ``tuning_profile`` and ``validation_profiles`` are preset names or profile mappings
-    (a mapping with ``preset`` starts from that preset and overrides its fields)."""
+    (a mapping with ``preset`` starts from that preset and overrides its fields). Every number is
+    finite (no NaN or infinity) and every text free of NUL characters, which no database stores."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
     model: str = Field(min_length=1)
     hosts: tuple[str, ...] = Field(min_length=1)
     baseline: dict[str, Any] = Field(description="EngineConfig fields of the starting point; engine required")
@@ -244,14 +250,24 @@ class StudySpec(BaseModel):
         "tokens_per_joule",
     ] = "total_token_throughput"
     goodput: GoodputSLOs | None = Field(None, description="per-request SLOs for the goodput objective")
-    slos: dict[str, float] = Field(default_factory=dict, description="limits on result fields (load curves)")
+    slos: dict[str, float] = Field(
+        default_factory=dict,
+        description="limits on result fields: a configuration that breaks one is infeasible",
+    )
     min_success_pct: float = Field(100.0, gt=0, le=100)
     min_gain_pct: float = Field(1.0, ge=0, description="smallest gain over the best so far that is kept")
-    gpus_per_node: int | None = Field(None, ge=1, description="accelerators per node (default: the hosts')")
-    gpus: int | None = Field(
-        None, ge=1, description="accelerators per configuration (default: the node of the smallest host)"
+    gpus_per_node: int | None = Field(
+        None, ge=1, le=MAX_ACCELERATORS, description="accelerators per node (default: the hosts')"
     )
-    goal: str | None = Field(None, description="the optimization objective in words, for the report")
+    gpus: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_ACCELERATORS,
+        description="accelerators per configuration (default: the node of the smallest host)",
+    )
+    goal: str | None = Field(
+        None, max_length=MAX_GOAL_CHARS, description="the optimization objective in words, for the report"
+    )
     repeats: int = Field(1, ge=1, le=20, description="runs of the tuning profile on each launch")
     relaunches: int = Field(1, ge=1, le=10, description="fresh launches that measure each configuration")
     confidence: float = Field(0.95, ge=0.5, lt=1, description="confidence of every verdict")
@@ -269,6 +285,16 @@ class StudySpec(BaseModel):
             for candidate in stage.candidates:
                 settings.update(candidate.changes.get("env") or {})
         return settings
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nul(cls, data: Any) -> Any:
+        where = nul_path(data)
+        if where is not None:
+            raise ValueError(
+                f"{where or 'the spec'}: text holds a NUL character, which perflab does not store"
+            )
+        return data
 
     @field_validator("model")
     @classmethod
@@ -323,8 +349,8 @@ class StudySpec(BaseModel):
             parts = name.split("_")
             if len(parts) != 3 or parts[1] not in SLO_METRICS or parts[2] != "ms" or not _is_stat(parts[0]):
                 raise ValueError(f"'{name}' is not a latency field (e.g. p99_ttft_ms, mean_tpot_ms)")
-            if limit <= 0:
-                raise ValueError(f"{name} must be > 0")
+            if not math.isfinite(limit) or limit <= 0:
+                raise ValueError(f"{name} must be a finite number > 0, not {limit}")
         return slos
 
     @model_validator(mode="after")
@@ -386,10 +412,12 @@ class StudySpec(BaseModel):
         return gpus
 
     def tuning_runs(self) -> list[BenchmarkProfile]:
-        """The tuning profile and its repetitions on the same launch (``<name>-repeat2``, …)."""
+        """The tuning profile and its repetitions on the same launch (``<name>-repeat2``, …), each a
+        fresh draw of prompts (``BenchmarkProfile.fresh_draw``: another seed, the same for every
+        configuration, so repetitions pair)."""
         tuning = self.tuning()
         return [tuning] + [
-            tuning.model_copy(update={"name": f"{tuning.name}-repeat{number}"})
+            tuning.fresh_draw(number - 1).model_copy(update={"name": f"{tuning.name}-repeat{number}"})
             for number in range(2, self.repeats + 1)
         ]
 
@@ -407,6 +435,24 @@ class StudySpec(BaseModel):
     def stored(self) -> dict[str, Any]:
         """The spec as the JSON stored in the study row."""
         return json.loads(self.model_dump_json())
+
+
+def nul_path(data: Any, path: str = "") -> str | None:
+    """The path (``stages[0].name``) of the first text in ``data`` holding a NUL character, or None."""
+    if isinstance(data, str):
+        return path if "\0" in data else None
+    children: list[tuple[str, Any]] = []
+    if isinstance(data, dict):
+        for key, value in data.items():
+            child = f"{path}.{key}" if path else str(key)
+            children += [(child, key), (child, value)]
+    elif isinstance(data, (list, tuple)):
+        children = [(f"{path}[{index}]", value) for index, value in enumerate(data)]
+    for child, value in children:
+        found = nul_path(value, child)
+        if found is not None:
+            return found
+    return None
 
 
 def _is_stat(word: str) -> bool:
@@ -494,7 +540,7 @@ def load_spec(path: str | Path) -> StudySpec:
     """Read and validate a spec file; raises :class:`StudySpecError` naming the file."""
     file_path = Path(path)
     try:
-        text = file_path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = safe_yaml.read_file(file_path)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise StudySpecError([f"{file_path}: cannot read: {getattr(exc, 'strerror', None) or exc}"]) from None
     return parse_spec(text, name=str(file_path))

@@ -5,7 +5,8 @@ throughputs in tokens or requests per second). Higher throughput, goodput, compl
 success rate are better; lower latency and fewer failed requests are better; counts of tokens, the
 duration and the spread (std) only describe the run and have no better direction. Cost per 1M tokens
 and energy per token or request are better lower, tokens per joule higher (added to a result by
-:mod:`perflab.views.cost`; they are not bench fields).
+:mod:`perflab.views.cost`; they are not bench fields). The engine's own counts over a result's window —
+prefix-cache hits, speculative-decoding acceptance — explain a result and have no better direction.
 """
 
 from __future__ import annotations
@@ -54,6 +55,17 @@ _FIXED: tuple[Metric, ...] = (
     Metric("joules_per_output_token", "Energy per output token", "J", "Energy", "lower", 23),
     Metric("joules_per_request", "Energy per request", "J", "Energy", "lower", 24),
     Metric("mean_power_w_per_accelerator", "Mean power per accelerator", "W", "Energy", None, 25),
+    # What the engine counted over the benchmark's window (perflab.bench.engine_metrics) and the usage's
+    # cached tokens: they explain a result, so they have no better direction.
+    Metric("prefix_cache_hit_rate", "Prefix-cache hit rate", "%", "Cache", None, 30),
+    Metric("prefix_cache_hits", "Prompt tokens served from the prefix cache", "", "Cache", None, 31),
+    Metric("prefix_cache_queries", "Prompt tokens looked up in the prefix cache", "", "Cache", None, 32),
+    Metric("total_cached_tokens", "Cached prompt tokens (usage)", "", "Cache", None, 33),
+    Metric("spec_decode_acceptance_rate", "Draft acceptance rate", "%", "Speculative decoding", None, 40),
+    Metric("spec_decode_acceptance_length", "Acceptance length", "tok", "Speculative decoding", None, 41),
+    Metric("spec_decode_num_drafts", "Drafts", "", "Speculative decoding", None, 42),
+    Metric("spec_decode_draft_tokens", "Draft tokens", "", "Speculative decoding", None, 43),
+    Metric("spec_decode_accepted_tokens", "Accepted tokens", "", "Speculative decoding", None, 44),
 )
 FIXED_METRICS: dict[str, Metric] = {metric.key: metric for metric in _FIXED}
 LATENCY_GROUP_ORDER = {name: 100 + 100 * position for position, name in enumerate(LATENCY_NAMES)}

@@ -1,7 +1,8 @@
-"""Deleting a run from the Run page: which runs may go (one that has ended and that no study still
-needs for its decisions and report) and the deletion itself, its profile results, request records and
-samples going with it (the schema's ``ON DELETE CASCADE``). Who may delete is the page's business
-(:func:`perflab.ui.may_write`)."""
+"""Deleting a run from the Run page: which runs may go (one that has ended and that no study uses:
+none of a study's launches, repeats or validations while the study exists) and the deletion itself,
+its profile results, request records and samples going with it (the schema's ``ON DELETE CASCADE``).
+The study rule is :func:`db.crud.delete_run`'s own, so every path that deletes a run keeps it. Who may
+delete is the page's business (:func:`perflab.ui.may_write`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sqlalchemy as sa
 from sqlmodel import Session
 
 from db import crud
-from db.models import FINISHED_RUN_STATUSES, Run, Study, StudyCandidate
+from db.models import FINISHED_RUN_STATUSES, Run
 
 
 class RunNotDeletable(ValueError):
@@ -23,18 +24,8 @@ def delete_blocker(session: Session, run_id: int) -> str | None:
         return f"Run {run_id} does not exist any more."
     if status not in FINISHED_RUN_STATUSES:
         return f"Run {run_id} is {status}: cancel it and wait until it has ended, then delete it."
-    studies = session.execute(
-        sa.select(Study.id, Study.name)
-        .join(StudyCandidate, StudyCandidate.study_id == Study.id)
-        .where(StudyCandidate.run_id == run_id)
-        .distinct()
-        .order_by(Study.id)
-    ).all()
-    if studies:
-        named = ", ".join(f"#{study_id} ({name})" for study_id, name in studies)
-        noun = "study" if len(studies) == 1 else "studies"
-        return f"Run {run_id} is a measurement of {noun} {named}: its decisions and report rest on it."
-    return None
+    studies = crud.studies_using_run(session, run_id=run_id)
+    return crud.run_in_use_message(run_id, studies) if studies else None
 
 
 def delete_run(session: Session, run_id: int) -> None:
@@ -43,4 +34,7 @@ def delete_run(session: Session, run_id: int) -> None:
     blocker = delete_blocker(session, run_id)
     if blocker is not None:
         raise RunNotDeletable(blocker)
-    crud.delete_run(session, run_id=run_id)
+    try:
+        crud.delete_run(session, run_id=run_id)
+    except crud.RunInUse as in_use:  # a study took the run up since the check
+        raise RunNotDeletable(str(in_use)) from None

@@ -4,10 +4,12 @@ A worker whose heartbeat is older than the stale limit is taken for dead; so is 
 with this worker's own id (found when a worker starts). For each of their runs still launching, ready
 or benchmarking, everything the run recorded in ``remote_state`` is stopped — the engines on its
 host, the benchmark in flight on its host or, when it was forwarded, on this machine (only a worker
-on the machine that ran a forwarded bench finds it) — and the bench's partial result is stored; its
-GPU locks are released and it is marked ``failed`` (``worker_restarted``), keeping the results stored
-so far. A host that cannot be reached is named in the failure message. Log tails and errors are
-redacted before they are stored.
+on the machine that ran a forwarded bench finds it) — and the result that bench left is stored:
+partial when it was stopped, complete when it had finished before the worker read it back. Its GPU
+locks are released; a run whose every profile (every sweep point) now has a complete result is
+``done`` (its recovery noted in ``remote_state["recovered"]``), any other is ``failed``
+(``worker_restarted``), keeping the results stored so far. A host that cannot be reached is named in
+the failure message. Log tails and errors are redacted before they are stored.
 """
 
 from __future__ import annotations
@@ -16,14 +18,17 @@ import logging
 from collections.abc import Iterable
 
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from db import crud
 from db.models import Run
 from db.session import new_session
 from perflab.inventory import Inventory, InventoryError
+from perflab.profiles import BenchmarkProfile
 from perflab.redact import Redactor, hosts_redactor
+from perflab.runner.bench_record import sweep_label
 from perflab.runner.stop import wind_down
-from perflab.runner.store import RunStore
+from perflab.runner.store import RunStore, point_key
 from perflab.simhost import SimulatedHostError
 from perflab.transport import open_transport
 from perflab.transport.errors import TransportError
@@ -55,14 +60,32 @@ def _stop_on_host(
     except (InventoryError, TransportError, SimulatedHostError) as exc:
         state["cleanup_error"] = str(exc)
         return {"remote_state": state}, f"its processes on host '{host_name}' could not be stopped: {exc}"
+    except crud.NotFound:  # deleted while it was stopped: nothing of it to store
+        return {}, None
     fields: dict[str, object] = {"remote_state": state}
     if tail is not None:
         fields["log_tail"] = tail
     return fields, None
 
 
+def measured_every_profile(session: Session, run: Run) -> bool:
+    """Whether every profile the run lists has a complete (not partial) result at each sweep point."""
+    stored = {
+        point_key(result.profile_name, result.sweep_point)
+        for result in crud.list_profile_results(session, run_id=run.id)
+        if not (result.result or {}).get("partial")
+    }
+    wanted = [BenchmarkProfile.model_validate(profile) for profile in run.profiles]
+    return bool(wanted) and all(
+        point_key(profile.name, sweep_label(profile, index)) in stored
+        for profile in wanted
+        for index in range(len(profile.sweep_points()))
+    )
+
+
 def recover_run(engine: Engine, run: Run, inventory: Inventory, *, grace_s: float) -> bool:
-    """Stop and fail one orphaned run; False if it had finished meanwhile."""
+    """Stop one orphaned run and end it (done when every profile's complete result is stored, else
+    failed); False if it had finished meanwhile or was deleted."""
     redactor = hosts_redactor(inventory)
     fields, problem = _stop_on_host(engine, run, inventory, grace_s, redactor)
     fields = redactor.data(fields)
@@ -70,6 +93,13 @@ def recover_run(engine: Engine, run: Run, inventory: Inventory, *, grace_s: floa
     with new_session(engine) as session:
         crud.release_gpus(session, run_id=run.id)
         try:
+            if problem is None and measured_every_profile(session, crud.require_run(session, run_id=run.id)):
+                state = {**fields.get("remote_state", run.remote_state or {}), "recovered": message}
+                crud.set_run_status(
+                    session, run_id=run.id, status="done", **{**fields, "remote_state": state}
+                )
+                logger.warning("run %s: %s; every result was stored, so it is done", run.id, message)
+                return True
             crud.set_run_status(
                 session,
                 run_id=run.id,
@@ -78,7 +108,7 @@ def recover_run(engine: Engine, run: Run, inventory: Inventory, *, grace_s: floa
                 failure_message=message,
                 **fields,
             )
-        except crud.IllegalTransition:
+        except (crud.IllegalTransition, crud.NotFound):
             return False
     logger.warning("run %s: %s", run.id, message)
     return True

@@ -34,6 +34,7 @@ from perflab.worker.recovery import recover
 from perflab.worker.studies import advance_due_studies
 
 logger = logging.getLogger(__name__)
+STOPPED_MESSAGE = "the worker shut down while the run was in flight"
 
 
 def default_worker_id(prefix: str = "worker") -> str:
@@ -89,6 +90,7 @@ class Worker:
         self.gpu_retry_s = gpu_retry_s
         self.runner_options = runner_options or RunnerOptions()
         self._stopping = threading.Event()
+        self._stop_message = STOPPED_MESSAGE
         self._lock = threading.Lock()
         self._active: dict[int, RunHandle] = {}
         self._blocked_until: dict[str, float] = {}
@@ -122,11 +124,13 @@ class Worker:
         self._register()
         self._spawn(self._claim_loop, "claims")
 
-    def stop(self, timeout_s: float = 60.0) -> None:
-        """Stop claiming; in-flight runs stop their engines and end ``failed`` (worker_stopped).
-        Stopping again (e.g. at exit) does nothing."""
+    def stop(self, timeout_s: float = 60.0, *, reason: str | None = None) -> None:
+        """Stop claiming; in-flight runs stop their engines and end ``failed`` (worker_stopped, with
+        ``reason`` as their message when given). Stopping again (e.g. at exit) does nothing."""
         if self._stopping.is_set():
             return
+        if reason is not None:
+            self._stop_message = reason
         self._stopping.set()
         deadline = time.monotonic() + timeout_s
         for thread in [*self._threads, *(active.thread for active in self._snapshot())]:
@@ -223,7 +227,7 @@ class Worker:
             include_own=include_own,
         )
         if recovered:
-            logger.warning("worker %s: failed orphaned runs %s", self.worker_id, recovered)
+            logger.warning("worker %s: ended orphaned runs %s", self.worker_id, recovered)
 
     def _snapshot_items(self) -> list[tuple[int, RunHandle]]:
         with self._lock:
@@ -295,7 +299,7 @@ class Worker:
                 engine=self.engine,
                 inventory=inventory,
                 worker_id=self.worker_id,
-                should_stop=self._stopping.is_set,
+                stop_reason=self._stop_reason,
                 options=self.runner_options,
                 on_event=on_event,
             )
@@ -303,6 +307,10 @@ class Worker:
             logger.exception("worker %s: run %s raised", self.worker_id, run_id)
         finally:
             self._finished(run_id, status)
+
+    def _stop_reason(self) -> str | None:
+        """Why this worker's runs must stop now, or None while they may go on."""
+        return self._stop_message if self._stopping.is_set() else None
 
     def _log_end(self, run_id: int, status: str | None) -> None:
         """One line per ended run: WARNING with the class and first line of the message for a failed
@@ -316,6 +324,10 @@ class Worker:
         except (sa.exc.SQLAlchemyError, crud.NotFound) as exc:  # the database is down, or the run deleted
             logger.warning("worker %s: run %s ended %s (not read back: %s)", self.worker_id, run_id, status,
                            spool.first_line(exc))  # fmt: skip
+            return
+        if run.status != status:  # the database did not take the run's end (nor did its spool)
+            logger.warning("worker %s: run %s ended %s, not stored (it is %s in the database)",
+                           self.worker_id, run_id, status, run.status)  # fmt: skip
             return
         if status == "failed":
             message = (run.failure_message or "").strip().splitlines()

@@ -231,9 +231,10 @@ def test_connections_wanted_follow_the_concurrency_limit_per_server():
     options = BenchOptions(base_urls=["http://a:1", "http://b:2"], model="m", num_prompts=5, input_len=4)
     options.validate()
     prepared = prepare_requests(options, load_dataset(options.dataset_spec(), None).samples)
-    assert connections_wanted(options, prepared) == {"http://a:1": 3, "http://b:2": 2}
+    targets = [item.base_url for item in prepared]
+    assert connections_wanted(options, targets) == {"http://a:1": 3, "http://b:2": 2}
     options.max_concurrency = 2
-    assert connections_wanted(options, prepared) == {"http://a:1": 2, "http://b:2": 2}
+    assert connections_wanted(options, targets) == {"http://a:1": 2, "http://b:2": 2}
 
 
 def test_timing_source_names_every_source_used():

@@ -201,7 +201,8 @@ def test_save_result_switch_append_and_old_file_form(scripted_server, tmp_path, 
         (
             ["--dataset-name", "hf"],
             "vllm bench serve dataset 'hf' is not supported by perflab bench "
-            "(supported: random, sharegpt, custom)",
+            "(supported: random, sharegpt, custom, generated-shared-prefix, sharegpt-multi-turn, "
+            "agentic-trace, mooncake)",
         ),
         (
             ["--percentile-metrics", "ttft,client_queue_time"],

@@ -39,10 +39,12 @@ def test_a_candidate_that_changes_nothing_is_not_kept_on_real_vllm(
     )
     assert outcome.listed["status"] == "done"
     shown = outcome.shown
-    (candidate,) = [row for row in shown["candidates"] if row["stage_name"] == "Prefix cache"]
-    (verdict,) = shown["state"]["verdicts"]
+    (stage,) = shown["stages"]
+    (candidate,) = stage["candidates"]
+    (verdict,) = shown["verdicts"]
     assert verdict["outcome"] in ("within_noise", "not_better")
     assert candidate["decision"] == verdict["outcome"]
+    assert candidate["verdict"] == {key: verdict[key] for key in candidate["verdict"]}
     assert (verdict["n_candidate"], verdict["n_reference"]) == (2, 2)
     assert verdict["half_width_pct"] is not None
     upper = verdict["gain_pct"] + verdict["half_width_pct"]
@@ -51,6 +53,7 @@ def test_a_candidate_that_changes_nothing_is_not_kept_on_real_vllm(
         assert upper < min_gain_pct and "not better" in candidate["note"]
     else:
         assert lower <= min_gain_pct <= upper and "within noise (±" in candidate["note"]
-    assert shown["recommended_command"] and "prefix-caching" not in shown["recommended_command"]
-    spread = shown["state"]["spread"]
+    recommended = outcome.listed["recommended_command"]
+    assert recommended and "prefix-caching" not in recommended
+    spread = shown["spread"]["measured"]
     assert spread["launches"] == 2 and spread["repetitions"] == 4

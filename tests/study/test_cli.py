@@ -34,7 +34,20 @@ def test_list_and_show(study_db: StudyDatabase, capsys: pytest.CaptureFixture[st
     assert main(["study", "--url", study_db.url, "show", str(study_db.done), "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["status"] == "done" and payload["recommended_command"]
-    assert [c["label"] for c in payload["candidates"]][:3] == ["Baseline", "vLLM", "SGLang"]
+    assert [c["label"] for c in payload["stages"][0]["candidates"]] == ["vLLM", "SGLang"]
+    assert payload["stages"][0]["candidates"][0]["state"] == "reused"
+
+
+def test_show_gives_up_at_its_timeout(study_db: StudyDatabase, capsys: pytest.CaptureFixture[str]) -> None:
+    # a microsecond is less than reading any study takes: the deadline fires while it is read
+    assert main(["study", "--url", study_db.url, "show", str(study_db.done), "--timeout", "0.000001"]) == 2
+    assert (
+        f"error: showing study {study_db.done} took longer than 1e-06 s (--timeout)"
+        in capsys.readouterr().err
+    )
+    with pytest.raises(SystemExit):
+        main(["study", "--url", study_db.url, "show", str(study_db.done), "--timeout", "-1"])
+    assert "expected seconds between 0 and 86400, got -1" in capsys.readouterr().err
 
 
 def test_pause_resume_cancel_and_their_errors(

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from typing import Any, List, Optional, Tuple
 
 from perflab.bench.datasets.base import (
@@ -24,7 +23,7 @@ from perflab.bench.datasets.base import (
     lengths_source,
     prompt_length,
 )
-from perflab.bench.datasets.jsonscan import read_text
+from perflab.bench.datasets.jsonscan import iter_json_lines, json_object, read_text
 from perflab.bench.errors import DatasetError
 from perflab.bench.tokenizer import Tokenizer
 
@@ -51,19 +50,8 @@ def _output_len(path: str, line: int, value: Any, field: str = "output_len") -> 
 
 def read_jsonl(path: str, text: str) -> List[Row]:
     rows: List[Row] = []
-    for line, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            entry = json.loads(raw)
-        except ValueError as exc:
-            raise DatasetError(path, f"invalid JSON: {exc}", line=line) from exc
-        except RecursionError:
-            raise DatasetError(path, "invalid JSON: nested too deeply", line=line) from None
-        if not isinstance(entry, dict):
-            raise DatasetError(
-                path, f"each line must be a JSON object, not {type(entry).__name__}", line=line
-            )
+    for line, value in iter_json_lines(path, text):
+        entry = json_object(path, line, value)
         field = "output_len" if "output_len" in entry else "output_tokens"
         rows.append(
             (_prompt(path, line, entry.get("prompt")), _output_len(path, line, entry.get(field), field))

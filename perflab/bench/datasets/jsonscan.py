@@ -1,25 +1,31 @@
-"""Read a JSON array element by element, keeping the line on which each element starts.
+"""Read JSON with the line of each value: a top-level array element by element, or JSON lines.
 
 ``json.load`` loses positions; decoding the top-level array one element at a time with
-``JSONDecoder.raw_decode`` lets errors about an element name its line.
+``JSONDecoder.raw_decode`` lets errors about an element name its line. ``iter_json_lines`` decodes one
+value per non-blank line.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterator, Tuple
+from typing import Any, Dict, Iterator, Tuple
 
 from perflab.bench.errors import DatasetError
+from perflab.bench.user_files import UserFileError, read_capped
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+# The largest dataset file read (ShareGPT_V3_unfiltered_cleaned_split.json is about 640 MiB).
+MAX_DATASET_BYTES = 1024**3
 
 
 def read_text(path: str) -> str:
-    """The file's text as UTF-8, or a ``DatasetError`` naming the line of the first bad byte."""
+    """The regular file's text as UTF-8 (at most :data:`MAX_DATASET_BYTES`, see
+    :mod:`perflab.bench.user_files`), or a ``DatasetError`` naming the line of the first bad byte."""
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
+        raw = read_capped(path, MAX_DATASET_BYTES)
+    except UserFileError as exc:
+        raise DatasetError(path, str(exc)) from None
     except OSError as exc:
         raise DatasetError(path, f"cannot read file: {exc.strerror or exc}") from exc
     try:
@@ -27,6 +33,30 @@ def read_text(path: str) -> str:
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         raise DatasetError(path, "not valid UTF-8 text", line=line) from exc
+
+
+def json_value(path: str, text: str, line: int = 1) -> Any:
+    """The JSON value ``text`` holds (starting on ``line``), else a ``DatasetError`` naming the line."""
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise DatasetError(path, f"invalid JSON: {exc}", line=line) from None
+    except RecursionError:
+        raise DatasetError(path, "invalid JSON: nested too deeply", line=line) from None
+
+
+def iter_json_lines(path: str, text: str) -> Iterator[Tuple[int, Any]]:
+    """Yield ``(line, value)`` for each non-blank line of ``text``."""
+    for line, raw in enumerate(text.splitlines(), start=1):
+        if raw.strip():
+            yield line, json_value(path, raw, line)
+
+
+def json_object(path: str, line: int, value: Any) -> Dict[str, Any]:
+    """``value`` when it is a JSON object, else a ``DatasetError`` naming the line."""
+    if not isinstance(value, dict):
+        raise DatasetError(path, f"each line must be a JSON object, not {type(value).__name__}", line=line)
+    return value
 
 
 def iter_array(path: str, text: str) -> Iterator[Tuple[int, Any]]:

@@ -33,9 +33,22 @@ def _turn_text(path: str, line: int, conversations: List[Any], turn: int) -> str
     return value
 
 
-def read_pairs(path: str) -> List[Tuple[str, str]]:
-    """(prompt, reply) of every conversation with at least two turns, validating each entry."""
-    pairs: List[Tuple[str, str]] = []
+def _later_texts(conversations: List[Any], start: int) -> List[str]:
+    """The texts of the turns from ``start`` on, up to the first that has none."""
+    texts: List[str] = []
+    for entry in conversations[start:]:
+        value = entry.get("value") if isinstance(entry, dict) else None
+        if not isinstance(value, str):
+            break
+        texts.append(value)
+    return texts
+
+
+def read_conversations(path: str, checked_turns: int = 2) -> List[Tuple[int, List[str]]]:
+    """``(line, texts)`` of every conversation with at least two turns: the texts of its turns in
+    order, the first ``checked_turns`` validated (an error names the line), later ones up to the first
+    without a text."""
+    found: List[Tuple[int, List[str]]] = []
     for line, entry in iter_array(path, read_text(path)):
         if not isinstance(entry, dict):
             raise DatasetError(path, f"each entry must be an object, not {type(entry).__name__}", line=line)
@@ -45,12 +58,20 @@ def read_pairs(path: str) -> List[Tuple[str, str]]:
                 "missing" if conversations is None else f"must be a list, not {type(conversations).__name__}"
             )
             raise DatasetError(path, problem, line=line, field="conversations")
-        if len(conversations) >= 2:
-            pairs.append((_turn_text(path, line, conversations, 0), _turn_text(path, line, conversations, 1)))
-    return pairs
+        if len(conversations) < 2:
+            continue
+        checked = min(checked_turns, len(conversations))
+        texts = [_turn_text(path, line, conversations, turn) for turn in range(checked)]
+        found.append((line, texts + _later_texts(conversations, checked)))
+    return found
 
 
-def _length(tokenizer: Optional[Tokenizer], text: str) -> int:
+def read_pairs(path: str) -> List[Tuple[str, str]]:
+    """(prompt, reply) of every conversation with at least two turns, validating each entry."""
+    return [(texts[0], texts[1]) for _, texts in read_conversations(path)]
+
+
+def estimated_length(tokenizer: Optional[Tokenizer], text: str) -> int:
     if tokenizer is not None:
         return tokenizer.count(text)
     return max(1, round(len(text) / CHARS_PER_TOKEN))
@@ -66,8 +87,8 @@ def sharegpt_dataset(spec: DatasetSpec, tokenizer: Optional[Tokenizer]) -> Datas
     for prompt, reply in pairs:
         if len(samples) == spec.count:
             break
-        prompt_len = _length(tokenizer, prompt)
-        output_len = fixed_output if fixed_output is not None else _length(tokenizer, reply)
+        prompt_len = estimated_length(tokenizer, prompt)
+        output_len = fixed_output if fixed_output is not None else estimated_length(tokenizer, reply)
         if prompt_len < MIN_TOKENS or (fixed_output is None and output_len < MIN_TOKENS):
             continue
         if prompt_len > MAX_PROMPT_TOKENS or prompt_len + output_len > MAX_TOTAL_TOKENS:

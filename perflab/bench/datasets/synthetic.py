@@ -55,8 +55,16 @@ def exact_text(
     return text, count
 
 
-def _word_text(rng: random.Random, words: int) -> str:
+def word_text(rng: random.Random, words: int) -> str:
+    """``words`` common words (about one token each): the text of prompts made without a tokenizer."""
     return " ".join(rng.choice(FILLER_WORDS) for _ in range(words))
+
+
+def filled_text(tokenizer: Optional[Tokenizer], rng: random.Random, length: int) -> Tuple[str, Optional[int]]:
+    """Text of ``length`` tokens and its count (of words, count None, without a tokenizer)."""
+    if tokenizer is None:
+        return word_text(rng, length), None
+    return exact_text(tokenizer, rng, "", 0, length)
 
 
 def random_dataset(spec: DatasetSpec, tokenizer: Optional[Tokenizer]) -> Dataset:
@@ -73,9 +81,9 @@ def random_dataset(spec: DatasetSpec, tokenizer: Optional[Tokenizer]) -> Dataset
     notes: List[str] = []
     samples: List[Sample] = []
     if tokenizer is None:
-        prefix = _word_text(rng, spec.prefix_len) + " " if spec.prefix_len else ""
+        prefix = word_text(rng, spec.prefix_len) + " " if spec.prefix_len else ""
         for _ in range(spec.count):
-            text = prefix + _word_text(rng, rng.randint(in_low, in_high))
+            text = prefix + word_text(rng, rng.randint(in_low, in_high))
             samples.append(Sample(text, None, rng.randint(out_low, out_high)))
         notes.append("no tokenizer and no server /tokenize: exact input lengths could not be verified")
         return Dataset(samples, "unverified", notes)

@@ -11,12 +11,13 @@ supplies an :class:`EngineLog` subclass for its log lines.
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import sys
 from typing import List, Optional
 
 from perflab.sim import failures
-from perflab.sim.api import ApiConfig, OpenAIApp
+from perflab.sim.api import ApiConfig, OpenAIApp, vllm_dev_mode
 from perflab.sim.deployment import Deployment, Knobs, resolve_deployment
 from perflab.sim.engine import Engine, model_engine
 from perflab.sim.failures import EngineFailure
@@ -195,8 +196,9 @@ async def _serve(
         dep.knobs.api_key,
         bool(dep.knobs.reasoning_parser),
         launch.metrics_enabled,
-        need_prompt_ids=dep.prefix_caching,
+        need_prompt_ids=True,  # tokenized with or without prefix caching: the same CPU cost for both
         max_batch_size=dep.max_num_seqs,
+        dev_mode=vllm_dev_mode(os.environ),
     )
     uvicorn = log.uvicorn_console
     app = OpenAIApp(
