@@ -17,7 +17,7 @@ re-measurements counted as launches). Noise, when on, is added here at the measu
 full measurement is multiplied by 1 + N(0, CV), a screening (a quarter of the prompts) by
 1 + N(0, 2·CV).
 
-The greedy staged study is :func:`perflab.study.plan.plan_study` with the seeds' stage order
+The greedy staged study is :func:`perflab.study.study_plan.plan_study` with the seeds' stage order
 (parallelism, then max-num-seqs, then max-num-batched-tokens) from TP8 with max-num-seqs 256 and
 max-num-batched-tokens 8192 (vLLM's H100 default), noise off.
 
@@ -46,10 +46,11 @@ from perflab.sim.hardware import find_accelerator  # noqa: E402
 from perflab.sim.perfmodel import PerfModel, plan_memory  # noqa: E402
 from perflab.study.budget import fill_budget  # noqa: E402
 from perflab.study.configs import build_config, config_fields  # noqa: E402
-from perflab.study.plan import Measurement, Rules, plan_study  # noqa: E402
 from perflab.study.search import Observation, Trial, final_pick, promising, step, with_outcomes  # noqa: E402
 from perflab.study.search_space import SearchSpec  # noqa: E402
 from perflab.study.spec import StageSpec  # noqa: E402
+from perflab.study.study_plan import plan_study  # noqa: E402
+from perflab.study.types import Measurement, Rules  # noqa: E402
 
 MODEL = "meta-llama/Llama-3.1-70B-Instruct"
 GPUS = 8
@@ -188,7 +189,7 @@ def search(cells: dict[str, Cell], seed: int, cv: float) -> tuple[float, int, fl
                 seen[trial.fingerprint] = Observation("pruned", screening=screened)
     while True:
         trials = with_outcomes(trials, seen)
-        pick = final_pick(spec, OBJECTIVES, trials, min_gain_pct=MIN_GAIN_PCT)
+        pick = final_pick(spec, OBJECTIVES, trials, rules=Rules(min_gain=MIN_GAIN_PCT / 100))
         if not pick.remeasure:
             break
         for number in pick.remeasure:

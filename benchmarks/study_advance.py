@@ -1,11 +1,20 @@
-"""How long one ``advance`` of a study takes, the reconciler every worker poll runs per active study.
+"""How long one ``advance`` of a study takes, the reconciler every worker poll runs per active study,
+and how long its result takes to read, what every open study page repeats while it runs.
 
-Builds a study with S stages of C candidates each and measures every run it queues (stores a tuning and
-a validation result, the way the runner does) stage by stage. With the last stage's runs queued and
-unmeasured, when the study has its most runs and candidates, it times ``advance`` (which then
-recomputes the plan and finds nothing to change), then finishes the study and times its report.
+Staged (the default): builds a study with S stages of C candidates each and measures every run it
+queues (stores a tuning and a validation result, the way the runner does) stage by stage. With the last
+stage's runs queued and unmeasured, when the study has its most runs and candidates, it times
+``advance`` (which then recomputes the plan and finds nothing to change), then finishes the study and
+times its report.
 
-    python benchmarks/study_advance.py [--stages 6] [--candidates 6] [--url postgresql+psycopg://…/empty_db]
+With ``--search L``: a search over max-num-seqs × max-num-batched-tokens × parallelism with a budget of
+L launches, every run measured profile by profile (screening, tuning, validation) on a synthetic
+landscape with 3 % noise, the coordinator advancing between; it times ``advance`` (the search
+proposes, screens, picks) and ``study_report`` (what the page, ``study show --json`` and the report
+build: the plan read without proposing, the launches, the trials, importances once stopped) after
+every round of runs, and the report once the study is done.
+
+    python benchmarks/study_advance.py [--stages 6] [--candidates 6] [--search 24] [--url postgresql+psycopg://…/db]
 
 Without ``--url`` a temporary SQLite file is used. The database must be empty (it is migrated).
 """
@@ -13,10 +22,12 @@ Without ``--url`` a temporary SQLite file is used. The database must be empty (i
 from __future__ import annotations
 
 import argparse
+import random
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -73,10 +84,136 @@ def _measure_queued(engine, study_id: int, value: float) -> int:  # type: ignore
     return measured
 
 
+SEARCH_SPEC = """
+name: search bench
+model: Qwen/Qwen3-8B
+hosts: [h]
+baseline: {{engine: vllm}}
+gpus: 8
+tuning_profile: {{name: t, title: T, dataset: random, input_len: 9, output_len: 9, num_prompts: 9}}
+validation_profiles: [short]
+stages:
+  - name: Search
+    search:
+      knobs:
+        max_num_seqs: [32, 64, 128, 256, 512]
+        max_num_batched_tokens: [2048, 4096, 8192, 16384]
+      parallelism: [{{tp: 1}}, {{tp: 2}}, {{tp: 4}}, {{tp: 8}}]
+      budget: {{launches: {launches}}}
+      screening: 0.5
+      seed: 0
+"""
+
+
+def _value(config: dict, run_id: int, profile: str) -> float:
+    seqs, tokens, tp = (
+        config.get("max_num_seqs") or 256,
+        config.get("max_num_batched_tokens") or 8192,
+        config["tp"],
+    )
+    true = 1000.0 + 40.0 * tp + 0.3 * min(seqs, 64 * tp) + 0.01 * tokens
+    return true * (1.0 + random.Random(f"{run_id}:{profile}").gauss(0.0, 0.03))
+
+
+def _measure_profiles(engine, study_id: int) -> int:  # type: ignore[no-untyped-def]
+    """Store a result for every profile of every queued run, advancing between; how many ran."""
+    with db_session.new_session(engine) as session:
+        queued = [run for run in study_runs(session, study_id=study_id) if run.status == "queued"]
+    for run in queued:
+        position = 0
+        while True:
+            with db_session.new_session(engine) as session:
+                current = crud.require_run(session, run_id=run.id)
+                if current.status == "queued":
+                    for status in ("launching", "ready", "benchmarking"):
+                        crud.set_run_status(session, run_id=run.id, status=status)
+                if position >= len(current.profiles):
+                    crud.set_run_status(session, run_id=run.id, status="done")
+                    break
+                profile = current.profiles[position]
+                value = _value(current.config, run.id, profile["name"])
+                crud.add_profile_result(
+                    session,
+                    run_id=run.id,
+                    profile=profile,
+                    result={"completed": 9, "failed": 0, "total_token_throughput": value},
+                    text_block=None,
+                    bench_mode="on-host",
+                )
+            position += 1
+            advance(engine, study_id)
+    return len(queued)
+
+
+def _timed(call: Callable[[], object], repeat: int) -> list[float]:
+    timings = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        call()
+        timings.append(time.perf_counter() - started)
+    return timings
+
+
+def _staged(engine, inventory: Inventory, stages: int, candidates: int, repeat: int) -> None:  # type: ignore[no-untyped-def]
+    study = create_study(engine, parse_spec(_spec(stages, candidates)), inventory=inventory)
+    runs = 0
+    for step in range(stages):  # the baseline, then every stage but the last
+        advance(engine, study.id)
+        runs += _measure_queued(engine, study.id, 1000.0 + step)
+    advance(engine, study.id)
+    timings = _timed(lambda: advance(engine, study.id), repeat)
+    runs += _measure_queued(engine, study.id, 2000.0)
+    advance(engine, study.id)
+    with db_session.new_session(engine) as session:
+        started = time.perf_counter()
+        study_report(session, study_id=study.id)
+        report_s = time.perf_counter() - started
+        status = crud.get_study(session, study_id=study.id).status
+    print(f"study: {stages} stages × {candidates} candidates, {runs} runs, status {status}")
+    print(
+        f"advance (study in its last stage): median {statistics.median(timings) * 1000:.1f} ms, "
+        f"max {max(timings) * 1000:.1f} ms"
+    )
+    print(f"report (no charts): {report_s * 1000:.1f} ms")
+
+
+def _searched(engine, inventory: Inventory, launches: int, repeat: int) -> None:  # type: ignore[no-untyped-def]
+    study = create_study(engine, parse_spec(SEARCH_SPEC.format(launches=launches)), inventory=inventory)
+
+    def read() -> None:
+        with db_session.new_session(engine) as session:
+            study_report(session, study_id=study.id)
+
+    runs = 0
+    advancing: list[float] = []
+    reading: list[float] = []
+    for _ in range(4 * launches):
+        advancing += _timed(lambda: advance(engine, study.id), 1)
+        reading += _timed(read, 1)
+        queued = _measure_profiles(engine, study.id)
+        runs += queued
+        with db_session.new_session(engine) as session:
+            status = crud.get_study(session, study_id=study.id).status
+        if status != "running" and not queued:
+            break
+    finished = _timed(read, repeat)
+    print(f"search study: budget {launches} launches, {runs} runs, status {status}")
+    print(
+        f"advance while it runs (proposes, screens, picks): "
+        f"median {statistics.median(advancing) * 1000:.1f} ms, max {max(advancing) * 1000:.1f} ms"
+    )
+    print(
+        f"study_report while it runs (a page render): median {statistics.median(reading) * 1000:.1f} ms, "
+        f"max {max(reading) * 1000:.1f} ms"
+    )
+    print(f"study_report once done: median {statistics.median(finished) * 1000:.1f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--stages", type=int, default=6)
     parser.add_argument("--candidates", type=int, default=6)
+    parser.add_argument("--search", type=int, metavar="LAUNCHES", help="time a search study of this budget")
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--url")
     args = parser.parse_args()
@@ -85,31 +222,11 @@ def main() -> None:
     engine = db_session.get_engine(url)
     host = HostConfig(name="h", transport="local", simulate=SimulateSpec(accelerator="H100", count=8))
     inventory = Inventory(Path("hosts.yaml"), (host,))
-    study = create_study(engine, parse_spec(_spec(args.stages, args.candidates)), inventory=inventory)
-    runs = 0
-    for step in range(args.stages):  # the baseline, then every stage but the last
-        advance(engine, study.id)
-        runs += _measure_queued(engine, study.id, 1000.0 + step)
-    advance(engine, study.id)
-    timings = []
-    for _ in range(args.repeat):
-        started = time.perf_counter()
-        advance(engine, study.id)
-        timings.append(time.perf_counter() - started)
-    runs += _measure_queued(engine, study.id, 2000.0)
-    advance(engine, study.id)
-    with db_session.new_session(engine) as session:
-        started = time.perf_counter()
-        study_report(session, study_id=study.id)
-        report_s = time.perf_counter() - started
-        status = crud.get_study(session, study_id=study.id).status
     print(f"database: {db_session.describe(url)}")
-    print(f"study: {args.stages} stages × {args.candidates} candidates, {runs} runs, status {status}")
-    print(
-        f"advance (study in its last stage): median {statistics.median(timings) * 1000:.1f} ms, "
-        f"max {max(timings) * 1000:.1f} ms"
-    )
-    print(f"report (no charts): {report_s * 1000:.1f} ms")
+    if args.search:
+        _searched(engine, inventory, args.search, args.repeat)
+    else:
+        _staged(engine, inventory, args.stages, args.candidates, args.repeat)
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ def start(spec: StudySpec) -> None:
     try:
         study = create_study(ui.db_engine(), spec, inventory=inventory, queued_by=ui.queued_by() or "web")
     except (StudySpecError, StudyHostError) as error:
-        st.error(str(error))
+        st.error(md_text(str(error)))
         return
     ui.clear_cached_reads()
     st.success(f"Study {study.id} queued: {md_text(study.name)}.")
@@ -166,7 +166,9 @@ if submitted:
             relaunches=int(relaunches),
         )
     except StudySpecError as error:
-        st.error("The study cannot start:\n\n" + "\n".join(f"- {problem}" for problem in error.problems))
+        st.error(
+            "The study cannot start:\n\n" + "\n".join(f"- {md_text(problem)}" for problem in error.problems)
+        )
     else:
         start(form_spec)
 
@@ -176,6 +178,9 @@ with upload_tab:
         try:
             uploaded_spec = views.spec_from_upload(uploaded.name, uploaded.getvalue())
         except StudySpecError as error:
-            st.error("The spec cannot be used:\n\n" + "\n".join(f"- {problem}" for problem in error.problems))
+            st.error(
+                "The spec cannot be used:\n\n"
+                + "\n".join(f"- {md_text(problem)}" for problem in error.problems)
+            )
         else:
             start(uploaded_spec)

@@ -1,7 +1,10 @@
-"""Study (``?study=ID``): its stages with candidates, results, failures and winners as they arrive, the
-recommended serve command, the optimization summary, baseline vs optimized on every validation
-profile, charts, and the report download. Pause, resume and cancel; an incomplete study lists the
-candidates the infrastructure kept from being measured and offers to measure them."""
+"""Study (``?study=ID``): its result as it stands (:func:`perflab.report.from_study.study_report`, the
+model the report, the JSON and the CSV render too): its stages with candidates, results, failures and
+winners as they arrive, a search's trials and launches, the recommended serve command, the
+optimization summary, baseline vs optimized on every validation profile, charts, every launch, and the
+report download. Every table is plain text (nothing from a user is drawn as HTML). Pause, resume and
+cancel; an incomplete study lists the candidates the infrastructure kept from being measured and offers
+to measure them."""
 
 from __future__ import annotations
 
@@ -10,13 +13,14 @@ import streamlit as st
 from db import crud
 from db.crud.studies import FINISHED_STUDY_STATUSES
 from perflab import ui
-from perflab.cost.stored import load_cost_context
 from perflab.hub.catalog import SAMPLE_REPORT_NOTE
 from perflab.markdown_text import md_text
 from perflab.report import charts as report_charts
 from perflab.report.export import report_files, results_csv, results_json, zip_bytes
-from perflab.report.from_study import report_of
-from perflab.report.markdown import conclusion_table, per_accelerator_lines, summary_table
+from perflab.report.from_study import study_report
+from perflab.report.markdown import per_accelerator_lines
+from perflab.report.model import Report, SearchSection
+from perflab.report.search_section import launch_text
 from perflab.study import views
 from perflab.study.coordinator import (
     StudyStateError,
@@ -25,10 +29,7 @@ from perflab.study.coordinator import (
     pause_study,
     resume_study,
 )
-from perflab.study.noise import Spread
-from perflab.study.progress import load_progress
 from perflab.study.spec import StudySpecError
-from perflab.study.text import incomplete_text
 from perflab.views.formatting import MISSING
 from perflab.views.urlstate import BadParam
 
@@ -87,9 +88,11 @@ except StudyStateError as error:
     st.warning(str(error))
 
 
-def draw_stages(report, progress) -> None:  # type: ignore[no-untyped-def]
-    """Every reached stage: its candidates table and their result blocks."""
+def draw_stages(report: Report) -> None:
+    """Every reached stage: its candidates table and their result blocks; a search stage's launches,
+    pick and trials."""
     unit = report.objective_unit
+    searches = {search.stage: search for search in report.searches}
     for stage in report.stages:
         state = "" if stage.decided else " (running)"
         st.subheader(f"{stage.index}. {md_text(stage.name)}{state}")
@@ -100,6 +103,9 @@ def draw_stages(report, progress) -> None:  # type: ignore[no-untyped-def]
             key=f"stage_{stage.index}",
             placeholder=MISSING,  # a candidate still waiting has no value yet
         )
+        search = searches.get(stage.index)
+        if search is not None:
+            draw_search(search)
         with st.expander("Serving commands and benchmark results"):
             for candidate in stage.candidates:
                 st.markdown(f"**{md_text(candidate.label)}**")
@@ -107,42 +113,54 @@ def draw_stages(report, progress) -> None:  # type: ignore[no-untyped-def]
                     st.code(candidate.serve_command, language="bash")
                 for block in candidate.blocks:
                     st.code(block.text, language=None)
-    if progress.plan.status == "running" and not report.stages:
+    if report.status in ("queued", "running") and not report.stages:
         st.info("Measuring the baseline; the first stage starts when its tuning result is in.")
+
+
+def draw_search(search: SearchSection) -> None:
+    """A search stage's launches against its budget, why it stopped, its pick and its trials."""
+    st.caption(md_text(launch_text(search)))
+    for label, text in (
+        ("Past the budget", search.over_budget),
+        ("Stopped", search.stop),
+        ("Pick", search.pick),
+        ("Which knobs mattered", search.importance_note),
+    ):
+        if text:
+            st.caption(f"{label}: {md_text(text)}")
+    st.dataframe(views.trials_table(search), hide_index=True, key=f"trials_{search.stage}")
 
 
 @st.fragment(run_every=LIVE_EVERY_S if active else None)
 def study_body(shown_status: str) -> None:
-    """The study as it stands; polled while it is active, reloading the page when its status moves on."""
+    """The study's result as it stands; polled while it is active, reloading the page when its status
+    moves on."""
     with ui.session() as session:
         try:
-            progress = load_progress(session, study_id=study_id)
+            report = study_report(session, study_id=study_id)
         except StudySpecError as error:
             st.error(f"The stored spec of this study cannot be read: {error}")
             return
-        report = report_of(progress, load_cost_context(session, progress.runs))
-    if progress.study.status != shown_status:
+    if report.status != shown_status:
         st.rerun()
-    spec = progress.spec
-    phase = (progress.study.state or {}).get("phase", "")
     facts = [
-        ui.status_text(progress.study.status),
-        phase if phase != progress.study.status else "",  # a finished study's phase repeats its status
-        f"model **{md_text(spec.model)}**",
-        f"hosts {md_text(', '.join(spec.hosts))}",
+        ui.status_text(report.status or ""),
+        report.phase if report.phase != report.status else "",  # a finished study's phase repeats its status
+        f"model **{md_text(report.model)}**",
+        f"hosts {md_text(', '.join(report.hosts))}",
         f"objective {md_text(report.objective)}",
-        f"tuning profile {md_text(spec.tuning().title)}",
+        f"tuning profile {md_text(report.tuning)}",
     ]
     st.markdown(" · ".join(fact for fact in facts if fact))
     for note in report.notes:
         if note == SAMPLE_REPORT_NOTE:
             st.warning(note, icon=":material/science:")
-        else:
+        elif note != report.failure:
             st.caption(md_text(note))
-    if progress.plan.failure:
-        st.error(progress.plan.failure)
-    if progress.plan.status == "incomplete":
-        st.warning(md_text(incomplete_text(progress.plan)))
+    if report.failure:
+        st.error(md_text(report.failure))
+    if report.incomplete:
+        st.warning(md_text(report.incomplete))
 
     st.header("Recommended serve command")
     if report.recommended_command:
@@ -152,34 +170,36 @@ def study_body(shown_status: str) -> None:
     elif report.unmeasured:
         st.caption("None over candidates that could not be measured (see above).")
     else:
-        best = progress.plan.best
-        st.caption(f"Not decided yet; best so far: {md_text(best.label)}.")
+        st.caption(f"Not decided yet; best so far: {md_text(report.best)}.")
 
     st.header("Baseline vs optimized")
-    st.markdown("\n".join(conclusion_table(report)), unsafe_allow_html=True)
+    st.dataframe(views.comparison_table(report), hide_index=True, key="study_comparison")
     for line in per_accelerator_lines(report):
-        st.caption(line)
-    spread = (progress.study.state or {}).get("spread")
-    if spread:
-        st.caption(f"Measured spread of the baseline: {Spread(**spread).text()}.")
-    prior = (progress.study.state or {}).get("prior_spread")
-    if prior:
-        reused = Spread(**{key: prior[key] for key in Spread.__dataclass_fields__})
-        st.caption(f"Spread reused from study {prior.get('study_id')}: {reused.text()}.")
+        if line:
+            st.caption(line)
     st.header("Summary of Optimization Options")
     if report.summary:
-        st.markdown("\n".join(summary_table(report)), unsafe_allow_html=True)
+        st.dataframe(views.summary_table(report), hide_index=True, key="study_summary")
     else:
         st.caption("No stage is decided yet.")
 
     st.header("Stages")
-    draw_stages(report, progress)
+    draw_stages(report)
 
     figures = report_charts.report_charts(report)
     if figures:
         st.header("Charts")
         for name, figure in figures.items():
             ui.chart(figure, key=f"study_{name}", file_name=f"study-{study_id}-{name}.png")
+
+    if report.launches:
+        with st.expander(f"Launches ({len(report.launches)})"):
+            st.dataframe(
+                views.launches_table(report),
+                hide_index=True,
+                column_config={"Run": st.column_config.LinkColumn("Run", display_text=r"run\?run=(\d+)")},
+                key="study_launches",
+            )
 
     st.header("Report")
     stem = f"perflab-study-{study_id}"
@@ -193,6 +213,8 @@ def study_body(shown_status: str) -> None:
         ui.Download("Download CSV", lambda: results_csv(report), f"{stem}.csv", "study_download_csv"),
         ui.Download("Download JSON", lambda: results_json(report), f"{stem}.json", "study_download_json"),
     )
+    for caveat in report.caveats:
+        st.caption(md_text(caveat))
 
 
 study_body(study.status)

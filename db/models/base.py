@@ -79,4 +79,5 @@ CANDIDATE_DECISIONS: tuple[str, ...] = (
     "reused",
     "unmeasured",
     "within_noise",
+    "infeasible",
 )

@@ -1,45 +1,29 @@
 """The cost rows of a study report: per benchmark case, what the baseline and the optimized
 configuration cost per 1M tokens and how many output tokens they served per joule.
 
-A swept case is priced where a team budgets it: at the highest load that meets the study's SLOs
-("$0.21 per 1M tokens at p99_ttft_ms ≤ 2000"), else at its best-throughput point. The change is the
-optimized cost ÷ the baseline's − 1 (money is linear: −38 % is 38 % cheaper), coloured as a gain when
-negative.
+A configuration's cost and energy on a case are means over its launches, as its throughput is
+(:func:`cost_side`); energy counts only the launches whose window measured it (the energy module says
+why one did not). A swept case is priced where a team budgets it: at the highest load that meets the
+study's SLOs ("$0.21 per 1M tokens at p99_ttft_ms ≤ 2000"), else at its best-throughput point. The
+change is the optimized cost ÷ the baseline's − 1 (money is linear: −38 % is 38 % cheaper), coloured
+as a gain when negative. Every text that comes from a user (a case title, a price label, a currency)
+is escaped where it is written: :func:`cost_text` for plain tables, :func:`cost_cell` for markdown.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from statistics import fmean
 
 from db.models import ProfileResult
+from perflab.cost.energy import NotMeasured
 from perflab.cost.figures import CostFigures
 from perflab.cost.prices import CURRENCY_SYMBOLS
+from perflab.markdown_text import md_text
+from perflab.report.model import CostRow, CostSide
 from perflab.report.sections import headline
 from perflab.report.summary import coloured, percent_text
 from perflab.study.loadcurve import curve_from_results
-
-
-@dataclass(frozen=True)
-class CostRow:
-    """One benchmark case's cost, baseline against optimized; ``at`` names the SLOs it is priced at."""
-
-    case: str
-    baseline: CostFigures | None
-    optimized: CostFigures | None
-    at: str | None = None
-
-    @property
-    def change(self) -> float | None:
-        """The optimized cost per 1M tokens against the baseline's, as a fraction."""
-        before = self.baseline.cost_per_mtok_total if self.baseline else None
-        after = self.optimized.cost_per_mtok_total if self.optimized else None
-        return after / before - 1.0 if before and after is not None else None
-
-    @property
-    def currency(self) -> str | None:
-        priced = [side.price for side in (self.baseline, self.optimized) if side and side.price]
-        return priced[0].currency if priced else None
 
 
 def slo_text(slos: Mapping[str, float]) -> str:
@@ -59,14 +43,66 @@ def priced_result(results: Sequence[ProfileResult], slos: Mapping[str, float]) -
     return next(r for r in results if r.sweep_point and float(r.sweep_point["value"]) == load)
 
 
-def cost_cell(figures: CostFigures | None) -> str:
-    """``$0.21 per 1M tokens<br>1.25 tok/J``, saying what is not known."""
-    if figures is None:
-        return "not measured"
-    cost = figures.cost_per_mtok_total
-    money = f"{figures.price.money(cost)} per 1M tokens" if figures.price and cost is not None else "no price"
-    energy = figures.output_tokens_per_joule
-    return f"{money}<br>{f'{energy:.3g} tok/J' if energy is not None else 'energy not measured'}"
+def _two_level_mean(groups: Sequence[Sequence[float | None]]) -> tuple[float | None, int]:
+    """The mean over groups of each group's mean (values that are None left out), and how many groups
+    had a value."""
+    means = [fmean(known) for group in groups if (known := [value for value in group if value is not None])]
+    return (fmean(means) if means else None), len(means)
+
+
+def cost_side(launches: Sequence[Sequence[CostFigures]]) -> CostSide | None:
+    """One configuration's cost and energy on a case from each launch's figures (one per run of the
+    case on it): the mean over launches of each launch's mean, as its throughput is averaged; None
+    without a launch."""
+    launches = [figures for figures in launches if figures]
+    if not launches:
+        return None
+    flat = [found for figures in launches for found in figures]
+    cost, _ = _two_level_mean([[found.cost_per_mtok_total for found in figures] for figures in launches])
+    energy, measured = _two_level_mean(
+        [[found.output_tokens_per_joule for found in figures] for figures in launches]
+    )
+    reasons = [found.energy.reason for found in flat if isinstance(found.energy, NotMeasured)]
+    return CostSide(
+        price=next((found.price for found in flat if found.price is not None), None),
+        cost_per_mtok=cost,
+        tokens_per_joule=energy,
+        launches=len(launches),
+        energy_launches=measured,
+        energy_not_measured=reasons[-1] if reasons and energy is None else None,
+    )
+
+
+def _parts(side: CostSide) -> tuple[str, str]:
+    """The money and the energy of one side, as plain text."""
+    cost = side.cost_per_mtok
+    money = f"{side.price.money(cost)} per 1M tokens" if side.price and cost is not None else "no price"
+    if side.tokens_per_joule is None:
+        why = side.energy_not_measured
+        return money, f"energy not measured: {why}" if why else "energy not measured"
+    energy = f"{side.tokens_per_joule:.3g} tok/J"
+    if side.energy_launches < side.launches:
+        energy += (
+            f" (mean of the {side.energy_launches} of {side.launches} launches whose energy was measured)"
+        )
+    elif side.launches > 1:
+        energy += f" (mean of {side.launches} launches)"
+    return money, energy
+
+
+def cost_text(side: CostSide | None) -> str:
+    """``$0.21 per 1M tokens; 1.25 tok/J`` for a plain table cell, saying what is not known."""
+    return "not measured" if side is None else "; ".join(_parts(side))
+
+
+def cost_cell(side: CostSide | None) -> str:
+    """``$0.21 per 1M tokens<br>1.25 tok/J`` for a markdown cell, its texts escaped."""
+    return "not measured" if side is None else "<br>".join(md_text(part) for part in _parts(side))
+
+
+def currency_text(row: CostRow) -> str:
+    """The row's currency as its symbol, else its code."""
+    return CURRENCY_SYMBOLS.get(row.currency or "", row.currency or "")
 
 
 def cost_table_rows(rows: Sequence[CostRow], decimals: int) -> list[str]:
@@ -78,10 +114,10 @@ def cost_table_rows(rows: Sequence[CostRow], decimals: int) -> list[str]:
         optimized = cost_cell(row.optimized)
         change = row.change
         if change is not None:
-            symbol = CURRENCY_SYMBOLS.get(row.currency or "", row.currency or "")
-            optimized += " " + coloured(f"({percent_text(change, decimals)} {symbol} per 1M tokens)", -change)
-        at = f" at {row.at}" if row.at else ""
-        lines.append(f"| **{row.case}** cost{at} | {cost_cell(row.baseline)} | {optimized} |")
+            text = md_text(f"({percent_text(change, decimals)} {currency_text(row)} per 1M tokens)")
+            optimized += " " + coloured(text, -change)
+        at = f" at {md_text(row.at)}" if row.at else ""
+        lines.append(f"| **{md_text(row.case)}** cost{at} | {cost_cell(row.baseline)} | {optimized} |")
     return lines
 
 
@@ -92,10 +128,12 @@ def cost_json(rows: Sequence[CostRow]) -> list[dict[str, object]]:
             "case": row.case,
             "at": row.at,
             "currency": row.currency,
-            "baseline_cost_per_mtok": row.baseline.cost_per_mtok_total if row.baseline else None,
-            "optimized_cost_per_mtok": row.optimized.cost_per_mtok_total if row.optimized else None,
-            "baseline_tokens_per_joule": row.baseline.output_tokens_per_joule if row.baseline else None,
-            "optimized_tokens_per_joule": row.optimized.output_tokens_per_joule if row.optimized else None,
+            "baseline_cost_per_mtok": row.baseline.cost_per_mtok if row.baseline else None,
+            "optimized_cost_per_mtok": row.optimized.cost_per_mtok if row.optimized else None,
+            "baseline_tokens_per_joule": row.baseline.tokens_per_joule if row.baseline else None,
+            "optimized_tokens_per_joule": row.optimized.tokens_per_joule if row.optimized else None,
+            "baseline_energy_launches": row.baseline.energy_launches if row.baseline else 0,
+            "optimized_energy_launches": row.optimized.energy_launches if row.optimized else 0,
             "change": row.change,
         }
         for row in rows

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,9 @@ from perflab.csv_cells import records_csv
 from perflab.report.charts import png_bytes, report_charts
 from perflab.report.costs import cost_json
 from perflab.report.markdown import render_markdown
-from perflab.report.model import Figures, Report
+from perflab.report.model import CandidateSection, Figures, Report, SearchSection
+from perflab.study.noise import Spread
+from perflab.study.verdict import Verdict
 
 REPORT_FILE = "report.md"
 CSV_FILE = "results.csv"
@@ -39,12 +42,72 @@ def _figure(figures: Figures | None, name: str) -> float | None:
     return getattr(figures, name) if figures is not None else None
 
 
-def results_json(report: Report) -> str:
-    """The report's conclusions and every number, as JSON."""
-    payload: dict[str, Any] = {
-        **_fields(report, "title", "model", "objective", "recommended_command", "recommended_replicas"),
-        "provisional_best": report.provisional_best,
+def _verdict(verdict: Verdict | None) -> dict[str, Any] | None:
+    return verdict.to_dict() if verdict is not None else None
+
+
+def _spread(spread: Spread | None) -> dict[str, Any] | None:
+    return {**asdict(spread), "text": spread.text()} if spread is not None else None
+
+
+def _candidate(candidate: CandidateSection) -> dict[str, Any]:
+    return {
+        **_fields(candidate, "label", "state", "decision", "note", "run_id", "status", "serve_command"),
+        "mean": candidate.value,
+        "launches": candidate.launches,
+        "sample": candidate.figures.sample_text if candidate.figures else None,
+        "verdict": _verdict(candidate.verdict),
+        "fingerprint": candidate.fingerprint,
+        "config": candidate.config,
+    }
+
+
+def _search(search: SearchSection) -> dict[str, Any]:
+    return {
+        **_fields(search, "stage", "name", "space_size", "budget", "stop", "pick", "over_budget"),
+        "objectives": list(search.objectives),
+        "launches": {**asdict(search.launches), "total": search.launches.total},
+        "trials": [
+            {**asdict(trial), "params": dict(trial.params), "launches": len(trial.samples)}
+            for trial in search.trials
+        ],
+        "convergence": [dict(point) for point in search.convergence],
+        "front": list(search.front),
+        "importances": dict(search.importances) if search.importances is not None else None,
+        "importance_note": search.importance_note,
+    }
+
+
+def report_json(report: Report) -> dict[str, Any]:
+    """The study's result as JSON-ready data: what ``results.json`` and ``study show --json`` hold."""
+    spread = report.spread
+    confirmation = report.confirmation
+    return {
+        **_fields(report, "study_id", "name", "status", "phase", "kind", "title", "model", "objective"),
+        **_fields(report, "objective_unit", "recommended_command", "recommended_replicas", "best"),
+        **_fields(report, "failure", "incomplete", "provisional_best", "tuning"),
+        "hosts": list(report.hosts),
+        "slos": dict(report.slos),
         "unmeasured": [_fields(item, "stage", "label", "reason") for item in report.unmeasured],
+        "recommendation_verdict": _verdict(report.recommendation_verdict),
+        "confirmation": None
+        if confirmation is None
+        else {
+            "baseline": list(confirmation.baseline),
+            "optimized": list(confirmation.optimized),
+            "verdict": _verdict(confirmation.verdict),
+        },
+        "spread": {
+            "measured": _spread(spread.measured),
+            "reused": _spread(spread.reused),
+            "reused_from": spread.reused_from,
+            "reused_at": spread.reused_at.isoformat() if spread.reused_at else None,
+            "detectable_gain_pct": spread.detectable_gain_pct,
+        },
+        "verdicts": [
+            {"stage": row.stage, "label": row.label, "decision": row.decision, **row.verdict.to_dict()}
+            for row in report.verdicts
+        ],
         "comparison": [
             {
                 "case": row.case,
@@ -52,6 +115,8 @@ def results_json(report: Report) -> str:
                 "optimized_total_tps": _figure(row.optimized, "total_tps"),
                 "baseline_mean_tpot_ms": _figure(row.baseline, "mean_tpot_ms"),
                 "optimized_mean_tpot_ms": _figure(row.optimized, "mean_tpot_ms"),
+                "baseline_sample": row.baseline.sample_text if row.baseline else None,
+                "optimized_sample": row.optimized.sample_text if row.optimized else None,
                 "change": row.change,
             }
             for row in report.comparison
@@ -60,19 +125,25 @@ def results_json(report: Report) -> str:
         "summary": [
             _fields(row, "option", "improvement", "versus_baseline", "note") for row in report.summary
         ],
+        "baseline": _candidate(report.baseline) if report.baseline is not None else None,
         "stages": [
             {
-                **_fields(stage, "index", "name", "winner"),
-                "candidates": [
-                    _fields(candidate, "label", "serve_command", "decision", "note", "value", "run_id")
-                    for candidate in stage.candidates
-                ],
+                **_fields(stage, "index", "name", "winner", "decided"),
+                "candidates": [_candidate(candidate) for candidate in stage.candidates],
             }
             for stage in report.stages
         ],
+        "searches": [_search(search) for search in report.searches],
+        "launches": [{**asdict(launch), "marks": list(launch.marks)} for launch in report.launches],
+        "notes": list(report.notes),
+        "caveats": list(report.caveats),
         "results": list(report.records),
     }
-    return json.dumps(payload, indent=2, default=str)
+
+
+def results_json(report: Report) -> str:
+    """The report's conclusions and every number, as JSON."""
+    return json.dumps(report_json(report), indent=2, default=str)
 
 
 def report_files(report: Report, *, charts: bool = True) -> dict[str, bytes]:

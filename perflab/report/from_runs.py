@@ -27,12 +27,13 @@ from sqlmodel import Session
 from db import crud
 from db.models import ProfileResult, Run
 from perflab.accelerators import accelerators_of
-from perflab.cost.figures import CostFigures
 from perflab.cost.stored import load_cost_context
-from perflab.report.costs import CostRow
+from perflab.report.costs import cost_side
 from perflab.report.model import (
     CandidateSection,
     ComparisonRow,
+    CostRow,
+    CostSide,
     Figures,
     Report,
     StageSection,
@@ -40,7 +41,8 @@ from perflab.report.model import (
     node_figures,
 )
 from perflab.report.sections import (
-    decided_candidate,
+    DECISION_WORDS,
+    distinct_cases,
     engine_versions,
     failure_block,
     first_serve_command,
@@ -51,7 +53,8 @@ from perflab.report.sections import (
 from perflab.report.summary import summary_rows
 from perflab.study.measure import results_by_run
 from perflab.study.objective import success_rate
-from perflab.study.plan import CandidatePlan, Measurement, Rules, decide_stage
+from perflab.study.plan import decide_stage
+from perflab.study.types import CandidatePlan, Measurement, Rules
 
 SIDES = ("Baseline", "Optimized")
 LABEL_SEPARATOR = " · "
@@ -145,18 +148,26 @@ def _candidate(
 
 
 def _section(plan: CandidatePlan, run: Run, runs: _Runs) -> CandidateSection:
+    """A decided candidate as the report shows it: its label, decision, note and value, the run that
+    measured it, and its printed block (or failure line)."""
     result = runs.first(run)
     if result is not None:
         blocks = (result_block(result, plan.label),)
     else:
         blocks = (failure_block(plan.label, plan.measurement.error or "failed"),)
-    return decided_candidate(
-        plan,
-        run,
+    return CandidateSection(
+        label=plan.label,
         serve_command=first_serve_command(run),
         blocks=blocks,
         engine=run.engine,
+        decision=plan.decision,
+        note=plan.note,
+        value=plan.value,
         figures=runs.figures(run),
+        run_id=run.id,
+        status=run.status,
+        state=DECISION_WORDS.get(plan.decision or ""),
+        launches=1 if plan.value is not None else 0,
     )
 
 
@@ -209,6 +220,9 @@ def build_report_from_runs(
     cases = dict(layout.validation)
     pairs = [(tuning_title, first_run, best_run)]
     pairs += [(case, sides.get("Baseline"), sides.get("Optimized")) for case, sides in cases.items()]
+    roles = ["tuning", *("validation" for _ in cases)]
+    names = distinct_cases([case for case, _, _ in pairs], roles)
+    pairs = [(name, before, after) for name, (_, before, after) in zip(names, pairs, strict=True)]
     comparison = [
         ComparisonRow(case, stored.figures(before), stored.figures(after)) for case, before, after in pairs
     ]
@@ -218,9 +232,9 @@ def build_report_from_runs(
     all_runs = [*stage_runs, *baseline_runs, *optimized_runs]
     costs = load_cost_context(session, all_runs)
 
-    def cost_of(run: Run | None) -> CostFigures | None:
+    def cost_of(run: Run | None) -> CostSide | None:
         result = stored.first(run) if run is not None else None
-        return costs.figures(run, result) if result is not None else None
+        return cost_side([[costs.figures(run, result)]]) if result is not None else None
 
     return Report(
         title=title or f"Report of runs {', '.join(str(run.id) for run in runs)}",

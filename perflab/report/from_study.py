@@ -1,36 +1,62 @@
-"""The report of a study, from its spec, its plan and its runs' stored results.
+"""A study's result, built once from its stored rows: :func:`study_report`.
 
-The study's own records drive every section: each candidate shows the serve command of its
-configuration and the printed result of its tuning profile (or its failure line), the comparison table
-puts the baseline's and the winner's results side by side for the tuning and every validation profile,
-and the summary applies :mod:`perflab.report.summary`'s rules to the stages.
+Every rendering of a study — its page, the markdown report and its zip, ``study show --json`` and the
+CSV — draws the :class:`~perflab.report.model.Report` this module builds, so they cannot disagree.
+It reads the study as it stands (its spec, runs, results and plan; nothing is proposed) and gathers:
+
+- each candidate with its configuration's serve command, the printed result of its tuning profile
+  (a search trial screened out shows its screening result) or its failure line, the mean of its
+  objective over its launches, its decision, state, note and verdict;
+- each search stage's trials and launches against its budget (:mod:`perflab.report.search_result`);
+- every launch of the study with why it was launched (:func:`~perflab.report.launches.launch_rows`);
+- the comparison table (the baseline's and the recommendation's means for the tuning and every
+  validation profile), the cost rows (means over launches too), the validation blocks, load curves;
+- every verdict, the recommendation's verdict over the baseline, the spread the decisions used;
+- notes and caveats that fit the study (staged, search or both), and the records of the CSV: every
+  stored result of every run, with a row for a run that stored none.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
 
 from sqlmodel import Session
 
+from db.models import ProfileResult, Run
 from perflab.accelerators import accelerators_of
-from perflab.cost.stored import CostContext, load_cost_context
+from perflab.cost.stored import OBJECTIVE_FIGURES, CostContext, load_cost_context, with_objectives
 from perflab.hub.catalog import SAMPLE_REPORT_NOTE, used_sample
 from perflab.hub.sample import SAMPLE_NAME
 from perflab.profiles import BenchmarkProfile
-from perflab.report.costs import CostRow, priced_result, slo_text
-from perflab.report.launches import Launch, config_launches, latest_with, mean_figures
+from perflab.report.costs import cost_side, priced_result, slo_text
+from perflab.report.launches import (
+    Launch,
+    config_launches,
+    latest_with,
+    launch_rows,
+    mean_figures,
+    repetitions,
+)
 from perflab.report.model import (
     CandidateSection,
     ComparisonRow,
+    CostRow,
     Figures,
+    LaunchRow,
     Report,
+    SpreadUsed,
     StageSection,
     Unmeasured,
     ValidationSection,
+    VerdictRow,
 )
+from perflab.report.search_result import search_section, trial_state
 from perflab.report.sections import (
+    DECISION_WORDS,
     by_profile,
-    decided_candidate,
+    distinct_cases,
     engine_versions,
     failure_block,
     hardware_text,
@@ -39,13 +65,15 @@ from perflab.report.sections import (
 )
 from perflab.report.summary import summary_rows
 from perflab.study.configs import serve_command
+from perflab.study.decide import over_baseline
 from perflab.study.loadcurve import LoadCurve, curve_from_results
+from perflab.study.noise import Spread
 from perflab.study.objective import LOWER_IS_BETTER
-from perflab.study.plan import UNMEASURED, CandidatePlan, StagePlan, StudyPlan
 from perflab.study.progress import StudyProgress, load_progress
-from perflab.study.search_history import search_history
+from perflab.study.search_stage import SearchState, screening_profile
 from perflab.study.spec import OBJECTIVE_UNITS, OBJECTIVES
-from perflab.study.verdict import Verdict
+from perflab.study.text import incomplete_text, slo_summary
+from perflab.study.types import UNMEASURED, CandidatePlan, StagePlan, StudyPlan
 
 OBJECTIVE_WORDS = {
     "total_token_throughput": "Throughput",
@@ -56,34 +84,81 @@ OBJECTIVE_WORDS = {
     "cost_per_mtok": "Cost",
     "tokens_per_joule": "Energy Efficiency",
 }
+STAGES_CAVEAT = (
+    "The stages do not cover every combination of options: each stage starts from the best configuration "
+    "so far, which finds a local optimum, not necessarily the global one."
+)
+HARDWARE_CAVEAT = "Results hold for the hardware, engine versions and traffic measured here."
+
+Scorer = Callable[[Run], Callable[[ProfileResult], Mapping[str, Any]] | None]
+
+
+class _Study:
+    """A loaded study with what every part of its result reads: its launches by configuration and the
+    search stages' accounts, by stage index."""
+
+    def __init__(self, progress: StudyProgress, costs: CostContext) -> None:
+        self.progress = progress
+        self.costs = costs
+        self.spec = progress.spec
+        self.plan = progress.plan
+        self.searches: dict[int, SearchState] = {
+            step.stage.index: step.detail for step in self.plan.steps if isinstance(step.detail, SearchState)
+        }
+
+    def launches(self, candidate: CandidatePlan) -> list[Launch]:
+        """Every run of the candidate's configuration (its own, or the one it reuses), oldest first."""
+        return config_launches(self.progress.runs, self.progress.results, candidate.fingerprint)
+
+    def figures(self, candidate: CandidatePlan, profile: BenchmarkProfile) -> Figures | None:
+        """The candidate's figures of ``profile``: the mean over its launches, each the mean of its runs,
+        as its decision averages the objective."""
+        return mean_figures(
+            self.launches(candidate),
+            profile,
+            self.spec.tuning(),
+            repeats=self.spec.repeats,
+            replicas=candidate.config.replicas if candidate.config else 1,
+        )
+
+    def scorer(self, run: Run) -> Callable[[ProfileResult], Mapping[str, Any]] | None:
+        """What a run's results are scored on: the stored result, with cost and energy added for
+        those objectives."""
+        if self.spec.objective not in OBJECTIVE_FIGURES:
+            return None
+        return lambda result: with_objectives(result.result or {}, self.costs.figures(run, result))
 
 
 def _command(candidate: CandidatePlan) -> str | None:
     return serve_command(candidate.config) if candidate.config is not None else None
 
 
-def _launches(progress: StudyProgress, candidate: CandidatePlan) -> list[Launch]:
-    """Every run of the candidate's configuration (its own, or the one it reuses), oldest first."""
-    return config_launches(progress.runs, progress.results, candidate.fingerprint)
+def _state(study: _Study, candidate: CandidatePlan) -> str:
+    """Where the candidate stands in words: a search trial's state, else its decision's words, else its
+    run's status."""
+    search = study.searches.get(candidate.stage_index)
+    if search is not None and candidate.role == "candidate":
+        trial = next((trial for trial in search.trials if trial.number == candidate.position), None)
+        if trial is not None:
+            return trial_state(trial, candidate.decision)
+    if candidate.decision in DECISION_WORDS:
+        return DECISION_WORDS[candidate.decision]
+    if candidate.retrying:
+        return "retrying"
+    outcome = study.progress.outcome(candidate)
+    return outcome.run.status if outcome is not None else "waiting"
 
 
-def _figures(progress: StudyProgress, candidate: CandidatePlan, profile: BenchmarkProfile) -> Figures | None:
-    """The candidate's figures of ``profile``: the mean over its measured launches, each the mean of its
-    repetitions, as its decision averages the objective."""
-    return mean_figures(
-        _launches(progress, candidate),
-        profile,
-        progress.spec.tuning(),
-        repeats=progress.spec.repeats,
-        replicas=candidate.config.replicas if candidate.config else 1,
-    )
-
-
-def candidate_section(progress: StudyProgress, candidate: CandidatePlan) -> CandidateSection:
-    """A candidate with its serve command and its tuning result blocks (or failure line)."""
-    tuning = progress.spec.tuning()
-    outcome = progress.outcome(candidate)
-    results = by_profile(outcome.results, tuning.name) if outcome is not None else []
+def candidate_section(study: _Study, candidate: CandidatePlan) -> CandidateSection:
+    """A candidate with its serve command, its tuning result blocks (a screened-out trial's screening
+    block) or its failure line, its mean, decision, state and verdict."""
+    tuning = study.spec.tuning()
+    outcome = study.progress.outcome(candidate)
+    stored = outcome.results if outcome is not None else ()
+    results = by_profile(stored, tuning.name)
+    search = study.searches.get(candidate.stage_index)
+    if not results and search is not None:
+        results = by_profile(stored, screening_profile(tuning, search.search.screening).name)
     measurement = candidate.measurement
     if results:
         blocks = tuple(result_block(result) for result in results)
@@ -91,122 +166,174 @@ def candidate_section(progress: StudyProgress, candidate: CandidatePlan) -> Cand
         blocks = (failure_block(tuning.title, candidate.error or measurement.error or "failed"),)
     else:
         blocks = ()
-    return decided_candidate(
-        candidate,
-        outcome.run if outcome is not None else None,
+    run = outcome.run if outcome is not None else None
+    return CandidateSection(
+        label=candidate.label,
         serve_command=_command(candidate),
         blocks=blocks,
         engine=candidate.config.engine if candidate.config is not None else None,
-        figures=_figures(progress, candidate, tuning),
+        decision=candidate.decision,
+        note=candidate.note,
+        value=candidate.value,
+        figures=study.figures(candidate, tuning),
+        run_id=run.id if run is not None else None,
+        status="retrying" if candidate.retrying else run.status if run is not None else None,
+        state=_state(study, candidate),
+        verdict=candidate.verdict,
+        launches=measurement.launches if measurement is not None and candidate.value is not None else 0,
+        fingerprint=candidate.fingerprint,
+        config=candidate.config.model_dump(mode="json") if candidate.config else dict(candidate.changes),
     )
 
 
-def stage_section(progress: StudyProgress, stage: StagePlan) -> StageSection:
+def stage_section(study: _Study, stage: StagePlan) -> StageSection:
     return StageSection(
         index=stage.index,
         name=stage.name,
-        candidates=tuple(candidate_section(progress, candidate) for candidate in stage.candidates),
+        candidates=tuple(candidate_section(study, candidate) for candidate in stage.candidates),
         winner=stage.winner.label if stage.winner is not None else None,
         decided=stage.decided,
     )
 
 
-def _latest_with(progress: StudyProgress, candidate: CandidatePlan, profile: str) -> Launch | None:
-    """The candidate configuration's latest run that measured ``profile`` (a relaunch or a search
-    finalist measured again runs the tuning profile only)."""
-    return latest_with(_launches(progress, candidate), profile)
-
-
-def _validation(progress: StudyProgress, candidate: CandidatePlan) -> ValidationSection:
+def _validation(study: _Study, candidate: CandidatePlan) -> ValidationSection:
+    """The candidate's validation blocks, each from the latest launch that measured its profile (a
+    relaunch or a re-measurement runs the tuning profile only)."""
     blocks = []
-    for profile in progress.spec.validation():
-        launch = _latest_with(progress, candidate, profile.name)
+    launches = study.launches(candidate)
+    for profile in study.spec.validation():
+        launch = latest_with(launches, profile.name)
         results = by_profile(launch.results, profile.name) if launch is not None else []
         blocks.extend(result_block(result) for result in results)
     return ValidationSection(_command(candidate), tuple(blocks))
 
 
-def _comparison(progress: StudyProgress) -> list[ComparisonRow]:
-    plan = progress.plan
+def _cases(study: _Study) -> list[tuple[str, BenchmarkProfile]]:
+    """Every case of the comparison: the tuning profile, then the validation profiles, their titles
+    told apart where two share one."""
+    profiles = [study.spec.tuning(), *study.spec.validation()]
+    roles = ["tuning", *("validation" for _ in profiles[1:])]
+    return list(zip(distinct_cases([profile.title for profile in profiles], roles), profiles, strict=True))
+
+
+def _comparison(study: _Study) -> list[ComparisonRow]:
+    plan = study.plan
     return [
-        ComparisonRow(
-            profile.title,
-            _figures(progress, plan.baseline, profile),
-            _figures(progress, plan.best, profile),
-        )
-        for profile in (progress.spec.tuning(), *progress.spec.validation())
+        ComparisonRow(case, study.figures(plan.baseline, profile), study.figures(plan.best, profile))
+        for case, profile in _cases(study)
     ]
 
 
-def _cost_rows(progress: StudyProgress, costs: CostContext) -> list[CostRow]:
-    """Per case, the baseline's and the optimized configuration's cost (a swept tuning case at the
-    study's SLO limit)."""
-    plan, spec = progress.plan, progress.spec
+def _cost_rows(study: _Study) -> list[CostRow]:
+    """Per case, the baseline's and the optimized configuration's cost and energy, means over their
+    launches (a swept tuning case at the study's SLO limit)."""
+    spec, plan = study.spec, study.plan
     tuning = spec.tuning()
     rows = []
-    for profile in (tuning, *spec.validation()):
-        slos = spec.slos if profile is tuning and tuning.sweep is not None else {}
+    for case, profile in _cases(study):
+        slos = spec.slos if profile.name == tuning.name and tuning.sweep is not None else {}
         sides = []
         for candidate in (plan.baseline, plan.best):
-            launch = _latest_with(progress, candidate, profile.name)
-            chosen = priced_result(by_profile(launch.results, profile.name), slos) if launch else None
-            sides.append(costs.figures(launch.run, chosen) if chosen is not None else None)
-        rows.append(CostRow(profile.title, *sides, at=slo_text(slos) if slos else None))
+            per_launch = []
+            for launch in study.launches(candidate):
+                groups = repetitions(launch, profile, tuning, spec.repeats)
+                chosen = [priced_result(group, slos) for group in groups]
+                per_launch.append([study.costs.figures(launch.run, result) for result in chosen if result])
+            sides.append(cost_side(per_launch))
+        rows.append(CostRow(case, *sides, at=slo_text(slos) if slos else None))
     return rows
 
 
-def _records(progress: StudyProgress, costs: CostContext) -> list[dict]:
-    rows = []
-    roles = {}
-    for candidate in progress.plan.candidates():
+def _labels(plan: StudyPlan) -> dict[str, tuple[str, str | None]]:
+    """Each configuration's label and stage: the first candidate that measured it."""
+    labels: dict[str, tuple[str, str | None]] = {}
+    for candidate in plan.candidates():
+        if candidate.fingerprint is not None and candidate.decision != "reused":
+            label = (
+                candidate.label
+                if candidate.label == candidate.stage_name
+                else (f"{candidate.stage_name} · {candidate.label}")
+            )
+            labels.setdefault(candidate.fingerprint, (label, candidate.stage_name))
+    return labels
+
+
+def _launches(study: _Study) -> list[LaunchRow]:
+    spec, progress = study.spec, study.progress
+    return launch_rows(
+        progress.runs,
+        progress.results,
+        tuning=spec.tuning(),
+        repeats=spec.repeats,
+        objective=spec.objective,
+        slos=spec.slos,
+        validation={profile.name for profile in spec.validation()},
+        labels=_labels(study.plan),
+        scored=study.scorer,
+    )
+
+
+def _records(study: _Study, launches: list[LaunchRow]) -> list[dict[str, Any]]:
+    """Every stored result of every run (a run with none as one row), with its configuration, the
+    decision about it, why its run was launched and the configuration's mean."""
+    progress = study.progress
+    roles: dict[str, CandidatePlan] = {}
+    for candidate in study.plan.candidates():
         if candidate.fingerprint is not None and candidate.decision != "reused":
             roles.setdefault(candidate.fingerprint, candidate)
-    for fingerprint, outcome in progress.found.items():
-        candidate = roles.get(fingerprint)
-        for result in outcome.results:
+    by_run = {launch.run_id: launch for launch in launches}
+    rows = []
+    seen: dict[str, int] = {}
+    for run in progress.runs:
+        candidate = roles.get(run.config_fingerprint or "")
+        launch = by_run[run.id]
+        seen[run.config_fingerprint or ""] = seen.get(run.config_fingerprint or "", 0) + 1
+        facts = {
+            "study_id": progress.study.id,
+            "configuration": launch.configuration,
+            "fingerprint": run.config_fingerprint,
+            "stage": candidate.stage_name if candidate else None,
+            "candidate": candidate.label if candidate else None,
+            "decision": candidate.decision if candidate else None,
+            "configuration_mean": candidate.value if candidate else None,
+            "launch": seen[run.config_fingerprint or ""],
+            "launch_kind": launch.kind,
+            "run_status": run.status,
+            "failure": run.failure_message if run.status == "failed" else None,
+        }
+        stored = progress.results.get(run.id, ())
+        rows.extend(
+            record(run, result, **facts, **study.costs.figures(run, result).record()) for result in stored
+        )
+        if not stored:
             rows.append(
-                record(
-                    outcome.run,
-                    result,
-                    study_id=progress.study.id,
-                    stage=candidate.stage_name if candidate else None,
-                    candidate=candidate.label if candidate else None,
-                    decision=candidate.decision if candidate else None,
-                    objective_value=candidate.value if candidate else None,
-                    **costs.figures(outcome.run, result).record(),
-                )
+                {**facts, "run_id": run.id, "engine": run.engine, "model": run.model, "host": run.host_name}
             )
-    return sorted(rows, key=lambda row: (row["run_id"], row["case"]))
+    return rows
 
 
-def _curves(progress: StudyProgress) -> list[tuple[str, LoadCurve]]:
-    tuning = progress.spec.tuning()
+def _curves(study: _Study) -> list[tuple[str, LoadCurve]]:
+    tuning = study.spec.tuning()
     if tuning.sweep is None:
         return []
+    plan = study.plan
     curves = []
-    plan = progress.plan
     shown = [plan.baseline] if plan.best is plan.baseline else [plan.baseline, plan.best]
     for candidate in shown:
-        outcome = progress.outcome(candidate)
+        outcome = study.progress.outcome(candidate)
         if outcome is None:
             continue
         results = [(result.sweep_point, result.result) for result in by_profile(outcome.results, tuning.name)]
-        curve = curve_from_results(results, progress.spec.slos)
+        curve = curve_from_results(results, study.spec.slos)
         if curve is not None:
             curves.append((f"{candidate.label}: {tuning.title}", curve))
     return curves
 
 
-def _accelerators(progress: StudyProgress, candidate: CandidatePlan) -> int | None:
+def _accelerators(study: _Study, candidate: CandidatePlan) -> int | None:
     """The accelerators the candidate's run used."""
-    outcome = progress.outcome(candidate)
+    outcome = study.progress.outcome(candidate)
     return accelerators_of(outcome.run) if outcome is not None else None
-
-
-def _confidence(progress: StudyProgress) -> str | None:
-    """The recommendation's verdict over the baseline, as text (studies that measure noise)."""
-    stored = (progress.study.state or {}).get("recommendation_verdict")
-    return Verdict.from_dict(stored).text() if stored else None
 
 
 def _within_noise(plan: StudyPlan) -> tuple[str, ...]:
@@ -216,6 +343,19 @@ def _within_noise(plan: StudyPlan) -> tuple[str, ...]:
         for stage in plan.stages
         for candidate in stage.candidates
         if candidate.decision == "within_noise" and candidate.verdict is not None
+    )
+
+
+def _spread(study: _Study) -> SpreadUsed:
+    """The baseline's spread measured today and the one reused from an earlier study."""
+    prior = (study.progress.study.state or {}).get("prior_spread") or {}
+    reused = Spread(**{key: prior[key] for key in Spread.__dataclass_fields__}) if prior else None
+    measured_at = prior.get("measured_at")
+    return SpreadUsed(
+        measured=study.progress.spread,
+        reused=reused,
+        reused_from=f"study {prior['study_id']}" if prior.get("study_id") is not None else None,
+        reused_at=datetime.fromisoformat(measured_at) if isinstance(measured_at, str) else None,
     )
 
 
@@ -237,11 +377,58 @@ def _datasets(progress: StudyProgress) -> list[str]:
     return lines
 
 
+def _kind(study: _Study) -> str:
+    searched = sum(1 for stage in study.spec.stages if stage.search is not None)
+    if searched == 0:
+        return "stages"
+    return "search" if searched == len(study.spec.stages) else "stages and search"
+
+
+def _caveats(study: _Study) -> tuple[str, ...]:
+    """What the study's method cannot see: the stages' greed, the search's untried configurations."""
+    caveats = []
+    if any(stage.search is None for stage in study.spec.stages):
+        caveats.append(STAGES_CAVEAT)
+    for index, search in study.searches.items():
+        launched = len({trial.fingerprint for trial in search.trials if trial.launched})
+        caveats.append(
+            f"The search of stage {index} measured {launched} of the {search.search.size()} configurations "
+            "of its space within its budget: an untried one may be better, and which ones it tried "
+            "depends on its seed."
+        )
+    return (*caveats, HARDWARE_CAVEAT)
+
+
+def _on_sample(progress: StudyProgress) -> bool:
+    """Whether a result of the study was measured on perflab's ShareGPT-format sample."""
+    return any(
+        used_sample(result.result.get("notes")) for results in progress.results.values() for result in results
+    )
+
+
+def _notes(study: _Study) -> list[str]:
+    progress, plan = study.progress, study.plan
+    status = progress.study.status
+    slos = slo_summary(plan)
+    notes = [slos] if slos else []
+    if status != "done":
+        notes.append(
+            f"The study is {status} ({(progress.study.state or {}).get('phase', '')}); figures are partial."
+        )
+    if any(run.simulated for run in progress.runs):
+        notes.append("Measured on simulated hosts: the figures come from perflab's performance model.")
+    if _on_sample(progress):
+        notes.append(SAMPLE_REPORT_NOTE)
+    if plan.failure:
+        notes.append(plan.failure)
+    return notes
+
+
 def study_report(session: Session, *, study_id: int, decimals: int = 1) -> Report:
-    """The report of study ``study_id`` as it stands (complete once the study is done), percentages to
-    ``decimals`` places."""
+    """The result of study ``study_id`` as it stands (complete once the study is done), percentages to
+    ``decimals`` places: the one model every rendering draws."""
     progress = load_progress(session, study_id=study_id)
-    return replace(report_of(progress, load_cost_context(session, progress.runs)), decimals=decimals)
+    return report_of(progress, load_cost_context(session, progress.runs), decimals=decimals)
 
 
 def _baseline_in_stages(plan: StudyPlan) -> bool:
@@ -251,38 +438,34 @@ def _baseline_in_stages(plan: StudyPlan) -> bool:
     )
 
 
-def report_of(progress: StudyProgress, costs: CostContext | None = None) -> Report:
-    """The report of a loaded study; ``costs`` prices its results (no prices, no energy without)."""
-    costs = costs or CostContext()
-    plan, spec, study = progress.plan, progress.spec, progress.study
-    baseline = candidate_section(progress, plan.baseline)
-    stages = [stage_section(progress, stage) for stage in plan.stages]
-    notes = []
-    if study.status != "done":
-        notes.append(
-            f"The study is {study.status} ({(study.state or {}).get('phase', '')}); figures are partial."
+def report_of(progress: StudyProgress, costs: CostContext | None = None, *, decimals: int = 1) -> Report:
+    """The result of a loaded study; ``costs`` prices its results (no prices, no energy without)."""
+    study = _Study(progress, costs or CostContext())
+    plan, spec, row = study.plan, study.spec, progress.study
+    baseline = candidate_section(study, plan.baseline)
+    stages = [stage_section(study, stage) for stage in plan.stages]
+    launches = _launches(study)
+    searches = [
+        search_section(
+            stage.index, stage.name, study.searches[stage.index], stage.candidates, progress.runs, launches
         )
-    if any(run.simulated for run in progress.runs):
-        notes.append("Measured on simulated hosts: the figures come from perflab's performance model.")
-    on_sample = any(
-        used_sample(result.result.get("notes"))
-        for outcome in progress.found.values()
-        for result in outcome.results
-    )
-    if on_sample:
-        notes.append(SAMPLE_REPORT_NOTE)
-    if plan.failure:
-        notes.append(plan.failure)
+        for stage in plan.stages
+        if stage.index in study.searches
+    ]
+    lower_is_better = spec.objective in LOWER_IS_BETTER
+    on_sample = _on_sample(progress)
     return Report(
         title=_title(progress),
         model=spec.model,
         objective=OBJECTIVES[spec.objective],
         objective_unit=OBJECTIVE_UNITS[spec.objective],
-        recommended_command=_command(plan.best) if plan.status in ("validating", "done") else None,
+        recommended_command=_command(plan.best)
+        if plan.status in ("validating", "done") and plan.recommends
+        else None,
         recommended_replicas=plan.best.config.replicas if plan.best.config is not None else 1,
-        comparison=tuple(_comparison(progress)),
+        comparison=tuple(_comparison(study)),
         stages=tuple(stages),
-        summary=tuple(summary_rows(baseline, stages, lower_is_better=spec.objective in LOWER_IS_BETTER)),
+        summary=tuple(summary_rows(baseline, stages, lower_is_better=lower_is_better)),
         hardware=hardware_text(progress.runs),
         engine_versions=tuple(engine_versions(progress.runs)),
         goal=spec.goal,
@@ -298,13 +481,14 @@ def report_of(progress: StudyProgress, costs: CostContext | None = None) -> Repo
             )
             for profile in (spec.tuning(), *spec.validation())
         ),
-        baseline_validation=_validation(progress, plan.baseline) if spec.validation_profiles else None,
-        optimized_validation=_validation(progress, plan.best) if spec.validation_profiles else None,
-        curves=tuple(_curves(progress)),
-        records=tuple(_records(progress, costs)),
-        costs=tuple(_cost_rows(progress, costs)),
-        lower_is_better=spec.objective in LOWER_IS_BETTER,
-        notes=tuple(notes),
+        baseline_validation=_validation(study, plan.baseline) if spec.validation_profiles else None,
+        optimized_validation=_validation(study, plan.best) if spec.validation_profiles else None,
+        curves=tuple(_curves(study)),
+        records=tuple(_records(study, launches)),
+        costs=tuple(_cost_rows(study)),
+        lower_is_better=lower_is_better,
+        notes=tuple(_notes(study)),
+        decimals=decimals,
         baseline=None if _baseline_in_stages(plan) else baseline,
         unmeasured=tuple(
             Unmeasured(candidate.stage_name, candidate.label, candidate.note or "")
@@ -313,9 +497,27 @@ def report_of(progress: StudyProgress, costs: CostContext | None = None) -> Repo
         provisional_best=plan.best.label
         if plan.status == "incomplete" and plan.best.decision != UNMEASURED
         else None,
-        accelerators=(_accelerators(progress, plan.baseline), _accelerators(progress, plan.best)),
-        confidence=_confidence(progress),
-        spread=progress.spread.text() if progress.spread is not None else None,
+        accelerators=(_accelerators(study, plan.baseline), _accelerators(study, plan.best)),
+        recommendation_verdict=over_baseline(plan.best, plan.baseline, progress.rules),
+        spread=_spread(study),
         within_noise=_within_noise(plan),
-        searches=tuple(search_history(progress)) if plan.searches else (),
+        searches=tuple(searches),
+        study_id=row.id,
+        name=row.name,
+        status=row.status,
+        phase=(row.state or {}).get("phase"),
+        kind=_kind(study),
+        hosts=tuple(spec.hosts),
+        tuning=spec.tuning().title,
+        best=plan.best.label,
+        failure=plan.failure,
+        incomplete=incomplete_text(plan) if plan.status == "incomplete" else None,
+        slos=dict(spec.slos),
+        verdicts=tuple(
+            VerdictRow(candidate.stage_name, candidate.label, candidate.decision, candidate.verdict)
+            for candidate in plan.candidates()
+            if candidate.verdict is not None
+        ),
+        launches=tuple(launches),
+        caveats=_caveats(study),
     )

@@ -5,20 +5,28 @@ times (``relaunches``); the planner decides on the mean over the measured launch
 of its repetitions (:func:`perflab.study.measure.launch_score`). The report shows the same mean and how
 many runs on how many launches it is the mean of. A launch that ran the tuning profile only (a
 relaunch, a search finalist measured again) leaves the validation profiles to an earlier launch of the
-same configuration: :func:`latest_with` finds it.
+same configuration: :func:`latest_with` finds it. :func:`launch_rows` lists every run of a study with
+why it was launched and its own mean.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from statistics import fmean
 
 from db.models import ProfileResult, Run
 from perflab.profiles import BenchmarkProfile
-from perflab.report.model import Figures, node_figures
+from perflab.report.model import Figures, LaunchRow, node_figures
 from perflab.report.sections import headline
-from perflab.study.measure import complete_launch, is_tuning
+from perflab.study.measure import Figures as ScoredFigures
+from perflab.study.measure import (
+    complete_launch,
+    is_tuning,
+    launch_score,
+    tuning_results,
+    validation_only,
+)
 
 
 @dataclass(frozen=True)
@@ -48,7 +56,7 @@ def latest_with(launches: Sequence[Launch], profile: str) -> Launch | None:
     )
 
 
-def _repetitions(
+def repetitions(
     launch: Launch, profile: BenchmarkProfile, tuning: BenchmarkProfile, repeats: int
 ) -> list[list[ProfileResult]]:
     """The launch's complete results of ``profile``, one list per repetition; the tuning profile's
@@ -85,9 +93,59 @@ def mean_figures(
     per_launch: list[Figures] = []
     counts: list[int] = []
     for launch in launches:
-        chosen = [headline(group) for group in _repetitions(launch, profile, tuning, repeats)]
+        chosen = [headline(group) for group in repetitions(launch, profile, tuning, repeats)]
         measured = [node_figures(result.result, replicas=replicas) for result in chosen if result is not None]
         if measured:
             per_launch.append(_mean(measured))
             counts.append(len(measured))
     return replace(_mean(per_launch), runs=tuple(counts)) if per_launch else None
+
+
+def launch_kind(run: Run, measured_before: bool, validation: set[str]) -> str:
+    """Why a run was launched: ``validation`` when it carries validation profiles only, ``again`` when
+    its configuration had a complete launch before it, else ``first``."""
+    if validation_only(run, validation):
+        return "validation"
+    return "again" if measured_before else "first"
+
+
+def launch_rows(
+    runs: Sequence[Run],
+    results: Mapping[int, Sequence[ProfileResult]],
+    *,
+    tuning: BenchmarkProfile,
+    repeats: int,
+    objective: str,
+    slos: Mapping[str, float],
+    validation: set[str],
+    labels: Mapping[str, tuple[str, str | None]],
+    scored: Callable[[Run], ScoredFigures | None] | None = None,
+) -> list[LaunchRow]:
+    """Every run, oldest first: its configuration (``labels``: fingerprint → label and stage), why it
+    was launched, and its complete runs of the tuning profile with their mean objective value
+    (``scored`` gives the figures a run's results are scored on, for cost and energy objectives)."""
+    rows = []
+    measured: set[str] = set()
+    for run in runs:
+        stored = results.get(run.id, ())
+        fingerprint = run.config_fingerprint
+        label, stage = labels.get(fingerprint or "", (run.label or f"run {run.id}", None))
+        launch = launch_score(stored, tuning, objective, slos, scored(run) if scored else None)
+        complete = (
+            launch is not None and launch.value is not None and complete_launch(run, stored, tuning, repeats)
+        )
+        rows.append(
+            LaunchRow(
+                run_id=run.id,
+                configuration=label,
+                fingerprint=fingerprint,
+                stage=stage,
+                kind=launch_kind(run, fingerprint in measured, validation),
+                status=run.status,
+                runs=len({r.profile_name for r in tuning_results(stored, tuning)}) if complete else 0,
+                value=launch.value if complete else None,
+            )
+        )
+        if complete and fingerprint is not None:
+            measured.add(fingerprint)
+    return rows

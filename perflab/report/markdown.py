@@ -17,6 +17,7 @@ from perflab.report.model import (
     CandidateSection,
     ComparisonRow,
     Figures,
+    LaunchRow,
     Report,
     StageSection,
     relative_change,
@@ -27,11 +28,7 @@ from perflab.study.loadcurve import LOAD_TITLES, LoadCurve
 from perflab.views.formatting import counted
 
 INDENT = "    "
-NOTE_LIMITS = (
-    "The stages do not cover every combination of options: each stage starts from the best configuration "
-    "so far, which finds a local optimum, not necessarily the global one.",
-    "Results hold for the hardware, engine versions and traffic measured here.",
-)
+LAUNCH_KINDS = {"first": "first", "again": "again", "validation": "validation only"}
 
 
 def _indented(lines: Sequence[str]) -> list[str]:
@@ -78,12 +75,13 @@ def conclusion_table(report: Report) -> list[str]:
 
 
 def summary_table(report: Report) -> list[str]:
-    """The "Summary of Optimization Options" table (a cost objective's column says how cost changed)."""
+    """The "Summary of Optimization Options" table (a cost objective's column says how cost changed):
+    each figure in its own column, each column saying what it is against."""
     column = "Cost Change" if report.lower_is_better else "Throughput Improvement"
     sign = -1 if report.lower_is_better else 1
     lines = [
-        f"| Optimization Option | {column} | Against the Baseline |",
-        "|-----------------------------|-------------------------------------|---------------------|",
+        f"| Optimization Option | {column} | Against the Baseline | Not Kept (against the best before it) |",
+        "|-----------------------------|-------------------------------------|---------------------|---|",
     ]
     for row in report.summary:
         gain = (
@@ -92,14 +90,14 @@ def summary_table(report: Report) -> list[str]:
             else coloured(percent_text(row.improvement, report.decimals), sign * row.improvement)
         )
         versus = "-" if row.versus_baseline is None else percent_text(row.versus_baseline, report.decimals)
-        if row.note:
-            versus += f" ({md_text(row.note)})"
-        lines.append(f"| {md_text(row.option)} | {gain} | {versus} |")
+        lines.append(
+            f"| {md_text(row.option)} | {gain} | {versus} | {md_text(row.note) if row.note else '-'} |"
+        )
     if any(row.note and " ± " in row.note for row in report.summary):
         lines += [
             "",
             "The percentages follow the seeds' convention (a loss is how much more the other side "
-            "achieved, negated: 0.943× is −6.0%); a verdict in parentheses is the ratio of the means "
+            "achieved, negated: 0.943× is −6.0%); a verdict in the last column is the ratio of the means "
             "minus one (0.943× is −5.7 %) against the best configuration before it, with its interval.",
         ]
     return lines
@@ -132,8 +130,11 @@ def _candidate(candidate: CandidateSection, *, show_label: bool) -> list[str]:
         lines += _admonition(
             "info", "Benchmark result", _fenced("\n".join(_blocks(candidate.blocks, named=False)))
         )
-    elif candidate.status:
-        lines += [f"Not measured yet (run {candidate.run_id}: {md_text(candidate.status)}).", ""]
+    elif candidate.status and candidate.decision is None:
+        lines += [
+            f"Not measured yet (run {candidate.run_id}: {md_text(candidate.state or candidate.status)}).",
+            "",
+        ]
     return lines
 
 
@@ -144,12 +145,15 @@ def _ranking(stage: StageSection, unit: str, lower_is_better: bool) -> list[str]
     # costs are small numbers (0.0042 per 1M tokens): four significant digits rather than two decimals
     digits = ".4g" if lower_is_better else ".2f"
     shown = [f"{md_text(c.label)} ({c.value:{digits}} {unit})".replace(" )", ")") for c in ordered]
-    return ["Result: " + (" < " if lower_is_better else " > ").join(shown), ""]
+    line = "Result: " + (" < " if lower_is_better else " > ").join(shown)
+    if any(c.launches > 1 for c in ordered):
+        line += " (means over each configuration's launches)"
+    return [line, ""]
 
 
 def _decision(candidate: CandidateSection) -> str:
     """``not better (lower than previous)``; a note that already names the decision stands alone."""
-    words = (candidate.decision or "").replace("_", " ")
+    words = candidate.state or (candidate.decision or "").replace("_", " ")
     if not candidate.note:
         return words
     return md_text(candidate.note) if words in candidate.note else f"{words} ({md_text(candidate.note)})"
@@ -182,6 +186,15 @@ def _setup(report: Report) -> list[str]:
         "",
     ]
     lines += [md_text(report.hardware) if report.hardware else "not recorded", ""]
+    if report.slos:
+        lines += [
+            "### Service Level Objectives",
+            "",
+            "A configuration that breaks one is infeasible: never kept, never recommended.",
+            "",
+            *(f"- {md_text(name)} ≤ {limit:g}" for name, limit in report.slos.items()),
+            "",
+        ]
     if report.engine_versions:
         lines += [
             "### Engine Version",
@@ -290,7 +303,7 @@ def per_accelerator_lines(report: Report) -> list[str]:
             change = percent_text(relative_change(best, base), report.decimals)
             on_base, on_best = (counted(count, "accelerator") for count in counts)
             lines.append(
-                f"Per accelerator ({row.case}): baseline {base:.2f} tok/s on {on_base}, optimized "
+                f"Per accelerator ({md_text(row.case)}): baseline {base:.2f} tok/s on {on_base}, optimized "
                 f"{best:.2f} tok/s on {on_best} ({change})."
             )
             if counts[0] != counts[1]:
@@ -299,15 +312,62 @@ def per_accelerator_lines(report: Report) -> list[str]:
         lines.append(
             f"Confidence of the gain over the baseline: {report.confidence} (Student t on the launch means)."
         )
+    if report.confirmation is not None and report.confirmation.verdict is not None:
+        confirmation = report.confirmation
+        lines.append(
+            f"Confirmed on launches measured after the decisions ({len(confirmation.optimized)} of the "
+            f"optimized, {len(confirmation.baseline)} of the baseline, interleaved): "
+            f"{confirmation.verdict.text()}."
+        )
     if report.within_noise:
         lines.append(
             "Within noise, neither kept nor beaten (gain against the best configuration so far): "
             + "; ".join(md_text(text) for text in report.within_noise)
             + "."
         )
-    if report.spread:
-        lines.append(f"Measured spread of the baseline: {md_text(report.spread)}.")
+    lines += [md_text(line) for line in spread_lines(report)]
     return [part for line in lines for part in (line, "")]
+
+
+def spread_lines(report: Report) -> list[str]:
+    """The noise the decisions used, as sentences: today's spread, the reused one with its source and
+    age, the smallest gain the study could tell from noise."""
+    spread = report.spread
+    lines = []
+    if spread.measured is not None:
+        lines.append(f"Measured spread of the baseline: {spread.measured.text()}.")
+    if spread.reused is not None:
+        when = f", measured {spread.reused_at:%Y-%m-%d %H:%M} UTC" if spread.reused_at else ""
+        lines.append(
+            f"Spread reused from {spread.reused_from or 'an earlier study'}{when}: {spread.reused.text()}."
+        )
+    if spread.detectable_gain_pct is not None:
+        lines.append(f"Gains under {spread.detectable_gain_pct:.1f} % cannot be told from noise here.")
+    return lines
+
+
+def launches_table(launches: Sequence[LaunchRow], unit: str) -> list[str]:
+    """Every launch of the study: its run, configuration, why it was launched, its status, its complete
+    runs of the tuning profile and their mean."""
+    marks = any(launch.marks for launch in launches)
+    header = ["Run", "Configuration", "Launch", "Status", "Runs", f"Mean ({unit})" if unit else "Mean"]
+    lines = [
+        "| " + " | ".join(header + (["Marks"] if marks else [])) + " |",
+        "|" + "---|" * (len(header) + marks),
+    ]
+    for launch in launches:
+        cells = [
+            str(launch.run_id),
+            md_text(launch.configuration),
+            LAUNCH_KINDS.get(launch.kind, launch.kind),
+            md_text(launch.status),
+            str(launch.runs),
+            "-" if launch.value is None else f"{launch.value:.2f}",
+        ]
+        if marks:
+            cells.append(md_text(", ".join(launch.marks)) or "-")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
 
 
 def render_markdown(report: Report, charts: Mapping[str, str] | None = None) -> str:
@@ -333,7 +393,7 @@ def render_markdown(report: Report, charts: Mapping[str, str] | None = None) -> 
     lines += ["Comparison of benchmark results before and after optimization:", ""]
     lines += [*conclusion_table(report), ""]
     lines += per_accelerator_lines(report)
-    notes = [*report.notes, *NOTE_LIMITS]
+    notes = [*report.notes, *report.caveats]
     lines += _admonition(
         "note", "Notes", [f"{i}. {md_text(note)}" for i, note in enumerate(notes, 1)], open_=True
     )
@@ -345,11 +405,11 @@ def render_markdown(report: Report, charts: Mapping[str, str] | None = None) -> 
     if report.baseline is not None:
         lines += ["### Baseline", "", *_candidate(report.baseline, show_label=False)]
     unit = report.objective_unit
-    searches = {entry["stage"]: entry for entry in report.searches}
+    searches = {search.stage: search for search in report.searches}
     for stage in report.stages:
         lines += stage_lines(stage, unit, lower_is_better=report.lower_is_better)
         if stage.index in searches:
-            lines += search_lines(searches[stage.index], charts)
+            lines += search_lines(searches[stage.index], unit, charts)
     if "stages" in charts:
         lines += [f"![Stage progression]({charts['stages']})", ""]
     lines += ["### Summary of Optimization Options", "", *summary_table(report), ""]
@@ -378,4 +438,13 @@ def render_markdown(report: Report, charts: Mapping[str, str] | None = None) -> 
         lines += ["## Load Curves", ""]
         for index, (title, curve) in enumerate(report.curves, 1):
             lines += _curve(title, curve, charts.get(f"load_curve_{index}"))
+    if report.launches:
+        lines += [
+            "## Launches",
+            "",
+            "Every launch of the study; a configuration's mean is the mean of its launches' means.",
+            "",
+            *launches_table(report.launches, unit),
+            "",
+        ]
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -1,4 +1,13 @@
-"""What a study report holds, independent of how it is written (markdown, the study page, CSV/JSON).
+"""A study's result, independent of how it is written: the one model the study page, the markdown
+report, the JSON (``study show --json``, ``results.json``) and the CSV all render
+(:func:`perflab.report.from_study.study_report` builds it from a study's stored rows;
+:func:`perflab.report.from_runs.build_report_from_runs` from any runs).
+
+It holds every configuration's launches and means, every candidate with its decision, state and
+verdict, the search stages with their trials and the launches they spent, the comparison, costs and
+validation of the baseline against the recommendation, the spread the decisions used, and the notes
+and caveats that fit the study. Plain data: nothing here reads the database or imports the report's
+renderings.
 
 Figures are node-level: ``Total TPS`` is what the whole node served. A configuration with N replicas
 is written the seeds' way, per replica × N (``3019.19x2`` for a node total of 6038.38).
@@ -7,15 +16,16 @@ is written the seeds' way, per replica × N (``3019.19x2`` for a node total of 6
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
 
+from perflab.cost.prices import Price
 from perflab.runner.results import times_replicas
 from perflab.study.loadcurve import LoadCurve
+from perflab.study.noise import Spread
+from perflab.study.verdict import Verdict
 from perflab.views.formatting import MISSING
-
-if TYPE_CHECKING:
-    from perflab.report.costs import CostRow
 
 
 def relative_change(new: float, old: float) -> float:
@@ -79,7 +89,10 @@ class BenchBlock:
 
 @dataclass(frozen=True)
 class CandidateSection:
-    """A candidate as the report shows it."""
+    """A candidate as the report shows it. ``value`` is the mean of its objective over its ``launches``
+    (each launch the mean of its runs); ``state`` says where it stands in words, the same in every
+    table ("winner", "not better", "screened out", "waiting", …); ``verdict`` is its own decision's,
+    when one was made with measured noise."""
 
     label: str
     serve_command: str | None
@@ -91,6 +104,11 @@ class CandidateSection:
     figures: Figures | None = None
     run_id: int | None = None
     status: str | None = None
+    state: str | None = None
+    verdict: Verdict | None = None
+    launches: int = 0
+    fingerprint: str | None = None
+    config: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -107,7 +125,8 @@ class StageSection:
 @dataclass(frozen=True)
 class SummaryRow:
     """A "Summary of Optimization Options" row: the stage's gain (None: nothing kept), its best
-    candidate against the baseline, and that candidate's note when it was not kept."""
+    candidate against the baseline, and that candidate's note when it was not kept (its figure is
+    against the best configuration before the stage)."""
 
     option: str
     improvement: float | None
@@ -134,6 +153,42 @@ class ComparisonRow:
 
 
 @dataclass(frozen=True)
+class CostSide:
+    """One configuration's cost and energy on one case, averaged over its launches as its throughput
+    is: money per 1M total tokens (None without a price), output tokens per joule over the launches
+    whose energy was measured (``energy_launches`` of ``launches``), and why none was when so."""
+
+    price: Price | None
+    cost_per_mtok: float | None
+    tokens_per_joule: float | None
+    launches: int = 1
+    energy_launches: int = 0
+    energy_not_measured: str | None = None
+
+
+@dataclass(frozen=True)
+class CostRow:
+    """One benchmark case's cost, baseline against optimized; ``at`` names the SLOs it is priced at."""
+
+    case: str
+    baseline: CostSide | None
+    optimized: CostSide | None
+    at: str | None = None
+
+    @property
+    def change(self) -> float | None:
+        """The optimized cost per 1M tokens against the baseline's, as a fraction."""
+        before = self.baseline.cost_per_mtok if self.baseline else None
+        after = self.optimized.cost_per_mtok if self.optimized else None
+        return after / before - 1.0 if before and after is not None else None
+
+    @property
+    def currency(self) -> str | None:
+        priced = [side.price for side in (self.baseline, self.optimized) if side and side.price]
+        return priced[0].currency if priced else None
+
+
+@dataclass(frozen=True)
 class ValidationSection:
     """One side (baseline or optimized) of "Other Benchmark Cases"."""
 
@@ -151,11 +206,119 @@ class Unmeasured:
 
 
 @dataclass(frozen=True)
+class LaunchRow:
+    """One run of a study: the configuration it launched, why (``first`` measurement, a launch
+    ``again`` — a relaunch, a close call's A B A B or a finalist's re-measurement —, or
+    ``validation`` alone), its status, the complete runs of the tuning profile on it and their mean;
+    ``marks`` are what its results were marked with (e.g. too short to judge)."""
+
+    run_id: int
+    configuration: str
+    fingerprint: str | None
+    stage: str | None
+    kind: str
+    status: str
+    runs: int = 0
+    value: float | None = None
+    marks: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LaunchCount:
+    """What a search stage launched: proposals (each configuration's first launch, retries after an
+    infrastructure failure included), re-measurements for the final pick, and validation launches."""
+
+    proposals: int = 0
+    remeasurements: int = 0
+    validation: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.proposals + self.remeasurements + self.validation
+
+
+@dataclass(frozen=True)
+class TrialRow:
+    """One proposal of a search: its parameters, its state in words, its screening value, the mean of
+    its first objective over its ``samples`` (one per launch) and of each objective (``values``), how
+    far it broke an SLO (> 0), and its note."""
+
+    number: int
+    params: Mapping[str, Any]
+    state: str
+    screening: float | None = None
+    mean: float | None = None
+    samples: tuple[float, ...] = ()
+    values: tuple[float, ...] | None = None
+    violation: float = 0.0
+    repeat_of: int | None = None
+    note: str | None = None
+    gpu_hours: float = 0.0
+
+
+@dataclass(frozen=True)
+class SearchSection:
+    """A search stage: its space, objectives and budget, what it launched against the budget (and,
+    past it, why), why it stopped, its pick, every trial, the best so far against launches and
+    GPU-hours, the Pareto front (two objectives) and the knobs' importances (None: not enough complete
+    trials; ``importance_note`` says how many there were)."""
+
+    stage: int
+    name: str
+    objectives: tuple[str, ...]
+    space_size: int
+    budget: str
+    launches: LaunchCount
+    trials: tuple[TrialRow, ...]
+    stop: str | None = None
+    pick: str | None = None
+    over_budget: str | None = None
+    convergence: tuple[Mapping[str, Any], ...] = ()
+    front: tuple[int, ...] = ()
+    importances: Mapping[str, float] | None = None
+    importance_note: str = ""
+
+
+@dataclass(frozen=True)
+class VerdictRow:
+    """A decision made with measured noise: the candidate, its stage and decision, and the verdict."""
+
+    stage: str
+    label: str
+    decision: str | None
+    verdict: Verdict
+
+
+@dataclass(frozen=True)
+class SpreadUsed:
+    """The noise the decisions used: the baseline's spread measured today, the one reused from an
+    earlier study (its source and when it was measured), and the smallest gain the study could tell
+    from noise (None until it is known)."""
+
+    measured: Spread | None = None
+    reused: Spread | None = None
+    reused_from: str | None = None
+    reused_at: datetime | None = None
+    detectable_gain_pct: float | None = None
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """Launches of the baseline and the recommendation measured after the decisions, interleaved, whose
+    verdict gives the published gain."""
+
+    baseline: tuple[float, ...]
+    optimized: tuple[float, ...]
+    verdict: Verdict | None = None
+
+
+@dataclass(frozen=True)
 class Report:
-    """A study report in the seeds' layout, plus every number behind it. ``baseline`` is shown as its
-    own section when no stage lists the baseline configuration among its candidates. ``unmeasured``
-    lists the candidates of an incomplete study: no recommendation is made over them, and
-    ``provisional_best`` names the best measured configuration so far."""
+    """A study's result (see the module), in the seeds' layout plus every number behind it.
+    ``baseline`` is shown as its own section when no stage lists the baseline configuration among its
+    candidates. ``unmeasured`` lists the candidates of an incomplete study: no recommendation is made
+    over them, and ``provisional_best`` names the best measured configuration so far. ``records`` are
+    the CSV's rows: every stored result of every run the study used (a run without one as one row)."""
 
     title: str
     model: str | None
@@ -181,10 +344,30 @@ class Report:
     unmeasured: tuple[Unmeasured, ...] = ()
     provisional_best: str | None = None
     accelerators: tuple[int | None, int | None] = (None, None)  # the baseline's, the optimized's
-    confidence: str | None = None  # the optimized gain's verdict: "+4.1 % ± 1.3 %, 95 %, 3 vs 3"
-    spread: str | None = None  # the baseline's measured spread: "run CV 2.0 %, launch CV 1.1 % (…)"
+    recommendation_verdict: Verdict | None = None  # the optimized configuration over the baseline
+    spread: SpreadUsed = field(default_factory=SpreadUsed)
     # candidates neither kept nor beaten: "tp=2 (+38.5 % ± 44.7 %, 95 %, 3 vs 3)"
     within_noise: tuple[str, ...] = ()
-    searches: tuple[dict[str, Any], ...] = ()  # search stages' histories (perflab.study.search_history)
+    searches: tuple[SearchSection, ...] = ()
     costs: tuple[CostRow, ...] = ()
     lower_is_better: bool = False
+    study_id: int | None = None
+    name: str | None = None
+    status: str | None = None
+    phase: str | None = None
+    kind: str = "stages"  # "stages", "search" or "stages and search"
+    hosts: tuple[str, ...] = ()
+    tuning: str | None = None  # the tuning profile's title
+    best: str | None = None  # the best configuration so far
+    failure: str | None = None
+    incomplete: str | None = None  # what an incomplete study lacks, in a sentence
+    slos: Mapping[str, float] = field(default_factory=dict)
+    verdicts: tuple[VerdictRow, ...] = ()
+    launches: tuple[LaunchRow, ...] = ()
+    confirmation: Confirmation | None = None
+    caveats: tuple[str, ...] = ()
+
+    @property
+    def confidence(self) -> str | None:
+        """The optimized gain's verdict as text: ``+4.1 % ± 1.3 %, 95 %, 3 vs 3``."""
+        return self.recommendation_verdict.text() if self.recommendation_verdict is not None else None

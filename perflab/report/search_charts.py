@@ -1,4 +1,5 @@
-"""A search stage's charts (Altair), from its history (:func:`perflab.study.search_history.search_history`).
+"""A search stage's charts (Altair), from its section of the study's result
+(:class:`~perflab.report.model.SearchSection`).
 
 - ``search_convergence_N``: the best value so far against launches and against GPU-hours;
 - ``search_pareto_N`` (two objectives): every feasible trial, the Pareto front marked and joined;
@@ -7,27 +8,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import altair as alt
 import pandas as pd
 
-SearchEntry = Mapping[str, Any]
+from perflab.report.model import SearchSection
+
 # The report's chart size (perflab.report.charts), which draws these beside its own.
 WIDTH = 520
 HEIGHT = 260
 
 
-def convergence_data(entry: SearchEntry) -> pd.DataFrame:
-    rows = [point for point in entry.get("convergence", []) if point.get("best") is not None]
+def convergence_data(entry: SearchSection) -> pd.DataFrame:
+    rows = [point for point in entry.convergence if point.get("best") is not None]
     return pd.DataFrame(rows, columns=["launches", "gpu_hours", "best", "trial"])
 
 
-def convergence_chart(entry: SearchEntry, unit: str) -> alt.HConcatChart:
+def convergence_chart(entry: SearchSection, unit: str) -> alt.HConcatChart:
     """Best so far against launches and against GPU-hours, side by side."""
     data = convergence_data(entry)
-    objective = entry["objectives"][0]
+    objective = entry.objectives[0]
     title = f"{objective} ({unit})".replace(" ()", "")
 
     def against(field: str, axis: str) -> alt.Chart:
@@ -45,28 +44,27 @@ def convergence_chart(entry: SearchEntry, unit: str) -> alt.HConcatChart:
     return alt.hconcat(against("launches", "launches"), against("gpu_hours", "GPU-hours"))
 
 
-def pareto_data(entry: SearchEntry) -> pd.DataFrame:
-    front = set(entry.get("front", []))
+def pareto_data(entry: SearchSection) -> pd.DataFrame:
+    front = set(entry.front)
     rows = [
         {
-            "trial": trial["number"],
-            "x": trial["values"][0],
-            "y": trial["values"][1],
-            "front": "Pareto front" if trial["number"] in front else "explored",
+            "trial": trial.number,
+            "x": trial.values[0],
+            "y": trial.values[1],
+            "front": "Pareto front" if trial.number in front else "explored",
         }
-        for trial in entry.get("trials", [])
-        if trial["status"] == "complete"
-        and trial["values"]
-        and len(trial["values"]) == 2
-        and trial["repeat_of"] is None
-        and trial["violation"] <= 0
+        for trial in entry.trials
+        if trial.state in ("measured", "winner")
+        and trial.values
+        and len(trial.values) == 2
+        and trial.violation <= 0
     ]
     return pd.DataFrame(rows, columns=["trial", "x", "y", "front"])
 
 
-def pareto_chart(entry: SearchEntry) -> alt.LayerChart:
+def pareto_chart(entry: SearchSection) -> alt.LayerChart:
     """Explored points of a two-objective search, the front marked and joined."""
-    first, second = entry["objectives"]
+    first, second = entry.objectives
     data = pareto_data(entry)
     points = (
         alt.Chart(data, title="Explored configurations and the Pareto front")
@@ -82,12 +80,12 @@ def pareto_chart(entry: SearchEntry) -> alt.LayerChart:
     return (points + line).properties(width=WIDTH, height=HEIGHT)
 
 
-def importance_data(entry: SearchEntry) -> pd.DataFrame:
-    rows = [{"knob": name, "importance": value} for name, value in (entry.get("importances") or {}).items()]
+def importance_data(entry: SearchSection) -> pd.DataFrame:
+    rows = [{"knob": name, "importance": value} for name, value in (entry.importances or {}).items()]
     return pd.DataFrame(rows, columns=["knob", "importance"])
 
 
-def importance_chart(entry: SearchEntry) -> alt.Chart:
+def importance_chart(entry: SearchSection) -> alt.Chart:
     """Each knob's share of the objective's variation."""
     return (
         alt.Chart(importance_data(entry), title="Which knobs mattered")
@@ -101,13 +99,13 @@ def importance_chart(entry: SearchEntry) -> alt.Chart:
     )
 
 
-def search_charts(entry: SearchEntry, unit: str) -> dict[str, alt.TopLevelMixin]:
+def search_charts(entry: SearchSection, unit: str) -> dict[str, alt.TopLevelMixin]:
     """The charts one search stage has data for, by name."""
-    stage = entry["stage"]
+    stage = entry.stage
     charts: dict[str, alt.TopLevelMixin] = {}
     if not convergence_data(entry).empty:
         charts[f"search_convergence_{stage}"] = convergence_chart(entry, unit)
-    if len(entry["objectives"]) == 2 and not pareto_data(entry).empty:
+    if len(entry.objectives) == 2 and not pareto_data(entry).empty:
         charts[f"search_pareto_{stage}"] = pareto_chart(entry)
     if not importance_data(entry).empty:
         charts[f"search_importance_{stage}"] = importance_chart(entry)

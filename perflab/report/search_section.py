@@ -1,67 +1,71 @@
-"""A search stage in the markdown report: what was tried, how each trial ended, which knobs mattered,
-why the search stopped and why its pick was made."""
+"""A search stage in the markdown report: what was tried, what it launched against its budget, how each
+trial ended (its one state, its mean over its launches), which knobs mattered (or why that cannot be
+said), why the search stopped and why its pick was made."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-OUTCOMES = {
-    "complete": "measured",
-    "pruned": "screened out",
-    "infeasible": "infeasible",
-    "unmeasured": "not measured",
-    "pending": "waiting",
-    "screened": "screened",
-}
-
-
-def md_cell(text: str) -> str:
-    """``text`` on one line with its pipes escaped, for a markdown table cell or list item."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+from perflab.markdown_text import md_text
+from perflab.report.model import SearchSection, TrialRow
 
 
 def _number(value: float | None) -> str:
     return "" if value is None else f"{value:.2f}"
 
 
-def search_lines(entry: Mapping[str, Any], charts: Mapping[str, str]) -> list[str]:
+def launch_text(search: SearchSection) -> str:
+    """``10 launches against a budget of 6 launches: 6 proposals, 4 re-measurements, 0 validation``."""
+    count = search.launches
+    return (
+        f"{count.total} launches against a budget of {search.budget}: {count.proposals} proposals, "
+        f"{count.remeasurements} re-measurements for the final pick, {count.validation} validation"
+    )
+
+
+def search_lines(search: SearchSection, unit: str, charts: Mapping[str, str]) -> list[str]:
     """The search's section under its stage heading."""
-    stage = entry["stage"]
-    lines = [
-        f"Search over {entry['space_size']} configurations: {entry['launches']} launches "
-        f"({', '.join(entry['objectives'])}).",
-        "",
-    ]
-    if entry.get("stop"):
-        lines += [f"- Stopped: {md_cell(entry['stop'])}"]
-    if entry.get("pick"):
-        lines += [f"- Pick: {md_cell(entry['pick'])}"]
-    importances = entry.get("importances") or {}
-    if importances:
-        ranked = ", ".join(f"{name} {value:.2f}" for name, value in importances.items())
-        lines += [f"- Which knobs mattered (PED-ANOVA importance): {md_cell(ranked)}"]
-    lines += ["", *_trial_table(entry["trials"]), ""]
+    objectives = ", ".join(search.objectives)
+    lines = [f"Search over {search.space_size} configurations ({md_text(objectives)}).", ""]
+    lines += [f"- Launched: {md_text(launch_text(search))}"]
+    if search.over_budget:
+        lines += [f"- Past the budget: {md_text(search.over_budget)}"]
+    if search.stop:
+        lines += [f"- Stopped: {md_text(search.stop)}"]
+    if search.pick:
+        lines += [f"- Pick: {md_text(search.pick)}"]
+    if search.importances:
+        ranked = ", ".join(f"{name} {value:.2f}" for name, value in search.importances.items())
+        lines += [f"- Which knobs mattered ({md_text(search.importance_note)}): {md_text(ranked)}"]
+    else:
+        lines += [f"- Which knobs mattered: {md_text(search.importance_note)}"]
+    lines += ["", *_trial_table(search.trials, unit), ""]
     for name, title in (
-        (f"search_convergence_{stage}", "Best so far"),
-        (f"search_pareto_{stage}", "Pareto front"),
-        (f"search_importance_{stage}", "Knob importance"),
+        (f"search_convergence_{search.stage}", "Best so far"),
+        (f"search_pareto_{search.stage}", "Pareto front"),
+        (f"search_importance_{search.stage}", "Knob importance"),
     ):
         if name in charts:
             lines += [f"![{title}]({charts[name]})", ""]
     return lines
 
 
-def _trial_table(trials: Sequence[Mapping[str, Any]]) -> list[str]:
-    lines = ["| Trial | Configuration | Outcome | Screening | Value | Note |", "|---|---|---|---|---|---|"]
+def _trial_table(trials: Sequence[TrialRow], unit: str) -> list[str]:
+    mean = f"Mean ({unit})" if unit else "Mean"
+    lines = [
+        f"| Trial | Configuration | State | Screening | {mean} | Launches | Note |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for trial in trials:
-        params = " · ".join(f"{name}={value}" for name, value in sorted(trial["params"].items()))
-        outcome = (
-            "repeat" if trial.get("repeat_of") is not None else OUTCOMES.get(trial["status"], trial["status"])
-        )
-        values = trial.get("samples") or (trial.get("values") or [])[:1]
-        value = sum(values) / len(values) if values else None
-        cells = [str(trial["number"]), params, outcome, _number(trial.get("screening")), _number(value)]
-        cells.append(trial.get("note") or "")
-        lines.append("| " + " | ".join(md_cell(cell) for cell in cells) + " |")
+        params = " · ".join(f"{name}={value}" for name, value in sorted(trial.params.items()))
+        cells = [
+            str(trial.number),
+            params,
+            trial.state,
+            _number(trial.screening),
+            _number(trial.mean),
+            str(len(trial.samples)),
+            trial.note or "",
+        ]
+        lines.append("| " + " | ".join(md_text(cell) for cell in cells) + " |")
     return lines

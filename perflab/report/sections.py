@@ -1,4 +1,5 @@
-"""Report pieces drawn from stored runs and results, shared by the study and imported-run reports."""
+"""Report pieces drawn from stored runs and results (plain values in, plain values out), shared by the
+study and imported-run reports."""
 
 from __future__ import annotations
 
@@ -7,9 +8,21 @@ from typing import Any
 
 from db.models import HEADLINE_COLUMNS, ProfileResult, Run
 from perflab.engines.registry import display_name
-from perflab.report.model import BenchBlock, CandidateSection, Figures
+from perflab.report.model import BenchBlock
 from perflab.study.loadcurve import LOAD_UNITS
-from perflab.study.plan import CandidatePlan
+
+# A candidate's decision in words, the same in every table (a search trial's state is its own).
+DECISION_WORDS = {
+    "winner": "winner",
+    "kept": "baseline",
+    "reused": "reused",
+    "not_better": "not better",
+    "failed": "failed",
+    "disqualified": "disqualified",
+    "unmeasured": "not measured",
+    "within_noise": "within noise",
+    "infeasible": "breaks an SLO",
+}
 
 # What the engine counted over a result's window and the server's cached tokens, beside the headline
 # figures in every row (perflab.bench.engine_metrics; None where the engine exposes none).
@@ -31,6 +44,21 @@ def case_name(result: ProfileResult) -> str:
         unit = LOAD_UNITS.get(str(point.get("kind")), "")
         return f"{title} @ {point.get('value'):g} {unit}".rstrip()
     return title
+
+
+def distinct_cases(names: Sequence[str], roles: Sequence[str]) -> list[str]:
+    """Case names told apart: a name two cases share gets each case's role (``ShareGPT (tuning)``,
+    ``ShareGPT (validation)``), numbered where the role repeats too."""
+    pairs = list(zip(names, roles, strict=True))
+    told = []
+    for index, (name, role) in enumerate(pairs):
+        if names.count(name) == 1:
+            told.append(name)
+            continue
+        peers = [other for other, pair in enumerate(pairs) if pair == (name, role)]
+        suffix = f" {peers.index(index) + 1}" if len(peers) > 1 else ""
+        told.append(f"{name} ({role}{suffix})")
+    return told
 
 
 def result_block(result: ProfileResult, case: str | None = None) -> BenchBlock:
@@ -113,28 +141,3 @@ def headline(results: Sequence[ProfileResult], field: str = "total_token_through
 
 def first_serve_command(run: Run | None) -> str | None:
     return run.serve_commands[0] if run is not None and run.serve_commands else None
-
-
-def decided_candidate(
-    plan: CandidatePlan,
-    run: Run | None,
-    *,
-    serve_command: str | None,
-    blocks: tuple[BenchBlock, ...],
-    engine: str | None,
-    figures: Figures | None,
-) -> CandidateSection:
-    """A decided candidate as the report shows it: the plan's label, decision, note and objective value,
-    the run that measured it (None when it has none), and what the report prints for it."""
-    return CandidateSection(
-        label=plan.label,
-        serve_command=serve_command,
-        blocks=blocks,
-        engine=engine,
-        decision=plan.decision,
-        note=plan.note,
-        value=plan.value,
-        figures=figures,
-        run_id=run.id if run is not None else None,
-        status="retrying" if plan.retrying else run.status if run is not None else None,
-    )

@@ -1,8 +1,10 @@
 """Optimization studies: the seeds' tuning method, automated.
 
 A study (:mod:`~perflab.study.spec`) names a model, hosts, a baseline configuration, a tuning profile,
-ordered stages of candidates and validation profiles. :func:`~perflab.study.plan.plan_study` decides
-the stages from what has been measured (pure); :func:`~perflab.study.coordinator.advance` makes the
+ordered stages (listed candidates or a search) and validation profiles.
+:func:`~perflab.study.study_plan.plan_study` decides the stages from what has been measured (pure),
+asking each stage's strategy (:mod:`~perflab.study.strategy`: the staged plan or the search);
+:func:`~perflab.study.coordinator.advance` makes the
 database follow the plan (one run per distinct configuration, decisions recorded, resumable), and a
 worker calls it when the study is due (:mod:`perflab.worker.studies`). Load curves and the
 objective live in :mod:`~perflab.study.loadcurve` and :mod:`~perflab.study.objective`;
@@ -18,9 +20,10 @@ from perflab.study.coordinator import (
     pause_study,
     resume_study,
 )
-from perflab.study.plan import Measurement, Rules, StudyPlan, plan_study
 from perflab.study.progress import load_progress
 from perflab.study.spec import StudySpec, StudySpecError, load_spec, parse_spec
+from perflab.study.study_plan import plan_study
+from perflab.study.types import Measurement, Rules, StudyPlan
 
 __all__ = [
     "Measurement",

@@ -3,8 +3,9 @@
 - ``create --spec study.yaml``: store a queued study (workers execute it);
 - ``run --spec study.yaml [--wait]``: create it and, with ``--wait``, execute it in this process with
   a worker, printing progress until it ends (exit 0 when done, 1 when it failed, was cancelled or is
-  incomplete);
-- ``list``, ``show ID``, ``pause ID``, ``resume ID``, ``cancel ID``;
+  incomplete, with the reason on stderr);
+- ``list``, ``show ID`` (``--json``: the study's result, :func:`perflab.report.export.report_json`;
+  ``--timeout``: give up after that many seconds), ``pause ID``, ``resume ID``, ``cancel ID``;
 - ``measure-missing ID``: an ``incomplete`` study (candidates the infrastructure kept from being
   measured) measures those candidates again and goes on (a worker executes it).
 
@@ -15,7 +16,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from sqlalchemy.engine import Engine
 
@@ -25,6 +29,8 @@ from perflab import settings
 from perflab.auth import cli_user
 from perflab.cli_database import add_url_option, command_engine, database_name
 from perflab.inventory import InventoryError, default_inventory_path, load_inventory
+from perflab.report.export import report_json
+from perflab.report.from_study import study_report
 from perflab.study.coordinator import (
     StudyStateError,
     cancel_study,
@@ -37,8 +43,11 @@ from perflab.study.headless import StudyTimeout, wait_for_study
 from perflab.study.hosts import StudyHostError
 from perflab.study.progress import load_progress
 from perflab.study.spec import StudySpecError, load_spec
-from perflab.study.text import progress_lines
+from perflab.study.text import incomplete_text, progress_lines
 
+# ``study show`` gives up after this long by default (a study is read, nothing is proposed or run).
+SHOW_TIMEOUT_S = 60.0
+MAX_SHOW_TIMEOUT_S = 24 * 3600.0
 STATUS_CHANGES = {
     "pause": (pause_study, "pause a study"),
     "resume": (resume_study, "resume a paused study"),
@@ -63,7 +72,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     list_parser.add_argument("--json", action="store_true")
     show_parser = commands.add_parser("show", help="a study's stages, candidates and decisions")
     show_parser.add_argument("study_id", type=int, metavar="ID")
-    show_parser.add_argument("--json", action="store_true", help="the study and its candidates as JSON")
+    show_parser.add_argument("--json", action="store_true", help="the study's result as JSON")
+    show_parser.add_argument(
+        "--timeout", type=_seconds, default=SHOW_TIMEOUT_S, help="seconds to give up after (default: 60)"
+    )
     for name, (_change_function, help_text) in STATUS_CHANGES.items():
         sub = commands.add_parser(name, help=help_text)
         sub.add_argument("study_id", type=int, metavar="ID")
@@ -88,7 +100,24 @@ def _create(engine: Engine, args: argparse.Namespace) -> int:
         poll_s=args.poll,
         on_progress=report,
     )
-    return 0 if final.status == "done" else 1
+    if final.status == "done":
+        return 0
+    print(f"error: {_why_not_done(engine, study.id)}", file=sys.stderr)
+    return 1
+
+
+def _why_not_done(engine: Engine, study_id: int) -> str:
+    """Why a finished study did not end ``done``: its failure, what it left unmeasured, or its status."""
+    with db_session.new_session(engine) as session:
+        progress = load_progress(session, study_id=study_id)
+    plan, status = progress.plan, progress.study.status
+    if plan.failure:
+        reason = plan.failure
+    elif plan.status == "incomplete":
+        reason = incomplete_text(plan)
+    else:
+        reason = f"it was {status}"
+    return f"study {study_id} ended {status}: {reason}"
 
 
 def _list(engine: Engine, args: argparse.Namespace) -> int:
@@ -120,23 +149,41 @@ def _list(engine: Engine, args: argparse.Namespace) -> int:
     return 0
 
 
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not 0 < seconds <= MAX_SHOW_TIMEOUT_S:
+        raise argparse.ArgumentTypeError(f"expected seconds between 0 and {MAX_SHOW_TIMEOUT_S:g}, got {text}")
+    return seconds
+
+
+@contextmanager
+def deadline(seconds: float, what: str) -> Iterator[None]:
+    """Raise :class:`StudyTimeout` in this (the main) thread once ``seconds`` have passed."""
+
+    def expired(signum: int, frame: object) -> None:
+        raise StudyTimeout(f"{what} took longer than {seconds:g} s (--timeout)")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _show(engine: Engine, args: argparse.Namespace) -> int:
-    with db_session.new_session(engine) as session:
-        progress = load_progress(session, study_id=args.study_id)
-        candidates = crud.list_candidates(session, study_id=args.study_id)
-    if args.json:
-        study = progress.study
-        payload = {
-            "id": study.id,
-            "name": study.name,
-            "status": study.status,
-            "state": study.state,
-            "recommended_command": study.recommended_command,
-            "candidates": [c.model_dump(mode="json", exclude={"study_id"}) for c in candidates],
-        }
-        print(json.dumps(payload, indent=2, default=str))
-        return 0
-    print("\n".join(progress_lines(progress)))
+    with deadline(args.timeout, f"showing study {args.study_id}"), db_session.new_session(engine) as session:
+        if args.json:
+            text = json.dumps(
+                report_json(study_report(session, study_id=args.study_id)), indent=2, default=str
+            )
+        else:
+            text = "\n".join(progress_lines(load_progress(session, study_id=args.study_id)))
+    print(text)
     return 0
 
 

@@ -1,7 +1,8 @@
 """Executing studies: a reconciler between a study's plan and its runs in the database.
 
-:func:`advance` reads a study, its runs and their results, asks :func:`~perflab.study.plan.plan_study`
-what the rules decide, and makes the database agree:
+:func:`advance` reads a study, its runs and their results, asks
+:func:`~perflab.study.study_plan.plan_study` what the stages' strategies decide, and makes the database
+agree:
 
 - every reached candidate has a ``studycandidate`` row with its configuration, run, value, decision
   and note; once the stages are decided, two ``validation`` rows point at the baseline's and the
@@ -51,14 +52,16 @@ from perflab.redact import check_config
 from perflab.runner.datasets import dataset_problem
 from perflab.runner.submit import submit_run
 from perflab.study.configs import serve_command
+from perflab.study.decide import over_baseline
 from perflab.study.hosts import check_hosts, host_facts, next_host
 from perflab.study.installed import installed_problems
 from perflab.study.measure import MEASURE_FROM_RUN, RunOutcome, study_runs, unfinished
-from perflab.study.plan import UNMEASURED, CandidatePlan, StudyPlan, verdict_of
-from perflab.study.progress import StudyProgress, load_progress
-from perflab.study.search_history import search_history
-from perflab.study.search_stage import SEARCH_TRIALS, screening_profile
+from perflab.study.progress import STAGE_STATE, StudyProgress, load_progress
+from perflab.study.search_stage import screening_profile
 from perflab.study.spec import StudySpec, StudySpecError
+from perflab.study.strategy import StrategyFor
+from perflab.study.study_plan import strategy_of
+from perflab.study.types import UNMEASURED, CandidatePlan, StudyPlan
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +130,8 @@ def create_study(
 
 def earlier_spread(session: Session, spec: StudySpec) -> dict[str, Any] | None:
     """The spread measured by the latest earlier study of the same model and engine on one of the same
-    hosts, reused as this study's prior (None when there is none)."""
+    hosts, reused as this study's prior, with its source and when it was measured (None when there is
+    none)."""
     engine_name = spec.baseline.get("engine")
     for study in sorted(crud.list_studies(session), key=lambda item: item.id, reverse=True):
         earlier = study.spec or {}
@@ -138,7 +142,8 @@ def earlier_spread(session: Session, spec: StudySpec) -> dict[str, Any] | None:
         )
         spread = (study.state or {}).get("spread")
         if same and spread:
-            return {**spread, "study_id": study.id}
+            measured_at = study.finished_at or study.created_at
+            return {**spread, "study_id": study.id, "measured_at": measured_at.isoformat()}
     return None
 
 
@@ -290,22 +295,21 @@ def _validation_run(progress: StudyProgress, fingerprint: str | None) -> Run | N
 
 
 def _profiles_of(progress: StudyProgress, config: EngineConfig) -> list[BenchmarkProfile]:
-    """A run's profiles: the tuning profile, then the validation profiles; a search trial screens
-    first, and a finalist measured again for the final pick or a configuration launched again after
-    a launch that carries the validation profiles runs the tuning profile only."""
+    """A run's profiles: the tuning profile, then the validation profiles; a configuration its stage
+    screens first starts with the screening profile, one its stage measures again (a search
+    finalist) or launched again after a launch that carries the validation profiles runs the tuning
+    profile only, and a validation launch (the baseline or winner whose launches dropped them) runs
+    the validation profiles alone."""
     spec, plan = progress.spec, progress.plan
     fingerprint = config.fingerprint()
-    if (
-        fingerprint in plan.search_fingerprints("remeasure")
-        or _validation_run(progress, fingerprint) is not None
-    ):
+    if fingerprint in plan.validate:
+        return spec.validation()
+    if fingerprint in plan.tuning_only or _validation_run(progress, fingerprint) is not None:
         return spec.tuning_runs()
     profiles = [*spec.tuning_runs(), *spec.validation()]
-    for search in plan.searches:
-        if any(wanted.fingerprint() == fingerprint for wanted in search.wanted):
-            fraction = search.search.screening
-            if fraction < 1.0:
-                return [screening_profile(spec.tuning(), fraction), *profiles]
+    fraction = plan.screen.get(fingerprint)
+    if fraction is not None:
+        return [screening_profile(spec.tuning(), fraction), *profiles]
     return profiles
 
 
@@ -320,7 +324,8 @@ def _queue_runs(engine: Engine, progress: StudyProgress) -> list[Run]:
             config=config,
             profiles=_profiles_of(progress, config),
             queued_by=study.queued_by or f"study {study.id}",
-            label=f"{study.name} · {_label_of(progress.plan, config.fingerprint())}",
+            label=f"{study.name} · {_label_of(progress.plan, config.fingerprint())}"
+            + (" · validation" if config.fingerprint() in progress.plan.validate else ""),
             study_id=study.id,
         )
         runs.append(run)
@@ -329,33 +334,36 @@ def _queue_runs(engine: Engine, progress: StudyProgress) -> list[Run]:
 
 
 def _trim_screened(session: Session, progress: StudyProgress) -> None:
-    """A search trial whose screening was not promising ends after it (its other profiles dropped)."""
-    dropped = progress.plan.search_fingerprints("not_promising")
+    """A configuration its stage drops (a screening that was not promising) ends after its first
+    profile."""
+    dropped = progress.plan.drop
     for run in unfinished(progress.runs):
         if run.config_fingerprint in dropped and len(run.profiles) > 1:
             crud.update_run(session, run_id=run.id, profiles=run.profiles[:1])
 
 
-def _store_trials(session: Session, progress: StudyProgress) -> None:
-    """Keep the search stages' trials (new proposals included) in ``study.state``."""
-    stored = {str(search.stage.index): list(search.stored) for search in progress.plan.searches}
-    if not stored or stored == (progress.study.state or {}).get(SEARCH_TRIALS):
+def _store_stage_state(session: Session, progress: StudyProgress) -> None:
+    """Keep what the stages' strategies remember (a search's trials, new proposals included) in
+    ``study.state``."""
+    stored = {str(step.stage.index): step.stored for step in progress.plan.steps if step.stored is not None}
+    if not stored or stored == (progress.study.state or {}).get(STAGE_STATE):
         return
 
     def decide(study: Study) -> dict[str, Any]:
-        return {"state": {**(study.state or {}), SEARCH_TRIALS: stored}}
+        return {"state": {**(study.state or {}), STAGE_STATE: stored}}
 
     crud.change_study(session, study_id=progress.study.id, decide=decide)
 
 
 def _trim_validation(session: Session, progress: StudyProgress) -> None:
     """Drop the validation profiles of runs whose configuration can no longer win."""
-    if not progress.spec.validation_profiles:
+    validation = {profile.name for profile in progress.spec.validation()}
+    if not validation:
         return
     for run in unfinished(progress.runs):
-        tuning = progress.spec.repeats
-        if run.config_fingerprint not in progress.plan.may_win and len(run.profiles) > tuning:
-            crud.update_run(session, run_id=run.id, profiles=run.profiles[:tuning])
+        kept = [profile for profile in run.profiles if profile.get("name") not in validation]
+        if run.config_fingerprint not in progress.plan.may_win and len(kept) < len(run.profiles):
+            crud.update_run(session, run_id=run.id, profiles=kept)
 
 
 def _phase(plan: StudyPlan, stages: int) -> str:
@@ -383,23 +391,15 @@ def _verdicts(progress: StudyProgress) -> list[dict[str, Any]]:
     ]
 
 
-def _recommendation(progress: StudyProgress) -> dict[str, Any] | None:
-    """How sure the study is that its best configuration beats the baseline (with measured noise)."""
-    plan, spec = progress.plan, progress.spec
-    if not spec.measures_noise or plan.best is plan.baseline:
-        return None
-    if plan.best.value is None or plan.baseline.value is None:
-        return None
-    return verdict_of(plan.best, plan.baseline, progress.rules).to_dict()
-
-
 def _state(progress: StudyProgress) -> dict[str, Any]:
     plan = progress.plan
     spread = progress.spread
     return {
         "spread": asdict(spread) if spread is not None else None,
         "verdicts": _verdicts(progress),
-        "recommendation_verdict": _recommendation(progress),
+        "recommendation_verdict": found.to_dict()
+        if (found := over_baseline(plan.best, plan.baseline, progress.rules))
+        else None,
         "phase": _phase(plan, len(progress.spec.stages)),
         "best": plan.best.label,
         "best_value": plan.best.value,
@@ -409,7 +409,6 @@ def _state(progress: StudyProgress) -> dict[str, Any]:
             {"stage": candidate.stage_name, "label": candidate.label, "reason": candidate.note}
             for candidate in plan.unmeasured()
         ],
-        **({"search": search_history(progress)} if plan.searches else {}),
     }
 
 
@@ -427,16 +426,19 @@ def _finish(session: Session, progress: StudyProgress) -> Study:
             fields["status"] = plan.status
         elif study.status == "queued":
             fields["status"] = "running"
-        if plan.status == "done" and plan.best.config is not None:
+        if plan.status == "done" and plan.best.config is not None and plan.recommends:
             fields["recommended_command"] = serve_command(plan.best.config)
         return fields
 
     return crud.change_study(session, study_id=progress.study.id, decide=decide)
 
 
-def advance(engine: Engine, study_id: int, *, holder: str | None = None) -> StudyPlan | None:
-    """Bring study ``study_id``'s candidates and runs in line with its plan; returns the plan, or None
-    when the study is finished or another process is advancing it right now."""
+def advance(
+    engine: Engine, study_id: int, *, holder: str | None = None, strategy_for: StrategyFor = strategy_of
+) -> StudyPlan | None:
+    """Bring study ``study_id``'s candidates and runs in line with its plan (each stage asked through
+    ``strategy_for``); returns the plan, or None when the study is finished or another process is
+    advancing it right now."""
     holder = holder or default_holder()
     with new_session(engine) as session:
         study = crud.get_study(session, study_id=study_id)
@@ -445,12 +447,12 @@ def advance(engine: Engine, study_id: int, *, holder: str | None = None) -> Stud
         if study.status in FINISHED_STUDY_STATUSES or not _take_lease(session, study_id, holder):
             return None
         try:
-            progress = load_progress(session, study_id=study_id)
-            _store_trials(session, progress)
+            progress = load_progress(session, study_id=study_id, strategy_for=strategy_for, propose=True)
+            _store_stage_state(session, progress)
             if progress.study.status in ("queued", "running") and progress.plan.wanted:
                 _queue_runs(engine, progress)
                 session.rollback()  # end the read snapshot so the new runs are seen
-                progress = load_progress(session, study_id=study_id)
+                progress = load_progress(session, study_id=study_id, strategy_for=strategy_for, propose=True)
             _sync_candidates(session, study_id, desired_rows(progress))
             _trim_validation(session, progress)
             _trim_screened(session, progress)

@@ -11,18 +11,22 @@ attempts; after the last one it is ``unmeasured``, never failed. Attempts are co
 (the requests measured before such a run was stopped) is kept with the run but never counts as a
 measurement.
 
+A run that carries validation profiles only (the baseline's or the winner's validation launch, when
+the launches that measured them dropped their validation profiles) measures nothing the decisions use:
+:func:`outcomes` leaves it out.
+
 Noise: a study may repeat its tuning profile on the same launch (``repeats``: the copies are named
 ``<name>-repeat2``, ``-repeat3``, …, each stored as its own result) and measure a configuration on
 several fresh
 launches (``relaunches``, and again when a verdict is a close call). A launch's value is the mean of
-its repetitions; a configuration's :class:`~perflab.study.plan.Measurement` carries every launch's
+its repetitions; a configuration's :class:`~perflab.study.types.Measurement` carries every launch's
 value (``values``), its value being their mean. Attempts of the infrastructure retry count the runs
 since the configuration's last measured launch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -33,8 +37,8 @@ from db.models import FINISHED_RUN_STATUSES, ProfileResult, Run, utcnow
 from perflab import settings
 from perflab.profiles import BenchmarkProfile
 from perflab.runner.errors import INFRASTRUCTURE_FAILURES
-from perflab.study.objective import Score, score
-from perflab.study.plan import Measurement
+from perflab.study.objective import Score, combined_slos, score
+from perflab.study.types import Measurement
 
 # The tuning profile's repetition k (k ≥ 2) on one launch is named ``<name>-repeat<k>``.
 REPEAT_MARK = "-repeat"
@@ -102,6 +106,12 @@ def results_by_run(session: Session, run_ids: Iterable[int]) -> dict[int, list[P
     return grouped
 
 
+def validation_only(run: Run, validation: Collection[str]) -> bool:
+    """Whether ``run`` was launched for validation profiles (named in ``validation``) alone."""
+    names = {str(profile.get("name")) for profile in run.profiles}
+    return bool(names) and names <= set(validation)
+
+
 def is_tuning(profile_name: str, tuning: BenchmarkProfile) -> bool:
     """Whether ``profile_name`` is the tuning profile or one of its repetitions."""
     head, _, number = profile_name.rpartition(REPEAT_MARK)
@@ -148,7 +158,8 @@ def launch_score(
     figures: Figures | None = None,
 ) -> Score | None:
     """One launch's score: the mean of its repetitions' values (each scored on its own sweep points),
-    the lowest success rate among them; None without a complete tuning result."""
+    the lowest success rate among them, the SLOs the mean of their SLO fields breaks; None without a
+    complete tuning result."""
     repetitions = _by_repetition(results, tuning, figures)
     if not repetitions:
         return None
@@ -159,7 +170,8 @@ def launch_score(
     rates = [found.success_rate for found in scores if found.success_rate is not None]
     if len(scores) == 1 or not values:
         return first
-    return Score(sum(values) / len(values), min(rates, default=None), first.curve)
+    means, violations = combined_slos(scores, slos)
+    return Score(sum(values) / len(values), min(rates, default=None), first.curve, violations, means)
 
 
 def complete_launch(
@@ -186,7 +198,14 @@ def _measurement(
     finished = run.status in FINISHED_RUN_STATUSES
     # ``found`` is the score of the complete tuning results: None when there are none
     if found is not None and complete_launch(run, results, tuning, repeats):
-        return Measurement("measured", run.id, found.value, found.success_rate, finished=finished)
+        return Measurement(
+            "measured",
+            run.id,
+            found.value,
+            found.success_rate,
+            finished=finished,
+            violations=found.violations,
+        )
     if not finished:
         return Measurement("pending", run.id)
     reason = infrastructure_reason(run)
@@ -216,23 +235,25 @@ def outcomes(
     now: datetime | None = None,
     repeats: int = 1,
     scored: Callable[[Run, ProfileResult], Mapping[str, Any]] | None = None,
+    validation: Collection[str] = (),
 ) -> dict[str, RunOutcome]:
     """The outcome of each configuration (by fingerprint) from its latest run, with the values of all
     its measured launches; ``attempts`` counts its runs after run ``measure_from_run`` and after its
     last measured launch. ``scored`` gives the figures a result is scored on (its stored result, with
-    the cost and energy figures added for those objectives)."""
+    the cost and energy figures added for those objectives). Runs of the ``validation`` profiles
+    alone are left out."""
     attempts: dict[str, int] = {}
     latest: dict[str, Run] = {}
-    launches: dict[str, list[float]] = {}
+    launches: dict[str, list[Score]] = {}
     for run in runs:
         fingerprint = run.config_fingerprint
-        if fingerprint is None:
+        if fingerprint is None or validation_only(run, validation):
             continue
         latest[fingerprint] = run
         stored = results.get(run.id, ())
         launch = launch_score(stored, tuning, objective, slos, _figures_of(run, scored))
         if launch is not None and launch.value is not None and complete_launch(run, stored, tuning, repeats):
-            launches.setdefault(fingerprint, []).append(launch.value)
+            launches.setdefault(fingerprint, []).append(launch)
             attempts[fingerprint] = 0
         else:
             attempts[fingerprint] = attempts.get(fingerprint, 0) + (1 if run.id > measure_from_run else 0)
@@ -251,9 +272,10 @@ def outcomes(
             now=now or utcnow(),
             repeats=repeats,
         )
-        measured = tuple(launches.get(fingerprint, ()))
+        measured = launches.get(fingerprint, [])
         if measurement is not None and measured:
-            measurement = with_launches(measurement, measured)
+            _, violations = combined_slos(measured, slos)
+            measurement = with_launches(measurement, tuple(found.value for found in measured), violations)
         found[fingerprint] = RunOutcome(run, stored, run_score, measurement, tries)
     return found
 
@@ -263,12 +285,15 @@ def _figures_of(run: Run, scored: Callable[[Run, ProfileResult], Mapping[str, An
     return None if scored is None else lambda result: scored(run, result)
 
 
-def with_launches(measurement: Measurement, values: tuple[float, ...]) -> Measurement:
-    """``measurement`` carrying every measured launch's value; a configuration measured before keeps
-    its value while a later launch is pending or failed by the infrastructure."""
+def with_launches(
+    measurement: Measurement, values: tuple[float, ...], violations: tuple[str, ...] = ()
+) -> Measurement:
+    """``measurement`` carrying every measured launch's value and the SLOs the configuration breaks
+    over them; a configuration measured before keeps its value while a later launch is pending or
+    failed by the infrastructure."""
     if measurement.state == "failed":
         return measurement
-    return replace(measurement, values=values, value=sum(values) / len(values))
+    return replace(measurement, values=values, value=sum(values) / len(values), violations=violations)
 
 
 def measurements(found: Mapping[str, RunOutcome]) -> dict[str, Measurement]:

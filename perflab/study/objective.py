@@ -17,15 +17,22 @@ objectives of :data:`LOWER_IS_BETTER`.
 For a swept tuning profile the throughput objectives take the curve's peak. The success rate of a
 result is completed ÷ (completed + failed), or completed ÷ the prompts sent when the result does not
 count failures (results imported from printed blocks).
+
+The study's ``slos`` constrain every objective, swept or not. A score says which SLOs its result
+breaks (``violations``, worded ``mean_tpot_ms 303.4 > 100``): an unswept result is checked as it is
+(its SLO fields are kept in ``slo_values`` so means over runs and launches can be checked too); a
+swept one takes the throughput objectives at their best among the loads that meet every SLO, and
+breaks them when no load does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from statistics import fmean
 from typing import Any
 
-from perflab.study.loadcurve import LoadCurve, curve_from_results
+from perflab.study.loadcurve import LoadCurve, curve_from_results, slo_violations
 
 SweepResult = tuple[Mapping[str, Any] | None, Mapping[str, Any]]
 # Objectives whose values the team pays for: the smaller the better.
@@ -36,12 +43,33 @@ AT_SLO_LIMIT: frozenset[str] = frozenset({"cost_per_mtok", "tokens_per_joule"})
 
 @dataclass(frozen=True)
 class Score:
-    """A configuration's objective value on the tuning profile, the success rate behind it, and its
-    load curve when the tuning profile is swept."""
+    """A configuration's objective value on the tuning profile, the success rate behind it, its load
+    curve when the tuning profile is swept, the SLOs it breaks and (unswept) its SLO fields' values."""
 
     value: float | None
     success_rate: float | None
     curve: LoadCurve | None = None
+    violations: tuple[str, ...] = ()
+    slo_values: Mapping[str, float] = field(default_factory=dict)
+
+
+def combined_slos(
+    scores: Sequence[Score], slos: Mapping[str, float]
+) -> tuple[dict[str, float], tuple[str, ...]]:
+    """The SLO fields' means over ``scores`` (the runs of one launch, or a configuration's launches)
+    and the SLOs those means break; swept scores keep every violation any of them has."""
+    if any(found.curve is not None for found in scores):
+        return {}, tuple(dict.fromkeys(reason for found in scores for reason in found.violations))
+    names = {name for found in scores for name in found.slo_values}
+    means = {
+        name: fmean(found.slo_values[name] for found in scores if name in found.slo_values) for name in names
+    }
+    return means, slo_violations(means, slos)
+
+
+def slo_fields(result: Mapping[str, Any], slos: Mapping[str, float]) -> dict[str, float]:
+    """The result's values of the fields ``slos`` bound (a field it lacks is left out)."""
+    return {name: float(result[name]) for name in slos if _field_value(result, name) is not None}
 
 
 def success_rate(result: Mapping[str, Any], expected: int | None = None) -> float | None:
@@ -69,26 +97,52 @@ def score(
     slos: Mapping[str, float] | None = None,
     expected_prompts: int | None = None,
 ) -> Score:
-    """The objective over the tuning profile's stored ``(sweep_point, result)`` pairs."""
+    """The objective over the tuning profile's stored ``(sweep_point, result)`` pairs, under ``slos``."""
+    limits = dict(slos or {})
     if not results:
         return Score(None, None)
-    curve = curve_from_results(results, slos)
+    curve = curve_from_results(results, limits)
     if curve is None:
         result = results[0][1]
-        return Score(_field_value(result, objective), success_rate(result, expected_prompts))
+        return Score(
+            _field_value(result, objective),
+            success_rate(result, expected_prompts),
+            violations=slo_violations(result, limits),
+            slo_values=slo_fields(result, limits),
+        )
     by_load = {float(point["value"]): result for point, result in results if point}
+    met = limits and curve.slo_limit is not None
+    if limits and not met:
+        rates = [
+            rate
+            for result in by_load.values()
+            if (rate := success_rate(result, expected_prompts)) is not None
+        ]
+        bounds = ", ".join(f"{name} ≤ {limit:g}" for name, limit in limits.items())
+        unmet = (f"no load meets the SLOs ({bounds})",)
+        if objective == "max_load_within_slo" or objective in AT_SLO_LIMIT:
+            value = 0.0 if objective == "max_load_within_slo" else None
+            return Score(value, min(rates, default=None), curve, violations=unmet)
+        best = _best_point(objective, by_load, expected_prompts, curve)
+        return Score(best.value, best.success_rate, curve, violations=unmet)
     if objective == "max_load_within_slo":
         limit = curve.slo_limit
-        if limit is None:
-            rates = [success_rate(result, expected_prompts) for result in by_load.values()]
-            return Score(0.0, min((rate for rate in rates if rate is not None), default=None), curve)
         return Score(limit.load, success_rate(by_load[limit.load], expected_prompts), curve)
-    if objective in AT_SLO_LIMIT and curve.slos:
-        if curve.slo_limit is None:
-            return Score(None, None, curve)
+    if objective in AT_SLO_LIMIT and met:
         at_limit = by_load[curve.slo_limit.load]
         return Score(_field_value(at_limit, objective), success_rate(at_limit, expected_prompts), curve)
-    values = ((_field_value(result, objective), result) for result in by_load.values())
+    within = {point.load: by_load[point.load] for point in curve.points if point.meets_slos or not limits}
+    return _best_point(objective, within, expected_prompts, curve)
+
+
+def _best_point(
+    objective: str,
+    among: Mapping[float, Mapping[str, Any]],
+    expected_prompts: int | None,
+    curve: LoadCurve,
+) -> Score:
+    """The curve's best point for the objective among the loads of ``among``."""
+    values = ((_field_value(result, objective), result) for result in among.values())
     valued = [(value, result) for value, result in values if value is not None]
     if not valued:
         return Score(None, None, curve)

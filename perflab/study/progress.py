@@ -23,15 +23,13 @@ from perflab.study.measure import (
 )
 from perflab.study.noise import Spread, estimate_spread
 from perflab.study.objective import LOWER_IS_BETTER
-from perflab.study.plan import CandidatePlan, Rules, SearchContext, plan_study
-from perflab.study.search_stage import (
-    SEARCH_TRIALS,
-    objectives_of,
-    observations,
-    run_gpu_hours,
-    screening_profile,
-)
 from perflab.study.spec import StudySpec, StudySpecError, spec_from_data
+from perflab.study.strategy import Evidence, StrategyFor
+from perflab.study.study_plan import plan_study, strategy_of
+from perflab.study.types import CandidatePlan, Rules
+
+# ``study.state`` key: what each stage's strategy stored for its next step, by stage index (as text).
+STAGE_STATE = "stage_state"
 
 
 class StudyProgress:
@@ -43,8 +41,10 @@ class StudyProgress:
         spec: StudySpec,
         found: Mapping[str, RunOutcome],
         runs: Sequence[Run],
-        search: SearchContext | None = None,
         results: Mapping[int, Sequence[ProfileResult]] | None = None,
+        *,
+        strategy_for: StrategyFor = strategy_of,
+        propose: bool = True,
     ) -> None:
         self.study = study
         self.spec = spec
@@ -72,6 +72,17 @@ class StudyProgress:
             prior_df=prior.df if prior else None,
             lower_is_better=spec.objective in LOWER_IS_BETTER,
         )
+        evidence = Evidence(
+            runs=tuple(self.runs),
+            results=self.results,
+            found=found,
+            tuning=spec.tuning(),
+            repeats=spec.repeats,
+            validation=frozenset(profile.name for profile in spec.validation()),
+            objective=spec.objective,
+            slos=spec.slos,
+            stored=state.get(STAGE_STATE) or {},
+        )
         self.plan = plan_study(
             baseline=baseline,
             stages=spec.stages,
@@ -79,7 +90,9 @@ class StudyProgress:
             rules=self.rules,
             gpus_per_node=self.gpus_per_node,
             gpus=self.gpus,
-            search=search,
+            evidence=evidence,
+            strategy_for=strategy_for,
+            propose=propose,
         )
 
     def outcome(self, candidate: CandidatePlan) -> RunOutcome | None:
@@ -102,8 +115,12 @@ def measured_spread(
     return estimate_spread([group for group in groups if group])
 
 
-def load_progress(session: Session, *, study_id: int) -> StudyProgress:
-    """The study's progress from the database; raises NotFound or StudySpecError."""
+def load_progress(
+    session: Session, *, study_id: int, strategy_for: StrategyFor = strategy_of, propose: bool = False
+) -> StudyProgress:
+    """The study's progress from the database; raises NotFound or StudySpecError. Only the
+    coordinator lets its strategies ``propose`` new configurations: a page or report reads the study
+    as it stands."""
     study = crud.get_study(session, study_id=study_id)
     if study is None:
         raise crud.NotFound("study", study_id)
@@ -119,34 +136,8 @@ def load_progress(session: Session, *, study_id: int) -> StudyProgress:
         measure_from_run=(study.state or {}).get(MEASURE_FROM_RUN, 0),
         repeats=spec.repeats,
         scored=cost_scorer(session, spec.objective, runs),
+        validation={profile.name for profile in spec.validation()},
     )
-    search = _search_context(study, spec, runs, results, found)
-    progress = StudyProgress(study, spec, found, runs, search, results)
+    progress = StudyProgress(study, spec, found, runs, results, strategy_for=strategy_for, propose=propose)
     progress.spread = measured_spread(runs, results, progress.plan.baseline.fingerprint, spec)
     return progress
-
-
-def _search_context(
-    study: Study,
-    spec: StudySpec,
-    runs: Sequence[Run],
-    results: Mapping[int, Sequence[ProfileResult]],
-    found: Mapping[str, RunOutcome],
-) -> SearchContext | None:
-    """The stored trials and the runs' observations, for a study with a search stage."""
-    search = next((stage.search for stage in spec.stages if stage.search is not None), None)
-    if search is None:
-        return None
-    tuning = spec.tuning()
-    seen = observations(
-        runs,
-        results,
-        found,
-        tuning=tuning,
-        screening=screening_profile(tuning, search.screening),
-        objectives=objectives_of(search, spec.objective),
-        slos=spec.slos,
-    )
-    stored = (study.state or {}).get(SEARCH_TRIALS) or {}
-    hours = sum(run_gpu_hours(run) for run in runs)
-    return SearchContext(stored=stored, runs=seen, objective=spec.objective, gpu_hours=hours)

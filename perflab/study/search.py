@@ -10,11 +10,15 @@ Pure and deterministic, so the coordinator can call it on every advance and keep
   unsupported kernel; or it broke an SLO) are told to the sampler as constraint violations, so it
   steers away from their region. A trial the infrastructure kept from being measured is never told.
 - :func:`step` proposes one configuration at a time: a proposal whose configuration was tried already
-  (same :meth:`~perflab.engines.config.EngineConfig.fingerprint`) is told its earlier result and not
-  launched again; one that cannot be built is told as infeasible without a launch.
+  (same :meth:`~perflab.engines.config.EngineConfig.fingerprint`), by the search or before it, is told
+  its earlier result and not launched again; one that cannot be built is told as infeasible without a
+  launch. Every proposal counts, whatever its outcome: the search stops once every point of its space
+  was proposed, or after :data:`MAX_WITHOUT_LAUNCH` proposals in a row that launched nothing, so one
+  step proposes at most that many.
 - :func:`promising` says whether a screened configuration (a fraction of the tuning prompts) earns the
-  full profile, with Optuna's percentile pruner over the screening results so far.
-- :func:`final_pick` separates the best two with :func:`~perflab.study.verdict.judge`: the winner is
+  full profile: not when its screening breaks an SLO; else by Optuna's percentile pruner over the
+  screening results of the feasible trials so far.
+- :func:`final_pick` separates the best two with :func:`perflab.study.decide.verdict`: the winner is
   measured again against the runner-up until the verdict is clear, or both are declared equivalent and
   the cheaper one (fewer accelerators, then the smaller batch) is recommended.
 """
@@ -33,12 +37,15 @@ from optuna.samplers import NSGAIISampler, TPESampler
 from optuna.trial import TrialState, create_trial
 
 from perflab.engines.config import EngineConfig
-from perflab.study.search_space import LATENCY_OBJECTIVES, SearchSpec
-from perflab.study.verdict import Verdict, judge
+from perflab.study.decide import verdict
+from perflab.study.search_space import LATENCY_OBJECTIVES, MAX_SEED, SearchSpec
+from perflab.study.types import Rules
+from perflab.study.verdict import Verdict
 
 TrialStatus = Literal["pending", "screened", "complete", "pruned", "infeasible", "unmeasured"]
-# Proposals in a row that repeat tried configurations before the space counts as exhausted.
-MAX_REPEATS = 40
+# Proposals in a row that launch nothing (tried, measured before the search, or not buildable) before
+# the space counts as exhausted.
+MAX_WITHOUT_LAUNCH = 40
 # Screening keeps a configuration whose screening value is in the better (100 - this) percent.
 PRUNE_PERCENTILE = 50.0
 
@@ -50,9 +57,11 @@ class Trial:
     """One proposal: its parameters, configuration fingerprint and, from the measurements, its outcome.
 
     ``refused`` is why its configuration could not be built (never launched); ``repeat_of`` the number
-    of an earlier trial with the same configuration (not launched again). ``values`` are the full
-    profile's objective values, ``samples`` every measurement of the first objective (re-measurements
-    for the final pick included), ``violation`` how far the worst SLO is exceeded (> 0: infeasible).
+    of an earlier trial with the same configuration (not launched again); ``earlier`` marks a
+    configuration measured before the search (its run is reused, not launched again). ``values`` are
+    the full profile's objective values (means over its launches), ``samples`` every measurement of the
+    first objective (re-measurements for the final pick included), ``violation`` how far the worst SLO
+    is exceeded (> 0: infeasible).
     """
 
     number: int
@@ -60,6 +69,7 @@ class Trial:
     fingerprint: str | None
     refused: str | None = None
     repeat_of: int | None = None
+    earlier: bool = False
     status: TrialStatus = "pending"
     screening: float | None = None
     values: tuple[float, ...] | None = None
@@ -71,7 +81,12 @@ class Trial:
 
     @property
     def launched(self) -> bool:
-        return self.refused is None and self.repeat_of is None
+        return self.refused is None and self.repeat_of is None and not self.earlier
+
+    @property
+    def point(self) -> tuple[tuple[str, Any], ...]:
+        """The point of the space it proposed."""
+        return tuple(sorted(self.params.items()))
 
     def stored(self) -> dict[str, Any]:
         """What ``study.state`` keeps of the trial (its outcome is read from the runs each time)."""
@@ -81,6 +96,7 @@ class Trial:
             "fingerprint": self.fingerprint,
             "refused": self.refused,
             "repeat_of": self.repeat_of,
+            "earlier": self.earlier,
         }
 
 
@@ -126,8 +142,8 @@ def directions(objectives: Sequence[str]) -> list[str]:
 
 
 def with_outcomes(trials: Sequence[Trial], observations: Mapping[str, Observation]) -> list[Trial]:
-    """The trials with their outcomes: a launched trial's from its configuration's observation, a
-    repeat's from the trial it repeats, a refused one infeasible."""
+    """The trials with their outcomes: a launched trial's (or one measured before the search) from its
+    configuration's observation, a repeat's from the trial it repeats, a refused one infeasible."""
     done: dict[int, Trial] = {}
     for trial in trials:
         if trial.refused is not None:
@@ -153,6 +169,8 @@ def with_outcomes(trials: Sequence[Trial], observations: Mapping[str, Observatio
                     violation=seen.violation,
                     note=seen.note,
                 )
+            if trial.earlier:
+                trial = replace(trial, note="measured before the search; its run is reused")
         done[trial.number] = trial
     return [done[trial.number] for trial in trials]
 
@@ -195,7 +213,7 @@ def rebuild(spec: SearchSpec, objectives: Sequence[str], trials: Sequence[Trial]
     ways = directions(objectives)
     study = optuna.create_study(
         directions=ways,
-        sampler=_sampler(spec, len(ways), spec.seed + len(trials)),
+        sampler=_sampler(spec, len(ways), (spec.seed + len(trials)) % (MAX_SEED + 1)),
         pruner=PercentilePruner(100.0 - PRUNE_PERCENTILE, n_startup_trials=2, n_min_trials=2),
     )
     measured = [trial.values for trial in trials if trial.status == "complete" and trial.values]
@@ -228,11 +246,13 @@ def stop_reason(
         return f"budget: {launches} launches of {spec.budget.launches}"
     if spec.budget.gpu_hours is not None and gpu_hours >= spec.budget.gpu_hours:
         return f"budget: {gpu_hours:.2f} GPU-hours of {spec.budget.gpu_hours:g}"
-    distinct = {trial.fingerprint for trial in trials if trial.launched}
-    if len(distinct) >= spec.size():
+    if len({trial.point for trial in trials}) >= spec.size():
         return f"every configuration of the space ({spec.size()}) was tried"
-    if trials and trials[-1].repeat_of is not None and _repeats_in_a_row(trials) >= MAX_REPEATS:
-        return f"the sampler proposed only tried configurations {MAX_REPEATS} times in a row"
+    if _without_launch_in_a_row(trials) >= MAX_WITHOUT_LAUNCH:
+        return (
+            f"the last {MAX_WITHOUT_LAUNCH} proposals launched nothing (tried before, measured before "
+            "the search, or not buildable)"
+        )
     if spec.patience is not None:
         since = _launches_since_gain(trials, objectives, min_gain_pct)
         if since is not None and since >= spec.patience:
@@ -240,10 +260,10 @@ def stop_reason(
     return None
 
 
-def _repeats_in_a_row(trials: Sequence[Trial]) -> int:
+def _without_launch_in_a_row(trials: Sequence[Trial]) -> int:
     count = 0
     for trial in reversed(trials):
-        if trial.repeat_of is None:
+        if trial.launched:
             break
         count += 1
     return count
@@ -274,19 +294,25 @@ def step(
     *,
     gpu_hours: float = 0.0,
     min_gain_pct: float = 1.0,
+    propose: bool = True,
+    earlier: Mapping[str, Observation] | None = None,
 ) -> SearchStep:
-    """Propose the next configuration once every launched trial has its outcome.
+    """Propose the next configuration once every launched trial has its outcome (with ``propose``
+    false, only say whether the search has stopped).
 
     ``build`` turns a point's parameters into a configuration, raising ``ValueError`` with the reason
-    for one that cannot be launched (told as infeasible). Trials must carry their outcomes
-    (:func:`with_outcomes`)."""
+    for one that cannot be launched (told as infeasible). ``earlier`` holds what configurations
+    measured before the search showed, by fingerprint. Trials must carry their outcomes
+    (:func:`with_outcomes`). The loop is bounded: each proposal that launches nothing brings a stop
+    (:func:`stop_reason`) closer."""
+    earlier = earlier or {}
     trials = list(trials)
     if any(trial.status in ("pending", "screened") for trial in trials):
         return SearchStep(tuple(trials))
     by_fingerprint = {trial.fingerprint: trial for trial in trials if trial.launched}
     while True:
         reason = stop_reason(spec, objectives, trials, gpu_hours=gpu_hours, min_gain_pct=min_gain_pct)
-        if reason is not None:
+        if reason is not None or not propose:
             return SearchStep(tuple(trials), reason)
         study = rebuild(spec, objectives, trials)
         asked = study.ask(spec.distributions())
@@ -300,10 +326,13 @@ def step(
             )
             continue
         fingerprint = config.fingerprint()
-        earlier = by_fingerprint.get(fingerprint)
-        if earlier is not None:
-            repeat = Trial(number, params, fingerprint, repeat_of=earlier.number)
-            trials.append(with_outcomes([earlier, repeat], {})[1])
+        tried = by_fingerprint.get(fingerprint)
+        if tried is not None:
+            repeat = Trial(number, params, fingerprint, repeat_of=tried.number)
+            trials.append(with_outcomes([tried, repeat], {})[1])
+            continue
+        if fingerprint in earlier:
+            trials.append(with_outcomes([Trial(number, params, fingerprint, earlier=True)], earlier)[0])
             continue
         proposal = Trial(
             number, params, fingerprint, accelerators=config.gpus_needed, batch=config.max_num_seqs
@@ -313,12 +342,20 @@ def step(
 
 
 def promising(spec: SearchSpec, objectives: Sequence[str], trials: Sequence[Trial], number: int) -> bool:
-    """Whether trial ``number`` (screened, full profile not yet run) earns the full profile: Optuna's
-    percentile pruner against the screening values of the trials before it."""
+    """Whether trial ``number`` (screened, full profile not yet run) earns the full profile. A screening
+    that breaks an SLO does not; one that meets them is judged by Optuna's percentile pruner against the
+    screening values of the feasible trials before it only (an infeasible configuration's fast
+    screening raises no bar)."""
     candidate = next(trial for trial in trials if trial.number == number)
+    if candidate.violation > 0:
+        return False
     if candidate.screening is None or spec.screening >= 1.0:
         return True
-    earlier = [trial for trial in trials if trial.number != number]
+    earlier = [
+        trial
+        for trial in trials
+        if trial.number != number and trial.violation <= 0 and trial.status != "infeasible"
+    ]
     study = rebuild(spec, objectives, earlier)
     distributions = spec.distributions()
     params = {name: candidate.params[name] for name in distributions if name in candidate.params}
@@ -331,6 +368,20 @@ def promising(spec: SearchSpec, objectives: Sequence[str], trials: Sequence[Tria
     study.add_trial(running)
     frozen = study.get_trials(deepcopy=False)[-1]
     return not study.pruner.prune(study, frozen)
+
+
+def pick_rules(spec: SearchSpec, rules: Rules, higher: bool) -> Rules:
+    """The rules the final pick judges its finalists under: the study's confidence and minimum gain,
+    up to ``max_measurements`` each, with the search's ``noise_cv_pct`` as a known spread when set."""
+    known = spec.noise_cv_pct is not None
+    return replace(
+        rules,
+        lower_is_better=not higher,
+        max_launches=spec.max_measurements,
+        measures_noise=True,
+        prior_cv_pct=spec.noise_cv_pct if known else rules.prior_cv_pct,
+        prior_df=None if known else rules.prior_df,
+    )
 
 
 def _cost(trial: Trial) -> tuple[int, int]:
@@ -354,9 +405,11 @@ def final_pick(
     objectives: Sequence[str],
     trials: Sequence[Trial],
     *,
-    min_gain_pct: float,
+    rules: Rules,
 ) -> FinalPick:
-    """The recommendation among the feasible trials (first objective; the front is kept for two)."""
+    """The recommendation among the feasible trials (first objective; the front is kept for two): the
+    best two are judged under ``rules`` with up to ``max_measurements`` each, the search's
+    ``noise_cv_pct`` standing for the spread when it gives one."""
     front = tuple(trial.number for trial in pareto_front(trials, objectives))
     feasible = [trial for trial in trials if trial.launched and _feasible(trial)]
     if not feasible:
@@ -372,46 +425,42 @@ def final_pick(
     if len(ranked) == 1:
         return FinalPick(winner, reason="the only feasible configuration", front=front)
     runner_up = ranked[1]
-    verdict = judge(
+    min_gain_pct = rules.min_gain * 100.0
+    judged = verdict(
         list(winner.samples or winner.values[:1]),
         list(runner_up.samples or runner_up.values[:1]),
-        higher_is_better=higher,
-        min_gain_pct=min_gain_pct,
-        max_n=spec.max_measurements,
-        prior_cv_pct=spec.noise_cv_pct,
+        pick_rules(spec, rules, higher),
     )
-    if verdict.outcome == "better":
+    if judged.outcome == "better":
         return FinalPick(
             winner,
             runner_up,
-            verdict,
-            reason=f"better than trial {runner_up.number}: {verdict.text()}",
+            judged,
+            reason=f"better than trial {runner_up.number}: {judged.text()}",
             front=front,
         )
     # equivalent: the whole interval lies below the minimum gain
-    resolved = (
-        math.isfinite(verdict.half_width_pct) and verdict.gain_pct + verdict.half_width_pct < min_gain_pct
-    )
+    resolved = math.isfinite(judged.half_width_pct) and judged.gain_pct + judged.half_width_pct < min_gain_pct
     wanted = tuple(
         trial.number for trial in (winner, runner_up) if len(trial.samples) < spec.max_measurements
     )
-    if wanted and (verdict.outcome == "undecided" or (verdict.outcome == "within_noise" and not resolved)):
+    if wanted and (judged.outcome == "undecided" or (judged.outcome == "within_noise" and not resolved)):
         # a close call (or no spread known yet) while measurements remain: both are measured again
-        return FinalPick(winner, runner_up, verdict, remeasure=wanted, reason=verdict.text(), front=front)
+        return FinalPick(winner, runner_up, judged, remeasure=wanted, reason=judged.text(), front=front)
     if not resolved:
         # the finalists stayed apart by less than their noise after every measurement allowed: the
         # higher mean is kept, and nothing is claimed about which is faster
         reason = (
-            f"not separated after {spec.max_measurements} measurements ({verdict.text()}); higher mean kept"
+            f"not separated after {spec.max_measurements} measurements ({judged.text()}); higher mean kept"
         )
-        return FinalPick(winner, runner_up, verdict, reason=reason, front=front)
+        return FinalPick(winner, runner_up, judged, reason=reason, front=front)
     cheaper = min((winner, runner_up), key=_cost)
     return FinalPick(
         cheaper,
         runner_up if cheaper is winner else winner,
-        verdict,
+        judged,
         reason=(
-            f"trials {winner.number} and {runner_up.number} are equivalent ({verdict.text()}); "
+            f"trials {winner.number} and {runner_up.number} are equivalent ({judged.text()}); "
             f"trial {cheaper.number} is the cheaper"
         ),
         front=front,

@@ -45,6 +45,15 @@ THROUGHPUT_OBJECTIVES: tuple[str, ...] = (
     "request_goodput",
 )
 Choice = str | int | float | bool | None
+# Bounds of a search spec, refused when the spec is read: NumPy seeds are 32-bit; a study launches at
+# most so many configurations; a knob's values stay within what an engine flag can take.
+MAX_SEED = 2**32 - 1
+MAX_LAUNCHES = 10_000
+MAX_GPU_HOURS = 1_000_000.0
+MAX_MEASUREMENTS = 20
+MAX_KNOBS = 16
+MAX_CHOICES = 256
+MAX_KNOB_VALUE = 10**9
 
 
 class IntRange(BaseModel):
@@ -52,9 +61,9 @@ class IntRange(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    low: int = Field(ge=1)
-    high: int = Field(ge=1)
-    step: int | None = Field(None, ge=1)
+    low: int = Field(ge=1, le=MAX_KNOB_VALUE)
+    high: int = Field(ge=1, le=MAX_KNOB_VALUE)
+    step: int | None = Field(None, ge=1, le=MAX_KNOB_VALUE)
     log: bool = False
 
     @model_validator(mode="after")
@@ -76,8 +85,8 @@ class SearchBudget(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    launches: int | None = Field(None, ge=1)
-    gpu_hours: float | None = Field(None, gt=0)
+    launches: int | None = Field(None, ge=1, le=MAX_LAUNCHES)
+    gpu_hours: float | None = Field(None, gt=0, le=MAX_GPU_HOURS, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _some_limit(self) -> SearchBudget:
@@ -91,17 +100,25 @@ class SearchSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    knobs: dict[str, tuple[Choice, ...] | IntRange] = Field(default_factory=dict)
-    parallelism: tuple[dict[str, int], ...] = ()
+    knobs: dict[str, tuple[Choice, ...] | IntRange] = Field(default_factory=dict, max_length=MAX_KNOBS)
+    parallelism: tuple[dict[str, int], ...] = Field((), max_length=MAX_CHOICES)
     objectives: tuple[str, ...] = Field((), max_length=2, description="default: the study's objective")
     budget: SearchBudget
     screening: float = Field(0.25, gt=0, le=1, description="fraction of the tuning prompts screened first")
-    seed: int = 0
-    startup_trials: int = Field(6, ge=1, description="random proposals before the model-based ones")
-    patience: int | None = Field(None, ge=1, description="stop after this many launches without a gain")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="the sampler's seed (NumPy's range)")
+    startup_trials: int = Field(
+        6, ge=1, le=MAX_LAUNCHES, description="random proposals before the model-based ones"
+    )
+    patience: int | None = Field(
+        None, ge=1, le=MAX_LAUNCHES, description="stop after this many launches without a gain"
+    )
     moe: bool = Field(False, description="the model is a mixture of experts (allows ep > 1 layouts)")
-    max_measurements: int = Field(3, ge=1, description="per finalist, to separate the final pick")
-    noise_cv_pct: float | None = Field(None, ge=0, description="run-to-run CV when no repeat measured it")
+    max_measurements: int = Field(
+        3, ge=1, le=MAX_MEASUREMENTS, description="per finalist, to separate the final pick"
+    )
+    noise_cv_pct: float | None = Field(
+        None, ge=0, le=100, allow_inf_nan=False, description="run-to-run CV when no repeat measured it"
+    )
 
     @field_validator("knobs")
     @classmethod
@@ -111,6 +128,8 @@ class SearchSpec(BaseModel):
                 raise ValueError(f"{name}: parallelism is searched through 'parallelism' layouts")
             if isinstance(values, tuple) and not values:
                 raise ValueError(f"{name}: needs at least one choice")
+            if isinstance(values, tuple) and len(values) > MAX_CHOICES:
+                raise ValueError(f"{name}: {len(values)} choices, at most {MAX_CHOICES}")
             if isinstance(values, tuple) and len(set(map(repr, values))) != len(values):
                 raise ValueError(f"{name}: choices repeat")
         return knobs

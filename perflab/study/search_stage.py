@@ -1,17 +1,20 @@
-"""A search stage inside a study's plan: its trials as candidates, what to run, and its winner.
+"""The search strategy: a stage's trials as candidates, what to run, and its winner.
 
-The stored trials (``study.state["search_trials"]``, by stage index) are the proposals made so far;
+:class:`Search` is the :class:`~perflab.study.strategy.StageStrategy` of a stage with ``search:``. The
+trials it stored (``study.state["search_trials"]``, by stage index) are the proposals made so far;
 their outcomes come from the study's runs every time (:func:`observations`), so the sampler's history
-is rebuilt from the stored measurements on each advance and nothing is kept in memory. A configuration's
-run carries the screening profile (a fraction of the tuning prompts) first; :func:`search_stage` says
-which screened runs are not promising (the coordinator drops their remaining profiles), which
-configurations need a run, and which finalists need another measurement for the final pick.
+is rebuilt from the stored measurements on each advance and nothing is kept in memory. A
+configuration's run carries the screening profile (a fraction of the tuning prompts) first; the step
+says which screened runs are not promising (the coordinator drops their remaining profiles), which
+configurations need a run, and which finalists need another measurement (tuning only) for the final
+pick. The pick is kept over the best before the stage by :func:`perflab.study.decide.decide`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from statistics import fmean
 from typing import Any
 
 from db.models import FINISHED_RUN_STATUSES, ProfileResult, Run
@@ -20,11 +23,13 @@ from perflab.engines.config import EngineConfig
 from perflab.profiles import BenchmarkProfile, scaled
 from perflab.study.budget import fill_budget
 from perflab.study.configs import build_config, config_fields
-from perflab.study.measure import RunOutcome, tuning_results
-from perflab.study.objective import score
-from perflab.study.plan import CandidatePlan, Measurement, Rules, StagePlan
-from perflab.study.search import Observation, Trial, final_pick, promising, step, with_outcomes
+from perflab.study.decide import decide, feasibility
+from perflab.study.measure import RunOutcome, complete_launch, launch_score
+from perflab.study.objective import Score, combined_slos, score
+from perflab.study.search import FinalPick, Observation, Trial, final_pick, promising, step, with_outcomes
 from perflab.study.search_space import SearchSpec
+from perflab.study.strategy import StageInput
+from perflab.study.types import CandidatePlan, Measurement, Rules, StagePlan, StageStep, gain_text
 
 SEARCH_TRIALS = "search_trials"
 
@@ -40,20 +45,13 @@ def objectives_of(search: SearchSpec, study_objective: str) -> tuple[str, ...]:
 
 
 def slo_violation(result: Mapping[str, Any], slos: Mapping[str, float]) -> float:
-    """How far the worst SLO is exceeded, as a fraction of its limit (<= 0: every SLO met)."""
+    """How far the worst SLO is exceeded, as a fraction of its limit (<= 0: every SLO met; a field the
+    result lacks breaks its SLO by 1)."""
     excess = [
-        float(result[name]) / limit - 1.0
+        float(value) / limit - 1.0 if isinstance(value := result.get(name), (int, float)) else 1.0
         for name, limit in slos.items()
-        if isinstance(result.get(name), (int, float))
     ]
     return max(excess, default=0.0)
-
-
-def _values(result: Mapping[str, Any], first: float, objectives: Sequence[str]) -> tuple[float, ...] | None:
-    rest = [result.get(name) for name in objectives[1:]]
-    if any(not isinstance(value, (int, float)) for value in rest):
-        return None
-    return (first, *(float(value) for value in rest))
 
 
 def run_gpu_hours(run: Run) -> float:
@@ -66,10 +64,27 @@ def run_gpu_hours(run: Run) -> float:
 
 @dataclass(frozen=True)
 class SearchRuns:
-    """What a study's runs say for its search stages: an observation per configuration fingerprint."""
+    """What a study's runs say for a search stage: an observation per configuration fingerprint, and
+    the configurations whose re-measurement is running."""
 
     observations: Mapping[str, Observation] = field(default_factory=dict)
     remeasuring: frozenset[str] = frozenset()
+
+
+def _violation(found: Score | None, means: Mapping[str, float], slos: Mapping[str, float]) -> float:
+    """How far the worst SLO is exceeded (a fraction of its limit; 1 for a swept profile with no load
+    within them, which has no single value to measure it by)."""
+    if found is not None and found.curve is not None:
+        return 1.0 if found.violations else 0.0
+    return slo_violation(means, slos)
+
+
+def _means(launches: Sequence[Sequence[Score | None]], objectives: int) -> tuple[float, ...] | None:
+    """Each objective's mean over the launches; None without a launch or when one lacks a value."""
+    columns = [[scores[index] for scores in launches] for index in range(objectives)]
+    if not launches or any(found is None or found.value is None for column in columns for found in column):
+        return None
+    return tuple(fmean(found.value for found in column) for column in columns)
 
 
 def observations(
@@ -81,36 +96,55 @@ def observations(
     screening: BenchmarkProfile,
     objectives: Sequence[str],
     slos: Mapping[str, float],
+    repeats: int = 1,
 ) -> SearchRuns:
-    """Each configuration's observation from all its runs (samples from every complete tuning result)."""
+    """Each configuration's observation from all its runs: a sample per complete launch (the mean of
+    its runs of the tuning profile, :func:`perflab.study.measure.launch_score`), each objective's mean
+    over them and the SLOs their means break, and its screening value from the launch that screened
+    it — screened under the SLOs too: a screening that breaks one makes the configuration infeasible."""
     seen: dict[str, Observation] = {}
     remeasuring: set[str] = set()
     for fingerprint, outcome in found.items():
-        samples, values, violation = [], None, 0.0
+        launches: list[list[Score]] = []
+        screened: Score | None = None
         for run in (run for run in runs if run.config_fingerprint == fingerprint):
-            tuned = tuning_results(results.get(run.id, ()), tuning)
-            if not tuned:
-                continue
-            measured = score(objectives[0], [(r.sweep_point, r.result) for r in tuned], slos=slos).value
-            if measured is not None:
-                samples.append(measured)
-                values = _values(tuned[-1].result or {}, measured, objectives)
-                violation = slo_violation(tuned[-1].result or {}, slos)
-        screened = [r for r in results.get(outcome.run.id, ()) if r.profile_name == screening.name]
-        first = (
-            score(objectives[0], [(r.sweep_point, r.result) for r in screened]).value if screened else None
-        )
+            stored = results.get(run.id, ())
+            pairs = [(r.sweep_point, r.result) for r in stored if r.profile_name == screening.name]
+            if screened is None and pairs:
+                screened = score(objectives[0], pairs, slos=slos)
+            scores = [launch_score(stored, tuning, name, slos) for name in objectives]
+            if (
+                scores[0] is not None
+                and scores[0].value is not None
+                and complete_launch(run, stored, tuning, repeats)
+            ):
+                launches.append(scores)
+        first = screened.value if screened is not None else None
+        firsts = [scores[0] for scores in launches]
+        means, reasons = combined_slos(firsts, slos)
+        values = _means(launches, len(objectives))
         measurement = outcome.measurement
-        if samples and values is not None:
-            seen[fingerprint] = Observation("complete", first, values, tuple(samples), violation)
+        if values is not None:
+            violation = _violation(firsts[-1], means, slos)
+            note = f"breaks the SLOs: {'; '.join(reasons)}" if violation > 0 else None
+            samples = tuple(found_score.value for found_score in firsts)
+            seen[fingerprint] = Observation("complete", first, values, samples, violation, note)
             if outcome.run.status not in FINISHED_RUN_STATUSES:
                 remeasuring.add(fingerprint)
-        elif measurement is None:
+            continue
+        screen_violation = _violation(screened, screened.slo_values, slos) if screened is not None else 0.0
+        screen_note = (
+            f"screening breaks the SLOs: {'; '.join(screened.violations)}" if screen_violation > 0 else None
+        )
+        if measurement is None:
             continue  # an infrastructure failure waits for its retry: nothing to tell
-        elif measurement.state == "unmeasured":
+        if measurement.state == "unmeasured":
             seen[fingerprint] = Observation("unmeasured", note=measurement.error)
         elif outcome.run.status not in FINISHED_RUN_STATUSES or measurement.state == "pending":
-            seen[fingerprint] = Observation("screened" if first is not None else "pending", first)
+            status = "screened" if first is not None else "pending"
+            seen[fingerprint] = Observation(status, first, violation=screen_violation, note=screen_note)
+        elif screen_note is not None:
+            seen[fingerprint] = Observation("infeasible", first, violation=screen_violation, note=screen_note)
         elif first is not None and outcome.run.status == "done":
             seen[fingerprint] = Observation("pruned", first, note=f"screening: {first:.2f}, not promising")
         else:
@@ -119,17 +153,13 @@ def observations(
 
 
 @dataclass(frozen=True)
-class SearchStagePlan:
-    """A search stage's plan, with what the coordinator must store and run."""
+class SearchState:
+    """A search stage as its step left it: the spec, the objectives, every trial with its outcome, why
+    it stopped and why its pick was made (None while it goes on)."""
 
-    stage: StagePlan
     search: SearchSpec
     objectives: tuple[str, ...]
     trials: tuple[Trial, ...]
-    wanted: tuple[EngineConfig, ...]
-    stored: tuple[dict[str, Any], ...]
-    remeasure: frozenset[str] = frozenset()
-    not_promising: frozenset[str] = frozenset()
     stop: str | None = None
     pick: str | None = None
 
@@ -158,8 +188,10 @@ def _candidate(
     measurement = None
     if trial.status == "complete" and trial.samples:
         mean = sum(trial.samples) / len(trial.samples)
-        measurement = Measurement("measured", None, mean, None, finished=True)
-    decision = "reused" if trial.repeat_of is not None else _DECISIONS.get(trial.status)
+        measurement = Measurement("measured", None, mean, None, finished=True, values=tuple(trial.samples))
+    decision = "reused" if trial.repeat_of is not None or trial.earlier else _DECISIONS.get(trial.status)
+    if decision is None and trial.status == "complete" and trial.violation > 0:
+        decision = "infeasible"  # measured, and it breaks an SLO
     return CandidatePlan(
         stage_index=stage_index,
         stage_name=name,
@@ -174,21 +206,47 @@ def _candidate(
     )
 
 
-def search_stage(
-    stage_index: int,
-    name: str,
+def _runs_of(stage: StageInput, search: SearchSpec, objectives: Sequence[str]) -> SearchRuns:
+    evidence = stage.evidence
+    if evidence.tuning is None:
+        return SearchRuns()
+    return observations(
+        evidence.runs,
+        evidence.results,
+        evidence.found,
+        tuning=evidence.tuning,
+        screening=screening_profile(evidence.tuning, search.screening),
+        objectives=objectives,
+        slos=evidence.slos,
+        repeats=evidence.repeats,
+    )
+
+
+@dataclass(frozen=True)
+class Search:
+    """The search strategy (see the module)."""
+
+    def step(self, stage: StageInput) -> StageStep:
+        """Where the search stage stands: its trials (a new proposal appended when one is due)."""
+        search = stage.spec.search
+        objectives = objectives_of(search, stage.evidence.objective)
+        runs = _runs_of(stage, search, objectives)
+        stored = stage.evidence.stored.get(str(stage.index), ())
+        gpu_hours = sum(run_gpu_hours(run) for run in stage.evidence.runs)
+        return _search_step(stage, search, objectives, stored, runs, gpu_hours)
+
+
+def _search_step(
+    stage: StageInput,
     search: SearchSpec,
-    best: CandidatePlan,
-    *,
+    objectives: Sequence[str],
     stored: Sequence[Mapping[str, Any]],
     runs: SearchRuns,
-    rules: Rules,
-    gpus: int | None,
-    objectives: Sequence[str],
-    gpu_hours: float = 0.0,
-) -> SearchStagePlan:
+    gpu_hours: float,
+) -> StageStep:
     """Where the search stage stands: its trials (a new proposal appended when one is due)."""
-    build = _builder(search, best, gpus)
+    stage_index, name, best, rules = stage.index, stage.spec.name, stage.best, stage.rules
+    build = _builder(search, best, stage.gpus or stage.gpus_per_node)
     min_gain_pct = rules.min_gain * 100.0
     trials = with_outcomes([Trial(**dict(item)) for item in stored], runs.observations)
     configs: dict[int, EngineConfig] = {}
@@ -201,7 +259,16 @@ def search_stage(
         else trial
         for trial in trials
     ]
-    result = step(search, objectives, trials, build, gpu_hours=gpu_hours, min_gain_pct=min_gain_pct)
+    result = step(
+        search,
+        objectives,
+        trials,
+        build,
+        gpu_hours=gpu_hours,
+        min_gain_pct=min_gain_pct,
+        propose=stage.propose,
+        earlier={fp: seen for fp, seen in runs.observations.items() if fp in stage.earlier},
+    )
     trials = list(result.trials)
     for trial in trials:
         if trial.number not in configs and trial.refused is None:
@@ -213,44 +280,66 @@ def search_stage(
         if t.launched and t.status == "screened" and not promising(search, objectives, trials, t.number)
     )
     candidates = [_candidate(stage_index, name, t, search, configs.get(t.number)) for t in trials]
-    stored_now = tuple(trial.stored() for trial in trials)
-    common = {
-        "search": search,
-        "objectives": tuple(objectives),
-        "trials": tuple(trials),
-        "stored": stored_now,
-    }
+    screen = {config.fingerprint(): search.screening for config in wanted} if search.screening < 1.0 else {}
+    common = {"stored": [trial.stored() for trial in trials]}
     if result.stop is None:
-        return SearchStagePlan(
+        return StageStep(
             StagePlan(stage_index, name, tuple(candidates), best),
             wanted=tuple(wanted),
-            not_promising=not_promising,
+            screen=screen,
+            drop=not_promising,
+            detail=SearchState(search, tuple(objectives), tuple(trials)),
             **common,
         )
-    pick = final_pick(search, objectives, trials, min_gain_pct=min_gain_pct)
+    if not any(trial.refused is None for trial in trials):
+        failure = f"no configuration of its space can be built ({len(trials)} proposals): {trials[0].refused}"
+        stage_plan = StagePlan(stage_index, name, tuple(candidates), best)
+        detail = SearchState(search, tuple(objectives), tuple(trials), result.stop)
+        return StageStep(stage_plan, detail=detail, failure=failure, **common)
+    pick = final_pick(search, objectives, trials, rules=rules)
+    detail = SearchState(search, tuple(objectives), tuple(trials), result.stop, pick.reason)
     remeasure = frozenset(trials[n].fingerprint for n in pick.remeasure) - runs.remeasuring
     if pick.remeasure:
         wanted += [configs[n] for n in pick.remeasure if trials[n].fingerprint in remeasure]
-        stage = StagePlan(stage_index, name, tuple(candidates), best)
-        return SearchStagePlan(
-            stage, wanted=tuple(wanted), remeasure=remeasure, stop=result.stop, pick=pick.reason, **common
+        stage_plan = StagePlan(stage_index, name, tuple(candidates), best)
+        return StageStep(
+            stage_plan, wanted=tuple(wanted), screen=screen, tuning_only=remeasure, detail=detail, **common
         )
-    winner = None
-    if pick.trial is not None and best.value is not None:
-        chosen = candidates[pick.trial.number]
-        if chosen.value is not None and chosen.value > best.value * (1.0 + rules.min_gain):
-            winner = replace(chosen, decision="winner", note=pick.reason)
+    decided = _decided(candidates, pick, best, rules)
+    winner = next((candidate for candidate in decided if candidate.decision == "winner"), None)
+    stage_plan = StagePlan(stage_index, name, tuple(decided), best, winner, decided=True)
+    return StageStep(stage_plan, wanted=tuple(wanted), screen=screen, detail=detail, **common)
+
+
+def _decided(
+    candidates: Sequence[CandidatePlan], pick: FinalPick, best: CandidatePlan, rules: Rules
+) -> list[CandidatePlan]:
+    """The trials decided once the pick is made: the pick kept when it beats the best before the stage
+    (:func:`perflab.study.decide.decide`), every other measured trial not better. Each note speaks of
+    its own trial: the pick's of its comparisons, the runner-up's of the one it lost, the others' of
+    their mean against the pick's."""
+    chosen = candidates[pick.trial.number] if pick.trial is not None else None
     decided = []
     for candidate in candidates:
-        if winner is not None and candidate.position == winner.position:
-            candidate = winner
-        elif candidate.decision is None and candidate.value is not None:
-            why = (
-                pick.reason
-                if winner is not None
-                else f"the search kept nothing over {best.label}: {pick.reason}"
+        if candidate.decision is not None or candidate.value is None:
+            decided.append(candidate)
+        elif candidate is chosen:
+            kept = feasibility(candidate.measurement, best.measurement, best.label) or decide(
+                candidate.measurement.samples, best.measurement.samples, rules, final=True
             )
-            candidate = replace(candidate, decision="not_better", note=why)
-        decided.append(candidate)
-    stage = StagePlan(stage_index, name, tuple(decided), best, winner, decided=True)
-    return SearchStagePlan(stage, wanted=tuple(wanted), stop=result.stop, pick=pick.reason, **common)
+            if kept.outcome == "better":
+                note = f"{pick.reason}; {kept.gain} over {best.label}"
+                decided.append(replace(candidate, decision="winner", note=note, verdict=kept.verdict))
+            else:
+                note = f"the search's pick ({pick.reason}), not kept over {best.label}: {kept.note}"
+                decided.append(replace(candidate, decision="not_better", note=note, verdict=kept.verdict))
+        elif chosen is None:
+            decided.append(replace(candidate, decision="not_better", note=pick.reason))
+        elif pick.runner_up is not None and candidate.position == pick.runner_up.number:
+            note = f"runner-up to trial {chosen.position} ({pick.reason})"
+            decided.append(replace(candidate, decision="not_better", note=note))
+        else:
+            gain = gain_text(candidate.value, chosen.value)
+            note = f"mean {candidate.value:.2f}, {gain} against trial {chosen.position}, the search's pick"
+            decided.append(replace(candidate, decision="not_better", note=note))
+    return decided

@@ -26,6 +26,7 @@ not divide the budget is refused when the spec is read.
 from __future__ import annotations
 
 import json
+import math
 import shlex
 from pathlib import Path
 from typing import Any, Literal
@@ -249,7 +250,10 @@ class StudySpec(BaseModel):
         "tokens_per_joule",
     ] = "total_token_throughput"
     goodput: GoodputSLOs | None = Field(None, description="per-request SLOs for the goodput objective")
-    slos: dict[str, float] = Field(default_factory=dict, description="limits on result fields (load curves)")
+    slos: dict[str, float] = Field(
+        default_factory=dict,
+        description="limits on result fields: a configuration that breaks one is infeasible",
+    )
     min_success_pct: float = Field(100.0, gt=0, le=100)
     min_gain_pct: float = Field(1.0, ge=0, description="smallest gain over the best so far that is kept")
     gpus_per_node: int | None = Field(
@@ -345,8 +349,8 @@ class StudySpec(BaseModel):
             parts = name.split("_")
             if len(parts) != 3 or parts[1] not in SLO_METRICS or parts[2] != "ms" or not _is_stat(parts[0]):
                 raise ValueError(f"'{name}' is not a latency field (e.g. p99_ttft_ms, mean_tpot_ms)")
-            if limit <= 0:
-                raise ValueError(f"{name} must be > 0")
+            if not math.isfinite(limit) or limit <= 0:
+                raise ValueError(f"{name} must be a finite number > 0, not {limit}")
         return slos
 
     @model_validator(mode="after")

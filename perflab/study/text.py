@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from perflab.study.plan import UNMEASURED, CandidatePlan, StudyPlan
 from perflab.study.progress import StudyProgress
 from perflab.study.spec import OBJECTIVE_UNITS
+from perflab.study.types import UNMEASURED, CandidatePlan, StudyPlan
 
 
 def _value(candidate: CandidatePlan, unit: str) -> str:
@@ -42,12 +42,28 @@ def incomplete_text(plan: StudyPlan) -> str:
     return f"Incomplete: not measured because of the infrastructure: {missing}.{provisional}"
 
 
+def slo_summary(plan: StudyPlan) -> str | None:
+    """What the SLOs say of a study whose baseline breaks one (a configuration that breaks one never
+    becomes the best over it)."""
+    baseline = plan.baseline.measurement
+    if baseline is not None and baseline.violations:
+        text = f"The baseline breaks the SLOs ({'; '.join(baseline.violations)})"
+        if plan.best is not plan.baseline and plan.recommends:
+            return f"{text}; {plan.best.label} meets them."
+        return f"{text}; no configuration measured so far meets them, so none is recommended."
+    return None
+
+
 def progress_lines(progress: StudyProgress) -> list[str]:
     """Status, every reached stage with its candidates, and the recommendation."""
     study, plan = progress.study, progress.plan
     unit = OBJECTIVE_UNITS[progress.spec.objective]
     phase = (study.state or {}).get("phase", "")
-    lines = [f"study {study.id}: {study.name} [{study.status}] {phase}", "Baseline"]
+    lines = [f"study {study.id}: {study.name} [{study.status}] {phase}"]
+    slos = slo_summary(plan)
+    if slos:
+        lines.append(slos)
+    lines.append("Baseline")
     lines.append(_line(progress, plan.baseline, unit))
     for stage in plan.stages:
         lines.append(f"{stage.index}. {stage.name}")

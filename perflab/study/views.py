@@ -1,6 +1,7 @@
 """What the studies pages show, computed away from Streamlit: the list of studies, a study's id from
-its URL, the candidates of a stage as a table (decisions in words), the new-study form's stages or
-search template, and a spec built from the form or an uploaded file."""
+its URL, the tables of a study's result (its candidates with their states, baseline against optimized,
+the summary, a search's trials, its launches — plain text cells, nothing drawn as HTML), the new-study
+form's stages or search template, and a spec built from the form or an uploaded file."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ from db.crud.studies import FINISHED_STUDY_STATUSES
 from perflab import safe_yaml
 from perflab.inventory import Inventory
 from perflab.problems import syntax_problem
-from perflab.report.model import StageSection
+from perflab.report.costs import cost_text, currency_text
+from perflab.report.model import Figures, Report, SearchSection, StageSection
+from perflab.report.summary import percent_text
 from perflab.study.spec import SPEC_FORMATS, StudySpec, StudySpecError, parse_spec, spec_from_data
 from perflab.views.urlstate import BadParam, parse_id
 
@@ -65,19 +68,6 @@ def search_template(gpus: int | None) -> str:
 def stages_template(method: str, model: str, gpus: int | None) -> str:
     """The text the form's stages box starts with for ``method``."""
     return search_template(gpus) if method == "search" else STAGES_TEMPLATE.format(model=model)
-
-
-# A candidate's decision as the stage table writes it (plain words: table cells render no icons).
-DECISION_WORDS = {
-    "winner": "winner",
-    "kept": "baseline",
-    "reused": "reused",
-    "not_better": "not better",
-    "failed": "failed",
-    "disqualified": "disqualified",
-    "unmeasured": "not measured",
-    "within_noise": "within noise",
-}
 
 
 # A simulated first host makes the form a demo: a tenth of each preset's prompts (the study takes
@@ -164,17 +154,102 @@ def shown_value(value: float | None) -> float | None:
 
 
 def candidates_table(stage: StageSection, unit: str) -> pd.DataFrame:
-    """A stage's candidates: label, decision, objective value, run, note."""
+    """A stage's candidates: label, state, mean objective value and launches, run, note."""
     rows = [
         {
             "Candidate": candidate.label,
-            "Decision": DECISION_WORDS.get(candidate.decision or "", candidate.status or "waiting"),
-            f"Value ({unit})" if unit else "Value": shown_value(candidate.value),
+            "Decision": candidate.state or "waiting",
+            f"Mean ({unit})" if unit else "Mean": shown_value(candidate.value),
+            "Launches": candidate.launches,
             "Total TPS": candidate.figures.tps_text if candidate.figures else None,
             "Run": f"/run?run={candidate.run_id}" if candidate.run_id else None,
             "Note": candidate.note,
         }
         for candidate in stage.candidates
+    ]
+    return pd.DataFrame(rows)
+
+
+def _figures_text(figures: Figures | None) -> str:
+    if figures is None:
+        return "not measured"
+    sample = f" ({figures.sample_text})" if figures.sample_text else ""
+    return f"Total TPS {figures.tps_text}, mean TPOT {figures.tpot_text} ms{sample}"
+
+
+def comparison_table(report: Report) -> pd.DataFrame:
+    """Baseline against optimized, per case: throughput rows, then cost rows."""
+    rows = [
+        {
+            "Case": row.case,
+            "Baseline": _figures_text(row.baseline),
+            "Optimized": _figures_text(row.optimized),
+            "Change": percent_text(row.change, report.decimals) if row.change is not None else None,
+        }
+        for row in report.comparison
+    ]
+    rows += [
+        {
+            "Case": f"{row.case} cost" + (f" at {row.at}" if row.at else ""),
+            "Baseline": cost_text(row.baseline),
+            "Optimized": cost_text(row.optimized),
+            "Change": f"{percent_text(row.change, report.decimals)} {currency_text(row)} per 1M tokens"
+            if row.change is not None
+            else None,
+        }
+        for row in report.costs
+        if row.baseline is not None or row.optimized is not None
+    ]
+    return pd.DataFrame(rows, columns=["Case", "Baseline", "Optimized", "Change"])
+
+
+def summary_table(report: Report) -> pd.DataFrame:
+    """The Summary of Optimization Options: one figure per column, each saying what it is against."""
+    column = "Cost change" if report.lower_is_better else "Throughput improvement"
+    rows = [
+        {
+            "Optimization option": row.option,
+            column: percent_text(row.improvement, report.decimals) if row.improvement is not None else "-",
+            "Against the baseline": percent_text(row.versus_baseline, report.decimals)
+            if row.versus_baseline is not None
+            else "-",
+            "Not kept (against the best before it)": row.note or "-",
+        }
+        for row in report.summary
+    ]
+    return pd.DataFrame(rows)
+
+
+def trials_table(search: SearchSection) -> pd.DataFrame:
+    """A search's trials: parameters, state, screening value, mean over launches, note."""
+    rows = [
+        {
+            "Trial": trial.number,
+            "Configuration": " · ".join(f"{name}={value}" for name, value in sorted(trial.params.items())),
+            "State": trial.state,
+            "Screening": shown_value(trial.screening),
+            "Mean": shown_value(trial.mean),
+            "Launches": len(trial.samples),
+            "Note": trial.note,
+        }
+        for trial in search.trials
+    ]
+    return pd.DataFrame(rows)
+
+
+def launches_table(report: Report) -> pd.DataFrame:
+    """Every launch of the study: run, configuration, why, status, complete runs and their mean."""
+    rows = [
+        {
+            "Run": f"/run?run={launch.run_id}",
+            "Configuration": launch.configuration,
+            "Launch": launch.kind,
+            "Status": launch.status,
+            "Runs": launch.runs,
+            "Mean": shown_value(launch.value),
+            "Marks": ", ".join(launch.marks),
+        }
+        for launch in report.launches
     ]
     return pd.DataFrame(rows)
 

@@ -15,7 +15,7 @@ from playwright.sync_api import Browser, expect
 
 from tests.fixtures.streamlit_app import AppServer, click, new_page, screenshot, settle
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]  # the study itself may take 600 s
 
 STUDY_DONE_TIMEOUT_MS = 600_000
 

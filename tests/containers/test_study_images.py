@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from perflab.study import parse_spec
-from perflab.study.plan import Measurement, Rules, plan_study
 from perflab.study.spec import StudySpecError
+from perflab.study.study_plan import plan_study
+from perflab.study.types import Measurement, Rules
 
 SPEC = """\
 name: vLLM v0.10 vs v0.11 on H100

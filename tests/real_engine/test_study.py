@@ -44,18 +44,19 @@ def test_two_stage_study_on_real_vllm_ends_in_a_report(
     )
     study, shown = outcome.listed, outcome.shown
     assert study["status"] == "done"
-    flag = next(c for c in shown["candidates"] if "--no-such-flag" in c["config"].get("extra_args", []))
+    candidates = {stage["name"]: stage["candidates"] for stage in shown["stages"]}
+    flag = next(c for c in candidates["Flags"] if "--no-such-flag" in c["config"].get("extra_args", []))
     assert flag["decision"] == "failed"
     assert "refuses --no-such-flag: unrecognized arguments" in json.dumps(flag), "refused by the preflight"
-    assert {c["decision"] for c in shown["candidates"] if c["stage_name"] == "Batching"} <= {
+    assert {c["decision"] for c in candidates["Batching"]} <= {
         "winner",
         "not_better",
     }
     assert study["recommended_command"].startswith("VLLM_CPU_KVCACHE_SPACE=1 vllm serve")
-    (search,) = shown["state"]["search"]
+    (search,) = shown["searches"]
     assert search["stop"] == "budget: 1 launches of 1" and search["space_size"] == 4
     (trial,) = search["trials"]
-    assert trial["status"] in ("complete", "pruned") and trial["screening"] > 0
+    assert trial["state"] in ("measured", "winner", "screened out") and trial["screening"] > 0
 
     out = tmp_path / "report.zip"
     assert main(["report", str(study["id"]), "--url", outcome.url, "--out", str(out)]) == 0
@@ -65,4 +66,4 @@ def test_two_stage_study_on_real_vllm_ends_in_a_report(
     command_lines = [line for line in report.splitlines() if "vllm serve" in line]
     assert command_lines and all(str(tiny_model_dir()) in line for line in command_lines)
     assert "VLLM_CPU_KVCACHE_SPACE=1" in report
-    assert "Search over 4 configurations: 1 launches" in report and "- Stopped: budget" in report
+    assert "Search over 4 configurations" in report and "- Stopped: budget" in report

@@ -114,7 +114,7 @@ def test_the_report_shows_the_decisions_mean_and_the_first_launchs_validation(
         "Below: the latest launch's first run."
     ) in text
     # the conclusion gives the spread measured and every call no verdict could separate
-    assert progress.spread is not None and report.spread == progress.spread.text()
+    assert progress.spread is not None and report.spread.measured == progress.spread
     assert f"Measured spread of the baseline: {progress.spread.text()}." in text
     undecided = [c for stage in plan.stages for c in stage.candidates if c.decision == "within_noise"]
     conclusion = text.split("## Optimization Objective")[0]
@@ -137,7 +137,7 @@ def test_a_verdict_beside_a_seed_style_loss_says_how_each_is_computed() -> None:
 
     table = summary_table(report)
 
-    assert table[2] == f"| Batching | - | -6.0% ({note}) |" and verdict.text().startswith("-5.7 % ± ")
-    assert "a verdict in parentheses is the ratio of the means minus one" in table[-1]
+    assert table[2] == f"| Batching | - | -6.0% | {note} |" and verdict.text().startswith("-5.7 % ± ")
+    assert "a verdict in the last column is the ratio of the means minus one" in table[-1]
     plain = replace(report, summary=(replace(row, note="lower than previous"),))
     assert "convention" not in "\n".join(summary_table(plain))

@@ -77,7 +77,8 @@ def test_the_default_budget_is_the_node_of_the_smallest_host() -> None:
 
 
 def test_the_forms_defaults_on_an_8_gpu_host_put_every_configuration_on_the_node() -> None:
-    from perflab.study.plan import Measurement, Rules, plan_study
+    from perflab.study.study_plan import plan_study
+    from perflab.study.types import Measurement, Rules
     from perflab.study.views import STAGES_TEMPLATE, spec_from_form
 
     spec = spec_from_form(

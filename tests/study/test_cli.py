@@ -35,7 +35,20 @@ def test_list_and_show(study_db: StudyDatabase, capsys: pytest.CaptureFixture[st
     assert main(["study", "--url", study_db.url, "show", str(study_db.done), "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["status"] == "done" and payload["recommended_command"]
-    assert [c["label"] for c in payload["candidates"]][:3] == ["Baseline", "vLLM", "SGLang"]
+    assert [c["label"] for c in payload["stages"][0]["candidates"]] == ["vLLM", "SGLang"]
+    assert payload["stages"][0]["candidates"][0]["state"] == "reused"
+
+
+def test_show_gives_up_at_its_timeout(study_db: StudyDatabase, capsys: pytest.CaptureFixture[str]) -> None:
+    # a microsecond is less than reading any study takes: the deadline fires while it is read
+    assert main(["study", "--url", study_db.url, "show", str(study_db.done), "--timeout", "0.000001"]) == 2
+    assert (
+        f"error: showing study {study_db.done} took longer than 1e-06 s (--timeout)"
+        in capsys.readouterr().err
+    )
+    with pytest.raises(SystemExit):
+        main(["study", "--url", study_db.url, "show", str(study_db.done), "--timeout", "-1"])
+    assert "expected seconds between 0 and 86400, got -1" in capsys.readouterr().err
 
 
 def test_pause_resume_cancel_and_their_errors(
@@ -132,3 +145,24 @@ def test_report_of_a_study_and_of_imported_runs(
     assert "error: no run with id 99999" in capsys.readouterr().err
     with db_session.new_session(db_session.get_engine(study_db.url)) as session:
         assert crud.get_run(session, run_id=run_ids[0]).source == "imported"
+
+
+def test_a_study_run_that_does_not_end_done_says_why_on_stderr(
+    sqlite_database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hosts = tmp_path / "hosts.yaml"
+    hosts.write_text(
+        f"hosts:\n  - name: local-sim\n    transport: local\n    workdir: {tmp_path / 'work'}\n"
+        "    simulate: {accelerator: H100, count: 8}\n"
+    )
+    spec = tmp_path / "study.yaml"
+    spec.write_text(
+        "name: starved\nmodel: Qwen/Qwen3-8B\nhosts: [local-sim]\ngpus: 1\n"
+        "baseline: {engine: vllm, gpu_memory_utilization: 0.05}\n"
+        "tuning_profile: {name: t, title: T, dataset: random, input_len: 16, output_len: 4, num_prompts: 4}\n"
+        "stages: [{name: Batch, dimension: max_num_seqs, candidates: [64]}]\n"
+    )
+    arguments = ["study", "--url", sqlite_database_url, "run", "--spec", str(spec), "--hosts", str(hosts)]
+    assert main([*arguments, "--wait", "--poll", "0.2"]) == 1
+    err = capsys.readouterr().err
+    assert "error: study 1 ended failed: the baseline failed: vLLM: out of accelerator memory" in err

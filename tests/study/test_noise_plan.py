@@ -4,8 +4,9 @@ from the simulator's seeded noise model (known truth, no runs)."""
 from __future__ import annotations
 
 from perflab.sim.noise import NoiseModel
-from perflab.study.plan import Measurement, Rules, StudyPlan, plan_study
 from perflab.study.spec import parse_spec
+from perflab.study.study_plan import plan_study
+from perflab.study.types import Measurement, Rules, StudyPlan
 
 SPEC = """
 name: noise

@@ -60,15 +60,32 @@ def test_scores() -> None:
     assert score("total_token_throughput", single).value == 900
     assert score("total_token_throughput", single).curve is None
     swept = [({"kind": "request_rate", "value": load}, result) for load, result in CURVE]
-    peak = score("total_token_throughput", swept, slos=SLOS)
-    assert (peak.value, peak.success_rate) == (1200, 1.0)
+    assert score("total_token_throughput", swept).value == 1200  # the peak, 8 req/s
+    # under the SLOs, the best load that meets them: 4 req/s (8 req/s breaks p99 TTFT)
+    constrained = score("total_token_throughput", swept, slos=SLOS)
+    assert (constrained.value, constrained.success_rate, constrained.violations) == (1140, 1.0, ())
     within = score("max_load_within_slo", swept, slos=SLOS)
     assert (within.value, within.success_rate) == (4.0, 1.0)
     assert within.curve.slo_limit.load == 4.0
     none_within = score("max_load_within_slo", swept, slos={"p99_ttft_ms": 1.0})
-    assert none_within.value == 0.0
+    assert none_within.value == 0.0 and none_within.violations == (
+        "no load meets the SLOs (p99_ttft_ms ≤ 1)",
+    )
+    no_load = score("total_token_throughput", swept, slos={"p99_ttft_ms": 1.0})
+    assert no_load.value == 1200 and no_load.violations == none_within.violations
     assert score("total_token_throughput", []).value is None
     assert curve_from_results([(None, _point(1, 1))]) is None
+
+
+def test_slos_constrain_an_unswept_result_too() -> None:
+    result = {"total_token_throughput": 9000.0, "mean_tpot_ms": 303.4, "p99_ttft_ms": 900.0}
+    found = score("total_token_throughput", [(None, result)], slos={"mean_tpot_ms": 100.0})
+    assert found.value == 9000.0 and found.violations == ("mean_tpot_ms 303.4 > 100",)
+    assert found.slo_values == {"mean_tpot_ms": 303.4}
+    met = score("total_token_throughput", [(None, result)], slos={"p99_ttft_ms": 1000.0})
+    assert met.violations == ()
+    missing = score("total_token_throughput", [(None, result)], slos={"p99_tpot_ms": 50.0})
+    assert missing.violations == ("p99_tpot_ms not measured",)
 
 
 @pytest.mark.parametrize("field", ["request_throughput", "request_goodput"])

@@ -8,6 +8,7 @@ import pytest
 from db import crud
 from db import session as db_session
 from perflab import ui
+from perflab.markdown_text import md_text
 from perflab.study.measure import RetryPolicy
 from tests.fixtures.study_data import StudyDatabase, leave_incomplete
 from tests.ui.conftest import app_env, hosts_file, open_page, texts  # noqa: F401  (fixtures reused)
@@ -38,10 +39,12 @@ def test_finished_study_shows_command_tables_stages_and_downloads(study_db: Stud
     markdown = " ".join(texts(app.markdown))
     assert ui.status_text("done") in markdown
     assert f"{ui.status_text('done')} · model **Qwen/Qwen3-8B**" in markdown  # the phase is not repeated
-    assert "| **Chat** | Total TPS:" in markdown and "| **Short Prompt** | Total TPS:" in markdown
-    assert "| Engine |" in markdown and "| Impossible parallelism | - |" in markdown
+    comparison, summary, engine_stage, impossible, _launches = (frame.value for frame in app.dataframe)
+    assert list(comparison["Case"])[:2] == ["Chat", "Short Prompt"]
+    assert comparison["Baseline"].iloc[0].startswith("Total TPS ")
+    assert list(summary["Optimization option"]) == ["Engine", "Impossible parallelism"]
+    assert summary["Throughput improvement"].iloc[1] == "-"
     assert [sub.value for sub in app.subheader] == ["1. Engine", "2. Impossible parallelism"]
-    engine_stage, impossible = (frame.value for frame in app.dataframe)
     assert list(engine_stage["Candidate"]) == ["vLLM", "SGLang"]
     assert engine_stage["Decision"].iloc[0] == "reused"
     assert (
@@ -126,7 +129,8 @@ def test_the_form_creates_a_study_and_reports_bad_stages(empty_db: str, open_pag
     app.text_area(key="study_stages").input("- name: Engine\n  candidates: [sglang]\n")
     app.button[0].click().run()  # the form's submit button
     assert not app.exception
-    assert any("stages[0]: a bare value needs the stage's 'dimension'" in error for error in texts(app.error))
+    bare = md_text("stages[0]: a bare value needs the stage's 'dimension'")
+    assert any(bare in error for error in texts(app.error))
     app.text_area(key="study_stages").input("- name: Engine\n  dimension: engine\n  candidates: [sglang]\n")
     app.button[0].click().run()
     assert not app.exception

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from perflab.engines.config import EngineConfig
-from perflab.study.plan import Measurement, Rules, StudyPlan, plan_study
 from perflab.study.spec import StageSpec, parse_spec
+from perflab.study.study_plan import plan_study
+from perflab.study.types import Measurement, Rules, StudyPlan
 
 SPEC = """
 name: rules

@@ -9,10 +9,11 @@ import pytest
 
 from perflab.engines.config import EngineConfig
 from perflab.study.budget import fill_budget
-from perflab.study.search import Trial, final_pick, pareto_front, step, stop_reason, with_outcomes
+from perflab.study.search import Trial, final_pick, pareto_front, promising, step, stop_reason, with_outcomes
 from perflab.study.search_space import SearchSpec
 from perflab.study.search_stage import slo_violation
 from perflab.study.spec import StudySpecError, parse_spec
+from perflab.study.types import Rules
 
 SPACE = {
     "knobs": {"max_num_seqs": [64, 128, 256]},
@@ -120,7 +121,9 @@ def test_final_pick_remeasures_then_picks_the_cheaper_of_equivalents() -> None:
     objectives = ("total_token_throughput",)
 
     def pick(first: tuple[float, ...], second: tuple[float, ...]):  # type: ignore[no-untyped-def]
-        return final_pick(spec, objectives, [_finalist(0, first), _finalist(1, second)], min_gain_pct=1.0)
+        return final_pick(
+            spec, objectives, [_finalist(0, first), _finalist(1, second)], rules=Rules(min_gain=0.01)
+        )
 
     # one sample each and no prior noise: both are measured again
     assert pick((100.5,), (100.0,)).remeasure == (0, 1)
@@ -141,7 +144,10 @@ def test_slos_make_a_configuration_infeasible_and_budgets_stop_the_search() -> N
     spec = SearchSpec.model_validate({**SPACE, "max_measurements": 1})
     fast_but_slow_to_answer = replace(_finalist(0, (150.0,)), violation=0.5)
     pick = final_pick(
-        spec, ("total_token_throughput",), [fast_but_slow_to_answer, _finalist(1, (100.0,))], min_gain_pct=1.0
+        spec,
+        ("total_token_throughput",),
+        [fast_but_slow_to_answer, _finalist(1, (100.0,))],
+        rules=Rules(min_gain=0.01),
     )
     assert pick.trial.number == 1 and "only feasible" in pick.reason
     hours = SearchSpec.model_validate({**SPACE, "budget": {"gpu_hours": 2.5}})
@@ -161,3 +167,34 @@ def test_two_objectives_give_a_pareto_front() -> None:
     result = step(spec, objectives, [], _build)
     (proposal,) = result.proposed
     assert proposal.params["max_num_seqs"] in (64, 128, 256) and result.stop is None
+
+
+def test_screening_under_slos_breaks_them_or_is_judged_among_feasible_screenings() -> None:
+    spec = SearchSpec.model_validate({**SPACE, "screening": 0.5})
+    objectives = ("total_token_throughput",)
+
+    def screened(number: int, value: float, **fields: object) -> Trial:
+        params = (
+            {"max_num_seqs": 64, "parallelism": "TP1"}
+            if number % 2
+            else {"max_num_seqs": 128, "parallelism": "TP2"}
+        )
+        return Trial(number, params, f"f{number}", status="screened", screening=value, **fields)
+
+    # fast screenings of configurations that broke an SLO set no bar for one that meets them
+    fast_but_infeasible = [
+        replace(
+            screened(n, 1000.0 + n), status="complete", values=(3000.0,), samples=(3000.0,), violation=0.4
+        )
+        for n in range(4)
+    ]
+    slower = screened(4, 500.0)
+    assert promising(spec, objectives, [*fast_but_infeasible, slower], 4)
+    # a screening that breaks an SLO is not promising, however fast
+    assert not promising(spec, objectives, [*fast_but_infeasible, screened(4, 5000.0, violation=0.2)], 4)
+    # among feasible screenings the percentile pruner still judges
+    feasible = [
+        replace(screened(n, 1000.0 + n), status="complete", values=(3000.0,), samples=(3000.0,))
+        for n in range(4)
+    ]
+    assert not promising(spec, objectives, [*feasible, slower], 4)

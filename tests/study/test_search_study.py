@@ -5,7 +5,6 @@ recommendation and the same trials as an uninterrupted one with the same seed.""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,12 +12,11 @@ from sqlalchemy.engine import Engine
 
 from db import crud
 from db.session import new_session
-from perflab.inventory import HostConfig, Inventory, SimulateSpec
 from perflab.report.export import report_files
 from perflab.report.from_study import study_report
-from perflab.study.coordinator import advance, create_study
+from perflab.study.coordinator import advance
 from perflab.study.measure import study_runs
-from perflab.study.spec import parse_spec
+from tests.study.by_hand import drive, start
 
 SPEC = """
 name: searched
@@ -37,17 +35,6 @@ stages:
       seed: 3
       noise_cv_pct: 0
 """
-INVENTORY = Inventory(
-    path=Path("hosts.yaml"),
-    hosts=(
-        HostConfig(
-            name="gpu-a",
-            transport="local",
-            workdir="/tmp/gpu-a",
-            simulate=SimulateSpec(accelerator="H100", count=8),
-        ),
-    ),
-)
 
 
 def _value(config: dict[str, Any]) -> float | None:
@@ -61,9 +48,7 @@ def _value(config: dict[str, Any]) -> float | None:
 
 def _run_one(engine: Engine, study_id: int, run_id: int, *, die_after_screening: bool = False) -> None:
     """Move a queued run as the runner does: a result per profile, the coordinator advancing between."""
-    with new_session(engine) as session:
-        for status in ("launching", "ready", "benchmarking"):
-            crud.set_run_status(session, run_id=run_id, status=status)
+    start(engine, run_id)
     position = 0
     while True:
         with new_session(engine) as session:
@@ -99,21 +84,15 @@ def _run_one(engine: Engine, study_id: int, run_id: int, *, die_after_screening:
 
 
 def _drive(engine: Engine, *, kill_nth: int | None = None) -> Any:
-    """Create the study and move its runs until it ends; the ``kill_nth`` run of the study dies after
-    its first profile with ``worker_restarted`` (its worker was killed)."""
-    study_id = create_study(engine, parse_spec(SPEC), inventory=INVENTORY, queued_by="tester").id
-    started = 0
-    for _ in range(60):
-        advance(engine, study_id)
-        with new_session(engine) as session:
-            study = crud.get_study(session, study_id=study_id)
-            queued = [run for run in study_runs(session, study_id=study_id) if run.status == "queued"]
-        if study.status in ("done", "failed", "incomplete"):
-            return study
-        for run in queued:
-            started += 1
-            _run_one(engine, study_id, run.id, die_after_screening=started == kill_nth)
-    raise AssertionError("the search study did not end")
+    """Drive the study to its end; the ``kill_nth`` run of the study dies after its first profile with
+    ``worker_restarted`` (its worker was killed)."""
+    started = []
+
+    def run(study_id: int, run_id: int) -> None:
+        started.append(run_id)
+        _run_one(engine, study_id, run_id, die_after_screening=len(started) == kill_nth)
+
+    return drive(engine, SPEC, run)
 
 
 def test_a_search_study_proposes_screens_and_recommends(
@@ -122,44 +101,55 @@ def test_a_search_study_proposes_screens_and_recommends(
     study = _drive(db_engine)
     study_id = study.id
     assert study.status == "done"
-    history = study.state["search"][0]
-    assert history["launches"] == 7 and history["stop"] == "budget: 7 launches of 7"
-    statuses = {trial["status"] for trial in history["trials"]}
-    assert statuses <= {"complete", "pruned", "infeasible"}
-    launched = [trial for trial in history["trials"] if trial["repeat_of"] is None]
     with new_session(db_engine) as session:
+        report = study_report(session, study_id=study_id)
         runs = study_runs(session, study_id=study_id)
+    (search,) = report.searches
+    assert search.stop == "budget: 7 launches of 7"
+    # every launch of the stage counted: seven proposals, nothing past the budget
+    assert (search.launches.proposals, search.launches.total, search.over_budget) == (7, 7, None)
+    stage_runs = [launch for launch in report.launches if launch.stage == "Batching and parallelism"]
+    assert len(stage_runs) == search.launches.total
+    states = {trial.state for trial in search.trials if trial.repeat_of is None}
+    assert states <= {"measured", "winner", "screened out", "infeasible", "measured before"}
+    launched = [trial for trial in search.trials if trial.repeat_of is None]
     # one launch per distinct configuration: the baseline plus the launched trials (the baseline's
     # configuration, if proposed, reuses its run)
     fingerprints = [run.config_fingerprint for run in runs]
     assert len(fingerprints) == len(set(fingerprints)) <= 1 + len(launched)
     assert all(run.profiles[0]["name"] == "tune-screening" for run in runs[1:])
     # the recommendation: the best complete trial when it beats the baseline by the 1% minimum gain
-    best = max((t for t in history["trials"] if t["status"] == "complete"), key=lambda t: t["values"][0])
-    if best["values"][0] > study.state["baseline_value"] * 1.01:
-        assert study.state["best"].startswith(f"#{best['number']} ")
-        assert f"-tp {best['params']['parallelism'][2:]}" in study.recommended_command
-        assert f"--max-num-seqs {best['params']['max_num_seqs']}" in study.recommended_command
+    measured = [trial for trial in search.trials if trial.state in ("measured", "winner")]
+    best = max(measured, key=lambda trial: trial.mean)
+    if best.mean > study.state["baseline_value"] * 1.01:
+        assert best.state == "winner" and study.state["best"].startswith(f"#{best.number} ")
+        assert f"-tp {best.params['parallelism'][2:]}" in study.recommended_command
+        assert f"--max-num-seqs {best.params['max_num_seqs']}" in study.recommended_command
     else:
         assert study.state["best"] == "Baseline"
     # the wide batch only pays with TP8 here, and TP1 with 512 sequences runs out of memory
-    oom = [t for t in history["trials"] if t["params"] == {"max_num_seqs": 512, "parallelism": "TP1"}]
-    assert all(t["status"] == "infeasible" and "out of memory" in t["note"] for t in oom)
-    points = history["convergence"]
+    oom = [t for t in search.trials if t.params == {"max_num_seqs": 512, "parallelism": "TP1"}]
+    assert all(t.state == "infeasible" and "out of memory" in t.note for t in oom)
+    points = search.convergence
     assert [point["launches"] for point in points] == list(range(1, 8))
     bests = [point["best"] for point in points if point["best"] is not None]
     assert bests == sorted(bests)
-    assert history["importances"]
+    # fewer complete trials than the importances need: the report says so instead of ranking noise
+    complete = sum(1 for trial in launched if trial.state in ("measured", "winner"))
+    assert search.importances is None
+    assert search.importance_note == f"not enough trials: {complete} complete, at least 10 needed"
     # the report: a table of every trial, why the search stopped, the pick, and the search's charts
-    with new_session(db_engine) as session:
-        report = study_report(session, study_id=study_id)
     files = report_files(report)
     markdown = files["report.md"].decode()
-    assert "Search over 16 configurations: 7 launches" in markdown
+    assert "Search over 16 configurations" in markdown
+    assert "- Launched: 7 launches against a budget of 7 launches: 7 proposals" in markdown
     assert "- Stopped: budget: 7 launches of 7" in markdown
-    assert markdown.count("\n| ") - markdown.count("\n| ---") >= len(history["trials"])
+    assert f"- Which knobs mattered: not enough trials: {complete} complete" in markdown
+    assert markdown.count("\n| ") - markdown.count("\n| ---") >= len(search.trials)
     assert "out of memory" in markdown or not oom
-    assert {"charts/search_convergence_1.png", "charts/search_importance_1.png"} <= set(files)
+    assert "charts/search_convergence_1.png" in files and "charts/search_importance_1.png" not in files
+    assert "each stage starts from the best configuration so far" not in markdown
+    assert "The search of stage 1 measured" in markdown
 
 
 def test_an_interrupted_search_ends_as_an_uninterrupted_one(
@@ -173,5 +163,7 @@ def test_an_interrupted_search_ends_as_an_uninterrupted_one(
     assert [run.failure_class for run in runs].count("worker_restarted") == 1
     assert interrupted.status == whole.status == "done"
     assert interrupted.recommended_command == whole.recommended_command
-    assert interrupted.state["search_trials"] == whole.state["search_trials"]
-    assert interrupted.state["search"][0]["pick"] == whole.state["search"][0]["pick"]
+    assert interrupted.state["stage_state"] == whole.state["stage_state"]
+    with new_session(db_engine) as session:
+        picks = [study_report(session, study_id=study.id).searches[0].pick for study in (whole, interrupted)]
+    assert picks[0] == picks[1]

@@ -15,7 +15,7 @@ from pathlib import Path
 from db.models import ProfileResult, Run
 from perflab.profiles import BenchmarkProfile
 from perflab.study.measure import RetryPolicy, RunOutcome, outcomes
-from perflab.study.plan import Measurement
+from perflab.study.types import Measurement
 from tests.fixtures.sim_server import SimServerFactory
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

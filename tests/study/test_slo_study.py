@@ -1,0 +1,103 @@
+"""SLOs constrain a study's decisions, staged or searched, on an unswept tuning profile: on a simulated
+A100 host, Qwen3-32B at TP2 serves 40 concurrent requests fastest with wide batches, whose mean TPOT
+breaks the study's SLO (the simulator's model: about 98 ms with 40 or more sequences at once, 35 ms
+with 4, at time scale 1). The baseline (vLLM's default of 256 sequences) breaks it too; both studies
+say so first and recommend the narrow batch that meets it, never the faster configuration that does
+not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from db.session import new_session
+from perflab.report.from_study import study_report
+from perflab.report.markdown import render_markdown
+from tests.fixtures.runs import SimHostFactory, write_hosts_file
+from tests.fixtures.study_data import run_study
+
+TIME_SCALE = 5
+# 35 ms and 98 ms of simulated time per output token are 7 ms and 19.6 ms at time scale 5
+SLO_MS = 12
+COMMON = """
+model: Qwen/Qwen3-32B
+hosts: [{host}]
+baseline: {{engine: vllm, tp: 2}}
+gpus: 2
+slos: {{mean_tpot_ms: {slo}}}
+tuning_profile:
+  {{name: tune, title: Chat, dataset: random, input_len: 1024, output_len: 64, num_prompts: 40}}
+"""
+STAGED = (
+    "name: staged under an SLO\n"
+    + COMMON
+    + """
+stages:
+  - name: Batch size
+    dimension: max_num_seqs
+    candidates: [64, 4]
+"""
+)
+SEARCHED = (
+    "name: searched under an SLO\n"
+    + COMMON
+    + """
+stages:
+  - name: Batch size
+    search:
+      knobs: {{max_num_seqs: [64, 256, 4]}}
+      budget: {{launches: 3}}
+      screening: 0.5
+      startup_trials: 3
+      seed: 2
+"""
+)
+
+
+def _study(runs_db: Engine, sim_host: SimHostFactory, tmp_path: Path, spec: str):  # type: ignore[no-untyped-def]
+    host = sim_host("slo-sim", kind="local", accelerator="A100", time_scale=TIME_SCALE)
+    hosts = write_hosts_file(tmp_path / "hosts.yaml", [host])
+    final = run_study(runs_db, spec.format(host=host.name, slo=SLO_MS), hosts)
+    assert final.status == "done", final.state
+    with new_session(runs_db) as session:
+        return final, study_report(session, study_id=final.id)
+
+
+@pytest.mark.slow
+def test_a_staged_study_recommends_the_configuration_that_meets_the_slo(
+    runs_db: Engine, sim_host: SimHostFactory, tmp_path: Path
+) -> None:
+    final, report = _study(runs_db, sim_host, tmp_path, STAGED)
+    (stage,) = report.stages
+    wide, narrow = stage.candidates
+    # the wide batch is faster, and breaks the SLO: infeasible, never kept
+    assert wide.value > narrow.value
+    assert wide.decision == "infeasible" and wide.note.startswith("breaks the SLOs: mean_tpot_ms ")
+    assert narrow.decision == "winner" and "meets the SLOs, which Baseline breaks" in narrow.note
+    assert "--max-num-seqs 4" in final.recommended_command
+    assert report.recommended_command == final.recommended_command
+    # the baseline breaks it too, and the report says so first
+    assert report.notes[0].startswith("The baseline breaks the SLOs (mean_tpot_ms ")
+    assert report.notes[0].endswith(f"{report.best} meets them.")
+    markdown = render_markdown(report)
+    assert "### Service Level Objectives" in markdown and f"- mean_tpot_ms ≤ {SLO_MS}" in markdown
+
+
+@pytest.mark.slow
+def test_a_search_study_screens_under_the_slo_and_recommends_what_meets_it(
+    runs_db: Engine, sim_host: SimHostFactory, tmp_path: Path
+) -> None:
+    final, report = _study(runs_db, sim_host, tmp_path, SEARCHED)
+    (search,) = report.searches
+    by_seqs = {trial.params["max_num_seqs"]: trial for trial in search.trials if trial.repeat_of is None}
+    assert set(by_seqs) == {4, 64, 256}
+    # the wide batches are faster and break the SLO (at screening, or on the full profile): infeasible
+    for seqs in (64, 256):
+        assert by_seqs[seqs].state == "breaks an SLO" and by_seqs[seqs].violation > 0
+        assert "breaks the SLOs: mean_tpot_ms " in by_seqs[seqs].note
+        assert by_seqs[seqs].screening > by_seqs[4].screening
+    assert by_seqs[4].state == "winner"
+    assert "--max-num-seqs 4" in final.recommended_command
+    assert report.notes[0].startswith("The baseline breaks the SLOs (mean_tpot_ms ")
