@@ -203,7 +203,7 @@ def render(run_id: int):  # type: ignore[no-untyped-def]
     started = time.perf_counter()
     app.run()
     elapsed = time.perf_counter() - started
-    if app.exception or not any("Serving Benchmark Result" in block.value for block in app.code):
+    if app.exception or not any("Serving Benchmark Result" in block.proto.body for block in app.get("html")):
         raise SystemExit(f"the run page did not render: {app.exception}")
     return elapsed
 

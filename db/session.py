@@ -79,10 +79,9 @@ def configure_pool(max_parallel: int) -> None:
 
 
 def default_database_url() -> str:
-    """The SQLite file ``var/perflab.db`` under :data:`REPO_ROOT` (``var/`` is created)."""
-    var_dir = REPO_ROOT / "var"
-    var_dir.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{var_dir / 'perflab.db'}"
+    """The SQLite file ``var/perflab.db`` under :data:`REPO_ROOT` (``var/`` is made by the first engine
+    that opens it, :func:`create_engine_for`)."""
+    return f"sqlite:///{REPO_ROOT / 'var' / 'perflab.db'}"
 
 
 def normalize_url(url: str | URL) -> str:

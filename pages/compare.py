@@ -1,9 +1,13 @@
 """Compare (``?compare=3,7,12&baseline=3``): the runs side by side against a baseline — every metric
-with its % change (green better, red worse), grouped bars per profile, throughput vs latency with the
-Pareto front, overlaid latency CDFs; charts as PNG, the table as CSV or markdown. A run with a partial
-result is marked ``(partial)``."""
+with its % change (green better, red worse) and the runs ranked by throughput; when asked for, in
+tabs drawn one at a time, grouped bars per profile, throughput vs latency with the Pareto front,
+overlaid latency CDFs; charts as PNG, the table as CSV or markdown. Runs on different numbers of
+accelerators are ranked, coloured and charted per accelerator. A run with a partial result is marked
+``(partial)``."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import streamlit as st
 
@@ -54,7 +58,7 @@ baseline_id, baseline_note = urlstate.parse_baseline(ui.query_param("baseline"),
 if baseline_note:
     st.info(baseline_note)
 names = {entry.run.id: entry.name for entry in compared.runs}
-baseline_col, profile_col, link_col = st.columns([2, 2, 1])
+baseline_col, profile_col = st.columns(2, vertical_alignment="bottom")
 baseline_id = baseline_col.selectbox(
     "Baseline",
     found_ids,
@@ -65,10 +69,9 @@ baseline_id = baseline_col.selectbox(
 if ui.query_param("baseline") != str(baseline_id):
     st.query_params["baseline"] = str(baseline_id)
 profile = profile_col.selectbox("Profile", compared.profiles(), key="compare_profile")
-with link_col:
-    ui.copy_link_button(
-        ui.share_link(PAGE, urlstate.compare_query(found_ids, baseline_id), current_page=PAGE), key="compare"
-    )
+ui.copy_link_button(
+    ui.share_link(PAGE, urlstate.compare_query(found_ids, baseline_id), current_page=PAGE), key="compare"
+)
 
 st.markdown(compare.runs_markdown(compared))
 
@@ -85,6 +88,9 @@ else:
         column_config=ui.fitted_columns(shown.data),
         placeholder=MISSING,
     )
+    ranking = compare.ranking_text(compared, profile=profile)
+    if ranking:
+        st.caption(ranking)
     if any(metric.group in ("Cost", "Energy") for metric in table.metrics):
         st.caption(cost_views.COMPARE_NOTE.format(currency=price_book().currency))
     ui.download_row(
@@ -102,32 +108,41 @@ else:
         ),
     )
 
-st.subheader("Per profile")
-bar_metric = st.selectbox("Metric", compare.BAR_METRICS, format_func=heading, key="compare_bar_metric")
-bars = compare.bars_frame(compared, bar_metric)
-if bars.empty:
-    st.caption("No run has this metric.")
-else:
+
+def metric_box(place: Any, label: str, keys: tuple[str, ...], *, key: str) -> str:
+    """A box picking one of the metrics ``keys`` by its heading; the throughput the runs are ranked
+    by is picked first where it is among them."""
+    first = keys.index(compared.throughput_key) if compared.throughput_key in keys else 0
+    return str(place.selectbox(label, keys, index=first, format_func=heading, key=key))
+
+
+def draw_bars() -> None:
+    """One metric of every result, grouped by profile."""
+    bar_metric = metric_box(st, "Metric", compare.BAR_METRICS, key="compare_bar_metric")
+    bars = compare.bars_frame(compared, bar_metric)
+    if bars.empty:
+        st.caption("No run has this metric.")
+        return
     ui.chart(
         compare_charts.grouped_bars(bars, heading(bar_metric)),
         key="bars",
         file_name=f"compare-{bar_metric}.png",
     )
 
-st.subheader("Throughput vs latency")
-latency_col, throughput_col = st.columns(2)
-latency_key = latency_col.selectbox(
-    "Latency", compare.PARETO_LATENCIES, format_func=heading, key="compare_latency"
-)
-throughput_key = throughput_col.selectbox(
-    "Throughput", compare.PARETO_THROUGHPUTS, format_func=heading, key="compare_throughput"
-)
-points = compare.pareto_frame(
-    compared, profile=profile, latency_key=latency_key, throughput_key=throughput_key
-)
-if points.empty:
-    st.caption("No run has both figures for this profile.")
-else:
+
+def draw_pareto() -> None:
+    """Throughput against latency, the Pareto front marked (per accelerator when budgets differ)."""
+    latency_col, throughput_col = st.columns(2, vertical_alignment="bottom")
+    latency_key = metric_box(latency_col, "Latency", compare.PARETO_LATENCIES, key="compare_latency")
+    throughput_key = metric_box(
+        throughput_col, "Throughput", compare.PARETO_THROUGHPUTS, key="compare_throughput"
+    )
+    points = compare.pareto_frame(
+        compared, profile=profile, latency_key=latency_key, throughput_key=throughput_key
+    )
+    if points.empty:
+        st.caption("No run has both figures for this profile.")
+        return
     front = ", ".join(points.loc[points["on_front"], "run"])
     st.caption(f"Pareto front (no other run is both faster and higher-throughput): {front}")
     ui.chart(
@@ -138,19 +153,32 @@ else:
         file_name="compare-pareto.png",
     )
 
-st.subheader("Latency distributions")
-cdf_metric = st.selectbox(
-    "Latency metric",
-    distributions.DISTRIBUTION_METRICS,
-    format_func=distributions.metric_label,
-    key="compare_cdf_metric",
-)
-curves, without_records = compare.cdf_frame(compared, profile=profile, metric=cdf_metric)
-if without_records:
-    st.caption(f"No per-request records for {', '.join(without_records)} (imported summaries carry none).")
-if not curves.empty:
-    ui.chart(
-        compare_charts.overlaid_cdfs(curves, distributions.metric_label(cdf_metric)),
-        key="cdf",
-        file_name=f"compare-{cdf_metric}-cdf.png",
+
+def draw_cdfs() -> None:
+    """Every run's CDF of one latency metric, overlaid."""
+    cdf_metric = st.selectbox(
+        "Latency metric",
+        distributions.DISTRIBUTION_METRICS,
+        format_func=distributions.metric_label,
+        key="compare_cdf_metric",
     )
+    curves, without_records = compare.cdf_frame(compared, profile=profile, metric=cdf_metric)
+    if without_records:
+        st.caption(
+            f"No per-request records for {', '.join(without_records)} (imported summaries carry none)."
+        )
+    if not curves.empty:
+        ui.chart(
+            compare_charts.overlaid_cdfs(curves, distributions.metric_label(cdf_metric)),
+            key="cdf",
+            file_name=f"compare-{cdf_metric}-cdf.png",
+        )
+
+
+# Drawn when asked for, one at a time: only the open tab's chart is built and drawn.
+CHARTS = {"Per profile": draw_bars, "Throughput vs latency": draw_pareto, "Latency distributions": draw_cdfs}
+ui.lazy_box(
+    "Charts: " + ", ".join(name.lower() for name in CHARTS),
+    lambda: ui.lazy_tabs(CHARTS, key="compare_charts"),
+    key="compare_charts_box",
+)

@@ -14,7 +14,7 @@ from perflab.hub.catalog import SHAREGPT, hub_file
 from perflab.hub.client import HubError, HubFile
 from perflab.settings import hub_cache_dir
 from perflab.views import datasets as dataset_views
-from perflab.views.formatting import format_bytes, format_number
+from perflab.views.formatting import MISSING, format_bytes, format_number
 
 ui.ensure_app_shell()
 
@@ -119,7 +119,7 @@ if not stored:
     st.stop()
 
 st.subheader("Stored datasets")
-st.dataframe(dataset_views.datasets_table(stored), hide_index=True)
+st.dataframe(dataset_views.datasets_table(stored), hide_index=True, placeholder=MISSING)
 labels = {dataset_views.dataset_choice_label(dataset): dataset for dataset in stored}
 chosen = labels[st.selectbox("Dataset", list(labels), key="dataset_selected")]
 preview = ui.dataset_preview(chosen.id, chosen.content_hash)
@@ -138,7 +138,16 @@ if summary:
         file_name=f"dataset-{chosen.id}-lengths.png",
     )
 st.caption("Preview")
-st.dataframe(preview, hide_index=True)
+st.dataframe(
+    preview,
+    hide_index=True,
+    placeholder=MISSING,
+    column_config={
+        "Output len": st.column_config.NumberColumn(
+            help="the prompt's own output length; — : none, the profile's output tokens apply"
+        )
+    },
+)
 st.caption(
     f"Use it on the Launch page: Custom profile → Dataset → {dataset_views.dataset_choice_label(chosen)} "
     f"(reference `{chosen.content_hash[:12]}…`)."

@@ -1,6 +1,6 @@
 """Hosts: each host of hosts.yaml with reachability, accelerators, memory, utilisation and engine
 versions from its last probe, a warning for each file its entry names that this machine lacks or
-cannot read (an SSH key), a re-probe button, and a clear message for each failure."""
+cannot read (an SSH key), a probe (re-probe) button, and a clear message for each failure."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from perflab import ui
 from perflab.cost.prices import PriceBook
 from perflab.views import cost as cost_views
 from perflab.views import hosts
-from perflab.views.formatting import format_time
+from perflab.views.formatting import MISSING, format_time
 
 ui.ensure_app_shell()
 
@@ -45,14 +45,22 @@ with ui.session() as session:
     views = hosts.load_hosts(session, inventory)
 
 
+def probe_label(view: hosts.HostView) -> str:
+    """``Probe`` for a host never probed, ``Re-probe`` once it was."""
+    return "Probe" if view.probed_at is None else "Re-probe"
+
+
 def draw_host(view: hosts.HostView) -> None:
     """One host: identity, reachability, failure, problems, accelerators, system and engines."""
-    title_col, button_col = st.columns([4, 1])
-    if button_col.button("Re-probe", key=f"hosts_probe_{view.name}", icon=":material/refresh:"):
+    # The title beside a button as wide as its label ("Probe" for a host never probed).
+    row = st.container(horizontal=True, vertical_alignment="center")
+    title = row.empty()
+    if row.button(probe_label(view), key=f"hosts_probe_{view.name}", icon=":material/refresh:"):
         with st.spinner(f"Probing {view.name}…"), ui.session() as session:
-            view = hosts.probe_and_store(session, view.config)
+            hosts.probe_and_store(session, view.config)
+        st.rerun()  # drawn again from what the probe stored, its button now "Re-probe"
     state = view.reachability()
-    title_col.subheader(f"{REACHABILITY_ICONS[state]} {view.title}")
+    title.subheader(f"{REACHABILITY_ICONS[state]} {view.title}")
     labels = ", ".join(view.config.labels)
     where = (
         "this machine (local transport)"
@@ -73,7 +81,7 @@ def draw_host(view: hosts.HostView) -> None:
     if view.last_error:
         st.error(view.last_error)
     if view.probed_at is None:
-        st.info("Not probed yet: press Re-probe to connect and list its accelerators and engines.")
+        st.info("Not probed yet: press Probe to connect and list its accelerators and engines.")
         return
     for problem in view.problems:
         st.warning(f"{problem.tool}: {problem.message}")
@@ -84,7 +92,7 @@ def draw_host(view: hosts.HostView) -> None:
     )
     frame = hosts.accelerators_frame(view.probe)
     if not frame.empty:
-        st.dataframe(frame, hide_index=True)
+        st.dataframe(frame, hide_index=True, placeholder=MISSING)
     st.caption(" · ".join(hosts.system_lines(view.probe)))
 
 

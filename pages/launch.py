@@ -39,7 +39,9 @@ if not len(inventory):
 
 st.subheader("Where and what")
 choices = hosts.host_choices(inventory)
-host_col, engine_col, model_col = st.columns([1.2, 1, 2])
+# Wide enough for "local-sim (simulated)" beside the sidebar at 1024 px; the boxes of a row line up
+# even where a label wraps to two lines.
+host_col, engine_col, model_col = st.columns([1.6, 1, 2], vertical_alignment="bottom")
 host = choices[host_col.selectbox("Host", list(choices), key="launch_host")]
 engine = engine_col.selectbox(
     "Engine", ENGINE_NAMES, format_func=lambda name: get_adapter(name).display_name, key="launch_engine"
@@ -56,7 +58,7 @@ else:
     st.caption("Not probed yet: the Hosts page lists its accelerators and engine versions.")
 if host.simulated:
     st.caption("Simulated host: engines and accelerators are answered by perflab's simulator.")
-source_col, image_col = st.columns([1, 2])
+source_col, image_col = st.columns([1, 2], vertical_alignment="bottom")
 image_source = source_col.selectbox(
     "Run the engine from", launch.image_sources(engine), key="launch_image_source"
 )
@@ -74,10 +76,10 @@ if image_source != launch.HOST_INSTALL:
 
 st.subheader("Knobs")
 st.caption("Leave a knob empty for the engine's default.")
-tp_col, dp_col, ep_col, replicas_col, gpus_col = st.columns(5)
-text_cols = st.columns(5)
-number_cols = st.columns(4)
-switch_cols = st.columns(2)
+tp_col, dp_col, ep_col, replicas_col, gpus_col = st.columns(5, vertical_alignment="bottom")
+text_cols = st.columns(5, vertical_alignment="bottom")
+number_cols = st.columns(4, vertical_alignment="bottom")
+switch_cols = st.columns(2, vertical_alignment="bottom")
 cpu_knobs: dict[str, object] = {}
 
 
@@ -168,7 +170,7 @@ else:
     )
     preview = command_preview(config, judge)
     if preview.command:
-        st.code(preview.command, language="bash")
+        ui.preformatted(preview.command, wrap=True)
         if config.image is not None:
             st.caption(
                 f"Runs inside {config.image}: perflab adds the container's devices, mounts, network and "
@@ -274,12 +276,12 @@ scale = SCALES[st.selectbox("Prompts per profile", list(SCALES), key="launch_sca
 profiles = launch.scale_profiles(profiles, scale)
 if profiles:
     chosen = launch.profiles_frame(profiles, model or "MODEL", dataset_names=launch.dataset_names(datasets))
-    st.dataframe(chosen[["Profile", "Load"]], hide_index=True)
+    st.markdown(launch.profiles_markdown(chosen))
     st.caption(
         "The same loads as `vllm bench serve` commands (they run unchanged under `perflab bench` too):"
     )
     for command in chosen["vllm bench serve"]:
-        st.code(command, language="bash", wrap_lines=True)
+        ui.preformatted(command, wrap=True)
 else:
     st.warning("Pick at least one profile to queue a run.")
 

@@ -5,8 +5,8 @@ while it runs, charts, Re-run / downloads, and deleting an ended run (with a con
 from __future__ import annotations
 
 import dataclasses
+import functools
 
-import pandas as pd
 import streamlit as st
 
 from db import crud
@@ -27,6 +27,11 @@ PROGRESS_EVERY_S = 2.0
 QUEUED_NOTE_KEY = "run_queued_note"
 # Said once on the Runs page after this page deleted a run.
 DELETED_NOTE_KEY = "runs_deleted_note"
+# A profile's tabs (only the open one is drawn): its notes, then its charts.
+NOTES_TAB = "Notes"
+THROUGHPUT_TAB = "Throughput and requests in flight"
+LATENCY_TAB = "Latency distribution"
+SCATTER_TAB = "Input length vs TTFT"
 
 heading = st.empty()
 run_id = ui.url_run_id()
@@ -72,16 +77,29 @@ if queued_for == run.id:
     st.success(queued_note)
 else:
     st.session_state.pop(QUEUED_NOTE_KEY, None)
-link_col, rerun_col, json_col, csv_col, _ = st.columns([1, 1, 1, 1, 2])
-with link_col:
-    ui.copy_link_button(ui.share_link(PAGE, {"run": str(run.id)}, current_page=PAGE), key="run")
 blocker = ui.write_blocker("re-run it") or launch.rerun_blocker(run)
-if (
-    rerun_col.button(
+with ui.button_row():
+    ui.copy_link_button(ui.share_link(PAGE, {"run": str(run.id)}, current_page=PAGE), key="run")
+    rerun_clicked = st.button(
         "Re-run", key="run_rerun", icon=":material/replay:", disabled=blocker is not None, help=blocker
     )
-    and ui.may_write()
-):
+    ui.download(
+        ui.Download(
+            "Download JSON",
+            lambda: run_export.run_json(priced),
+            f"perflab-run-{run.id}.json",
+            "run_download_json",
+        )
+    )
+    ui.download(
+        ui.Download(
+            "Download CSV",
+            lambda: run_export.run_csv(priced),
+            f"perflab-run-{run.id}.csv",
+            "run_download_csv",
+        )
+    )
+if rerun_clicked and ui.may_write():
     with ui.session() as session:
         queued = launch.rerun(session, run, queued_by=ui.queued_by())
     ui.clear_cached_reads()
@@ -91,21 +109,6 @@ if (
     )
     st.query_params["run"] = str(queued.id)
     st.rerun()
-ui.download(
-    ui.Download(
-        "Download JSON",
-        lambda: run_export.run_json(priced),
-        f"perflab-run-{run.id}.json",
-        "run_download_json",
-    ),
-    place=json_col,
-)
-ui.download(
-    ui.Download(
-        "Download CSV", lambda: run_export.run_csv(priced), f"perflab-run-{run.id}.csv", "run_download_csv"
-    ),
-    place=csv_col,
-)
 
 if run.status == "failed":
     st.error(f"**{run.failure_class or 'failed'}**: {run.failure_message or 'no reason was recorded'}")
@@ -127,8 +130,9 @@ def live_progress(shown_status: str) -> None:
     if not series.empty:
         st.altair_chart(run_charts.live_timeline(series), width="stretch")
         st.caption(
-            "Live, from the benchmark's progress: the latency is estimated as requests in flight ÷ "
-            "completions per second (Little's law); measured latencies appear when the profile ends."
+            f"Live, from the benchmark's progress: requests completed per second and the mean end-to-end "
+            f"latency of the requests that ended, each over the last {live.SMOOTHING_S:g} s (measured); "
+            "the full latency distributions appear when the profile ends."
         )
 
 
@@ -167,17 +171,13 @@ if not run.finished and ui.may_write():
 
 def draw_costs(figures: CostFigures) -> None:
     """A result's cost and energy cards, and what they are priced at."""
-    columns = st.columns(4)
-    for position, card in enumerate(cost_views.cost_cards(figures)):
-        columns[position % 4].metric(card.label, card.value, help=card.help)
+    ui.metric_cards(cost_views.cost_cards(figures))
     st.caption(f"Cost: {cost_views.price_text(figures)} · {figures.energy_text}")
 
 
 def draw_profile(profile: run_detail.ProfileView) -> None:
     """One profile's cards, text block and charts."""
-    columns = st.columns(4)
-    for position, card in enumerate(cards.metric_cards(profile.result, run.replicas)):
-        columns[position % 4].metric(card.label, card.value, help=card.help)
+    ui.metric_cards(cards.metric_cards(profile.result, run.replicas))
     accelerators = budget.accelerator_text(run, profile.result)
     if accelerators:
         st.caption(accelerators)
@@ -187,27 +187,51 @@ def draw_profile(profile: run_detail.ProfileView) -> None:
         if used_sample([note]):
             st.warning(note, icon=":material/science:")
     if profile.text_block:
-        st.code(profile.text_block, language=None)
+        ui.preformatted(profile.text_block)
     else:
         st.caption("No text block: this result lacks fields the vllm-bench summary needs.")
+    draw_profile_views(profile)
+
+
+def draw_profile_notes(profile: run_detail.ProfileView) -> None:
+    """How the result's figures were counted, and the benchmark's remarks on its dataset."""
     for note in profile.definition_notes:
         st.caption(note)
     other_notes = [note for note in profile.notes if not used_sample([note])]
     if other_notes:
         st.caption("Benchmark notes: " + "; ".join(other_notes))
-    if not profile.timeline.empty:
-        st.subheader("Throughput and requests in flight")
-        ui.run_chart(
-            loaded,
-            "throughput",
-            profile_id=profile.id,
-            key=f"timeline_{profile.id}",
-            file_name=f"run-{run.id}-{profile.name}-throughput.png",
-        )
     if profile.records.empty:
         st.caption("No per-request records (an imported summary): no latency distributions to draw.")
-        return
-    st.subheader("Latency distribution")
+
+
+def draw_profile_views(profile: run_detail.ProfileView) -> None:
+    """A profile's notes and charts, one tab at a time: the notes first, each chart built and drawn
+    only when its tab is opened."""
+    views = {NOTES_TAB: lambda: draw_profile_notes(profile)}
+    if not profile.timeline.empty:
+        views[THROUGHPUT_TAB] = lambda: draw_profile_chart(profile, "throughput", "throughput")
+    if not profile.records.empty:
+        views[LATENCY_TAB] = lambda: draw_latency_distribution(profile)
+        views[SCATTER_TAB] = lambda: draw_profile_chart(profile, "scatter", "ttft-scatter")
+    if len(views) == 1:  # nothing to chart (an imported summary)
+        draw_profile_notes(profile)
+    else:
+        ui.lazy_tabs(views, key=f"run_charts_{profile.id}")
+
+
+def draw_profile_chart(profile: run_detail.ProfileView, chart: str, file_part: str) -> None:
+    """One of a profile's charts with its PNG download."""
+    ui.run_chart(
+        loaded,
+        chart,
+        profile_id=profile.id,
+        key=f"{chart}_{profile.id}",
+        file_name=f"run-{run.id}-{profile.name}-{file_part}.png",
+    )
+
+
+def draw_latency_distribution(profile: run_detail.ProfileView) -> None:
+    """The histogram and CDF of one latency metric of a profile's requests (picked in a box)."""
     metric = st.selectbox(
         "Metric",
         distributions.DISTRIBUTION_METRICS,
@@ -216,25 +240,17 @@ def draw_profile(profile: run_detail.ProfileView) -> None:
     )
     if not distributions.has_values(profile.records, metric):
         st.caption("No successful request has this metric.")
-    else:
-        for column, chart in zip(st.columns(2), ("histogram", "cdf"), strict=True):
-            with column:
-                ui.run_chart(
-                    loaded,
-                    chart,
-                    profile_id=profile.id,
-                    metric=metric,
-                    key=f"{chart}_{profile.id}",
-                    file_name=f"run-{run.id}-{profile.name}-{metric}-{chart}.png",
-                )
-    st.subheader("Input length vs TTFT per request")
-    ui.run_chart(
-        loaded,
-        "scatter",
-        profile_id=profile.id,
-        key=f"scatter_{profile.id}",
-        file_name=f"run-{run.id}-{profile.name}-ttft-scatter.png",
-    )
+        return
+    for column, chart in zip(st.columns(2), ("histogram", "cdf"), strict=True):
+        with column:
+            ui.run_chart(
+                loaded,
+                chart,
+                profile_id=profile.id,
+                metric=metric,
+                key=f"{chart}_{profile.id}",
+                file_name=f"run-{run.id}-{profile.name}-{metric}-{chart}.png",
+            )
 
 
 st.header("Results")
@@ -247,11 +263,10 @@ if not detail.profiles:
 elif len(detail.profiles) == 1:
     draw_profile(detail.profiles[0])
 else:
-    for tab, profile in zip(
-        st.tabs([profile.marked_title for profile in detail.profiles]), detail.profiles, strict=True
-    ):
-        with tab:
-            draw_profile(profile)
+    ui.lazy_tabs(
+        {profile.marked_title: functools.partial(draw_profile, profile) for profile in detail.profiles},
+        key="run_profile",
+    )
 
 if run_charts.has_samples(detail.samples) and not (
     run_charts.has_engine_samples(detail.samples) or run_charts.has_accelerator_samples(detail.samples)
@@ -259,50 +274,72 @@ if run_charts.has_samples(detail.samples) and not (
     st.caption(
         "Engine and accelerator samples: too few to draw (the run was shorter than the sampling interval)."
     )
-if run_charts.has_engine_samples(detail.samples):
-    st.subheader("Engine queue and KV-cache")
-    ui.run_chart(loaded, "engine", key="engine", file_name=f"run-{run.id}-engine.png")
-if run_charts.has_accelerator_samples(detail.samples):
-    st.subheader("Accelerator telemetry")
-    ui.run_chart(loaded, "accelerators", key="gpu", file_name=f"run-{run.id}-accelerators.png")
-
-st.header("Commands")
-if run.serve_commands:
-    st.caption("Serve command" + ("s (one per replica)" if len(run.serve_commands) > 1 else ""))
-    for command in run.serve_commands:
-        st.code(command, language="bash")
-elif detail.planned_command is not None:
-    if detail.planned_command.command:
-        st.caption("Serve command (as it will be launched)")
-        st.code(detail.planned_command.command, language="bash")
-    else:
-        st.warning(detail.planned_command.error)
-else:
-    st.caption("No serve command was recorded.")
-if run.bench_commands:
-    st.caption("Benchmark command" + ("s" if len(run.bench_commands) > 1 else ""))
-    for command in run.bench_commands:
-        st.code(command, language="bash", wrap_lines=True)
-if detail.vllm_bench_commands:
-    st.caption(
-        "The same requests as `vllm bench serve`"
-        + (" (one command per profile)" if len(detail.vllm_bench_commands) > 1 else "")
-        + ": runs unchanged under `perflab bench` too."
+telemetry = [
+    (name, chart)
+    for name, chart, present in (
+        ("Engine queue and KV-cache", "engine", run_charts.has_engine_samples(detail.samples)),
+        ("Accelerator telemetry", "accelerators", run_charts.has_accelerator_samples(detail.samples)),
     )
-    for command in detail.vllm_bench_commands:
-        st.code(command, language="bash", wrap_lines=True)
+    if present
+]
 
-with st.expander("Environment snapshot"):
+
+def draw_telemetry() -> None:
+    """The engine's queue and KV-cache, and the accelerators' telemetry, over the run."""
+    for name, chart in telemetry:
+        st.subheader(name)
+        ui.run_chart(loaded, chart, key=chart, file_name=f"run-{run.id}-{chart}.png")
+
+
+def draw_commands() -> None:
+    """The serve command(s), the benchmark commands and their ``vllm bench serve`` equivalents."""
+    if run.serve_commands:
+        st.caption("Serve command" + ("s (one per replica)" if len(run.serve_commands) > 1 else ""))
+        for command in run.serve_commands:
+            st.code(command, language="bash")
+    elif detail.planned_command is not None:
+        if detail.planned_command.command:
+            st.caption("Serve command (as it will be launched)")
+            st.code(detail.planned_command.command, language="bash")
+        else:
+            st.warning(detail.planned_command.error)
+    else:
+        st.caption("No serve command was recorded.")
+    if run.bench_commands:
+        st.caption("Benchmark command" + ("s" if len(run.bench_commands) > 1 else ""))
+        for command in run.bench_commands:
+            st.code(command, language="bash", wrap_lines=True)
+    if detail.vllm_bench_commands:
+        st.caption(
+            "The same requests as `vllm bench serve`"
+            + (" (one command per profile)" if len(detail.vllm_bench_commands) > 1 else "")
+            + ": runs unchanged under `perflab bench` too."
+        )
+        for command in detail.vllm_bench_commands:
+            st.code(command, language="bash", wrap_lines=True)
+
+
+def draw_environment() -> None:
     if run.environment:
         st.json(run.environment)
     else:
         st.caption("No environment was recorded.")
-with st.expander("Engine log tail"):
+
+
+def draw_log_tail() -> None:
     if run.log_tail:
         st.code(run.log_tail, language=None)
     else:
         st.caption("No engine log was recorded.")
-with st.expander("Lifecycle"):
-    st.table(
-        pd.DataFrame([{"Phase": phase, "At": format_time(moment)} for phase, moment in run.phase_times()])
-    )
+
+
+# Drawn when opened (the engine log of a failed run is open from the start): their charts and code
+# blocks cost a reader who does not ask for them nothing.
+if telemetry:
+    ui.lazy_box("Engine and accelerator samples", draw_telemetry, key="run_telemetry")
+ui.lazy_box(
+    "Commands: serve, benchmark, and the same requests as vllm bench serve", draw_commands, key="run_commands"
+)
+ui.lazy_box("Environment snapshot", draw_environment, key="run_environment")
+ui.lazy_box("Engine log tail", draw_log_tail, key="run_log_tail", expanded=run.status == "failed")
+ui.lazy_box("Lifecycle", lambda: st.markdown(run_detail.lifecycle_markdown(run)), key="run_lifecycle")

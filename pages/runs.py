@@ -56,8 +56,12 @@ def import_results() -> None:
 
 
 if ui.may_write():
-    with st.expander("Import results: `vllm bench serve` JSON or text blocks, guidellm reports"):
-        import_results()
+    # drawn when opened: its file uploader costs a reader who does not import nothing
+    ui.lazy_box(
+        "Import results: `vllm bench serve` JSON or text blocks, guidellm reports",
+        import_results,
+        key="runs_import",
+    )
 
 choices = ui.filter_choices()
 # The filters live in the address (shareable): a query this page did not write itself (a pasted or
@@ -84,13 +88,25 @@ filters = run_list.RunFilters(
     model_text=model_col.text_input("Model contains", key="runs_model"),
     source=source_col.selectbox("Source", list(run_list.SOURCE_CHOICES), key="runs_source"),
 )
-sort_col, order_col, size_col, page_col = st.columns([1.3, 1.2, 1, 1])
+sort_col, order_col, size_col, page_col, columns_col = st.columns([1.3, 1.2, 1, 1, 1])
 sort_label = sort_col.selectbox("Sort by", list(run_list.SORT_CHOICES), key="runs_sort")
 descending = order_col.selectbox("Order", ["descending", "ascending"], key="runs_order") == "descending"
 page_size = size_col.selectbox("Runs per page", run_list.PAGE_SIZES, index=1, key="runs_page_size")
 page_number = page_col.number_input("Page", min_value=1, step=1, key="runs_page")
+column_set = columns_col.selectbox(
+    "Columns",
+    list(run_list.COLUMN_SETS),
+    key="runs_columns",
+    help="compact: what tells runs apart (engine, knobs, profile, model) and their throughput; all: "
+    "latencies, cost, host, accelerator, label, source and time too",
+)
 shown_query = run_list.query_from_view(
-    filters, sort_label=sort_label, descending=descending, page_size=page_size, page=int(page_number)
+    filters,
+    sort_label=sort_label,
+    descending=descending,
+    page_size=page_size,
+    page=int(page_number),
+    columns=column_set,
 )
 if shown_query != query:
     st.query_params.from_dict(shown_query)
@@ -125,12 +141,18 @@ selection = st.dataframe(
     selection_mode="multi-row",
     hide_index=True,
     height=ui.table_height(min(len(page.run_ids), RUNS_TABLE_ROWS)),
+    column_order=run_list.COLUMN_SETS[column_set],
     column_config={
         "Run": st.column_config.LinkColumn(
             "Run", display_text=r"run=(\d+)", help="Open the run page", width=50, pinned=True
         ),
         "Status": st.column_config.TextColumn(width=100),
-        "Model": st.column_config.TextColumn(width=210),
+        "Engine": st.column_config.TextColumn(width=70),
+        "Knobs": st.column_config.TextColumn(
+            width=150, help="the settings that differ from the engine's defaults; ×N: N replicas"
+        ),
+        "Profile": st.column_config.TextColumn(width=95, help="the run's first benchmark profile"),
+        "Model": st.column_config.TextColumn(width=140),
         "Total tok/s": st.column_config.NumberColumn(
             format="%.2f", width=85, help="total token throughput, input + output (tok/s); — : no result yet"
         ),
@@ -158,13 +180,11 @@ selection = st.dataframe(
             width=75,
             help=f"cost per 1M tokens at the measured throughput (hosts.yaml's prices, {prices.currency})",
         ),
-        "Replicas": st.column_config.TextColumn(
-            width=70,
-            help="engine replicas that served the run (×2: two); its figures are totals over all of them",
+        "Replicas": st.column_config.NumberColumn(
+            format="%d",
+            width=65,
+            help="engine replicas that served the run; its figures are totals over all of them",
         ),
-        "Engine": st.column_config.TextColumn(width=70),
-        "Knobs": st.column_config.TextColumn(width=280, help="the settings that differ from the defaults"),
-        "Profile": st.column_config.TextColumn(width=170),
         "Host": st.column_config.TextColumn(width=190),
         "Accelerator": st.column_config.TextColumn(width=190),
         "Created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),

@@ -12,6 +12,7 @@ from perflab.study import views
 from perflab.study.coordinator import create_study
 from perflab.study.hosts import StudyHostError
 from perflab.study.spec import OBJECTIVES, StudySpec, StudySpecError
+from perflab.views.formatting import MISSING
 
 ui.ensure_app_shell()
 
@@ -36,6 +37,7 @@ else:
         hide_index=True,
         column_config={"Open": st.column_config.LinkColumn("Open", display_text="open")},
         key="studies_table",
+        placeholder=MISSING,
     )
 
 st.header("New study")

@@ -30,6 +30,7 @@ from perflab.study.coordinator import (
     resume_study,
 )
 from perflab.study.spec import StudySpecError
+from perflab.views.formatting import MISSING
 from perflab.views.urlstate import BadParam
 
 ui.ensure_app_shell()
@@ -100,6 +101,7 @@ def draw_stages(report: Report) -> None:
             hide_index=True,
             column_config={"Run": st.column_config.LinkColumn("Run", display_text=r"run\?run=(\d+)")},
             key=f"stage_{stage.index}",
+            placeholder=MISSING,  # a candidate still waiting has no value yet
         )
         search = searches.get(stage.index)
         if search is not None:
@@ -126,7 +128,9 @@ def draw_search(search: SearchSection) -> None:
     ):
         if text:
             st.caption(f"{label}: {md_text(text)}")
-    st.dataframe(views.trials_table(search), hide_index=True, key=f"trials_{search.stage}")
+    st.dataframe(
+        views.trials_table(search), hide_index=True, key=f"trials_{search.stage}", placeholder=MISSING
+    )
 
 
 @st.fragment(run_every=LIVE_EVERY_S if active else None)
@@ -171,13 +175,13 @@ def study_body(shown_status: str) -> None:
         st.caption(f"Not decided yet; best so far: {md_text(report.best)}.")
 
     st.header("Baseline vs optimized")
-    st.dataframe(views.comparison_table(report), hide_index=True, key="study_comparison")
+    st.dataframe(views.comparison_table(report), hide_index=True, key="study_comparison", placeholder=MISSING)
     for line in per_accelerator_lines(report):
         if line:
             st.caption(line)
     st.header("Summary of Optimization Options")
     if report.summary:
-        st.dataframe(views.summary_table(report), hide_index=True, key="study_summary")
+        st.dataframe(views.summary_table(report), hide_index=True, key="study_summary", placeholder=MISSING)
     else:
         st.caption("No stage is decided yet.")
 
@@ -197,6 +201,7 @@ def study_body(shown_status: str) -> None:
                 hide_index=True,
                 column_config={"Run": st.column_config.LinkColumn("Run", display_text=r"run\?run=(\d+)")},
                 key="study_launches",
+                placeholder=MISSING,
             )
 
     st.header("Report")

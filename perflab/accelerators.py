@@ -1,7 +1,9 @@
 """How many accelerators a run used: the budget that every per-accelerator figure divides by.
 
 A run launched by perflab used ``tp × dp × replicas`` accelerators (the GPUs it locked); an imported run
-used what its write-up or result says. Unknown is ``None``, never a guess.
+used what its write-up or result says. Unknown is ``None``, never a guess. A result's node throughputs
+divided by that count are its ``…_per_accelerator`` figures (:data:`PER_ACCELERATOR`): what compares
+runs of different budgets.
 """
 
 from __future__ import annotations
@@ -10,6 +12,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from db.models import Run
+
+# A node throughput → the key of the same figure per accelerator.
+PER_ACCELERATOR: dict[str, str] = {
+    "total_token_throughput": "total_token_throughput_per_accelerator",
+    "output_throughput": "output_throughput_per_accelerator",
+}
 
 
 def _positive_int(value: Any) -> int | None:
@@ -50,3 +58,18 @@ def node_total(
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return None
     return float(value) * (replicas if imported and "replicas" not in result else 1)
+
+
+def per_accelerator_figures(
+    result: Mapping[str, Any], *, replicas: int, imported: bool, accelerators: int | None
+) -> dict[str, float]:
+    """``result``'s node throughputs divided by ``accelerators``, under their
+    :data:`PER_ACCELERATOR` keys; empty when the count is unknown."""
+    if not accelerators:
+        return {}
+    figures = {}
+    for metric, key in PER_ACCELERATOR.items():
+        total = node_total(result, replicas=replicas, imported=imported, metric=metric)
+        if total is not None:
+            figures[key] = total / accelerators
+    return figures

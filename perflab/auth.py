@@ -30,11 +30,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from perflab.login_guard import LoginGuard, LoginPolicy, duration_text
-from perflab.secrets import SecretUnavailable, read_secret_file
+from perflab.secrets import PASSWORD_ENV, PASSWORD_FILE_ENV, SecretUnavailable, configured_shared_password
 
 AUTH_ENV = "PERFLAB_AUTH"
-PASSWORD_ENV = "PERFLAB_PASSWORD"
-PASSWORD_FILE_ENV = "PERFLAB_PASSWORD_FILE"
 MODES: tuple[str, ...] = ("none", "password", "oidc")
 OIDC_KEYS: tuple[str, ...] = (
     "redirect_uri",
@@ -115,28 +113,16 @@ def access_settings(environ: Mapping[str, str] | None = None) -> AccessSettings:
 
 def shared_password(environ: Mapping[str, str] | None = None) -> str:
     """The shared password of ``password`` mode (file first); :class:`AccessConfigError` without one."""
-    env = _env(environ)
-    path = env.get(PASSWORD_FILE_ENV, "").strip()
-    if path:
-        try:
-            return read_secret_file(path)
-        except SecretUnavailable as exc:
-            raise AccessConfigError(f"{PASSWORD_FILE_ENV}: {exc}.") from None
-    value = env.get(PASSWORD_ENV, "")
-    if not value:
+    try:
+        value = configured_shared_password(_env(environ))
+    except SecretUnavailable as exc:
+        raise AccessConfigError(f"{PASSWORD_FILE_ENV}: {exc}.") from None
+    if value is None:
         raise AccessConfigError(
             f"{AUTH_ENV}=password needs the shared password: put it in a file named by "
             f"{PASSWORD_FILE_ENV} (or in the variable {PASSWORD_ENV})."
         )
     return value
-
-
-def shared_password_value(environ: Mapping[str, str] | None = None) -> str:
-    """The shared password if one is configured, else ``""`` (never raises; for redaction)."""
-    try:
-        return shared_password(environ)
-    except AccessConfigError:
-        return ""
 
 
 def password_matches(given: str, expected: str) -> bool:

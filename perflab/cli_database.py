@@ -1,11 +1,17 @@
-"""The database of a ``python -m perflab`` command: ``--url`` or the configured one, migrated first."""
+"""The database of a ``python -m perflab`` command: ``--url`` or the configured one, migrated first.
+
+A command that only reads, or changes what is already stored, never creates a database: a SQLite file
+that does not exist is an error that names the file (:func:`missing_database`), so a command started
+in the wrong directory says where it looked instead of reading a new, empty database there.
+"""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
 
 from db import session as db_session
 from perflab.cli import CommandError
@@ -33,10 +39,37 @@ def database_problem(url: str, error: BaseException) -> str:
     return f"database {db_session.describe(url)}: {reason}"
 
 
-def command_engine(url: str | None) -> Engine:
+def database_name(url: str | None) -> str:
+    """The database a command uses as it prints it: ``SQLite /abs/var/perflab.db``, or the server's
+    URL with its password masked."""
+    return db_session.describe(command_url(url))
+
+
+def missing_database(url: str) -> str | None:
+    """Why ``url`` names no database yet (a SQLite file that does not exist), else None."""
+    try:
+        parsed = make_url(url)
+    except sa.exc.ArgumentError:
+        return None
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    path = Path(parsed.database).expanduser().resolve()
+    if path.exists():
+        return None
+    return (
+        f"database SQLite {path} does not exist (nothing is stored there yet); name the database with "
+        "--url or PERFLAB_DATABASE_URL"
+    )
+
+
+def command_engine(url: str | None, *, create: bool = True) -> Engine:
     """The engine for ``url`` (default: ``PERFLAB_DATABASE_URL`` or var/perflab.db), schema upgraded;
-    :class:`DatabaseUnavailable` (exit status 1) when it cannot be."""
+    :class:`DatabaseUnavailable` (exit status 1) when it cannot be. ``create=False`` (a command that
+    only reads or changes what is stored): a database that does not exist is not created but refused."""
     target = command_url(url)
+    problem = None if create else missing_database(target)
+    if problem is not None:
+        raise DatabaseUnavailable(problem)
     try:
         db_session.upgrade(target)
     except (sa.exc.SQLAlchemyError, ImportError) as error:

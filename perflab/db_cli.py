@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic.util import CommandError
 
 from db import session as db_session
-from perflab.cli_database import add_url_option, command_url, database_problem
+from perflab.cli_database import add_url_option, command_url, database_problem, missing_database
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -31,6 +31,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     url = command_url(args.url)
     label = db_session.describe(url)
+    missing = missing_database(url) if args.action == "current" else None
+    if missing is not None:  # reading the revision must not create the database
+        print(missing, file=sys.stderr)
+        return 1
     try:
         if args.action == "upgrade":
             db_session.upgrade(url, args.revision or "head")

@@ -94,7 +94,7 @@ def _print_list(
             host.name,
             host.transport,
             host.display_address,
-            f"{host.simulate.count}x {host.simulate.accelerator}" if host.simulate else "no",
+            f"{host.simulate.count}× {host.simulate.accelerator}" if host.simulate else "no",
             ", ".join(host.labels) or "-",
         ]
         for host in hosts

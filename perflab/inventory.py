@@ -32,9 +32,9 @@ from db.session import REPO_ROOT
 from perflab import safe_yaml
 from perflab.bench.user_files import UserFileError
 from perflab.containers.runtime import parse_mount
-from perflab.cost.prices import HourPrice, PriceSettings
+from perflab.price_settings import HourPrice, PriceSettings
 from perflab.problems import line_of, plain_message, syntax_problem, yaml_location
-from perflab.secrets import is_secret_name
+from perflab.secret_names import is_secret_name
 
 HOSTS_FILE_ENV = "PERFLAB_HOSTS"
 # The app, the worker and every command read the same file wherever they are started from.

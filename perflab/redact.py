@@ -30,7 +30,8 @@ from urllib.parse import quote
 
 from perflab.engines import EngineConfig, EngineConfigError
 from perflab.inventory import HostConfig, InventoryError, default_inventory_path, load_inventory
-from perflab.secrets import is_secret_name, known_values
+from perflab.secret_names import is_secret_name
+from perflab.secrets import known_values
 
 MASK = "***"
 MIN_VALUE_LENGTH = 6

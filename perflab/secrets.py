@@ -1,43 +1,36 @@
-"""Where perflab reads secrets — environment variables and files on the app machine, nowhere else —
-and which names denote one.
+"""Where perflab reads secrets: environment variables and files on the app machine, nowhere else.
 
 - a host's SSH password and key passphrase: ``auth.password_env`` / ``auth.passphrase_env`` in
   hosts.yaml (read when connecting, :mod:`perflab.transport.connections`);
 - a host's secret variables: ``secrets: {HF_TOKEN: {env: VARIABLE}}`` or ``{HF_TOKEN: {file: PATH}}``
   in hosts.yaml, set for every command on that host like ``env:`` (:func:`host_secret_env`);
-- the web app's shared password: ``PERFLAB_PASSWORD_FILE`` or ``PERFLAB_PASSWORD`` (:mod:`perflab.auth`);
+- the web app's shared password: ``PERFLAB_PASSWORD_FILE`` or ``PERFLAB_PASSWORD``
+  (:func:`configured_shared_password`; :mod:`perflab.auth` decides what its absence means);
 - the database password, part of ``PERFLAB_DATABASE_URL``.
 
-:func:`known_values` gathers every one of them that is set, so :mod:`perflab.redact` can mask them.
+:func:`known_values` gathers every one of them that is set, and every secret-named variable
+(:mod:`perflab.secret_names`), so :mod:`perflab.redact` can mask them.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from perflab.secret_names import is_secret_name
+
 if TYPE_CHECKING:
     from perflab.inventory import HostConfig, SecretSource
 
-# Names of variables, flags and keys that hold secrets: anywhere in the name for the unambiguous words,
-# as the last word for TOKEN (so MAX_TOKENS, TOKENIZER and BOS_TOKEN_ID stay readable).
-_SECRET_WORDS = re.compile(r"PASSWORD|PASSWD|PASSPHRASE|SECRET|API_?KEY|PRIVATE_KEY|CREDENTIAL|(?:^|_)TOKEN$")
-# Names that say where a secret is, not what it is (PERFLAB_PASSWORD_FILE, password_env).
-_LOCATION_SUFFIX = re.compile(r"_(?:FILE|PATH|ENV|DIR|NAME)$")
 DATABASE_URL_ENV = "PERFLAB_DATABASE_URL"
+PASSWORD_ENV = "PERFLAB_PASSWORD"
+PASSWORD_FILE_ENV = "PERFLAB_PASSWORD_FILE"
 
 
 class SecretUnavailable(ValueError):
     """A configured secret cannot be read (variable not set, file missing or empty)."""
-
-
-def is_secret_name(name: str) -> bool:
-    """Whether a variable, flag or key name holds a secret (``HF_TOKEN``, ``--api-key``, ``db_password``)."""
-    upper = name.strip("-").upper().replace("-", "_")
-    return bool(_SECRET_WORDS.search(upper)) and not _LOCATION_SUFFIX.search(upper)
 
 
 def read_secret_file(path: str | os.PathLike[str]) -> str:
@@ -65,6 +58,24 @@ def read_source(source: SecretSource, environ: Mapping[str, str] | None = None) 
     if not value:
         raise SecretUnavailable(f"the environment variable {variable} is not set")
     return value
+
+
+def configured_shared_password(environ: Mapping[str, str] | None = None) -> str | None:
+    """The web app's shared password: the first line of the file ``PERFLAB_PASSWORD_FILE`` names, else
+    ``PERFLAB_PASSWORD``; None when neither is set, :class:`SecretUnavailable` when the file cannot be
+    read."""
+    env = os.environ if environ is None else environ
+    path = env.get(PASSWORD_FILE_ENV, "").strip()
+    if path:
+        return read_secret_file(path)
+    return env.get(PASSWORD_ENV, "") or None
+
+
+def _shared_password(environ: Mapping[str, str]) -> str:
+    try:
+        return configured_shared_password(environ) or ""
+    except SecretUnavailable:
+        return ""
 
 
 def host_secret_env(host: HostConfig) -> dict[str, str]:
@@ -110,11 +121,9 @@ def _database_password(environ: Mapping[str, str]) -> str:
 def known_values(hosts: Iterable[HostConfig] = (), environ: Mapping[str, str] | None = None) -> set[str]:
     """Every secret value this process can see: secret-named environment variables, the app's shared
     password, the database password, and the secrets of ``hosts`` (e.g. an inventory)."""
-    from perflab.auth import shared_password_value
-
     env = os.environ if environ is None else environ
     found = {value for name, value in env.items() if is_secret_name(name)}
-    found |= {shared_password_value(env), _database_password(env)}
+    found |= {_shared_password(env), _database_password(env)}
     for host in hosts:
         found.update(_host_values(host, env))
     return {value for value in found if value}

@@ -20,8 +20,10 @@ variable with a default that suits a real deployment.
   ``dataset_dirs``); see :mod:`perflab.dataset_dirs`.
 - ``PERFLAB_SPOOL_DIR``: where a run keeps its results while the database cannot take them, until they
   are stored (default ``<repo>/var/spool``); see :mod:`perflab.runner.spool`.
-- ``PERFLAB_APP_URL``: the web app's address as its users open it (default ``http://localhost:8501``),
-  for the links commands print (``perflab run`` prints the run page's).
+- ``PERFLAB_APP_URL``: the web app's address as its users open it, for the links commands print
+  (``perflab run`` prints the run page's); unset, the address the app serving the same SQLite
+  database recorded, else the port of the app's ``.streamlit/config.toml`` on localhost
+  (:mod:`perflab.app_address`).
 - ``PERFLAB_HUB_CACHE``: where datasets fetched from the Hugging Face hub are kept on the app's machine
   (default ``~/.cache/perflab/hub``); a declared dataset location (:mod:`perflab.hub`).
 """
@@ -34,7 +36,8 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from db.session import REPO_ROOT, describe, get_engine, upgrade
+from db.session import REPO_ROOT, database_url, describe, get_engine, upgrade
+from perflab import app_address
 
 READY_TIMEOUT_ENV = "PERFLAB_READY_TIMEOUT_S"
 APP_WORKER_ENV = "PERFLAB_APP_WORKER"
@@ -52,7 +55,6 @@ DEFAULT_WORKER_STALE_S = 60.0
 DEFAULT_APP_WORKDIR = "~/.perflab/app"
 DEFAULT_STUDY_RETRY_DELAYS_S: tuple[float, ...] = (30.0, 120.0)
 DEFAULT_HUB_CACHE = "~/.cache/perflab/hub"
-DEFAULT_APP_URL = "http://localhost:8501"
 
 
 class SettingError(ValueError):
@@ -146,8 +148,12 @@ def hub_cache_dir() -> Path:
 
 
 def app_url() -> str:
-    """The web app's base address (``PERFLAB_APP_URL``, default ``http://localhost:8501``), no slash."""
-    value = os.environ.get(APP_URL_ENV, "").strip() or DEFAULT_APP_URL
+    """The web app's base address, no slash: ``PERFLAB_APP_URL``, else the address the app serving
+    this database recorded while it runs, else the one its settings file gives
+    (:mod:`perflab.app_address`)."""
+    value = os.environ.get(APP_URL_ENV, "").strip()
+    if not value:
+        return app_address.recorded(database_url()) or app_address.configured()
     if not value.startswith(("http://", "https://")):
         raise SettingError(f"{APP_URL_ENV}={value!r}: expected an http:// or https:// address")
     return value.rstrip("/")

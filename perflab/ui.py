@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import html
 import mimetypes
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, NamedTuple
@@ -33,7 +33,7 @@ from streamlit.runtime.pages_manager import PagesManager
 
 from db import crud
 from db import session as db_session
-from perflab import auth, redact, settings
+from perflab import app_address, auth, redact, settings
 from perflab.charts import run_page as run_page_charts
 from perflab.charts.export import chart_png
 from perflab.cost.figures import CostFigures
@@ -43,6 +43,7 @@ from perflab.hub.downloads import Downloads
 from perflab.inventory import Inventory, InventoryError, default_inventory_path, load_inventory
 from perflab.views import compare, datasets, run_detail, run_list, status, urlstate
 from perflab.views import cost as cost_views
+from perflab.views.cards import Card
 from perflab.views.run_list import run_link
 
 TABLE_ROW_PX = 35
@@ -52,6 +53,7 @@ CELL_PADDING_PX = 24
 MIN_FITTED_PX = 100
 MAX_FITTED_PX = 360
 SIDEBAR_REFRESH_S = 3.0
+CARDS_PER_ROW = 4
 # Distinct hosts/engines/models change rarely; runs the worker adds show up within this time.
 FILTER_CHOICES_TTL_S = 60
 STATUS_ICONS: dict[str, str] = {
@@ -73,11 +75,31 @@ STATUS_ICONS: dict[str, str] = {
 _IN_SHELL: ContextVar[bool] = ContextVar("perflab_in_shell", default=False)
 
 
-# Markdown tables wider than the page (the Compare page's runs beside the sidebar at 1024 px) scroll
-# sideways inside it instead of running off its edge.
+# Markdown tables wider than the page scroll sideways inside it instead of running off its edge. A
+# block of program output (:func:`preformatted`) looks like a code block. A
+# metric's label and value wrap instead of being cut with an ellipsis, and the value's font shrinks
+# with the window, so a headline figure reads whole beside the sidebar at 1024 px; below 1280 px the
+# sidebar is 240 px wide (not 300) and the page keeps narrower margins, leaving it about 730 px.
 LAYOUT_CSS = """
 <style>
   [data-testid="stMarkdownContainer"] table { display: block; max-width: 100%; overflow-x: auto; }
+  [data-testid="stMetricLabel"] .stMarkdownEllipsis, [data-testid="stMetricLabel"] p,
+  [data-testid="stMetricValue"] .stMarkdownEllipsis, [data-testid="stMetricValue"] p {
+    white-space: normal; overflow: visible; text-overflow: clip; overflow-wrap: anywhere;
+  }
+  [data-testid="stMetricValue"] { font-size: clamp(1.25rem, 2.4vw, 2.25rem); }
+  .perflab-pre {
+    margin: 0; padding: 1rem; border-radius: 0.5rem; overflow-x: auto; white-space: pre;
+    background: rgba(172, 177, 195, 0.15); font-family: "Source Code Pro", monospace; font-size: 0.875rem;
+    line-height: 1.4;
+  }
+  .perflab-wrap { white-space: pre-wrap; overflow-wrap: anywhere; }
+  @media (max-width: 1280px) {
+    [data-testid="stMainBlockContainer"] { padding-left: 1.5rem; padding-right: 1.5rem; }
+    [data-testid="stSidebar"][data-collapsed="false"] {
+      width: 240px !important; min-width: 240px !important;
+    }
+  }
 </style>
 """
 
@@ -91,6 +113,7 @@ def app_shell() -> None:
     redact.install_log_redaction()
     settings_or_stop()
     db_engine()
+    record_app_address(database_url())
     sidebar_status(app_worker=start_worker())
     sidebar_login(access)
 
@@ -283,6 +306,20 @@ def session() -> Iterator[Session]:
     """A session on the app's database that commits when the block ends."""
     with db_session.session_scope(db_engine()) as opened:
         yield opened
+
+
+@st.cache_resource(show_spinner=False)
+def record_app_address(url: str) -> None:
+    """Record, once per server process and database, the address this app is served at (its real
+    port and base path), for the links commands reading the same database print."""
+    app_address.record(
+        url,
+        app_address.served_url(
+            address=st.get_option("server.address"),
+            port=int(st.get_option("server.port")),
+            base_path=st.get_option("server.baseUrlPath"),
+        ),
+    )
 
 
 @st.cache_resource(show_spinner=False)
@@ -497,7 +534,7 @@ COPY_BUTTON_HTML = """
   }}
   .perflab-copy button:hover {{ border-color: #ff4b4b; color: #ff4b4b; }}
   .perflab-copy {{ display: flex; align-items: center; gap: 0.5rem; white-space: nowrap; }}
-  .perflab-copy span {{ font-size: 0.85rem; opacity: 0.75; overflow: hidden; text-overflow: ellipsis; }}
+  .perflab-copy span {{ font-size: 0.85rem; opacity: 0.75; }}
 </style>
 <div class="perflab-copy">
   <button type="button" id="{element_id}" data-link="{link}" title="{link}">Copy link</button>
@@ -546,6 +583,14 @@ COPY_BUTTON_HTML = """
 """
 
 
+def preformatted(text: str, *, wrap: bool = False) -> None:
+    """A block of program output or a command line in a fixed-width font, as printed (``wrap``: long
+    lines go on below). Code blocks (``st.code``) load a syntax highlighter of 1.5 MB into the browser
+    the first time a page shows one: text a page shows at once is drawn without it."""
+    kind = "perflab-pre perflab-wrap" if wrap else "perflab-pre"
+    st.html(f'<pre class="{kind}">{html.escape(text)}</pre>')
+
+
 def copy_link_button(link: str, *, key: str) -> None:
     """A "Copy link" button that puts ``link`` on the clipboard in the browser (the Clipboard API, or
     a selected text copy where the page is not a secure context) and says "Link copied" beside it on
@@ -553,6 +598,7 @@ def copy_link_button(link: str, *, key: str) -> None:
     shown, selected on a click, to copy by hand."""
     st.html(
         COPY_BUTTON_HTML.format(element_id=f"perflab-copy-{key}", link=html.escape(link, quote=True)),
+        width="content",
         unsafe_allow_javascript=True,
     )
 
@@ -582,12 +628,20 @@ def download(item: Download, *, place: Any = st) -> None:
     )
 
 
+def metric_cards(cards: Sequence[Card], per_row: int = CARDS_PER_ROW) -> None:
+    """Metric cards, ``per_row`` a row; each row's values line up under labels that wrap."""
+    for first in range(0, len(cards), per_row):
+        row = cards[first : first + per_row]
+        for column, card in zip(st.columns(per_row, vertical_alignment="bottom"), row, strict=False):
+            column.metric(card.label, card.value, help=card.help)
+
+
 def fitted_columns(frame: pd.DataFrame) -> dict[str, Any]:
-    """Column config giving each text column of ``frame`` the width of its longest cell (within
-    bounds), so that a cell like ``18124.35 (+21.3%)`` shows whole."""
+    """Column config giving each text column of ``frame`` the width of its longest cell or its name
+    (within bounds), so that a cell like ``18124.35 (+21.3%)`` shows whole."""
     config: dict[str, Any] = {}
     for column in frame.columns:
-        longest = max((len(str(value)) for value in frame[column]), default=0)
+        longest = max((len(str(value)) for value in [column, *frame[column]]), default=0)
         width = min(MAX_FITTED_PX, max(MIN_FITTED_PX, CELL_PADDING_PX + CHAR_PX * longest))
         config[str(column)] = st.column_config.TextColumn(width=width)
     return config
@@ -598,10 +652,34 @@ def table_height(rows: int) -> int:
     return TABLE_ROW_PX * (rows + 1) + 3
 
 
+def button_row() -> Any:
+    """A row for buttons, each as wide as its whole label; where the page is too narrow for them all,
+    the row goes on below (``with ui.button_row(): …``)."""
+    return st.container(horizontal=True, gap="small", vertical_alignment="center")
+
+
+def lazy_box(label: str, draw: Callable[[], None], *, key: str, expanded: bool = False) -> None:
+    """A box (an expander) whose content ``draw`` draws only while it is open: a reader who does not
+    open it pays nothing for what it holds (its charts, code blocks, uploaders)."""
+    box = st.expander(label, expanded=expanded, key=key, on_change="rerun")
+    if box.open:
+        with box:
+            draw()
+
+
+def lazy_tabs(tabs: Mapping[str, Callable[[], None]], *, key: str) -> None:
+    """Tabs, each drawn by its function only while it is the open one (the first, at first)."""
+    for draw, tab in zip(tabs.values(), st.tabs(list(tabs), key=key, on_change="rerun"), strict=True):
+        if tab.open:
+            with tab:
+                draw()
+
+
 def download_row(*items: Download) -> None:
-    """Download buttons side by side."""
-    for column, item in zip(st.columns(len(items)), items, strict=True):
-        download(item, place=column)
+    """Download buttons side by side (a :func:`button_row`)."""
+    with button_row():
+        for item in items:
+            download(item)
 
 
 def chart(figure: alt.TopLevelMixin, *, key: str, file_name: str) -> None:

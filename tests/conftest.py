@@ -15,4 +15,5 @@ pytest_plugins: list[str] = [
     "tests.fixtures.hub_server",
     "tests.fixtures.real_vllm",
     "tests.fixtures.leftovers",
+    "tests.fixtures.parallel",
 ]

@@ -90,6 +90,21 @@ class Dispatch:
     dispatched_at: float
     outcome: Outcome
 
+    @property
+    def sent_at(self) -> float:
+        """When the request was sent (its latencies count from here): as the transport saw it, else
+        when the client started it, else when it was dispatched."""
+        outcome = self.outcome
+        return outcome.sent_at if outcome.sent_at is not None else outcome.started_at or self.dispatched_at
+
+    @property
+    def e2el_s(self) -> Optional[float]:
+        """Sent → last token, for a successful request that streamed tokens; else None."""
+        outcome = self.outcome
+        if not outcome.success or not outcome.chunk_times:
+            return None
+        return outcome.chunk_times[-1] - self.sent_at
+
 
 class RequestTimer:
     """Cancels the task running a request when its time is up (``expired`` then says why).
@@ -157,7 +172,7 @@ class Phase:
             outcome.fail("timeout", f"no complete response within {deadline:g} s ({source})")
         finally:
             timer.cancel()
-            self.progress.finished(outcome.success)
+            self.progress.finished(outcome.success, dispatch.e2el_s)
 
     async def _one(self, dispatch: Dispatch) -> None:
         if self._slots is not None:

@@ -2,7 +2,13 @@
 
 JSON mode writes one line per second (and a last one at the end)::
 
-    PERFLAB_PROGRESS {"done": n, "failed": f, "total": N, "elapsed_s": s, "in_flight": k}
+    PERFLAB_PROGRESS {"done": n, "failed": f, "total": N, "elapsed_s": s, "in_flight": k,
+                      "e2el_sum_s": l, "e2el_n": m}
+
+``done`` counts every request that ended, ``failed`` those of them that failed; ``e2el_sum_s`` is the
+sum of the end-to-end latencies of the ``e2el_n`` successful requests so far (sent → last token, as
+the per-request records measure it), so a reader gets the mean latency of the requests that ended
+between two lines from measured values.
 
 The bar redraws in place on a terminal and prints a plain line every few seconds otherwise.
 """
@@ -33,6 +39,8 @@ class Progress:
         self.done = 0
         self.failed = 0
         self.in_flight = 0
+        self.e2el_sum_s = 0.0
+        self.e2el_n = 0
         self._stream = stream if stream is not None else sys.stderr
         self._started = time.perf_counter()
         self._task: Optional["asyncio.Task[None]"] = None
@@ -41,11 +49,15 @@ class Progress:
     def sent(self) -> None:
         self.in_flight += 1
 
-    def finished(self, success: bool) -> None:
+    def finished(self, success: bool, e2el_s: Optional[float] = None) -> None:
+        """A request ended; ``e2el_s``: its end-to-end latency when it succeeded with tokens."""
         self.in_flight -= 1
         self.done += 1
         if not success:
             self.failed += 1
+        elif e2el_s is not None:
+            self.e2el_sum_s += e2el_s
+            self.e2el_n += 1
 
     @property
     def elapsed_s(self) -> float:
@@ -58,6 +70,8 @@ class Progress:
             "total": self.total,
             "elapsed_s": round(self.elapsed_s, 3),
             "in_flight": self.in_flight,
+            "e2el_sum_s": round(self.e2el_sum_s, 6),
+            "e2el_n": self.e2el_n,
         }
 
     def render(self) -> str:

@@ -51,7 +51,7 @@ def to_record(
 ) -> RequestRecord:
     """A measured request as a ``RequestRecord``, its times relative to ``origin``."""
     outcome = dispatch.outcome
-    sent_at = outcome.sent_at if outcome.sent_at is not None else outcome.started_at or dispatch.dispatched_at
+    sent_at = dispatch.sent_at
     record = RequestRecord(
         index=index,
         base_url=dispatch.prepared.base_url,

@@ -26,6 +26,7 @@ SCATTER_LIMIT = 5000
 OUTCOME_COLORS = {"ok": "#4c78a8", "failed": "#e45756"}
 VALUE_FORMAT = ",~r"
 MIN_SAMPLING_INSTANTS = 2
+LIVE_LATENCY_TITLE = "Mean E2EL of the requests that ended (s)"
 
 
 def time_format(step_s: float) -> str:
@@ -125,15 +126,16 @@ def throughput_timeline(timeline: Timeline) -> alt.VConcatChart:
 
 
 def live_timeline(frame: pd.DataFrame) -> alt.VConcatChart:
-    """While a benchmark runs: requests completed per second and in flight (top), and the latency
-    estimate in seconds (bottom), from :func:`perflab.runner.live.live_frame`."""
+    """While a benchmark runs: requests completed per second and in flight (top), and the measured
+    mean end-to-end latency in seconds of the requests that ended (bottom), from
+    :func:`perflab.runner.live.live_frame`."""
     return _stacked(
         *_column_timelines(
             frame,
             (
                 ("completed_per_s", "Requests completed/s", "live_rate"),
                 ("requests_in_flight", "Requests in flight", "live_flight"),
-                ("latency_s", "Estimated latency (s)", "live_latency"),
+                ("latency_s", LIVE_LATENCY_TITLE, "live_latency"),
             ),
             x="t",
             series_title="Series",

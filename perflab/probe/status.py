@@ -83,7 +83,7 @@ class HostStatus(BaseModel):
         return f"{self.name} (simulated)" if self.simulated else self.name
 
     def accelerator_summary(self) -> str:
-        """E.g. ``8x NVIDIA H100 80GB HBM3`` (groups of identical models), ``CPU (AMD EPYC): 2 cores, 1
+        """E.g. ``8× NVIDIA H100 80GB HBM3`` (groups of identical models), ``CPU (AMD EPYC): 2 cores, 1
         NUMA node`` for a CPU host, or ``none``."""
         if self.probe is None or not self.probe.accelerators:
             return "none"
@@ -92,7 +92,7 @@ class HostStatus(BaseModel):
         counts: dict[str, int] = {}
         for accelerator in self.probe.accelerators:
             counts[accelerator.name] = counts.get(accelerator.name, 0) + 1
-        return ", ".join(f"{count}x {name}" for name, count in counts.items())
+        return ", ".join(f"{count}× {name}" for name, count in counts.items())
 
     def engine_summary(self) -> str:
         """E.g. ``vLLM 0.17.1, SGLang 0.5.9``, or ``none``."""

@@ -12,7 +12,7 @@ import sys
 
 from db import crud
 from db import session as db_session
-from perflab.cli_database import add_url_option, command_engine
+from perflab.cli_database import add_url_option, command_engine, database_name
 from perflab.report.export import write_report
 from perflab.report.from_runs import RunLayoutError, build_report_from_runs
 from perflab.report.from_study import study_report
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     if (args.study_id is None) == (args.runs is None):
         print("error: give either a STUDY_ID or --runs (not both)", file=sys.stderr)
         return 2
-    with db_session.new_session(command_engine(args.url)) as session:
+    with db_session.new_session(command_engine(args.url, create=False)) as session:
         try:
             if args.runs is not None:
                 report = build_report_from_runs(
@@ -57,7 +57,10 @@ def run(args: argparse.Namespace) -> int:
                 )
             else:
                 report = study_report(session, study_id=args.study_id, decimals=args.decimals)
-        except (crud.NotFound, RunLayoutError, StudySpecError) as error:
+        except crud.NotFound as error:
+            print(f"error: {error} in database {database_name(args.url)}", file=sys.stderr)
+            return 2
+        except (RunLayoutError, StudySpecError) as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
     for path in write_report(report, args.out, charts=not args.no_charts):

@@ -27,6 +27,7 @@ from db.models import ProfileResult, Run
 from perflab.accelerators import accelerators_of
 from perflab.cost.stored import OBJECTIVE_FIGURES, CostContext, load_cost_context, with_objectives
 from perflab.hub.catalog import SAMPLE_REPORT_NOTE, used_sample
+from perflab.hub.sample import SAMPLE_NAME
 from perflab.profiles import BenchmarkProfile
 from perflab.report.costs import cost_side, priced_result, slo_text
 from perflab.report.launches import (
@@ -393,6 +394,13 @@ def _caveats(study: _Study) -> tuple[str, ...]:
     return (*caveats, HARDWARE_CAVEAT)
 
 
+def _on_sample(progress: StudyProgress) -> bool:
+    """Whether a result of the study was measured on perflab's ShareGPT-format sample."""
+    return any(
+        used_sample(result.result.get("notes")) for results in progress.results.values() for result in results
+    )
+
+
 def _notes(study: _Study) -> list[str]:
     progress, plan = study.progress, study.plan
     status = progress.study.status
@@ -404,9 +412,7 @@ def _notes(study: _Study) -> list[str]:
         )
     if any(run.simulated for run in progress.runs):
         notes.append("Measured on simulated hosts: the figures come from perflab's performance model.")
-    if any(
-        used_sample(result.result.get("notes")) for results in progress.results.values() for result in results
-    ):
+    if _on_sample(progress):
         notes.append(SAMPLE_REPORT_NOTE)
     if plan.failure:
         notes.append(plan.failure)
@@ -442,6 +448,7 @@ def report_of(progress: StudyProgress, costs: CostContext | None = None, *, deci
         if stage.index in study.searches
     ]
     lower_is_better = spec.objective in LOWER_IS_BETTER
+    on_sample = _on_sample(progress)
     return Report(
         title=_title(progress),
         model=spec.model,
@@ -459,7 +466,14 @@ def report_of(progress: StudyProgress, costs: CostContext | None = None, *, deci
         goal=spec.goal,
         datasets=tuple(_datasets(progress)),
         bench_commands=tuple(
-            (profile.title, profile.vllm_bench_command(spec.model))
+            # ShareGPT profiles measured on the sample name the sample's file, not the dump's
+            (
+                profile.title,
+                profile.vllm_bench_command(
+                    spec.model,
+                    dataset_path=SAMPLE_NAME if on_sample and profile.dataset == "sharegpt" else None,
+                ),
+            )
             for profile in (spec.tuning(), *spec.validation())
         ),
         baseline_validation=_validation(study, plan.baseline) if spec.validation_profiles else None,

@@ -25,6 +25,7 @@ from perflab.report.model import (
 from perflab.report.search_section import search_lines
 from perflab.report.summary import coloured, percent_text, ranked
 from perflab.study.loadcurve import LOAD_TITLES, LoadCurve
+from perflab.views.formatting import counted
 
 INDENT = "    "
 LAUNCH_KINDS = {"first": "first", "again": "again", "validation": "validation only"}
@@ -300,9 +301,10 @@ def per_accelerator_lines(report: Report) -> list[str]:
         best = row.optimized.total_tps / counts[1] if row.optimized.total_tps is not None else None
         if base is not None and best is not None:
             change = percent_text(relative_change(best, base), report.decimals)
+            on_base, on_best = (counted(count, "accelerator") for count in counts)
             lines.append(
-                f"Per accelerator ({md_text(row.case)}): baseline {base:.2f} tok/s on {counts[0]}, optimized "
-                f"{best:.2f} tok/s on {counts[1]} ({change})."
+                f"Per accelerator ({md_text(row.case)}): baseline {base:.2f} tok/s on {on_base}, optimized "
+                f"{best:.2f} tok/s on {on_best} ({change})."
             )
             if counts[0] != counts[1]:
                 lines.append("The two used different numbers of accelerators: compare them per accelerator.")

@@ -20,9 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perflab.cost.prices import Price
+from perflab.runner.results import times_replicas
 from perflab.study.loadcurve import LoadCurve
 from perflab.study.noise import Spread, StudySpread
 from perflab.study.verdict import Verdict
+from perflab.views.formatting import MISSING
 
 
 def relative_change(new: float, old: float) -> float:
@@ -54,16 +56,16 @@ class Figures:
 
     @property
     def tps_text(self) -> str:
-        """``3792.50``, or ``3019.19x2`` for two replicas."""
+        """``3792.50``, or ``3019.19×2`` for two replicas (``—`` when not measured)."""
         if self.total_tps is None:
-            return "n/a"
+            return MISSING
         if self.replicas > 1:
-            return f"{self.total_tps / self.replicas:.2f}x{self.replicas}"
+            return times_replicas(self.total_tps, self.replicas)
         return f"{self.total_tps:.2f}"
 
     @property
     def tpot_text(self) -> str:
-        return "n/a" if self.mean_tpot_ms is None else f"{self.mean_tpot_ms:.2f}"
+        return MISSING if self.mean_tpot_ms is None else f"{self.mean_tpot_ms:.2f}"
 
 
 def node_figures(result: Mapping[str, Any], *, replicas: int = 1, per_replica: bool = False) -> Figures:

@@ -1,7 +1,7 @@
 """How the seeds compute and print their improvement percentages.
 
 - **Conclusion table**: the optimized node total against the baseline's, per benchmark case
-  (seed 000: ``3019.19x2`` = 6038.38 against 3792.50 → ``+59.2%``).
+  (seed 000: ``3019.19×2`` = 6038.38 against 3792.50 → ``+59.2%``).
 - **Summary of Optimization Options** ("Throughput Improvement"): a stage that kept a winner shows
   the winner against the best configuration kept before it *on the winner's engine*, the baseline when
   that engine had none (seed 000: Engine Selection = SGLang 4635.31 against vLLM 3792.50 → +22.2%;
@@ -14,7 +14,7 @@
 A loss is written as how much more the other side achieved, negated (seed 001's Very Long Prompt:
 baseline 1798.45, optimized 1580.36 → 1798.45 / 1580.36 − 1 = ``-13.8%``); a gain is new ÷ old − 1.
 Seeds 000, 001, 003 and 004 print one decimal, seed 002 two. Gains are coloured
-``background-color:lightgreen``, losses ``background-color:#fbcaca``.
+``background-color:lightgreen``, losses ``background-color:#fbcaca``, no change not at all.
 """
 
 from __future__ import annotations
@@ -33,8 +33,11 @@ def percent_text(change: float, decimals: int = 1) -> str:
 
 
 def coloured(text: str, change: float) -> str:
-    """``text`` in a span coloured as the seeds colour gains and losses."""
-    colour = GAIN_COLOUR if change >= 0 else LOSS_COLOUR
+    """``text`` in a span coloured as the seeds colour gains and losses; no change (a configuration
+    against itself, as while only the baseline is measured) is neither, and left plain."""
+    if change == 0:
+        return text
+    colour = GAIN_COLOUR if change > 0 else LOSS_COLOUR
     return f'<span style="background-color:{colour};">{text}</span>'
 
 

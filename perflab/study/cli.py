@@ -3,7 +3,7 @@
 - ``create --spec study.yaml``: store a queued study (workers execute it);
 - ``run --spec study.yaml [--wait]``: create it and, with ``--wait``, execute it in this process with
   a worker, printing progress until it ends (exit 0 when done, 1 when it failed, was cancelled or is
-  incomplete);
+  incomplete, with the reason on stderr);
 - ``list``, ``show ID`` (``--json``: the study's result, :func:`perflab.report.export.report_json`;
   ``--timeout``: give up after that many seconds), ``pause ID``, ``resume ID``, ``cancel ID``;
 - ``measure-missing ID``: an ``incomplete`` study (candidates the infrastructure kept from being
@@ -27,7 +27,7 @@ from db import crud
 from db import session as db_session
 from perflab import settings
 from perflab.auth import cli_user
-from perflab.cli_database import add_url_option, command_engine
+from perflab.cli_database import add_url_option, command_engine, database_name
 from perflab.inventory import InventoryError, default_inventory_path, load_inventory
 from perflab.report.export import report_json
 from perflab.report.from_study import study_report
@@ -43,7 +43,7 @@ from perflab.study.headless import StudyTimeout, wait_for_study
 from perflab.study.hosts import StudyHostError
 from perflab.study.progress import load_progress
 from perflab.study.spec import StudySpecError, load_spec
-from perflab.study.text import progress_lines
+from perflab.study.text import incomplete_text, progress_lines
 
 # ``study show`` gives up after this long by default (a study is read, nothing is proposed or run).
 SHOW_TIMEOUT_S = 60.0
@@ -100,7 +100,24 @@ def _create(engine: Engine, args: argparse.Namespace) -> int:
         poll_s=args.poll,
         on_progress=report,
     )
-    return 0 if final.status == "done" else 1
+    if final.status == "done":
+        return 0
+    print(f"error: {_why_not_done(engine, study.id)}", file=sys.stderr)
+    return 1
+
+
+def _why_not_done(engine: Engine, study_id: int) -> str:
+    """Why a finished study did not end ``done``: its failure, what it left unmeasured, or its status."""
+    with db_session.new_session(engine) as session:
+        progress = load_progress(session, study_id=study_id)
+    plan, status = progress.plan, progress.study.status
+    if plan.failure:
+        reason = plan.failure
+    elif plan.status == "incomplete":
+        reason = incomplete_text(plan)
+    else:
+        reason = f"it was {status}"
+    return f"study {study_id} ended {status}: {reason}"
 
 
 def _list(engine: Engine, args: argparse.Namespace) -> int:
@@ -120,9 +137,15 @@ def _list(engine: Engine, args: argparse.Namespace) -> int:
         ]
         print(json.dumps(rows, indent=2))
         return 0
+    if not studies:
+        print(f"No studies in database {database_name(args.url)}.")
+        return 0
+    print(f"{'ID':>5}  {'STATUS':<10}  {'PHASE':<12}  NAME")
     for study in studies:
-        phase = (study.state or {}).get("phase", "")
-        print(f"{study.id:>5}  {study.status:<10} {study.name}  {phase}")
+        phase = (study.state or {}).get("phase") or ""
+        # the phase says more than the status only while the study is under way
+        shown = phase if phase and phase != study.status else "—"
+        print(f"{study.id:>5}  {study.status:<10}  {shown:<12}  {study.name}")
     return 0
 
 
@@ -172,7 +195,8 @@ def _change(engine: Engine, args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    engine = command_engine(args.url)
+    # Only create and run store a new study: the other actions never create a database.
+    engine = command_engine(args.url, create=args.action in ("create", "run"))
     handlers = {"create": _create, "run": _create, "list": _list, "show": _show}
     try:
         settings.check()
@@ -180,6 +204,9 @@ def run(args: argparse.Namespace) -> int:
     except (StudySpecError, InventoryError) as error:
         print("\n".join(f"error: {problem}" for problem in error.problems), file=sys.stderr)
         return 2
-    except (StudyHostError, StudyStateError, crud.NotFound, StudyTimeout, settings.SettingError) as error:
+    except crud.NotFound as error:
+        print(f"error: {error} in database {database_name(args.url)}", file=sys.stderr)
+        return 2
+    except (StudyHostError, StudyStateError, StudyTimeout, settings.SettingError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -14,6 +14,7 @@ import yaml
 from sqlmodel import Session
 
 from db import crud
+from db.crud.studies import FINISHED_STUDY_STATUSES
 from perflab import safe_yaml
 from perflab.inventory import Inventory
 from perflab.problems import syntax_problem
@@ -128,12 +129,20 @@ def studies_table(session: Session) -> pd.DataFrame:
                 "Phase": state.get("phase", ""),
                 "Model": (study.spec or {}).get("model"),
                 "Hosts": ", ".join((study.spec or {}).get("hosts") or []),
-                "Best so far": state.get("best"),
+                "Best": best_text(state.get("best"), finished=study.status in FINISHED_STUDY_STATUSES),
                 "Created": study.created_at,
             }
         )
-    columns = ["Study", "Name", "Status", "Phase", "Model", "Hosts", "Best so far", "Created"]
+    columns = ["Study", "Name", "Status", "Phase", "Model", "Hosts", "Best", "Created"]
     return pd.DataFrame(rows, columns=columns)
+
+
+def best_text(best: str | None, *, finished: bool) -> str | None:
+    """A study's best configuration as its row shows it: ``SGLang``, or ``SGLang (so far)`` while
+    the study is not finished."""
+    if not best:
+        return None
+    return best if finished else f"{best} (so far)"
 
 
 def shown_value(value: float | None) -> float | None:

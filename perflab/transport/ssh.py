@@ -64,8 +64,8 @@ _PID_LINE = re.compile(rb"PERFLAB_PID=(\d+)")
 _CHUNK = 65536
 # How long a finished command's output may still arrive after its exit status, without end-of-file.
 _EOF_GRACE_S = 2.0
-# paramiko closes a dropped connection's channels before it marks the connection inactive.
-_DROP_GRACE_S = 2.0
+# A request every SSH server answers (OpenSSH with a failure reply): its answer proves the connection alive.
+_LIVENESS_REQUEST = "keepalive@openssh.com"
 _STOP_TIMEOUT_S = 10.0
 _Writer = Callable[[paramiko.SFTPClient, str], None]
 
@@ -128,6 +128,16 @@ class _PidFilter:
         return held
 
 
+def _answers(connection: paramiko.Transport) -> bool:
+    """Whether ``connection`` is alive: the server answers a request on it. paramiko closes a dropped
+    connection's channels before it marks the connection inactive, so a channel closed without a status
+    cannot tell alone; the request returns once the answer came or the connection ended."""
+    if connection.is_active():
+        with contextlib.suppress(paramiko.SSHException, EOFError, OSError):
+            connection.global_request(_LIVENESS_REQUEST, wait=True)
+    return connection.is_active()
+
+
 class _RemoteCommand:
     """One exec channel running one command, with the means to stop it and to tell a lost connection."""
 
@@ -143,14 +153,9 @@ class _RemoteCommand:
 
     def exit_status(self) -> int:
         """The exit status after the channel reported it; ConnectionLost if the connection dropped (a
-        channel closed without a status, on a connection that goes inactive within a grace: paramiko
-        closes a dropped connection's channels first)."""
+        channel closed without a status, on a connection that does not answer)."""
         status = self.chan.exit_status
-        connection = self.chan.get_transport()
-        deadline = time.monotonic() + _DROP_GRACE_S
-        while status == -1 and connection.is_active() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if status == -1 and not connection.is_active():
+        if status == -1 and not _answers(self.chan.get_transport()):
             raise ConnectionLost(
                 self.transport.host.name,
                 f"The connection to host '{self.transport.host.name}' dropped while '{self.argv[0]}' ran; "

@@ -1,8 +1,7 @@
-"""Compare's budget and spread notes: per-accelerator throughput when runs used different numbers of
-accelerators, and the spread of repeated runs of one configuration.
+"""Compare's budget and spread notes, and the run page's accelerator line.
 
 Node totals only compare between runs on the same number of accelerators, so when the compared runs'
-budgets differ the page warns and gives each run's Total tok/s per accelerator (the node total ÷
+budgets differ the page says so and how it compares them instead (per accelerator: the node total ÷
 :func:`~perflab.accelerators.accelerators_of`; an imported block measured one replica, so its node total
 is the block × replicas). Runs of the same configuration (equal configs) are repetitions: their mean,
 coefficient of variation and range say how much that configuration varies.
@@ -18,6 +17,7 @@ from typing import Any
 from db.crud.run_list import RunSummary
 from perflab.accelerators import node_total
 from perflab.views.compare import FIRST_RESULT, CompareRun
+from perflab.views.formatting import counted
 
 
 def result_node_total(run: RunSummary, result: Mapping[str, Any]) -> float | None:
@@ -30,9 +30,10 @@ def accelerator_text(run: RunSummary, result: Mapping[str, Any]) -> str | None:
     total = result_node_total(run, result)
     if not run.accelerators:
         return None
+    budget = counted(run.accelerators, "accelerator")
     if total is None:
-        return f"{run.accelerators} accelerator(s)"
-    return f"{run.accelerators} accelerator(s) · {total / run.accelerators:.1f} Total tok/s per accelerator"
+        return budget
+    return f"{budget} · {total / run.accelerators:.1f} Total tok/s per accelerator"
 
 
 def compared_total(compared: CompareRun) -> float | None:
@@ -41,25 +42,21 @@ def compared_total(compared: CompareRun) -> float | None:
     return result_node_total(compared.run, result.result) if result is not None else None
 
 
-def per_accelerator_tps(compared: CompareRun) -> float | None:
-    """Total tok/s per accelerator of the run's first result."""
-    total, count = compared_total(compared), compared.run.accelerators
-    return total / count if total is not None and count else None
-
-
 def budget_warning(runs: Sequence[CompareRun]) -> str | None:
-    """A warning naming each run's accelerators and per-accelerator Total tok/s, when they differ."""
+    """When the runs used different numbers of accelerators: each run's count, and how the page
+    compares them instead of by node totals."""
     counts = {compared.run.accelerators for compared in runs if compared.run.accelerators}
     if len(counts) < 2:
         return None
-    parts = []
-    for compared in runs:
-        figure = per_accelerator_tps(compared)
-        shown = f"{figure:.1f} tok/s per accelerator" if figure is not None else "no figure"
-        parts.append(f"#{compared.run.id}: {compared.run.accelerators or '?'} accelerators, {shown}")
+    budgets = "; ".join(
+        f"#{compared.run.id}: "
+        + (counted(compared.run.accelerators, "accelerator") if compared.run.accelerators else "not known")
+        for compared in runs
+    )
     return (
-        "These runs used different numbers of accelerators, so node totals do not compare; per "
-        "accelerator: " + "; ".join(parts) + "."
+        f"These runs used different numbers of accelerators ({budgets}), so node totals do not compare: "
+        "their rows carry no change or colour, and the runs are ranked, coloured and put on the Pareto "
+        "front by their throughput per accelerator."
     )
 
 

@@ -46,16 +46,28 @@ def stored_command_preview(config: dict[str, Any] | None) -> CommandPreview | No
     return command_preview(engine_config)
 
 
-def _base_url(bench_command: str | None) -> str | None:
-    """The one ``--base-url`` of a ``perflab bench`` command (None for none or several: replicas)."""
+def _flag_values(bench_command: str | None, flag: str) -> list[str]:
+    """The values ``flag`` takes in a ``perflab bench`` command (none for no command)."""
     if not bench_command:
-        return None
+        return []
     try:
         words = shlex.split(bench_command)
     except ValueError:
-        return None
-    urls = [words[at + 1] for at, word in enumerate(words[:-1]) if word == "--base-url"]
+        return []
+    return [words[at + 1] for at, word in enumerate(words[:-1]) if word == flag]
+
+
+def _base_url(bench_command: str | None) -> str | None:
+    """The one ``--base-url`` of a ``perflab bench`` command (None for none or several: replicas)."""
+    urls = _flag_values(bench_command, "--base-url")
     return urls[0] if len(urls) == 1 else None
+
+
+def _shared_file(profile: BenchmarkProfile, bench_command: str | None) -> str | None:
+    """The ShareGPT file a ShareGPT profile's ``perflab bench`` command read (the dump, or perflab's
+    sample where the hub could not be reached), else None."""
+    paths = _flag_values(bench_command, "--dataset-path") if profile.dataset == "sharegpt" else []
+    return paths[-1] if paths else None
 
 
 def vllm_bench_commands(
@@ -67,18 +79,21 @@ def vllm_bench_commands(
     """Per stored profile of a run, the ``vllm bench serve`` command that sends the same requests (see
     :meth:`BenchmarkProfile.vllm_bench_command`), against the server its ``perflab bench`` command
     used when that was one; a stored dataset is named by its file name (``dataset_files`` by content
-    hash). Profiles that no longer validate are left out."""
+    hash), a ShareGPT one by the file its benchmark read. Profiles that no longer validate are left
+    out."""
     commands = []
     for position, stored in enumerate(profiles):
         try:
             profile = BenchmarkProfile.model_validate(stored)
         except ValidationError:
             continue
+        bench_command = bench_commands[position] if position < len(bench_commands) else None
+        stored_file = dataset_files.get(profile.dataset_ref or "")
         commands.append(
             profile.vllm_bench_command(
                 model or "MODEL",
-                base_url=_base_url(bench_commands[position] if position < len(bench_commands) else None),
-                dataset_path=dataset_files.get(profile.dataset_ref or ""),
+                base_url=_base_url(bench_command),
+                dataset_path=stored_file or _shared_file(profile, bench_command),
                 same_requests=True,
             )
         )

@@ -3,19 +3,23 @@ with the % change against a baseline, and the data of its charts.
 
 Every metric any compared result has gets a row; the change is ``(run − baseline) / baseline`` and
 is judged by the metric's direction (higher throughput is better, lower latency is better), so
-``better``/``worse`` drive the green/red styling and the exports.
+``better``/``worse`` drive the green/red styling and the exports. Each result carries its throughputs
+per accelerator too (:func:`perflab.accelerators.per_accelerator_figures`). When the runs used
+different numbers of accelerators, node totals do not compare: their rows show the values without a
+change or a colour, and the runs are ranked, coloured and put on the Pareto front per accelerator.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 from pandas.io.formats.style import Styler
 from sqlmodel import Session
 
 from db import crud
+from perflab.accelerators import PER_ACCELERATOR, per_accelerator_figures
 from perflab.cost.stored import CostContext
 from perflab.csv_cells import frame_csv
 from perflab.markdown_text import md_text
@@ -29,10 +33,17 @@ from perflab.views.formatting import (
     format_metric,
     format_throughput,
     percent_change,
-    replicas_mark,
     shorten,
 )
-from perflab.views.metrics import KEY_METRICS, Direction, Metric, metric_heading, metric_value, result_metrics
+from perflab.views.metrics import (
+    KEY_METRICS,
+    Direction,
+    Metric,
+    metric_for,
+    metric_heading,
+    metric_value,
+    result_metrics,
+)
 from perflab.views.pareto import pareto_front
 from perflab.views.run_detail import ProfileView, RunView, profile_views, run_view
 from perflab.views.run_list import run_link
@@ -44,8 +55,17 @@ VERDICT_COLOURS: dict[str, str] = {"better": "lightgreen", "worse": "#fbcaca"}
 THROUGHPUT_KEYS: frozenset[str] = frozenset(
     {"total_token_throughput", "output_throughput", "max_output_tokens_per_s"}
 )
+# Figures of the whole node: they compare only between runs on the same number of accelerators.
+NODE_TOTAL_KEYS: frozenset[str] = THROUGHPUT_KEYS | {"request_throughput", "request_goodput"}
+TOTAL_PER_ACCELERATOR = PER_ACCELERATOR["total_token_throughput"]
 # Metrics offered for the grouped bars and for the two axes of the Pareto chart.
-BAR_METRICS: tuple[str, ...] = (*KEY_METRICS, "p99_ttft_ms", "p99_tpot_ms")
+BAR_METRICS: tuple[str, ...] = (
+    "total_token_throughput",
+    TOTAL_PER_ACCELERATOR,
+    *KEY_METRICS[1:],
+    "p99_ttft_ms",
+    "p99_tpot_ms",
+)
 PARETO_LATENCIES: tuple[str, ...] = (
     "mean_tpot_ms",
     "mean_ttft_ms",
@@ -53,7 +73,13 @@ PARETO_LATENCIES: tuple[str, ...] = (
     "p99_ttft_ms",
     "mean_e2el_ms",
 )
-PARETO_THROUGHPUTS: tuple[str, ...] = ("total_token_throughput", "output_throughput", "request_throughput")
+PARETO_THROUGHPUTS: tuple[str, ...] = (
+    "total_token_throughput",
+    TOTAL_PER_ACCELERATOR,
+    "output_throughput",
+    PER_ACCELERATOR["output_throughput"],
+    "request_throughput",
+)
 
 
 @dataclass(frozen=True)
@@ -112,6 +138,17 @@ class CompareSet:
     def run(self, run_id: int) -> CompareRun:
         return next(run for run in self.runs if run.run.id == run_id)
 
+    @property
+    def budgets_differ(self) -> bool:
+        """Whether the runs used different numbers of accelerators (unknown counts left out)."""
+        return len({run.run.accelerators for run in self.runs if run.run.accelerators}) > 1
+
+    @property
+    def throughput_key(self) -> str:
+        """The throughput the runs are ranked and charted by: Total tok/s per accelerator when their
+        budgets differ, else the node's Total tok/s."""
+        return TOTAL_PER_ACCELERATOR if self.budgets_differ else "total_token_throughput"
+
 
 def load_compare(session: Session, run_ids: list[int], costs: CostContext | None = None) -> CompareSet:
     """The runs of ``run_ids`` with their results and request records, each result with its cost and
@@ -119,14 +156,20 @@ def load_compare(session: Session, run_ids: list[int], costs: CostContext | None
     found = crud.get_runs(session, run_ids=run_ids)
     found_ids = {run.id for run in found}
     context = costs or CostContext()
-    runs = [
-        CompareRun(
-            run=run_view(run),
-            results=priced_views(profile_views(session, run.id), run_costs(session, run.id, context)),
-        )
-        for run in found
-    ]
+    runs = []
+    for run in found:
+        view = run_view(run)
+        priced = priced_views(profile_views(session, run.id), run_costs(session, run.id, context))
+        runs.append(CompareRun(run=view, results=[_with_per_accelerator(result, view) for result in priced]))
     return CompareSet(runs=runs, missing=[run_id for run_id in run_ids if run_id not in found_ids])
+
+
+def _with_per_accelerator(result: ProfileView, run: RunView) -> ProfileView:
+    """``result`` with its throughputs per accelerator among its fields."""
+    figures = per_accelerator_figures(
+        result.result, replicas=run.replicas, imported=run.source == "imported", accelerators=run.accelerators
+    )
+    return replace(result, result={**result.result, **figures}) if figures else result
 
 
 @dataclass(frozen=True)
@@ -134,7 +177,8 @@ class ComparisonTable:
     """Metric rows × run columns with each run's change against the baseline.
 
     ``values`` holds the numbers (rows: metric keys; columns: run names), ``changes`` the % changes
-    (NaN for the baseline and missing values), ``verdicts`` ``better``/``worse``/``""`` per cell.
+    (NaN for the baseline, missing values, and node totals of runs whose budgets differ),
+    ``verdicts`` ``better``/``worse``/``""`` per cell.
     """
 
     metrics: list[Metric]
@@ -144,6 +188,7 @@ class ComparisonTable:
     values: pd.DataFrame
     changes: pd.DataFrame
     verdicts: pd.DataFrame
+    budgets_differ: bool = False
 
 
 def verdict(change: float | None, direction: Direction) -> str:
@@ -168,11 +213,12 @@ def comparison_table(compare: CompareSet, *, profile: str, baseline_id: int) -> 
         index=keys,
         dtype="float64",
     )
+    uncompared = NODE_TOTAL_KEYS if compare.budgets_differ else frozenset()
     changes = pd.DataFrame(
         {
             name: [
                 None
-                if name == baseline
+                if name == baseline or key in uncompared
                 else percent_change(_value(values, key, name), _value(values, key, baseline))
                 for key in keys
             ]
@@ -197,7 +243,31 @@ def comparison_table(compare: CompareSet, *, profile: str, baseline_id: int) -> 
         values=values,
         changes=changes,
         verdicts=verdicts,
+        budgets_differ=compare.budgets_differ,
     )
+
+
+def ranking(compare: CompareSet, *, profile: str) -> list[tuple[str, float]]:
+    """The runs with a result for ``profile`` from fastest to slowest by
+    :attr:`CompareSet.throughput_key`, with that figure."""
+    ranked = []
+    for run in compare.runs:
+        result = run.result_for(profile)
+        value = metric_value(result.result, compare.throughput_key) if result is not None else None
+        if value is not None:
+            ranked.append((run.name, value))
+    return sorted(ranked, key=lambda item: -item[1])
+
+
+def ranking_text(compare: CompareSet, *, profile: str) -> str | None:
+    """``Ranked by total token throughput per accelerator (tok/s): 1. #82 … 3226.48 · 2. …`` (None
+    with fewer than two ranked runs)."""
+    ranked = ranking(compare, profile=profile)
+    metric = metric_for(compare.throughput_key)
+    if len(ranked) < 2 or metric is None:
+        return None
+    places = " · ".join(f"{place}. {name} {value:.2f}" for place, (name, value) in enumerate(ranked, 1))
+    return f"Ranked by {metric_heading(metric).lower()}: {places}"
 
 
 def _value(frame: pd.DataFrame, key: str, column: str) -> float | None:
@@ -290,21 +360,22 @@ def markdown_text(text: str) -> str:
 
 
 def runs_markdown(compare: CompareSet) -> str:
-    """The compared runs' facts as a markdown table whose cells wrap (knobs are what differs between
-    runs, so they are never cut), each run linking to its page."""
-    header = ["Run", "Where", "Engine", "Model", "Knobs", "Replicas", "Profiles"]
+    """The compared runs' facts as a markdown table whose cells wrap, what tells them apart first
+    (engine, knobs — never cut —, profiles, accelerators), then the model and where they ran; each
+    run links to its page."""
+    header = ["Run", "Engine", "Knobs", "Profiles", "Accelerators", "Model", "Where"]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     for run in compare.runs:
         facts = run.run
         where = " · ".join(part for part in (facts.host_display, facts.accelerator or "") if part)
         cells = [
             f"[{markdown_text(run.name)}]({run_link(facts.id)})",
-            markdown_text(where),
-            markdown_text(facts.engine or ""),
-            markdown_text(facts.model or ""),
-            markdown_text(facts.knobs_summary or ""),
-            markdown_text(replicas_mark(facts.replicas)),
-            markdown_text(", ".join(result.marked_title for result in run.results)),
+            markdown_text(facts.engine or MISSING),
+            markdown_text(facts.knobs_summary or MISSING),
+            markdown_text(", ".join(result.marked_title for result in run.results) or MISSING),
+            str(facts.accelerators) if facts.accelerators else MISSING,
+            markdown_text(facts.model or MISSING),
+            markdown_text(where or MISSING),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

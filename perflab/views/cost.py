@@ -14,6 +14,8 @@ from perflab.cost.figures import CostFigures
 from perflab.cost.prices import PriceBook, money
 from perflab.cost.stored import CostContext
 from perflab.views.cards import Card
+from perflab.views.formatting import NOT_MEASURED, counted
+from perflab.views.metrics import FIXED_METRICS, metric_heading
 from perflab.views.run_detail import ProfileView
 
 # Under the compare table when it has cost or energy rows.
@@ -63,7 +65,7 @@ def price_text(figures: CostFigures) -> str:
     label = f"{price.label}; " if price.label else ""
     count = figures.accelerators
     per_hour = money(price.per_accelerator_hour, price.currency)
-    return f"{count} accelerator{'s' if count != 1 else ''} × {per_hour} per hour ({label}{price.source})"
+    return f"{counted(count, 'accelerator')} × {per_hour} per hour ({label}{price.source})"
 
 
 def cost_cards(figures: CostFigures) -> list[Card]:
@@ -78,16 +80,17 @@ def cost_cards(figures: CostFigures) -> list[Card]:
         Card("Cost per 1M output tokens", cost(figures.cost_per_mtok_output), price_text(figures)),
     ]
     if figures.output_tokens_per_joule is None:
-        return [*cards, Card("Energy", "not measured", figures.energy_text)]
-    return [
-        *cards,
-        Card("Output tokens per joule", f"{figures.output_tokens_per_joule:.3g}", figures.energy_text),
-        Card("Energy per request (J)", f"{figures.joules_per_request:.3g}", figures.energy_text)
-        if figures.joules_per_request is not None
-        else Card("Energy per request", "not measured", figures.energy_text),
-        Card(
-            "Mean power per accelerator (W)",
-            f"{figures.mean_power_w_per_accelerator:.0f}" if figures.mean_power_w_per_accelerator else "—",
-            figures.energy_text,
-        ),
-    ]
+        return [*cards, Card("Energy", NOT_MEASURED, figures.energy_text)]
+    measured = {
+        "output_tokens_per_joule": figures.output_tokens_per_joule,
+        "joules_per_request": figures.joules_per_request,
+        "mean_power_w_per_accelerator": figures.mean_power_w_per_accelerator,
+    }
+    return [*cards, *(_energy_card(key, value, figures.energy_text) for key, value in measured.items())]
+
+
+def _energy_card(key: str, value: float | None, energy_text: str) -> Card:
+    """An energy card labelled as the metric is everywhere (``Output tokens per joule (tok/J)``)."""
+    metric = FIXED_METRICS[key]
+    shown = NOT_MEASURED if value is None else f"{value:.0f}" if metric.unit == "W" else f"{value:.3g}"
+    return Card(metric_heading(metric), shown, energy_text)

@@ -1,5 +1,5 @@
 """How numbers, changes, hosts and times are written on the pages (the seeds' style: ``3019.19``,
-``+59.2%``, ``3019.19×2`` for a node running two replicas)."""
+``+59.2%``, ``3019.19×2`` for a node running two replicas), and the words for what has no value."""
 
 from __future__ import annotations
 
@@ -9,7 +9,10 @@ from datetime import datetime, timezone
 from perflab.runner.results import times_replicas
 from perflab.views.metrics import Metric
 
+# One vocabulary for what has no value: a value that does not exist (yet) is ``—``; a figure that was
+# not measured says so; a run or candidate still waiting says its state (``queued``, ``launching``).
 MISSING = "—"
+NOT_MEASURED = "not measured"
 SIMULATED_MARK = "(simulated)"
 # A result covering only the requests that ended before its benchmark was stopped.
 PARTIAL_MARK = "(partial)"
@@ -104,6 +107,11 @@ def format_bytes(size: int) -> str:
             return f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} GiB"
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``1 accelerator``, ``2 accelerators`` (``plural`` where adding an s is wrong)."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
 def shorten(text: str | None, limit: int = 60) -> str:

@@ -25,6 +25,7 @@ from perflab.engines import EngineConfig, get_adapter
 from perflab.engines.flags import format_value, parse_json_object
 from perflab.engines.preflight import HelpCache
 from perflab.inventory import HostConfig
+from perflab.markdown_text import md_text
 from perflab.probe.models import ProbeResult
 from perflab.profiles import PRESETS, BenchmarkProfile, scaled
 from perflab.redact import config_problems
@@ -313,6 +314,13 @@ def profiles_frame(
         for profile in profiles
     ]
     return pd.DataFrame(rows, columns=["Profile", "Load", "vllm bench serve"])
+
+
+def profiles_markdown(frame: pd.DataFrame) -> str:
+    """The chosen profiles and their load (:func:`profiles_frame`) as a markdown table."""
+    lines = ["| Profile | Load |", "|---|---|"]
+    lines += [f"| {md_text(row.Profile)} | {md_text(row.Load)} |" for row in frame.itertuples()]
+    return "\n".join(lines) + "\n"
 
 
 def scale_profiles(profiles: Sequence[BenchmarkProfile], factor: float) -> list[BenchmarkProfile]:

@@ -37,7 +37,24 @@ class Metric:
 
 _FIXED: tuple[Metric, ...] = (
     Metric("total_token_throughput", "Total token throughput", "tok/s", "Throughput", "higher", 0),
+    # Added to a result where runs of different budgets are compared (perflab.accelerators).
+    Metric(
+        "total_token_throughput_per_accelerator",
+        "Total token throughput per accelerator",
+        "tok/s",
+        "Throughput",
+        "higher",
+        0.5,
+    ),
     Metric("output_throughput", "Output token throughput", "tok/s", "Throughput", "higher", 1),
+    Metric(
+        "output_throughput_per_accelerator",
+        "Output token throughput per accelerator",
+        "tok/s",
+        "Throughput",
+        "higher",
+        1.5,
+    ),
     Metric("request_throughput", "Request throughput", "req/s", "Throughput", "higher", 2),
     Metric("request_goodput", "Request goodput", "req/s", "Throughput", "higher", 3),
     Metric("max_output_tokens_per_s", "Peak output token throughput", "tok/s", "Throughput", "higher", 4),

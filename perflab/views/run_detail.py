@@ -30,7 +30,7 @@ from perflab.hub.catalog import used_sample
 from perflab.runner import live
 from perflab.views import timeline as timelines
 from perflab.views.commands import CommandPreview, stored_command_preview, vllm_bench_commands
-from perflab.views.formatting import PARTIAL_MARK, format_duration, host_label
+from perflab.views.formatting import PARTIAL_MARK, format_duration, format_time, host_label
 
 RECORD_COLUMNS: tuple[str, ...] = (
     "index",
@@ -90,6 +90,12 @@ class RunView(RunSummary):
             ("benchmarking", self.benchmarking_at),
             ("finished", self.finished_at),
         ]
+
+
+def lifecycle_markdown(run: RunView) -> str:
+    """The run's lifecycle as a markdown table: each phase and when it began (``—`` if never)."""
+    rows = [f"| {phase} | {format_time(moment)} |" for phase, moment in run.phase_times()]
+    return "\n".join(["| Phase | At |", "|---|---|", *rows]) + "\n"
 
 
 def run_view(run: Run) -> RunView:
@@ -367,16 +373,16 @@ class RunProgress:
 
     @property
     def eta_s(self) -> float | None:
-        """Seconds until the running profile's requests have all ended, at the recent rate."""
+        """Seconds until the running profile's requests have all ended (see :func:`live.eta_s`)."""
         return live.eta_s(self.history, self.total)
 
     @property
     def fraction(self) -> float:
-        return min(1.0, (self.done + self.failed) / self.total) if self.total else 0.0
+        return min(1.0, self.done / self.total) if self.total else 0.0
 
     def text(self) -> str:
         """``benchmarking · profile sharegpt (1 of 2) · 412/1000 requests (3 failed), 64 in flight ·
-        41.5 s elapsed``."""
+        41.5 s elapsed · about 1 min 2 s left`` (``done`` counts the failed requests too)."""
         parts = [self.status]
         if self.pulling:
             parts.append(self.pulling)
@@ -388,15 +394,17 @@ class RunProgress:
             )
             parts.append(f"profile {self.profile}{of}")
         if self.total:
-            counted = f"{self.done + self.failed}/{self.total} requests"
+            counted = f"{self.done}/{self.total} requests"
             if self.failed:
                 counted += f" ({self.failed} failed)"
             parts.append(f"{counted}, {self.in_flight} in flight")
         if self.elapsed_s is not None:
             parts.append(f"{format_duration(self.elapsed_s)} elapsed")
-        eta = self.eta_s
-        if eta is not None and self.done + self.failed < self.total:
-            parts.append(f"about {format_duration(eta)} left")
+        if self.total and self.done < self.total and self.history:
+            eta = self.eta_s
+            parts.append(
+                f"about {format_duration(eta)} left" if eta is not None else "estimating the time left"
+            )
         if self.cancel_requested:
             parts.append("cancel requested")
         return " · ".join(parts)

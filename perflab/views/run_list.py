@@ -10,13 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pandas as pd
+import sqlalchemy as sa
 from sqlmodel import Session
 
 from db import crud
 from db.crud import RunRow
+from db.models import Run
 from perflab.accelerators import node_total
 from perflab.cost.prices import PriceBook
-from perflab.views.formatting import PARTIAL_MARK, host_label, replicas_mark
+from perflab.views.formatting import PARTIAL_MARK, host_label
 from perflab.views.run_costs import COST_COLUMN, COST_SORT, cost_order, page_costs
 from perflab.views.urlstate import MAX_ID
 
@@ -51,11 +53,14 @@ SORT_CHOICES: dict[str, str] = {
     "Cost per 1M tok": COST_SORT,
 }
 PAGE_SIZES: tuple[int, ...] = (25, 50, 100, 200)
-# Which run and how fast it was come first, so the figures show beside the sidebar at 1024 px; what
-# it ran, where, and its bookkeeping follow.
+# What tells runs apart comes first (the engine, its knobs and the profile, before the model, which
+# runs of one study share), then how fast they were, then where they ran and their bookkeeping.
 TABLE_COLUMNS: tuple[str, ...] = (
     "Run",
     "Status",
+    "Engine",
+    "Knobs",
+    "Profile",
     "Model",
     "Total tok/s",
     "Total tok/s per accelerator",
@@ -65,15 +70,15 @@ TABLE_COLUMNS: tuple[str, ...] = (
     "Mean TPOT (ms)",
     COST_COLUMN,
     "Replicas",
-    "Engine",
-    "Knobs",
-    "Profile",
     "Host",
     "Accelerator",
     "Label",
     "Source",
     "Created",
 )
+# The column sets the page offers: the compact one (the default) fits beside the sidebar at 1024 px.
+COLUMN_SETS: dict[str, tuple[str, ...]] = {"compact": TABLE_COLUMNS[:8], "all": TABLE_COLUMNS}
+DEFAULT_COLUMN_SET = "compact"
 FIGURE_COLUMNS: tuple[str, ...] = (
     "Total tok/s",
     "Output tok/s",
@@ -95,6 +100,7 @@ QUERY_KEYS: dict[str, str] = {
     "order": "runs_order",
     "size": "runs_page_size",
     "page": "runs_page",
+    "columns": "runs_columns",
 }
 MULTI_VALUED = ("status", "host", "accelerator", "engine")
 ORDERS = ("descending", "ascending")
@@ -163,35 +169,49 @@ def _per_accelerator(row: RunRow) -> float | None:
     return total / row.accelerators if total is not None and row.accelerators else None
 
 
-def _table_row(row: RunRow) -> dict[str, object]:
+def _profile_text(row: RunRow, planned: str | None) -> str | None:
+    """The first result's profile (marked when partial), else the first profile the run plans."""
+    if row.profile_name:
+        return row.profile_name + (f" {PARTIAL_MARK}" if row.partial else "")
+    return planned
+
+
+def _table_row(row: RunRow, planned: str | None = None) -> dict[str, object]:
+    """One row of the table; a value the run does not have is None (the page shows ``—``)."""
     figures = row.figures
     return {
         "Run": run_link(row.id),
         "Status": row.status
         + (" (cancel requested)" if row.cancel_requested and row.status != "cancelled" else ""),
-        "Host": host_label(row.host_name, row.simulated) if row.host_name or row.simulated else "",
-        "Accelerator": row.accelerator or "",
-        "Engine": row.engine or "",
-        "Model": row.model or "",
-        "Knobs": row.knobs_summary or "",
-        "Profile": (row.profile_name or "") + (f" {PARTIAL_MARK}" if row.partial else ""),
+        "Host": host_label(row.host_name, row.simulated) if row.host_name or row.simulated else None,
+        "Accelerator": row.accelerator or None,
+        "Engine": row.engine or None,
+        "Model": row.model or None,
+        "Knobs": row.knobs_summary or None,
+        "Profile": _profile_text(row, planned),
         "Total tok/s": figures.get("total_token_throughput"),
-        "Replicas": replicas_mark(row.replicas),
+        "Replicas": row.replicas,
         "Accelerators": row.accelerators,
         "Total tok/s per accelerator": _per_accelerator(row),
         "Output tok/s": figures.get("output_throughput"),
         "Mean TTFT (ms)": figures.get("mean_ttft_ms"),
         "Mean TPOT (ms)": figures.get("mean_tpot_ms"),
-        "Label": row.label or "",
+        "Label": row.label or None,
         "Source": row.source + (" · simulated" if row.simulated else ""),
         "Created": row.created_at,
     }
 
 
-def runs_table(rows: list[RunRow], costs: dict[int, float | None] | None = None) -> pd.DataFrame:
+def runs_table(
+    rows: list[RunRow],
+    costs: dict[int, float | None] | None = None,
+    planned: dict[int, str] | None = None,
+) -> pd.DataFrame:
     """The runs table of one page, indexed by run id, columns as in :data:`TABLE_COLUMNS` (``costs``:
-    each run's cost per 1M tokens, in the currency of hosts.yaml)."""
-    table_rows = [{**_table_row(row), COST_COLUMN: (costs or {}).get(row.id)} for row in rows]
+    each run's cost per 1M tokens, in the currency of hosts.yaml; ``planned``: the first profile of
+    runs without a result yet)."""
+    costs, planned = costs or {}, planned or {}
+    table_rows = [{**_table_row(row, planned.get(row.id)), COST_COLUMN: costs.get(row.id)} for row in rows]
     frame = pd.DataFrame(table_rows, columns=list(TABLE_COLUMNS))
     frame.index = pd.Index([row.id for row in rows], name="id")
     for column in FIGURE_COLUMNS:
@@ -239,13 +259,29 @@ def load_run_page(
             page = pages
             result = crud.list_runs(session, offset=(page - 1) * page_size, **query)
     return RunListPage(
-        table=runs_table(result.rows, page_costs(session, book, [row.id for row in result.rows])),
+        table=runs_table(
+            result.rows,
+            page_costs(session, book, [row.id for row in result.rows]),
+            planned_profiles(session, [row.id for row in result.rows if not row.profile_name]),
+        ),
         total=result.total,
         page=max(page, 1),
         pages=pages,
         page_size=page_size,
         run_ids=[row.id for row in result.rows],
     )
+
+
+def planned_profiles(session: Session, run_ids: list[int]) -> dict[int, str]:
+    """The name of the first profile each of ``run_ids`` plans (runs without a result yet)."""
+    if not run_ids:
+        return {}
+    planned = {}
+    for run_id, profiles in session.execute(sa.select(Run.id, Run.profiles).where(Run.id.in_(run_ids))):
+        first = profiles[0] if isinstance(profiles, list) and profiles else None
+        if isinstance(first, dict) and isinstance(first.get("name"), str):
+            planned[run_id] = first["name"]
+    return planned
 
 
 def filter_choices(session: Session) -> dict[str, list[str]]:
@@ -294,7 +330,12 @@ def read_query(params: dict[str, str], choices: dict[str, list[str]]) -> QueryRe
             ]
     if "model" in params:
         state[QUERY_KEYS["model"]] = params["model"]
-    pickers = {"source": list(SOURCE_CHOICES), "sort": list(SORT_CHOICES), "order": list(ORDERS)}
+    pickers = {
+        "source": list(SOURCE_CHOICES),
+        "sort": list(SORT_CHOICES),
+        "order": list(ORDERS),
+        "columns": list(COLUMN_SETS),
+    }
     for name, options in pickers.items():
         if name not in params:
             continue
@@ -327,7 +368,13 @@ def _bounded_int(text: str, highest: int) -> int | None:
 
 
 def query_from_view(
-    filters: RunFilters, *, sort_label: str, descending: bool, page_size: int, page: int
+    filters: RunFilters,
+    *,
+    sort_label: str,
+    descending: bool,
+    page_size: int,
+    page: int,
+    columns: str = DEFAULT_COLUMN_SET,
 ) -> dict[str, str]:
     """The query parameters that reopen this view; defaults are left out."""
     params: dict[str, str] = {}
@@ -347,6 +394,8 @@ def query_from_view(
         params["size"] = str(page_size)
     if page != 1:
         params["page"] = str(page)
+    if columns != DEFAULT_COLUMN_SET:
+        params["columns"] = columns
     return params
 
 

@@ -22,6 +22,7 @@ from perflab.bench.datasets import load_dataset
 from perflab.bench.tokenizer import ServerTokenizer, load_local_tokenizer
 from tests.fixtures.realtime import realtime_available, realtime_priority
 
+pytestmark = pytest.mark.realtime
 REALTIME = realtime_available()
 TTFT_MS, ITL_MS = (100.0, 20.0) if REALTIME else (500.0, 40.0)
 OUTPUT_LEN = 32

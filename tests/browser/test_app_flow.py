@@ -150,7 +150,9 @@ def test_upload_queue_watch_share_compare_download(app: AppServer, chromium: Bro
     visit(page, app, "/compare")
     fill(page, "Run ids to compare", f"{first_run}, {second_run}")
     click(page, "Compare")
-    expect(page.get_by_text("Throughput vs latency")).to_be_visible()
+    page.get_by_text("Charts: per profile", exact=False).click()  # charts are drawn when asked for
+    settle(page)
+    expect(page.get_by_role("tab", name="Throughput vs latency")).to_be_visible()
     screenshot(page, "compare")
     with page.expect_download() as download_info:
         page.get_by_role("button", name="Download PNG").first.click()

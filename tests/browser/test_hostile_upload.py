@@ -42,6 +42,7 @@ def test_hostile_files_uploaded_in_the_browser(
     page.goto(app.url)
     settle(page)
     page.get_by_text("Import results").click()
+    settle(page)  # the box draws its uploader when opened
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(files)
     expect(page.get_by_text(good.name)).to_be_visible()
     settle(page)

@@ -55,7 +55,7 @@ def test_list_as_table_and_json(tmp_path: Path, sshd: SshServer) -> None:
     assert table.returncode == 0, table.stderr
     header, *rows = table.stdout.splitlines()
     assert header.split() == ["NAME", "TRANSPORT", "ADDRESS", "SIMULATED", "LABELS"]
-    assert rows[0].split()[:4] == ["sim", "local", "local", "2x"] and "demo, fast" in rows[0]
+    assert rows[0].split()[:4] == ["sim", "local", "local", "2×"] and "demo, fast" in rows[0]
     assert rows[1].split()[:3] == ["ssh-box", "ssh", f"{sshd.user}@127.0.0.1:{sshd.port}"]
     listed = json.loads(perflab_hosts("--file", str(path), "list", "--json").stdout)
     assert [(host["name"], host["simulated"]) for host in listed] == [
@@ -72,7 +72,7 @@ def test_probe_shows_hosts_and_explains_failures(tmp_path: Path, sshd: SshServer
     lines = table.stdout.splitlines()
     assert lines[0].split()[:3] == ["HOST", "STATUS", "ACCELERATORS"]
     sim_row = next(line for line in lines if line.startswith("sim (simulated)"))
-    assert "2x NVIDIA H200" in sim_row and "vLLM" in sim_row
+    assert "2× NVIDIA H200" in sim_row and "vLLM" in sim_row
     assert any(line.startswith("down") and "unreachable" in line for line in lines)
     assert "Cannot reach host 'down'" in table.stdout
     assert "Traceback" not in table.stdout + table.stderr

@@ -125,12 +125,12 @@ def test_conclusion_percentages_match_the_seed(
 def test_seed_000_replicas_and_recommendation(db_session: Session, seed_runs: dict[str, list[int]]) -> None:
     report = _report(db_session, "000", seed_runs["000"])
     sharegpt = report.comparison[0]
-    assert (sharegpt.baseline.tps_text, sharegpt.optimized.tps_text) == ("3792.50", "3019.19x2")
+    assert (sharegpt.baseline.tps_text, sharegpt.optimized.tps_text) == ("3792.50", "3019.19×2")
     assert report.recommended_command == "vllm serve Qwen/Qwen3-235B-A22B-Instruct-2507-FP8 -tp 4"
     assert report.recommended_replicas == 2
     markdown = render_markdown(report)
     assert (
-        "| **ShareGPT** | Total TPS: 3792.50<br>Mean TPOT(ms): 123.36 | Total TPS: 3019.19x2 "
+        "| **ShareGPT** | Total TPS: 3792.50<br>Mean TPOT(ms): 123.36 | Total TPS: 3019.19×2 "
         '<span style="background-color:lightgreen;">(+59.2%)</span><br>Mean TPOT(ms): 150.72 |'
     ) in markdown
     assert "Result: Choosing the Inference Engine" not in markdown
@@ -230,8 +230,8 @@ def test_seed_000_imports_keep_the_node(db_session: Session, seed_runs: dict[str
     markdown = render_markdown(report)
     assert "(+59.2%)" in markdown and "lower than previous" not in markdown
     assert (
-        "Per accelerator (ShareGPT): baseline 474.06 tok/s on 8, optimized 754.80 tok/s on 8 (+59.2%)."
-        in markdown
+        "Per accelerator (ShareGPT): baseline 474.06 tok/s on 8 accelerators, optimized 754.80 tok/s on "
+        "8 accelerators (+59.2%)." in markdown
     )
 
 

@@ -1,9 +1,7 @@
-"""The live view of a running benchmark from its progress history: rates, in flight, the Little's-law
-latency estimate and the ETA, against hand-computed values."""
+"""The live view of a running benchmark from its progress history: rates, in flight, the measured
+latency of the requests that ended and the time left, against hand-computed values."""
 
 from __future__ import annotations
-
-import math
 
 import pytest
 
@@ -14,10 +12,24 @@ def test_history_keeps_points_and_restarts_with_a_new_count() -> None:
     history: list[list[float]] = []
     for t in range(3):
         history = live.with_point(
-            history, {"elapsed_s": t, "done": 5 * t, "failed": 0, "total": 9, "in_flight": 4}
+            history,
+            {
+                "elapsed_s": t,
+                "done": 5 * t,
+                "failed": 0,
+                "total": 9,
+                "in_flight": 4,
+                "e2el_sum_s": t,
+                "e2el_n": t,
+            },
         )
-    assert history == [[0.0, 0.0, 0.0, 4.0], [1.0, 5.0, 0.0, 4.0], [2.0, 10.0, 0.0, 4.0]]
+    assert history == [
+        [0.0, 0.0, 0.0, 4.0, 0.0, 0.0],
+        [1.0, 5.0, 0.0, 4.0, 1.0, 1.0],
+        [2.0, 10.0, 0.0, 4.0, 2.0, 2.0],
+    ]
     assert live.with_point(history, {"elapsed_s": 1, "done": 1}) == history  # a line without in_flight
+    # a bench that reports no latency sums: the counts alone
     assert live.with_point(history, {"elapsed_s": 0.5, "done": 1, "failed": 0, "in_flight": 2}) == [
         [0.5, 1.0, 0.0, 2.0]
     ]
@@ -26,18 +38,39 @@ def test_history_keeps_points_and_restarts_with_a_new_count() -> None:
     assert len(kept) == live.HISTORY_POINTS and kept[-1][0] == 9999.0 and kept[0][0] == 1.0
 
 
-def test_rates_latency_estimate_and_eta() -> None:
-    # 0→2 s: 8 requests end (4/s) with 12 in flight → 3 s each; 2→4 s: none ends; 4→5 s: 6 end, 3 in flight.
-    history = [[0.0, 0.0, 0.0, 16.0], [2.0, 8.0, 0.0, 12.0], [4.0, 8.0, 0.0, 12.0], [5.0, 14.0, 1.0, 3.0]]
+def test_rates_and_latency_are_measured_over_the_smoothing_window() -> None:
+    # 0→2 s: 8 requests end, their latencies summing to 24 s; 2→4 s: none ends; 4→5 s: 6 end (one
+    # failed) whose five successes took 2.5 s in all.
+    history = [
+        [0.0, 0.0, 0.0, 16.0, 0.0, 0.0],
+        [2.0, 8.0, 0.0, 12.0, 24.0, 8.0],
+        [4.0, 8.0, 0.0, 12.0, 24.0, 8.0],
+        [5.0, 14.0, 1.0, 3.0, 26.5, 13.0],
+        [11.0, 20.0, 1.0, 0.0, 29.5, 19.0],
+    ]
+    assert live.SMOOTHING_S == 5.0
     frame = live.live_frame(history)
-    assert frame["t"].tolist() == [2.0, 4.0, 5.0]
-    assert frame["completed_per_s"].tolist() == [4.0, 0.0, 6.0]
-    assert frame["requests_in_flight"].tolist() == [12.0, 12.0, 3.0]
+    assert frame["t"].tolist() == [2.0, 4.0, 5.0, 11.0]
+    assert frame["requests_in_flight"].tolist() == [12.0, 12.0, 3.0, 0.0]
+    # each point looks back to the last point at least 5 s older (the first one while there is none)
+    assert frame["completed_per_s"].tolist() == pytest.approx([4.0, 2.0, 14 / 5, 6 / 6])
     latency = frame["latency_s"].tolist()
-    assert latency[0] == pytest.approx(3.0) and math.isnan(latency[1]) and latency[2] == pytest.approx(0.5)
-    # Last 10 s: 14 requests in 5 s (2.8/s); 20 - 14 = 6 left → 6 / 2.8 s.
-    assert live.eta_s(history, 20) == pytest.approx(6 / 2.8)
+    assert latency[:3] == pytest.approx([3.0, 3.0, 26.5 / 13])
+    assert latency[3] == pytest.approx(0.5)  # 5→11 s: 6 successes, 3 s in all
+    no_sums = live.live_frame([row[:4] for row in history])
+    assert no_sums["latency_s"].isna().all() and no_sums["completed_per_s"].tolist()[0] == 4.0
+    assert live.live_frame([]).empty and live.live_frame([["x"]]).empty
+
+
+def test_time_left_counts_from_the_first_completion_once_settled() -> None:
+    # Latency 3 s, then 10 requests end each second: 1000 planned.
+    history = [[0.0, 0.0, 0.0, 30.0]] + [[float(t), 10.0 * (t - 2), 0.0, 30.0] for t in range(3, 13)]
+    # Since the first completion (t=3, 10 ended): 90 more in 9 s → 10/s; 900 left → 90 s.
+    assert live.eta_s(history, 1000) == pytest.approx(90.0)
+    # Not before 5 % of the plan ended after the first completions: the rate has not settled.
+    assert live.eta_s(history[:6], 1000) is None  # 40 ended since, 50 needed
+    assert live.eta_s(history[:7], 1000) == pytest.approx((1000 - 60) / 10)
     assert live.eta_s(history, 0) is None
     assert live.eta_s(history[:1], 20) is None
     assert live.eta_s([[0.0, 0.0, 0.0, 5.0], [3.0, 0.0, 0.0, 5.0]], 20) is None  # nothing ended yet
-    assert live.live_frame([]).empty and live.live_frame([["x"]]).empty
+    assert live.eta_s([[0.0, 0.0, 0.0, 5.0], [3.0, 20.0, 0.0, 0.0]], 20) == 0.0

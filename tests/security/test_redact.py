@@ -11,7 +11,7 @@ import pytest
 
 from perflab import redact
 from perflab.redact import MASK, Redactor
-from perflab.secrets import is_secret_name
+from perflab.secret_names import is_secret_name
 
 SECRET = "pl-Secret/Value+42 with space"
 

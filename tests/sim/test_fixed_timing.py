@@ -18,6 +18,7 @@ import pytest
 from tests.fixtures.realtime import realtime_priority
 from tests.sim.sse_client import StreamResult, burst, chat_payload, request
 
+pytestmark = pytest.mark.realtime
 ITL_MS = 20.0
 TOKENS = 24
 ATTEMPTS = 3

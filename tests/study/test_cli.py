@@ -20,10 +20,11 @@ SEED_000 = Path(__file__).resolve().parents[1] / "data" / "seeds" / "000_7382f1c
 
 def test_list_and_show(study_db: StudyDatabase, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["study", "--url", study_db.url, "list"]) == 0
-    listed = capsys.readouterr().out.splitlines()
-    assert [line.split()[:2] for line in listed] == [
-        [str(study_db.queued), "queued"],
-        [str(study_db.done), "done"],
+    header, *listed = capsys.readouterr().out.splitlines()
+    assert header.split() == ["ID", "STATUS", "PHASE", "NAME"]
+    assert [line.split()[:3] for line in listed] == [
+        [str(study_db.queued), "queued", "—"],
+        [str(study_db.done), "done", "—"],
     ]
     assert main(["study", "--url", study_db.url, "show", str(study_db.done)]) == 0
     shown = capsys.readouterr().out
@@ -137,10 +138,31 @@ def test_report_of_a_study_and_of_imported_runs(
     assert main([*command, "--gpus-per-node", "8", "--tuning-title", "ShareGPT"]) == 0
     assert sorted(path.name for path in out_dir.iterdir()) == ["report.md", "results.csv", "results.json"]
     markdown = (out_dir / "report.md").read_text()
-    assert 'Total TPS: 3019.19x2 <span style="background-color:lightgreen;">(+59.2%)</span>' in markdown
+    assert 'Total TPS: 3019.19×2 <span style="background-color:lightgreen;">(+59.2%)</span>' in markdown
     assert main(["report", "--url", study_db.url, "--out", str(out_dir)]) == 2
     assert "give either a STUDY_ID or --runs" in capsys.readouterr().err
     assert main(["report", "--url", study_db.url, "--runs", "99999", "--out", str(out_dir)]) == 2
     assert "error: no run with id 99999" in capsys.readouterr().err
     with db_session.new_session(db_session.get_engine(study_db.url)) as session:
         assert crud.get_run(session, run_id=run_ids[0]).source == "imported"
+
+
+def test_a_study_run_that_does_not_end_done_says_why_on_stderr(
+    sqlite_database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hosts = tmp_path / "hosts.yaml"
+    hosts.write_text(
+        f"hosts:\n  - name: local-sim\n    transport: local\n    workdir: {tmp_path / 'work'}\n"
+        "    simulate: {accelerator: H100, count: 8}\n"
+    )
+    spec = tmp_path / "study.yaml"
+    spec.write_text(
+        "name: starved\nmodel: Qwen/Qwen3-8B\nhosts: [local-sim]\ngpus: 1\n"
+        "baseline: {engine: vllm, gpu_memory_utilization: 0.05}\n"
+        "tuning_profile: {name: t, title: T, dataset: random, input_len: 16, output_len: 4, num_prompts: 4}\n"
+        "stages: [{name: Batch, dimension: max_num_seqs, candidates: [64]}]\n"
+    )
+    arguments = ["study", "--url", sqlite_database_url, "run", "--spec", str(spec), "--hosts", str(hosts)]
+    assert main([*arguments, "--wait", "--poll", "0.2"]) == 1
+    err = capsys.readouterr().err
+    assert "error: study 1 ended failed: the baseline failed: vLLM: out of accelerator memory" in err

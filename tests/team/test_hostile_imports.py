@@ -151,6 +151,8 @@ def test_hostile_files_uploaded_on_the_runs_page(
         (name, (corpus / name).read_bytes(), "application/octet-stream") for name in HOSTILE
     ]
     uploads.append((good.name, good.read_bytes(), "application/json"))
+    runs_page.session_state["runs_import"] = True  # the import box, opened
+    runs_page.run()
     runs_page.file_uploader(key="import_files").set_value(uploads)
     runs_page.run()
     runs_page.button(key="import_button").click().run()

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -71,3 +73,12 @@ def open_page(app_env: Callable[[str], None]) -> Callable[..., AppTest]:
 def texts(elements: object) -> list[str]:
     """The values of an AppTest element list (markdown, info, captions, …)."""
     return [str(element.value) for element in elements]  # type: ignore[attr-defined]
+
+
+_PREFORMATTED = re.compile(r'<pre class="perflab-pre[^"]*">(.*)</pre>', re.DOTALL)
+
+
+def preformatted(app: AppTest) -> list[str]:
+    """The texts of the page's preformatted blocks (``ui.preformatted``: text blocks, commands)."""
+    found = (_PREFORMATTED.search(element.proto.body) for element in app.get("html"))
+    return [html.unescape(match.group(1)) for match in found if match]

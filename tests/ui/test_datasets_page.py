@@ -4,7 +4,7 @@ a real tokenizer), preview, prompt-length histogram, delete."""
 from __future__ import annotations
 
 import json
-import time
+import threading
 from pathlib import Path
 
 import pytest
@@ -144,12 +144,12 @@ def test_sharegpt_is_fetched_from_the_hub_with_progress(  # type: ignore[no-unty
     assert status and "is not fetched yet" in status[0] and "ShareGPT-format sample" in status[0]
     app.button(key="dataset_hub_fetch").click().run()
     assert not app.exception
-    deadline = time.monotonic() + 120  # the download runs in a thread of its own; the page polls it
-    while time.monotonic() < deadline:
-        app.run()
-        if app.success or app.main.error:
-            break
-        time.sleep(0.1)
+    # The download runs in a thread of its own (named after its file) that ends with the download.
+    for download in threading.enumerate():
+        if download.name == "hub-ShareGPT_V3_unfiltered_cleaned_split.json":
+            download.join(timeout=300)
+            assert not download.is_alive(), "the hub download did not end within 300 s"
+    app.run()
     assert any(text.startswith("Fetched hf://datasets/anon8231489123/") for text in texts(app.success))
     status = [text for text in texts(app.markdown) if "ShareGPT_V3_unfiltered_cleaned_split.json" in text]
     assert "is cached: " in status[0] and str(tmp_path / "hub") in status[0]

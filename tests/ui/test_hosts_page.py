@@ -85,7 +85,7 @@ def test_each_failure_gets_its_own_message(empty_db: str, app_env, sshd: SshServ
     assert errors[1].startswith("Unknown host key:") and "SHA256:" in errors[1]
     assert errors[2].startswith("Unreachable:")
     markdown = texts(app.markdown)
-    assert any("**Accelerators:** 2x NVIDIA H100 80GB HBM3" in text and "vLLM" in text for text in markdown)
+    assert any("**Accelerators:** 2× NVIDIA H100 80GB HBM3" in text and "vLLM" in text for text in markdown)
     assert any("**Accelerators:** CPU (" in text and "NUMA node" in text for text in markdown), (
         "a host without nvidia-smi or npu-smi is a CPU host"
     )
@@ -111,11 +111,13 @@ def test_reprobe_one_host_and_reload(empty_db: str, app_env, tmp_path: Path) -> 
     )
     app_env(empty_db, hosts)
     app = run_app(HOSTS_PAGE)
+    assert app.button(key="hosts_probe_local-sim").label == "Probe"  # never probed: nothing to re-probe
     app.button(key="hosts_probe_local-sim").click().run(timeout=60)
     assert not app.exception
+    assert app.button(key="hosts_probe_local-sim").label == "Re-probe"
     assert [header.value for header in app.subheader] == [
         ":green[:material/check_circle:] local-sim (simulated)"
     ]
     reloaded = run_app(HOSTS_PAGE)
-    assert any("**Accelerators:** 4x 910B3" in text and "MindIE" in text for text in texts(reloaded.markdown))
+    assert any("**Accelerators:** 4× 910B3" in text and "MindIE" in text for text in texts(reloaded.markdown))
     assert len(reloaded.dataframe[0].value) == 4

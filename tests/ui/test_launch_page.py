@@ -14,9 +14,15 @@ from db.models import Run
 from perflab.datasets import parse_upload, store_dataset
 from perflab.probe import ProbeResult, PythonInfo, SystemInfo
 from perflab.probe.cpu import cpu_devices
-from tests.ui.conftest import texts
+from tests.ui.conftest import preformatted, texts
 
 LAUNCH_PAGE = "pages/launch.py"
+
+
+def chosen_profiles(app) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
+    """The rows of the page's table of chosen profiles: (profile, load)."""
+    (table,) = [text for text in texts(app.markdown) if text.startswith("| Profile | Load |")]
+    return [tuple(cell.strip() for cell in line.strip("|").split(" | ")) for line in table.splitlines()[2:]]  # type: ignore[misc]
 
 
 def queued_runs(url: str) -> list[Run]:
@@ -29,15 +35,15 @@ def test_command_follows_the_knobs(empty_db: str, open_page) -> None:  # type: i
     assert not app.exception
     assert app.selectbox(key="launch_host").options == ["local-sim (simulated)"]
     assert "Not probed yet: the Hosts page lists its accelerators and engine versions." in texts(app.caption)
-    assert "vllm serve Qwen/Qwen3-8B" in texts(app.code)
+    assert "vllm serve Qwen/Qwen3-8B" in preformatted(app)
     app.number_input(key="launch_tp").set_value(4).run()
     app.selectbox(key="launch_prefix_caching").select("on").run()
     app.text_input(key="launch_kv_cache_dtype").input("fp8").run()
-    assert "vllm serve Qwen/Qwen3-8B -tp 4 --enable-prefix-caching --kv-cache-dtype fp8" in texts(app.code)
+    assert "vllm serve Qwen/Qwen3-8B -tp 4 --enable-prefix-caching --kv-cache-dtype fp8" in preformatted(app)
     app.selectbox(key="launch_engine").select("sglang").run()
     assert any(
         block.startswith("python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B")
-        for block in texts(app.code)
+        for block in preformatted(app)
     )
     assert not app.button(key="launch_queue").disabled  # the default profile is picked
 
@@ -68,7 +74,7 @@ def test_the_defaults_can_be_queued_as_they_are(empty_db: str, open_page) -> Non
     assert app.multiselect(key="launch_presets").value == [
         "Throughput Profile (random 1024→128, 1000 prompts, concurrency 512, 1000 req/s)"
     ]
-    assert list(app.dataframe[0].value["Profile"]) == ["Throughput Profile"]
+    assert [profile for profile, _ in chosen_profiles(app)] == ["Throughput Profile"]
     assert not app.button(key="launch_queue").disabled
     app.multiselect(key="launch_presets").set_value([]).run()
     assert app.button(key="launch_queue").disabled
@@ -80,9 +86,10 @@ def test_queue_a_run_with_presets_and_follow_it(empty_db: str, open_page) -> Non
     presets = app.multiselect(key="launch_presets").options
     app.multiselect(key="launch_presets").set_value([presets[1], presets[2]]).run()
     app.selectbox(key="launch_scale").select("2 % (quick demo)").run()
-    profiles = app.dataframe[0].value
-    assert list(profiles["Profile"]) == ["Short Prompt", "Medium Prompt"]
-    assert list(profiles["Load"]) == ["random 128→4, 20 prompts", "random 2000→100, 10 prompts"]
+    assert chosen_profiles(app) == [
+        ("Short Prompt", "random 128→4, 20 prompts"),
+        ("Medium Prompt", "random 2000→100, 10 prompts"),
+    ]
     app.text_input(key="launch_label").input("demo").run()
     app.text_input(key="launch_queued_by").input("ana").run()
     app.button(key="launch_queue").click().run()
@@ -135,7 +142,7 @@ def test_custom_profile_with_an_uploaded_dataset(empty_db: str, open_page, tmp_p
     lengths_note = "1 of 2 prompts carry their own output length; Output tokens applies to the others."
     assert lengths_note in texts(app.caption)
     assert not app.number_input(key="launch_custom_output_len").disabled
-    (command,) = [code.value for code in app.code if code.value.startswith("vllm bench serve")]
+    (command,) = [block for block in preformatted(app) if block.startswith("vllm bench serve")]
     assert "--dataset-name custom --dataset-path support.jsonl " in command
     prompts.set_value(8).run()
     assert [warning.value for warning in app.main.warning] == [
@@ -143,7 +150,7 @@ def test_custom_profile_with_an_uploaded_dataset(empty_db: str, open_page, tmp_p
         "which a prefix cache may favour."
     ]
     app.number_input(key="launch_custom_concurrency").set_value(2).run()
-    assert list(app.dataframe[0].value["Load"]) == ["custom, 8 prompts, concurrency 2"]
+    assert [load for _, load in chosen_profiles(app)] == ["custom, 8 prompts, concurrency 2"]
     app.button(key="launch_queue").click().run()
     assert not app.exception
     [run] = queued_runs(empty_db)
@@ -226,6 +233,6 @@ def test_cpu_host_offers_vllm_cpu_knobs(empty_db: str, open_page) -> None:  # ty
     app.number_input(key="launch_cpu_kvcache").set_value(4).run()
     app.text_input(key="launch_cpu_bind").input("0-1").run()
     command = "VLLM_CPU_KVCACHE_SPACE=4 VLLM_CPU_OMP_THREADS_BIND=0-1 vllm serve Qwen/Qwen3-8B"
-    assert command in texts(app.code)
+    assert command in preformatted(app)
     app.text_input(key="launch_cpu_bind").input("all").run()
     assert texts(app.error)[0].startswith("vLLM: cpu_omp_threads_bind must be auto, nobind")

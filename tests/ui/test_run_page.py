@@ -9,16 +9,28 @@ from streamlit.testing.v1 import AppTest
 
 from db import crud
 from db import session as db_session
-from db.models import Run
+from db.models import ProfileResult, Run
+from perflab.charts.run import LIVE_LATENCY_TITLE
 from perflab.views import run_delete
 from tests.fixtures.ui_data import MODEL, PROFILES, SeededDatabase
-from tests.ui.conftest import APP, run_app, texts
+from tests.ui.conftest import APP, preformatted, run_app, texts
 
 RUN_PAGE = "pages/run.py"
+PROFILE_TABS = ["Notes", "Throughput and requests in flight", "Latency distribution", "Input length vs TTFT"]
+COMMANDS_BOX = "Commands: serve, benchmark, and the same requests as vllm bench serve"
 
 
 def charts(app) -> list:  # type: ignore[no-untyped-def]
     return list(app.get("vega_lite_chart"))
+
+
+def result_ids(data: SeededDatabase, run_id: int) -> list[int]:
+    """The ids of a run's profile results, in profile order (the keys of their chart tabs)."""
+    with db_session.session_scope(db_session.get_engine(data.url)) as session:
+        query = (
+            select(ProfileResult.id).where(ProfileResult.run_id == run_id).order_by(ProfileResult.position)
+        )
+        return list(session.exec(query))
 
 
 def test_finished_run_shows_results_commands_and_charts(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
@@ -32,17 +44,34 @@ def test_finished_run_shows_results_commands_and_charts(data_db: SeededDatabase,
         and ":green[:material/task_alt:] done" in facts
     )
     assert any("Simulated host" in text for text in texts(app.caption))
-    assert [tab.label for tab in app.tabs] == ["Paced 256→32", "Burst 128→16"]
+    # Profiles, then the open profile's notes and charts: tabs drawn only when open.
+    assert [tab.label for tab in app.tabs] == ["Paced 256→32", *PROFILE_TABS, "Burst 128→16"]
     cards = {metric.label: metric.value for metric in app.metric}
     assert {"Total token throughput (tok/s)", "Mean TTFT (ms)", "Mean TPOT (ms)", "Success rate"} <= set(
         cards
     )
     assert cards["Success rate"] == "100.0 %"
-    code = texts(app.code)
-    assert sum("Serving Benchmark Result" in block for block in code) == 2
+    blocks = preformatted(app)
+    assert sum("Serving Benchmark Result" in block for block in blocks) == 1  # the open profile's
     captions = texts(app.caption)
     assert any(text.startswith("Total input tokens: the server's usage.prompt_tokens") for text in captions)
     assert any(text.startswith("Peak concurrent requests: requests active during the") for text in captions)
+    # The notes tab is open: no chart and no code block is built for a reader who does not ask.
+    assert charts(app) == [] and texts(app.code) == []
+    assert {button.label for button in app.get("download_button")} >= {"Download JSON", "Download CSV"}
+    assert [expander.label for expander in app.expander] == [
+        "Delete this run",
+        "Engine and accelerator samples",
+        COMMANDS_BOX,
+        "Environment snapshot",
+        "Engine log tail",
+        "Lifecycle",
+    ]
+    assert not any("driver" in text for text in texts(app.json))  # closed boxes are not drawn
+
+    app.session_state["run_commands"] = True
+    app.run()
+    code = texts(app.code)
     assert f"vllm serve {MODEL} -tp 2" in code
     # Where people copy commands: perflab's bench command and the vllm bench serve one, for each profile.
     bench = [block for block in code if block.startswith("perflab bench --base-url http://127.0.0.1:8000 ")]
@@ -52,19 +81,34 @@ def test_finished_run_shows_results_commands_and_charts(data_db: SeededDatabase,
         profile.vllm_bench_command(MODEL, base_url="http://127.0.0.1:8000", same_requests=True)
         for profile in PROFILES
     ]
-    # Per profile: throughput timeline, histogram, CDF, scatter; per run: engine and accelerator series.
-    assert len(charts(app)) == 2 * 4 + 2
-    assert {button.label for button in app.get("download_button")} >= {
-        "Download JSON",
-        "Download CSV",
-        "Download PNG",
-    }
-    assert [expander.label for expander in app.expander] == [
-        "Delete this run",
-        "Environment snapshot",
-        "Engine log tail",
-        "Lifecycle",
-    ]
+
+
+def test_tabs_and_boxes_draw_their_charts_when_opened(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
+    app = open_page(data_db.url, RUN_PAGE, {"run": str(data_db.runs.done)})
+    first = result_ids(data_db, data_db.runs.done)[0]
+    app.session_state[f"run_charts_{first}"] = "Throughput and requests in flight"
+    app.run()
+    (timeline,) = charts(app)
+    assert "Output tokens/s" in timeline.proto.spec
+    assert "Download PNG" in {button.label for button in app.get("download_button")}
+    app.session_state[f"run_charts_{first}"] = "Latency distribution"
+    app.run()
+    specs = [chart.proto.spec for chart in charts(app)]
+    assert len(specs) == 2 and all('"TTFT (ms)"' in spec for spec in specs)
+    app.session_state[f"run_charts_{first}"] = "Input length vs TTFT"
+    app.run()
+    assert len(charts(app)) == 1 and '"Input length (tokens)"' in charts(app)[0].proto.spec
+    app.session_state["run_profile"] = "Burst 128→16"
+    app.run()
+    assert not app.exception
+    blocks = [block for block in preformatted(app) if "Serving Benchmark Result" in block]
+    assert len(blocks) == 1 and "Successful requests:                     40" in blocks[0], blocks
+    assert charts(app) == []  # the second profile opens on its notes
+    app.session_state["run_telemetry"] = True
+    app.session_state["run_environment"] = True
+    app.run()
+    assert len(charts(app)) == 2
+    assert any("570.172.08" in text for text in texts(app.json))
 
 
 def test_a_replicated_run_names_its_replica_count_once(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
@@ -75,14 +119,16 @@ def test_a_replicated_run_names_its_replica_count_once(data_db: SeededDatabase, 
 
 def test_latency_metric_choice_redraws_the_distribution(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
     app = open_page(data_db.url, RUN_PAGE, {"run": str(data_db.runs.done)})
+    app.session_state[f"run_charts_{result_ids(data_db, data_db.runs.done)[0]}"] = "Latency distribution"
+    app.run()
     selector = app.selectbox[0]
     assert selector.options == ["TTFT (ms)", "TPOT (ms)", "E2EL (ms)", "ITL (ms)"]
-    first_tab_specs = [chart.proto.spec for chart in charts(app)[1:3]]
-    assert all('"TTFT (ms)"' in spec for spec in first_tab_specs)
+    specs = [chart.proto.spec for chart in charts(app)]
+    assert len(specs) == 2 and all('"TTFT (ms)"' in spec for spec in specs)
     selector.select("itl").run()
     assert not app.exception
-    first_tab_specs = [chart.proto.spec for chart in charts(app)[1:3]]
-    assert all('"ITL (ms)"' in spec and '"TTFT (ms)"' not in spec for spec in first_tab_specs)
+    specs = [chart.proto.spec for chart in charts(app)]
+    assert len(specs) == 2 and all('"ITL (ms)"' in spec and '"TTFT (ms)"' not in spec for spec in specs)
 
 
 def test_copy_link_carries_the_absolute_address(data_db: SeededDatabase, app_env) -> None:  # type: ignore[no-untyped-def]
@@ -124,9 +170,9 @@ def test_imported_run_without_records_or_config(data_db: SeededDatabase, open_pa
     app = open_page(data_db.url, RUN_PAGE, {"run": str(seed_run)})
     assert not app.exception
     assert app.button(key="run_rerun").disabled
-    assert any("Serving Benchmark Result" in block for block in texts(app.code))
+    assert any("Serving Benchmark Result" in block for block in preformatted(app))
     assert any("No per-request records" in text for text in texts(app.caption))
-    assert not charts(app)
+    assert not app.tabs and not charts(app)  # nothing to chart: the notes alone
 
 
 def test_guidellm_import_lacking_fields_has_cards_but_no_block(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
@@ -138,6 +184,8 @@ def test_guidellm_import_lacking_fields_has_cards_but_no_block(data_db: SeededDa
     assert not app.exception
     assert any("No text block" in text for text in texts(app.caption))
     assert "Mean TTFT (ms)" in {metric.label for metric in app.metric}
+    app.session_state["run_commands"] = True
+    app.run()
     assert any("No serve command was recorded." in text for text in texts(app.caption))
 
 
@@ -156,7 +204,7 @@ def test_in_flight_run_shows_live_progress_and_can_be_cancelled(data_db: SeededD
     progress = app.get("progress")
     assert len(progress) == 1
     assert (
-        "profile paced (1 of 2) · 22/60 requests (1 failed), 12 in flight · 1.5 s elapsed"
+        "profile paced (1 of 2) · 21/60 requests (1 failed), 12 in flight · 1.5 s elapsed"
         in progress[0].proto.text
     )
     engine = db_session.get_engine(data_db.url)
@@ -189,8 +237,8 @@ def test_in_flight_run_shows_live_progress_and_can_be_cancelled(data_db: SeededD
 
 def test_a_running_benchmark_draws_its_live_rate_latency_and_eta(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
     run_id = data_db.runs.benchmarking
-    # 10 requests end each second with 20 in flight: 2 s in the system each; 100 of 400 done at 10 s.
-    history = [[float(t), 10.0 * t, 0.0, 20.0] for t in range(11)]
+    # 10 requests end each second with 20 in flight, 2 s each; 100 of 400 done at 10 s.
+    history = [[float(t), 10.0 * t, 0.0, 20.0, 20.0 * t, 10.0 * t] for t in range(11)]
     with db_session.session_scope(db_session.get_engine(data_db.url)) as session:
         crud.heartbeat_run(
             session,
@@ -210,14 +258,16 @@ def test_a_running_benchmark_draws_its_live_rate_latency_and_eta(data_db: Seeded
         "100/400 requests, 20 in flight · 10.0 s elapsed · about 30.0 s left"
         in app.get("progress")[0].proto.text
     )
-    live_chart = [chart for chart in charts(app) if "Estimated latency (s)" in chart.proto.spec]
+    live_chart = [chart for chart in charts(app) if LIVE_LATENCY_TITLE in chart.proto.spec]
     assert len(live_chart) == 1
-    assert any("Little's law" in text for text in texts(app.caption))
+    assert any("mean end-to-end latency of the requests that ended" in text for text in texts(app.caption))
 
 
 def test_queued_run_shows_the_command_it_will_launch(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
     app = open_page(data_db.url, RUN_PAGE, {"run": str(data_db.runs.queued)})
     assert not app.exception
+    app.session_state["run_commands"] = True
+    app.run()
     assert f"vllm serve {MODEL} --enable-prefix-caching" in texts(app.code)
     assert any(text.startswith("No results yet: each profile") for text in texts(app.info))
     assert ":material/schedule: queued" in " ".join(texts(app.markdown))

@@ -52,23 +52,31 @@ def test_every_run_is_listed_with_its_facts(data_db: SeededDatabase, open_page) 
         "paced",
     )
     assert done["Total tok/s"] > 0 and done["Mean TTFT (ms)"] > 0 and done["Run"] == f"run?run={runs.done}"
-    assert table.loc[runs.replicated, "Replicas"] == "×2" and done["Replicas"] == ""
+    assert table.loc[runs.replicated, "Replicas"] == 2 and done["Replicas"] == 1
     assert table.loc[runs.failed, "Status"] == "failed"
-    # A run without a result: its figures are empty and read "—", not "None".
+    # A run without a result: its figures are empty and read "—", not "None"; its profile is the one
+    # it plans.
     assert table.loc[runs.failed, ["Total tok/s", "Mean TTFT (ms)"]].isna().all()
+    assert table.loc[runs.queued, "Profile"] == "burst" and table.loc[runs.benchmarking, "Profile"] == "paced"
     element = app.dataframe[0].proto
     assert element.placeholder == "—"
-    # Figures come before the wide columns (visible beside the sidebar at 1024 px); Replicas is explained.
-    assert list(table.columns[:6]) == [
+    # What tells runs apart comes first, then the throughput; the compact set shows just that.
+    assert list(table.columns[:8]) == [
         "Run",
         "Status",
+        "Engine",
+        "Knobs",
+        "Profile",
         "Model",
         "Total tok/s",
         "Total tok/s per accelerator",
-        "Accelerators",
     ]
+    assert list(element.column_order) == list(table.columns[:8])
     config = json.loads(element.columns)
-    assert "replicas" in config["Replicas"]["help"] and config["Knobs"]["width"] >= 250
+    assert "replicas" in config["Replicas"]["help"] and "replicas" in config["Knobs"]["help"]
+    app.selectbox(key="runs_columns").select("all").run()
+    assert list(app.dataframe[0].proto.column_order) == list(table.columns)
+    assert app.query_params["columns"] == "all"
     sidebar = " ".join(texts(app.sidebar.caption))
     assert "Queued runs: 1 · in flight: 1 (benchmarking 1)" in sidebar
 
@@ -168,6 +176,8 @@ def test_an_address_it_does_not_understand_says_so(data_db: SeededDatabase, open
 
 def test_import_reports_each_bad_file_and_keeps_the_good_ones(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]
     app = open_page(empty_db)
+    app.session_state["runs_import"] = True  # the import box, opened
+    app.run()
     good = IMPORT_FILES[0]
     app.file_uploader(key="import_files").set_value(
         [

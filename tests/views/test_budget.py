@@ -39,13 +39,14 @@ def _compared(
     return CompareRun(run=run_view(run), results=[result])
 
 
-def test_different_budgets_warn_and_compare_per_accelerator() -> None:
+def test_different_budgets_are_named_with_how_they_are_compared() -> None:
     single = _compared(3, 3950.0, accelerators=1)
     node = _compared(7, 9116.8, accelerators=8, replicas=4, tp=2)
     warning = budget_warning([single, node])
     assert warning == (
-        "These runs used different numbers of accelerators, so node totals do not compare; per accelerator: "
-        "#3: 1 accelerators, 3950.0 tok/s per accelerator; #7: 8 accelerators, 1139.6 tok/s per accelerator."
+        "These runs used different numbers of accelerators (#3: 1 accelerator; #7: 8 accelerators), so "
+        "node totals do not compare: their rows carry no change or colour, and the runs are ranked, "
+        "coloured and put on the Pareto front by their throughput per accelerator."
     )
     assert budget_warning([node, _compared(8, 9000.0, accelerators=8)]) is None
 
@@ -61,7 +62,7 @@ def test_repeated_runs_of_one_configuration_show_their_spread() -> None:
 def test_an_imported_block_counts_its_replicas() -> None:
     imported = _compared(5, 3019.19, accelerators=8, replicas=2, source="imported", tp=4)
     assert accelerator_text(imported.run, imported.results[0].result) == (
-        "8 accelerator(s) · 754.8 Total tok/s per accelerator"
+        "8 accelerators · 754.8 Total tok/s per accelerator"
     )
     assert node_total({"total_token_throughput": 10.0, "replicas": 2}, replicas=2, imported=True) == 10.0
     assert node_total({}, replicas=2, imported=True) is None

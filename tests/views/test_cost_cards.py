@@ -30,7 +30,7 @@ def test_priced_run_with_power_shows_cost_and_energy() -> None:
     # 2 × 2.5 per hour over 3.6M tokens an hour
     assert cards["Cost per 1M tokens"] == "$1.39" and cards["Cost per 1M output tokens"] == "$2.78"
     # 2 × 250 W × 10 s = 5000 J for 5000 output tokens and 10 requests
-    assert cards["Output tokens per joule"] == "1" and cards["Energy per request (J)"] == "500"
+    assert cards["Output tokens per joule (tok/J)"] == "1" and cards["Energy per request (J)"] == "500"
     assert cards["Mean power per accelerator (W)"] == "250"
     assert price_text(figures) == "2 accelerators × $2.50 per hour (example price; host local-sim)"
 

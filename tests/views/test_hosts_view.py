@@ -48,7 +48,7 @@ def test_probe_store_and_reload(sqlite_session: Session, tmp_path: Path) -> None
     assert probed.reachability() == "reachable" and probed.last_error is None
     [reloaded] = hosts.load_hosts(sqlite_session, inventory)
     assert reloaded.probe is not None and len(reloaded.probe.accelerators) == 2
-    assert reloaded.status.accelerator_summary().startswith("2x NVIDIA A100")
+    assert reloaded.status.accelerator_summary().startswith("2× NVIDIA A100")
     frame = hosts.accelerators_frame(reloaded.probe)
     assert list(frame["GPU"]) == [0, 1] and frame["Memory total (MiB)"].notna().all()
     lines = hosts.system_lines(reloaded.probe)

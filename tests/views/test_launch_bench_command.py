@@ -11,9 +11,11 @@ import shlex
 import pytest
 
 from perflab.cli import main
+from perflab.hub.sample import SAMPLE_NAME
 from perflab.importers.vllm_text import parse_block
-from perflab.profiles import PRESETS, BenchmarkProfile, GoodputSLOs
+from perflab.profiles import PRESETS, SHAREGPT_FILE, BenchmarkProfile, GoodputSLOs
 from perflab.views import launch
+from perflab.views.commands import vllm_bench_commands
 from tests.bench.test_vllm_commands import write_sharegpt_standin
 
 MODEL = "Qwen/Qwen3-8B"
@@ -78,3 +80,16 @@ def test_displayed_command_runs_unchanged_under_perflab_bench(
     assert (result["request_rate"] == "inf") == math.isinf(profile.request_rate)
     if profile.dataset == "random" and not profile.range_ratio:
         assert result["total_output_tokens"] == profile.num_prompts * profile.output_len
+
+
+def test_a_stored_sharegpt_run_names_the_file_its_benchmark_read() -> None:
+    profile = {"name": "sharegpt", "title": "ShareGPT", "dataset": "sharegpt", "num_prompts": 100}
+    bench = (
+        "perflab bench --base-url http://127.0.0.1:8000 --model m --endpoint chat --dataset sharegpt "
+        "--dataset-path {path} --num-prompts 100"
+    )
+    for path in (SAMPLE_NAME, SHAREGPT_FILE):
+        (command,) = vllm_bench_commands([profile], "m", [bench.format(path=path)], {})
+        assert f"--dataset-path {path}" in command and "--base-url http://127.0.0.1:8000" in command
+    (unknown,) = vllm_bench_commands([profile], "m", [], {})  # no benchmark yet: the dump, as planned
+    assert f"--dataset-path {SHAREGPT_FILE}" in unknown

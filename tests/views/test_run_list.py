@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from datetime import timedelta
 
+import pandas as pd
 import pytest
 from sqlmodel import Session
 
@@ -84,8 +85,8 @@ def test_filters_sort_and_cells(db_session: Session) -> None:
     table = page.table
     assert table.loc[ids["sim-a"], "Host"] == "local-sim (simulated)"
     assert table.loc[ids["sim-a"], "Source"] == "perflab · simulated"
-    assert table.loc[ids["sim-b"], "Replicas"] == "×2" and table.loc[ids["sim-b"], "Knobs"] == "defaults ×2"
-    assert table.loc[ids["real"], "Host"] == "gpu-a" and table.loc[ids["imported"], "Host"] == ""
+    assert table.loc[ids["sim-b"], "Replicas"] == 2 and table.loc[ids["sim-b"], "Knobs"] == "defaults ×2"
+    assert table.loc[ids["real"], "Host"] == "gpu-a" and pd.isna(table.loc[ids["imported"], "Host"])
     assert table.loc[ids["sim-a"], "Run"] == f"run?run={ids['sim-a']}"
 
     simulated = load_run_page(db_session, RunFilters(source="perflab · simulated hosts"))

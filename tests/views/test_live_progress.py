@@ -1,0 +1,87 @@
+"""A simulated run of known length, watched the way the Run page watches it: the real load generator
+against ``perflab sim serve`` with fixed timings writes its progress lines, the runner's history
+(:func:`perflab.runner.live.with_point`) keeps them, and the page's view of that history
+(:class:`perflab.views.run_detail.RunProgress`, :func:`perflab.runner.live.live_frame`) gives the
+time left and the live latency. The time left said once a tenth of the requests has ended is held
+against the time that really was left, and every live latency point against the latencies the
+requests really had (their records)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from perflab.bench import BenchOptions, run_benchmark
+from perflab.bench.progress import PROGRESS_PREFIX
+from perflab.runner import live
+from perflab.views.run_detail import RunProgress
+
+# 120 requests at 10/s, each 100 ms to the first of 32 tokens and 20 ms per token after it: the run
+# lasts about 12.7 s, and each request about 0.72 s.
+REQUESTS = 120
+RATE = 10.0
+OUTPUT_TOKENS = 32
+TTFT_MS = 100
+ITL_MS = 20
+
+
+@pytest.fixture
+def progress_lines(sim_server, capsys: pytest.CaptureFixture[str]) -> tuple[list[dict], dict]:  # type: ignore[no-untyped-def]
+    """The bench's progress lines (JSON) and its result, for the run described above."""
+    url = sim_server(fixed_ttft_ms=TTFT_MS, fixed_itl_ms=ITL_MS)
+    capsys.readouterr()
+    result = run_benchmark(
+        BenchOptions(
+            base_urls=[url],
+            model="sim-model",
+            num_prompts=REQUESTS,
+            input_len=64,
+            output_len=OUTPUT_TOKENS,
+            request_rate=RATE,
+            burstiness=1e9,  # a request every 0.1 s, not a Poisson process
+            progress="json",
+        )
+    )
+    lines = [
+        json.loads(line[len(PROGRESS_PREFIX) :])
+        for line in capsys.readouterr().err.splitlines()
+        if line.startswith(PROGRESS_PREFIX)
+    ]
+    return lines, result
+
+
+def test_time_left_and_live_latency_of_a_simulated_run(progress_lines: tuple[list[dict], dict]) -> None:
+    lines, result = progress_lines
+    assert result["completed"] == REQUESTS and lines[-1]["done"] == REQUESTS
+    ended_at = lines[-1]["elapsed_s"]
+    history: list[list[float]] = []
+    said = None
+    for line in lines:
+        history = live.with_point(history, line)
+        if said is None and line["done"] >= REQUESTS / 10:
+            view = RunProgress(
+                status="benchmarking",
+                done=line["done"],
+                failed=line["failed"],
+                total=line["total"],
+                in_flight=line["in_flight"],
+                elapsed_s=line["elapsed_s"],
+                profile="paced",
+                profile_number=1,
+                profiles=1,
+                cancel_requested=False,
+                history=history,
+            )
+            said = (view.eta_s, ended_at - line["elapsed_s"], view.text())
+    assert said is not None
+    eta, really_left, text = said
+    assert eta is not None, text
+    assert abs(eta - really_left) <= 0.5 * really_left, (eta, really_left, text)
+    assert "left" in text and "estimating" not in text
+
+    e2els = [record["e2el_ms"] / 1000 for record in result["requests"] if record["success"]]
+    frame = live.live_frame(history)
+    points = frame["latency_s"].dropna()
+    assert len(points) >= len(frame) - 1  # after the first second, every point has measured latencies
+    assert points.max() <= max(e2els) and points.min() >= min(e2els)
