@@ -110,7 +110,7 @@ def replica_container(
     env = adapter.env(config, gpu_ids=ids, run_dir=workdir, cpu=plan.vendor == "cpu")
     mounts, model_env = model_mounts(transport, config.model)
     env = {**model_env, **env, **plan.sim_env}
-    name = container_name(plan.run_id, replica.index)
+    name = container_name(run_key, replica.index)
     env_file = None
     if transport.secret_env:
         env_file = write_env_file(transport, env_file_path(run_dir, name), transport.secret_env)

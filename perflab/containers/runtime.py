@@ -3,7 +3,8 @@
 perflab starts an engine container detached (``run --detach``) with host networking (the engine's
 port is the host's port, as for a native engine), the host's IPC namespace (the shared memory that
 PyTorch's workers and NCCL use, as vLLM's and SGLang's docs advise), the accelerators passed the
-way each vendor documents it, a name ``perflab-run-<run id>-<replica>`` and labels
+way each vendor documents it, a name ``perflab-<run key>-<replica>`` (the run key is new at every launch,
+so two perflabs sharing a host, or a relaunch, never reuse a name) and labels
 ``perflab.run=<run id>`` and ``perflab.run_key=<run key>`` by which it is found again. It overrides
 the image's entrypoint with the adapter's program, so every image runs the same argv a native launch
 would. Accelerators:
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 RUNTIMES: tuple[str, ...] = ("podman", "docker")
 LABEL_RUN = "perflab.run"
 LABEL_RUN_KEY = "perflab.run_key"
-NAME_PREFIX = "perflab-run-"
+NAME_PREFIX = "perflab-"
 
 ASCEND_CONTROL_DEVICES: tuple[str, ...] = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
 # Host paths vLLM-Ascend's installation guide mounts into its containers (driver libraries and tools).
@@ -41,9 +42,9 @@ ASCEND_DRIVER_MOUNTS: tuple[str, ...] = (
 )
 
 
-def container_name(run_id: int, replica: int) -> str:
-    """``perflab-run-<run id>-<replica index>``."""
-    return f"{NAME_PREFIX}{int(run_id)}-{int(replica)}"
+def container_name(run_key: str, replica: int) -> str:
+    """``perflab-<run key>-<replica index>``, e.g. ``perflab-run-7-3fa9c1-0``."""
+    return f"{NAME_PREFIX}{run_key}-{int(replica)}"
 
 
 def check_runtime(runtime: str) -> str:

@@ -15,7 +15,7 @@ runner answers by choosing again (:data:`MAX_PORT_ATTEMPTS`); a pinned port stay
 fails.
 
 A config that names an image starts each replica as a container instead (:mod:`perflab.containers`):
-the detached process then supervises container ``perflab-run-<id>-<i>`` (its log is the container's,
+the detached process then supervises container ``perflab-<run key>-<i>`` (its log is the container's,
 read from the runtime), so readiness, logs and failure classification work unchanged; the recorded
 command is the runtime's ``run`` argv, and ``remote_state`` names the runtime and each container so
 stopping (and crash recovery) removes them.
@@ -140,7 +140,7 @@ def initial_remote_state(
     if container is not None:
         state["container_runtime"] = container.runtime
         for plan, entry in zip(plans, processes, strict=True):
-            entry["container"] = container_name(container.run_id, plan.index)
+            entry["container"] = container_name(run_key, plan.index)
     return state
 
 

@@ -21,7 +21,7 @@ DOCKER_HELP = Path(__file__).resolve().parents[1] / "data" / "docker-cli-28.2.2"
 _FLAG = re.compile(r"^\s+(?:-(\w), )?--([a-z][\w-]*)", re.MULTILINE)
 
 
-ENV_FILE = "/w/runs/run-7-abcdef/perflab-run-7-1.env"
+ENV_FILE = "/w/runs/run-7-abcdef/perflab-run-7-abcdef-1.env"
 
 
 def _spec(
@@ -29,7 +29,7 @@ def _spec(
 ) -> rt.ContainerSpec:
     return rt.ContainerSpec(
         runtime=runtime,
-        name=rt.container_name(7, 1),
+        name=rt.container_name("run-7-abcdef", 1),
         image="vllm/vllm-openai:v0.11.0",
         argv=("vllm", "serve", "Qwen/Qwen3-8B", "--port", "8001"),
         labels={rt.LABEL_RUN: "7", rt.LABEL_RUN_KEY: "run-7-abcdef"},
@@ -51,7 +51,7 @@ def test_podman_passes_nvidia_gpus_as_cdi_devices_and_runs_the_adapter_argv() ->
         "run",
         "--detach",
         "--name",
-        "perflab-run-7-1",
+        "perflab-run-7-abcdef-1",
         "--pull",
         "never",
         "--network",
@@ -65,7 +65,7 @@ def test_podman_passes_nvidia_gpus_as_cdi_devices_and_runs_the_adapter_argv() ->
         "--env",
         "CUDA_VISIBLE_DEVICES=0,1",
         "--env-file",
-        "/w/runs/run-7-abcdef/perflab-run-7-1.env",
+        "/w/runs/run-7-abcdef/perflab-run-7-abcdef-1.env",
         "--volume",
         "/w/runs/run-7-abcdef/engine-1:/w/runs/run-7-abcdef/engine-1",
         "--volume",
@@ -88,7 +88,7 @@ def test_podman_passes_nvidia_gpus_as_cdi_devices_and_runs_the_adapter_argv() ->
 
 def test_docker_passes_nvidia_gpus_as_one_quoted_device_list() -> None:
     command = shlex.join(rt.run_argv(_spec("docker")))
-    assert command.startswith("docker run --detach --name perflab-run-7-1 ")
+    assert command.startswith("docker run --detach --name perflab-run-7-abcdef-1 ")
     assert " --gpus '\"device=0,1\"' --entrypoint vllm vllm/vllm-openai:v0.11.0 serve " in command
 
 

@@ -25,18 +25,21 @@ stages:
 
 
 def test_a_stage_compares_two_images_and_keeps_the_faster() -> None:
+    """The stage's mechanics on one measurement each (the rule for imported write-ups): the verdicts a
+    study makes on its measured noise are tested in tests/study/test_noise_plan.py."""
+    rules = Rules(measures_noise=False)
     spec = parse_spec(SPEC, name="study.yaml")
     baseline = spec.baseline_config()
     assert baseline.image == "vllm/vllm-openai:v0.10.2"
-    first = plan_study(baseline=baseline, stages=spec.stages, measurements={}, rules=Rules())
+    first = plan_study(baseline=baseline, stages=spec.stages, measurements={}, rules=rules)
     assert first.wanted == (baseline,)
     done = Measurement("measured", value=1000.0, success_rate=1.0, finished=True)
     measured = {baseline.fingerprint(): done}
-    second = plan_study(baseline=baseline, stages=spec.stages, measurements=measured, rules=Rules())
+    second = plan_study(baseline=baseline, stages=spec.stages, measurements=measured, rules=rules)
     (newer,) = second.wanted
     assert newer.image == "vllm/vllm-openai:v0.11.0" and newer.fingerprint() != baseline.fingerprint()
     measured[newer.fingerprint()] = Measurement("measured", value=1200.0, success_rate=1.0, finished=True)
-    decided = plan_study(baseline=baseline, stages=spec.stages, measurements=measured, rules=Rules())
+    decided = plan_study(baseline=baseline, stages=spec.stages, measurements=measured, rules=rules)
     assert decided.best.config.image == "vllm/vllm-openai:v0.11.0"
     assert decided.best.label == "image=vllm/vllm-openai:v0.11.0"
 

@@ -30,7 +30,8 @@ name: speculative methods
 model: Qwen/Qwen3-8B
 hosts: [HOST]
 baseline: {engine: vllm, speculative_config: {method: medusa, num_speculative_tokens: 1}}
-tuning_profile: {name: tune, title: Chat, dataset: random, input_len: 128, output_len: 64, num_prompts: 50, max_concurrency: 4}
+tuning_profile: {name: tune, title: Chat, dataset: random, input_len: 128, output_len: 64, num_prompts: 50,
+  max_concurrency: 4}
 stages:
   - name: Speculative decoding
     candidates:

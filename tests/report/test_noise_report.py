@@ -131,7 +131,9 @@ def test_the_report_shows_the_decisions_mean_and_the_first_launchs_validation(
 def test_a_verdict_beside_a_seed_style_loss_says_how_each_is_computed() -> None:
     """94.3 against 100 is −6.0 % the seeds' way and −5.7 % as a verdict's ratio of means: the summary
     says so wherever a verdict stands beside its percentage."""
-    verdict = judge([94.3, 94.3], [100.0, 100.0], higher_is_better=True, min_gain_pct=1.0, cv_pct=20.0, df=8.0)
+    verdict = judge(
+        [94.3, 94.3], [100.0, 100.0], higher_is_better=True, min_gain_pct=1.0, cv_pct=20.0, df=8.0
+    )
     note = f"{verdict.text()}, neither kept nor beaten"
     row = SummaryRow("Batching", None, relative_change(94.3, 100.0), note)
     report = Report("t", "m", "Total TPS", "tok/s", None, (), (), (row,))

@@ -211,7 +211,9 @@ def test_seed_002_summary_against_the_baseline(db_session: Session, seed_runs: d
     assert "| Against the Baseline | Not Kept (against the best before it) |" in markdown
     summary_rows = markdown.split("### Summary of Optimization Options")[1].split("###")[0]
     engine_row = next(line for line in summary_rows.splitlines() if line.startswith("| SGLang |"))
-    assert engine_row.endswith("| -92.81% | -48.1% (one measurement, noise unknown): lower than previous, skipped |"), engine_row
+    assert engine_row.endswith(
+        "| -92.81% | -48.1% (one measurement, noise unknown): lower than previous, skipped |"
+    ), engine_row
 
 
 def test_seed_000_imports_keep_the_node(db_session: Session, seed_runs: dict[str, list[int]]) -> None:

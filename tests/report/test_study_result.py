@@ -38,7 +38,8 @@ model: Qwen/Qwen3-8B
 hosts: [gpu-a]
 gpus: 2
 baseline: {engine: vllm, tp: 2, max_num_seqs: 32}
-tuning_profile: {name: tune, title: Tune, dataset: random, input_len: 128, output_len: 64, num_prompts: 50, max_concurrency: 4}
+tuning_profile: {name: tune, title: Tune, dataset: random, input_len: 128, output_len: 64, num_prompts: 50,
+  max_concurrency: 4}
 validation_profiles:
   - {name: short, title: Short Prompt, dataset: random, input_len: 64, output_len: 4, num_prompts: 8}
 stages:

@@ -201,7 +201,7 @@ def test_no_secret_in_pages_downloads_exports_rows_or_logs(
     page.goto(app.url + "/hosts")
     settle(page)
     log_in(page, "ana", APP_PASSWORD)
-    click(page, "Re-probe")
+    click(page, "Probe")
     expect(page.get_by_text("NVIDIA H100").first).to_be_visible()
 
     first = queue_run(page, app)

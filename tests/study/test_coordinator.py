@@ -34,7 +34,8 @@ name: coordinated
 model: Qwen/Qwen3-8B
 hosts: [gpu-a, gpu-b]
 baseline: {engine: vllm}
-tuning_profile: {name: tune, title: Tune, dataset: random, input_len: 128, output_len: 64, num_prompts: 50, max_concurrency: 4}
+tuning_profile: {name: tune, title: Tune, dataset: random, input_len: 128, output_len: 64, num_prompts: 50,
+  max_concurrency: 4}
 validation_profiles:
   - {name: check, title: Check, dataset: random, input_len: 64, output_len: 8, num_prompts: 10}
 stages:

@@ -31,7 +31,8 @@ model: Qwen/Qwen3-8B
 hosts: [{host}]
 baseline: {{engine: vllm}}
 gpus: 2
-tuning_profile: {{name: tune, title: Chat, dataset: random, input_len: 128, output_len: 64, num_prompts: 50, max_concurrency: 4}}
+tuning_profile: {{name: tune, title: Chat, dataset: random, input_len: 128, output_len: 64, num_prompts: 50,
+  max_concurrency: 4}}
 stages:
   - name: Engine
     dimension: engine

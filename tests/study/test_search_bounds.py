@@ -33,7 +33,8 @@ model: Qwen/Qwen3-8B
 hosts: [{host}]
 baseline: {{engine: vllm}}
 gpus: 2
-tuning_profile: {{name: tune, title: Tune, dataset: random, input_len: 64, output_len: 8, num_prompts: 50}}
+tuning_profile: {{name: tune, title: Tune, dataset: random, input_len: 64, output_len: 64, num_prompts: 50,
+  max_concurrency: 4}}
 stages:
   - name: Batching
     search:
@@ -48,11 +49,11 @@ DEADLINE_S = 180.0
 def test_a_seed_past_numpys_range_is_refused_on_its_line() -> None:
     with pytest.raises(StudySpecError) as refused:
         parse_spec(SPEC.format(host="gpu-a", seed=2**40), name="study.yaml")
-    assert refused.value.problems == ["study.yaml:14: stages[0].search.seed: must be <= 4294967295"]
+    assert refused.value.problems == ["study.yaml:15: stages[0].search.seed: must be <= 4294967295"]
     with pytest.raises(StudySpecError) as refused:  # past 64 bits, the reader refuses it first
         parse_spec(SPEC.format(host="gpu-a", seed=10**20), name="study.yaml")
     (problem,) = refused.value.problems
-    assert problem.startswith("study.yaml:14: ")
+    assert problem.startswith("study.yaml:15: ")
 
 
 def test_a_search_with_no_buildable_point_fails_within_one_advance(

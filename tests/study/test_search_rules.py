@@ -9,11 +9,11 @@ import pytest
 
 from perflab.engines.config import EngineConfig
 from perflab.study.budget import fill_budget
+from perflab.study.noise import study_spread
 from perflab.study.search import Trial, final_pick, pareto_front, promising, step, stop_reason, with_outcomes
 from perflab.study.search_space import SearchSpec
 from perflab.study.search_stage import slo_violation
 from perflab.study.spec import StudySpecError, parse_spec
-from perflab.study.noise import study_spread
 from perflab.study.types import Rules
 
 SPACE = {

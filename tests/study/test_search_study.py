@@ -23,7 +23,8 @@ name: searched
 model: Qwen/Qwen3-8B
 hosts: [gpu-a]
 baseline: {engine: vllm, tp: 8}
-tuning_profile: {name: tune, title: Tune, dataset: random, input_len: 128, output_len: 64, num_prompts: 50, max_concurrency: 4}
+tuning_profile: {name: tune, title: Tune, dataset: random, input_len: 128, output_len: 64, num_prompts: 50,
+  max_concurrency: 4}
 stages:
   - name: Batching and parallelism
     search:

@@ -28,7 +28,7 @@ baseline: {{engine: vllm, tp: 2}}
 gpus: 2
 slos: {{mean_tpot_ms: {slo}}}
 tuning_profile:
-  {{name: tune, title: Chat, dataset: random, input_len: 1024, output_len: 64, num_prompts: 50}}
+  {{name: tune, title: Chat, dataset: random, input_len: 1024, output_len: 64, num_prompts: 100}}
 """
 STAGED = (
     "name: staged under an SLO\n"

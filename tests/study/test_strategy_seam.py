@@ -27,7 +27,8 @@ name: doubling
 model: Qwen/Qwen3-8B
 hosts: [gpu-a]
 baseline: {engine: vllm, max_num_seqs: 64}
-tuning_profile: {name: tune, title: Tune, dataset: random, input_len: 128, output_len: 64, num_prompts: 50, max_concurrency: 4}
+tuning_profile: {name: tune, title: Tune, dataset: random, input_len: 128, output_len: 64, num_prompts: 50,
+  max_concurrency: 4}
 stages:
   - name: Doubling
     dimension: max_num_seqs
