@@ -111,6 +111,10 @@ def _importances(state: SearchState) -> tuple[Mapping[str, float] | None, str]:
 
 def _trial_row(trial: Trial, candidate: CandidatePlan | None, hours: float) -> TrialRow:
     samples = tuple(trial.samples)
+    note = candidate.note if candidate is not None else trial.note
+    if trial.screening_short is not None:
+        screening = f"screening {trial.screening_short}: it pruned nothing"
+        note = f"{note}; {screening}" if note else screening
     return TrialRow(
         number=trial.number,
         params=dict(trial.params),
@@ -121,7 +125,7 @@ def _trial_row(trial: Trial, candidate: CandidatePlan | None, hours: float) -> T
         values=tuple(trial.values) if trial.values else None,
         violation=trial.violation,
         repeat_of=trial.repeat_of,
-        note=candidate.note if candidate is not None else trial.note,
+        note=note,
         gpu_hours=hours,
     )
 

@@ -120,7 +120,7 @@ class StudySpread:
     measured_df: int
     configurations: int
     reused: ReusedSpread | None = None
-    reuse: str = "none"  # "pooled", "refused" or "none"
+    reuse: str = "not offered"  # "pooled", "refused", "given" or "not offered"
     reuse_reason: str | None = None
 
     @classmethod

@@ -62,7 +62,8 @@ class Trial:
     configuration measured before the search (its run is reused, not launched again). ``values`` are
     the full profile's objective values (means over its launches), ``samples`` every measurement of the
     first objective (re-measurements for the final pick included), ``violation`` how far the worst SLO
-    is exceeded (> 0: infeasible).
+    is exceeded (> 0: infeasible). ``screening_short`` says why the screening result is too short to
+    judge (it is shown, but prunes nothing and is told to no pruner).
     """
 
     number: int
@@ -79,6 +80,7 @@ class Trial:
     accelerators: int | None = None
     batch: int | None = None
     note: str | None = None
+    screening_short: str | None = None
 
     @property
     def launched(self) -> bool:
@@ -111,6 +113,7 @@ class Observation:
     samples: tuple[float, ...] = ()
     violation: float = 0.0
     note: str | None = None
+    screening_short: str | None = None
 
 
 @dataclass(frozen=True)
@@ -169,6 +172,7 @@ def with_outcomes(trials: Sequence[Trial], observations: Mapping[str, Observatio
                     samples=seen.samples,
                     violation=seen.violation,
                     note=seen.note,
+                    screening_short=seen.screening_short,
                 )
             if trial.earlier:
                 trial = replace(trial, note="measured before the search; its run is reused")
@@ -187,7 +191,8 @@ def _told(trial: Trial, spec: SearchSpec, worst: list[float]) -> optuna.trial.Fr
     """The trial as the sampler sees it; None for one it must not be told (pending, unmeasured)."""
     distributions = spec.distributions()
     params = {name: trial.params[name] for name in distributions if name in trial.params}
-    intermediate = {0: trial.screening} if trial.screening is not None else None
+    judged = trial.screening is not None and trial.screening_short is None
+    intermediate = {0: trial.screening} if judged else None
     infeasible = trial.status == "infeasible"
     violation = 1.0 if infeasible else max(0.0, trial.violation)
     if trial.status == "pruned":
@@ -350,7 +355,7 @@ def promising(spec: SearchSpec, objectives: Sequence[str], trials: Sequence[Tria
     candidate = next(trial for trial in trials if trial.number == number)
     if candidate.violation > 0:
         return False
-    if candidate.screening is None or spec.screening >= 1.0:
+    if candidate.screening is None or candidate.screening_short is not None or spec.screening >= 1.0:
         return True
     earlier = [
         trial

@@ -108,13 +108,15 @@ def observations(
     for fingerprint, outcome in found.items():
         launches: list[list[Score]] = []
         screened: Score | None = None
+        short: str | None = None
         for run in (run for run in runs if run.config_fingerprint == fingerprint):
             stored = results.get(run.id, ())
             screens = [r for r in stored if r.profile_name == screening.name]
             pairs = [(r.sweep_point, r.result) for r in screens]
-            # a screening too short to judge prunes nothing: the configuration is left to its full profile
-            if screened is None and pairs and not any(short_reason(r.result) for r in screens):
+            if screened is None and pairs:
                 screened = score(objectives[0], pairs, slos=slos)
+                # a screening too short to judge is shown, but prunes nothing and breaks no SLO
+                short = next((reason for r in screens if (reason := short_reason(r.result))), None)
             scores = [launch_score(stored, tuning, name, slos) for name in objectives]
             if (
                 scores[0] is not None
@@ -131,11 +133,12 @@ def observations(
             violation = _violation(firsts[-1], means, slos)
             note = f"breaks the SLOs: {'; '.join(reasons)}" if violation > 0 else None
             samples = tuple(found_score.value for found_score in firsts)
-            seen[fingerprint] = Observation("complete", first, values, samples, violation, note)
+            seen[fingerprint] = Observation("complete", first, values, samples, violation, note, short)
             if outcome.run.status not in FINISHED_RUN_STATUSES:
                 remeasuring.add(fingerprint)
             continue
-        screen_violation = _violation(screened, screened.slo_values, slos) if screened is not None else 0.0
+        judged = screened is not None and short is None
+        screen_violation = _violation(screened, screened.slo_values, slos) if judged else 0.0
         screen_note = (
             f"screening breaks the SLOs: {'; '.join(screened.violations)}" if screen_violation > 0 else None
         )
@@ -145,7 +148,9 @@ def observations(
             seen[fingerprint] = Observation("unmeasured", note=measurement.error)
         elif outcome.run.status not in FINISHED_RUN_STATUSES or measurement.state == "pending":
             status = "screened" if first is not None else "pending"
-            seen[fingerprint] = Observation(status, first, violation=screen_violation, note=screen_note)
+            seen[fingerprint] = Observation(
+                status, first, violation=screen_violation, note=screen_note, screening_short=short
+            )
         elif screen_note is not None:
             seen[fingerprint] = Observation("infeasible", first, violation=screen_violation, note=screen_note)
         elif first is not None and outcome.run.status == "done":

@@ -111,7 +111,7 @@ def test_the_study_spread_pools_every_configuration_measured_twice() -> None:
     spread = study_spread(groups)
     cv, df = pooled_cv(groups)
     assert (spread.cv_pct, spread.df, spread.configurations) == (pytest.approx(cv * 100), 3, 2)
-    assert spread.reuse == "none" and spread.known
+    assert spread.reuse == "not offered" and spread.known
     assert not study_spread([[100.0], [101.0]]).known
 
 
