@@ -114,8 +114,8 @@ if run.status == "failed":
     st.error(f"**{run.failure_class or 'failed'}**: {run.failure_message or 'no reason was recorded'}")
 elif run.status == "cancelled":
     st.warning(run.failure_message or "This run was cancelled.")
-for partial in detail.partial_warnings():
-    st.warning(partial, icon=":material/warning:")
+for warning in detail.result_warnings():
+    st.warning(warning, icon=":material/warning:")
 
 
 @st.fragment(run_every=PROGRESS_EVERY_S)

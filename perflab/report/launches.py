@@ -19,11 +19,13 @@ from db.models import ProfileResult, Run
 from perflab.profiles import BenchmarkProfile
 from perflab.report.model import Figures, LaunchRow, node_figures
 from perflab.report.sections import headline
+from perflab.runner.evidence import short_reason
 from perflab.study.measure import Figures as ScoredFigures
 from perflab.study.measure import (
     complete_launch,
     is_tuning,
     launch_score,
+    too_short,
     tuning_results,
     validation_only,
 )
@@ -59,8 +61,8 @@ def latest_with(launches: Sequence[Launch], profile: str) -> Launch | None:
 def repetitions(
     launch: Launch, profile: BenchmarkProfile, tuning: BenchmarkProfile, repeats: int
 ) -> list[list[ProfileResult]]:
-    """The launch's complete results of ``profile``, one list per repetition; the tuning profile's
-    count only on a launch that measured all its ``repeats`` (as the study decides)."""
+    """The launch's complete results of ``profile`` long enough to judge, one list per repetition; the
+    tuning profile's count only on a launch that measured all its ``repeats`` (as the study decides)."""
     of_tuning = profile.name == tuning.name
     if of_tuning and not complete_launch(launch.run, launch.results, tuning, repeats):
         return []
@@ -68,9 +70,23 @@ def repetitions(
     for result in launch.results:
         name = result.profile_name
         ours = is_tuning(name, tuning) if of_tuning else name == profile.name
-        if ours and not (result.result or {}).get("partial"):
+        judged = not (result.result or {}).get("partial") and short_reason(result.result) is None
+        if ours and judged:
             grouped.setdefault(name, []).append(result)
     return list(grouped.values())
+
+
+def _short(launches: Sequence[Launch], profile: BenchmarkProfile, tuning: BenchmarkProfile) -> str | None:
+    """Why ``profile``'s complete results on these launches were too short to judge (the first's)."""
+    of_tuning = profile.name == tuning.name
+    for launch in launches:
+        for result in launch.results:
+            ours = (
+                is_tuning(result.profile_name, tuning) if of_tuning else result.profile_name == profile.name
+            )
+            if ours and not (result.result or {}).get("partial") and (reason := short_reason(result.result)):
+                return reason
+    return None
 
 
 def _mean(figures: Sequence[Figures]) -> Figures:
@@ -89,7 +105,8 @@ def mean_figures(
     replicas: int = 1,
 ) -> Figures | None:
     """The headline figures of ``profile`` over ``launches``: each launch the mean of its repetitions,
-    then the mean over the launches that measured it; None when none did."""
+    then the mean over the launches that measured it; without any, figures that say every result was
+    too short to judge, or None when none was measured."""
     per_launch: list[Figures] = []
     counts: list[int] = []
     for launch in launches:
@@ -98,7 +115,10 @@ def mean_figures(
         if measured:
             per_launch.append(_mean(measured))
             counts.append(len(measured))
-    return replace(_mean(per_launch), runs=tuple(counts)) if per_launch else None
+    if per_launch:
+        return replace(_mean(per_launch), runs=tuple(counts))
+    short = _short(launches, profile, tuning)
+    return Figures(None, replicas, short=short) if short is not None else None
 
 
 def launch_kind(run: Run, measured_before: bool, validation: set[str]) -> str:
@@ -144,6 +164,7 @@ def launch_rows(
                 status=run.status,
                 runs=len({r.profile_name for r in tuning_results(stored, tuning)}) if complete else 0,
                 value=launch.value if complete else None,
+                marks=tuple(reason for reason in (too_short(stored, tuning),) if reason is not None),
             )
         )
         if complete and fingerprint is not None:

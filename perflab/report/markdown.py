@@ -48,6 +48,8 @@ def _admonition(kind: str, title: str, body: Sequence[str], *, open_: bool = Fal
 def _cell(figures: Figures | None, change: float | None, decimals: int) -> str:
     if figures is None:
         return "not measured"
+    if figures.short is not None:
+        return md_text(figures.short)
     tps = f"Total TPS: {figures.tps_text}"
     if change is not None:
         tps += " " + coloured(f"({percent_text(change, decimals)})", change)

@@ -33,15 +33,21 @@ def relative_change(new: float, old: float) -> float:
     return new / old - 1.0 if new >= old else -(old / new - 1.0)
 
 
+# What a figure reads when every result behind it was too short to judge (perflab.runner.evidence).
+TOO_SHORT_TEXT = "too short to judge"
+
+
 @dataclass(frozen=True)
 class Figures:
     """Headline figures of one result: the node's total token throughput, its replicas, mean TPOT;
-    ``runs`` counts the repetitions on each launch they are the mean of (empty: one stored result)."""
+    ``runs`` counts the repetitions on each launch they are the mean of (empty: one stored result);
+    ``short`` says why there are none: every result was too short to judge."""
 
     total_tps: float | None
     replicas: int = 1
     mean_tpot_ms: float | None = None
     runs: tuple[int, ...] = ()
+    short: str | None = None
 
     @property
     def sample_text(self) -> str | None:
@@ -56,9 +62,10 @@ class Figures:
 
     @property
     def tps_text(self) -> str:
-        """``3792.50``, or ``3019.19×2`` for two replicas (``—`` when not measured)."""
+        """``3792.50``, or ``3019.19×2`` for two replicas (``—`` when not measured, ``too short to judge``
+        when every result was)."""
         if self.total_tps is None:
-            return MISSING
+            return TOO_SHORT_TEXT if self.short is not None else MISSING
         if self.replicas > 1:
             return times_replicas(self.total_tps, self.replicas)
         return f"{self.total_tps:.2f}"

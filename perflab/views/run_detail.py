@@ -28,6 +28,7 @@ from perflab.bench.report import format_text_block, partial_note
 from perflab.datasets import dataset_file_name
 from perflab.hub.catalog import used_sample
 from perflab.runner import live
+from perflab.runner.evidence import short_reason
 from perflab.views import timeline as timelines
 from perflab.views.commands import CommandPreview, stored_command_preview, vllm_bench_commands
 from perflab.views.formatting import PARTIAL_MARK, format_duration, format_time, host_label
@@ -157,15 +158,17 @@ class RunDetail:
     # The ``vllm bench serve`` equivalent of each profile (sends the same requests).
     vllm_bench_commands: list[str]
 
-    def partial_warnings(self) -> list[str]:
-        """One sentence per partial result: how much of its benchmark it covers and why it stopped
-        (headed by the profile's title when the run has several)."""
+    def result_warnings(self) -> list[str]:
+        """One sentence per partial result (how much of its benchmark it covers and why it stopped) and
+        per result too short to judge (perflab.runner.evidence), headed by the profile's title when the
+        run has several."""
         several = len(self.profiles) > 1
-        return [
-            f"{profile.title}: {partial_note(profile.result)}" if several else partial_note(profile.result)
-            for profile in self.profiles
-            if profile.partial
-        ]
+        found = []
+        for profile in self.profiles:
+            short = short_reason(profile.result)
+            notes = ([partial_note(profile.result)] if profile.partial else []) + ([short] if short else [])
+            found += [f"{profile.title}: {note}" if several else note for note in notes]
+        return found
 
 
 # Per definition field: each value's words, and (words, result field) of the other definition's value.

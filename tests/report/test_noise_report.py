@@ -34,7 +34,8 @@ max_launches: 2
 tuning_profile: {{name: tune, title: Chat, dataset: random, input_len: 128, output_len: 64, num_prompts: 50,
   max_concurrency: 4}}
 validation_profiles:
-  - {{name: short_check, title: Short Prompt, dataset: random, input_len: 64, output_len: 4, num_prompts: 8}}
+  - {{name: short_check, title: Short Prompt, dataset: random, input_len: 64, output_len: 64, num_prompts: 50,
+    max_concurrency: 4}}
 stages:
   - name: Batching
     candidates: [{{max_num_seqs: 4}}]
@@ -82,11 +83,14 @@ def test_the_report_shows_the_decisions_mean_and_the_first_launchs_validation(
     sides = {"baseline": plan.baseline, "optimized": plan.best}
     chat, short = report.comparison
     for side, candidate in sides.items():
-        launches = [run for run in progress.runs if run.config_fingerprint == candidate.fingerprint]
+        everything = [run for run in progress.runs if run.config_fingerprint == candidate.fingerprint]
+        validated = validation_rows[side.capitalize()]
+        # the validation profile ran once: on the baseline's first launch, on the winner's first or (when
+        # a close call dropped it there) on a launch of the validation profiles alone
+        assert sum(1 for run in everything if "short_check" in [name for name, _ in runs[run.id]]) == 1
+        assert "short_check" in [name for name, _ in runs[validated]]
+        launches = [run for run in everything if runs[run.id][0][0] == "tune"]
         assert len(launches) >= 2
-        # the validation profile ran on the configuration's first launch only
-        assert [name for name, _ in runs[launches[0].id]] == ["tune", "tune-repeat2", "short_check"]
-        assert all([name for name, _ in runs[run.id]] == ["tune", "tune-repeat2"] for run in launches[1:])
         # each launch the mean of its repetitions, the configuration the mean of its launches
         expected = fmean(
             fmean(found["total_token_throughput"] for _, found in runs[run.id][:2]) for run in launches
@@ -98,9 +102,9 @@ def test_the_report_shows_the_decisions_mean_and_the_first_launchs_validation(
         assert figures.sample_text == f"mean of 2 runs on {len(launches)} launches"
         # the validation side comes from the launch that ran it
         validation = getattr(short, side)
-        assert validation.total_tps == pytest.approx(runs[launches[0].id][2][1]["total_token_throughput"])
+        (checked,) = [found for name, found in runs[validated] if name == "short_check"]
+        assert validation.total_tps == pytest.approx(checked["total_token_throughput"])
         assert validation.sample_text is None
-        assert validation_rows[side.capitalize()] == launches[0].id
         section = getattr(report, f"{side}_validation")
         assert [block.case for block in section.blocks] == ["Short Prompt"]
 

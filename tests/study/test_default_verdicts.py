@@ -1,0 +1,84 @@
+"""A study made from the new-study form's defaults on a simulated local host with seeded noise decides
+with its noise: its page, its report and ``study show --json`` show the spread it used and where it came
+from, every verdict with its interval, and the smallest gain it could have seen."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from db.session import new_session
+from perflab.cli import main
+from perflab.inventory import load_inventory
+from perflab.report.from_study import study_report
+from perflab.report.markdown import render_markdown
+from perflab.study.coordinator import create_study
+from perflab.study.headless import wait_for_study
+from perflab.study.views import SIMULATED_SCALE, STAGES_TEMPLATE
+from tests.fixtures.runs import SimHostFactory, write_hosts_file
+from tests.fixtures.study_data import FAST, form_spec
+from tests.ui.conftest import app_env, hosts_file, open_page, texts  # noqa: F401  (fixtures reused)
+
+# The form's validation profiles (pages/studies.py).
+FORM_VALIDATION = ["very_long", "long", "medium", "short"]
+
+
+@pytest.mark.slow
+def test_a_study_from_the_forms_defaults_decides_with_its_noise_and_shows_it(
+    runs_db: Engine,
+    sim_host: SimHostFactory,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    open_page,  # type: ignore[no-untyped-def]  # noqa: F811
+) -> None:
+    host = sim_host(
+        "local-sim", kind="local", time_scale=20, noise={"run_cv_pct": 2, "launch_cv_pct": 1, "seed": 4}
+    )
+    hosts = write_hosts_file(tmp_path / "hosts.yaml", [host])
+    spec = form_spec(
+        hosts=[host.name],
+        validation_profiles=FORM_VALIDATION,
+        stages_yaml=STAGES_TEMPLATE.format(model="Qwen/Qwen3-8B"),
+        scale=SIMULATED_SCALE,
+    )
+    assert (spec.repeats, spec.relaunches, spec.max_launches) == (1, 1, 4)  # the form's defaults
+    study = create_study(runs_db, spec, inventory=load_inventory(hosts))
+    final = wait_for_study(
+        runs_db, study.id, hosts_path=hosts, timeout_s=600, poll_s=0.2, runner_options=FAST
+    )
+    assert final.status == "done", (final.state.get("failure"), final.state.get("phase"))
+
+    # study show --json: the spread and its source, every verdict with its interval, the detectable gain
+    url = runs_db.url.render_as_string(hide_password=False)
+    assert main(["study", "--url", url, "show", str(study.id), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    spread = shown["spread"]
+    assert spread["study"]["cv_pct"] is not None and spread["study"]["measured_df"] >= 1
+    assert "measured today" in spread["study"]["text"] and spread["study"]["reuse"] == "not offered"
+    assert spread["detectable_gain_pct"] is not None
+    assert shown["verdicts"] and all(verdict["half_width_pct"] is not None for verdict in shown["verdicts"])
+    assert all(" ± " in verdict["text"] and ", 95 %, " in verdict["text"] for verdict in shown["verdicts"])
+
+    # the report: the same spread and detectable gain, each verdict beside its candidate
+    with new_session(runs_db) as session:
+        report = study_report(session, study_id=study.id)
+    markdown = render_markdown(report)
+    assert f"Spread of the verdicts: {spread['study']['text']}." in markdown
+    assert f"Gains under {spread['detectable_gain_pct']:.1f} % cannot be told from noise here" in markdown
+    for verdict in shown["verdicts"]:
+        assert verdict["text"] in markdown
+
+    # the study page: the same sentences, and each verdict in its candidate's note
+    app = open_page(url, "pages/study.py", {"study": str(study.id)})
+    assert not app.exception
+    page_text = " ".join(texts(app.markdown))
+    assert f"Spread of the verdicts: {spread['study']['text']}." in page_text
+    assert f"Gains under {spread['detectable_gain_pct']:.1f} % cannot be told from noise here" in page_text
+    notes = " ".join(
+        str(note) for frame in app.dataframe if "Note" in frame.value for note in frame.value["Note"]
+    )
+    for verdict in shown["verdicts"]:
+        assert verdict["text"] in notes
