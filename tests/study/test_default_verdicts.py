@@ -74,7 +74,7 @@ def test_a_study_from_the_forms_defaults_decides_with_its_noise_and_shows_it(
     # the study page: the same sentences, and each verdict in its candidate's note
     app = open_page(url, "pages/study.py", {"study": str(study.id)})
     assert not app.exception
-    page_text = " ".join(texts(app.markdown))
+    page_text = " ".join(texts(app.markdown) + texts(app.caption))
     assert f"Spread of the verdicts: {spread['study']['text']}." in page_text
     assert f"Gains under {spread['detectable_gain_pct']:.1f} % cannot be told from noise here" in page_text
     notes = " ".join(
