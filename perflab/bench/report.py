@@ -193,8 +193,12 @@ def format_text_block(result: Dict[str, Any]) -> str:
             label = percentile_label(float(pct))
             lines.append(_line(f"P{label} {short} (ms):", float(result[f"p{label}_{name}_ms"])))
     lines.extend(_spec_decode_lines(result))
-    lines.extend(_cache_and_session_lines(result))
     lines.append("=" * 50)
+    # perflab's own sections follow vLLM's block, so the block reads line for line as `vllm bench serve`'s.
+    extra = _cache_and_session_lines(result)
+    if extra:
+        lines.extend(extra)
+        lines.append("=" * 50)
     return "\n".join(lines) + "\n"
 
 
@@ -217,7 +221,8 @@ def _spec_decode_lines(result: Dict[str, Any]) -> List[str]:
 
 
 def _cache_and_session_lines(result: Dict[str, Any]) -> List[str]:
-    """perflab's "Prefix Cache" and "Sessions" sections, when the result has their figures."""
+    """perflab's "Prefix Cache" and "Sessions" sections (after vLLM's block), when the result has their
+    figures."""
     lines: List[str] = []
     if result.get("prefix_cache_hit_rate") is not None:
         lines.append("{s:{c}^{n}}".format(s="Prefix Cache", n=50, c="-"))

@@ -24,7 +24,7 @@ from perflab.profiles import PRESETS, scaled
 from perflab.runner import RunnerOptions, execute_run, submit_run
 from perflab.runner.profile_spec import parse_profile
 from perflab.worker import RESTART_MESSAGE, Worker
-from tests.fixtures.podman import Registry, containers_labelled, podman
+from tests.fixtures.podman import Registry, launch_containers, podman
 from tests.fixtures.runs import (
     BackgroundRun,
     SimHostFactory,
@@ -79,7 +79,7 @@ def test_a_containerised_engine_is_started_benchmarked_and_removed(
     )
     assert run.remote_state["stopped"] == {"engine-0": "term"}
     assert "Application startup complete" in (run.log_tail or "")
-    assert containers_labelled(LABEL_RUN, str(run.id)) == []
+    assert launch_containers(run.remote_state["run_key"]) == []
     with new_session(runs_db) as session:
         (result,) = crud.list_profile_results(session, run_id=run.id)
         sources = {sample.source for sample in crud.list_samples(session, run_id=run.id)}
@@ -118,7 +118,7 @@ def test_secrets_reach_the_container_through_a_private_file_only(
         cancel(runs_db, stored.id)
         assert background.join(120) == "cancelled"
     assert not env_file.exists()
-    assert containers_labelled(LABEL_RUN, str(stored.id)) == []
+    assert launch_containers(run.remote_state["run_key"]) == []
 
 
 def test_an_image_pulled_from_a_registry_shows_progress_and_its_digest(
@@ -201,7 +201,7 @@ def test_a_gpu_the_runtime_cannot_pass_through_is_classified(
     assert "unresolvable CDI devices nvidia.com/gpu=0" in run.failure_message
     assert "--device nvidia.com/gpu=0" in run.serve_commands[0]
     assert run.environment["container"]["engine_version"] is None  # the image has no vLLM package
-    assert containers_labelled(LABEL_RUN, str(run.id)) == []
+    assert launch_containers(run.remote_state["run_key"]) == []
 
 
 def test_an_image_without_the_engine_is_refused_before_the_start(
@@ -244,7 +244,7 @@ def test_a_worker_killed_mid_run_leaves_no_container_after_recovery(
         worker.send_signal(signal.SIGKILL)
         worker.wait(timeout=10)
     key = stored_run(runs_db, queued.id).remote_state["run_key"]
-    assert containers_labelled(LABEL_RUN, str(queued.id)) == [f"perflab-{key}-0"]
+    assert launch_containers(key) == [f"perflab-{key}-0"]
 
     restarted = Worker(runs_db, inventory_path=hosts_file, worker_id="container-crash", runner_options=FAST)
     try:
@@ -254,7 +254,7 @@ def test_a_worker_killed_mid_run_leaves_no_container_after_recovery(
     run = stored_run(runs_db, queued.id)
     assert run.failure_class == "worker_restarted" and run.failure_message == RESTART_MESSAGE
     assert run.remote_state["stopped"]["engine-0"] == "term"
-    assert containers_labelled(LABEL_RUN, str(queued.id)) == []
+    assert launch_containers(key) == []
 
 
 def _pids() -> list[int]:

@@ -13,11 +13,10 @@ from sqlalchemy.engine import Engine
 
 from db import crud
 from db.session import new_session
-from perflab.containers.runtime import LABEL_RUN
 from perflab.engines import EngineConfig
 from perflab.runner import RunnerOptions, execute_run, submit_run
 from perflab.runner.profile_spec import parse_profile
-from tests.fixtures.podman import containers_labelled, venv_python_root, vllm_image
+from tests.fixtures.podman import launch_containers, venv_python_root, vllm_image
 from tests.fixtures.real_vllm import (
     KVCACHE_SPACE_GIB,
     MAX_MODEL_LEN,
@@ -80,7 +79,7 @@ def test_the_real_vllm_serves_from_a_container_and_is_removed(
     assert status == "done", f"{run.failure_class}: {run.failure_message}\n{run.log_tail}"
     assert run.environment["container"]["engine_version"].startswith(VLLM_VERSION)
     assert run.remote_state["stopped"]["engine-0"] in ("term", "kill")
-    assert containers_labelled(LABEL_RUN, str(run.id)) == []
+    assert launch_containers(run.remote_state["run_key"]) == []
     with new_session(runs_db) as session:
         (result,) = crud.list_profile_results(session, run_id=run.id)
     assert result.completed == 8 and result.failed == 0, result.result.get("errors", [])[:1]
