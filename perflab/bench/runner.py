@@ -231,27 +231,11 @@ def prepare(options: BenchOptions) -> Preparation:
         tokenizers.close()
         raise
     if dataset.sessions is None:
-        return Preparation(
-            tokenizers,
-            dataset,
-            length_check,
-            warmup,
-            measured,
-            schedule,
-            [item.base_url for item in measured],
-            {},
-        )
-    urls = options.base_urls
-    return Preparation(
-        tokenizers,
-        dataset,
-        length_check,
-        warmup,
-        measured,
-        schedule,
-        [urls[index % len(urls)] for index in range(len(measured))],
-        {index: len(session.turns) for index, session in enumerate(measured)},
-    )
+        urls, turns = [item.base_url for item in measured], {}
+    else:
+        urls = [options.base_urls[index % len(options.base_urls)] for index in range(len(measured))]
+        turns = {index: len(session.turns) for index, session in enumerate(measured)}
+    return Preparation(tokenizers, dataset, length_check, warmup, measured, schedule, urls, turns)
 
 
 def sending_phase(
