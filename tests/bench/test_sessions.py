@@ -55,7 +55,8 @@ def test_the_second_turn_carries_the_first_turns_real_reply(scripted_server) -> 
     assert [row["turn"] for row in by_turn] == [0, 1] and [row["requests"] for row in by_turn] == [6, 6]
     for row in by_turn:
         ttfts = [record["ttft_ms"] for record in result["requests"] if record["turn"] == row["turn"]]
-        assert row["mean_ttft_ms"] == pytest.approx(sum(ttfts) / len(ttfts))
+        # each record keeps its TTFT to 0.1 µs, so the mean of the records is the turn's to within that
+        assert row["mean_ttft_ms"] == pytest.approx(sum(ttfts) / len(ttfts), abs=1e-4)
     assert by_turn[0]["mean_ttft_ms"] > by_turn[1]["mean_ttft_ms"]  # 100 ms injected on first turns, 20 after
     sessions = result["sessions"]
     assert (sessions["count"], sessions["completed"], sessions["mean_turns"]) == (6, 6, 2.0)
