@@ -42,12 +42,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from perflab.engines.config import EngineConfig  # noqa: E402
 from perflab.sim.noise import NoiseModel  # noqa: E402
+from perflab.study.decide import detectable_gain  # noqa: E402
 from perflab.study.noise import ReusedSpread, study_spread  # noqa: E402
 from perflab.study.progress import study_rules  # noqa: E402
 from perflab.study.spec import StudySpec, spec_from_data  # noqa: E402
 from perflab.study.study_plan import plan_study  # noqa: E402
 from perflab.study.types import Measurement, StudyPlan  # noqa: E402
-from perflab.study.verdict import detectable_gain_pct  # noqa: E402
 
 SCENARIOS: dict[str, tuple[float, float]] = {"(2, 1)": (2.0, 1.0), "(5, 3)": (5.0, 3.0), "(2, 8)": (2.0, 8.0)}
 REUSED = "reused"  # studied at (5, 3), offered the spread of an earlier study at (2, 1)
@@ -128,15 +128,7 @@ def run_study(
             values.setdefault(fingerprint, []).append(lab.launch(true_value(config, gains)))
     else:
         raise RuntimeError("a study did not end within its step bound")
-    detectable = detectable_gain_pct(
-        min_gain_pct=spec.min_gain_pct,
-        cv_pct=spread.cv_pct,
-        df=spread.df,
-        confidence=rules.confidence,
-        first=rules.relaunches,
-        most=rules.max_launches,
-        reference_launches=rules.baseline_launches,
-    )
+    detectable = detectable_gain(rules)
     offered = None
     if spread.measured_cv_pct is not None:
         offered = ReusedSpread(spread.measured_cv_pct, spread.measured_df, study_id=0)

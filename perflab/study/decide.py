@@ -33,7 +33,7 @@ from statistics import fmean
 from typing import Literal
 
 from perflab.study.types import CandidatePlan, Measurement, Rules, StudyPlan, gain_text
-from perflab.study.verdict import NOISE_UNKNOWN, Verdict, judge
+from perflab.study.verdict import NOISE_UNKNOWN, Verdict, detectable_gain_pct, judge
 
 Outcome = Literal["better", "not_better", "within_noise", "undecided", "noise_unknown", "infeasible"]
 
@@ -72,6 +72,21 @@ def verdict(
         most=max(rules.max_launches, rules.relaunches),
         alpha_share=alpha_share,
         final=final,
+    )
+
+
+def detectable_gain(rules: Rules) -> float | None:
+    """The smallest gain, in %, that a study deciding under ``rules`` keeps 80 % of the time at its
+    spread (None while the spread is unknown)."""
+    spread = rules.spread
+    return detectable_gain_pct(
+        min_gain_pct=rules.min_gain * 100.0,
+        cv_pct=spread.cv_pct if spread is not None else None,
+        df=spread.df if spread is not None else 0.0,
+        confidence=rules.confidence,
+        first=rules.relaunches,
+        most=rules.max_launches,
+        reference_launches=rules.baseline_launches,
     )
 
 

@@ -12,6 +12,7 @@ from sqlmodel import Session
 from db import crud
 from db.models import ProfileResult, Run, Study
 from perflab.cost.stored import cost_scorer
+from perflab.study.decide import detectable_gain
 from perflab.study.measure import (
     MEASURE_FROM_RUN,
     RunOutcome,
@@ -28,7 +29,6 @@ from perflab.study.spread_reuse import reused_spread
 from perflab.study.strategy import Evidence, StrategyFor
 from perflab.study.study_plan import plan_study, strategy_of
 from perflab.study.types import CandidatePlan, Rules
-from perflab.study.verdict import detectable_gain_pct
 
 # ``study.state`` key: what each stage's strategy stored for its next step, by stage index (as text).
 STAGE_STATE = "stage_state"
@@ -106,16 +106,7 @@ class StudyProgress:
     @property
     def detectable_gain_pct(self) -> float | None:
         """The smallest gain the study's design keeps 80 % of the time at its spread (None unknown)."""
-        spread, rules = self.study_spread, self.rules
-        return detectable_gain_pct(
-            min_gain_pct=rules.min_gain * 100.0,
-            cv_pct=spread.cv_pct,
-            df=spread.df,
-            confidence=rules.confidence,
-            first=rules.relaunches,
-            most=rules.max_launches,
-            reference_launches=rules.baseline_launches,
-        )
+        return detectable_gain(self.rules)
 
     def outcome(self, candidate: CandidatePlan) -> RunOutcome | None:
         """The run outcome behind a candidate (its own, or the one it reuses)."""
