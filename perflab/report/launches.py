@@ -58,35 +58,37 @@ def latest_with(launches: Sequence[Launch], profile: str) -> Launch | None:
     )
 
 
+def _complete_of(result: ProfileResult, profile: BenchmarkProfile, tuning: BenchmarkProfile) -> bool:
+    """Whether ``result`` is a complete (not partial) result of ``profile`` (of the tuning profile: any
+    of its repetitions)."""
+    name = result.profile_name
+    ours = is_tuning(name, tuning) if profile.name == tuning.name else name == profile.name
+    return ours and not (result.result or {}).get("partial")
+
+
 def repetitions(
     launch: Launch, profile: BenchmarkProfile, tuning: BenchmarkProfile, repeats: int
 ) -> list[list[ProfileResult]]:
     """The launch's complete results of ``profile`` long enough to judge, one list per repetition; the
     tuning profile's count only on a launch that measured all its ``repeats`` (as the study decides)."""
-    of_tuning = profile.name == tuning.name
-    if of_tuning and not complete_launch(launch.run, launch.results, tuning, repeats):
+    if profile.name == tuning.name and not complete_launch(launch.run, launch.results, tuning, repeats):
         return []
     grouped: dict[str, list[ProfileResult]] = {}
     for result in launch.results:
-        name = result.profile_name
-        ours = is_tuning(name, tuning) if of_tuning else name == profile.name
-        judged = not (result.result or {}).get("partial") and short_reason(result.result) is None
-        if ours and judged:
-            grouped.setdefault(name, []).append(result)
+        if _complete_of(result, profile, tuning) and short_reason(result.result) is None:
+            grouped.setdefault(result.profile_name, []).append(result)
     return list(grouped.values())
 
 
 def _short(launches: Sequence[Launch], profile: BenchmarkProfile, tuning: BenchmarkProfile) -> str | None:
     """Why ``profile``'s complete results on these launches were too short to judge (the first's)."""
-    of_tuning = profile.name == tuning.name
-    for launch in launches:
-        for result in launch.results:
-            ours = (
-                is_tuning(result.profile_name, tuning) if of_tuning else result.profile_name == profile.name
-            )
-            if ours and not (result.result or {}).get("partial") and (reason := short_reason(result.result)):
-                return reason
-    return None
+    reasons = (
+        short_reason(result.result)
+        for launch in launches
+        for result in launch.results
+        if _complete_of(result, profile, tuning)
+    )
+    return next((reason for reason in reasons if reason is not None), None)
 
 
 def _mean(figures: Sequence[Figures]) -> Figures:
