@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from perflab.engines.config import CPU_KNOBS, EngineConfig
+from perflab.engines.disagg import check_disaggregation, display_commands, worker_config
 from perflab.engines.errors import EngineConfigError, InvalidKnobValue, UnsupportedKnob
 from perflab.engines.failures import COMMON_SIGNATURES, FailureInfo, Signature, classify
 from perflab.engines.flags import Flag, FlagTable, format_value, parse_int
@@ -124,6 +125,10 @@ class EngineAdapter:
         """Raise an :class:`EngineConfigError` when this engine cannot run ``config`` as given."""
         if config.engine != self.name:
             raise InvalidKnobValue(self.display_name, "engine", f"is {config.engine!r}, not {self.name!r}")
+        if config.disaggregation is not None:
+            check_disaggregation(config, self.display_name, self.release.version if self.release else None)
+            for role in ("prefill", "decode"):
+                self.validate(worker_config(config, role))
         for knob in self._set_knobs(config):
             if knob in self.unsupported:
                 raise UnsupportedKnob(self.display_name, knob, self.unsupported[knob])
@@ -327,6 +332,10 @@ class EngineAdapter:
         """
         self.validate(config)
         self.check_launch(config)
+        if config.disaggregation is not None:
+            raise InvalidKnobValue(
+                self.display_name, "disaggregation", "is launched worker by worker (perflab.runner.disagg)"
+            )
         return [
             *self.program,
             *self.model_words(config.model),
@@ -348,8 +357,11 @@ class EngineAdapter:
         return [*words, *self.knob_args(config), *self.file_args(config), *config.extra_args]
 
     def display_command(self, config: EngineConfig) -> str:
-        """The serve command as a user would type it (env assignments first), shell-quoted."""
+        """The serve command as a user would type it (env assignments first), shell-quoted; a
+        disaggregated configuration's workers and router, one command per line."""
         self.validate(config)
+        if config.disaggregation is not None:
+            return "\n".join(display_commands(self, config))
         env = {**self.knob_env(config), **config.env}
         env_words = [f"{key}={value}" for key, value in env.items()]
         return shlex.join([*env_words, *self.display_words(config)])
