@@ -55,6 +55,9 @@ class Knobs:
         self.mem_fraction: Optional[float] = None
         self.attention_backend: Optional[str] = None
         self.reasoning_parser: Optional[str] = None
+        self.disaggregation_mode = "null"  # SGLang's --disaggregation-mode: null, prefill or decode
+        self.transfer_backend = "mooncake"
+        self.bootstrap_port = 8998
         self.api_key = ""
         self.host = "127.0.0.1"
         self.port = 8000

@@ -4,7 +4,9 @@ SGLang 0.5.23).
 Options use SGLang's names (``--model-path``, ``--tp-size``, ``--dp-size``, ``--ep-size``,
 ``--attention-backend``, ``--chunked-prefill-size``, ``--max-running-requests``, ``--context-length``,
 ``--kv-cache-dtype``, ``--disable-radix-cache``, ``--quantization``, ``--mem-fraction-static``,
-``--reasoning-parser``, ``--speculative-algorithm``/``--speculative-num-steps``…); unknown options fail
+``--reasoning-parser``, ``--speculative-algorithm``/``--speculative-num-steps``…, and the prefill/decode
+disaggregation flags ``--disaggregation-mode``, ``--disaggregation-transfer-backend`` and
+``--disaggregation-bootstrap-port``, served by :mod:`perflab.sim.disagg`); unknown options fail
 with argparse's ``unrecognized arguments``. Prometheus metrics are served only with
 ``--enable-metrics``, as in SGLang. The readiness line is ``The server is fired up and ready to roll!``.
 """
@@ -16,6 +18,7 @@ import time
 from typing import List
 
 from perflab.sim.deployment import Deployment, Knobs
+from perflab.sim.disagg import TRANSFER_BACKENDS
 from perflab.sim.engines.launch import EngineLog, Launch, host_or_none, run_engine
 from perflab.sim.perfmodel import MemoryPlan
 from perflab.sim.server import Console
@@ -148,6 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("--random-seed", type=int, default=None)
     add("--watchdog-timeout", type=float, default=300)
     add("--stream-interval", type=int, default=1)
+    add("--disaggregation-mode", choices=["null", "prefill", "decode"], default="null")
+    add("--disaggregation-transfer-backend", choices=TRANSFER_BACKENDS, default="mooncake")
+    add("--disaggregation-bootstrap-port", type=int, default=8998)
     return parser
 
 
@@ -165,6 +171,9 @@ def knobs_from_args(args: argparse.Namespace) -> Knobs:
     knobs.attention_backend = args.attention_backend
     knobs.reasoning_parser = args.reasoning_parser
     knobs.api_key = args.api_key or ""
+    knobs.disaggregation_mode = args.disaggregation_mode
+    knobs.transfer_backend = args.disaggregation_transfer_backend
+    knobs.bootstrap_port = args.disaggregation_bootstrap_port
     knobs.host, knobs.port = args.host, args.port
     if args.speculative_algorithm:
         knobs.spec_method = args.speculative_algorithm.lower()
