@@ -29,7 +29,7 @@ from typing import Any
 from perflab.engines.base import EngineAdapter, EngineMetrics
 from perflab.engines.config import EngineConfig
 from perflab.engines.errors import InvalidKnobValue
-from perflab.engines.failures import COMMON_SIGNATURES, Signature
+from perflab.engines.failures import COMMON_SIGNATURES, DISAGG_SIGNATURES, Signature
 from perflab.engines.flags import Flag, FlagTable, parse_float, parse_int
 from perflab.engines.tables.sglang import SGLANG_RELEASES
 from perflab.engines.vllm import VLLM_FLAGS
@@ -121,6 +121,7 @@ class SglangAdapter(EngineAdapter):
     ready_markers = ("The server is fired up and ready to roll",)
     signatures = (
         *COMMON_SIGNATURES,
+        *DISAGG_SIGNATURES,
         # sglang/srt/distributed/bootstrap.py (0.5.23): a TP rank found its GPU's memory taken by others
         Signature.of(
             "gpus_unavailable",
