@@ -24,17 +24,12 @@ Checked against the engines' own sources:
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from perflab.engines.config import EngineConfig
 from perflab.engines.errors import InvalidKnobValue, UnsupportedKnob
-from perflab.engines.layout import ROLES, Disaggregation
-
-if TYPE_CHECKING:
-    from perflab.engines.base import EngineAdapter
+from perflab.engines.layout import Disaggregation
 
 DISAGG_ENGINES = ("sglang", "vllm")
 SGLANG_BACKENDS = ("mooncake", "nixl", "ascend", "mori", "mooncake_tcp")
@@ -216,33 +211,3 @@ def router_argv(
         "--prometheus-port",
         str(metrics_port),
     ]
-
-
-def display_commands(adapter: EngineAdapter, config: EngineConfig) -> list[str]:
-    """The commands a user would type for every worker and the router, on the engine's default port
-    counted upward (prefill workers first, each side channel 1000 above its port), for pages and reports."""
-    layout = config.disaggregation
-    assert layout is not None
-    lines: list[str] = []
-    ports: dict[str, list[WorkerPorts]] = {role: [] for role in ROLES}
-    next_port = adapter.default_port
-    for role in ROLES:
-        worker = worker_config(config, role)
-        for _ in range(layout.group(role).workers):
-            ports[role].append(WorkerPorts(next_port, next_port + 1000))
-            env = role_env(config.engine, layout, role, ports[role][-1])
-            words = [f"{key}={value}" for key, value in env.items()]
-            base = adapter.display_command(worker.model_copy(update={"port": next_port}))
-            args = shlex.join(role_args(config.engine, layout, role, ports[role][-1]))
-            lines.append(" ".join(filter(None, [" ".join(words), base, args])))
-            next_port += 1
-    router = router_argv(
-        config.engine,
-        layout,
-        prefill=ports["prefill"],
-        decode=ports["decode"],
-        port=config.port or next_port,
-        metrics_port=next_port + 1,
-    )
-    lines.append(shlex.join(router))
-    return lines
