@@ -133,6 +133,10 @@ class EngineAdapter:
         """Raise an :class:`EngineConfigError` when this engine cannot run ``config`` as given."""
         if config.engine != self.name:
             raise InvalidKnobValue(self.display_name, "engine", f"is {config.engine!r}, not {self.name!r}")
+        if config.dp_attention is not None and self.name not in ("sglang", "vllm", "vllm-ascend"):
+            raise UnsupportedKnob(
+                self.display_name, "dp_attention", "attention data parallel is SGLang's and vLLM's"
+            )
         if config.disaggregation is not None:
             check_disaggregation(config, self.display_name, self.release.version if self.release else None)
             for role in ("prefill", "decode"):

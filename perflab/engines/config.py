@@ -67,6 +67,11 @@ class EngineConfig(BaseModel):
     tp: int = Field(1, ge=1, description="tensor parallel size")
     dp: int = Field(1, ge=1, description="data parallel size")
     ep: int = Field(1, ge=1, description="expert parallel size (1 = off)")
+    dp_attention: bool | None = Field(
+        None,
+        description="the dp ranks run attention apart and share their MoE layers (tensor parallel over "
+        "tp×dp, or expert parallel with ep): SGLang --attn-dp-size; vLLM's -dp ranks of a MoE model",
+    )
     quantization: str | None = None
     attention_backend: str | None = None
     max_num_batched_tokens: int | None = Field(None, ge=1, le=MAX_COUNT)

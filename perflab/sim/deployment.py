@@ -42,6 +42,7 @@ class Knobs:
         self.dp = 1
         self.pp = 1
         self.ep = 1
+        self.dp_attention: Optional[bool] = None
         self.quantization: Optional[str] = None
         self.kv_cache_dtype: Optional[str] = None
         self.max_num_batched_tokens: Optional[int] = None

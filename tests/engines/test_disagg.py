@@ -305,3 +305,32 @@ def test_vllm_routers_own_parser_reads_its_argv():
         "connector": "nixl",
         "port": 8002,
     }
+
+
+def test_moe_layouts_attention_dp_with_expert_or_tensor_parallel_moe():
+    sglang, vllm = get_adapter("sglang"), get_adapter("vllm")
+    # AIConfigurator's Qwen3-30B-A3B layout on 8 GPUs: attention DP2 + MoE TP2, four replicas
+    config = EngineConfig(engine="sglang", model="Qwen/Qwen3-30B-A3B", dp=2, dp_attention=True, replicas=4)
+    assert config.gpus_needed == 8
+    assert "--tp-size 2 --attn-dp-size 2" in sglang.display_command(config)
+    expert = EngineConfig(engine="sglang", model="m", tp=2, dp=4, dp_attention=True, ep=8)
+    assert "--tp-size 8 --attn-dp-size 4 --ep-size 8" in sglang.display_command(expert)
+    with pytest.raises(EngineConfigError, match=r"ep \(3\) must divide tp \(8 = tp×dp, dp_attention\)"):
+        sglang.validate(expert.model_copy(update={"ep": 3}))
+    assert vllm.display_command(
+        EngineConfig(engine="vllm", model="m", dp=2, ep=2, dp_attention=True)
+    ).endswith("-dp 2 --enable-expert-parallel")
+    with pytest.raises(EngineConfigError, match="attention data parallel is SGLang's and vLLM's"):
+        get_adapter("trtllm").validate(EngineConfig(engine="trtllm", model="m", dp_attention=True))
+
+
+@pytest.mark.real_engine
+def test_sglangs_own_parser_reads_attention_dp():
+    require_sglang_args()
+    import os
+
+    config = EngineConfig(engine="sglang", model="m", tp=2, dp=4, dp_attention=True, ep=8)
+    words = get_adapter("sglang").serve_argv(config, port=30000)[3:]
+    code = SGLANG_PARSE.replace('"port")', '"port", "attn_dp_size", "ep_size")')
+    parsed = _run(str(vllm_python()), code, words, {**os.environ, "PYTHONPATH": str(sglang_args_dir())})
+    assert (parsed["tp_size"], parsed["attn_dp_size"], parsed["ep_size"]) == (8, 4, 8)

@@ -112,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--ep-size", "--expert-parallel-size", "--ep", dest="ep_size", type=int, default=1)
     add("--pp-size", "--pipeline-parallel-size", dest="pp_size", type=int, default=1)
     add("--enable-dp-attention", action="store_true")
+    add("--attn-dp-size", "--attention-data-parallel-size", dest="attn_dp_size", type=int, default=1)
     add("--attention-backend", choices=ATTENTION_BACKENDS, default=None)
     add("--prefill-attention-backend", choices=ATTENTION_BACKENDS, default=None)
     add("--decode-attention-backend", choices=ATTENTION_BACKENDS, default=None)
@@ -161,6 +162,15 @@ def knobs_from_args(args: argparse.Namespace) -> Knobs:
     knobs = Knobs(args.model_path)
     knobs.served_names = [args.served_model_name] if args.served_model_name else []
     knobs.tp, knobs.dp, knobs.pp, knobs.ep = args.tp_size, args.dp_size, args.pp_size, args.ep_size
+    # attention DP inside the TP group (SGLang 0.5.22/0.5.23 --attn-dp-size; --dp-size N
+    # --enable-dp-attention is its deprecated spelling): dp ranks of tp/dp GPUs sharing the MoE layers
+    attn_dp = args.dp_size if args.enable_dp_attention and args.attn_dp_size == 1 else args.attn_dp_size
+    if attn_dp > 1:
+        if args.tp_size % attn_dp:
+            raise SystemExit(
+                f"launch_server.py: error: --attn-dp-size {attn_dp} must divide --tp-size {args.tp_size}"
+            )
+        knobs.tp, knobs.dp, knobs.dp_attention = args.tp_size // attn_dp, attn_dp, True
     knobs.quantization = args.quantization
     knobs.kv_cache_dtype = args.kv_cache_dtype
     knobs.max_num_batched_tokens = args.chunked_prefill_size
