@@ -12,7 +12,9 @@ the requests; a split runs every prefill worker on its share (one token each), m
 cache in :func:`perflab.sim.disagg.transfer_seconds` (the H200's 450 GB/s link at 80 %, the figure the
 simulated workers use), and decodes the prefilled requests on a decode worker. At each request rate a
 layout's figures are the means the bench reports (TTFT, TPOT) and its output tokens per second per GPU;
-its value under an SLO is the highest throughput at a rate whose mean TPOT meets it. The pick is the best
+its value under an SLO is the highest throughput at a rate whose mean TPOT meets it and whose mean TTFT
+stays under ``--ttft-ms`` (2 s: a rate past saturation, whose queue grows for as long as requests come,
+keeps its throughput and is no serving point). The pick is the best
 layout under the SLO; the line below it compares the best split with the best aggregated layout
 (:func:`perflab.study.layout_trade.trade_sentence`).
 
@@ -138,8 +140,10 @@ def measure(config: EngineConfig, workload: Workload, rate: float) -> dict | Non
     }
 
 
-def best_under(curve: list[dict], slo_ms: float) -> dict | None:
-    feasible = [point for point in curve if point["mean_tpot_ms"] <= slo_ms]
+def best_under(curve: list[dict], slo_ms: float, ttft_ms: float) -> dict | None:
+    feasible = [
+        point for point in curve if point["mean_tpot_ms"] <= slo_ms and point["mean_ttft_ms"] <= ttft_ms
+    ]
     return max(feasible, key=lambda point: point["tokens_per_s_per_gpu"]) if feasible else None
 
 
@@ -147,6 +151,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="a small run (under ~2 minutes)")
     parser.add_argument("--slo", type=float, nargs="+", default=[12.0, 30.0], help="mean TPOT limits (ms)")
+    parser.add_argument(
+        "--ttft-ms",
+        type=float,
+        default=2000.0,
+        help="mean TTFT limit of every pick (ms): no overloaded queue",
+    )
     args = parser.parse_args()
     if args.smoke:
         workload = Workload(2000, 128, 96, (2.0, 6.0, 14.0))
@@ -174,14 +184,15 @@ def main() -> int:
         print(f"{label}: {shown}", flush=True)
     summary: dict[str, object] = {"workload": workload.__dict__, "layouts": len(curves)}
     for slo in args.slo:
-        best = {label: best_under(curve, slo) for label, curve in curves.items()}
+        best = {label: best_under(curve, slo, args.ttft_ms) for label, curve in curves.items()}
         split = {label: point for label, point in best.items() if point and "P" in label and "D " in label}
         aggregated = {label: point for label, point in best.items() if point and label not in split}
         pick_split = max(split.items(), key=lambda item: item[1]["tokens_per_s_per_gpu"], default=None)
         pick_agg = max(aggregated.items(), key=lambda item: item[1]["tokens_per_s_per_gpu"], default=None)
         candidates = [item for item in (pick_split, pick_agg) if item is not None]
         chosen = max(candidates, key=lambda item: item[1]["tokens_per_s_per_gpu"], default=None)
-        print(f"TPOT <= {slo:g} ms: chose {chosen[0] if chosen else 'nothing (no layout meets the SLO)'}")
+        pick = chosen[0] if chosen else "nothing (no layout meets the SLOs)"
+        print(f"TPOT <= {slo:g} ms, TTFT <= {args.ttft_ms:g} ms: chose {pick}")
         if pick_split and pick_agg:
             print(
                 "  "
