@@ -26,7 +26,7 @@ from typing import Any
 from perflab.engines.base import EngineAdapter, EngineMetrics
 from perflab.engines.config import EngineConfig
 from perflab.engines.errors import InvalidKnobValue
-from perflab.engines.failures import COMMON_SIGNATURES, Signature
+from perflab.engines.failures import COMMON_SIGNATURES, DISAGG_SIGNATURES, Signature
 from perflab.engines.flags import Flag, FlagTable, parse_float, parse_int, parse_json_object
 from perflab.engines.tables.vllm import VLLM_ASCEND_RELEASES, VLLM_RELEASES
 
@@ -129,6 +129,7 @@ class VllmAdapter(EngineAdapter):
     ready_markers = ("Application startup complete",)
     signatures = (
         *COMMON_SIGNATURES,
+        *DISAGG_SIGNATURES,
         # vllm/v1/worker/utils.py request_memory (0.32.0 and 0.33.0): memory other processes hold when the
         # engine starts, by itself, beside weights another process holds for it, or those weights alone
         Signature.of(

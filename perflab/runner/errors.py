@@ -46,6 +46,9 @@ INFRASTRUCTURE_FAILURES: dict[str, str] = {
     "worker_restarted": "the worker died under the run",
     "disk_full": "the disk holding the host's workdir was full",
     "internal_error": "perflab itself failed",
+    "transfer_backend_missing": "the KV transfer library of a disaggregated worker was missing on the host",
+    "kv_peer_unreachable": "a disaggregated decode worker could not reach its prefill worker",
+    "router_missing": "the router of the disaggregated workers was not installed on the host",
 }
 
 

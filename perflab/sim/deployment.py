@@ -42,6 +42,7 @@ class Knobs:
         self.dp = 1
         self.pp = 1
         self.ep = 1
+        self.dp_attention: Optional[bool] = None
         self.quantization: Optional[str] = None
         self.kv_cache_dtype: Optional[str] = None
         self.max_num_batched_tokens: Optional[int] = None
@@ -55,6 +56,9 @@ class Knobs:
         self.mem_fraction: Optional[float] = None
         self.attention_backend: Optional[str] = None
         self.reasoning_parser: Optional[str] = None
+        self.disaggregation_mode = "null"  # SGLang's --disaggregation-mode: null, prefill or decode
+        self.transfer_backend = "mooncake"
+        self.bootstrap_port = 8998
         self.api_key = ""
         self.host = "127.0.0.1"
         self.port = 8000

@@ -85,15 +85,22 @@ class VirtualTimer:
 
 
 class RequestSpec:
-    """One request of an offline workload."""
+    """One request of an offline workload; a ``prefilled`` one arrives with its KV cache and first token
+    (a disaggregated decode worker's request, :mod:`perflab.sim.disagg`) and only decodes."""
 
     def __init__(
-        self, arrival: float, prompt_len: int, output_len: int, prompt_ids: Optional[List[int]] = None
+        self,
+        arrival: float,
+        prompt_len: int,
+        output_len: int,
+        prompt_ids: Optional[List[int]] = None,
+        prefilled: bool = False,
     ) -> None:
         self.arrival = arrival
         self.prompt_len = prompt_len
         self.output_len = output_len
         self.prompt_ids = prompt_ids
+        self.prefilled = prefilled
 
 
 class RequestTiming:
@@ -106,6 +113,20 @@ class RequestTiming:
         self.output_tokens = seq.generated
         self.cached_tokens = seq.cached_tokens
         self.tpot = (self.e2el - self.ttft) / (seq.generated - 1) if seq.generated > 1 else 0.0
+
+
+def _decode_only(engine, clock: VirtualClock) -> Callable[[SimSequence], None]:  # noqa: ANN001
+    """Admit a prefilled sequence: its first token goes out at once, the rest is decoded."""
+
+    def submit(seq: SimSequence) -> None:
+        seq.computed = seq.prompt_len
+        seq.scheduled_at = clock.now
+        seq.generated = 1
+        engine.deliver(seq, 1, clock.now)
+        if not seq.done:
+            engine.submit(seq)
+
+    return submit
 
 
 def simulate(
@@ -137,6 +158,7 @@ def simulate(
             spec.prompt_ids,
         )
         sequences.append(seq)
-        clock.call_at(spec.arrival, lambda seq=seq: engine.submit(seq))
+        submit = _decode_only(engine, clock) if spec.prefilled else engine.submit
+        clock.call_at(spec.arrival, lambda seq=seq, submit=submit: submit(seq))
     clock.run()
     return [RequestTiming(seq) for seq in sequences], engine.metrics
