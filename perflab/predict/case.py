@@ -31,7 +31,7 @@ from perflab.sim.deployment import Deployment, resolve_deployment
 from perflab.sim.engines import sglang as sim_sglang
 from perflab.sim.engines import vllm as sim_vllm
 from perflab.sim.failures import EngineFailure
-from perflab.sim.hardware import find_accelerator
+from perflab.sim.hardware import ACCELERATORS, Accelerator, find_accelerator
 
 # perflab's engines → AIConfigurator's backends (its ``--backend``).
 BACKENDS = {"vllm": "vllm", "sglang": "sglang"}
@@ -88,11 +88,22 @@ class Case:
         return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:24]
 
 
+def accelerator_of(name: str) -> Accelerator | None:
+    """perflab's accelerator called ``name``: a key or alias (``H200``), or the name ``nvidia-smi`` gives
+    (``NVIDIA H200``, as a probed host's study stores it)."""
+    found = find_accelerator(name)
+    if found is None:
+        found = next(
+            (chip for chip in ACCELERATORS.values() if chip.name.lower() == name.strip().lower()), None
+        )
+    return found
+
+
 def sim_deployment(config: EngineConfig, accelerator: str) -> Deployment:
     """``config`` as perflab's simulator resolves it on ``accelerator``: the engine's own argv read by the
     simulated engine's parser (vLLM, SGLang), then its defaults; raises :class:`NotCovered` for another
     engine and :class:`~perflab.sim.failures.EngineFailure` where the engine would refuse it."""
-    chip = find_accelerator(accelerator)
+    chip = accelerator_of(accelerator)
     if chip is None:
         raise NotCovered(f"perflab's simulator does not know the accelerator {accelerator!r}")
     adapter = get_adapter(config.engine)
@@ -135,7 +146,7 @@ def case_of(config: EngineConfig, accelerator: str | None, profile: BenchmarkPro
         )
     if not accelerator:
         raise NotCovered("the study's accelerator is not known")
-    chip = find_accelerator(accelerator)
+    chip = accelerator_of(accelerator)
     if chip is not None and chip.is_npu:
         raise NotCovered(f"AIConfigurator has no tables for Ascend NPUs ({accelerator})")
     system = SYSTEMS.get(chip.key) if chip is not None else None
@@ -152,7 +163,9 @@ def case_of(config: EngineConfig, accelerator: str | None, profile: BenchmarkPro
     try:
         deployment = sim_deployment(config, accelerator)
     except EngineFailure as failure:
-        raise NotCovered(f"the engine would refuse it: {str(failure).splitlines()[0]}") from None
+        raise NotCovered(
+            f"perflab cannot resolve the engine's limits: {str(failure).splitlines()[0]}"
+        ) from None
     input_len, output_len = int(profile.input_len or 0), int(profile.output_len or 0)
     replicas = config.replicas
     clients = profile.max_concurrency or profile.num_prompts
