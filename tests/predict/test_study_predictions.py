@@ -23,8 +23,8 @@ from perflab.report.markdown import render_markdown
 from perflab.report.model import Report
 from perflab.study.coordinator import create_study
 from perflab.study.headless import wait_for_study
-from perflab.study.predicting import predict_study
-from perflab.study.progress import StudyProgress
+from perflab.study.predicting import predict_study, stored_lookup
+from perflab.study.progress import StudyProgress, load_progress
 from perflab.study.spec import parse_spec
 from tests.fixtures.runs import SimHostFactory, write_hosts_file
 from tests.fixtures.study_data import FAST
@@ -125,3 +125,15 @@ def test_with_aiconfigurator_each_configuration_shows_predicted_beside_measured(
         stored = crud.get_study(session, study_id=final.id)
         again = study_report(session, study_id=final.id)
     assert stored is not None and again.predictions == section
+
+    # the search's seam: a stored prediction answers as result fields; a configuration not predicted yet
+    # answers None and is predicted next
+    with new_session(runs_db) as session:
+        plan = load_progress(session, study_id=final.id).plan
+    lookup = stored_lookup(final.id, stored.state)
+    assert plan.baseline.config is not None
+    predicted = lookup(plan.baseline.config)
+    assert predicted is not None and predicted.values()["output_throughput"] > 0
+    unseen = plan.baseline.config.model_copy(update={"max_num_seqs": 8})
+    assert lookup(unseen) is None
+    assert predict_study(runs_db, final.id) == 1
