@@ -15,6 +15,7 @@ from perflab.report.charts import png_bytes, report_charts
 from perflab.report.costs import cost_json
 from perflab.report.markdown import render_markdown
 from perflab.report.model import CandidateSection, Figures, Report, SearchSection
+from perflab.report.predictions import prediction_json
 from perflab.study.noise import Spread
 from perflab.study.verdict import Verdict
 
@@ -127,6 +128,7 @@ def report_json(report: Report) -> dict[str, Any]:
         "launches": [{**asdict(launch), "marks": list(launch.marks)} for launch in report.launches],
         "notes": list(report.notes),
         "caveats": list(report.caveats),
+        "predictions": prediction_json(report.predictions),
         "results": list(report.records),
     }
 

@@ -51,6 +51,7 @@ from perflab.report.model import (
     ValidationSection,
     VerdictRow,
 )
+from perflab.report.predictions import prediction_section, with_predictions
 from perflab.report.search_result import search_section, trial_state
 from perflab.report.sections import (
     DECISION_WORDS,
@@ -449,6 +450,18 @@ def report_of(progress: StudyProgress, costs: CostContext | None = None, *, deci
     ]
     lower_is_better = spec.objective in LOWER_IS_BETTER
     on_sample = _on_sample(progress)
+    records = _records(study, launches)
+    predictions = prediction_section(
+        row.state,
+        [
+            (candidate.label, candidate.fingerprint)
+            for candidate in plan.candidates()
+            if candidate.fingerprint
+        ],
+        records,
+        tuning=spec.tuning().name,
+        engine_versions=engine_versions(progress.runs),
+    )
     return Report(
         title=_title(progress),
         model=spec.model,
@@ -479,7 +492,7 @@ def report_of(progress: StudyProgress, costs: CostContext | None = None, *, deci
         baseline_validation=_validation(study, plan.baseline) if spec.validation_profiles else None,
         optimized_validation=_validation(study, plan.best) if spec.validation_profiles else None,
         curves=tuple(_curves(study)),
-        records=tuple(_records(study, launches)),
+        records=tuple(with_predictions(records, predictions)),
         costs=tuple(_cost_rows(study)),
         lower_is_better=lower_is_better,
         notes=tuple(_notes(study)),
@@ -515,4 +528,5 @@ def report_of(progress: StudyProgress, costs: CostContext | None = None, *, deci
         ),
         launches=tuple(launches),
         caveats=_caveats(study),
+        predictions=predictions,
     )

@@ -22,6 +22,7 @@ from perflab.report.model import (
     StageSection,
     relative_change,
 )
+from perflab.report.predictions import prediction_lines
 from perflab.report.search_section import search_lines
 from perflab.report.summary import coloured, percent_text, ranked
 from perflab.study.loadcurve import LOAD_TITLES, LoadCurve
@@ -413,6 +414,7 @@ def render_markdown(report: Report, charts: Mapping[str, str] | None = None) -> 
     if "stages" in charts:
         lines += [f"![Stage progression]({charts['stages']})", ""]
     lines += ["### Summary of Optimization Options", "", *summary_table(report), ""]
+    lines += prediction_lines(report.predictions, md_text)
     if report.baseline_validation or report.optimized_validation:
         lines += [
             "### Other Benchmark Cases",

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perflab.cost.prices import Price
+from perflab.report.predictions import PredictionSection
 from perflab.runner.results import times_replicas
 from perflab.study.loadcurve import LoadCurve
 from perflab.study.noise import Spread, StudySpread
@@ -360,6 +361,7 @@ class Report:
     verdicts: tuple[VerdictRow, ...] = ()
     launches: tuple[LaunchRow, ...] = ()
     caveats: tuple[str, ...] = ()
+    predictions: PredictionSection | None = None  # figures predicted before the measurements
 
     @property
     def confidence(self) -> str | None:
