@@ -34,9 +34,6 @@ relaunches: 3
 max_launches: 3
 tuning_profile: {{name: tune, title: Chat, dataset: random, input_len: 128, output_len: 64, num_prompts: 120,
   max_concurrency: 16}}
-validation_profiles:
-  - {{name: short_check, title: Short Prompt, dataset: random, input_len: 64, output_len: 64, num_prompts: 50,
-    max_concurrency: 16}}
 stages:
   - name: Batching
     candidates: [{{max_num_seqs: 16}}]
