@@ -43,12 +43,12 @@ def _figure(figures: Figures | None, name: str) -> float | None:
     return getattr(figures, name) if figures is not None else None
 
 
-def _verdict(verdict: Verdict | None) -> dict[str, Any] | None:
+def _verdict(verdict: Verdict | None, published: PublishedGain | None = None) -> dict[str, Any] | None:
     """The verdict's fields, with the gain it publishes (``published``: gain and interval, as every table
-    shows it)."""
-    return (
-        {**verdict.to_dict(), "published": published_gain(verdict).to_json()} if verdict is not None else None
-    )
+    shows it; given for the recommendation, whose published gain may be its one kept stage's)."""
+    if verdict is None:
+        return None
+    return {**verdict.to_dict(), "published": (published or published_gain(verdict)).to_json()}
 
 
 def _gain(gain: PublishedGain | None) -> dict[str, Any] | None:
@@ -97,7 +97,7 @@ def report_json(report: Report) -> dict[str, Any]:
         "hosts": list(report.hosts),
         "slos": dict(report.slos),
         "unmeasured": [_fields(item, "stage", "label", "reason") for item in report.unmeasured],
-        "recommendation_verdict": _verdict(report.recommendation_verdict),
+        "recommendation_verdict": _verdict(report.recommendation_verdict, report.published),
         "published": _gain(report.published),
         "spread": {
             "study": spread.study.to_dict() if spread.study is not None else None,

@@ -132,6 +132,8 @@ def test_page_report_json_and_csv_show_one_published_gain_per_decision(
     assert f"({text})</span><br>Mean TPOT(ms)" in markdown.split("## Optimization Objective")[0]
     assert comparison["Change"].iloc[0] == text
     assert payload["comparison"][0]["gain"] == payload["published"] == published.to_json()
+    assert payload["recommendation_verdict"]["published"] == published.to_json()
+    assert payload["recommendation_verdict"]["published"] == published.to_json()
     per_accelerator = next(
         line for line in markdown.splitlines() if line.startswith("Per accelerator (Chat)")
     )
