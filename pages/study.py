@@ -18,7 +18,7 @@ from perflab.markdown_text import md_text
 from perflab.report import charts as report_charts
 from perflab.report.export import report_files, results_csv, results_json, zip_bytes
 from perflab.report.from_study import study_report
-from perflab.report.markdown import per_accelerator_lines
+from perflab.report.markdown import per_accelerator_lines, summary_note
 from perflab.report.model import Report, SearchSection
 from perflab.report.predictions import table_rows
 from perflab.report.search_section import launch_text
@@ -197,6 +197,8 @@ def study_body(shown_status: str) -> None:
     st.header("Summary of Optimization Options")
     if report.summary:
         st.dataframe(views.summary_table(report), hide_index=True, key="study_summary", placeholder=MISSING)
+        if summary_note(report):
+            st.caption(summary_note(report))
     else:
         st.caption("No stage is decided yet.")
 

@@ -51,6 +51,19 @@ def latency_fields(metrics: Metrics) -> Dict[str, float]:
     return fields
 
 
+# The measured requests' first send and last receive on the bench process's perf_counter clock (the
+# clock of its progress lines' ``clock_s``): the window over which energy is read.
+CLOCK_WINDOW_KEY = "bench_clock_window_s"
+
+
+def clock_window(records: Sequence[RequestRecord], origin: float) -> List[float]:
+    """``[first send, last receive]`` of ``records`` (times relative to ``origin``, a ``perf_counter``
+    reading) on the ``perf_counter`` clock: the span ``duration`` measures."""
+    first = min(record.dispatched_s for record in records)
+    last = max((record.end_s for record in records), default=first)
+    return [round(origin + first, 6), round(origin + max(last, first), 6)]
+
+
 def server_metric_arrays(records: Sequence[RequestRecord]) -> Dict[str, List[Optional[float]]]:
     """``server_queue_times`` and ``server_ttfts`` (seconds, None where a request had none), or nothing
     when no request carried the server's timings."""

@@ -41,7 +41,7 @@ from perflab.bench.errors import BenchError
 from perflab.bench.metrics import compute
 from perflab.bench.options import BenchOptions
 from perflab.bench.progress import Progress
-from perflab.bench.report import build_result
+from perflab.bench.report import CLOCK_WINDOW_KEY, build_result, clock_window
 from perflab.bench.rxstamp import SOURCE_KERNEL
 from perflab.bench.session_metrics import session_summary, ttft_by_turn
 from perflab.bench.sessions import SessionPhase, session_turns
@@ -324,6 +324,7 @@ async def run_benchmark_async(
         notes=dataset.notes,
     )
     result.update(engine_fields)
+    result[CLOCK_WINDOW_KEY] = clock_window(records, origin)
     result["cache_reset"] = cache_reset
     if dataset.sessions is not None:
         result["ttft_by_turn_ms"] = ttft_by_turn(records)

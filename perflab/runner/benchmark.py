@@ -23,7 +23,13 @@ from perflab.profiles import BenchmarkProfile
 from perflab.remote import process as rp
 from perflab.remote.bench import RemoteBenchFailed, run_remote_bench
 from perflab.runner import live
-from perflab.runner.bench_record import bench_entry, store_bench_result, sweep_label, with_sample_window
+from perflab.runner.bench_record import (
+    BenchClock,
+    bench_entry,
+    store_bench_result,
+    sweep_label,
+    with_sample_window,
+)
 from perflab.runner.errors import INFRASTRUCTURE_FAILURES, RunFailed
 from perflab.runner.launch import Replica
 from perflab.runner.logs import failure_of
@@ -119,9 +125,12 @@ def _run_point(
     ctx.record_bench(bench_entry(name, label["profile_index"], point_index))
 
     history: list[list[float]] = []
+    clock = BenchClock(ctx.sample_clock) if ctx.sample_clock else None
 
     def progress(values: dict[str, Any]) -> None:
         nonlocal history
+        if clock is not None:
+            clock.seen(values)
         ctx.interrupt()
         history = live.with_point(history, values)
         ctx.on_progress({**label, **values, "history": history})
@@ -153,7 +162,7 @@ def _run_point(
         raise RunFailed(
             "timeout", f"the benchmark '{point.name}' ran longer than {ctx.timeout_s:g} s and was stopped"
         ) from None
-    measured = with_sample_window(bench.result, ctx.sample_clock() if ctx.sample_clock else None)
+    measured = with_sample_window(bench.result, clock.offset if clock is not None else None)
     result = store_bench_result(
         ctx.store,
         point=point,

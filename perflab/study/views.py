@@ -18,9 +18,9 @@ from db.crud.studies import FINISHED_STUDY_STATUSES
 from perflab import safe_yaml
 from perflab.inventory import Inventory
 from perflab.problems import syntax_problem
-from perflab.report.costs import cost_text, currency_text
+from perflab.report.costs import cost_change_text, cost_text
 from perflab.report.model import Figures, Report, SearchSection, StageSection
-from perflab.report.summary import percent_text
+from perflab.report.published import PublishedGain
 from perflab.study.spec import SPEC_FORMATS, StudySpec, StudySpecError, parse_spec, spec_from_data
 from perflab.views.urlstate import BadParam, parse_id
 
@@ -177,6 +177,11 @@ def _figures_text(figures: Figures | None) -> str:
     return f"Total TPS {figures.tps_text}, mean TPOT {figures.tpot_text} ms{sample}"
 
 
+def _gain_text(gain: PublishedGain | None, decimals: int, missing: str | None = None) -> str | None:
+    """A gain as the report prints it (its published figure and interval)."""
+    return gain.text(decimals) if gain is not None else missing
+
+
 def comparison_table(report: Report) -> pd.DataFrame:
     """Baseline against optimized, per case: throughput rows, then cost rows."""
     rows = [
@@ -184,7 +189,7 @@ def comparison_table(report: Report) -> pd.DataFrame:
             "Case": row.case,
             "Baseline": _figures_text(row.baseline),
             "Optimized": _figures_text(row.optimized),
-            "Change": percent_text(row.change, report.decimals) if row.change is not None else None,
+            "Change": _gain_text(row.gain, report.decimals),
         }
         for row in report.comparison
     ]
@@ -193,9 +198,7 @@ def comparison_table(report: Report) -> pd.DataFrame:
             "Case": f"{row.case} cost" + (f" at {row.at}" if row.at else ""),
             "Baseline": cost_text(row.baseline),
             "Optimized": cost_text(row.optimized),
-            "Change": f"{percent_text(row.change, report.decimals)} {currency_text(row)} per 1M tokens"
-            if row.change is not None
-            else None,
+            "Change": cost_change_text(row, report.decimals),
         }
         for row in report.costs
         if row.baseline is not None or row.optimized is not None
@@ -209,10 +212,8 @@ def summary_table(report: Report) -> pd.DataFrame:
     rows = [
         {
             "Optimization option": row.option,
-            column: percent_text(row.improvement, report.decimals) if row.improvement is not None else "-",
-            "Against the baseline": percent_text(row.versus_baseline, report.decimals)
-            if row.versus_baseline is not None
-            else "-",
+            column: _gain_text(row.improvement, report.decimals, "-"),
+            "Against the baseline": _gain_text(row.versus_baseline, report.decimals, "-"),
             "Not kept (against the best before it)": row.note or "-",
         }
         for row in report.summary
