@@ -11,32 +11,35 @@ Memory (per GPU):
   weights take ~1 byte per parameter, AWQ/GPTQ-Int4 ~0.56, embeddings 2.
 - activations = a profiling peak for ``max_num_batched_tokens`` tokens plus the sampler's logits.
 - KV cache = what the engine's memory rule leaves (vLLM: ``gpu_memory_utilization × total`` minus
-  weights, activations and 0.4 GiB; SGLang: ``mem_fraction_static × total`` minus weights;
-  TensorRT-LLM: ``0.9 ×`` the memory free after weights; MindIE: ``NPU_MEMORY_FRACTION × total``
-  minus weights and runtime). KV bytes per token per GPU = 2 (K,V) × attention layers ×
-  max(1, kv_heads / tp) × head_dim × (2 bytes, or 1 with an FP8 KV cache); MLA models store one
-  latent vector per layer. Each attention rank has its own KV cache.
+  weights, the activation peak and vLLM's non-torch memory, as vLLM 0.11's
+  ``determine_available_memory`` does — no CUDA-graph estimate, which vLLM subtracts only from 0.21
+  on; SGLang: ``mem_fraction_static × total`` minus weights; TensorRT-LLM: ``0.9 ×`` the memory
+  free after weights; MindIE: ``NPU_MEMORY_FRACTION × total`` minus weights and runtime). KV bytes
+  per token per GPU = 2 (K,V) × attention layers × max(1, kv_heads / tp) × head_dim × (2 bytes, or
+  1 with an FP8 KV cache); MLA models store one
+latent vector per layer. Each attention rank has its own KV cache.
 
 One step of the replica runs every attention rank's batch in lockstep (a rank without work runs a
 dummy batch, as vLLM's DP ranks of a MoE model do). Rank r processes ``T_r`` tokens (prefill chunks
-plus one token — or ``1 + k`` with speculative decoding — per decoding sequence); the step takes
-``max_r dense_r + experts(ΣT_r) + communication + overhead`` (speeds scaled by the engine's
-efficiency and the attention backend's factor) where
+plus one token — or ``1 + k`` with speculative decoding — per decoding sequence). The step takes
+``max(GPU + host, front end)``:
 
-- dense_r = max(compute, memory) of attention and the non-expert layers on the rank's tp GPUs:
-  compute = (2 · non-expert active params · T_r + 4 · attention layers · heads · head_dim · attended
-  pairs) / (tp · peak FLOP/s · 0.45), the peak being FP8/INT8 where weights and chip allow it
-  (weight-only formats run at the 16-bit peak with a 15 % dequantization cost); memory = (non-expert
-  weights + KV bytes read) / (tp · bandwidth · 0.75);
-- experts = max(compute, memory) of the MoE layers for all ranks' tokens on the MoE group's GPUs:
-  2 · active expert params · ΣT flops, the touched share ``1 − (1 − k/E)^ΣT`` of the expert weights
-  read; +10 % load imbalance with expert parallelism;
-- communication = ring collectives over NVLink/HCCS (8 µs latency each, 15 µs on NPUs): two
+- GPU = ``max_r dense_r + experts(ΣT_r) + communication``. dense_r is the rank's GEMMs and attention
+  on its tp GPUs plus fixed per-layer kernel latencies; experts are the MoE layers for all ranks'
+  tokens on the MoE group's GPUs (only the touched share ``1 − (1 − k/E)^ΣT`` of the expert weights is
+  read; +10 % load imbalance with expert parallelism). Each part is a roofline ``max(FLOPs / (peak ×
+  compute efficiency), bytes / (bandwidth × memory efficiency))``; the efficiencies (module constants
+  below) are fits to NVIDIA's measured vLLM kernel tables in AIConfigurator 0.12.0, times the engine's
+  efficiency, the attention backend's factor and, for compute, what the seeds' engines achieved on the
+  accelerator (:attr:`~perflab.sim.hardware.Accelerator.compute_achieved`). Hybrid models read and
+  rewrite each sequence's recurrent state every step.
+- communication = ring collectives over NVLink/HCCS at :data:`COLLECTIVE_EFFICIENCY` of the link: two
   all-reduces per layer within a rank's tensor parallelism (one when attention is data parallel on a
   MoE model); with attention data parallelism an all-gather and a reduce-scatter of the group's tokens
-  per MoE layer (tensor-parallel experts) or an all-to-all dispatch and combine (expert parallel);
-- overhead = the engine's fixed step cost plus a per-sequence cost (scheduler, sampling, detokenize)
-  for the busiest rank.
+  per MoE layer (tensor-parallel experts) or an all-to-all dispatch and combine (expert parallel).
+- host = the engine's fixed step cost plus its set-up cost per request starting its prefill.
+- front end = the engine's streaming cost per sequence in the busiest rank's batch: the API server works
+  in its own process beside the GPU, so it only sets the pace when it is the slower.
 """
 
 from __future__ import annotations
@@ -49,9 +52,34 @@ from perflab.sim.deployment import Deployment
 from perflab.sim.profiles import LIGHT_DRAFTS
 
 GIB = 1024**3
-MFU = 0.45
-MBU = 0.75
+# Kernel efficiencies: each is the fit of one roofline, max(flops / (peak × compute), bytes / (bandwidth ×
+# memory)) + a fixed latency, to NVIDIA's measured vLLM kernel tables for A100, H100 and H200 in
+# AIConfigurator 0.12.0 (aiconfigurator-core, systems/data/<gpu>/{gemm,attention,moe}/vllm).
+GEMM_COMPUTE = 0.80  # BF16 GEMMs of LLM shapes (14,504 H100 shapes, median error 5 %; A100, H200 the same)
+FP8_GEMM_COMPUTE = 0.45  # of the FP8 peak (H100/H200 per-tensor FP8 GEMMs)
+FP8_MEMORY = 0.80  # FP8 weight streaming relative to BF16's (0.70–0.75 against 0.85–0.90)
+GEMM_FLOOR_S = 5e-6  # per GEMM (4–6 µs); four GEMMs a layer (QKV, output, gate-up, down)
+ATTENTION_COMPUTE = 0.55  # prefill attention (FlashAttention, causal), of the BF16 peak
+ATTENTION_MEMORY = 0.75  # decode attention reading the KV cache
+ATTENTION_FLOOR_S = 10e-6  # per attention layer
+MOE_COMPUTE = 0.28  # fused-MoE grouped GEMMs (Qwen3 MoE shapes, TP1–8): 0.25–0.30 of the BF16 peak;
+# block-FP8 experts reach 0.175–0.20 of the FP8 peak, the same rate, so FP8 only halves their bytes
+MOE_MEMORY = 0.78  # and 0.75–0.80 of bandwidth (BF16 and block-FP8 alike)
+MOE_FLOOR_S = 20e-6  # per MoE layer
+SMALL_KERNELS_S = 6e-6  # per layer: two norms at AIConfigurator's 3 µs per small memory-bound kernel
+# Collectives (ring all-reduce, all-gather, reduce-scatter) move data at this share of the link bandwidth,
+# after a fixed latency: vLLM's custom all-reduce on 2–8 A100/H100/H200 (AIConfigurator 0.12.0,
+# systems/data/<gpu>/comm/vllm, 0.5–32 MiB on 8 GPUs: a line of 13 µs + 58 GB/s on A100, 10 µs +
+# 107 GB/s on H100, i.e. 0.34–0.42 of the link after the ring's 2(n−1)/n).
+COLLECTIVE_EFFICIENCY = 0.35
+COLLECTIVE_LATENCY_S = 10e-6
+# Weight-only quantized GEMMs (AWQ/GPTQ int4, FP8 without FP8 tensor cores) dequantize inside the
+# kernel and compute at the 16-bit peak with this efficiency penalty.
+WEIGHT_ONLY_COMPUTE = 0.85
 CUDA_CONTEXT_BYTES = 0.5 * GIB
+# Memory outside PyTorch's allocator that vLLM's profile counts against the KV cache (cuBLAS and NCCL
+# workspaces): its start-up logs print "non_torch_memory takes 0.09–0.20 GiB" on one node.
+VLLM_NON_TORCH_BYTES = 0.2 * GIB
 
 
 class MemoryPlan:
@@ -88,6 +116,11 @@ def kv_bytes_per_token_per_gpu(dep: Deployment) -> float:
     return 2.0 * arch.attention_layers * heads_per_gpu * arch.head_dim * dep.kv_bytes / dep.pp
 
 
+def state_bytes_per_seq_per_gpu(dep: Deployment) -> float:
+    """Recurrent state one running sequence holds on each GPU (hybrid models; heads split over TP)."""
+    return dep.model.arch.state_elements * 2.0 / (dep.tp * dep.pp)
+
+
 def plan_memory(dep: Deployment, busy_bytes: float = 0.0, device: int = 0) -> MemoryPlan:
     """Where each GPU's memory goes; raises the engine's out-of-memory failures."""
     arch = dep.model.arch
@@ -115,7 +148,7 @@ def plan_memory(dep: Deployment, busy_bytes: float = 0.0, device: int = 0) -> Me
             dep.engine, device, total, tried, max(0.0, available - CUDA_CONTEXT_BYTES)
         )
     if dep.engine in ("vllm", "vllm-ascend"):
-        kv = total * dep.mem_fraction - weights - activations - 0.4 * GIB
+        kv = total * dep.mem_fraction - weights - activations - VLLM_NON_TORCH_BYTES
         used = min(total, total * dep.mem_fraction + CUDA_CONTEXT_BYTES)
     elif dep.engine == "sglang":
         kv = total * dep.mem_fraction - weights
@@ -144,18 +177,25 @@ def plan_memory(dep: Deployment, busy_bytes: float = 0.0, device: int = 0) -> Me
 class StepLoad:
     """What one attention rank computes in one step: ``tokens`` (prefill chunks plus decode tokens),
     attended query-key ``pairs``, ``kv_read`` cached tokens read, ``sequences`` in the batch, of which
-    ``decoding`` decode."""
+    ``decoding`` decode and ``admitted`` start their prefill."""
 
-    __slots__ = ("tokens", "pairs", "kv_read", "sequences", "decoding")
+    __slots__ = ("tokens", "pairs", "kv_read", "sequences", "decoding", "admitted")
 
     def __init__(
-        self, tokens: int = 0, pairs: float = 0.0, kv_read: float = 0.0, sequences: int = 0, decoding: int = 0
+        self,
+        tokens: int = 0,
+        pairs: float = 0.0,
+        kv_read: float = 0.0,
+        sequences: int = 0,
+        decoding: int = 0,
+        admitted: int = 0,
     ) -> None:
         self.tokens = tokens
         self.pairs = pairs
         self.kv_read = kv_read
         self.sequences = sequences
         self.decoding = decoding
+        self.admitted = admitted
 
 
 class PerfModel:
@@ -166,38 +206,53 @@ class PerfModel:
         accel = dep.accel
         self.dep = dep
         split = weight_split(dep)
-        peak_tflops = {"fp8": accel.fp8_tflops, "int8": accel.int8_tops}.get(
-            dep.compute_format, accel.bf16_tflops
-        )
-        narrow_weights = dep.weight_format != "bf16" and dep.compute_format == "bf16"
         speed = dep.profile.efficiency * dep.attention_factor
-        # Per GPU; a rank's dense work is split over its tp GPUs, the MoE work over the MoE group.
-        self._compute_rate = peak_tflops * 1e12 * MFU * speed * (0.85 if narrow_weights else 1.0)
-        self._bandwidth = accel.bandwidth_gbs * 1e9 * MBU * speed
+        bandwidth = accel.bandwidth_gbs * 1e9 * accel.memory_efficiency * speed
+        bf16_peak = accel.bf16_tflops * 1e12 * speed * accel.compute_achieved
+        if dep.compute_format == "fp8":
+            self._gemm_rate = accel.fp8_tflops * 1e12 * FP8_GEMM_COMPUTE * speed * accel.compute_achieved
+        elif dep.compute_format == "int8":
+            self._gemm_rate = accel.int8_tops * 1e12 * FP8_GEMM_COMPUTE * speed * accel.compute_achieved
+        else:
+            weight_only = dep.weight_format != "bf16"
+            self._gemm_rate = bf16_peak * GEMM_COMPUTE * (WEIGHT_ONLY_COMPUTE if weight_only else 1.0)
+        self._weight_bandwidth = bandwidth * (FP8_MEMORY if dep.weight_format != "bf16" else 1.0)
+        self._attention_rate = bf16_peak * ATTENTION_COMPUTE
+        self._kv_bandwidth = accel.bandwidth_gbs * 1e9 * ATTENTION_MEMORY * speed
+        self._moe_rate = bf16_peak * MOE_COMPUTE
+        self._moe_bandwidth = accel.bandwidth_gbs * 1e9 * MOE_MEMORY * speed
         self._expert_hit = arch.experts_per_token / arch.experts if arch.is_moe else 0.0
         expert_active = arch.expert_params * self._expert_hit
-        self._dense_flops_per_token = 2.0 * (arch.active_params_b * 1e9 - expert_active)
+        lm_head = arch.vocab * arch.hidden
+        self._dense_flops_per_token = 2.0 * (arch.active_params_b * 1e9 - expert_active - 2 * lm_head)
+        self._logits_flops = 2.0 * lm_head
         self._expert_flops_per_token = 2.0 * expert_active
         self._flops_per_pair = 4.0 * arch.attention_layers * arch.heads * arch.head_dim
-        self._dense_bytes = split["dense"]
+        self._dense_bytes = split["dense"] - lm_head * 2.0  # the input embedding is only gathered
         self._expert_bytes = split["experts"]
         self._kv_per_token = kv_bytes_per_token_per_gpu(dep) * dep.tp * dep.pp
+        self._state_bytes = state_bytes_per_seq_per_gpu(dep) * dep.tp * dep.pp
         self._layers = arch.layers
         self._moe_layers = arch.layers if arch.is_moe else 0
+        self._floor = (
+            arch.layers * (SMALL_KERNELS_S + (2 if arch.is_moe else 4) * GEMM_FLOOR_S)
+            + arch.attention_layers * ATTENTION_FLOOR_S
+        )
         self._hidden = arch.hidden
         self._topk = arch.experts_per_token
-        self._link = accel.link_gbs * 1e9
-        self._latency = 15e-6 if accel.is_npu else 8e-6
+        self._link = accel.link_gbs * 1e9 * COLLECTIVE_EFFICIENCY
+        self._latency = 15e-6 if accel.is_npu else COLLECTIVE_LATENCY_S
         overhead = dep.profile.step_overhead_s
         self._overhead = overhead * 0.8 if dep.performance_mode == "throughput" else overhead
-        self._per_seq = dep.profile.per_seq_overhead_s
+        self._per_token = dep.profile.stream_overhead_s
+        self._per_request = dep.profile.request_overhead_s
         self._draft_per_token = 0.0
         if dep.spec_tokens:
-            dense_seconds = self._dense_bytes / (dep.tp * self._bandwidth)
+            dense_seconds = self._dense_bytes / (dep.tp * self._weight_bandwidth)
             if dep.spec_method in LIGHT_DRAFTS:
-                self._draft_per_token = dense_seconds / arch.layers
+                self._draft_per_token = dense_seconds / arch.layers + self._floor / arch.layers
             elif dep.spec_method != "ngram":
-                self._draft_per_token = 0.1 * dense_seconds
+                self._draft_per_token = 0.1 * (dense_seconds + self._floor)
 
     def _collective(self, tokens: int, gpus: int) -> float:
         """One ring all-gather or reduce-scatter of ``tokens`` activations over ``gpus`` GPUs."""
@@ -226,21 +281,21 @@ class PerfModel:
         if load.tokens <= 0:
             return 0.0
         tp = self.dep.tp
-        compute = (load.tokens * self._dense_flops_per_token + load.pairs * self._flops_per_pair) / (
-            tp * self._compute_rate
+        flops = load.tokens * self._dense_flops_per_token + load.sequences * self._logits_flops
+        gemms = max(flops / self._gemm_rate, self._dense_bytes / self._weight_bandwidth)
+        attention = max(
+            load.pairs * self._flops_per_pair / self._attention_rate,
+            (load.kv_read * self._kv_per_token + 2 * load.sequences * self._state_bytes) / self._kv_bandwidth,
         )
-        memory = (self._dense_bytes + load.kv_read * self._kv_per_token) / (tp * self._bandwidth)
-        return max(compute, memory)
+        return (gemms + attention) / tp + self._floor
 
     def _expert_seconds(self, tokens: int) -> float:
         """The MoE layers for the group's ``tokens`` (on the MoE group's GPUs)."""
         if tokens <= 0 or not self._expert_bytes:
             return 0.0
-        gpus = self.dep.moe_group
-        compute = tokens * self._expert_flops_per_token / (gpus * self._compute_rate)
         touched = self._expert_bytes * (1.0 - (1.0 - self._expert_hit) ** tokens)
-        memory = touched / (gpus * self._bandwidth)
-        seconds = max(compute, memory)
+        seconds = max(tokens * self._expert_flops_per_token / self._moe_rate, touched / self._moe_bandwidth)
+        seconds = seconds / self.dep.moe_group + self._moe_layers * MOE_FLOOR_S
         return seconds * 1.1 if self.dep.moe_ep > 1 else seconds  # expert load imbalance
 
     def group_step_seconds(self, loads: List[StepLoad]) -> float:
@@ -254,7 +309,11 @@ class PerfModel:
         seconds += self.comm_seconds(busiest.tokens, group_tokens)
         if self.dep.spec_tokens and any(load.decoding for load in loads):
             seconds += self.dep.spec_tokens * self._draft_per_token
-        return seconds + self._overhead + max(load.sequences for load in loads) * self._per_seq
+        # The host sets up each new request within the step; the front end streaming every sequence's
+        # tokens works beside the GPU in its own process, so a step lasts as long as the slower of the two.
+        host = self._overhead + max(load.admitted for load in loads) * self._per_request
+        front = max(load.sequences for load in loads) * self._per_token
+        return max(seconds + host, front)
 
     def step_seconds(
         self, tokens: int, attended_pairs: float, kv_read_tokens: float, sequences: int, decoding: int = 0

@@ -8,8 +8,9 @@ import pytest
 from perflab.sim.deployment import Knobs, resolve_deployment
 from perflab.sim.failures import EngineFailure
 from perflab.sim.hardware import find_accelerator
-from perflab.sim.offline import RequestSpec, RequestTiming, simulate
+from perflab.sim.offline import RequestSpec, simulate
 from perflab.sim.perfmodel import PerfModel, StepLoad, plan_memory, weight_split
+from tests.sim.overlap import peak_running
 
 MOE = "Qwen/Qwen3-30B-A3B"
 
@@ -19,15 +20,6 @@ def _deployment(model: str = MOE, engine: str = "vllm", **knobs: object):
     for name, value in knobs.items():
         setattr(values, name, value)
     return resolve_deployment(engine, values, find_accelerator("H100"))
-
-
-def _peak_running(timings: list[RequestTiming]) -> int:
-    edges = sorted([(t.queue, 1) for t in timings] + [(t.e2el, -1) for t in timings])
-    running = peak = 0
-    for _, step in edges:
-        running += step
-        peak = max(peak, running)
-    return peak
 
 
 def test_vllm_data_parallel_ranks_share_the_experts_of_a_moe_model_only():
@@ -64,8 +56,8 @@ def test_each_attention_rank_runs_its_own_batch():
     burst = [RequestSpec(0.0, 256, 32) for _ in range(64)]
     tensor_parallel, _ = simulate(_deployment(tp=2, max_num_seqs=8), burst)
     attention_dp, _ = simulate(_deployment(dp=2, max_num_seqs=8), burst)
-    assert _peak_running(tensor_parallel) == 8
-    assert _peak_running(attention_dp) == 16
+    assert peak_running(tensor_parallel) == 8
+    assert peak_running(attention_dp) == 16
 
 
 def test_ranks_step_in_lockstep_and_the_experts_see_every_ranks_tokens():
