@@ -289,7 +289,7 @@ class PerfModel:
         )
         return (gemms + attention) / tp + self._floor
 
-    def _expert_seconds(self, tokens: int) -> float:
+    def expert_seconds(self, tokens: int) -> float:
         """The MoE layers for the group's ``tokens`` (on the MoE group's GPUs)."""
         if tokens <= 0 or not self._expert_bytes:
             return 0.0
@@ -305,7 +305,7 @@ class PerfModel:
         if busiest.tokens <= 0:
             return 0.0
         group_tokens = sum(load.tokens for load in loads)
-        seconds = max(self._dense_seconds(load) for load in loads) + self._expert_seconds(group_tokens)
+        seconds = max(self._dense_seconds(load) for load in loads) + self.expert_seconds(group_tokens)
         seconds += self.comm_seconds(busiest.tokens, group_tokens)
         if self.dep.spec_tokens and any(load.decoding for load in loads):
             seconds += self.dep.spec_tokens * self._draft_per_token

@@ -140,7 +140,9 @@ class EngineProfile:
 
 
 PROFILES: Dict[str, EngineProfile] = {
-    "vllm": EngineProfile("vllm", 1.0, 0.5, 8.0, 16, _VLLM_BACKENDS, "0.11.0", _VLLM_OTHER_BACKENDS),
+    "vllm": EngineProfile(
+        "vllm", 1.0, 0.5, 80.0, 16, _VLLM_BACKENDS, "0.11.0", _VLLM_OTHER_BACKENDS, request_overhead_ms=6.0
+    ),
     "sglang": EngineProfile(
         "sglang",
         1.2,
