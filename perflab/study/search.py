@@ -33,12 +33,13 @@ from typing import Any, Literal
 
 import optuna
 from optuna.pruners import PercentilePruner
-from optuna.samplers import NSGAIISampler, TPESampler
+from optuna.samplers import NSGAIISampler
 from optuna.trial import TrialState, create_trial
 
 from perflab.engines.config import EngineConfig
 from perflab.study.decide import verdict
 from perflab.study.noise import StudySpread
+from perflab.study.search_sampler import MEASURED, ConstrainedGPSampler
 from perflab.study.search_space import LATENCY_OBJECTIVES, MAX_SEED, SearchSpec
 from perflab.study.types import Rules
 from perflab.study.verdict import Verdict
@@ -183,18 +184,19 @@ def with_outcomes(trials: Sequence[Trial], observations: Mapping[str, Observatio
 def _sampler(spec: SearchSpec, objectives: int, seed: int) -> optuna.samplers.BaseSampler:
     """TPE for one objective, NSGA-II for two; both read each trial's ``constraints`` (Optuna 5)."""
     if objectives == 1:
-        return TPESampler(seed=seed, n_startup_trials=spec.startup_trials, multivariate=True)
+        return ConstrainedGPSampler(spec.distributions(), seed=seed, startup=spec.startup_trials)
     return NSGAIISampler(seed=seed, population_size=max(4, spec.startup_trials))
 
 
 def _told(trial: Trial, spec: SearchSpec, worst: list[float]) -> optuna.trial.FrozenTrial | None:
     """The trial as the sampler sees it; None for one it must not be told (pending, unmeasured)."""
     distributions = spec.distributions()
-    params = {name: trial.params[name] for name in distributions if name in trial.params}
+    sampled = spec.to_sampler(dict(trial.params))
+    params = {name: sampled[name] for name in distributions if name in sampled}
     judged = trial.screening is not None and trial.screening_short is None
     intermediate = {0: trial.screening} if judged else None
     infeasible = trial.status == "infeasible"
-    violation = 1.0 if infeasible else max(0.0, trial.violation)
+    violation = (trial.violation if trial.violation > 0 else 1.0) if infeasible else max(0.0, trial.violation)
     if trial.status == "pruned":
         return create_trial(
             state=TrialState.PRUNED,
@@ -207,6 +209,7 @@ def _told(trial: Trial, spec: SearchSpec, worst: list[float]) -> optuna.trial.Fr
         return create_trial(
             values=list(worst) if infeasible else list(trial.values),
             params=params,
+            user_attrs={MEASURED: not infeasible},
             distributions=distributions,
             intermediate_values=intermediate,
             constraints={"violation": violation},
@@ -322,7 +325,7 @@ def step(
             return SearchStep(tuple(trials), reason)
         study = rebuild(spec, objectives, trials)
         asked = study.ask(spec.distributions())
-        params = dict(asked.params)
+        params = spec.from_sampler(dict(asked.params))
         number = len(trials)
         try:
             config = build(params)
@@ -364,7 +367,8 @@ def promising(spec: SearchSpec, objectives: Sequence[str], trials: Sequence[Tria
     ]
     study = rebuild(spec, objectives, earlier)
     distributions = spec.distributions()
-    params = {name: candidate.params[name] for name in distributions if name in candidate.params}
+    sampled = spec.to_sampler(dict(candidate.params))
+    params = {name: sampled[name] for name in distributions if name in sampled}
     running = create_trial(
         state=TrialState.RUNNING,
         params=params,
