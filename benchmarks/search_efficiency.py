@@ -3,13 +3,17 @@
 Each **space** is a grid of vLLM configurations (max-num-seqs × max-num-batched-tokens × parallelism
 layouts, replicas filling the node) of one model on one simulated node. Every cell is measured by the
 offline simulator (:func:`perflab.sim.offline.simulate`: the simulated engine's own scheduler and
-performance model on a virtual clock) on a burst of prompts — the full tuning profile, and its first
-quarter for the screening — giving its total token throughput and mean TPOT, or the engine's failure
-(out of memory, a kernel it cannot run). Those figures are the truth; a **launch** measures them through
+performance model on a virtual clock, through :func:`perflab.study.predictions.simulator_predictor`)
+on a burst of prompts, giving its total token throughput and mean TPOT, or the engine's failure (out
+of memory, a kernel it cannot run). Those figures are the truth; a **launch** measures them through
 the simulated hosts' seeded noise model (:class:`perflab.sim.noise.NoiseModel`): with noise on, a
 launch factor (CV 2 %) and a run factor (CV 1 %) per run divide every step's duration, which for a
 burst multiplies the throughput and divides the TPOT by the same factor. So the truth and the
-measurements come from the same code, whatever its constants are.
+measurements come from the same code, whatever its constants are. A screening measures the same
+figures on a quarter of the prompts: its run factor's CV is doubled (a quarter of the requests). (A
+quarter of a burst would measure its ramp instead — a TP1 × 8 node sends each replica 16 requests —
+and rank layouts by replica count; a tuning profile at a fixed concurrency, as studies run them,
+reaches its steady state in a screening too.)
 
 A space with an SLO bounds the mean TPOT: the limit is placed in the widest gap between the cells'
 TPOTs that leaves 5–15 % of the cells feasible (a cell within the noise of the limit would make "the
@@ -52,16 +56,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from perflab.engines.config import EngineConfig  # noqa: E402
-from perflab.sim.deployment import Knobs, resolve_deployment  # noqa: E402
-from perflab.sim.failures import EngineFailure  # noqa: E402
-from perflab.sim.hardware import find_accelerator  # noqa: E402
 from perflab.sim.noise import NoiseModel  # noqa: E402
-from perflab.sim.offline import RequestSpec, simulate  # noqa: E402
-from perflab.sim.perfmodel import plan_memory  # noqa: E402
 from perflab.study.budget import fill_budget  # noqa: E402
 from perflab.study.configs import build_config  # noqa: E402
 from perflab.study.finalists import FinalPick, final_pick  # noqa: E402
 from perflab.study.noise import study_spread  # noqa: E402
+from perflab.study.predictions import Prediction, Predictor, cached, simulator_predictor  # noqa: E402
 from perflab.study.search import Observation, Trial, promising, step, with_outcomes  # noqa: E402
 from perflab.study.search_space import SearchSpec, layout_label  # noqa: E402
 from perflab.study.search_stage import slo_violation  # noqa: E402
@@ -76,6 +76,10 @@ INPUT_TOKENS, OUTPUT_TOKENS = 1024, 256
 SCREENING = 0.25
 LAUNCH_CV_PCT, RUN_CV_PCT = 2.0, 1.0
 FEASIBLE_SHARE = (0.05, 0.15)
+# The imperfect predictor's error: each cell's predicted throughput and TPOT are the truth times a
+# log-normal factor with this CV, drawn once per cell (AIConfigurator's median errors against the seeds
+# were 8 % and 14 %).
+PREDICTOR_ERROR_CV = 0.15
 
 
 @dataclass(frozen=True)
@@ -135,37 +139,22 @@ class Figures:
 class Cell:
     config: EngineConfig
     full: Figures | None  # None: the engine fails to start it
-    screening: Figures | None
 
 
-def run_figures(config: EngineConfig, space: Space, prompts: int) -> Figures:
-    """The node's throughput and mean TPOT on a burst of ``prompts`` (split among the replicas)."""
-    knobs = Knobs(config.model)
-    knobs.tp, knobs.ep = config.tp, config.ep
-    knobs.max_num_seqs = config.max_num_seqs
-    knobs.max_num_batched_tokens = config.max_num_batched_tokens
-    knobs.max_model_len = config.max_model_len
-    deployment = resolve_deployment("vllm", knobs, find_accelerator(space.accelerator))
-    plan = plan_memory(deployment)
-    each = max(1, prompts // config.replicas)
-    timings, _ = simulate(
-        deployment, [RequestSpec(0.0, INPUT_TOKENS, OUTPUT_TOKENS) for _ in range(each)], plan
-    )
-    seconds = max(timing.e2el for timing in timings)
-    tpot = statistics.fmean(timing.tpot for timing in timings) * 1000.0
-    return Figures(each * (INPUT_TOKENS + OUTPUT_TOKENS) / seconds * config.replicas, tpot)
+def run_figures(config: EngineConfig, space: Space, prompts: int) -> Figures | None:
+    """The node's throughput and mean TPOT on a burst of ``prompts`` (split among the replicas), from
+    perflab's simulator as a predictor would have it; None where the engine fails to start."""
+    found = simulator_predictor(space.accelerator, INPUT_TOKENS, OUTPUT_TOKENS, prompts)(config)
+    if found is None or found.infeasible is not None:
+        return None
+    return Figures(found.values["total_token_throughput"], found.values[TPOT])
 
 
 def grid(space: Space) -> dict[str, Cell]:
     cells: dict[str, Cell] = {}
     for params in space.points():
         config = space.build(params)
-        try:
-            full = run_figures(config, space, space.prompts)
-            screening = run_figures(config, space, max(1, int(space.prompts * SCREENING)))
-        except EngineFailure:
-            full = screening = None
-        cells[config.fingerprint()] = Cell(config, full, screening)
+        cells[config.fingerprint()] = Cell(config, run_figures(config, space, space.prompts))
     return cells
 
 
@@ -198,6 +187,7 @@ class Bench:
 
     cells: Mapping[str, Cell]
     noise: NoiseModel
+    screening_noise: NoiseModel
     launches: int = 0
     samples: dict[str, list[Figures]] = field(default_factory=dict)
 
@@ -208,7 +198,7 @@ class Bench:
         cell = self.cells[fingerprint]
         if cell.full is None:
             return None, None
-        screened = cell.screening.launched(self.noise.speed(launch, 0)) if screening else None
+        screened = cell.full.launched(self.screening_noise.speed(launch, 0)) if screening else None
         return screened, cell.full.launched(self.noise.speed(launch, 1))
 
     def measured(self, fingerprint: str, figures: Figures) -> None:
@@ -274,14 +264,42 @@ def _reference(bench: Bench, fingerprint: str, slos: Mapping[str, float]) -> Mea
     )
 
 
+def imperfect_predictor(cells: Mapping[str, Cell], seed: int) -> Predictor:
+    """A predictor off by :data:`PREDICTOR_ERROR_CV` per cell (and right about which cells start)."""
+
+    def predict(config: EngineConfig) -> Prediction | None:
+        cell = cells.get(config.fingerprint())
+        if cell is None:
+            return None
+        if cell.full is None:
+            return Prediction(infeasible="out of memory", source="the benchmark's predictor")
+        rng = random.Random(f"{seed}:{config.fingerprint()}")
+        sigma = math.sqrt(math.log(1.0 + PREDICTOR_ERROR_CV**2))
+        throughput, tpot = (math.exp(rng.gauss(0.0, sigma)) for _ in range(2))
+        values = {OBJECTIVES[0]: cell.full.throughput * throughput, TPOT: cell.full.tpot_ms * tpot}
+        return Prediction(values, source="the benchmark's predictor")
+
+    return cached(predict)
+
+
 def search_once(
-    space: Space, cells: Mapping[str, Cell], slos: Mapping[str, float], seed: int, noisy: bool
+    space: Space,
+    cells: Mapping[str, Cell],
+    slos: Mapping[str, float],
+    seed: int,
+    noisy: bool,
+    predicted: bool = False,
 ) -> tuple[FinalPick, Bench, list[Trial], str]:
-    """One seeded search on ``space``: its final pick, the bench, the trials and the baseline's
-    fingerprint."""
+    """One seeded search on ``space`` (seeded and pre-screened by :func:`imperfect_predictor` when
+    ``predicted``): its final pick, the bench, the trials and the baseline's fingerprint."""
+    predict = imperfect_predictor(cells, seed) if predicted else None
     spec = space.search(seed)
     cvs = (RUN_CV_PCT, LAUNCH_CV_PCT) if noisy else (0.0, 0.0)
-    bench = Bench(cells, NoiseModel(run_cv_pct=cvs[0], launch_cv_pct=cvs[1], seed=seed))
+    bench = Bench(
+        cells,
+        NoiseModel(run_cv_pct=cvs[0], launch_cv_pct=cvs[1], seed=seed),
+        NoiseModel(run_cv_pct=2.0 * cvs[0], launch_cv_pct=cvs[1], seed=seed),
+    )
     baseline = baseline_point(space, cells).fingerprint()
     for _ in range(2):
         bench.measured(baseline, bench.launch(baseline, False)[1])
@@ -289,7 +307,9 @@ def search_once(
     trials: list[Trial] = []
     while True:
         trials = with_outcomes(trials, seen)
-        result = step(spec, OBJECTIVES, trials, space.build, min_gain_pct=MIN_GAIN * 100)
+        result = step(
+            spec, OBJECTIVES, trials, space.build, min_gain_pct=MIN_GAIN * 100, predict=predict, slos=slos
+        )
         trials = list(result.trials)
         if result.stop:
             break
@@ -335,7 +355,15 @@ def judge_outcome(space, cells, slos, optimum, pick, bench, trials, baseline) ->
     )
 
 
-def run_space(space: Space, trials: int, noise_settings: Sequence[bool]) -> list[dict[str, Any]]:
+# (launch noise, predictions) settings each space is searched under.
+PLAIN = ((False, False), (True, False))
+WITH_PREDICTIONS = (*PLAIN, (True, True))
+
+
+def run_space(
+    space: Space, trials: int, settings: Sequence[tuple[bool, bool]] = PLAIN
+) -> list[dict[str, Any]]:
+    """Every setting's ``trials`` seeded searches on ``space``: one JSON line each."""
     started = time.monotonic()
     cells = grid(space)
     slos = {TPOT: tpot_limit(cells)} if space.slo else {}
@@ -346,14 +374,15 @@ def run_space(space: Space, trials: int, noise_settings: Sequence[bool]) -> list
     ]
     optimum = max(cell.full.throughput for cell in feasible)
     lines = []
-    for noisy in noise_settings:
+    for noisy, predicted in settings:
         outcomes = []
         for seed in range(trials):
-            pick, bench, found_trials, baseline = search_once(space, cells, slos, seed, noisy)
+            pick, bench, found_trials, baseline = search_once(space, cells, slos, seed, noisy, predicted)
             outcomes.append(judge_outcome(space, cells, slos, optimum, pick, bench, found_trials, baseline))
         line = {
             "space": space.name,
             "noise": "on" if noisy else "off",
+            "predictions": f"off by {PREDICTOR_ERROR_CV:.0%} per cell" if predicted else None,
             "model": space.model,
             "node": f"{space.gpus} x {space.accelerator}",
             "cells": len(cells),
@@ -380,7 +409,7 @@ def null_rate(trials: int) -> dict[str, Any]:
     recommended change is false."""
     space = TIGHT
     flat = Figures(10_000.0, 10.0)
-    cells = {space.build(p).fingerprint(): Cell(space.build(p), flat, flat) for p in space.points()}
+    cells = {space.build(p).fingerprint(): Cell(space.build(p), flat) for p in space.points()}
     changed = launches = 0
     for seed in range(trials):
         pick, bench, found_trials, baseline = search_once(space, cells, {}, seed, True)
@@ -528,8 +557,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.smoke:
         small = replace(TIGHT, name="tight-tpot-small", prompts=64)
-        lines = run_space(small, 2, (False, True))
-        null = null_rate(2)
+        lines = run_space(small, 2, ((False, False), (True, False), (True, True)))
+        null = null_rate(1)
         summary = {
             "smoke": True,
             "tight_slo_within_2pct_rate": lines[0]["within_2pct_rate"],
@@ -539,13 +568,17 @@ def main() -> None:
         print(json.dumps(summary))
         return
     spaces = [TIGHT, LLAMA_70B, MOE, MOE_TIGHT, *(made_space(index) for index in range(args.made))]
-    lines = [line for space in spaces for line in run_space(space, args.trials, (False, True))]
+    lines = [
+        line
+        for space in spaces
+        for line in run_space(space, args.trials, WITH_PREDICTIONS if space.slo else PLAIN)
+    ]
     llama_cells = grid(LLAMA_70B)
     greedy_value, greedy_launches = greedy(LLAMA_70B, llama_cells)
     optimum = max(cell.full.throughput for cell in llama_cells.values() if cell.full is not None)
     null = null_rate(max(args.trials * 4, 20))
-    constrained = [line for line in lines if line["tpot_limit_ms"] is not None]
-    by = {(line["space"], line["noise"]): line for line in lines}
+    constrained = [line for line in lines if line["tpot_limit_ms"] is not None and not line["predictions"]]
+    by = {(line["space"], line["noise"]): line for line in lines if line["predictions"] is None}
     summary = {
         "trials": args.trials,
         "tight_slo_within_2pct_rate": by[("tight-tpot", "off")]["within_2pct_rate"],

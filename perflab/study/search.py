@@ -35,7 +35,8 @@ from optuna.samplers import NSGAIISampler
 from optuna.trial import TrialState, create_trial
 
 from perflab.engines.config import EngineConfig
-from perflab.study.search_sampler import MEASURED, ConstrainedGPSampler
+from perflab.study.predictions import Prediction, Predictor
+from perflab.study.search_sampler import MEASURED, ConstrainedGPSampler, space_points
 from perflab.study.search_space import LATENCY_OBJECTIVES, MAX_SEED, SearchSpec
 
 TrialStatus = Literal["pending", "screened", "complete", "pruned", "infeasible", "unmeasured"]
@@ -58,7 +59,8 @@ class Trial:
     the full profile's objective values (means over its launches), ``samples`` every measurement of the
     first objective (re-measurements for the final pick included), ``violation`` how far the worst SLO
     is exceeded (> 0: infeasible). ``screening_short`` says why the screening result is too short to
-    judge (it is shown, but prunes nothing and is told to no pruner).
+    judge (it is shown, but prunes nothing and is told to no pruner). ``prescreened`` is why a
+    prediction kept it from being launched (:mod:`perflab.study.predictions`).
     """
 
     number: int
@@ -76,10 +78,11 @@ class Trial:
     batch: int | None = None
     note: str | None = None
     screening_short: str | None = None
+    prescreened: str | None = None
 
     @property
     def launched(self) -> bool:
-        return self.refused is None and self.repeat_of is None and not self.earlier
+        return self.refused is None and self.repeat_of is None and not self.earlier and not self.prescreened
 
     @property
     def point(self) -> tuple[tuple[str, Any], ...]:
@@ -95,6 +98,7 @@ class Trial:
             "refused": self.refused,
             "repeat_of": self.repeat_of,
             "earlier": self.earlier,
+            "prescreened": self.prescreened,
         }
 
 
@@ -133,8 +137,8 @@ def with_outcomes(trials: Sequence[Trial], observations: Mapping[str, Observatio
     configuration's observation, a repeat's from the trial it repeats, a refused one infeasible."""
     done: dict[int, Trial] = {}
     for trial in trials:
-        if trial.refused is not None:
-            trial = replace(trial, status="infeasible", note=trial.refused)
+        if trial.refused is not None or trial.prescreened is not None:
+            trial = replace(trial, status="infeasible", note=trial.refused or trial.prescreened)
         elif trial.repeat_of is not None and trial.repeat_of in done:
             earlier = done[trial.repeat_of]
             trial = replace(
@@ -291,6 +295,8 @@ def step(
     min_gain_pct: float = 1.0,
     propose: bool = True,
     earlier: Mapping[str, Observation] | None = None,
+    predict: Predictor | None = None,
+    slos: Mapping[str, float] | None = None,
 ) -> SearchStep:
     """Propose the next configuration once every launched trial has its outcome (with ``propose``
     false, only say whether the search has stopped).
@@ -299,8 +305,10 @@ def step(
     for one that cannot be launched (told as infeasible). ``earlier`` holds what configurations
     measured before the search showed, by fingerprint. Trials must carry their outcomes
     (:func:`with_outcomes`). The loop is bounded: each proposal that launches nothing brings a stop
-    (:func:`stop_reason`) closer."""
+    (:func:`stop_reason`) closer. With ``predict``, predictions seed the first proposals and pre-screen
+    the others under ``slos`` (:mod:`perflab.study.predictions`)."""
     earlier = earlier or {}
+    predicted = _predicted(spec, build, predict) if predict is not None else {}
     trials = list(trials)
     if any(trial.status in ("pending", "screened") for trial in trials):
         return SearchStep(tuple(trials))
@@ -310,9 +318,17 @@ def step(
         if reason is not None or not propose:
             return SearchStep(tuple(trials), reason)
         study = rebuild(spec, objectives, trials)
+        seed = _best_predicted(spec, objectives, trials, predicted, slos or {})
+        if seed is not None:
+            study.enqueue_trial(spec.to_sampler(seed))
         asked = study.ask(spec.distributions())
         params = spec.from_sampler(dict(asked.params))
         number = len(trials)
+        prediction = predicted.get(_point(params))
+        why = prediction.prescreen(slos or {}) if prediction is not None and seed is None else None
+        if why is not None:
+            trials.append(Trial(number, params, None, prescreened=why, status="infeasible", note=why))
+            continue
         try:
             config = build(params)
         except ValueError as error:
@@ -334,6 +350,52 @@ def step(
         )
         trials.append(proposal)
         return SearchStep(tuple(trials))
+
+
+def _point(params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted(params.items()))
+
+
+def _predicted(
+    spec: SearchSpec, build: Callable[[dict[str, Any]], EngineConfig], predict: Predictor
+) -> dict[tuple[tuple[str, Any], ...], Prediction]:
+    """The predictor's figures for each buildable point of the space it covers."""
+    found = {}
+    for sampled in space_points(spec.distributions(), spec.seed):
+        params = spec.from_sampler(sampled)
+        try:
+            config = build(params)
+        except ValueError:
+            continue
+        prediction = predict(config)
+        if prediction is not None:
+            found[_point(params)] = prediction
+    return found
+
+
+def _best_predicted(
+    spec: SearchSpec,
+    objectives: Sequence[str],
+    trials: Sequence[Trial],
+    predicted: Mapping[tuple[tuple[str, Any], ...], Prediction],
+    slos: Mapping[str, float],
+) -> dict[str, Any] | None:
+    """The untried point with the best predicted objective among those predicted to meet the SLOs,
+    while fewer than ``startup_trials`` configurations were launched; None after, or without one."""
+    if sum(1 for trial in trials if trial.launched) >= spec.startup_trials:
+        return None
+    tried = {trial.point for trial in trials}
+    name = objectives[0]
+    sign = -1.0 if directions(objectives)[0] == "minimize" else 1.0
+    ranked = sorted(
+        (
+            (-sign * prediction.values[name], point)
+            for point, prediction in predicted.items()
+            if point not in tried and name in prediction.values and prediction.meets(slos)
+        ),
+        key=lambda item: (item[0], repr(item[1])),
+    )
+    return dict(ranked[0][1]) if ranked else None
 
 
 def promising(spec: SearchSpec, objectives: Sequence[str], trials: Sequence[Trial], number: int) -> bool:

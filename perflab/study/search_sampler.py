@@ -65,8 +65,10 @@ def _coordinates(distributions: dict[str, BaseDistribution], params: dict[str, A
     return found
 
 
-def _points(distributions: dict[str, BaseDistribution], rng: np.random.Generator) -> list[dict[str, Any]]:
-    """Every point of the space, or :data:`MAX_POINTS` of them drawn at random when it is larger."""
+def space_points(distributions: dict[str, BaseDistribution], seed: int) -> list[dict[str, Any]]:
+    """Every point of the space (as the sampler sees it), or :data:`MAX_POINTS` of them drawn at random
+    from ``seed`` when it is larger."""
+    rng = np.random.default_rng(seed)
     axes: list[list[Any]] = []
     for distribution in distributions.values():
         if isinstance(distribution, IntDistribution):
@@ -175,7 +177,7 @@ class ConstrainedGPSampler(BaseSampler):
         tried = {tuple(sorted(trial.params.items())) for trial in told}
         points = [
             point
-            for point in _points(distributions, np.random.default_rng(self._seed))
+            for point in space_points(distributions, self._seed)
             if tuple(sorted(point.items())) not in tried
         ]
         if not points:

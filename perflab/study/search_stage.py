@@ -279,6 +279,8 @@ def _search_step(
         min_gain_pct=min_gain_pct,
         propose=stage.propose,
         earlier={fp: seen for fp, seen in runs.observations.items() if fp in stage.earlier},
+        predict=stage.evidence.predict,
+        slos=stage.evidence.slos,
     )
     trials = list(result.trials)
     for trial in trials:
