@@ -26,7 +26,8 @@ rule keeps the chance that the stage keeps any configuration whose true gain ove
 most the minimum gain within the one-sided α = (1 − confidence) / 2 (2.5 % at 95 %) — however many
 trials the search made. The spread the verdicts use is the study's (pooled over every configuration
 measured on two launches or more, the finalists' included), or the search's ``noise_cv_pct`` when the
-spec states one. When the reference breaks an SLO, every feasible finalist beats it
+spec states one; a search that states ``noise_cv_pct: 0`` (launches that measure without noise) judges
+its finalists on all their launches and needs no confirmation launch. When the reference breaks an SLO, every feasible finalist beats it
 (:func:`perflab.study.decide.feasibility`) and only step 3 remains.
 
 Pure: every advance calls it again with all the launches so far.
@@ -81,9 +82,11 @@ class FinalPick:
         return bool(self.remeasure) or self.reference_again
 
 
-def confirmations(trial: Trial) -> tuple[float, ...]:
-    """A finalist's launches after the one that measured it during the search."""
-    return tuple(trial.samples[1:])
+def confirmations(trial: Trial, spec: SearchSpec) -> tuple[float, ...]:
+    """A finalist's launches after the one that measured it during the search (all of them when the
+    search states that its launches measure without noise, ``noise_cv_pct: 0``: a launch that cannot
+    come out high selects nothing by chance)."""
+    return tuple(trial.samples if spec.noise_cv_pct == 0 else trial.samples[1:])
 
 
 def pick_rules(spec: SearchSpec, rules: Rules, higher: bool) -> Rules:
@@ -121,7 +124,7 @@ def finalists(trials: Sequence[Trial], objectives: Sequence[str]) -> list[Trial]
 
 
 def _against_reference(
-    chosen: Sequence[Trial], reference: Measurement, label: str, rules: Rules
+    chosen: Sequence[Trial], reference: Measurement, label: str, rules: Rules, spec: SearchSpec
 ) -> dict[int, Decision]:
     """Each finalist's decision against the reference on its confirmation launches, α shared by Holm's
     step-down rule (a kept finalist passes its share on; judged again until no more is kept)."""
@@ -132,7 +135,7 @@ def _against_reference(
     while True:
         share = holm_shares(kept, len(chosen))
         found = {
-            trial.number: decide(confirmations(trial), reference.samples, rules, alpha_share=share)
+            trial.number: decide(confirmations(trial, spec), reference.samples, rules, alpha_share=share)
             for trial in chosen
         }
         now = sum(1 for decision in found.values() if decision.outcome == "better")
@@ -164,7 +167,9 @@ def _separate(
             reasons.append(f"better than trial {other.number}: {judged.text()}")
             continue
         remaining = [
-            trial.number for trial in (leader, other) if len(confirmations(trial)) < spec.max_measurements
+            trial.number
+            for trial in (leader, other)
+            if len(confirmations(trial, spec)) < spec.max_measurements
         ]
         close = judged.outcome == "undecided" or (judged.outcome == "within_noise" and not resolved)
         if remaining and close:
@@ -200,7 +205,7 @@ def final_pick(
     numbers = tuple(trial.number for trial in chosen)
     if not chosen:
         return FinalPick(None, reason="no configuration of the space was feasible", front=front)
-    unconfirmed = tuple(trial.number for trial in chosen if not confirmations(trial))
+    unconfirmed = tuple(trial.number for trial in chosen if not confirmations(trial, spec))
     if unconfirmed:
         listed = ", ".join(f"#{number}" for number in numbers)
         return FinalPick(
@@ -211,7 +216,7 @@ def final_pick(
             front=front,
         )
     rules = pick_rules(spec, rules, directions(objectives)[0] == "maximize")
-    kept = _against_reference(chosen, reference, reference_label, rules)
+    kept = _against_reference(chosen, reference, reference_label, rules, spec)
     undecided = [trial for trial in chosen if kept[trial.number].outcome == "undecided"]
     if undecided:
         most = max(len(trial.samples) for trial in undecided)

@@ -354,7 +354,7 @@ def _decided(
             note = f"{pick.reason}; {kept.gain} over {best.label} on its confirmation launches"
             decided.append(replace(candidate, decision="winner", note=note, verdict=kept.verdict))
         elif decision is not None and decision.outcome == "better":
-            note = f"a finalist, {decision.gain} over {best.label}, but not the pick ({pick.reason})"
+            note = f"a finalist, {decision.gain} over {best.label}; trial {chosen.position} is the pick"
             decided.append(replace(candidate, decision="not_better", note=note, verdict=decision.verdict))
         elif decision is not None:
             note = f"a finalist, not kept over {best.label}: {decision.note}"
