@@ -36,6 +36,7 @@ from optuna.samplers import BaseSampler, RandomSampler
 from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 from scipy import optimize, stats
+from threadpoolctl import ThreadpoolController
 
 # A trial's user attribute: whether its objective value was measured (an infeasible trial is told a
 # stand-in value that the objective's model must not learn from).
@@ -47,6 +48,7 @@ MAX_POINTS = 4096
 LENGTH_BOUNDS = (math.log(0.05), math.log(20.0))
 NOISE_BOUNDS = (math.log(1e-6), math.log(0.5))
 _ROOT_FIVE = math.sqrt(5.0)
+_THREADS = ThreadpoolController()
 
 
 def _coordinates(distributions: dict[str, BaseDistribution], params: dict[str, Any]) -> list[float]:
@@ -102,7 +104,10 @@ class _Process:
         self.groups = groups
         start = np.array([0.0] * len(groups) + [math.log(1e-3)])
         bounds = [LENGTH_BOUNDS] * len(groups) + [NOISE_BOUNDS]
-        fitted = optimize.minimize(self._negative_likelihood, start, method="L-BFGS-B", bounds=bounds)
+        # one BLAS thread: OpenBLAS otherwise starts threads for each of L-BFGS-B's many tiny steps, which
+        # on a busy machine cost far more than the arithmetic (scipy/scipy#22438)
+        with _THREADS.limit(limits=1, user_api="blas"):
+            fitted = optimize.minimize(self._negative_likelihood, start, method="L-BFGS-B", bounds=bounds)
         self._set(fitted.x if np.all(np.isfinite(fitted.x)) else start)
 
     def _lengths(self, theta: np.ndarray) -> np.ndarray:
