@@ -27,8 +27,9 @@ most the minimum gain within the one-sided α = (1 − confidence) / 2 (2.5 % at
 trials the search made. The spread the verdicts use is the study's (pooled over every configuration
 measured on two launches or more, the finalists' included), or the search's ``noise_cv_pct`` when the
 spec states one; a search that states ``noise_cv_pct: 0`` (launches that measure without noise) judges
-its finalists on all their launches and needs no confirmation launch. When the reference breaks an SLO, every feasible finalist beats it
-(:func:`perflab.study.decide.feasibility`) and only step 3 remains.
+its finalists on all their launches and needs no confirmation launch. When the reference breaks an
+SLO, every feasible finalist beats it (:func:`perflab.study.decide.feasibility`) and only step 3
+remains.
 
 Pure: every advance calls it again with all the launches so far.
 """

@@ -15,9 +15,10 @@ each with a Gaussian process (Matérn 5/2 kernel with one length scale per knob,
 marginal likelihood with SciPy's L-BFGS-B; Rasmussen & Williams 2006, ch. 2 and 5), and proposes the
 untried point of the space with the largest **expected improvement times the probability of
 feasibility** (Gardner et al., *Bayesian optimization with inequality constraints*, ICML 2014; Schonlau,
-Welch & Jones 1998); while nothing feasible has been measured, the point most likely to be feasible.
-Knobs enter as coordinates in [0, 1]: an integer or ordered knob by its position (a log range on its
-logarithm), a categorical one as one-hot coordinates. The first ``startup`` trials are drawn at random.
+Welch & Jones 1998); while nothing feasible has been measured, the point most likely to be feasible
+(a random one while every trial failed alike). Knobs enter as coordinates in [0, 1]: an integer or
+ordered knob by its position (a log range on its logarithm), a categorical one as one-hot
+coordinates. The first ``startup`` trials are drawn at random.
 
 Deterministic: the same told trials and seed give the same proposal, so a search rebuilt from its
 stored trials proposes what an uninterrupted one would have.
@@ -190,6 +191,8 @@ class ConstrainedGPSampler(BaseSampler):
         grid = np.array([_coordinates(distributions, point) for point in points])
         sign = 1.0 if direction == StudyDirection.MAXIMIZE else -1.0
         feasibility = self._feasibility(told, grid, groups)
+        if feasibility is None:
+            return {}  # a random proposal: every trial so far failed alike
         measured = [
             trial for trial in told if trial.user_attrs.get(MEASURED) and trial.values and trial.values[0] > 0
         ]
@@ -214,15 +217,18 @@ class ConstrainedGPSampler(BaseSampler):
             start += width
         return groups
 
-    def _feasibility(self, told: Sequence[FrozenTrial], grid: np.ndarray, groups: list[slice]) -> np.ndarray:
-        """Each point's probability of meeting every constraint (1 where none was ever broken)."""
+    def _feasibility(
+        self, told: Sequence[FrozenTrial], grid: np.ndarray, groups: list[slice]
+    ) -> np.ndarray | None:
+        """Each point's probability of meeting every constraint (1 where none was ever broken); None
+        while every told trial broke them alike (nothing to tell regions apart by)."""
         violations = np.array([_violation(trial) for trial in told])
         if not np.any(violations > 0):
             return np.ones(len(grid))
         x = np.array([_coordinates(self._distributions, trial.params) for trial in told])
         target = np.log1p(np.maximum(violations, -0.99))
         if np.ptp(target) == 0:
-            return np.ones(len(grid)) * 0.5
+            return None
         mean, sd = _Process(x, target, groups).predict(grid)
         return stats.norm.cdf(-mean / sd)
 
