@@ -198,17 +198,47 @@ class SearchSpec(BaseModel):
     # ----- the space as Optuna sees it -------------------------------------------------------------------
 
     def distributions(self) -> dict[str, BaseDistribution]:
-        """One Optuna distribution per knob (and ``parallelism`` over the layouts' labels)."""
+        """One Optuna distribution per knob (and ``parallelism`` over the layouts' labels). A knob whose
+        choices are all numbers is ordered: the sampler sees the position of a value among its sorted
+        choices (an integer), so it knows that 32 lies between 16 and 64."""
         found: dict[str, BaseDistribution] = {}
         for name, values in sorted(self.knobs.items()):
             if isinstance(values, IntRange):
                 found[name] = IntDistribution(values.low, values.high, step=values.step or 1, log=values.log)
+            elif (ordered := _ordered(values)) is not None:
+                found[name] = IntDistribution(0, len(ordered) - 1)
             else:
                 found[name] = CategoricalDistribution(values)
         if self.parallelism:
-            found[PARALLELISM] = CategoricalDistribution(
-                [layout_label(layout) for layout in self.parallelism]
-            )
+            found[PARALLELISM] = IntDistribution(0, len(self.parallelism) - 1)
+        return found
+
+    def _layout_order(self) -> list[str]:
+        """The layouts' labels ordered by accelerators per replica, then expert parallelism."""
+        ordered = sorted(
+            self.parallelism,
+            key=lambda layout: (
+                layout.get("tp", 1) * layout.get("dp", 1),
+                layout.get("ep", 1),
+                layout_label(layout),
+            ),
+        )
+        return [layout_label(layout) for layout in ordered]
+
+    def to_sampler(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A point's parameters as the sampler sees them (an ordered knob's value as its position)."""
+        found = {}
+        for name, value in params.items():
+            ordered = self._layout_order() if name == PARALLELISM else _ordered(self.knobs.get(name))
+            found[name] = ordered.index(value) if ordered is not None and value in ordered else value
+        return found
+
+    def from_sampler(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The inverse of :meth:`to_sampler`: the sampler's point as knob values."""
+        found = {}
+        for name, value in params.items():
+            ordered = self._layout_order() if name == PARALLELISM else _ordered(self.knobs.get(name))
+            found[name] = ordered[value] if ordered is not None else value
         return found
 
     def size(self) -> int:
@@ -235,6 +265,15 @@ class SearchSpec(BaseModel):
             if not isinstance(values, IntRange)
             for value in values
         ]
+
+
+def _ordered(values: Any) -> list[int | float] | None:
+    """A knob's choices sorted, when they are all numbers (not booleans); None otherwise."""
+    if not isinstance(values, tuple) or len(values) < 3:
+        return None
+    if not all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in values):
+        return None
+    return sorted(values)
 
 
 def layout_label(layout: dict[str, Any]) -> str:
