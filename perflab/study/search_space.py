@@ -214,15 +214,9 @@ class SearchSpec(BaseModel):
         return found
 
     def _layout_order(self) -> list[str]:
-        """The layouts' labels ordered by accelerators per replica, then expert parallelism."""
-        ordered = sorted(
-            self.parallelism,
-            key=lambda layout: (
-                layout.get("tp", 1) * layout.get("dp", 1),
-                layout.get("ep", 1),
-                layout_label(layout),
-            ),
-        )
+        """The layouts' labels ordered by accelerators per replica (a split's: its prefill and decode
+        groups together), then expert parallelism."""
+        ordered = sorted(self.parallelism, key=lambda layout: (*_layout_size(layout), layout_label(layout)))
         return [layout_label(layout) for layout in ordered]
 
     def to_sampler(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -274,6 +268,13 @@ def _ordered(values: Any) -> list[int | float] | None:
     if not all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in values):
         return None
     return sorted(values)
+
+
+def _layout_size(layout: dict[str, Any]) -> tuple[int, int]:
+    """A layout's accelerators per replica and expert-parallel size, the order the sampler sees."""
+    if SPLIT in layout:
+        return Disaggregation.model_validate(layout[SPLIT]).gpus, 1
+    return layout.get("tp", 1) * layout.get("dp", 1), layout.get("ep", 1)
 
 
 def layout_label(layout: dict[str, Any]) -> str:

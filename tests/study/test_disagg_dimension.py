@@ -65,8 +65,8 @@ def test_search_layouts_mix_aggregated_and_split() -> None:
             "budget": {"launches": 4},
         }
     )
-    labels = search.distributions()["parallelism"].choices
-    assert labels == ("TP2", "3P1D (P TP2, D TP2)")
+    labels = [search.from_sampler({"parallelism": index})["parallelism"] for index in range(2)]
+    assert labels == ["TP2", "3P1D (P TP2, D TP2)"]  # ordered by accelerators per replica: 2, then 8
     changes = search.changes({"parallelism": "3P1D (P TP2, D TP2)"})
     assert changes["disaggregation"]["prefill"] == {"workers": 3, "tp": 2}
     assert search.changes({"parallelism": "TP2"})["disaggregation"] is None
