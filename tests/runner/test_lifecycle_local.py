@@ -277,3 +277,18 @@ def test_a_host_whose_nvidia_smi_cannot_reach_the_driver_fails_with_the_probes_r
     message = stored.failure_message or ""
     assert "lists no accelerators: nvidia-smi cannot talk to the NVIDIA driver" in message
     assert "found none" not in message
+
+
+def test_a_local_host_too_slow_for_perflabs_commands_is_named_slow_not_a_lost_connection(
+    runs_db: Engine, sim_host: SimHostFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local host has no connection to lose: a bookkeeping command past its limit (here, the scan
+    for leftovers at the run's start, given no time at all) names the host as slow."""
+    host = sim_host("crawling", kind="local")
+    run = _submit(runs_db, host, "short:n=5")
+    monkeypatch.setattr("perflab.remote.process._COMMAND_TIMEOUT_S", 0.001)
+
+    stored = _execute(runs_db, host, run)
+
+    assert stored.status == "failed" and stored.failure_class == "host_slow", stored.failure_message
+    assert stored.failure_message.startswith("host 'crawling' is slow: 'perflab-leftovers' on host")
