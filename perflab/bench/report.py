@@ -221,9 +221,14 @@ def _spec_decode_lines(result: Dict[str, Any]) -> List[str]:
 
 
 def _cache_and_session_lines(result: Dict[str, Any]) -> List[str]:
-    """perflab's "Prefix Cache" and "Sessions" sections (after vLLM's block), when the result has their
-    figures."""
+    """perflab's "Rounds", "Prefix Cache" and "Sessions" sections (after vLLM's block), when the result
+    has their figures."""
     lines: List[str] = []
+    rounds = result.get("rounds")
+    if isinstance(rounds, dict) and rounds.get("count", 1) > 1:
+        lines.append("{s:{c}^{n}}".format(s="Rounds", n=50, c="-"))
+        lines.append(_line(f"Rounds of {rounds['prompts_per_round']} fresh prompts:", rounds["count"]))
+        lines.append(_line("Pauses between rounds (s, left out):", float(rounds["paused_s"])))
     if result.get("prefix_cache_hit_rate") is not None:
         lines.append("{s:{c}^{n}}".format(s="Prefix Cache", n=50, c="-"))
         lines.append(_line("Prefix cache hit rate (%):", float(result["prefix_cache_hit_rate"])))
