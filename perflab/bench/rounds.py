@@ -201,6 +201,12 @@ class MeasuredRounds:
                 records.append(record)
         return records
 
+    def prompts(self) -> List[str]:
+        """The prompt of every measured request, in the order of :meth:`records`."""
+        return [
+            dispatch.prepared.sample.prompt for measured in self.rounds for dispatch in measured.dispatches
+        ]
+
     def summary(self, floor: Floor, per_round: int) -> Dict[str, Any]:
         """The result's ``rounds``: how many were sent and why they stopped, each one's measured time,
         and the pauses between them (left out of every figure)."""

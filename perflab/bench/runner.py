@@ -41,7 +41,9 @@ from perflab.bench.engine_metrics import EngineWindow
 from perflab.bench.errors import BenchError
 from perflab.bench.metrics import compute
 from perflab.bench.options import BenchOptions
+from perflab.bench.prefix_share import own_prefix_share
 from perflab.bench.progress import Progress
+from perflab.bench.records import RequestRecord
 from perflab.bench.report import build_result
 from perflab.bench.rounds import POOL_DATASETS, Floor, MeasuredRounds, round_items, round_seed, round_spec
 from perflab.bench.rxstamp import SOURCE_KERNEL
@@ -313,6 +315,21 @@ async def _next_round(
         return None
 
 
+def _own_prefix_share(
+    ready: Preparation, measured: MeasuredRounds, records: List[RequestRecord], cache_reset: Dict[str, Any]
+) -> Optional[float]:
+    """The most of the prompt tokens the run's own prompts could serve one another from a prefix cache
+    (:mod:`perflab.bench.prefix_share`): the successful requests in the order sent, after the warm-up's
+    prompts unless a cache reset emptied the cache."""
+    earlier = [] if cache_reset.get("done") else [item.sample.prompt for item in ready.warmup]
+    served = [
+        (text, record.input_tokens, record.usage_input_tokens)
+        for text, record in zip(measured.prompts(), records)
+        if record.success
+    ]
+    return own_prefix_share(earlier, served)
+
+
 async def run_benchmark_async(
     options: BenchOptions,
     transport: Optional[httpx.AsyncBaseTransport] = None,
@@ -418,6 +435,8 @@ async def run_benchmark_async(
     )
     result.update(engine_fields)
     result["cache_reset"] = cache_reset
+    if dataset.sessions is None:
+        result["own_prefix_share"] = _own_prefix_share(ready, measured, records, cache_reset)
     if floor != Floor():
         result["rounds"] = measured.summary(floor, options.num_prompts)
     if dataset.sessions is not None:

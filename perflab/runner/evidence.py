@@ -15,9 +15,15 @@ twice as fast measures the same quantity over twice as many rounds. :func:`sized
 configuration of a given speed is sized, and whether it could still end too short (only past the
 bench's bound on requests in all).
 
-The runner marks a result that is still too short when it stores it (``too_short``: the reason, with the
+A result can also have **ridden an earlier run's prefix cache**: the same prompts sent before on the
+same engine (a search's screening with the tuning profile's seed did exactly that) are found cached,
+and the run measures a prefill it did not do. Its engine's hit rate over the window is then above what
+the run's own prompts can account for (``own_prefix_share``, :mod:`perflab.bench.prefix_share`) by more
+than :data:`CACHE_RIDE_TOLERANCE_PCT` points.
+
+The runner marks such results when it stores them (``too_short``, ``rode_cache``: the reason, with the
 figures); a study measures such a configuration again instead of deciding on it, never publishes its
-figures, and every page says why.
+figures, and every page says why (:func:`unjudged_reason`).
 """
 
 from __future__ import annotations
@@ -31,6 +37,10 @@ from perflab.bench.rounds import Floor, sized
 MIN_DURATION_S = 5.0
 MIN_COMPLETED = 50
 TOO_SHORT = "too_short"
+RODE_CACHE = "rode_cache"
+# Points of hit rate above the run's own bound taken for an earlier run's cache: the bound counts prefixes
+# to the character and the engine to its block, which can tip either way by a token or so a prompt.
+CACHE_RIDE_TOLERANCE_PCT = 3.0
 # The bench is asked for this much more than the floor, so no rounding leaves a result just under it.
 MARGIN = 1.02
 
@@ -54,15 +64,34 @@ def too_short_reason(result: Mapping[str, Any], time_scale: float = 1.0) -> str 
     )
 
 
+def cache_ride_reason(result: Mapping[str, Any]) -> str | None:
+    """Why ``result`` rode an earlier run's prefix cache (None when its hit rate is within what its own
+    prompts account for, or either figure is missing)."""
+    hit_rate, own = _number(result.get("prefix_cache_hit_rate")), _number(result.get("own_prefix_share"))
+    if hit_rate is None or own is None or hit_rate <= own + CACHE_RIDE_TOLERANCE_PCT:
+        return None
+    return (
+        f"rode an earlier run's prefix cache: {hit_rate:.1f} % of its prompt tokens were found cached, where "
+        f"its own prompts account for {own:.1f} % at most; its figures measure a prefill it did not do"
+    )
+
+
 def marked(result: Mapping[str, Any], time_scale: float = 1.0) -> dict[str, Any]:
-    """``result`` with ``too_short`` set when it is (unchanged otherwise)."""
-    reason = too_short_reason(result, time_scale)
-    return {**result, TOO_SHORT: reason} if reason is not None else dict(result)
+    """``result`` with ``too_short`` and ``rode_cache`` set when it is (unchanged otherwise)."""
+    marks = {TOO_SHORT: too_short_reason(result, time_scale), RODE_CACHE: cache_ride_reason(result)}
+    return {**result, **{key: reason for key, reason in marks.items() if reason is not None}}
 
 
 def short_reason(result: Mapping[str, Any] | None) -> str | None:
     """The reason a stored result was marked too short to judge, or None."""
     reason = (result or {}).get(TOO_SHORT)
+    return reason if isinstance(reason, str) else None
+
+
+def unjudged_reason(result: Mapping[str, Any] | None) -> str | None:
+    """Why no decision or published figure may use a stored result: too short to judge, or riding an
+    earlier run's prefix cache; None when it can be judged."""
+    reason = short_reason(result) or (result or {}).get(RODE_CACHE)
     return reason if isinstance(reason, str) else None
 
 

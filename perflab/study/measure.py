@@ -42,7 +42,7 @@ from db.models import FINISHED_RUN_STATUSES, ProfileResult, Run, utcnow
 from perflab import settings
 from perflab.profiles import BenchmarkProfile
 from perflab.runner.errors import INFRASTRUCTURE_FAILURES
-from perflab.runner.evidence import short_reason
+from perflab.runner.evidence import unjudged_reason
 from perflab.study.objective import Score, combined_slos, score
 from perflab.study.types import Measurement
 
@@ -133,11 +133,11 @@ def tuning_results(results: Sequence[ProfileResult], tuning: BenchmarkProfile) -
     ]
 
 
-def too_short(results: Sequence[ProfileResult], tuning: BenchmarkProfile) -> str | None:
-    """Why a launch's complete tuning results cannot be judged: the reason its first too-short one
-    carries (:mod:`perflab.runner.evidence`). One short point of a sweep makes the whole launch short:
-    a curve without its point is another curve."""
-    reasons = (short_reason(result.result) for result in tuning_results(results, tuning))
+def unjudged(results: Sequence[ProfileResult], tuning: BenchmarkProfile) -> str | None:
+    """Why a launch's complete tuning results cannot be judged: the reason the first such one carries
+    (too short, or riding an earlier run's prefix cache: :mod:`perflab.runner.evidence`). One such point
+    of a sweep makes the whole launch unjudged: a curve without its point is another curve."""
+    reasons = (unjudged_reason(result.result) for result in tuning_results(results, tuning))
     return next((reason for reason in reasons if reason is not None), None)
 
 
@@ -211,7 +211,7 @@ def _measurement(
 ) -> Measurement | None:
     finished = run.status in FINISHED_RUN_STATUSES
     # ``found`` is the score of the complete tuning results: None when there are none
-    short = too_short(results, tuning)
+    short = unjudged(results, tuning)
     if short is not None and complete_launch(run, results, tuning, repeats):
         # measured again on a new launch (sized by the runner), until the attempts run out
         if attempts >= retry.attempts:
@@ -272,7 +272,7 @@ def outcomes(
         latest[fingerprint] = run
         stored = results.get(run.id, ())
         launch = launch_score(stored, tuning, objective, slos, _figures_of(run, scored))
-        judged = too_short(stored, tuning) is None
+        judged = unjudged(stored, tuning) is None
         if (
             launch is not None
             and launch.value is not None
