@@ -245,3 +245,17 @@ def test_a_scan_for_leftovers_looks_only_at_processes_that_may_still_run(transpo
     assert again.examined == 1 and [left.process.run_key for left in again.leftovers] == ["current"]
     rp.stop(transport, live, grace_s=5)
     assert rp.scan_leftovers(transport).examined == 0
+
+
+def test_the_leftover_scan_benchmark_runs_in_its_small_mode() -> None:
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "leftover_scan.py"
+    done = subprocess.run(
+        [PY, str(script), "--runs", "20", "--live", "1", "--repeat", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout.splitlines()[-1])
+    assert figures["first scan"]["examined"] == 21
+    assert figures["later scan"]["examined"] == figures["after 20 more runs"]["examined"] == 1
