@@ -185,90 +185,110 @@ echo "left: $pids"
 """
 )
 
-# leftovers RUNS_DIR -> "examined: <n>" (the indexed processes looked at), then one line per process whose
-# members are alive: "leftover: <run-key> <name> <pgid> <start> <pids...>". Only the index of processes
-# that may be alive is read (pid files written before the index began are indexed by the first scan),
-# with one pass over /proc for all of them; an entry whose processes are gone is dropped from the index.
+# leftovers RUNS_DIR -> "examined: <n>" (the processes looked at), then one line per process whose
+# members are alive: "leftover: <run-key> <name> <pgid> <start> <pids...>". The index of processes that
+# may be alive is read, with one pass over /proc for all of them; an entry whose processes are gone is
+# dropped from it. The first scan of a workdir also looks at the pid files written before the index
+# began (in the same pass, indexing only those still alive), so later scans never read them again.
 LEFTOVERS = (
     _INDEX
     + r"""
 runs=$1
+candidates=""
+count=0
+consider() {
+  grp=""; start=""
+  [ -f "$runs/$1/$2.pid" ] && { read -r grp; read -r start; } < "$runs/$1/$2.pid"
+  case $grp in
+    ''|*[!0-9]*) [ "$3" = index ] && unindex "$runs/$1" "$2"; return 0 ;;
+  esac
+  count=$((count + 1))
+  candidates="${candidates}C $1 $2 $grp ${start:--} $3
+"
+}
+for entry in "$runs"/.active/*/*; do
+  [ -f "$entry" ] || continue
+  run_key=${entry%/*}
+  consider "${run_key##*/}" "${entry##*/}" index
+done
+legacy=no
 if [ ! -e "$runs/.indexed" ] && [ -d "$runs" ]; then
+  legacy=yes
   if [ -e "$runs/.index-since" ]; then
     written_before=$(find "$runs" -mindepth 2 -maxdepth 2 -name '*.pid' ! -newer "$runs/.index-since")
   else
     written_before=$(find "$runs" -mindepth 2 -maxdepth 2 -name '*.pid')
   fi
-  printf '%s\n' "$written_before" | while read -r pid_file; do
+  while read -r pid_file; do
     [ -f "$pid_file" ] || continue
-    name=${pid_file##*/}
-    index_entry "${pid_file%/*}" "${name%.pid}"
-  done
-  : > "$runs/.indexed"
+    run_dir=${pid_file%/*}; name=${pid_file##*/}; name=${name%.pid}; run_key=${run_dir##*/}
+    [ -e "$runs/.active/$run_key/$name" ] && continue
+    consider "$run_key" "$name" legacy
+  done <<EOF_LEGACY
+$written_before
+EOF_LEGACY
 fi
-candidates=""
-count=0
-for entry in "$runs"/.active/*/*; do
-  [ -f "$entry" ] || continue
-  name=${entry##*/}; run_key=${entry%/*}; run_key=${run_key##*/}
-  grp=""; start=""
-  [ -f "$runs/$run_key/$name.pid" ] && { read -r grp; read -r start; } < "$runs/$run_key/$name.pid"
-  case $grp in ''|*[!0-9]*) unindex "$runs/$run_key" "$name"; continue ;; esac
-  count=$((count + 1))
-  candidates="${candidates}C $run_key $name $grp ${start:--}
-"
-done
 echo "examined: $count"
-[ "$count" -gt 0 ] || exit 0
-scan=$(
-  {
-    printf '%s' "$candidates"
-    grep -Hazx -- 'PERFLAB_PROCESS=.*' /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n'
-    cat /proc/[0-9]*/stat 2>/dev/null
-  } | RUNS="$runs" awk '
-    $1 == "C" {
-      id = $2 " " $3; ids[id] = 1; grp[id] = $4; start[id] = ($5 == "-" ? "" : $5)
-      of_grp[$4] = of_grp[$4] SUBSEP id; next
-    }
-    /^\/proc\/[0-9]+\/environ:/ {
-      pid = substr($0, 7); pid = substr(pid, 1, index(pid, "/") - 1)
-      path = substr($0, index($0, ":PERFLAB_PROCESS=") + 17); prefix = ENVIRON["RUNS"] "/"
-      if (substr(path, 1, length(prefix)) != prefix) next
-      path = substr(path, length(prefix) + 1); slash = index(path, "/")
-      marked[pid] = substr(path, 1, slash - 1) " " substr(path, slash + 1); next
-    }
+if [ "$count" -gt 0 ]; then
+  scan=$(
     {
-      pid = $1; rest = $0; sub(/.*\) /, "", rest); split(rest, f, " ")
-      if (pid in of_grp) leader_start[pid] = f[20]
-      if (f[1] == "Z") next
-      if ((pid in marked) && (marked[pid] in ids)) { found[marked[pid]] = found[marked[pid]] " " pid; next }
-      if (f[3] in of_grp) {
-        n = split(substr(of_grp[f[3]], 2), members_of, SUBSEP)
-        for (i = 1; i <= n; i++) { member_start[members_of[i], pid] = f[20]; grouped[members_of[i], pid] = 1 }
+      printf '%s' "$candidates"
+      grep -Hazx -- 'PERFLAB_PROCESS=.*' /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n'
+      cat /proc/[0-9]*/stat 2>/dev/null
+    } | RUNS="$runs" awk '
+      $1 == "C" {
+        id = $2 " " $3; ids[id] = 1; grp[id] = $4; start[id] = ($5 == "-" ? "" : $5); source[id] = $6
+        of_grp[$4] = of_grp[$4] SUBSEP id; next
       }
-    }
-    END {
-      for (key in grouped) {
-        split(key, part, SUBSEP); id = part[1]; pid = part[2]; s = start[id]; leader = leader_start[grp[id]]
-        if (s == "" || leader == "" || leader == s)
-          if (s == "" || member_start[id, pid] + 0 >= s + 0) found[id] = found[id] " " pid
+      /^\/proc\/[0-9]+\/environ:/ {
+        pid = substr($0, 7); pid = substr(pid, 1, index(pid, "/") - 1)
+        path = substr($0, index($0, ":PERFLAB_PROCESS=") + 17); prefix = ENVIRON["RUNS"] "/"
+        if (substr(path, 1, length(prefix)) != prefix) next
+        path = substr(path, length(prefix) + 1); slash = index(path, "/")
+        marked[pid] = substr(path, 1, slash - 1) " " substr(path, slash + 1); next
       }
-      for (id in ids) {
-        if (id in found) print "live", id, grp[id], (start[id] == "" ? "-" : start[id]) found[id]
-        else print "gone", id, grp[id]
+      {
+        pid = $1; rest = $0; sub(/.*\) /, "", rest); split(rest, f, " ")
+        if (pid in of_grp) leader_start[pid] = f[20]
+        if (f[1] == "Z") next
+        if ((pid in marked) && (marked[pid] in ids)) { found[marked[pid]] = found[marked[pid]] " " pid; next }
+        if (f[3] in of_grp) {
+          n = split(substr(of_grp[f[3]], 2), members_of, SUBSEP)
+          for (i = 1; i <= n; i++) {
+            member_start[members_of[i], pid] = f[20]; grouped[members_of[i], pid] = 1
+          }
+        }
       }
-    }'
-)
-printf '%s\n' "$scan" | while read -r kind run_key name grp rest; do
-  case $kind in
-    live) echo "leftover: $run_key $name $grp $rest" ;;
-    gone)
-      first=""
-      [ -f "$runs/$run_key/$name.pid" ] && read -r first < "$runs/$run_key/$name.pid"
-      [ "$first" = "$grp" ] && unindex "$runs/$run_key" "$name"
-      ;;
-  esac
-done
+      END {
+        for (key in grouped) {
+          split(key, part, SUBSEP); id = part[1]; pid = part[2]; s = start[id]; leader = leader_start[grp[id]]
+          if (s == "" || leader == "" || leader == s)
+            if (s == "" || member_start[id, pid] + 0 >= s + 0) found[id] = found[id] " " pid
+        }
+        for (id in ids) {
+          shown = (start[id] == "" ? "-" : start[id])
+          if (id in found) print "live", source[id], id, grp[id], shown found[id]
+          else print "gone", source[id], id, grp[id]
+        }
+      }'
+  )
+  while read -r kind source run_key name grp rest; do
+    case $kind$source in
+      live*)
+        echo "leftover: $run_key $name $grp $rest"
+        [ "$source" = legacy ] && index_entry "$runs/$run_key" "$name"
+        ;;
+      goneindex)
+        first=""
+        [ -f "$runs/$run_key/$name.pid" ] && read -r first < "$runs/$run_key/$name.pid"
+        [ "$first" = "$grp" ] && unindex "$runs/$run_key" "$name"
+        ;;
+    esac
+  done <<EOF_SCAN
+$scan
+EOF_SCAN
+fi
+[ "$legacy" = no ] || : > "$runs/.indexed"
 exit 0
 """
 )

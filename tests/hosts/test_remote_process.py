@@ -247,6 +247,25 @@ def test_a_scan_for_leftovers_looks_only_at_processes_that_may_still_run(transpo
     assert rp.scan_leftovers(transport).examined == 0
 
 
+def test_an_engine_left_before_the_index_began_is_found_and_indexed(transport: Transport) -> None:
+    """A workdir from before the index: the first scan looks at every pid file, finds the engine still
+    running, and indexes it; later scans look at it alone."""
+    old = rp.start_detached(transport, [PY, "-c", ENGINE], run_key="before-index", name="engine-0")
+    log_line(transport, old, "ready")
+    _write_finished_runs(transport, 30)
+    runs = f"{transport.workdir}/{rp.RUNS_DIR}"
+    transport.run(
+        ["rm", "-rf", f"{runs}/.active", f"{runs}/.index-since", f"{runs}/.indexed"], timeout=30, check=True
+    )
+
+    first = rp.scan_leftovers(transport)
+    assert first.examined == 31 and [left.process.pid for left in first.leftovers] == [old.pid]
+    again = rp.scan_leftovers(transport)
+    assert again.examined == 1 and [left.process.pid for left in again.leftovers] == [old.pid]
+    assert rp.stop(transport, old, grace_s=5).clean
+    assert rp.scan_leftovers(transport).examined == 0
+
+
 def test_the_leftover_scan_benchmark_runs_in_its_small_mode() -> None:
     script = Path(__file__).resolve().parents[2] / "benchmarks" / "leftover_scan.py"
     done = subprocess.run(
