@@ -269,7 +269,9 @@ def partial_note(result: Dict[str, Any]) -> str:
     sent = result.get("requests_sent")
     unfinished = result.get("requests_unfinished")
     if isinstance(sent, int) and isinstance(unfinished, int):
-        ended = f"{sent - unfinished} of {result.get('num_prompts', sent)} requests ended"
+        # over rounds the requests sent so far, else the run's count
+        planned = sent if isinstance(result.get("rounds"), dict) else result.get("num_prompts", sent)
+        ended = f"{sent - unfinished} of {planned} requests ended"
     else:
         ended = "only some of the requests ended"
     reason = result.get("partial_reason") or "no reason recorded"
