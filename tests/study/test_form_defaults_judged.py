@@ -18,12 +18,8 @@ from perflab.runner.evidence import MIN_COMPLETED, MIN_DURATION_S, unjudged_reas
 from perflab.study.coordinator import create_study
 from perflab.study.headless import wait_for_study
 from perflab.study.measure import is_tuning, study_runs
-from perflab.study.views import SIMULATED_SCALE, STAGES_TEMPLATE
 from tests.fixtures.runs import SimHostFactory, write_hosts_file
-from tests.fixtures.study_data import FAST, form_spec
-
-# The form's validation profiles (pages/studies.py).
-FORM_VALIDATION = ["very_long", "long", "medium", "short"]
+from tests.fixtures.study_data import FAST, FORM_VALIDATION, form_defaults_spec
 
 
 @pytest.mark.slow
@@ -32,12 +28,7 @@ def test_a_study_from_the_forms_defaults_judges_every_tuning_and_validation_cell
 ) -> None:
     host = sim_host("local-sim", kind="local", time_scale=20)
     hosts = write_hosts_file(tmp_path / "hosts.yaml", [host])
-    spec = form_spec(
-        hosts=[host.name],
-        validation_profiles=FORM_VALIDATION,
-        stages_yaml=STAGES_TEMPLATE.format(model="Qwen/Qwen3-8B"),
-        scale=SIMULATED_SCALE,
-    )
+    spec = form_defaults_spec(host.name)
     study = create_study(runs_db, spec, inventory=load_inventory(hosts))
     started = time.monotonic()
     final = wait_for_study(
