@@ -42,7 +42,7 @@ from perflab.runner.benchmark import BenchContext, run_profiles
 from perflab.runner.datasets import dataset_files, dataset_problem
 from perflab.runner.disks import DiskWatch, disk_full, is_disk_full
 from perflab.runner.endpoints import Endpoints
-from perflab.runner.errors import GpusBusy, RunCancelled, RunFailed
+from perflab.runner.errors import GpusBusy, RunCancelled, RunFailed, transport_failure
 from perflab.runner.launch import (
     MAX_PORT_ATTEMPTS,
     PortClash,
@@ -624,7 +624,10 @@ class _Execution:
             )
         except TransportError as exc:
             status = "failed"
-            fields = {"failure_class": "connection_lost", "failure_message": str(exc)}
+            failure = transport_failure(
+                exc, local=self.transport is not None and self.transport.host.transport == "local"
+            )
+            fields = {"failure_class": failure.failure_class, "failure_message": failure.message}
             if is_disk_full(exc):
                 fields = self._disk_full_fields(exc)
         except Exception as exc:  # the database lost, or a bug: the engines must stop and the run end

@@ -22,7 +22,7 @@ from db.models import FINISHED_RUN_STATUSES, ProfileResult, Run
 from perflab.accelerators import accelerators_of
 from perflab.engines.config import EngineConfig
 from perflab.profiles import BenchmarkProfile, scaled
-from perflab.runner.evidence import short_reason
+from perflab.runner.evidence import unjudged_reason
 from perflab.study.budget import fill_budget
 from perflab.study.configs import build_config, config_fields
 from perflab.study.finalists import FinalPick, final_pick
@@ -37,8 +37,11 @@ SEARCH_TRIALS = "search_trials"
 
 
 def screening_profile(tuning: BenchmarkProfile, fraction: float) -> BenchmarkProfile:
-    """The tuning profile cut to ``fraction`` of its prompts, under its own name."""
-    return scaled(tuning, fraction).model_copy(update={"name": f"{tuning.name}-screening"})
+    """The tuning profile cut to ``fraction`` of its prompts, under its own name, drawing other prompts
+    than the tuning profile (a seed of its own): the tuning run that follows it on the same engine must
+    not find them in the prefix cache."""
+    screened = scaled(tuning, fraction).fresh_draw("screening")
+    return screened.model_copy(update={"name": f"{tuning.name}-screening"})
 
 
 def objectives_of(search: SearchSpec, study_objective: str) -> tuple[str, ...]:
@@ -117,7 +120,7 @@ def observations(
             if screened is None and pairs:
                 screened = score(objectives[0], pairs, slos=slos)
                 # a screening too short to judge is shown, but prunes nothing and breaks no SLO
-                short = next((reason for r in screens if (reason := short_reason(r.result))), None)
+                short = next((reason for r in screens if (reason := unjudged_reason(r.result))), None)
             scores = [launch_score(stored, tuning, name, slos) for name in objectives]
             if (
                 scores[0] is not None
