@@ -38,6 +38,7 @@ from perflab.report.launches import (
     mean_figures,
     repetitions,
 )
+from perflab.report.layouts import layout_records, study_layouts
 from perflab.report.model import (
     CandidateSection,
     ComparisonRow,
@@ -449,6 +450,7 @@ def report_of(progress: StudyProgress, costs: CostContext | None = None, *, deci
     ]
     lower_is_better = spec.objective in LOWER_IS_BETTER
     on_sample = _on_sample(progress)
+    layouts = study_layouts(progress)
     return Report(
         title=_title(progress),
         model=spec.model,
@@ -479,7 +481,7 @@ def report_of(progress: StudyProgress, costs: CostContext | None = None, *, deci
         baseline_validation=_validation(study, plan.baseline) if spec.validation_profiles else None,
         optimized_validation=_validation(study, plan.best) if spec.validation_profiles else None,
         curves=tuple(_curves(study)),
-        records=tuple(_records(study, launches)),
+        records=tuple(layout_records(_records(study, launches), layouts, plan)),
         costs=tuple(_cost_rows(study)),
         lower_is_better=lower_is_better,
         notes=tuple(_notes(study)),
@@ -515,4 +517,5 @@ def report_of(progress: StudyProgress, costs: CostContext | None = None, *, deci
         ),
         launches=tuple(launches),
         caveats=_caveats(study),
+        layouts=layouts,
     )

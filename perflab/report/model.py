@@ -21,6 +21,7 @@ from typing import Any
 
 from perflab.cost.prices import Price
 from perflab.runner.results import times_replicas
+from perflab.study.layout_trade import LayoutChoice
 from perflab.study.loadcurve import LoadCurve
 from perflab.study.noise import Spread, StudySpread
 from perflab.study.verdict import Verdict
@@ -360,6 +361,8 @@ class Report:
     verdicts: tuple[VerdictRow, ...] = ()
     launches: tuple[LaunchRow, ...] = ()
     caveats: tuple[str, ...] = ()
+    # each decided stage's choice between aggregated and disaggregated serving (its trade and verdict)
+    layouts: tuple[LayoutChoice, ...] = ()
 
     @property
     def confidence(self) -> str | None:
