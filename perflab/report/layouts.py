@@ -5,8 +5,8 @@ aggregated layout its :class:`~perflab.study.layout_trade.LayoutChoice` — the 
 of the best split against the best aggregated layout, the verdict between them or why a side met no SLO
 — with each configuration's figures read from its launches as the study scored them (each run of the
 tuning profile at its objective's point, a launch the mean of its runs, a configuration the mean of its
-launches). :func:`layout_records` adds, in a study that made such a choice, each CSV row's layout and, on the rows
-of the configurations a choice compares, the choice itself.
+launches). :func:`layout_records` adds, in a study that made such a choice, each CSV row's layout and,
+on the rows of the configurations a choice compares, the choice itself.
 """
 
 from __future__ import annotations
