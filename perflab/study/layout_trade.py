@@ -9,14 +9,15 @@ change is a gain).
 :func:`layout_choices` reads a study's plan: every stage whose decision weighed a disaggregated split
 against an aggregated layout (its reference and candidates, or a search's trials, hold both) gives a
 :class:`LayoutChoice` — the layout the stage chose, the best split and the best aggregated layout that
-met the study's SLOs, the trade between them and the verdict on the split against the aggregated layout
-(:func:`perflab.study.decide.verdict`, the study's own test, at its last look), or, when one side met no
-SLO, why not, with the figures of its best configuration. The figures of a configuration are read where
-its objective was (:func:`objective_point`): on a swept tuning profile, the load whose point meets every
-SLO with the best objective value; each launch's figures are the mean of its runs, a configuration's
-the mean of its launches. Tokens/s/GPU are output tokens per second per accelerator of the
-configuration (prefill + decode for a split). The study's report and ``benchmarks/disagg_layouts.py``
-both call it.
+met the study's SLOs, the trade between them and the verdict between them, or, when one side met no SLO,
+why not, with the figures of its best configuration. The verdict is the study's own where its decision
+compared the two (one of them the stage's reference, the other a candidate judged against it), else the
+same test on their launches at a last look (:func:`perflab.study.decide.verdict`). A configuration's
+figures are read where its objective was (:func:`objective_point`): on a swept tuning profile, the load
+whose point meets every SLO with the best objective value; each launch's figures are the mean of its
+runs, a configuration's the mean of its launches. Tokens/s/GPU are output tokens per second per
+accelerator of the configuration (prefill + decode for a split). The study's report and
+``benchmarks/disagg_layouts.py`` both call it.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from perflab.study.verdict import Verdict
 AT_LIMIT = frozenset({"max_load_within_slo", "cost_per_mtok", "tokens_per_joule"})
 # Decisions that leave a candidate without figures of its own to compare.
 NOT_COMPARED = frozenset({"reused", "failed", "disqualified", "unmeasured", "too_short"})
+SPLIT_FIRST = "the split against the aggregated layout"
+AGGREGATED_FIRST = "the aggregated layout against the split"
 # How a search trial's note begins when its measurement breaks the study's SLOs.
 BREAKS = "breaks the SLOs: "
 SweepPair = tuple[Mapping[str, Any] | None, Mapping[str, Any]]
@@ -172,6 +175,8 @@ class Contender:
     figures: Figures | None
     violations: tuple[str, ...] = ()
     fingerprint: str | None = None
+    reference: bool = False  # the stage's reference, which the others' verdicts are against
+    verdict: Verdict | None = None  # the study's own verdict on it against the reference
 
     @property
     def feasible(self) -> bool:
@@ -193,6 +198,7 @@ class LayoutChoice:
     trade: str | None = None
     verdict: Verdict | None = None
     why_not: tuple[str, ...] = field(default_factory=tuple)
+    verdict_of: str = SPLIT_FIRST  # which side the verdict's gain is of, against the other
 
     @property
     def chose_split(self) -> bool:
@@ -205,8 +211,7 @@ class LayoutChoice:
             parts.append(f"{self.trade[0].upper()}{self.trade[1:]}.")
         if self.verdict is not None:
             parts.append(
-                f"Verdict on the split against the aggregated layout: {self.verdict.text()} "
-                f"({self.verdict.outcome_text()})."
+                f"Verdict on {self.verdict_of}: {self.verdict.text()} ({self.verdict.outcome_text()})."
             )
         parts.extend(self.why_not)
         return " ".join(parts)
@@ -237,6 +242,7 @@ class LayoutChoice:
             "best_aggregated": side(self.aggregated),
             "trade": self.trade,
             "verdict": self.verdict.to_dict() if self.verdict is not None else None,
+            "verdict_of": self.verdict_of,
             "why_not": list(self.why_not),
             "text": self.text(),
         }
@@ -279,6 +285,10 @@ def choose_layout(
     trade = None
     if split.figures is not None and whole.figures is not None:
         trade = trade_sentence(split.layout, split.figures, whole.layout, whole.figures)
+    if whole.reference and split.verdict is not None:
+        return LayoutChoice(stage, chosen, split, whole, trade, split.verdict)
+    if split.reference and whole.verdict is not None:
+        return LayoutChoice(stage, chosen, split, whole, trade, whole.verdict, verdict_of=AGGREGATED_FIRST)
     found = verdict(list(split.samples), list(whole.samples), rules, final=True)
     return LayoutChoice(stage, chosen, split, whole, trade, found)
 
@@ -304,6 +314,8 @@ def _contenders(stage: StagePlan, figures_of: Callable[[CandidatePlan], Figures 
             figures_of(candidate),
             violations,
             candidate.fingerprint,
+            reference=candidate is stage.reference,
+            verdict=candidate.verdict,
         )
     return list(found.values())
 
