@@ -19,9 +19,10 @@ A stage with ``search:`` instead of ``candidates:`` explores a space of typed kn
 Conditions: a layout with expert parallelism (``ep`` > 1) or attention data parallel (``dp_attention:
 true``, SGLang's MoE layouts: ``{tp: 2, dp: 4, ep: 8, dp_attention: true}`` is attention DP4 over
 ``--tp-size 8`` with expert-parallel MoE layers; vLLM's are ``{tp: 2, dp: 4, ep: 8}``) is only allowed
-when the spec says the model is a mixture of experts (``moe: true``); a choice of ``kv_cache_dtype``, ``attention_backend`` or any other
-knob is checked by the baseline engine's adapter (its vocabulary, :mod:`perflab.engines.vocabulary`),
-so a value the engine does not have is refused when the spec is read. SLOs are the study's ``slos``:
+when the spec says the model is a mixture of experts (``moe: true``); a choice of ``kv_cache_dtype``,
+``attention_backend`` or any other knob is checked by the baseline engine's adapter (its vocabulary,
+:mod:`perflab.engines.vocabulary`), so a value the engine does not have is refused when the spec is
+read. SLOs are the study's ``slos``:
 a configuration that breaks one is infeasible for the sampler.
 """
 
