@@ -65,15 +65,26 @@ class Router:
     program: tuple[str, ...]
     package: str  # the PyPI distribution that provides it
     version: str  # the release whose flags perflab writes
-    ready_marker: str  # the log line of one worker the router took in
+    ready_marker: str  # the log line that says the router serves
+    per_worker: bool  # whether it logs that line once per worker it took in (else once)
     health_path: str = "/health"
+
+    def ready_lines(self, workers: int) -> int:
+        """How many ready lines the router's log shows once it serves ``workers`` workers."""
+        return workers if self.per_worker else 1
 
 
 ROUTERS = {
+    # sglang-router 0.3.2 logs "Activated 1 worker(s)" for each worker it took in
     "sglang": Router(
-        ("python3", "-m", "sglang_router.launch_router"), "sglang-router", "0.3.2", "Activated 1 worker(s)"
+        ("python3", "-m", "sglang_router.launch_router"),
+        "sglang-router",
+        "0.3.2",
+        "Activated 1 worker(s)",
+        per_worker=True,
     ),
-    "vllm": Router(("vllm-router",), "vllm-router", "0.1.17", "Activated 1 worker(s)"),
+    # vllm-router 0.1.17 waits for every worker's health, then logs "Router ready | workers: [...]"
+    "vllm": Router(("vllm-router",), "vllm-router", "0.1.17", "Router ready | workers:", per_worker=False),
 }
 # What a host's log says when the router's program is not installed there.
 ROUTER_MISSING = (

@@ -7,7 +7,8 @@ the router (process ``router``) has its port and a metrics port. Every process i
 ``run.remote_state`` before it starts — both ports, so concurrent runs on the machine avoid them — so
 stopping and crash recovery find all of them. The workers start first and must all be ready (the
 engine's readiness line, or health answered by the worker's own process); then the router starts and is
-ready once its log shows it took in every worker. A router that exits — its program not installed on the
+ready once its log says so (sglang-router: a line per worker it took in; vllm-router: one line once every
+worker answered its health check). A router that exits — its program not installed on the
 host, say — fails the run with its log's class (``router_missing``), one of the failures that are no
 result about the configuration.
 """
@@ -189,8 +190,9 @@ def start_router(
     )
     router = Replica(router_plan.plan, _start(transport, run_key, router_plan, argv, {}))
     on_started(router, serve_command(argv, {}))
-    expected = len(ports["prefill"]) + len(ports["decode"])
-    marker = re.compile(re.escape(ROUTERS[config.engine].ready_marker))
+    router_kind = ROUTERS[config.engine]
+    expected = router_kind.ready_lines(len(ports["prefill"]) + len(ports["decode"]))
+    marker = re.compile(re.escape(router_kind.ready_marker))
     started = time.monotonic()
     while True:
         interrupt()
