@@ -61,10 +61,9 @@ from perflab.sim.perfmodel import plan_memory  # noqa: E402
 from perflab.study.layout_trade import (  # noqa: E402
     Figures,
     LayoutChoice,
-    launch_figures,
+    configuration_figures,
     layout_choices,
     layout_of,
-    mean_figures,
 )
 from perflab.study.noise import study_spread  # noqa: E402
 from perflab.study.objective import combined_slos, score  # noqa: E402
@@ -278,11 +277,8 @@ class Lab:
         """A configuration's figures, as the study's report reads them from its launches."""
         if candidate.config is None:
             return None
-        per_launch = [
-            launch_figures([pairs], OBJECTIVE, slos, candidate.config.gpus_needed)
-            for pairs in self.launches.get(candidate.fingerprint or "", [])
-        ]
-        return mean_figures([found for found in per_launch if found is not None])
+        launches = [[pairs] for pairs in self.launches.get(candidate.fingerprint or "", [])]
+        return configuration_figures(launches, OBJECTIVE, slos, candidate.config.gpus_needed)
 
 
 def run_study(spec: StudySpec, lab: Lab) -> tuple[StudyPlan, Rules]:

@@ -15,14 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from perflab.report.launches import config_launches, repetitions
-from perflab.study.layout_trade import (
-    Figures,
-    LayoutChoice,
-    launch_figures,
-    layout_choices,
-    layout_of,
-    mean_figures,
-)
+from perflab.study.layout_trade import Figures, LayoutChoice, configuration_figures, layout_choices, layout_of
 from perflab.study.progress import StudyProgress
 from perflab.study.types import CandidatePlan, StudyPlan
 
@@ -35,16 +28,14 @@ def study_layouts(progress: StudyProgress) -> tuple[LayoutChoice, ...]:
     def figures_of(candidate: CandidatePlan) -> Figures | None:
         if candidate.config is None:
             return None
-        per_launch = []
-        for launch in config_launches(progress.runs, progress.results, candidate.fingerprint):
-            runs = [
+        launches = [
+            [
                 [(result.sweep_point, result.result) for result in group]
                 for group in repetitions(launch, tuning, tuning, spec.repeats)
             ]
-            found = launch_figures(runs, spec.objective, spec.slos, candidate.config.gpus_needed)
-            if found is not None:
-                per_launch.append(found)
-        return mean_figures(per_launch)
+            for launch in config_launches(progress.runs, progress.results, candidate.fingerprint)
+        ]
+        return configuration_figures(launches, spec.objective, spec.slos, candidate.config.gpus_needed)
 
     return layout_choices(progress.plan, progress.rules, figures_of)
 

@@ -149,6 +149,17 @@ def launch_figures(
     return mean_figures(found)
 
 
+def configuration_figures(
+    launches: Sequence[Sequence[Sequence[SweepPair]]],
+    objective: str,
+    slos: Mapping[str, float],
+    accelerators: int,
+) -> Figures | None:
+    """A configuration's figures: the mean over its launches of each launch's (:func:`launch_figures`)."""
+    found = [launch_figures(runs, objective, slos, accelerators) for runs in launches]
+    return mean_figures([figures for figures in found if figures is not None])
+
+
 def layout_of(config: EngineConfig) -> str:
     """``disaggregated 3P1D (P TP2, D TP2)`` or ``aggregated TP2 ×4`` (``TP2 DP4 EP8 attention-DP``)."""
     if config.disaggregation is not None:

@@ -7,7 +7,6 @@ and a missing transfer library, a bad connector and an unreachable prefill fail 
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import sys
@@ -21,6 +20,7 @@ import pytest
 from perflab.engines.disagg import WorkerPorts, role_args, role_env, router_argv
 from perflab.engines.layout import Disaggregation
 from tests.sim.conftest import free_port
+from tests.sim.sse_client import post_status, stream_chat
 
 READY = r"Application startup complete"
 MODEL = "Qwen/Qwen3-8B"
@@ -31,31 +31,6 @@ def _worker(host, layout: Disaggregation, role: str, ports: WorkerPorts, gpu: in
     argv = ["vllm", "serve", MODEL, "--port", str(ports.api), *role_args("vllm", layout, role, ports)]
     env = {"CUDA_VISIBLE_DEVICES": str(gpu), **role_env("vllm", layout, role, ports)}
     return host.start(argv, env=env)
-
-
-def _chat(port: int, prompt: str, max_tokens: int) -> dict:
-    body = {
-        "model": MODEL,
-        "messages": [{"role": "user", "content": prompt}],
-        "max_tokens": max_tokens,
-        "ignore_eos": True,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-    }
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/v1/chat/completions",
-        data=json.dumps(body).encode(),
-        headers={"content-type": "application/json"},
-    )
-    chunks = []
-    with urllib.request.urlopen(request, timeout=60) as response:
-        for raw in response:
-            line = raw.decode().strip()
-            if line.startswith("data: ") and line != "data: [DONE]":
-                chunks.append(json.loads(line[6:]))
-    content = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c.get("choices"))
-    usage = next(c["usage"] for c in chunks if c.get("usage"))
-    return {"content": content, "usage": usage}
 
 
 @pytest.mark.timeout(240)
@@ -79,7 +54,7 @@ def test_every_request_goes_prefill_then_decode_through_the_real_vllm_router(sim
     router.wait_for(r"Router ready \| workers:", timeout=90)
     prompts = [f"question number {index} about disaggregation" for index in range(12)]
     with ThreadPoolExecutor(6) as pool:
-        answers = list(pool.map(lambda prompt: _chat(port, prompt, 5), prompts))
+        answers = list(pool.map(lambda prompt: stream_chat(port, MODEL, prompt, 5), prompts))
     assert all(answer["usage"]["completion_tokens"] == 5 for answer in answers)
     assert all(len(answer["content"].split()) == 5 for answer in answers)
     sent = dict(re.findall(rf"KV sent {word}=(\S+) tokens=(\d+)", prefill_worker.log))
@@ -137,14 +112,7 @@ def test_a_decode_worker_that_cannot_reach_its_prefill_fails_the_request(sim_hos
             "remote_block_ids": [[0]],
         },
     }
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{worker_port(worker)}/v1/completions",
-        data=json.dumps(body).encode(),
-        headers={"content-type": "application/json"},
-    )
-    with pytest.raises(urllib.error.HTTPError) as caught:
-        urllib.request.urlopen(request, timeout=30)
-    assert caught.value.code == 500
+    assert post_status(worker_port(worker), "/v1/completions", body) == 500
     worker.wait_for(rf"NIXL transfer failure: handshake_failed .*'remote_port': {unreachable}")
 
 
