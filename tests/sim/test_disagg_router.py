@@ -7,14 +7,14 @@ from __future__ import annotations
 import re
 import sys
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from perflab.engines.disagg import WorkerPorts, router_argv
 from perflab.engines.layout import Disaggregation
 from tests.sim.conftest import free_port
-from tests.sim.sse_client import post_status, stream_chat
+from tests.sim.handoffs import chat_through_router
+from tests.sim.sse_client import post_status
 
 READY = r"The server is fired up and ready to roll!"
 MODEL = "Qwen/Qwen3-8B"
@@ -69,17 +69,8 @@ def test_every_request_goes_prefill_then_decode_through_the_real_router(sim_host
     decode_worker.wait_for(READY)
     router, port = _router(host, [prefill], [decode])
     router.wait_for(r"Activated 1 worker\(s\)[\s\S]*Activated 1 worker\(s\)", timeout=60)
-    prompts = [f"question number {index} about disaggregation" for index in range(12)]
-    with ThreadPoolExecutor(6) as pool:
-        answers = list(pool.map(lambda prompt: stream_chat(port, MODEL, prompt, 5), prompts))
-    assert all(answer["usage"]["completion_tokens"] == 5 for answer in answers)
-    assert all(len(answer["content"].split()) == 5 for answer in answers)
-    sent = dict(re.findall(r"KV sent room=(\d+) tokens=(\d+)", prefill_worker.log))
-    received = re.findall(
-        rf"KV received room=(\d+) from 127\.0\.0\.1:{prefill.side} tokens=(\d+)", decode_worker.log
-    )
-    assert len(received) == len(prompts) == len(sent)
-    assert all(sent[room] == tokens for room, tokens in received)
+    source = rf"127\.0\.0\.1:{prefill.side}"
+    chat_through_router(port, MODEL, prefill_worker, decode_worker, r"room=(\d+)", source)
     # the decode worker generated the tokens; the prefill worker only the first one of each request
     prefill_metrics = (
         urllib.request.urlopen(f"http://127.0.0.1:{prefill.api}/metrics", timeout=10).read().decode()

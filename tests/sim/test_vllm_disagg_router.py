@@ -12,7 +12,6 @@ import shutil
 import sys
 import urllib.error
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,8 @@ import pytest
 from perflab.engines.disagg import WorkerPorts, role_args, role_env, router_argv
 from perflab.engines.layout import Disaggregation
 from tests.sim.conftest import free_port
-from tests.sim.sse_client import post_status, stream_chat
+from tests.sim.handoffs import chat_through_router
+from tests.sim.sse_client import post_status
 
 READY = r"Application startup complete"
 MODEL = "Qwen/Qwen3-8B"
@@ -52,20 +52,10 @@ def test_every_request_goes_prefill_then_decode_through_the_real_vllm_router(sim
     )
     router = host.start([str(ROUTER) if ROUTER.exists() else argv[0], *argv[1:]])
     router.wait_for(r"Router ready \| workers:", timeout=90)
-    prompts = [f"question number {index} about disaggregation" for index in range(12)]
-    with ThreadPoolExecutor(6) as pool:
-        answers = list(pool.map(lambda prompt: stream_chat(port, MODEL, prompt, 5), prompts))
-    assert all(answer["usage"]["completion_tokens"] == 5 for answer in answers)
-    assert all(len(answer["content"].split()) == 5 for answer in answers)
-    sent = dict(re.findall(rf"KV sent {word}=(\S+) tokens=(\d+)", prefill_worker.log))
     # NIXL's side channel is on VLLM_NIXL_SIDE_CHANNEL_HOST (localhost), Mooncake's bootstrap server on
     # the prefill URL's host
-    received = re.findall(
-        rf"KV received {word}=(\S+) from (?:localhost|127\.0\.0\.1):{prefill.side} tokens=(\d+)",
-        decode_worker.log,
-    )
-    assert len(received) == len(prompts) == len(sent)
-    assert all(sent[key] == tokens for key, tokens in received)
+    source = rf"(?:localhost|127\.0\.0\.1):{prefill.side}"
+    chat_through_router(port, MODEL, prefill_worker, decode_worker, rf"{word}=(\S+)", source)
     # the prefill worker computed one token of each request, the decode worker the rest
     prefill_metrics = urllib.request.urlopen(f"http://127.0.0.1:{prefill.api}/metrics", timeout=10).read()
     decode_metrics = urllib.request.urlopen(f"http://127.0.0.1:{decode.api}/metrics", timeout=10).read()
