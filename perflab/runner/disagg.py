@@ -176,7 +176,8 @@ def start_router(
             return router
         state = rp.process_state(transport, router.process)
         if not state.running:
-            raise router_failure(adapter, log, state.exit_status)
+            # read its log again: it may have written its last lines between the read above and its exit
+            raise router_failure(adapter, rp.tail_log(transport, router.process, 2000), state.exit_status)
         if time.monotonic() - started > deadline_s:
             info = timeout_failure(f"{adapter.display_name} router", deadline_s, log)
             raise RunFailed(info.failure_class, info.message)
