@@ -8,7 +8,6 @@ detects the format from the content; :func:`import_files` / :func:`import_conten
 
 from perflab.lazy_exports import lazy_exports
 
-
 __getattr__ = lazy_exports(
     __name__,
     {

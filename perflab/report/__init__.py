@@ -11,7 +11,6 @@ and :func:`~perflab.report.export.write_report` writes it all to a directory or 
 
 from perflab.lazy_exports import lazy_exports
 
-
 __getattr__ = lazy_exports(
     __name__,
     {

@@ -10,7 +10,6 @@
 
 from perflab.lazy_exports import lazy_exports
 
-
 __getattr__ = lazy_exports(
     __name__,
     {

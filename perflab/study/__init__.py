@@ -13,7 +13,6 @@ objective live in :mod:`~perflab.study.loadcurve` and :mod:`~perflab.study.objec
 
 from perflab.lazy_exports import lazy_exports
 
-
 __getattr__ = lazy_exports(
     __name__,
     {
