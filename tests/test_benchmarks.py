@@ -37,6 +37,9 @@ NEEDS = {
     "fleet.py": "postgres",
     "browser_pages.py": "browser",
 }
+# The scripts that take --base-url of a running tiny vLLM: their smoke runs against the session's server
+# (tests/fixtures/real_vllm.py) rather than starting one more.
+SERVED_BY_THE_SESSION = {"bench_agreement.py", "real_vllm_coalescing.py"}
 SMOKE_TIMEOUT_S = 600.0
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -68,6 +71,7 @@ def _smoke(script: Path, *args: str, env: dict[str, str] | None = None, python: 
 
 def test_the_listed_needs_name_scripts_that_exist() -> None:
     assert set(NEEDS) <= {path.name for path in SCRIPTS}
+    assert {name for name, need in NEEDS.items() if need == "real_vllm"} >= SERVED_BY_THE_SESSION
 
 
 @pytest.mark.parametrize("script", _scripts(None))
@@ -77,9 +81,14 @@ def test_benchmark_runs_in_its_small_mode(script: Path) -> None:
 
 @pytest.mark.real_engine
 @pytest.mark.parametrize("script", _scripts("real_vllm"))
-def test_benchmark_on_the_real_vllm_runs_in_its_small_mode(script: Path) -> None:
+def test_benchmark_on_the_real_vllm_runs_in_its_small_mode(
+    script: Path, request: pytest.FixtureRequest
+) -> None:
     require_real_vllm()
-    _smoke(script)
+    if script.name in SERVED_BY_THE_SESSION:
+        _smoke(script, "--base-url", request.getfixturevalue("real_vllm_base_url"))
+    else:
+        _smoke(script)
 
 
 @pytest.mark.real_engine
