@@ -136,8 +136,7 @@ with form_tab, st.form("new_study"):
         max_value=10,
         value=1,
         key="study_relaunches",
-        help="Fresh launches of each configuration (launch-to-launch noise). Above 1 (either), decisions "
-        "are verdicts with a 95 % confidence interval; close calls are measured again (A B A B).",
+        help=views.relaunches_help(),
     )
     stages_yaml = st.text_area(
         "Stages (YAML)",

@@ -8,6 +8,8 @@ to measure them."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from db import crud
@@ -18,7 +20,7 @@ from perflab.markdown_text import md_text
 from perflab.report import charts as report_charts
 from perflab.report.export import report_files, results_csv, results_json, zip_bytes
 from perflab.report.from_study import study_report
-from perflab.report.markdown import per_accelerator_lines
+from perflab.report.markdown import per_accelerator_lines, replicas_note
 from perflab.report.model import Report, SearchSection
 from perflab.report.search_section import launch_text
 from perflab.study import views
@@ -88,6 +90,14 @@ except StudyStateError as error:
     st.warning(str(error))
 
 
+RUN_LINK = st.column_config.LinkColumn("Run", display_text=r"run\?run=(\d+)")
+
+
+def helped(helps: dict[str, str]) -> dict[str, Any]:
+    """Column configs that give each named column its tooltip."""
+    return {column: st.column_config.Column(help=text) for column, text in helps.items()}
+
+
 def draw_stages(report: Report) -> None:
     """Every reached stage: its candidates table and their result blocks; a search stage's launches,
     pick and trials."""
@@ -99,7 +109,7 @@ def draw_stages(report: Report) -> None:
         st.dataframe(
             views.candidates_table(stage, unit),
             hide_index=True,
-            column_config={"Run": st.column_config.LinkColumn("Run", display_text=r"run\?run=(\d+)")},
+            column_config={**helped(views.candidate_help(unit)), "Run": RUN_LINK},
             key=f"stage_{stage.index}",
             placeholder=MISSING,  # a candidate still waiting has no value yet
         )
@@ -167,8 +177,9 @@ def study_body(shown_status: str) -> None:
     st.header("Recommended serve command")
     if report.recommended_command:
         st.code(report.recommended_command, language="bash")
-        if report.recommended_replicas > 1:
-            st.caption(f"Run {report.recommended_replicas} replicas per node (figures are per replica × N).")
+        replicas = replicas_note(report)
+        if replicas is not None:
+            st.caption(replicas)
     elif report.unmeasured:
         st.caption("None over candidates that could not be measured (see above).")
     else:
@@ -179,9 +190,19 @@ def study_body(shown_status: str) -> None:
     for line in per_accelerator_lines(report):
         if line:
             st.caption(line)
+    if report.spread.detectable_gain_pct is not None and report.status not in FINISHED_STUDY_STATUSES:
+        st.caption(views.FIRMING_UP)
+    with st.expander("What the words on this page mean", icon=":material/help:"):
+        st.markdown(views.terms_markdown())
     st.header("Summary of Optimization Options")
     if report.summary:
-        st.dataframe(views.summary_table(report), hide_index=True, key="study_summary", placeholder=MISSING)
+        st.dataframe(
+            views.summary_table(report),
+            hide_index=True,
+            column_config=helped(views.SUMMARY_HELP),
+            key="study_summary",
+            placeholder=MISSING,
+        )
     else:
         st.caption("No stage is decided yet.")
 
@@ -199,7 +220,7 @@ def study_body(shown_status: str) -> None:
             st.dataframe(
                 views.launches_table(report),
                 hide_index=True,
-                column_config={"Run": st.column_config.LinkColumn("Run", display_text=r"run\?run=(\d+)")},
+                column_config={**helped(views.LAUNCH_HELP), "Run": RUN_LINK},
                 key="study_launches",
                 placeholder=MISSING,
             )

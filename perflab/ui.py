@@ -703,12 +703,35 @@ def inventory_or_stop() -> Inventory:
         st.stop()
 
 
+@st.cache_data(show_spinner=False, max_entries=4)
+def _simulated_hosts(path: str, modified_ns: int) -> frozenset[str]:
+    try:
+        inventory = load_inventory(path)
+    except InventoryError:
+        return frozenset()
+    return frozenset(host.name for host in inventory.hosts if host.simulated)
+
+
+def simulated_host_names() -> frozenset[str]:
+    """The hosts the hosts file simulates (read again when the file changes; none when it is unusable),
+    so a run not yet started on one is labelled simulated as the started ones are."""
+    path = default_inventory_path()
+    try:
+        modified = path.stat().st_mtime_ns
+    except OSError:
+        return frozenset()
+    return _simulated_hosts(str(path), modified)
+
+
 @st.fragment(run_every=SIDEBAR_REFRESH_S)
 def _live_status(app_worker: bool) -> None:
     """The status lines, redrawn every few seconds so a run that starts or ends shows without a click."""
     with session() as opened:
         summary = status.app_status(
-            opened, database=db_session.public_name(), stale_after_s=settings.worker_stale_s()
+            opened,
+            database=db_session.public_name(),
+            stale_after_s=settings.worker_stale_s(),
+            simulated_hosts=simulated_host_names(),
         )
     st.caption(f"Database: {summary.database}")
     if not app_worker:

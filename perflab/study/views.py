@@ -19,9 +19,11 @@ from perflab import safe_yaml
 from perflab.inventory import Inventory
 from perflab.problems import syntax_problem
 from perflab.report.costs import cost_text, currency_text
-from perflab.report.model import Figures, Report, SearchSection, StageSection
+from perflab.report.model import Figures, Report, SearchSection, StageSection, SummaryRow
 from perflab.report.summary import percent_text
 from perflab.study.spec import SPEC_FORMATS, StudySpec, StudySpecError, parse_spec, spec_from_data
+from perflab.study.types import BASELINE_LAUNCHES
+from perflab.views.formatting import format_time
 from perflab.views.urlstate import BadParam, parse_id
 
 # The stages the form starts with: the seeds' usual order.
@@ -70,6 +72,20 @@ def stages_template(method: str, model: str, gpus: int | None) -> str:
     return search_template(gpus) if method == "search" else STAGES_TEMPLATE.format(model=model)
 
 
+def relaunches_help() -> str:
+    """The form's help on launches per configuration, by the planner's rules (the baseline's launches
+    before any verdict, the most launches a close call may take)."""
+    defaults = StudySpec.model_fields
+    confidence = defaults["confidence"].default * 100
+    return (
+        "Launches that first measure each configuration (launch-to-launch noise). Whatever this is, every "
+        f"decision is a verdict with a {confidence:g} % interval: the baseline is launched at least "
+        f"{BASELINE_LAUNCHES} times so the study measures its own spread, and a close call is launched "
+        f"again, up to {defaults['max_launches'].default} launches, until it is decided. More launches per "
+        "configuration cost GPU time and catch smaller gains."
+    )
+
+
 # A simulated first host makes the form a demo: a tenth of each preset's prompts (the study takes
 # minutes instead of the better part of an hour on the simulator's timings).
 SIMULATED_SCALE = 0.1
@@ -109,6 +125,73 @@ def form_defaults(inventory: Inventory, model: str) -> FormDefaults:
     )
 
 
+# The study page's words, explained where they appear: in its legend and its columns' tooltips.
+TOTAL_TPS_HELP = (
+    "Total token throughput: prompt and generated tokens per second that the whole node served over the "
+    "benchmark (vLLM bench's 'Total token throughput'). 6421.15×8 is 6421.15 per replica on 8 replicas: "
+    "51369.20 for the node."
+)
+TERMS: dict[str, str] = {
+    "Total TPS": TOTAL_TPS_HELP,
+    "launch": "one start of the engine with a configuration (a run of the study); a configuration launched "
+    "several times shows how much a fresh start changes its figures.",
+    "run": "one benchmark of the tuning profile on a launch (Runs per launch); a launch's value is the mean "
+    "of its runs, a configuration's the mean of its launches.",
+    "CV": "coefficient of variation: the standard deviation as a percentage of the mean. 'CV 3 % per "
+    "launch' means one launch's value typically lands within about 3 % of the configuration's mean.",
+    "df": "degrees of freedom: how many independent launch-to-launch differences a spread rests on. On 1 "
+    "df it is a rough guess and the intervals are very wide; they narrow as launches accumulate.",
+    "spread of the verdicts": "the launch-to-launch CV every verdict uses, pooled over every configuration "
+    "measured on two launches or more (and over an earlier study's, while today's launches agree with it).",
+    "look": "a candidate is judged after each of its launches: each judgement is a look ('look 1 of 4' is "
+    "the first of at most 4). The bar a gain must clear is set so that judging it several times keeps no "
+    "more no-gain candidates than judging once would.",
+    "± interval": "'+4.1 % ± 1.3 %, 95 %, 3 vs 2' is the gain over the configuration it is judged against, "
+    "its 95 % confidence interval, and how many launches of each side it rests on.",
+    "within noise": "neither kept nor beaten: the interval still straddles the smallest gain kept when the "
+    "candidate's launches ran out or its estimate was too weak to ever reach the bar.",
+    "detectable gain": "the smallest gain this study keeps 80 % of the time at its spread. It is "
+    "re-estimated after every launch, so it moves while the study runs and firms up as launches accumulate.",
+}
+FIRMING_UP = (
+    "While the study runs, the spread and the smallest detectable gain are re-estimated after every launch: "
+    "they move as launches accumulate and settle as the spread's degrees of freedom grow."
+)
+
+
+def terms_markdown() -> str:
+    """The legend of the study page: each term in bold, then what it means."""
+    return "\n".join(f"- **{term}**: {meaning}" for term, meaning in TERMS.items())
+
+
+def candidate_help(unit: str) -> dict[str, str]:
+    """Tooltips of a stage's candidates table, by column."""
+    return {
+        "Decision": "What the stage decided about the candidate (winner, not better, within noise, …).",
+        f"Mean ({unit})" if unit else "Mean": "The study's objective averaged over the candidate's launches "
+        "(each launch the mean of its runs), for the whole node: the figure its verdict compares.",
+        "Launches": "How many launches the figures of this row are the mean of.",
+        "Total TPS": TOTAL_TPS_HELP,
+        "Note": "Why: the verdict against the best configuration before the stage (gain, 95 % interval, "
+        "launches compared) and how it was reached (see 'What the words on this page mean').",
+    }
+
+
+SUMMARY_HELP: dict[str, str] = {
+    "Best candidate against the baseline": "The stage's best measured candidate against the baseline, "
+    "whether or not the stage kept it ('not kept': the stage kept nothing).",
+    "Not kept (against the best before it)": "Why the stage kept nothing: its best candidate's verdict "
+    "against the best configuration before the stage.",
+}
+LAUNCH_HELP: dict[str, str] = {
+    "Launch": "first: a configuration's first measurement; again: a further launch of it; validation: the "
+    "validation profiles alone.",
+    "Why": "Why the study launched it (again).",
+    "Runs": "Complete runs of the tuning profile on this launch.",
+    "Mean": "The launch's own value of the objective (the mean of its runs).",
+}
+
+
 def parse_study_id(raw: str | None) -> int:
     """The study id of ``?study=ID``; raises BadParam with a sentence a user can act on."""
     if raw is None or not raw.strip():
@@ -130,7 +213,7 @@ def studies_table(session: Session) -> pd.DataFrame:
                 "Model": (study.spec or {}).get("model"),
                 "Hosts": ", ".join((study.spec or {}).get("hosts") or []),
                 "Best": best_text(state.get("best"), finished=study.status in FINISHED_STUDY_STATUSES),
-                "Created": study.created_at,
+                "Created": format_time(study.created_at),
             }
         )
     columns = ["Study", "Name", "Status", "Phase", "Model", "Hosts", "Best", "Created"]
@@ -204,20 +287,28 @@ def comparison_table(report: Report) -> pd.DataFrame:
 
 
 def summary_table(report: Report) -> pd.DataFrame:
-    """The Summary of Optimization Options: one figure per column, each saying what it is against."""
-    column = "Cost change" if report.lower_is_better else "Throughput improvement"
+    """The Summary of Optimization Options: one figure per column, each saying what it is against; a
+    stage that kept nothing says so, and its best candidate's figure against the baseline says it was
+    not kept."""
+    column = "Cost change kept" if report.lower_is_better else "Throughput improvement kept"
     rows = [
         {
             "Optimization option": row.option,
-            column: percent_text(row.improvement, report.decimals) if row.improvement is not None else "-",
-            "Against the baseline": percent_text(row.versus_baseline, report.decimals)
-            if row.versus_baseline is not None
-            else "-",
-            "Not kept (against the best before it)": row.note or "-",
+            column: percent_text(row.improvement, report.decimals) if row.improvement is not None else "none",
+            "Best candidate against the baseline": _versus_baseline(row, report.decimals),
+            "Not kept (against the best before it)": row.note,
         }
         for row in report.summary
     ]
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["Optimization option", column, *SUMMARY_HELP])
+
+
+def _versus_baseline(row: SummaryRow, decimals: int) -> str | None:
+    """``+13.7%``, or ``+13.7% (not kept)`` for the best candidate of a stage that kept nothing."""
+    if row.versus_baseline is None:
+        return None
+    text = percent_text(row.versus_baseline, decimals)
+    return text if row.improvement is not None else f"{text} (not kept)"
 
 
 def trials_table(search: SearchSection) -> pd.DataFrame:
@@ -244,6 +335,7 @@ def launches_table(report: Report) -> pd.DataFrame:
             "Run": f"/run?run={launch.run_id}",
             "Configuration": launch.configuration,
             "Launch": launch.kind,
+            "Why": launch.reason,
             "Status": launch.status,
             "Runs": launch.runs,
             "Mean": shown_value(launch.value),

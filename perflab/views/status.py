@@ -3,6 +3,7 @@ are queued or in flight."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -79,10 +80,16 @@ def _age(moment: datetime, now: datetime) -> float:
 
 
 def app_status(
-    session: Session, *, database: str, stale_after_s: float, now: datetime | None = None
+    session: Session,
+    *,
+    database: str,
+    stale_after_s: float,
+    now: datetime | None = None,
+    simulated_hosts: Collection[str] = (),
 ) -> AppStatus:
     """The summary for the sidebar (a few small indexed queries); a worker silent for longer than
-    ``stale_after_s`` is shown as not responding."""
+    ``stale_after_s`` is shown as not responding. A run on one of ``simulated_hosts`` is labelled
+    simulated before it has started too (a run learns it is when it launches)."""
     now = now or utcnow()
     workers = [
         WorkerState(worker.id, worker.hostname, worker.state, _age(worker.heartbeat_at, now), stale_after_s)
@@ -105,7 +112,7 @@ def app_status(
         ActiveRun(
             id=row.id,
             status=row.status,
-            host=host_label(row.host_name, row.simulated),
+            host=host_label(row.host_name, row.simulated or row.host_name in simulated_hosts),
             title=row.label or " ".join(part for part in (row.engine, row.model) if part) or f"run {row.id}",
         )
         for row in active.rows

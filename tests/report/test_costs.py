@@ -27,10 +27,11 @@ def test_cost_and_energy_are_means_of_launch_means() -> None:
     assert side.tokens_per_joule == pytest.approx(3.0)  # launch 1 only
     assert (side.launches, side.energy_launches, side.energy_not_measured) == (2, 1, None)
     assert cost_text(side) == (
-        "$3.00 per 1M tokens; 3 tok/J (mean of the 1 of 2 launches whose energy was measured)"
+        "$3.00 per 1M tokens; 3 output tokens per joule "
+        "(mean of the 1 of 2 launches whose energy was measured)"
     )
     both = cost_side([[_figures(1.0, 2.0)], [_figures(3.0, 4.0)]])
-    assert cost_text(both) == "$2.00 per 1M tokens; 3 tok/J (mean of 2 launches)"
+    assert cost_text(both) == "$2.00 per 1M tokens; 3 output tokens per joule (mean of 2 launches)"
 
 
 def test_no_energy_figure_from_windows_too_short_and_why() -> None:

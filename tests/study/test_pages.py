@@ -3,6 +3,8 @@ study from the form (and a bad one), pause/resume/cancel, and bad ``?study=`` UR
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from db import crud
@@ -39,11 +41,32 @@ def test_finished_study_shows_command_tables_stages_and_downloads(study_db: Stud
     markdown = " ".join(texts(app.markdown))
     assert ui.status_text("done") in markdown
     assert f"{ui.status_text('done')} · model **Qwen/Qwen3-8B**" in markdown  # the phase is not repeated
-    comparison, summary, engine_stage, impossible, _launches = (frame.value for frame in app.dataframe)
+    comparison, summary, engine_stage, impossible, launches = (frame.value for frame in app.dataframe)
+    # every launch says why it was launched: the baseline's second launch measures the spread
+    assert list(launches["Launch"][:2]) == ["first", "again"]
+    assert launches["Why"].iloc[0] == "its first measurement"
+    assert launches["Why"].iloc[1].startswith("launch 2 of the baseline's 2: the study measures its own spread")
     assert list(comparison["Case"])[:2] == ["Chat", "Short Prompt"]
     assert comparison["Baseline"].iloc[0].startswith("Total TPS ")
     assert list(summary["Optimization option"]) == ["Engine", "Impossible parallelism"]
-    assert summary["Throughput improvement"].iloc[1] == "-"
+    # a stage that kept nothing says so, and its best candidate's figure says it was not kept
+    assert list(summary.columns) == [
+        "Optimization option",
+        "Throughput improvement kept",
+        "Best candidate against the baseline",
+        "Not kept (against the best before it)",
+    ]
+    assert set(summary["Throughput improvement kept"]) == {"none"}
+    assert summary["Best candidate against the baseline"].iloc[0].endswith("% (not kept)")
+    # the words of the verdicts are explained on the page, the columns by their tooltips
+    (legend,) = [box for box in app.expander if box.label == "What the words on this page mean"]
+    legend_text = " ".join(texts(legend.markdown))
+    for term in ("**Total TPS**", "**CV**", "**df**", "**look**", "**spread of the verdicts**"):
+        assert term in legend_text
+    assert "firms up as launches accumulate" in legend_text
+    column_help = engine_stage_config(app, 2)
+    assert column_help["Total TPS"].startswith("Total token throughput")
+    assert column_help["Launches"] == "How many launches the figures of this row are the mean of."
     assert [sub.value for sub in app.subheader] == ["1. Engine", "2. Impossible parallelism"]
     assert list(engine_stage["Candidate"]) == ["vLLM", "SGLang"]
     assert engine_stage["Decision"].iloc[0] == "reused"
@@ -55,6 +78,12 @@ def test_finished_study_shows_command_tables_stages_and_downloads(study_db: Stud
     labels = {button.label for button in app.get("download_button")}
     assert {"Download report (zip)", "Download CSV", "Download JSON", "Download PNG"} <= labels
     assert not [button for button in app.button if button.key in ("study_pause", "study_resume")]
+
+
+def engine_stage_config(app, index: int) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """The tooltips of the ``index``-th table's columns, by column."""
+    config = json.loads(app.dataframe[index].proto.columns)
+    return {name: column["help"] for name, column in config.items() if column.get("help")}
 
 
 def test_queued_study_can_be_paused_resumed_and_cancelled(study_db: StudyDatabase, open_page) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
@@ -115,6 +144,7 @@ def test_studies_page_lists_studies(study_db: StudyDatabase, open_page) -> None:
     assert list(table["Name"]) == ["waiting study", "engine choice"]
     assert list(table["Status"]) == ["queued", "done"]
     assert list(table["Open"]) == [f"/study?study={study_db.queued}", f"/study?study={study_db.done}"]
+    assert all(created.endswith(" UTC") for created in table["Created"])  # as every page writes times
 
 
 def test_empty_database_invites_a_first_study(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
