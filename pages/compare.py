@@ -13,7 +13,6 @@ import streamlit as st
 
 from perflab import ui
 from perflab.charts import compare as compare_charts
-from perflab.cost.stored import price_book
 from perflab.views import budget, compare, distributions, urlstate
 from perflab.views import cost as cost_views
 from perflab.views.formatting import MISSING
@@ -92,7 +91,7 @@ else:
     if ranking:
         st.caption(ranking)
     if any(metric.group in ("Cost", "Energy") for metric in table.metrics):
-        st.caption(cost_views.COMPARE_NOTE.format(currency=price_book().currency))
+        st.caption(cost_views.COMPARE_NOTE.format(currency=ui.price_book().currency))
     ui.download_row(
         ui.Download(
             "Download CSV",

@@ -14,7 +14,7 @@ from perflab.datasets import profile_dataset
 from perflab.engines import ENGINE_NAMES, EngineConfigError, get_adapter
 from perflab.engines.preflight import default_cache, host_adapter
 from perflab.probe.cpu import is_cpu_host
-from perflab.views import hosts, launch, preflight, run_detail
+from perflab.views import hosts, launch, preflight, run_progress
 from perflab.views.commands import command_preview
 from perflab.views.datasets import dataset_choice_label
 from perflab.views.formatting import format_time
@@ -318,7 +318,7 @@ if (
 def follow(run_id: int) -> None:
     """The queued run's state, live: what it is doing (or how it ended), its progress, its page."""
     with ui.session() as session:
-        progress = run_detail.load_progress(session, run_id)
+        progress = run_progress.load_progress(session, run_id)
     if progress is None:
         st.caption(f"Run {run_id} no longer exists.")
         return

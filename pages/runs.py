@@ -7,7 +7,6 @@ from __future__ import annotations
 import streamlit as st
 
 from perflab import ui
-from perflab.cost.stored import price_book
 from perflab.importers import AlreadyImported, ImportFileError, import_content
 from perflab.views import run_costs, run_list, urlstate
 from perflab.views.formatting import MISSING
@@ -112,7 +111,7 @@ if shown_query != query:
     st.query_params.from_dict(shown_query)
 st.session_state[LAST_QUERY_KEY] = shown_query
 
-prices = price_book()
+prices = ui.price_book()
 with ui.session() as session:
     page = run_list.load_run_page(
         session,

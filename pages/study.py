@@ -17,9 +17,7 @@ from db.crud.studies import FINISHED_STUDY_STATUSES
 from perflab import ui
 from perflab.hub.catalog import SAMPLE_REPORT_NOTE
 from perflab.markdown_text import md_text
-from perflab.report import charts as report_charts
 from perflab.report.export import report_files, results_csv, results_json, zip_bytes
-from perflab.report.from_study import study_report
 from perflab.report.markdown import per_accelerator_lines, replicas_note
 from perflab.report.model import Report, SearchSection
 from perflab.report.search_section import launch_text
@@ -31,14 +29,17 @@ from perflab.study.coordinator import (
     pause_study,
     resume_study,
 )
-from perflab.study.spec import StudySpecError
+from perflab.views import run_progress
 from perflab.views.formatting import MISSING
+from perflab.views.run_list import run_link
 from perflab.views.urlstate import BadParam
 
 ui.ensure_app_shell()
 
 PAGE = "study"
-LIVE_EVERY_S = 2.0
+# The live lines' poll; the result itself is drawn again only when the study moves on.
+LIVE_EVERY_S = 3.0
+LIVE_RUNS_SHOWN = 8
 
 try:
     study_id = views.parse_study_id(ui.query_param("study"))
@@ -143,18 +144,25 @@ def draw_search(search: SearchSection) -> None:
     )
 
 
-@st.fragment(run_every=LIVE_EVERY_S if active else None)
-def study_body(shown_status: str) -> None:
-    """The study's result as it stands; polled while it is active, reloading the page when its status
-    moves on."""
-    with ui.session() as session:
-        try:
-            report = study_report(session, study_id=study_id)
-        except StudySpecError as error:
-            st.error(f"The stored spec of this study cannot be read: {error}")
-            return
-    if report.status != shown_status:
+@st.fragment(run_every=LIVE_EVERY_S)
+def live_runs(shown_version: str) -> None:
+    """What the study's runs are doing now, polled while it is active (two small queries, so a poll
+    never outlasts the next); the page is drawn again once the study or one of its runs moved on."""
+    if ui.study_version(study_id) != shown_version:
         st.rerun()
+    with ui.session() as session:
+        running = [
+            (run_id, run_progress.load_progress(session, run_id))
+            for run_id in views.active_runs(session, study_id)[:LIVE_RUNS_SHOWN]
+        ]
+    for run_id, progress in running:
+        if progress is not None:
+            st.markdown(f"[Run {run_id}]({run_link(run_id)}): {md_text(progress.text())}")
+
+
+def study_body(report: Report, charts: dict[str, dict[str, Any]], version: str) -> None:
+    """The study's result as it stands (built once per version of the study); while it is active, its
+    runs' progress, live."""
     facts = [
         ui.status_text(report.status or ""),
         report.phase if report.phase != report.status else "",  # a finished study's phase repeats its status
@@ -173,6 +181,8 @@ def study_body(shown_status: str) -> None:
         st.error(md_text(report.failure))
     if report.incomplete:
         st.warning(md_text(report.incomplete))
+    if report.status not in FINISHED_STUDY_STATUSES:
+        live_runs(version)
 
     st.header("Recommended serve command")
     if report.recommended_command:
@@ -209,11 +219,10 @@ def study_body(shown_status: str) -> None:
     st.header("Stages")
     draw_stages(report)
 
-    figures = report_charts.report_charts(report)
-    if figures:
+    if charts:
         st.header("Charts")
-        for name, figure in figures.items():
-            ui.chart(figure, key=f"study_{name}", file_name=f"study-{study_id}-{name}.png")
+        for name, spec in charts.items():
+            ui.draw_spec(spec, key=f"study_{name}", file_name=f"study-{study_id}-{name}.png")
 
     if report.launches:
         with st.expander(f"Launches ({len(report.launches)})"):
@@ -241,4 +250,10 @@ def study_body(shown_status: str) -> None:
         st.caption(md_text(caveat))
 
 
-study_body(study.status)
+loaded = ui.load_study(study_id)
+if loaded is None:
+    st.warning(f"Study {study_id} was just deleted.")
+elif loaded.report is None:
+    st.error(f"The stored spec of this study cannot be read: {loaded.problem}")
+else:
+    study_body(loaded.report, loaded.charts, loaded.version)

@@ -2,10 +2,11 @@
 
 JSON mode writes one line per second (and a last one at the end)::
 
-    PERFLAB_PROGRESS {"done": n, "failed": f, "total": N, "elapsed_s": s, "in_flight": k,
-                      "e2el_sum_s": l, "e2el_n": m}
+    PERFLAB_PROGRESS {"phase": "warmup"|"benchmark", "done": n, "failed": f, "total": N, "elapsed_s": s,
+                      "in_flight": k, "e2el_sum_s": l, "e2el_n": m}
 
-``done`` counts every request that ended, ``failed`` those of them that failed; ``e2el_sum_s`` is the
+``phase`` says which requests the line counts (the warm-up's, or the measured ones); ``done`` counts
+every request that ended, ``failed`` those of them that failed; ``e2el_sum_s`` is the
 sum of the end-to-end latencies of the ``e2el_n`` successful requests so far (sent → last token, as
 the per-request records measure it), so a reader gets the mean latency of the requests that ended
 between two lines from measured values.
@@ -65,6 +66,7 @@ class Progress:
 
     def snapshot(self) -> dict:
         return {
+            "phase": self.phase,
             "done": self.done,
             "failed": self.failed,
             "total": self.total,

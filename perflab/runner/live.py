@@ -11,12 +11,16 @@ The runner keeps the bench's once-a-second progress lines of the running profile
   outside the latencies the requests really had; the completion rate is smoothed over the same window.
 - The time left comes from the profile's own progress: the requests still to end at the rate they
   have ended since the first one did (the wait for the first completions is the requests' latency,
-  not their pace). It is given only once that rate rests on :data:`SETTLED_FRACTION` of the planned
-  requests (and at least :data:`SETTLED_REQUESTS`); before that the page says it is estimating.
+  not their pace); once all are sent, the rest of the last one's latency (a closed loop drains its
+  last requests together, not at that rate).
+  It is given only once that rate rests on :data:`SETTLED_FRACTION` of the planned requests (and at
+  least :data:`SETTLED_REQUESTS`); before that the page says it is estimating.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -36,6 +40,60 @@ def _number(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(value)
     return float(value)
+
+
+# What a running profile is doing, in the order it happens (``run.progress["step"]``, with the wall-clock
+# time it began in ``step_since``): the agent and the dataset shipped to the host and the prompts
+# prepared, the warm-up requests, the measured requests, the last ones in flight once every request
+# was sent, and the result written, fetched and stored.
+STARTING = "starting the benchmark"
+WARMUP = "warm-up"
+MEASURING = "benchmarking"
+DRAINING = "draining"
+COLLECTING = "collecting the result"
+
+
+class ProfileProgress:
+    """The progress of one benchmark as the runner stores it: the step it is at and since when, and for
+    the measured requests their counts and :func:`with_point` history; a warm-up line counts the
+    warm-up apart (``warmup_done`` of ``warmup_total``), the measured counts staying at 0 of
+    ``total``."""
+
+    def __init__(self, total: int, clock: Callable[[], float] = time.time) -> None:
+        self.total = total
+        self.history: list[list[float]] = []
+        self._clock = clock
+        self.step = STARTING
+        self.since = clock()
+
+    def _at(self, step: str) -> dict[str, Any]:
+        if step != self.step:
+            self.step, self.since = step, self._clock()
+        return {"step": self.step, "step_since": self.since}
+
+    def started(self) -> dict[str, Any]:
+        """The fields stored when the benchmark is being started."""
+        return {"done": 0, "failed": 0, "total": self.total, **self._at(STARTING)}
+
+    def line(self, values: dict[str, Any]) -> dict[str, Any]:
+        """The fields stored for one of the bench's progress lines."""
+        fields = {key: value for key, value in values.items() if key != "phase"}
+        if values.get("phase") == "warmup":
+            warmup = {"warmup_done": fields.get("done"), "warmup_total": fields.get("total")}
+            return {"done": 0, "failed": 0, "total": self.total, "in_flight": 0, **warmup, **self._at(WARMUP)}
+        self.history = with_point(self.history, fields)
+        done, total, in_flight = (_count(fields.get(key)) for key in ("done", "total", "in_flight"))
+        if total and done >= total:
+            step = COLLECTING
+        elif total and in_flight and done + in_flight >= total:
+            step = DRAINING
+        else:
+            step = MEASURING
+        return {**fields, "history": self.history, **self._at(step)}
+
+
+def _count(value: Any) -> int:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
 
 def history_point(values: dict[str, Any]) -> list[float] | None:
@@ -110,9 +168,28 @@ def live_frame(history: Any) -> pd.DataFrame:
     )
 
 
+def _recent_latency_s(points: np.ndarray) -> float | None:
+    """The mean end-to-end latency of the successful requests that ended over the last
+    :data:`SMOOTHING_S` seconds, else of all that ended so far (None when the bench sent no sums)."""
+    last = points[-1]
+    if np.isnan(last[5]) or last[5] <= 0:
+        return None
+    older = points[points[:, 0] <= last[0] - SMOOTHING_S]
+    if len(older) and not np.isnan(older[-1][5]) and last[5] > older[-1][5]:
+        return float((last[4] - older[-1][4]) / (last[5] - older[-1][5]))
+    return float(last[4] / last[5])
+
+
 def eta_s(history: Any, total: int) -> float | None:
-    """Seconds until all ``total`` planned requests have ended, at the rate they have ended since the
-    first one did; None without a total, or while that rate is not settled (see the module doc)."""
+    """Seconds until all ``total`` planned requests have ended; None without a total, or while the
+    rate they end at is not settled (see the module doc).
+
+    While requests are still to be sent, the requests left end at the rate requests have ended since
+    the first one did (with C in flight, that rate is C ÷ their latency: the last C are counted at it
+    as the time they take). Once every request is sent, a closed loop drains its last requests
+    together, not one after another at that rate: what is left is the rest of one latency — the mean
+    end-to-end latency of the requests that ended lately — after the moment the last one was sent (at
+    the rate alone when the bench sends no latency sums)."""
     points = _points(history)
     if not total or len(points) < 2:
         return None
@@ -126,4 +203,20 @@ def eta_s(history: Any, total: int) -> float | None:
     elapsed = last[0] - began[0][0]
     if elapsed <= 0 or ended < max(SETTLED_REQUESTS, SETTLED_FRACTION * total):
         return None
-    return (total - last[1]) * elapsed / ended
+    rate = ended / elapsed
+    unsent = total - points[:, 1] - points[:, 3]
+    latency = _recent_latency_s(points)
+    if unsent[-1] > 0 or latency is None:
+        return (total - last[1]) / rate
+    return max(0.0, _all_sent_s(points, unsent, rate) + latency - last[0])
+
+
+def _all_sent_s(points: np.ndarray, unsent: np.ndarray, rate: float) -> float:
+    """When the last request was sent: after the last point that still had some to send, as many
+    seconds as those took at ``rate`` (within the second the points are apart)."""
+    waiting = np.flatnonzero(unsent > 0)
+    if not len(waiting):
+        return float(points[0][0])
+    before = waiting[-1]
+    sent_at = points[before][0] + unsent[before] / rate
+    return float(min(sent_at, points[before + 1][0]))

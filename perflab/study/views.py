@@ -1,7 +1,9 @@
 """What the studies pages show, computed away from Streamlit: the list of studies, a study's id from
-its URL, the tables of a study's result (its candidates with their states, baseline against optimized,
-the summary, a search's trials, its launches — plain text cells, nothing drawn as HTML), the new-study
-form's stages or search template, and a spec built from the form or an uploaded file."""
+its URL, what its result depends on (its version: the page rebuilds the result only when it changes)
+and its runs in flight, the tables of a study's result (its candidates with their states, baseline
+against optimized, the summary, a search's trials, its launches — plain text cells, nothing drawn as
+HTML) with the words and columns they use explained, the new-study form's stages or search template
+and help, and a spec built from the form or an uploaded file."""
 
 from __future__ import annotations
 
@@ -10,11 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+import sqlalchemy as sa
 import yaml
 from sqlmodel import Session
 
 from db import crud
 from db.crud.studies import FINISHED_STUDY_STATUSES
+from db.models import FINISHED_RUN_STATUSES, ProfileResult, Run, Study
 from perflab import safe_yaml
 from perflab.inventory import Inventory
 from perflab.problems import syntax_problem
@@ -197,6 +201,39 @@ def parse_study_id(raw: str | None) -> int:
     if raw is None or not raw.strip():
         raise BadParam("No study given: open one on the Studies page, or add ?study=ID to the address.")
     return parse_id(raw, "study", "study", 3)
+
+
+def study_version(session: Session, study_id: int) -> str | None:
+    """What a study's result depends on, in one small query's worth of text: its status and last
+    change, and each of its runs' status, profiles and stored results (None for an unknown study). The
+    study page rebuilds the result only when this changes."""
+    study = session.execute(sa.select(Study.status, Study.updated_at).where(Study.id == study_id)).first()
+    if study is None:
+        return None
+    results = (
+        sa.select(ProfileResult.run_id, sa.func.count().label("results"))
+        .group_by(ProfileResult.run_id)
+        .subquery()
+    )
+    runs = session.execute(
+        sa.select(Run.id, Run.status, sa.func.coalesce(results.c.results, 0))
+        .outerjoin(results, results.c.run_id == Run.id)
+        .where(Run.study_id == study_id)
+        .order_by(Run.id)
+    ).all()
+    return "|".join(
+        [study.status, str(study.updated_at), *(f"{run}:{status}:{count}" for run, status, count in runs)]
+    )
+
+
+def active_runs(session: Session, study_id: int) -> list[int]:
+    """The study's runs a worker holds or will (queued, launching, ready, benchmarking), oldest first."""
+    query = (
+        sa.select(Run.id)
+        .where(Run.study_id == study_id, Run.status.not_in(FINISHED_RUN_STATUSES))
+        .order_by(Run.id)
+    )
+    return list(session.execute(query).scalars())
 
 
 def studies_table(session: Session) -> pd.DataFrame:

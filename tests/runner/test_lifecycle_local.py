@@ -19,7 +19,7 @@ from perflab.engines import EngineConfig
 from perflab.hub.catalog import SHAREGPT, used_sample
 from perflab.hub.sample import SAMPLE_NAME, SAMPLE_PATH
 from perflab.inventory import HostConfig
-from perflab.runner import RunnerOptions, execute_run, submit_run
+from perflab.runner import RunnerOptions, execute_run, live, submit_run
 from perflab.runner.execute import RunEvent
 from perflab.runner.profile_spec import parse_profile
 from perflab.transport import open_transport
@@ -277,3 +277,28 @@ def test_a_host_whose_nvidia_smi_cannot_reach_the_driver_fails_with_the_probes_r
     message = stored.failure_message or ""
     assert "lists no accelerators: nvidia-smi cannot talk to the NVIDIA driver" in message
     assert "found none" not in message
+
+
+def test_a_benchmark_says_its_step_and_since_when(runs_db: Engine, sim_host: SimHostFactory) -> None:
+    """The runner's progress names the profile's step from the moment it starts the benchmark (before
+    the first request: the agent and the prompts are being prepared) through the warm-up, counted
+    apart from the measured requests, to collecting the result once the last request ended."""
+    host = sim_host("steps", kind="local")
+    events: list[RunEvent] = []
+    run = _submit(runs_db, host, "random:in=64,out=8,n=40,warmup=6")
+    status = execute_run(
+        run.id, engine=runs_db, inventory=inventory_of(host), worker_id=WORKER, on_event=events.append
+    )
+    assert status == "done", stored_run(runs_db, run.id).failure_message
+    stepped = [event.data for event in events if event.kind == "progress" and "step" in event.data]
+    steps = [data["step"] for data in stepped]
+    assert steps[0] == live.STARTING and steps[-1] == live.COLLECTING
+    assert live.WARMUP in steps and steps.index(live.WARMUP) < steps.index(live.COLLECTING)
+    warmup = [data for data in stepped if data["step"] == live.WARMUP]
+    assert (warmup[-1]["warmup_done"], warmup[-1]["warmup_total"]) == (6, 6)
+    assert all((data["done"], data["total"]) == (0, 40) for data in warmup)  # measured: none yet
+    assert (stepped[-1]["done"], stepped[-1]["total"]) == (40, 40)
+    # each step keeps the moment it began; a later step began no earlier
+    began = {data["step"]: data["step_since"] for data in stepped}
+    assert began[live.STARTING] <= began[live.WARMUP] <= began[live.COLLECTING]
+    assert all(data["step_since"] == began[data["step"]] for data in stepped)

@@ -11,7 +11,9 @@ from db import crud
 from db import session as db_session
 from perflab import ui
 from perflab.markdown_text import md_text
-from perflab.study.measure import RetryPolicy
+from perflab.study import views
+from perflab.study.coordinator import advance
+from perflab.study.measure import RetryPolicy, study_runs
 from tests.fixtures.study_data import StudyDatabase, leave_incomplete
 from tests.ui.conftest import app_env, hosts_file, open_page, texts  # noqa: F401  (fixtures reused)
 
@@ -45,7 +47,9 @@ def test_finished_study_shows_command_tables_stages_and_downloads(study_db: Stud
     # every launch says why it was launched: the baseline's second launch measures the spread
     assert list(launches["Launch"][:2]) == ["first", "again"]
     assert launches["Why"].iloc[0] == "its first measurement"
-    assert launches["Why"].iloc[1].startswith("launch 2 of the baseline's 2: the study measures its own spread")
+    assert (
+        launches["Why"].iloc[1].startswith("launch 2 of the baseline's 2: the study measures its own spread")
+    )
     assert list(comparison["Case"])[:2] == ["Chat", "Short Prompt"]
     assert comparison["Baseline"].iloc[0].startswith("Total TPS ")
     assert list(summary["Optimization option"]) == ["Engine", "Impossible parallelism"]
@@ -99,6 +103,44 @@ def test_queued_study_can_be_paused_resumed_and_cancelled(study_db: StudyDatabas
     assert not app.exception
     assert _study(study_db.url, study_db.queued).status == "cancelled"
     assert ui.status_text("cancelled") in " ".join(texts(app.markdown))
+
+
+def test_a_running_study_shows_its_runs_live_and_is_rebuilt_only_when_it_moves_on(  # type: ignore[no-untyped-def]
+    study_db: StudyDatabase,
+    open_page,  # noqa: F811
+) -> None:
+    engine = db_session.get_engine(study_db.url)
+    advance(engine, study_db.queued)  # queues the baseline's launches
+    with db_session.session_scope(engine) as session:
+        run = study_runs(session, study_id=study_db.queued)[0]
+        for status in ("launching", "ready", "benchmarking"):
+            crud.set_run_status(session, run_id=run.id, status=status)
+        before = views.study_version(session, study_db.queued)
+        progress = {
+            "profile": run.profiles[0]["name"],
+            "done": 412,
+            "failed": 0,
+            "total": 1000,
+            "in_flight": 64,
+        }
+        crud.heartbeat_run(session, run_id=run.id, progress=progress)
+        # a run's heartbeat is not the study moving on: the page's poll does not rebuild the result
+        assert views.study_version(session, study_db.queued) == before
+    app = open_page(study_db.url, STUDY_PAGE, {"study": str(study_db.queued)})
+    assert not app.exception
+    live = [text for text in texts(app.markdown) if text.startswith(f"[Run {run.id}](")]
+    assert live and "benchmarking" in live[0] and "412/1000 requests, 64 in flight" in live[0]
+    with db_session.session_scope(engine) as session:
+        result = {"completed": 50, "failed": 0, "total_token_throughput": 1000.0}
+        crud.add_profile_result(
+            session,
+            run_id=run.id,
+            profile=run.profiles[0],
+            result=result,
+            text_block=None,
+            bench_mode="on-host",
+        )
+        assert views.study_version(session, study_db.queued) != before  # a stored result moves it on
 
 
 def test_an_incomplete_study_names_what_is_missing_and_measures_it_again(  # type: ignore[no-untyped-def]

@@ -1,7 +1,7 @@
 """A simulated run of known length, watched the way the Run page watches it: the real load generator
 against ``perflab sim serve`` with fixed timings writes its progress lines, the runner's history
 (:func:`perflab.runner.live.with_point`) keeps them, and the page's view of that history
-(:class:`perflab.views.run_detail.RunProgress`, :func:`perflab.runner.live.live_frame`) gives the
+(:class:`perflab.views.run_progress.RunProgress`, :func:`perflab.runner.live.live_frame`) gives the
 time left and the live latency. The time left said once a tenth of the requests has ended is held
 against the time that really was left, and every live latency point against the latencies the
 requests really had (their records)."""
@@ -15,7 +15,7 @@ import pytest
 from perflab.bench import BenchOptions, run_benchmark
 from perflab.bench.progress import PROGRESS_PREFIX
 from perflab.runner import live
-from perflab.views.run_detail import RunProgress
+from perflab.views.run_progress import RunProgress
 
 # 120 requests at 10/s, each 100 ms to the first of 32 tokens and 20 ms per token after it: the run
 # lasts about 12.7 s, and each request about 0.72 s.
@@ -85,3 +85,41 @@ def test_time_left_and_live_latency_of_a_simulated_run(progress_lines: tuple[lis
     points = frame["latency_s"].dropna()
     assert len(points) >= len(frame) - 1  # after the first second, every point has measured latencies
     assert points.max() <= max(e2els) and points.min() >= min(e2els)
+
+
+def test_time_left_of_a_closed_loop_through_its_drain(sim_server, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    """A closed loop (64 in flight, the simulated engine batching 32 of them, lengths that vary) against
+    the simulator's performance model: once every request is sent the last 64 drain together. At every
+    progress line from a tenth of the run on, the time left said is held against the time really left."""
+    url = sim_server(model="Qwen/Qwen3-8B", max_num_seqs=32)
+    capsys.readouterr()
+    total = 160
+    run_benchmark(
+        BenchOptions(
+            base_urls=[url],
+            model="Qwen/Qwen3-8B",
+            num_prompts=total,
+            input_len=512,
+            output_len=256,
+            range_ratio=0.9,
+            max_concurrency=64,
+            progress="json",
+        )
+    )
+    lines = [
+        json.loads(line[len(PROGRESS_PREFIX) :])
+        for line in capsys.readouterr().err.splitlines()
+        if line.startswith(PROGRESS_PREFIX)
+    ]
+    ended_at = lines[-1]["elapsed_s"]
+    history: list[list[float]] = []
+    said = []
+    for line in lines[:-1]:
+        history = live.with_point(history, line)
+        eta = live.eta_s(history, total)
+        if line["done"] >= total / 10 and eta is not None:
+            sent_all = line["done"] + line["in_flight"] >= total
+            said.append((sent_all, eta, ended_at - line["elapsed_s"]))
+    assert any(sent_all for sent_all, _, _ in said), said  # the drain was watched
+    for sent_all, eta, really_left in said:
+        assert abs(eta - really_left) <= 0.4 * really_left + 1.0, (sent_all, eta, really_left, said)
