@@ -3,7 +3,8 @@ with its % change (green better, red worse) and the runs ranked by throughput; w
 tabs drawn one at a time, grouped bars per profile, throughput vs latency with the Pareto front,
 overlaid latency CDFs; charts as PNG, the table as CSV or markdown. Runs on different numbers of
 accelerators are ranked, coloured and charted per accelerator. A run with a partial result is marked
-``(partial)``."""
+``(partial)``. Results of another model, workload or dataset than the baseline's, or too short to
+judge, are named in a warning and their changes are not coloured (:mod:`perflab.views.comparable`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import streamlit as st
 
 from perflab import ui
 from perflab.charts import compare as compare_charts
-from perflab.views import budget, compare, distributions, urlstate
+from perflab.views import budget, comparable, compare, distributions, urlstate
 from perflab.views import cost as cost_views
 from perflab.views.formatting import MISSING
 from perflab.views.metrics import metric_for, metric_heading
@@ -74,7 +75,18 @@ ui.copy_link_button(
 
 st.markdown(compare.runs_markdown(compared))
 
-table = compare.comparison_table(compared, profile=profile, baseline_id=baseline_id)
+checked = comparable.comparability(compared, profile=profile, baseline_id=baseline_id)
+for warning in checked.warnings:
+    st.warning(warning, icon=":material/warning:")
+for note in checked.notes:
+    st.info(note, icon=":material/info:")
+table = compare.comparison_table(
+    compared,
+    profile=profile,
+    baseline_id=baseline_id,
+    unjudged=checked.unjudged,
+    too_short=checked.too_short,
+)
 st.subheader("Metrics")
 if not table.metrics:
     st.info("None of these runs has a result for this profile yet.")
