@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from db import crud
 from perflab import ui
 from perflab.engines import ENGINE_NAMES
 from perflab.markdown_text import md_text
@@ -12,6 +13,7 @@ from perflab.study import views
 from perflab.study.coordinator import create_study
 from perflab.study.hosts import StudyHostError
 from perflab.study.spec import OBJECTIVES, StudySpec, StudySpecError
+from perflab.views import datasets as dataset_views
 from perflab.views.formatting import MISSING
 
 ui.ensure_app_shell()
@@ -63,6 +65,8 @@ def start(spec: StudySpec) -> None:
 
 
 defaults = views.form_defaults(inventory, DEFAULT_MODEL)
+with ui.session() as session:
+    profile_choices = dataset_views.profile_choices(list(PRESETS), crud.list_datasets(session))
 form_tab, upload_tab = st.tabs(["Form", "Upload a spec"])
 
 
@@ -88,11 +92,16 @@ with form_tab, st.form("new_study"):
     model = st.text_input("Model", value=DEFAULT_MODEL, key="study_model")
     hosts = st.multiselect("Hosts", inventory.names(), default=inventory.names()[:1], key="study_hosts")
     engine = st.selectbox("Baseline engine", ENGINE_NAMES, key="study_engine")
-    presets = list(PRESETS)
-    tuning = st.selectbox("Tuning profile", presets, key="study_tuning")
+    tuning = st.selectbox(
+        "Tuning profile",
+        list(profile_choices),
+        key="study_tuning",
+        help="A preset, or a dataset uploaded on the Datasets page (prompts, or multi-turn sessions: "
+        "every session once, at most 64 in flight).",
+    )
     validation = st.multiselect(
         "Validation profiles",
-        presets,
+        list(profile_choices),
         default=[p for p in DEFAULT_VALIDATION if p in PRESETS],
         key="study_validation",
     )
@@ -153,8 +162,8 @@ if submitted:
             model=model,
             hosts=hosts,
             engine=engine,
-            tuning_profile=tuning,
-            validation_profiles=validation,
+            tuning_profile=profile_choices[tuning],
+            validation_profiles=[profile_choices[label] for label in validation],
             stages_yaml=stages_yaml,
             objective=objective,
             scale=scale,

@@ -7,7 +7,7 @@ and help, and a spec built from the form or an uploaded file."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -389,8 +389,8 @@ def spec_from_form(
     model: str,
     hosts: Sequence[str],
     engine: str,
-    tuning_profile: str,
-    validation_profiles: Sequence[str],
+    tuning_profile: str | Mapping[str, Any],
+    validation_profiles: Sequence[str | Mapping[str, Any]],
     stages_yaml: str,
     objective: str,
     scale: float,

@@ -15,14 +15,17 @@ from sqlalchemy.engine import Engine
 from db import crud
 from db.models import Run
 from db.session import new_session
+from perflab.datasets import parse_upload, profile_dataset, store_dataset
 from perflab.engines import EngineConfig
 from perflab.hub.catalog import SHAREGPT, used_sample
 from perflab.hub.sample import SAMPLE_NAME, SAMPLE_PATH
 from perflab.inventory import HostConfig
+from perflab.profiles import BenchmarkProfile
 from perflab.runner import RunnerOptions, execute_run, live, submit_run
 from perflab.runner.execute import RunEvent
 from perflab.runner.profile_spec import parse_profile
 from perflab.transport import open_transport
+from perflab.views import run_list
 from tests.fixtures.hub_server import HubServer
 from tests.fixtures.runs import (
     BackgroundRun,
@@ -302,3 +305,50 @@ def test_a_benchmark_says_its_step_and_since_when(runs_db: Engine, sim_host: Sim
     began = {data["step"]: data["step_since"] for data in stepped}
     assert began[live.STARTING] <= began[live.WARMUP] <= began[live.COLLECTING]
     assert all(data["step_since"] == began[data["step"]] for data in stepped)
+
+
+def test_an_uploaded_session_file_is_replayed_turn_by_turn(runs_db: Engine, sim_host: SimHostFactory) -> None:
+    """A session file stored as the Datasets page stores it runs as an agentic trace: every turn sent
+    after the reply to the last, the later turns hitting the engine's prefix cache, and the Runs list
+    shows that hit rate."""
+    host = sim_host("sessions", kind="local")
+    system = "You are a coding agent working in a large repository. " * 20
+    conversations = [
+        [
+            {
+                "messages": [
+                    {"role": "system", "content": system},
+                    {"role": "user", "content": f"Task {index}."},
+                ]
+            },
+            {"messages": [{"role": "tool", "content": "README.md setup.py"}], "output_len": 8},
+            {"messages": [{"role": "user", "content": "Go on."}], "output_len": 8},
+        ]
+        for index in range(4)
+    ]
+    content = "".join(json.dumps(conversation) + "\n" for conversation in conversations).encode()
+    with new_session(runs_db) as session:
+        dataset, _ = store_dataset(session, parse_upload("agents.jsonl", content), content, name="agents")
+    profile = BenchmarkProfile(
+        name="agents",
+        title="Agents",
+        **profile_dataset(dataset),
+        num_prompts=4,
+        max_concurrency=2,
+        output_len=None,
+    )
+    config = EngineConfig(engine="vllm", model="Qwen/Qwen3-8B", port=free_port_block(1))
+    run = submit_run(runs_db, host_name=host.name, config=config, profiles=[profile], worker_id=WORKER)
+
+    stored = _execute(runs_db, host, run)
+
+    assert stored.status == "done", stored.failure_message
+    with new_session(runs_db) as session:
+        (result,) = crud.list_profile_results(session, run_id=run.id)
+        page = run_list.load_run_page(session, run_list.RunFilters())
+    assert result.completed == 12 and result.result["sessions"]["completed"] == 4
+    assert result.result["dataset"]["name"] == "agentic-trace"
+    hit_rate = result.result["prefix_cache_hit_rate"]
+    assert hit_rate is not None and hit_rate > 0
+    assert page.table.loc[run.id, run_list.CACHE_HIT_COLUMN] == pytest.approx(hit_rate)
+    assert run_list.CACHE_HIT_COLUMN in run_list.shown_columns("compact", page.table)

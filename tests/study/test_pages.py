@@ -10,6 +10,7 @@ import pytest
 from db import crud
 from db import session as db_session
 from perflab import ui
+from perflab.datasets import parse_upload, store_dataset
 from perflab.markdown_text import md_text
 from perflab.study import views
 from perflab.study.coordinator import advance
@@ -212,6 +213,36 @@ def test_the_form_creates_a_study_and_reports_bad_stages(empty_db: str, open_pag
         (study,) = crud.list_studies(session)
     assert study.spec["hosts"] == ["local-sim"] and study.spec["baseline"] == {"engine": "vllm"}
     assert study.state["gpus_per_node"] == 8 and study.queued_by == "web"
+
+
+def test_the_form_tunes_on_an_uploaded_session_file(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    content = (
+        b'[{"messages": [{"role": "user", "content": "Plan the change."}]}, '
+        b'{"messages": [{"role": "tool", "content": "ok"}]}]\n'
+    )
+    with db_session.session_scope(db_session.get_engine(empty_db)) as session:
+        dataset, _ = store_dataset(session, parse_upload("agents.jsonl", content), content, name="agents")
+    app = open_page(empty_db, STUDIES_PAGE)
+    relaunches = app.number_input(key="study_relaunches")
+    assert "at least 2 times" in relaunches.help and "Above 1" not in relaunches.help
+    label = f"dataset #{dataset.id} · agents (agentic-jsonl, 1 session, 2 turns)"
+    assert label in app.selectbox(key="study_tuning").options
+    app.selectbox(key="study_tuning").select(label)
+    app.multiselect(key="study_validation").set_value([])
+    app.text_input(key="study_name").input("agents study")
+    app.text_area(key="study_stages").input(
+        "- name: Prefix caching\n  dimension: prefix_cache\n  candidates: [false]\n"
+    )
+    app.button[0].click().run()
+    assert not app.exception and not app.error
+    with db_session.session_scope(db_session.get_engine(empty_db)) as session:
+        (study,) = crud.list_studies(session)
+    tuning = study.spec["tuning_profile"]
+    assert (tuning["dataset"], tuning["dataset_ref"], tuning["num_prompts"]) == (
+        "agentic-trace",
+        dataset.content_hash,
+        1,
+    )
 
 
 def test_the_form_offers_a_search_within_the_hosts_budget(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
