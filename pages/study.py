@@ -8,6 +8,7 @@ to measure them."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import streamlit as st
@@ -19,7 +20,7 @@ from perflab.hub.catalog import SAMPLE_REPORT_NOTE
 from perflab.markdown_text import md_text
 from perflab.report.export import report_files, results_csv, results_json, zip_bytes
 from perflab.report.markdown import per_accelerator_lines, replicas_note
-from perflab.report.model import Report, SearchSection
+from perflab.report.model import Report, SearchSection, StageSection
 from perflab.report.search_section import launch_text
 from perflab.study import views
 from perflab.study.coordinator import (
@@ -117,15 +118,23 @@ def draw_stages(report: Report) -> None:
         search = searches.get(stage.index)
         if search is not None:
             draw_search(search)
-        with st.expander("Serving commands and benchmark results"):
-            for candidate in stage.candidates:
-                st.markdown(f"**{md_text(candidate.label)}**")
-                if candidate.serve_command:
-                    st.code(candidate.serve_command, language="bash")
-                for block in candidate.blocks:
-                    st.code(block.text, language=None)
+        ui.lazy_box(
+            "Serving commands and benchmark results",
+            functools.partial(draw_blocks, stage),
+            key=f"stage_{stage.index}_blocks",
+        )
     if report.status in ("queued", "running") and not report.stages:
         st.info("Measuring the baseline; the first stage starts when its tuning result is in.")
+
+
+def draw_blocks(stage: StageSection) -> None:
+    """Each candidate's serve command and benchmark result blocks, as printed."""
+    for candidate in stage.candidates:
+        st.markdown(f"**{md_text(candidate.label)}**")
+        if candidate.serve_command:
+            ui.preformatted(candidate.serve_command, wrap=True)
+        for block in candidate.blocks:
+            ui.preformatted(block.text)
 
 
 def draw_search(search: SearchSection) -> None:
@@ -158,6 +167,17 @@ def live_runs(shown_version: str) -> None:
     for run_id, progress in running:
         if progress is not None:
             st.markdown(f"[Run {run_id}]({run_link(run_id)}): {md_text(progress.text())}")
+
+
+def draw_launches(report: Report) -> None:
+    """Every launch of the study, with why it was made."""
+    st.dataframe(
+        views.launches_table(report),
+        hide_index=True,
+        column_config={**helped(views.LAUNCH_HELP), "Run": RUN_LINK},
+        key="study_launches",
+        placeholder=MISSING,
+    )
 
 
 def study_body(report: Report, charts: dict[str, dict[str, Any]], version: str) -> None:
@@ -221,18 +241,23 @@ def study_body(report: Report, charts: dict[str, dict[str, Any]], version: str) 
 
     if charts:
         st.header("Charts")
-        for name, spec in charts.items():
-            ui.draw_spec(spec, key=f"study_{name}", file_name=f"study-{study_id}-{name}.png")
+        # drawn one at a time: only the open tab's chart is sent to the browser
+        ui.lazy_tabs(
+            {
+                views.chart_title(name): functools.partial(
+                    ui.draw_spec, spec, key=f"study_{name}", file_name=f"study-{study_id}-{name}.png"
+                )
+                for name, spec in charts.items()
+            },
+            key="study_charts",
+        )
 
     if report.launches:
-        with st.expander(f"Launches ({len(report.launches)})"):
-            st.dataframe(
-                views.launches_table(report),
-                hide_index=True,
-                column_config={**helped(views.LAUNCH_HELP), "Run": RUN_LINK},
-                key="study_launches",
-                placeholder=MISSING,
-            )
+        ui.lazy_box(
+            f"Launches ({len(report.launches)})",
+            functools.partial(draw_launches, report),
+            key="study_launches_box",
+        )
 
     st.header("Report")
     stem = f"perflab-study-{study_id}"

@@ -163,6 +163,26 @@ FIRMING_UP = (
 )
 
 
+CHART_TITLES = {
+    "comparison": "Baseline vs optimized",
+    "stages": "Per stage",
+    "load_curve": "Load curve",
+    "search_convergence": "Search convergence",
+    "search_pareto": "Search Pareto front",
+    "search_importance": "Which knobs mattered",
+}
+
+
+def chart_title(name: str) -> str:
+    """A study chart's tab title by its name (:func:`perflab.report.charts.report_charts`):
+    ``comparison`` → ``Baseline vs optimized``, ``load_curve_2`` → ``Load curve 2``, ``search_pareto_3`` →
+    ``Search Pareto front (stage 3)``."""
+    stem, _, number = name.rpartition("_")
+    if stem in CHART_TITLES and number.isdigit():
+        return f"{CHART_TITLES[stem]} ({'stage ' if stem.startswith('search') else ''}{number})"
+    return CHART_TITLES.get(name, name.replace("_", " ").capitalize())
+
+
 def terms_markdown() -> str:
     """The legend of the study page: each term in bold, then what it means."""
     return "\n".join(f"- **{term}**: {meaning}" for term, meaning in TERMS.items())

@@ -16,7 +16,7 @@ from perflab.study import views
 from perflab.study.coordinator import advance
 from perflab.study.measure import RetryPolicy, study_runs
 from tests.fixtures.study_data import StudyDatabase, leave_incomplete
-from tests.ui.conftest import app_env, hosts_file, open_page, texts  # noqa: F401  (fixtures reused)
+from tests.ui.conftest import app_env, hosts_file, open_page, preformatted, texts  # noqa: F401  (fixtures reused)
 
 STUDIES_PAGE = "pages/studies.py"
 STUDY_PAGE = "pages/study.py"
@@ -44,13 +44,7 @@ def test_finished_study_shows_command_tables_stages_and_downloads(study_db: Stud
     markdown = " ".join(texts(app.markdown))
     assert ui.status_text("done") in markdown
     assert f"{ui.status_text('done')} · model **Qwen/Qwen3-8B**" in markdown  # the phase is not repeated
-    comparison, summary, engine_stage, impossible, launches = (frame.value for frame in app.dataframe)
-    # every launch says why it was launched: the baseline's second launch measures the spread
-    assert list(launches["Launch"][:2]) == ["first", "again"]
-    assert launches["Why"].iloc[0] == "its first measurement"
-    assert (
-        launches["Why"].iloc[1].startswith("launch 2 of the baseline's 2: the study measures its own spread")
-    )
+    comparison, summary, engine_stage, impossible = (frame.value for frame in app.dataframe)
     assert list(comparison["Case"])[:2] == ["Chat", "Short Prompt"]
     assert comparison["Baseline"].iloc[0].startswith("Total TPS ")
     assert list(summary["Optimization option"]) == ["Engine", "Impossible parallelism"]
@@ -79,7 +73,22 @@ def test_finished_study_shows_command_tables_stages_and_downloads(study_db: Stud
         impossible["Decision"].iloc[0] == "failed"
         and "more than the study's budget of 1" in impossible["Note"].iloc[0]
     )
-    assert len(list(app.get("vega_lite_chart"))) == 2
+    # the charts are tabs, each drawn when open; the launches and the stages' blocks when opened
+    assert [tab.label for tab in app.tabs] == ["Baseline vs optimized", "Per stage"]
+    assert len(list(app.get("vega_lite_chart"))) == 1
+    app.session_state["study_charts"] = "Per stage"
+    app.session_state["study_launches_box"] = True
+    app.session_state["stage_1_blocks"] = True
+    app.run()
+    assert not app.exception and len(list(app.get("vega_lite_chart"))) == 1
+    assert any("Serving Benchmark Result" in block for block in preformatted(app))
+    launches = app.dataframe[-1].value
+    # every launch says why it was launched: the baseline's second launch measures the spread
+    assert list(launches["Launch"][:2]) == ["first", "again"]
+    assert launches["Why"].iloc[0] == "its first measurement"
+    assert (
+        launches["Why"].iloc[1].startswith("launch 2 of the baseline's 2: the study measures its own spread")
+    )
     labels = {button.label for button in app.get("download_button")}
     assert {"Download report (zip)", "Download CSV", "Download JSON", "Download PNG"} <= labels
     assert not [button for button in app.button if button.key in ("study_pause", "study_resume")]
