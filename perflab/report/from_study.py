@@ -274,11 +274,15 @@ def _launch_policy(study: _Study) -> LaunchPolicy:
         for candidate in plan.candidates()
         if candidate.stage_index in study.searches and candidate.fingerprint is not None
     )
+    winners = (stage.winner.fingerprint for stage in plan.stages if stage.winner is not None)
     return LaunchPolicy(
         baseline=plan.baseline.fingerprint,
         baseline_launches=rules.baseline_launches,
         relaunches=rules.relaunches,
         max_launches=rules.max_launches,
+        references=frozenset(
+            fingerprint for fingerprint in (plan.baseline.fingerprint, *winners) if fingerprint
+        ),
         searched=searched,
     )
 

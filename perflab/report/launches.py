@@ -135,13 +135,16 @@ def launch_kind(run: Run, measured_before: bool, validation: set[str]) -> str:
 @dataclass(frozen=True)
 class LaunchPolicy:
     """What makes a study launch a configuration more than once: the baseline's launches before any
-    candidate is judged, each configuration's first launches (``relaunches``), the most a close call
-    may take, and the configurations a search stage measured (its finalists are measured again)."""
+    candidate is judged, each configuration's launches before it is first judged (``relaunches``), the
+    most a close call may take, the references a stage compares its candidates with (the baseline, the
+    stages' winners), which are launched again beside the launches they are compared with, and the
+    configurations a search stage measured (its finalists are measured again)."""
 
     baseline: str | None = None
     baseline_launches: int = 1
     relaunches: int = 1
     max_launches: int = 1
+    references: frozenset[str] = frozenset()
     searched: frozenset[str] = frozenset()
 
     def reason(self, kind: str, fingerprint: str | None, number: int) -> str:
@@ -155,13 +158,18 @@ class LaunchPolicy:
                 f"launch {number} of the baseline's {self.baseline_launches}: the study measures its own "
                 "spread on the baseline before judging any candidate"
             )
+        if fingerprint in self.references:
+            return (
+                f"launch {number} of a reference (the baseline or a stage's winner): launched again beside "
+                "the launches it is compared with, so a change of the host's speed does not read as a gain"
+            )
         if number <= self.relaunches:
-            return f"launch {number} of the {self.relaunches} each configuration gets first"
+            return f"launch {number} of the {self.relaunches} each configuration gets before it is judged"
         if fingerprint in self.searched:
             return "a finalist of the search, measured again for its final pick"
         return (
-            f"launch {number}: a close call (its own verdict, or one it is the reference of) is measured "
-            f"again, up to {self.max_launches} launches, until it is decided"
+            f"launch {number}: a close call is measured again, up to {self.max_launches} launches, until "
+            "it is decided"
         )
 
 

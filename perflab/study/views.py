@@ -26,7 +26,6 @@ from perflab.report.costs import cost_text, currency_text
 from perflab.report.model import Figures, Report, SearchSection, StageSection, SummaryRow
 from perflab.report.summary import percent_text
 from perflab.study.spec import SPEC_FORMATS, StudySpec, StudySpecError, parse_spec, spec_from_data
-from perflab.study.types import BASELINE_LAUNCHES
 from perflab.views.formatting import format_time
 from perflab.views.urlstate import BadParam, parse_id
 
@@ -77,16 +76,16 @@ def stages_template(method: str, model: str, gpus: int | None) -> str:
 
 
 def relaunches_help() -> str:
-    """The form's help on launches per configuration, by the planner's rules (the baseline's launches
-    before any verdict, the most launches a close call may take)."""
+    """The form's help on launches per configuration, by the planner's rules (the confidence of every
+    verdict, the most launches a close call may take)."""
     defaults = StudySpec.model_fields
     confidence = defaults["confidence"].default * 100
     return (
-        "Launches that first measure each configuration (launch-to-launch noise). Whatever this is, every "
-        f"decision is a verdict with a {confidence:g} % interval: the baseline is launched at least "
-        f"{BASELINE_LAUNCHES} times so the study measures its own spread, and a close call is launched "
-        f"again, up to {defaults['max_launches'].default} launches, until it is decided. More launches per "
-        "configuration cost GPU time and catch smaller gains."
+        "Launches of each configuration before it is first judged (launch-to-launch noise). Whatever "
+        f"this is, every decision is a verdict with a {confidence:g} % interval: the study measures its "
+        "own spread (its references are launched more than once), and a close call is launched again, "
+        f"up to {defaults['max_launches'].default} launches, until it is decided. More launches cost GPU "
+        "time and catch smaller gains."
     )
 
 

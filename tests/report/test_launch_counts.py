@@ -12,6 +12,7 @@ from db import crud
 from db.session import new_session
 from perflab.engines import EngineConfig
 from perflab.report.from_study import study_report
+from perflab.report.launches import LaunchPolicy
 from perflab.study.measure import study_runs
 from tests.study.by_hand import drive, measure_once
 
@@ -65,5 +66,28 @@ def test_candidate_rows_count_their_launches_and_every_launch_says_why(db_engine
     of_candidate = [(kind, reason) for label, kind, reason in reasons if label != "Baseline"]
     assert of_candidate[:2] == [
         ("first", "its first measurement"),
-        ("again", "launch 2 of the 2 each configuration gets first"),
+        ("again", "launch 2 of the 2 each configuration gets before it is judged"),
     ]
+
+
+def test_each_reason_for_another_launch_is_said() -> None:
+    policy = LaunchPolicy(
+        baseline="base",
+        baseline_launches=2,
+        relaunches=2,
+        max_launches=4,
+        references=frozenset({"base", "winner"}),
+        searched=frozenset({"trial"}),
+    )
+    assert policy.reason("first", "cand", 1) == "its first measurement"
+    assert policy.reason("validation", "base", 3).startswith("the validation profiles alone")
+    assert policy.reason("again", "base", 2).startswith("launch 2 of the baseline's 2: the study measures")
+    assert policy.reason("again", "base", 3).startswith("launch 3 of a reference (the baseline or a stage's")
+    assert policy.reason("again", "winner", 2).startswith("launch 2 of a reference")
+    assert policy.reason("again", "cand", 2) == (
+        "launch 2 of the 2 each configuration gets before it is judged"
+    )
+    assert policy.reason("again", "trial", 3) == "a finalist of the search, measured again for its final pick"
+    assert policy.reason("again", "cand", 3) == (
+        "launch 3: a close call is measured again, up to 4 launches, until it is decided"
+    )
