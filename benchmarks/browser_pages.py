@@ -207,7 +207,7 @@ def markers(runs: int) -> dict[str, str]:
         "Launch": "Serve command",
         "Compare": "Ranked by",
         "Study": "Summary of Optimization Options",
-        "Study (running)": "1190/2000 requests",
+        "Study (running)": "Summary of Optimization Options",
         "Datasets": "Preview",
     }
 

@@ -233,7 +233,9 @@ def test_the_form_tunes_on_an_uploaded_session_file(empty_db: str, open_page) ->
         dataset, _ = store_dataset(session, parse_upload("agents.jsonl", content), content, name="agents")
     app = open_page(empty_db, STUDIES_PAGE)
     relaunches = app.number_input(key="study_relaunches")
-    assert "its references are launched more than once" in relaunches.help and "Above 1" not in relaunches.help
+    assert (
+        "its references are launched more than once" in relaunches.help and "Above 1" not in relaunches.help
+    )
     label = f"dataset #{dataset.id} · agents (agentic-jsonl, 1 session, 2 turns)"
     assert label in app.selectbox(key="study_tuning").options
     app.selectbox(key="study_tuning").select(label)
