@@ -17,7 +17,7 @@ A page has settled when the app is connected, its script has finished, no elemen
 loading skeleton and every chart drawn so far has its canvas or SVG; the figure is the browser's own
 clock from the start of the navigation to that moment (``performance.now()``). ``--repeat`` times
 each, printing the median and the spread, with the machine's CPU count and load. ``--smoke`` is the
-small mode (50 runs, 100 request records, one view of each), to check the benchmark works.
+small mode (50 runs, 100 request records, no warm-up, one view of each), to check the benchmark works.
 
     python benchmarks/browser_pages.py [--repeat 5] [--width 1024] [--height 768] [--smoke]
 """
@@ -255,16 +255,24 @@ def settled_ms(page, marker: str) -> float:  # type: ignore[no-untyped-def]
 
 
 def measure(
-    base: str, paths: dict[str, str], marks: dict[str, str], repeat: int, viewport: dict[str, int]
+    base: str,
+    paths: dict[str, str],
+    marks: dict[str, str],
+    repeat: int,
+    viewport: dict[str, int],
+    *,
+    warm_up: bool = True,
 ) -> dict[str, dict[str, list[float]]]:
-    """Seconds to settled per page: first views (a fresh context each) and repeat views (a reload)."""
+    """Seconds to settled per page: first views (a fresh context each) and repeat views (a reload),
+    after each page was opened once (``warm_up``: the server's imports and cached reads, the browser's
+    cache)."""
     from playwright.sync_api import sync_playwright
 
     figures: dict[str, dict[str, list[float]]] = {name: {"first": [], "repeat": []} for name in paths}
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         warm = browser.new_context(viewport=viewport).new_page()
-        for name, path in paths.items():  # the server's imports and cached reads, the browser's cache
+        for name, path in paths.items() if warm_up else ():
             warm.goto(base + path)
             print(
                 f"warming {name}: {settled_ms(warm, marks[name]) / 1000:.2f} s", file=sys.stderr, flush=True
@@ -303,7 +311,9 @@ def main() -> None:
         process, base = start_app(folder, url, hosts)
         try:
             viewport = {"width": args.width, "height": args.height}
-            figures = measure(base, paths, markers(stored_runs(url)), repeat, viewport)
+            figures = measure(
+                base, paths, markers(stored_runs(url)), repeat, viewport, warm_up=not args.smoke
+            )
         finally:
             os.killpg(process.pid, signal.SIGTERM)
             process.wait(timeout=30)
