@@ -2,7 +2,7 @@
 
 A change against the baseline is a gain or a loss of the configuration only when both results served
 the same model (its quantized variants count as the same: trying FP8 is what a study's quantization
-stage does) the same workload — the same dataset, the same load (request rate, most requests in
+stage does), the same workload — the same dataset, the same load (request rate, most requests in
 flight) and prompts and outputs of about the same length (their means within :data:`LENGTH_RATIO`
 of each other) — and each lasted long enough to judge (:func:`perflab.runner.evidence.short_reason`,
 as the study pages say). A run that differs from the baseline in one of these is warned about by name,
