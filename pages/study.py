@@ -206,7 +206,10 @@ def study_body(report: Report, charts: dict[str, dict[str, Any]], version: str) 
 
     st.header("Recommended serve command")
     if report.recommended_command:
-        st.code(report.recommended_command, language="bash")
+        ui.preformatted(report.recommended_command, wrap=True)
+        ui.copy_button(
+            report.recommended_command, key="study_command", label="Copy command", copied="Command copied"
+        )
         replicas = replicas_note(report)
         if replicas is not None:
             st.caption(replicas)

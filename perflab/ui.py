@@ -614,7 +614,7 @@ COPY_BUTTON_HTML = """
   .perflab-copy span {{ font-size: 0.85rem; opacity: 0.75; }}
 </style>
 <div class="perflab-copy">
-  <button type="button" id="{element_id}" data-link="{link}" title="{link}">Copy link</button>
+  <button type="button" id="{element_id}" data-text="{text}" title="{text}">{label}</button>
   <span id="{element_id}-note" role="status"></span>
 </div>
 <script>
@@ -636,20 +636,20 @@ COPY_BUTTON_HTML = """
     if (!copied) throw new Error("copy refused");
   }};
   button.addEventListener("click", async () => {{
-    const link = button.dataset.link;
+    const text = button.dataset.text;
     try {{
       if (navigator.clipboard && window.isSecureContext) {{
-        await navigator.clipboard.writeText(link);
+        await navigator.clipboard.writeText(text);
       }} else {{
-        fallback(link);
+        fallback(text);
       }}
-      note.textContent = "Link copied";
+      note.textContent = "{copied}";
     }} catch (error) {{
       try {{
-        fallback(link);
-        note.textContent = "Link copied";
+        fallback(text);
+        note.textContent = "{copied}";
       }} catch (again) {{
-        note.textContent = link;
+        note.textContent = text;
         note.style.whiteSpace = "normal";
         note.style.userSelect = "all";
       }}
@@ -668,16 +668,27 @@ def preformatted(text: str, *, wrap: bool = False) -> None:
     st.html(f'<pre class="{kind}">{html.escape(text)}</pre>')
 
 
-def copy_link_button(link: str, *, key: str) -> None:
-    """A "Copy link" button that puts ``link`` on the clipboard in the browser (the Clipboard API, or
-    a selected text copy where the page is not a secure context) and says "Link copied" beside it on
-    one line (the link is the button's tooltip); where the browser refuses both, the link itself is
+def copy_button(text: str, *, key: str, label: str, copied: str) -> None:
+    """A button called ``label`` that puts ``text`` on the clipboard in the browser (the Clipboard API,
+    or a selected text copy where the page is not a secure context) and says ``copied`` beside it on
+    one line (the text is the button's tooltip); where the browser refuses both, the text itself is
     shown, selected on a click, to copy by hand."""
     st.html(
-        COPY_BUTTON_HTML.format(element_id=f"perflab-copy-{key}", link=html.escape(link, quote=True)),
+        COPY_BUTTON_HTML.format(
+            element_id=f"perflab-copy-{key}",
+            text=html.escape(text, quote=True),
+            label=html.escape(label),
+            copied=html.escape(copied),
+        ),
         width="content",
         unsafe_allow_javascript=True,
     )
+
+
+def copy_link_button(link: str, *, key: str) -> None:
+    """A "Copy link" button that puts ``link`` on the clipboard and says "Link copied"
+    (:func:`copy_button`)."""
+    copy_button(link, key=key, label="Copy link", copied="Link copied")
 
 
 # ----- drawing helpers ----------------------------------------------------------------------------

@@ -40,7 +40,7 @@ def test_finished_study_shows_command_tables_stages_and_downloads(study_db: Stud
         "Charts",
         "Report",
     ]
-    assert study.recommended_command in texts(app.code)
+    assert study.recommended_command in preformatted(app)  # drawn without the code highlighter
     markdown = " ".join(texts(app.markdown))
     assert ui.status_text("done") in markdown
     assert f"{ui.status_text('done')} · model **Qwen/Qwen3-8B**" in markdown  # the phase is not repeated
