@@ -149,7 +149,7 @@ def comparability(compare: CompareSet, *, profile: str, baseline_id: int) -> Com
                 lambda run, _: run.run.model or "model unknown",
             ),
             (
-                "different workloads (the load, or the lengths of prompts and outputs)",
+                "different workloads (load, prompt and output lengths)",
                 lambda _, result: _workload_differs(result, base_result),
                 lambda _, result: f"{result.title}: {_load(result)}, {_lengths(result)}",
             ),
@@ -167,8 +167,8 @@ def comparability(compare: CompareSet, *, profile: str, baseline_id: int) -> Com
             if odd:
                 unjudged.update(run.name for run in odd)
                 warnings.append(
-                    f"These results are of {what} ({listed}): their changes against the baseline are "
-                    "shown without colour, as neither better nor worse."
+                    f"These results are of {what}: {listed}. Their changes against the baseline are shown "
+                    "without colour, as neither better nor worse."
                 )
         notes = _version_notes(pairs, base_run)
     else:

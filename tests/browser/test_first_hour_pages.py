@@ -11,8 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import Browser, Page, expect
 
+from tests.browser.test_vocabulary import GRID_CELLS_JS
 from tests.fixtures.streamlit_app import AppServer, click, local_sim_hosts_file, new_page, screenshot, settle
 from tests.fixtures.study_data import StudyDatabase
 from tests.fixtures.ui_data import SeededDatabase
@@ -31,6 +32,17 @@ SESSIONS = [
     ],
     {"turns": [{"messages": [{"role": "user", "content": "Summarise the KV cache."}], "output_len": 64}]},
 ]
+
+
+HEADER_JS = """
+(name) => [...document.querySelectorAll('table[role="grid"] th')].some(cell => cell.textContent === name)
+"""
+
+
+def grid_cells(page: Page, column: str) -> str:
+    """The text of the page's data grids once one of them has drawn ``column``."""
+    page.wait_for_function(HEADER_JS, arg=column, timeout=60_000)
+    return str(page.evaluate(GRID_CELLS_JS))
 
 
 def test_a_session_file_and_runs_of_another_model(  # type: ignore[no-untyped-def]
@@ -61,7 +73,7 @@ def test_a_session_file_and_runs_of_another_model(  # type: ignore[no-untyped-de
     done, seed = data_db.runs.done, data_db.runs.imported[0]
     page.goto(f"{app.url}/compare?compare={done},{seed}")
     settle(page)
-    warning = page.get_by_text(re.compile(r"^These results are of different models"))
+    warning = page.get_by_text(re.compile(r"^These results are of different models: "))
     expect(warning).to_be_visible()
     expect(warning).to_contain_text("shown without colour, as neither better nor worse")
     screenshot(page, "compare-different-models")
@@ -84,11 +96,12 @@ def test_a_study_explains_its_words_and_its_launches(  # type: ignore[no-untyped
         expect(page.get_by_text(re.compile(rf"^{term}: "))).to_be_visible()
     page.get_by_text(re.compile(r"^Launches \(\d+\)$")).click()
     settle(page)
-    expect(page.get_by_text("Why", exact=True).first).to_be_attached()
+    cells = grid_cells(page, "Why")  # the box's table, drawn once it is opened
+    assert "Why" in cells and "launch 2 of the baseline's 2: the study measures its own spread" in cells
     screenshot(page, "study-words-and-launches")
 
     page.goto(f"{app.url}/studies")
     settle(page)
-    expect(page.get_by_text("Created", exact=True).first).to_be_attached()
-    assert "+00:00" not in page.inner_text("body")
+    cells = grid_cells(page, "Created")
+    assert "Created" in cells and " UTC" in cells and "+00:00" not in cells
     screenshot(page, "studies-list")

@@ -78,8 +78,8 @@ def test_runs_that_measure_something_else_are_named_and_not_coloured(db_session:
     assert checked.unjudged == {names[bigger], names[longer], names[sharegpt], names[short]}
     assert checked.too_short == {names[short]}
     models, workloads, datasets, too_short = checked.warnings
-    assert models.startswith(f"These results are of different models ({names[baseline]}: Qwen/Qwen3-8B; ")
-    assert f"{names[bigger]}: Qwen/Qwen3-14B)" in models and "FP8" not in models
+    assert models.startswith(f"These results are of different models: {names[baseline]}: Qwen/Qwen3-8B; ")
+    assert f"{names[bigger]}: Qwen/Qwen3-14B. Their changes" in models and "FP8" not in models
     assert workloads.startswith("These results are of different workloads")
     assert f"{names[longer]}: Profile: request rate inf, max concurrency 16, ~1024 in / ~1024 out tokens" in (
         workloads
