@@ -350,7 +350,9 @@ def summary_table(report: Report) -> pd.DataFrame:
     rows = [
         {
             "Optimization option": row.option,
-            column: percent_text(row.improvement, report.decimals) if row.improvement is not None else "none",
+            column: percent_text(row.improvement, report.decimals)
+            if row.improvement is not None
+            else "nothing kept",
             "Best candidate against the baseline": _versus_baseline(row, report.decimals),
             "Not kept (against the best before it)": row.note,
         }

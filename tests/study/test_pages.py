@@ -55,7 +55,7 @@ def test_finished_study_shows_command_tables_stages_and_downloads(study_db: Stud
         "Best candidate against the baseline",
         "Not kept (against the best before it)",
     ]
-    assert set(summary["Throughput improvement kept"]) == {"none"}
+    assert set(summary["Throughput improvement kept"]) == {"nothing kept"}
     assert summary["Best candidate against the baseline"].iloc[0].endswith("% (not kept)")
     # the words of the verdicts are explained on the page, the columns by their tooltips
     (legend,) = [box for box in app.expander if box.label == "What the words on this page mean"]
