@@ -39,6 +39,16 @@ HEADER_JS = """
 """
 
 
+def serve(start_app: Callable[..., AppServer], url: str, directory: Path) -> AppServer:
+    """The app on database ``url`` with the simulated local host, no worker, no login."""
+    return start_app(
+        PERFLAB_DATABASE_URL=url,
+        PERFLAB_HOSTS=str(local_sim_hosts_file(directory)),
+        PERFLAB_APP_WORKER="0",
+        PERFLAB_AUTH="",
+    )
+
+
 def grid_cells(page: Page, column: str) -> str:
     """The text of the page's data grids once one of them has drawn ``column``."""
     page.wait_for_function(HEADER_JS, arg=column, timeout=60_000)
@@ -48,12 +58,7 @@ def grid_cells(page: Page, column: str) -> str:
 def test_a_session_file_and_runs_of_another_model(  # type: ignore[no-untyped-def]
     data_db: SeededDatabase, start_app: Callable[..., AppServer], chromium: Browser, tmp_path: Path
 ) -> None:
-    app = start_app(
-        PERFLAB_DATABASE_URL=data_db.url,
-        PERFLAB_HOSTS=str(local_sim_hosts_file(tmp_path)),
-        PERFLAB_APP_WORKER="0",
-        PERFLAB_AUTH="",
-    )
+    app = serve(start_app, data_db.url, tmp_path)
     page = new_page(chromium)
     upload = tmp_path / "agents.jsonl"
     upload.write_text("".join(json.dumps(conversation) + "\n" for conversation in SESSIONS))
@@ -82,12 +87,7 @@ def test_a_session_file_and_runs_of_another_model(  # type: ignore[no-untyped-de
 def test_a_study_explains_its_words_and_its_launches(  # type: ignore[no-untyped-def]
     study_db: StudyDatabase, start_app: Callable[..., AppServer], chromium: Browser, tmp_path: Path
 ) -> None:
-    app = start_app(
-        PERFLAB_DATABASE_URL=study_db.url,
-        PERFLAB_HOSTS=str(local_sim_hosts_file(tmp_path)),
-        PERFLAB_APP_WORKER="0",
-        PERFLAB_AUTH="",
-    )
+    app = serve(start_app, study_db.url, tmp_path)
     page = new_page(chromium)
     page.goto(f"{app.url}/study?study={study_db.done}")
     settle(page)
