@@ -3,8 +3,9 @@ with its % change (green better, red worse) and the runs ranked by throughput; w
 tabs drawn one at a time, grouped bars per profile, throughput vs latency with the Pareto front,
 overlaid latency CDFs; charts as PNG, the table as CSV or markdown. Runs on different numbers of
 accelerators are ranked, coloured and charted per accelerator. A run with a partial result is marked
-``(partial)``. Results of another model, workload or dataset than the baseline's, or too short to
-judge, are named in a warning and their changes are not coloured (:mod:`perflab.views.comparable`)."""
+``(partial)``. Results of another model, workload or dataset than the baseline's, or that cannot be
+judged (too short, or riding an earlier run's prefix cache), are named in a warning and their changes
+are not coloured (:mod:`perflab.views.comparable`)."""
 
 from __future__ import annotations
 
@@ -85,7 +86,7 @@ table = compare.comparison_table(
     profile=profile,
     baseline_id=baseline_id,
     unjudged=checked.unjudged,
-    too_short=checked.too_short,
+    marks=checked.marks,
 )
 st.subheader("Metrics")
 if not table.metrics:

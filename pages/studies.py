@@ -12,7 +12,7 @@ from perflab.profiles import PRESETS
 from perflab.study import views
 from perflab.study.coordinator import create_study
 from perflab.study.hosts import StudyHostError
-from perflab.study.spec import OBJECTIVES, StudySpec, StudySpecError
+from perflab.study.spec import OBJECTIVES, StudySpec, StudySpecError, resolve_profile
 from perflab.views import datasets as dataset_views
 from perflab.views.formatting import MISSING
 
@@ -118,6 +118,9 @@ with form_tab, st.form("new_study"):
         key="study_scale",
         help="Fraction of every profile's prompts (1 = the presets as published). " + views.SCALE_HELP,
     )
+    chosen = [resolve_profile(profile_choices[label]) for label in [tuning, *validation]]
+    for warning in views.scale_warnings(scale, chosen):
+        scale_col.warning(md_text(warning))
     min_success = success_col.number_input(
         "Minimum success rate (%)", min_value=1.0, max_value=100.0, value=100.0, key="study_min_success"
     )

@@ -1,10 +1,10 @@
 """Study (``?study=ID``): its result as it stands (:func:`perflab.report.from_study.study_report`, the
 model the report, the JSON and the CSV render too): its stages with candidates, results, failures and
 winners as they arrive, a search's trials and launches, the recommended serve command, the
-optimization summary, baseline vs optimized on every validation profile, charts, every launch, and the
-report download. Every table is plain text (nothing from a user is drawn as HTML). Pause, resume and
-cancel; an incomplete study lists the candidates the infrastructure kept from being measured and offers
-to measure them."""
+predicted figures beside the measured ones, the optimization summary, baseline vs optimized on every
+validation profile, charts, every launch, and the report download. Every table is plain text (nothing
+from a user is drawn as HTML). Pause, resume and cancel; an incomplete study lists the candidates the
+infrastructure kept from being measured and offers to measure them."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ from perflab import ui
 from perflab.hub.catalog import SAMPLE_REPORT_NOTE
 from perflab.markdown_text import md_text
 from perflab.report.export import report_files, results_csv, results_json, zip_bytes
-from perflab.report.markdown import per_accelerator_lines, replicas_note
+from perflab.report.markdown import per_accelerator_lines, replicas_note, summary_note
 from perflab.report.model import Report, SearchSection, StageSection
+from perflab.report.predictions import table_rows
 from perflab.report.search_section import launch_text
 from perflab.study import views
 from perflab.study.coordinator import (
@@ -153,6 +154,19 @@ def draw_search(search: SearchSection) -> None:
     )
 
 
+def draw_predictions(report: Report) -> None:
+    """Each configuration's predicted figures beside its measured ones, or why there are none."""
+    section = report.predictions
+    if section is None:
+        return
+    st.header("Predictions")
+    st.caption(md_text(section.line))
+    if section.progress:
+        st.info(md_text(section.progress), icon=":material/hourglass_top:")
+    if section.rows:
+        st.dataframe(table_rows(section), hide_index=True, key="study_predictions", placeholder=MISSING)
+
+
 @st.fragment(run_every=LIVE_EVERY_S)
 def live_runs(shown_version: str) -> None:
     """What the study's runs are doing now, polled while it is active (two small queries, so a poll
@@ -227,6 +241,7 @@ def study_body(report: Report, charts: dict[str, dict[str, Any]], version: str) 
         st.caption(views.FIRMING_UP)
     with st.expander("What the words on this page mean", icon=":material/help:"):
         st.markdown(views.terms_markdown())
+    draw_predictions(report)
     st.header("Summary of Optimization Options")
     if report.summary:
         st.dataframe(
@@ -236,6 +251,9 @@ def study_body(report: Report, charts: dict[str, dict[str, Any]], version: str) 
             key="study_summary",
             placeholder=MISSING,
         )
+        note = summary_note(report)
+        if note:
+            st.caption(note)
     else:
         st.caption("No stage is decided yet.")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from perflab.predict.store import prediction_line
 from perflab.study.progress import StudyProgress
 from perflab.study.spec import OBJECTIVE_UNITS
 from perflab.study.types import UNMEASURED, CandidatePlan, StudyPlan
@@ -62,6 +63,9 @@ def progress_lines(progress: StudyProgress) -> list[str]:
     # the phase says more than the status only while the study is under way ("[running] stage 2 of 4")
     shown = f" {phase}" if phase and phase != study.status else ""
     lines = [f"study {study.id}: {study.name} [{study.status}]{shown}"]
+    prediction = prediction_line(study.state)
+    if prediction:
+        lines.append(prediction)
     slos = slo_summary(plan)
     if slos:
         lines.append(slos)

@@ -4,22 +4,22 @@ A change against the baseline is a gain or a loss of the configuration only when
 the same model (its quantized variants count as the same: trying FP8 is what a study's quantization
 stage does), the same workload — the same dataset, the same load (request rate, most requests in
 flight) and prompts and outputs of about the same length (their means within :data:`LENGTH_RATIO`
-of each other) — and each lasted long enough to judge (:func:`perflab.runner.evidence.short_reason`,
-as the study pages say). A run that differs from the baseline in one of these is warned about by name,
-and its changes are shown but not coloured as better or worse. Engine versions that differ for the
-same engine are said too, the changes still judged: comparing versions is a question the page
-answers.
+of each other) — and each can be judged, as the study pages say
+(:func:`perflab.runner.evidence.unjudged_reason`: it lasted long enough and did not ride an earlier
+run's prefix cache). A run that differs from the baseline in one of these is warned about by name, and
+its changes are shown but not coloured as better or worse. Engine versions that differ for the same
+engine are said too, the changes still judged: comparing versions is a question the page answers.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-from perflab.runner.evidence import short_reason
+from perflab.runner.evidence import unjudged_reason
 from perflab.views.compare import CompareRun, CompareSet
 from perflab.views.run_detail import ProfileView
 
@@ -35,13 +35,14 @@ _QUANTIZED = re.compile(
 @dataclass(frozen=True)
 class Comparability:
     """What the page says before its table: ``warnings`` (results that do not measure the same thing,
-    or are too short to judge), ``notes`` (what differs but still compares), and the runs whose changes
-    are not judged (``unjudged``) or whose result is too short (``too_short``), by column name."""
+    or cannot be judged), ``notes`` (what differs but still compares), the runs whose changes are not
+    judged (``unjudged``), and the column mark of each result that cannot be judged (``marks``:
+    ``(too short to judge)``, ``(rode an earlier run's prefix cache)``), by column name."""
 
     warnings: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     unjudged: frozenset[str] = frozenset()
-    too_short: frozenset[str] = frozenset()
+    marks: Mapping[str, str] = field(default_factory=dict)
 
 
 def base_model(model: str | None) -> str | None:
@@ -136,7 +137,7 @@ def comparability(compare: CompareSet, *, profile: str, baseline_id: int) -> Com
     anchor = next((pair for pair in pairs if pair[0].run.id == baseline_id), None)
     warnings: list[str] = []
     unjudged: set[str] = set()
-    too_short = [(run, reason) for run, result in pairs if (reason := short_reason(result.result))]
+    unusable = [(run, reason) for run, result in pairs if (reason := unjudged_reason(result.result))]
     if anchor is not None:
         base_run, base_result = anchor
         checks = (
@@ -173,16 +174,21 @@ def comparability(compare: CompareSet, *, profile: str, baseline_id: int) -> Com
         notes = _version_notes(pairs, base_run)
     else:
         notes = []
-    if too_short:
+    if unusable:
         warnings.append(
-            "Too short to judge, as the study pages say: "
-            + "; ".join(f"{run.name}: {reason}" for run, reason in too_short)
+            "Not judged, as the study pages say: "
+            + "; ".join(f"{run.name}: {reason}" for run, reason in unusable)
             + ". Their changes are shown without colour."
         )
-        unjudged.update(run.name for run, _ in too_short)
-    return Comparability(
-        tuple(warnings), tuple(notes), frozenset(unjudged), frozenset(run.name for run, _ in too_short)
-    )
+        unjudged.update(run.name for run, _ in unusable)
+    marks = {run.name: unjudged_mark(reason) for run, reason in unusable}
+    return Comparability(tuple(warnings), tuple(notes), frozenset(unjudged), marks)
+
+
+def unjudged_mark(reason: str) -> str:
+    """A column's mark from why its result cannot be judged: ``(too short to judge)`` from ``too short
+    to judge: 1.2 s and …``."""
+    return f"({reason.split(':', 1)[0]})"
 
 
 def _version(run: CompareRun) -> str | None:

@@ -12,7 +12,8 @@ change or a colour, and the runs are ranked, coloured and put on the Pareto fron
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 from pandas.io.formats.style import Styler
@@ -49,7 +50,6 @@ from perflab.views.run_detail import ProfileView, RunView, profile_views, run_vi
 from perflab.views.run_list import run_link
 
 FIRST_RESULT = "First result of each run"
-TOO_SHORT_MARK = "(too short to judge)"
 # The seeds' colours of gains and losses (as perflab.report.summary writes them), for the table's
 # cells and its markdown export.
 VERDICT_COLOURS: dict[str, str] = {"better": "lightgreen", "worse": "#fbcaca"}
@@ -180,8 +180,8 @@ class ComparisonTable:
     ``values`` holds the numbers (rows: metric keys; columns: run names), ``changes`` the % changes
     (NaN for the baseline, missing values, and node totals of runs whose budgets differ),
     ``verdicts`` ``better``/``worse``/``""`` per cell (``""`` for every cell of a run in ``unjudged``:
-    its result does not measure what the baseline's does, :mod:`perflab.views.comparable`); the
-    columns of ``too_short`` results are marked.
+    its result does not measure what the baseline's does, :mod:`perflab.views.comparable`); ``marks``
+    the heading marks of the columns whose results cannot be judged (``(too short to judge)``).
     """
 
     metrics: list[Metric]
@@ -192,7 +192,7 @@ class ComparisonTable:
     changes: pd.DataFrame
     verdicts: pd.DataFrame
     budgets_differ: bool = False
-    too_short: frozenset[str] = frozenset()
+    marks: Mapping[str, str] = field(default_factory=dict)
 
 
 def verdict(change: float | None, direction: Direction) -> str:
@@ -209,10 +209,10 @@ def comparison_table(
     profile: str,
     baseline_id: int,
     unjudged: frozenset[str] = frozenset(),
-    too_short: frozenset[str] = frozenset(),
+    marks: Mapping[str, str] | None = None,
 ) -> ComparisonTable:
     """The metric table of ``profile`` with changes against run ``baseline_id``; the changes of the runs
-    named in ``unjudged`` are neither better nor worse, the columns of ``too_short`` marked."""
+    named in ``unjudged`` are neither better nor worse, the columns named in ``marks`` marked."""
     results = {run.name: run.result_for(profile) for run in compare.runs}
     baseline = compare.run(baseline_id).name
     metrics = result_metrics(result.result for result in results.values() if result is not None)
@@ -259,7 +259,7 @@ def comparison_table(
         changes=changes,
         verdicts=verdicts,
         budgets_differ=compare.budgets_differ,
-        too_short=too_short,
+        marks=dict(marks or {}),
     )
 
 
@@ -304,16 +304,11 @@ def _cell(table: ComparisonTable, metric: Metric, name: str) -> str:
 
 
 def column_name(table: ComparisonTable, name: str) -> str:
-    """A run's column heading: its name, marked when it is the baseline and when its result is too
-    short to judge."""
-    marks = [
-        mark
-        for mark, marked in (
-            ("(baseline)", name == table.baseline),
-            (TOO_SHORT_MARK, name in table.too_short),
-        )
-        if marked
-    ]
+    """A run's column heading: its name, marked when it is the baseline and when its result cannot be
+    judged (``(too short to judge)``)."""
+    marks = ["(baseline)"] if name == table.baseline else []
+    if name in table.marks:
+        marks.append(table.marks[name])
     return " ".join([name, *marks])
 
 

@@ -1,7 +1,9 @@
 """A run's live state as the Run and Launch pages show it, from one small query: its status and for how
 long it has had it, what it is fetching, the engine's replicas coming up, and, while it benchmarks, the
 profile's step (:mod:`perflab.runner.live`: starting the benchmark, warm-up, benchmarking, draining,
-collecting the result) with its own elapsed time, the request counts and the time left."""
+preparing the next round, collecting the result) with its own elapsed time, the round of a benchmark
+sized to the floor of evidence and what it has measured, the request counts and the time left (of
+every round the floor still asks for)."""
 
 from __future__ import annotations
 
@@ -46,15 +48,38 @@ class RunProgress:
     step_since: float | None = None
     warmup: tuple[int, int] | None = None
     replicas: tuple[int, int] | None = None
+    # The rounds of a benchmark sized to the floor of evidence (None: one round).
+    rounds: live.Rounds | None = None
 
     @property
     def eta_s(self) -> float | None:
-        """Seconds until the running profile's requests have all ended (see :func:`live.eta_s`)."""
-        return live.eta_s(self.history, self.total)
+        """Seconds until the running profile's requests have all ended, in every round the floor still
+        asks for (see :func:`live.eta_s`)."""
+        return live.eta_s(self.history, self.total, self.rounds)
+
+    @property
+    def planned(self) -> int:
+        """The requests the profile is expected to send: ``total``, and the rounds the floor still asks
+        for once their size can be told."""
+        plan = live.rounds_plan(self.history, self.total, self.rounds) if self.rounds is not None else None
+        return self.total + (plan.more * plan.per_round if plan is not None else 0)
 
     @property
     def fraction(self) -> float:
-        return min(1.0, self.done / self.total) if self.total else 0.0
+        planned = self.planned
+        return min(1.0, self.done / planned) if planned else 0.0
+
+    def _rounds_text(self) -> str | None:
+        """``round 2 (0.9 of at least 5.1 s and 40 of at least 50 requests measured before it)``, or
+        between rounds what the rounds so far measured; None for a benchmark of one round."""
+        rounds = self.rounds
+        if rounds is None or self.step in (live.STARTING, live.WARMUP, live.COLLECTING):
+            return None
+        if rounds.next:
+            return rounds.measured_text()
+        if rounds.number == 1:
+            return f"round 1 (measures {rounds.floor_text()})"
+        return f"round {rounds.number} ({rounds.measured_text()} before it)"
 
     def _status_text(self, now_s: float) -> str:
         """``launching for 23.0 s``: the status, and for how long while the engine comes up."""
@@ -71,7 +96,10 @@ class RunProgress:
         if self.step == live.WARMUP and self.warmup is not None:
             text += f" {self.warmup[0]}/{self.warmup[1]}"
         elif self.step == live.DRAINING:
-            text += f": every request sent, {self.in_flight} still in flight"
+            of_round = f" of round {self.rounds.number}" if self.rounds is not None else ""
+            text += f": every request{of_round} sent, {self.in_flight} still in flight"
+        elif self.step == live.PREPARING and self.rounds is not None:
+            text = f"preparing round {self.rounds.number + 1}"
         if self.step_since is not None:
             text += f" for {format_duration(max(0.0, now_s - self.step_since))}"
         return text
@@ -97,6 +125,9 @@ class RunProgress:
         step = self._step_text(now_s)
         if step:
             parts.append(step)
+        rounds = self._rounds_text()
+        if rounds:
+            parts.append(rounds)
         if self.total:
             counted = f"{self.done}/{self.total} requests"
             if self.failed:
@@ -104,7 +135,7 @@ class RunProgress:
             parts.append(f"{counted}, {self.in_flight} in flight")
         if self.elapsed_s is not None:
             parts.append(f"{format_duration(self.elapsed_s)} elapsed")
-        if self.total and self.done < self.total and self.history:
+        if self.history and (self.done < self.total or self.step == live.PREPARING):
             eta = self.eta_s
             parts.append(
                 f"about {format_duration(eta)} left" if eta is not None else "estimating the time left"
@@ -157,6 +188,7 @@ def load_progress(session: Session, run_id: int) -> RunProgress | None:
         step_since=float(since) if isinstance(since, (int, float)) and not isinstance(since, bool) else None,
         warmup=_pair(progress, "warmup_done", "warmup_total"),
         replicas=_pair(progress, "replicas_ready", "replicas"),
+        rounds=live.Rounds.read(progress.get("rounds")),
     )
 
 

@@ -76,7 +76,7 @@ def test_runs_that_measure_something_else_are_named_and_not_coloured(db_session:
 
     checked = comparable.comparability(compared, profile=compare.FIRST_RESULT, baseline_id=baseline)
     assert checked.unjudged == {names[bigger], names[longer], names[sharegpt], names[short]}
-    assert checked.too_short == {names[short]}
+    assert checked.marks == {names[short]: "(too short to judge)"}
     models, workloads, datasets, too_short = checked.warnings
     assert models.startswith(f"These results are of different models: {names[baseline]}: Qwen/Qwen3-8B; ")
     assert f"{names[bigger]}: Qwen/Qwen3-14B. Their changes" in models and "FP8" not in models
@@ -85,9 +85,7 @@ def test_runs_that_measure_something_else_are_named_and_not_coloured(db_session:
         workloads
     )
     assert f"{names[sharegpt]}: sharegpt" in datasets
-    assert too_short.startswith(
-        f"Too short to judge, as the study pages say: {names[short]}: too short to judge"
-    )
+    assert too_short.startswith(f"Not judged, as the study pages say: {names[short]}: too short to judge")
     (version,) = checked.notes
     assert version == (
         f"Engine versions differ ({names[baseline]}: vllm 0.11.0; {names[newer]}: vllm 0.12.0): the changes "
@@ -99,7 +97,7 @@ def test_runs_that_measure_something_else_are_named_and_not_coloured(db_session:
         profile=compare.FIRST_RESULT,
         baseline_id=baseline,
         unjudged=checked.unjudged,
-        too_short=checked.too_short,
+        marks=checked.marks,
     )
     for odd in (bigger, longer, sharegpt, short):
         assert _coloured(table, names[odd]) == set()

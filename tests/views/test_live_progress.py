@@ -123,3 +123,86 @@ def test_time_left_of_a_closed_loop_through_its_drain(sim_server, capsys: pytest
     assert any(sent_all for sent_all, _, _ in said), said  # the drain was watched
     for sent_all, eta, really_left in said:
         assert abs(eta - really_left) <= 0.4 * really_left + 1.0, (sent_all, eta, really_left, said)
+
+
+def _bench_lines(capsys: pytest.CaptureFixture[str]) -> list[dict]:
+    return [
+        json.loads(line[len(PROGRESS_PREFIX) :])
+        for line in capsys.readouterr().err.splitlines()
+        if line.startswith(PROGRESS_PREFIX)
+    ]
+
+
+def test_a_benchmark_in_rounds_says_its_round_and_the_time_left_of_every_round(  # type: ignore[no-untyped-def]
+    sim_server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A closed loop sized to a floor of evidence three rounds long (24 requests a round, 16 in flight,
+    at least 60 requests): the runner's steps never say the result is being collected before the last
+    round ended, say the next round is being prepared between rounds, and the time left covers the
+    rounds still to come: in the first round it is more than that round's own time left, and once a
+    round and a pause between rounds have been seen it is held against the time really left (the first
+    round's estimate cannot know the pauses, nor the long requests of a short round's drain)."""
+    url = sim_server(model="Qwen/Qwen3-8B", max_num_seqs=16)
+    capsys.readouterr()
+    per_round = 24
+    result = run_benchmark(
+        BenchOptions(
+            base_urls=[url],
+            model="Qwen/Qwen3-8B",
+            num_prompts=per_round,
+            input_len=256,
+            output_len=320,
+            range_ratio=0.9,
+            max_concurrency=16,
+            min_requests=60,
+            progress="json",
+        )
+    )
+    lines = _bench_lines(capsys)
+    rounds = result["rounds"]["count"]
+    assert rounds == 3 and result["completed"] == 3 * per_round
+    assert [line["rounds"]["number"] for line in lines] == sorted(line["rounds"]["number"] for line in lines)
+    assert {line["rounds"]["number"] for line in lines} == {1, 2, 3}
+    assert lines[-1]["rounds"]["next"] is False and lines[-1]["done"] == 3 * per_round
+
+    now = [0.0]
+    tracked = live.ProfileProgress(per_round, clock=lambda: now[0])
+    ended_at = lines[-1]["elapsed_s"]
+    steps, said = [], []
+    for line in lines:
+        now[0] = line["elapsed_s"]
+        stored = tracked.line({"phase": "benchmark", **line})
+        steps.append((stored["step"], line["rounds"]["number"]))
+        view = RunProgress(
+            status="benchmarking",
+            done=line["done"],
+            failed=line["failed"],
+            total=line["total"],
+            in_flight=line["in_flight"],
+            elapsed_s=line["elapsed_s"],
+            profile="closed",
+            profile_number=1,
+            profiles=1,
+            cancel_requested=False,
+            history=stored["history"],
+            step=stored["step"],
+            step_since=stored["step_since"],
+            rounds=live.Rounds.read(stored["rounds"]),
+        )
+        if line is not lines[-1] and view.eta_s is not None:
+            alone = live.eta_s(stored["history"], line["total"])  # the current round's requests only
+            left = ended_at - line["elapsed_s"]
+            said.append((line["rounds"]["number"], view.eta_s, alone, left, view.text(now[0])))
+    # collecting only at the very end; each round but the last is followed by the next one's preparation
+    assert [step for step, _ in steps].count(live.COLLECTING) == 1 and steps[-1][0] == live.COLLECTING
+    assert [number for step, number in steps if step == live.PREPARING] == [1, 2]
+    preparing = next(text for number, _, _, _, text in said if "preparing round 2" in text)
+    assert "of at least 60 requests measured" in preparing, preparing
+    # the time left: the rounds to come counted from the first round on, held to the truth from the second
+    first_round = [entry for entry in said if entry[0] == 1]
+    assert first_round and any(entry[0] == 2 for entry in said), said
+    for _, eta, alone, really_left, text in first_round:
+        assert alone is not None and alone + 1.0 < eta <= 1.4 * really_left + 1.0, (eta, alone, text)
+    for number, eta, _, really_left, text in said:
+        if number > 1:
+            assert abs(eta - really_left) <= 0.4 * really_left + 1.0, (number, eta, really_left, text)
