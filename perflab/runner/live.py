@@ -115,23 +115,19 @@ class Rounds:
     def reached(self, measured_s: float, completed: float) -> bool:
         return measured_s >= self.min_duration_s and completed >= self.min_requests
 
-    def floor_text(self) -> str:
-        """``at least 5.1 s and 50 requests``."""
-        parts = []
-        if self.min_duration_s:
-            parts.append(f"{self.min_duration_s:.2g} s")
-        if self.min_requests:
-            parts.append(f"{self.min_requests} requests")
-        return "at least " + " and ".join(parts)
-
-    def measured_text(self) -> str:
-        """``2.4 of at least 5.1 s and 40 of at least 50 requests measured``."""
-        parts = []
-        if self.min_duration_s:
-            parts.append(f"{self.measured_s:.2g} of at least {self.min_duration_s:.2g} s")
-        if self.min_requests:
-            parts.append(f"{self.completed} of at least {self.min_requests} requests")
-        return " and ".join(parts) + " measured"
+    def floor_text(self, measured: bool = False) -> str:
+        """``at least 5.1 s and at least 50 requests``; ``measured``: what the ended rounds measured of
+        it, ``2.4 of at least 5.1 s and 40 of at least 50 requests measured``."""
+        floors = (
+            (self.min_duration_s, f"{self.measured_s:.1f}", f"{self.min_duration_s:.1f} s"),
+            (self.min_requests, f"{self.completed}", f"{self.min_requests} requests"),
+        )
+        parts = [
+            (f"{so_far} of " if measured else "") + f"at least {floor}"
+            for wanted, so_far, floor in floors
+            if wanted
+        ]
+        return " and ".join(parts) + (" measured" if measured else "")
 
 
 @dataclass(frozen=True)

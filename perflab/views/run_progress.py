@@ -76,10 +76,10 @@ class RunProgress:
         if rounds is None or self.step in (live.STARTING, live.WARMUP, live.COLLECTING):
             return None
         if rounds.next:
-            return rounds.measured_text()
+            return rounds.floor_text(measured=True)
         if rounds.number == 1:
             return f"round 1 (measures {rounds.floor_text()})"
-        return f"round {rounds.number} ({rounds.measured_text()} before it)"
+        return f"round {rounds.number} ({rounds.floor_text(measured=True)} before it)"
 
     def _status_text(self, now_s: float) -> str:
         """``launching for 23.0 s``: the status, and for how long while the engine comes up."""

@@ -26,6 +26,45 @@ TTFT_MS = 100
 ITL_MS = 20
 
 
+def _bench_lines(capsys: pytest.CaptureFixture[str]) -> list[dict]:
+    """The bench's JSON progress lines written to stderr so far."""
+    return [
+        json.loads(line[len(PROGRESS_PREFIX) :])
+        for line in capsys.readouterr().err.splitlines()
+        if line.startswith(PROGRESS_PREFIX)
+    ]
+
+
+def _view(line: dict, profile: str, history: list, **stored: object) -> RunProgress:
+    """What the run page shows of a benchmarking run at the progress ``line`` (with the runner's
+    ``stored`` step and rounds, when given)."""
+    return RunProgress(
+        status="benchmarking",
+        done=line["done"],
+        failed=line["failed"],
+        total=line["total"],
+        in_flight=line["in_flight"],
+        elapsed_s=line["elapsed_s"],
+        profile=profile,
+        profile_number=1,
+        profiles=1,
+        cancel_requested=False,
+        history=history,
+        **stored,  # type: ignore[arg-type]
+    )
+
+
+def _closed_loop(sim_server, capsys, max_num_seqs: int, **options: int) -> tuple[list[dict], dict]:  # type: ignore[no-untyped-def]
+    """The progress lines and result of a closed loop, prompt and output lengths spread ±90 % around
+    ``options``', against a simulated Qwen3-8B batching at most ``max_num_seqs`` sequences."""
+    url = sim_server(model="Qwen/Qwen3-8B", max_num_seqs=max_num_seqs)
+    capsys.readouterr()
+    result = run_benchmark(
+        BenchOptions(base_urls=[url], model="Qwen/Qwen3-8B", range_ratio=0.9, progress="json", **options)
+    )
+    return _bench_lines(capsys), result
+
+
 @pytest.fixture
 def progress_lines(sim_server, capsys: pytest.CaptureFixture[str]) -> tuple[list[dict], dict]:  # type: ignore[no-untyped-def]
     """The bench's progress lines (JSON) and its result, for the run described above."""
@@ -43,11 +82,7 @@ def progress_lines(sim_server, capsys: pytest.CaptureFixture[str]) -> tuple[list
             progress="json",
         )
     )
-    lines = [
-        json.loads(line[len(PROGRESS_PREFIX) :])
-        for line in capsys.readouterr().err.splitlines()
-        if line.startswith(PROGRESS_PREFIX)
-    ]
+    lines = _bench_lines(capsys)
     return lines, result
 
 
@@ -60,19 +95,7 @@ def test_time_left_and_live_latency_of_a_simulated_run(progress_lines: tuple[lis
     for line in lines:
         history = live.with_point(history, line)
         if said is None and line["done"] >= REQUESTS / 10:
-            view = RunProgress(
-                status="benchmarking",
-                done=line["done"],
-                failed=line["failed"],
-                total=line["total"],
-                in_flight=line["in_flight"],
-                elapsed_s=line["elapsed_s"],
-                profile="paced",
-                profile_number=1,
-                profiles=1,
-                cancel_requested=False,
-                history=history,
-            )
+            view = _view(line, "paced", history)
             said = (view.eta_s, ended_at - line["elapsed_s"], view.text())
     assert said is not None
     eta, really_left, text = said
@@ -91,26 +114,10 @@ def test_time_left_of_a_closed_loop_through_its_drain(sim_server, capsys: pytest
     """A closed loop (64 in flight, the simulated engine batching 32 of them, lengths that vary) against
     the simulator's performance model: once every request is sent the last 64 drain together. At every
     progress line from a tenth of the run on, the time left said is held against the time really left."""
-    url = sim_server(model="Qwen/Qwen3-8B", max_num_seqs=32)
-    capsys.readouterr()
     total = 160
-    run_benchmark(
-        BenchOptions(
-            base_urls=[url],
-            model="Qwen/Qwen3-8B",
-            num_prompts=total,
-            input_len=512,
-            output_len=256,
-            range_ratio=0.9,
-            max_concurrency=64,
-            progress="json",
-        )
+    lines, _ = _closed_loop(
+        sim_server, capsys, 32, num_prompts=total, input_len=512, output_len=256, max_concurrency=64
     )
-    lines = [
-        json.loads(line[len(PROGRESS_PREFIX) :])
-        for line in capsys.readouterr().err.splitlines()
-        if line.startswith(PROGRESS_PREFIX)
-    ]
     ended_at = lines[-1]["elapsed_s"]
     history: list[list[float]] = []
     said = []
@@ -125,14 +132,6 @@ def test_time_left_of_a_closed_loop_through_its_drain(sim_server, capsys: pytest
         assert abs(eta - really_left) <= 0.4 * really_left + 1.0, (sent_all, eta, really_left, said)
 
 
-def _bench_lines(capsys: pytest.CaptureFixture[str]) -> list[dict]:
-    return [
-        json.loads(line[len(PROGRESS_PREFIX) :])
-        for line in capsys.readouterr().err.splitlines()
-        if line.startswith(PROGRESS_PREFIX)
-    ]
-
-
 def test_a_benchmark_in_rounds_says_its_round_and_the_time_left_of_every_round(  # type: ignore[no-untyped-def]
     sim_server, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -142,23 +141,17 @@ def test_a_benchmark_in_rounds_says_its_round_and_the_time_left_of_every_round( 
     rounds still to come: in the first round it is more than that round's own time left, and once a
     round and a pause between rounds have been seen it is held against the time really left (the first
     round's estimate cannot know the pauses, nor the long requests of a short round's drain)."""
-    url = sim_server(model="Qwen/Qwen3-8B", max_num_seqs=16)
-    capsys.readouterr()
     per_round = 24
-    result = run_benchmark(
-        BenchOptions(
-            base_urls=[url],
-            model="Qwen/Qwen3-8B",
-            num_prompts=per_round,
-            input_len=256,
-            output_len=320,
-            range_ratio=0.9,
-            max_concurrency=16,
-            min_requests=60,
-            progress="json",
-        )
+    lines, result = _closed_loop(
+        sim_server,
+        capsys,
+        16,
+        num_prompts=per_round,
+        input_len=256,
+        output_len=320,
+        max_concurrency=16,
+        min_requests=60,
     )
-    lines = _bench_lines(capsys)
     rounds = result["rounds"]["count"]
     assert rounds == 3 and result["completed"] == 3 * per_round
     assert [line["rounds"]["number"] for line in lines] == sorted(line["rounds"]["number"] for line in lines)
@@ -173,18 +166,10 @@ def test_a_benchmark_in_rounds_says_its_round_and_the_time_left_of_every_round( 
         now[0] = line["elapsed_s"]
         stored = tracked.line({"phase": "benchmark", **line})
         steps.append((stored["step"], line["rounds"]["number"]))
-        view = RunProgress(
-            status="benchmarking",
-            done=line["done"],
-            failed=line["failed"],
-            total=line["total"],
-            in_flight=line["in_flight"],
-            elapsed_s=line["elapsed_s"],
-            profile="closed",
-            profile_number=1,
-            profiles=1,
-            cancel_requested=False,
-            history=stored["history"],
+        view = _view(
+            line,
+            "closed",
+            stored["history"],
             step=stored["step"],
             step_since=stored["step_since"],
             rounds=live.Rounds.read(stored["rounds"]),
