@@ -16,8 +16,9 @@ chromium (``/usr/bin/chromium``) at 1024 × 768:
 A page has settled when the app is connected, its script has finished, no element is still a
 loading skeleton and every chart drawn so far has its canvas or SVG; the figure is the browser's own
 clock from the start of the navigation to that moment (``performance.now()``). ``--repeat`` times
-each, printing the median and the spread, with the machine's CPU count and load. ``--smoke`` is the
-small mode (50 runs, 100 request records, no warm-up, one view of each), to check the benchmark works.
+each, printing the median and the spread, with the machine's CPU count and load, then the medians as
+one JSON line. ``--smoke`` is the small mode (50 runs, 100 request records, no warm-up, one view of
+each), to check the benchmark works.
 
     python benchmarks/browser_pages.py [--repeat 5] [--width 1024] [--height 768] [--smoke]
 """
@@ -329,6 +330,16 @@ def main() -> None:
                 f"  {name:<16} {view:<7} median {statistics.median(times):.2f} s"
                 f"  (min {min(times):.2f}, max {max(times):.2f}, n={len(times)})"
             )
+    summary = {
+        "viewport": [args.width, args.height],
+        "cpus": os.cpu_count(),
+        "load_average": [round(value, 2) for value in os.getloadavg()],
+        "median_s": {
+            name: {view: round(statistics.median(times), 3) for view, times in views.items()}
+            for name, views in figures.items()
+        },
+    }
+    print(json.dumps(summary))
 
 
 if __name__ == "__main__":
