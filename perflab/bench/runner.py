@@ -292,6 +292,13 @@ def sending_phase(
     return Phase(transport, options, keep_text, counted)
 
 
+def _progress_floor(floor: Floor) -> Optional[Dict[str, float]]:
+    """The floor the progress lines count rounds against (None without one: a single round)."""
+    if not floor.min_duration_s and not floor.min_requests:
+        return None
+    return {"min_duration_s": floor.min_duration_s, "min_requests": floor.min_requests}
+
+
 def _reset_or_not(options: BenchOptions) -> Dict[str, Any]:
     """The prefix caches emptied before a round (``--flush-cache``), or the record that none was asked."""
     if not options.flush_cache:
@@ -360,17 +367,18 @@ async def run_benchmark_async(
                 await unless_stopped(
                     stop, warmup_phase.run(ready.warmup, [0.0] * len(ready.warmup)), "during the warm-up"
                 )
-            progress = Progress(0, options.progress)
+            progress = Progress(0, options.progress, floor=_progress_floor(floor))
             window = EngineWindow(options.base_urls, options.headers())
             current: Optional[Preparation] = ready
             cache_reset: Dict[str, Any] = {}
             while current is not None:
                 index = measured.count
                 ahead = round_options(options, index)
-                progress.total += (
+                progress.begin_round(
+                    index + 1,
                     session_turns(current.measured)
                     if current.dataset.sessions is not None
-                    else len(current.measured)
+                    else len(current.measured),
                 )
                 phase = sending_phase(
                     transport,
@@ -404,7 +412,9 @@ async def run_benchmark_async(
                     reset=reset,
                 )
                 notes.extend(note for note in current.dataset.notes if note not in notes)
-                if stop.cut or not measured.another(floor, len(current.measured)):
+                another = not stop.cut and measured.another(floor, len(current.measured))
+                progress.end_round(another, measured.measured_s, measured.completed, measured.paused_s)
+                if not another:
                     break
                 current = await _next_round(stop, options, ready, index + 1)
             engine_fields = window.fields()

@@ -120,6 +120,8 @@ def bench_command(args: Sequence[str], replicas: Sequence[Replica], files: dict[
 def _run_point(
     ctx: BenchContext, point: BenchmarkProfile, point_index: int, label: dict[str, Any]
 ) -> dict[str, Any]:
+    tracked = live.ProfileProgress(point.num_prompts)
+    ctx.on_progress({**label, **tracked.started()})
     notes: list[str] = []
     files = ctx.dataset_files(point, notes)
     args = [
@@ -131,16 +133,13 @@ def _run_point(
     name = f"bench-{label['profile_index']}-{point_index}"
     ctx.record_bench(bench_entry(name, label["profile_index"], point_index))
 
-    history: list[list[float]] = []
     clock = BenchClock(ctx.sample_clock) if ctx.sample_clock else None
 
     def progress(values: dict[str, Any]) -> None:
-        nonlocal history
         if clock is not None:
             clock.seen(values)
         ctx.interrupt()
-        history = live.with_point(history, values)
-        ctx.on_progress({**label, **values, "history": history})
+        ctx.on_progress({**label, **tracked.line(values)})
 
     try:
         bench = run_remote_bench(
@@ -209,7 +208,6 @@ def run_profiles(ctx: BenchContext, profiles: Sequence[BenchmarkProfile], *, fla
             sweep_point = sweep_label(profile, point_index)
             if sweep_point is not None:
                 label["sweep_point"] = sweep_point
-            ctx.on_progress({**label, "done": 0, "failed": 0, "total": point.num_prompts})
             result = _run_point(ctx, point, point_index, label)
             stored += 1
             throughput = result.get("output_throughput")

@@ -207,7 +207,8 @@ def _print_event(event: RunEvent) -> None:
         at = f" @ {point['kind']}={point['value']:g}" if point else ""
         print(
             f"[run {event.run_id}] {data.get('profile')}{at}: {data.get('done', 0)}/{data['total']} done, "
-            f"{data.get('failed', 0)} failed, {data.get('elapsed_s', 0):.0f} s",
+            f"{data.get('failed', 0)} failed, {data.get('elapsed_s', 0):.0f} s"
+            + (f" ({data['step']})" if data.get("step") else ""),
             file=sys.stderr,
             flush=True,
         )
