@@ -18,7 +18,9 @@ server as requests can be in flight there (the concurrency limit, else the reque
 for accepting them — while it is being timed (``preconnected`` in the result). The run's
 ``timing_source`` says how the reads of the measured requests were stamped: ``kernel`` (the
 kernel's receive time), ``poll`` (when the event loop's poll returned) or ``read`` (when the read was
-processed), ``+``-joined when several occurred.
+processed), ``+``-joined when several occurred — or ``simulated``: every request of both phases tells
+a simulator its place in the schedule, and when every successful measured response carried the
+simulator's clock the figures come from that clock (``simclock``; not with ``--wall-clock``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import resource
+import secrets
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -45,6 +48,7 @@ from perflab.bench.report import build_result
 from perflab.bench.rxstamp import SOURCE_KERNEL
 from perflab.bench.session_metrics import session_summary, ttft_by_turn
 from perflab.bench.sessions import SessionPhase, session_turns
+from perflab.bench.simclock import SOURCE_SIMULATED, clock_timing
 from perflab.bench.stopping import EarlyStop, in_thread, partial_fields, run_until_stopped, unless_stopped
 from perflab.bench.tally import to_record
 from perflab.bench.tokenizer import (
@@ -245,14 +249,16 @@ def sending_phase(
     items: List[Any],
     keep_text: bool,
     phase: str = "benchmark",
+    clock_run: Optional[str] = None,
 ) -> Phase:
     """The phase that sends ``items``: sessions (counted by their turns; the measured ones numbered after
-    the warm-up's), or prepared requests."""
+    the warm-up's), or prepared requests; ``clock_run`` names its timeline for a simulator's clock."""
     if ready.dataset.sessions is not None:
         first = len(ready.warmup) if phase == "benchmark" else 0
         progress = Progress(session_turns(items), options.progress, phase=phase)
-        return SessionPhase(transport, options, progress, first_session=first)
-    return Phase(transport, options, keep_text, Progress(len(items), options.progress, phase=phase))
+        return SessionPhase(transport, options, progress, first_session=first, clock_run=clock_run)
+    progress = Progress(len(items), options.progress, phase=phase)
+    return Phase(transport, options, keep_text, progress, clock_run=clock_run)
 
 
 async def run_benchmark_async(
@@ -272,16 +278,26 @@ async def run_benchmark_async(
     raise_open_file_limit()
     ready = await unless_stopped(stop, in_thread(lambda: prepare(options)), "while preparing the dataset")
     tokenizers, dataset = ready.tokenizers, ready.dataset
+    bench = None if options.wall_clock else secrets.token_hex(8)
     try:
         if transport is None:
             transport = StreamingTransport()
         try:
             if ready.warmup:
-                warmup_phase = sending_phase(transport, options, ready, ready.warmup, False, phase="warmup")
+                warmup_phase = sending_phase(
+                    transport, options, ready, ready.warmup, False, "warmup", bench and f"{bench}/warmup"
+                )
                 await unless_stopped(
                     stop, warmup_phase.run(ready.warmup, [0.0] * len(ready.warmup)), "during the warm-up"
                 )
-            phase = sending_phase(transport, options, ready, ready.measured, tokenizers.best is not None)
+            phase = sending_phase(
+                transport,
+                options,
+                ready,
+                ready.measured,
+                tokenizers.best is not None,
+                clock_run=bench and f"{bench}/measured",
+            )
             if options.flush_cache:
                 cache_reset = reset_prefix_caches(
                     options.base_urls, options.headers(), options.flush_cache_timeout
@@ -297,8 +313,9 @@ async def run_benchmark_async(
         finally:
             await transport.aclose()
         origin = dispatches[0].dispatched_at
+        simulated, clock_notes = clock_timing([dispatch.outcome for dispatch in dispatches])
         records = [
-            to_record(index, dispatch, origin, dataset.prompt_tokens_source, tokenizers.best)
+            to_record(index, dispatch, origin, dataset.prompt_tokens_source, tokenizers.best, simulated)
             for index, dispatch in enumerate(dispatches)
         ]
     finally:
@@ -317,11 +334,11 @@ async def run_benchmark_async(
         input_tokens_check=ready.length_check,
         dispatch_lag=dispatch_lag_ms(dispatches, phase.started_at),
         timing={
-            "timing_source": source,
+            "timing_source": SOURCE_SIMULATED if simulated else source,
             "preconnected": preconnected,
             "coalesced_chunks": sum(dispatch.outcome.coalesced for dispatch in dispatches),
         },
-        notes=dataset.notes,
+        notes=dataset.notes + clock_notes,
     )
     result.update(engine_fields)
     result["cache_reset"] = cache_reset

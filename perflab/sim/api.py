@@ -23,7 +23,7 @@ import time
 import urllib.parse
 import uuid
 import zlib
-from typing import Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 from perflab.sim.engine import Engine
 from perflab.sim.httpserver import HttpRequest, Responder
@@ -38,6 +38,7 @@ from perflab.sim.protocol import (
 )
 from perflab.sim.sequence import Sequence
 from perflab.sim.streaming import CollectSink, ResponseFormat, StreamSink
+from perflab.sim.timelines import HEADER, ClockMark, parse_mark
 
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # SGLang 0.5.23's answer to a flush that was done, and how often a waiting flush looks again.
@@ -298,6 +299,35 @@ class OpenAIApp:
         self._generate("completion", request, responder)
 
     def _generate(self, kind: str, request: HttpRequest, responder: Responder) -> None:
+        mark = self._clock_mark(request)
+        try:
+            seq, sink = self._prepare(kind, request, responder)
+        except ApiError:
+            if mark is not None:
+                self.engine.refuse(mark)
+            raise
+        try:
+            self.engine.submit(seq, mark)
+        except ValueError as exc:  # the mark's item was already sent
+            raise ApiError(400, str(exc)) from None
+        seq.on_tokens = sink.on_tokens
+        responder.on_disconnect = lambda: self.engine.abort(seq)
+        sink.start()
+
+    def _clock_mark(self, request: HttpRequest) -> Optional[ClockMark]:
+        """The client's timeline mark, where a model-mode engine keeps timelines (ignored otherwise)."""
+        text = request.headers.get(HEADER)
+        if text is None or self.engine.timelines is None:
+            return None
+        try:
+            return parse_mark(text)
+        except ValueError as exc:
+            raise ApiError(400, str(exc)) from None
+
+    def _prepare(
+        self, kind: str, request: HttpRequest, responder: Responder
+    ) -> Tuple[Sequence, Union[StreamSink, CollectSink]]:
+        """The sequence of a generation request and the sink that answers it; ApiError if invalid."""
         params = parse_generation(kind, parse_json_object(request.body))
         model = check_model(params.model, self.config.served_names)
         token_ids = params.prompt_token_ids
@@ -326,7 +356,4 @@ class OpenAIApp:
         sink = (
             StreamSink(responder, fmt, params.include_usage) if params.stream else CollectSink(responder, fmt)
         )
-        seq.on_tokens = sink.on_tokens
-        responder.on_disconnect = lambda: self.engine.abort(seq)
-        sink.start()
-        self.engine.submit(seq)
+        return seq, sink

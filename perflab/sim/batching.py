@@ -17,22 +17,24 @@ sequences leave free (and while a running sequence holds them), so a smaller KV 
 sequences in flight, evicts more of a session's history before its next turn.
 
 The step's duration comes from :class:`~perflab.sim.perfmodel.PerfModel` and is divided by the
-time scale; at the step's end (an absolute deadline) every sequence that finished its prefill gets
-its first token and every decoding sequence its next token(s), all in one pass.
+time scale; at the step's end every sequence that finished its prefill gets its first token and every
+decoding sequence its next token(s), all in one pass. Time is the engine's simulated clock
+(:class:`~perflab.sim.clock.SimClock`): ``clock.time()`` is the instant of the running event, a step
+end is a timer from ``timer_factory(clock, callback)``, a batch start ``clock.call_soon``.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections import deque
 from typing import Deque, List, Optional, Tuple
 
+from perflab.sim.clock import SchedulerClock
 from perflab.sim.metrics import EngineGauges, MetricsRecorder
 from perflab.sim.noise import Pace
 from perflab.sim.perfmodel import PerfModel
 from perflab.sim.prefix import BLOCK_TOKENS, PrefixCache, block_hashes
 from perflab.sim.sequence import Deliver, Sequence
-from perflab.sim.timing import PreciseTimer, TimerFactory
+from perflab.sim.timing import TimerFactory
 from perflab.sim.tokenizer import output_token_id
 
 _MASK32 = 0xFFFFFFFF
@@ -54,13 +56,13 @@ class BatchScheduler:
 
     def __init__(
         self,
-        loop: asyncio.AbstractEventLoop,
+        loop: SchedulerClock,
         perf: PerfModel,
         kv_tokens: int,
         time_scale: float,
         deliver: Deliver,
         metrics: MetricsRecorder,
-        timer_factory: TimerFactory = PreciseTimer,
+        timer_factory: TimerFactory,
         pace: Optional[Pace] = None,
     ) -> None:
         dep = perf.dep
@@ -90,7 +92,7 @@ class BatchScheduler:
         self._kick_pending = False
         self._steps = 0
         self._busy_seconds = 0.0
-        self._timer = timer_factory(loop, self._finish_step)
+        self._timer = timer_factory(loop, self._finish_step)  # type: ignore[arg-type]
 
     @property
     def load(self) -> int:

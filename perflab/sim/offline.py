@@ -1,87 +1,24 @@
-"""Offline runs of the performance model on a virtual clock: a workload's simulated latencies, at once.
+"""Offline runs of the performance model: a workload's simulated latencies, at once.
 
 :func:`simulate` feeds requests (arrival time, prompt and output lengths, optional prompt token ids
-for prefix caching) to the same continuous-batching schedulers the simulated servers use, but on a
-:class:`VirtualClock` that jumps from event to event instead of sleeping, and returns each request's
-:class:`RequestTiming` (seconds of simulated time) with the engine's metrics. The tests use it to check
-the model's behaviour; it can also estimate a configuration before running it.
+for prefix caching) to the same engine and continuous-batching schedulers the simulated servers use,
+on the same :class:`~perflab.sim.clock.SimClock`, run offline: it jumps from event to event instead of
+following the wall clock. It returns each request's :class:`RequestTiming` (seconds of simulated time)
+with the engine's metrics: what a live server reports to a client that declares the same send times.
+The tests use it to check the model's behaviour; it can also estimate a configuration before running it.
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
+from perflab.sim.clock import SimClock
 from perflab.sim.deployment import Deployment
 from perflab.sim.engine import model_engine
 from perflab.sim.metrics import MetricsRecorder
 from perflab.sim.noise import Pace
 from perflab.sim.perfmodel import MemoryPlan, plan_memory
 from perflab.sim.sequence import Sequence as SimSequence
-
-
-class _Handle:
-    __slots__ = ("cancelled",)
-
-    def __init__(self) -> None:
-        self.cancelled = False
-
-    def cancel(self) -> None:
-        self.cancelled = True
-
-
-class VirtualClock:
-    """The subset of an event loop the schedulers use, on simulated time."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self._events: List[Tuple[float, int, _Handle, Callable[[], None]]] = []
-        self._order = itertools.count()
-
-    def time(self) -> float:
-        return self.now
-
-    def call_at(self, when: float, callback: Callable[[], None]) -> _Handle:
-        handle = _Handle()
-        heapq.heappush(self._events, (when, next(self._order), handle, callback))
-        return handle
-
-    def call_soon(self, callback: Callable[[], None]) -> _Handle:
-        return self.call_at(self.now, callback)
-
-    def run(self) -> None:
-        while self._events:
-            when, _, handle, callback = heapq.heappop(self._events)
-            if handle.cancelled:
-                continue
-            self.now = max(self.now, when)
-            callback()
-
-
-class VirtualTimer:
-    """A timer firing exactly at its deadline on a :class:`VirtualClock`."""
-
-    def __init__(self, clock: VirtualClock, callback: Callable[[], None]) -> None:
-        self._clock = clock
-        self._callback = callback
-        self._handle: Optional[_Handle] = None
-        self.deadline: Optional[float] = None
-
-    def arm(self, deadline: float) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-        self.deadline = deadline
-        self._handle = self._clock.call_at(deadline, self._fire)
-
-    def arm_earlier(self, deadline: float) -> None:
-        if self.deadline is None or deadline < self.deadline:
-            self.arm(deadline)
-
-    def _fire(self) -> None:
-        self.deadline = None
-        self._handle = None
-        self._callback()
 
 
 class RequestSpec:
@@ -116,15 +53,8 @@ def simulate(
 ) -> Tuple[List[RequestTiming], MetricsRecorder]:
     """Run ``requests`` through ``dep``'s engine model (sped up or slowed by ``pace``, the noise of
     one launch); per-request timings and engine metrics."""
-    clock = VirtualClock()
-    engine = model_engine(
-        clock,
-        dep,
-        plan or plan_memory(dep),
-        1.0,  # type: ignore[arg-type]
-        timer_factory=VirtualTimer,
-        pace=pace,
-    )  # type: ignore[arg-type]
+    clock = SimClock()
+    engine = model_engine(clock, dep, plan or plan_memory(dep), 1.0, pace=pace)
     sequences = []
     for index, spec in enumerate(requests):
         seq = SimSequence(
@@ -137,6 +67,6 @@ def simulate(
             spec.prompt_ids,
         )
         sequences.append(seq)
-        clock.call_at(spec.arrival, lambda seq=seq: engine.submit(seq))
+        engine.arrive(seq, spec.arrival, ("", index, 0))
     clock.run()
     return [RequestTiming(seq) for seq in sequences], engine.metrics

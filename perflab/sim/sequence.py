@@ -7,7 +7,10 @@ tokens through a :data:`Deliver` callback; the API layer turns them into SSE chu
 
 from __future__ import annotations
 
-from typing import Callable, List, Optional
+from typing import TYPE_CHECKING, Callable, List, Optional
+
+if TYPE_CHECKING:
+    from perflab.sim.timelines import Ticket
 
 
 class Sequence:
@@ -34,6 +37,7 @@ class Sequence:
         "owner",
         "prefill_target",
         "block_hashes",
+        "ticket",
     )
 
     def __init__(
@@ -66,6 +70,7 @@ class Sequence:
         self.owner: object = None
         self.prefill_target = prompt_len
         self.block_hashes: Optional[List[int]] = None
+        self.ticket: Optional["Ticket"] = None  # its place on its client's timeline, if it declared one
 
     @property
     def remaining(self) -> int:

@@ -18,6 +18,7 @@ from typing import List, Optional
 
 from perflab.sim import failures
 from perflab.sim.api import ApiConfig, OpenAIApp, vllm_dev_mode
+from perflab.sim.clock import SimClock
 from perflab.sim.deployment import Deployment, Knobs, resolve_deployment
 from perflab.sim.engine import Engine, model_engine
 from perflab.sim.failures import EngineFailure
@@ -186,7 +187,8 @@ async def _serve(
     log = launch.log
     host = launch.host
     pace = Pace(host.noise, next_launch(host.state_dir)) if host.noise is not None else None
-    engine = model_engine(loop, dep, plan, host.time_scale, pace=pace)
+    clock = SimClock(loop)
+    engine = model_engine(clock, dep, plan, host.time_scale, pace=pace, loop=loop)
     config = ApiConfig(
         dep.served_names,
         dep.knobs.model,
@@ -205,7 +207,7 @@ async def _serve(
         config,
         engine,
         WordTokenizer(),
-        loop.time,
+        clock.present,
         access_log=(lambda text: uvicorn.line(f"INFO:     {text}")) if launch.access_log else None,
     )
     reporter = loop.create_task(_report_utilization(engine, registration, loop))
