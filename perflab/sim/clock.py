@@ -144,11 +144,6 @@ class SimClock:
             self.poke()
         return event
 
-    @property
-    def pending(self) -> bool:
-        """Events are waiting to run."""
-        return any(not entry[4].cancelled for entry in self._events)
-
     def run(self) -> None:
         """Offline: run every event, in order, until none is left."""
         events = self._events

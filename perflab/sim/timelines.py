@@ -251,15 +251,15 @@ class Timelines:
         """The clock waits for a client: stop waiting for one that sent nothing for ``hold_s``."""
         wall = self._loop.time()
         horizon = self.horizon()
-        for timeline in list(self._active.values()):
-            if timeline.bound() <= horizon and wall - timeline.touched >= self._hold_s:
-                self._retire(timeline, expired=True)
-        if self._horizon != horizon:
+        holding = [timeline for timeline in self._active.values() if timeline.bound() <= horizon]
+        stale = [timeline for timeline in holding if wall - timeline.touched >= self._hold_s]
+        for timeline in stale:
+            self._retire(timeline, expired=True)
+        if stale:
             self._clock.poke()
-            return
-        if self._check is None:
-            waiting = min(timeline.touched for timeline in self._active.values())
-            self._check = self._loop.call_at(waiting + self._hold_s, self._recheck)
+        elif holding and self._check is None:
+            since = min(timeline.touched for timeline in holding)
+            self._check = self._loop.call_at(since + self._hold_s, self._recheck)
 
     def _recheck(self) -> None:
         self._check = None
