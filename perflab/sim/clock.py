@@ -107,7 +107,10 @@ class SimClock:
         self, loop: Optional[asyncio.AbstractEventLoop] = None, timer_factory: TimerFactory = PreciseTimer
     ) -> None:
         self._loop = loop
-        self.now = loop.time() if loop is not None else 0.0
+        # Simulated seconds count from the clock's creation (small numbers: their rounding stays far
+        # below a nanosecond); live, simulated time t is loop time t + base.
+        self._base = loop.time() if loop is not None else 0.0
+        self.now = 0.0
         self._events: List[Tuple[float, int, Tuple[str, int, int], int, Event]] = []
         self._order = itertools.count()
         self._wake = timer_factory(loop, self.pump) if loop is not None else None
@@ -174,8 +177,8 @@ class SimClock:
             if event.cancelled:
                 heapq.heappop(events)
                 continue
-            if when > loop.time() + GROUP_S:
-                self._wake.arm(when)
+            if when + self._base > loop.time() + GROUP_S:
+                self._wake.arm(when + self._base)
                 return
             if not self.gate.allows(when, kind):
                 self.gate.blocked()
@@ -194,7 +197,7 @@ class SimClock:
         came together start together), never before the present."""
         if self._turn_time is None:
             assert self._loop is not None
-            self._turn_time = self._loop.time()
+            self._turn_time = self._loop.time() - self._base
             self._loop.call_soon(self._end_turn)
         return max(self.now, self._turn_time)
 
@@ -206,6 +209,6 @@ class SimClock:
         the latest event's time while it is behind or held."""
         if self._loop is None:
             return self.now
-        wall = self._loop.time()
+        wall = self._loop.time() - self._base
         behind = any(entry[0] <= wall and not entry[4].cancelled for entry in self._events[:1])
         return self.now if behind else max(self.now, wall)
