@@ -5,9 +5,7 @@ prefix caching beats no caching at time scale 5 under load by what the offline s
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,15 +13,11 @@ import pytest
 from perflab.bench import BenchOptions, run_benchmark
 from perflab.bench.datasets import SharedPrefixSpec
 from perflab.bench.traffic import build_schedule
-from perflab.sim.deployment import Knobs, resolve_deployment
-from perflab.sim.hardware import find_accelerator
-from perflab.sim.offline import RequestSpec, simulate
-from perflab.sim.perfmodel import plan_memory
-from perflab.sim.tokenizer import WordTokenizer
 from tests.fixtures.cpu_load import busy_cpus
+from tests.fixtures.sim_workloads import MODEL, offline_run, shared_prefix_prompts, write_custom_dataset
 
-MODEL = "Qwen/Qwen3-8B"
 SCALE = 5
+OUTPUT_LEN = 32
 FIGURES = ("duration", "output_throughput", "total_token_throughput", "request_throughput")
 LATENCIES = [
     f"{stat}_{name}_ms" for stat in ("mean", "median", "p99") for name in ("ttft", "tpot", "itl", "e2el")
@@ -108,48 +102,27 @@ def _by_request(result: dict[str, Any]) -> dict[tuple, tuple[float, float, float
     return by_place
 
 
-def _shared_prefix_file(path: Path, groups: int, prefix_words: int, per_group: int) -> list[str]:
-    """A custom dataset of ``groups`` × ``per_group`` prompts, each group's sharing a long prefix."""
-    prompts = []
-    for index in range(groups * per_group):
-        group = index % groups
-        prefix = " ".join(f"g{group}w{word}" for word in range(prefix_words))
-        prompts.append(f"{prefix} question {index} " + " ".join(f"q{index}w{word}" for word in range(24)))
-    path.write_text("".join(json.dumps({"prompt": prompt, "output_len": 32}) + "\n" for prompt in prompts))
-    return prompts
-
-
 def test_prefix_caching_wins_under_load_as_the_offline_simulator_says(sim_server, tmp_path) -> None:
     """At time scale 5 with every CPU busy: each request's TTFT and E2EL are the offline simulator's for
-    the same send times, with and without prefix caching, and caching has the higher throughput."""
-    prompts = _shared_prefix_file(tmp_path / "prompts.jsonl", groups=4, prefix_words=1536, per_group=12)
+    the same send times, with and without prefix caching, and so is the gain caching brings."""
+    prompts = shared_prefix_prompts(groups=4, prefix_words=1536, per_group=12)
     options = {
         "dataset": "custom",
-        "dataset_path": str(tmp_path / "prompts.jsonl"),
+        "dataset_path": str(write_custom_dataset(tmp_path / "prompts.jsonl", prompts, OUTPUT_LEN)),
         "num_prompts": len(prompts),
         "request_rate": 200.0,
     }
     measured: dict[bool, dict[str, Any]] = {}
-    offline_throughput: dict[bool, float] = {}
     with busy_cpus() as load:
         for caching in (True, False):
             measured[caching] = _bench(_servers(sim_server, [{"enable_prefix_caching": caching}]), **options)
         assert load.cpu_seconds() >= MIN_LOAD_CPU_S
-    tokenizer = WordTokenizer()
+    schedule = build_schedule(len(prompts), options["request_rate"])
+    offline_throughput = {}
     for caching, result in measured.items():
         assert result["timing_source"] == "simulated" and result["failed"] == 0
-        knobs = Knobs(MODEL)
-        knobs.prefix_caching = caching
-        dep = resolve_deployment("vllm", knobs, find_accelerator("H100"))
-        specs = []
-        schedule = build_schedule(len(prompts), options["request_rate"])
-        for record, due in zip(result["requests"], schedule, strict=True):
-            ids = tokenizer.encode(prompts[record["index"]])
-            specs.append(RequestSpec(due * SCALE, len(ids), record["output_tokens"], ids))
-        offline, _ = simulate(dep, specs, plan_memory(dep))
-        duration = max(spec.arrival + truth.e2el for spec, truth in zip(specs, offline, strict=True))
-        offline_throughput[caching] = sum(truth.output_tokens for truth in offline) / duration
-        for record, truth in zip(result["requests"], offline, strict=True):
+        timings, offline_throughput[caching] = offline_run(prompts, schedule, OUTPUT_LEN, caching, SCALE)
+        for record, truth in zip(result["requests"], timings, strict=True):
             assert record["start_s"] == pytest.approx(record["scheduled_s"], abs=1e-6)
             # Records keep latencies to 0.1 µs: five times that on the offline simulator's scale.
             assert record["ttft_ms"] * SCALE == pytest.approx(truth.ttft * 1000.0, abs=1e-3)
