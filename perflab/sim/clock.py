@@ -115,6 +115,7 @@ class SimClock:
         self._order = itertools.count()
         self._wake = timer_factory(loop, self.pump) if loop is not None else None
         self._pump_pending = False
+        self._pumping = False
         self._turn_time: Optional[float] = None
         self.gate: Gate = OpenGate()
 
@@ -143,7 +144,7 @@ class SimClock:
         """Run ``callback`` at simulated time ``when`` (never before the present)."""
         event = Event(callback)
         heapq.heappush(self._events, (max(when, self.now), kind, key, next(self._order), event))
-        if self._loop is not None:
+        if not self._pumping:
             self.poke()
         return event
 
@@ -168,6 +169,13 @@ class SimClock:
     def pump(self) -> None:
         """Run every event that is due by the wall clock and allowed by the gate."""
         self._pump_pending = False
+        self._pumping = True
+        try:
+            self._run_due()
+        finally:
+            self._pumping = False
+
+    def _run_due(self) -> None:
         loop = self._loop
         assert loop is not None and self._wake is not None
         events = self._events
