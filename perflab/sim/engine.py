@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import List, Optional, Protocol
+from typing import List, Optional, Protocol, Tuple
 
 from perflab.sim.batching import BatchScheduler
 from perflab.sim.clock import ARRIVAL, NO_KEY, SimClock
@@ -77,21 +77,23 @@ class Engine:
             with contextlib.suppress(ValueError):  # an item sent twice takes no second place
                 self.timelines.receive(mark, None)
 
-    def arrive(self, seq: Sequence, when: float, key: tuple) -> None:
-        """Route ``seq`` at simulated time ``when`` (``key`` orders arrivals of one instant)."""
+    def arrive(self, seq: Sequence, when: float, key: Tuple[str, int, int], bench: str = "") -> None:
+        """Route ``seq`` at simulated time ``when`` (``key`` orders arrivals of one instant); the first
+        request of a new ``bench`` (benchmark) begins a new run of the launch's noise."""
         assert self.clock is not None
         self._arriving += 1
-        self.clock.at(when, ARRIVAL, key, lambda: self._arrived(seq, when))
+        self.clock.at(when, ARRIVAL, key, lambda: self._arrived(seq, when, bench))
 
     def _arrive_at(self, seq: Sequence, ticket: Ticket) -> None:
         timeline = ticket.timeline
-        if timeline.bench != self._bench and self._pace is not None:
-            self._bench = timeline.bench
-            self._pace.begin_run()
-        self.arrive(seq, ticket.arrival, (timeline.run, ticket.item, ticket.turn))
+        self.arrive(seq, ticket.arrival, (timeline.run, ticket.item, ticket.turn), timeline.bench)
 
-    def _arrived(self, seq: Sequence, when: float) -> None:
+    def _arrived(self, seq: Sequence, when: float, bench: str) -> None:
         self._arriving -= 1
+        if bench and bench != self._bench:
+            self._bench = bench
+            if self._pace is not None:
+                self._pace.begin_run()
         if seq.aborted:
             return
         seq.arrival = when
