@@ -120,9 +120,9 @@ class SimClock:
         self.gate: Gate = OpenGate()
 
     @property
-    def live(self) -> bool:
-        """Paced by an event loop (a server), not offline."""
-        return self._loop is not None
+    def loop(self) -> Optional[asyncio.AbstractEventLoop]:
+        """The event loop that paces the clock (None offline)."""
+        return self._loop
 
     # -- what schedulers use ---------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from perflab.sim.metrics import EngineGauges, MetricsRecorder
 from perflab.sim.noise import Pace
 from perflab.sim.perfmodel import MemoryPlan, PerfModel
 from perflab.sim.sequence import Sequence
-from perflab.sim.timelines import ClockMark, Ticket, Timelines
+from perflab.sim.timelines import HOLD_S, ClockMark, Ticket, Timelines
 
 
 class Scheduler(Protocol):
@@ -176,13 +176,13 @@ def model_engine(
     plan: MemoryPlan,
     time_scale: float,
     pace: Optional[Pace] = None,
-    loop: Optional[asyncio.AbstractEventLoop] = None,
+    hold_s: float = HOLD_S,
 ) -> Engine:
-    """A continuous-batching engine with one scheduler per data-parallel replica, on ``clock``;
-    with the event loop of a live clock, requests may declare their clients' timelines."""
+    """A continuous-batching engine with one scheduler per data-parallel replica, on ``clock``; on a
+    live clock requests may declare their clients' timelines (each holds the clock ``hold_s`` at most)."""
     engine = Engine(MetricsRecorder(), clock, pace)
-    if loop is not None:
-        engine.timelines = Timelines(clock, loop)
+    if clock.loop is not None:
+        engine.timelines = Timelines(clock, clock.loop, hold_s)
     for _ in range(dep.dp):
         engine.replicas.append(
             BatchScheduler(

@@ -80,7 +80,7 @@ async def _serve(args: argparse.Namespace, knobs: Optional[Knobs], tokenizer, co
         dep = resolve_deployment(args.engine, knobs, accel)
         plan = plan_memory(dep)
         clock = SimClock(loop)
-        engine = model_engine(clock, dep, plan, args.time_scale, loop=loop)
+        engine = model_engine(clock, dep, plan, args.time_scale)
         now = clock.present
         config = ApiConfig(
             dep.served_names,

@@ -22,7 +22,7 @@ from perflab.sim.hardware import find_accelerator
 from perflab.sim.offline import RequestSpec, simulate
 from perflab.sim.perfmodel import plan_memory
 from perflab.sim.sequence import Sequence
-from perflab.sim.timelines import ClockMark, Timelines, parse_mark
+from perflab.sim.timelines import ClockMark, parse_mark
 from tests.sim.sse_client import chat_payload, request
 
 MODEL = "Qwen/Qwen3-8B"
@@ -78,12 +78,10 @@ class Client:
 
 
 def _live_engine(time_scale: float, hold_s: float = 10.0, **knobs: object) -> Engine:
-    loop = asyncio.get_running_loop()
     dep = _deployment(**knobs)
-    clock = SimClock(loop)
-    engine = model_engine(clock, dep, plan_memory(dep), time_scale)
-    engine.timelines = Timelines(clock, loop, hold_s=hold_s)
-    return engine
+    return model_engine(
+        SimClock(asyncio.get_running_loop()), dep, plan_memory(dep), time_scale, hold_s=hold_s
+    )
 
 
 async def _closed_loop(delays: list[float], limit: int, dp: int = 1) -> list[Request]:

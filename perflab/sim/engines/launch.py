@@ -188,7 +188,7 @@ async def _serve(
     host = launch.host
     pace = Pace(host.noise, next_launch(host.state_dir)) if host.noise is not None else None
     clock = SimClock(loop)
-    engine = model_engine(clock, dep, plan, host.time_scale, pace=pace, loop=loop)
+    engine = model_engine(clock, dep, plan, host.time_scale, pace=pace)
     config = ApiConfig(
         dep.served_names,
         dep.knobs.model,
