@@ -48,16 +48,11 @@ def input_count(sample: Sample, outcome: Outcome, dataset_source: str) -> Tuple[
     return 0, "unknown"
 
 
-def wall_times(dispatch: Dispatch, origin: float) -> Tuple[float, float, float, List[float]]:
-    """Dispatched, sent, ended and chunk times of a request by the wall clock, from ``origin``."""
+def wall_times(dispatch: Dispatch) -> Tuple[float, float, float, List[float]]:
+    """Dispatched, sent, ended and chunk times of a request by the wall clock (``perf_counter``)."""
     outcome = dispatch.outcome
     sent_at = dispatch.sent_at
-    return (
-        dispatch.dispatched_at - origin,
-        sent_at - origin,
-        max(outcome.ended_at, sent_at) - origin,
-        [arrival - origin for arrival in outcome.chunk_times],
-    )
+    return dispatch.dispatched_at, sent_at, max(outcome.ended_at, sent_at), list(outcome.chunk_times)
 
 
 def simulated_times(dispatch: Dispatch) -> Tuple[float, float, float, List[float]]:
@@ -68,6 +63,11 @@ def simulated_times(dispatch: Dispatch) -> Tuple[float, float, float, List[float
     return sent, sent, max([sent, *chunks[-1:]]), chunks
 
 
+def request_times(dispatch: Dispatch, simulated: bool) -> Tuple[float, float, float, List[float]]:
+    """A request's times by the clock its run is timed by: the ``simulated`` one, or the wall clock."""
+    return simulated_times(dispatch) if simulated else wall_times(dispatch)
+
+
 def to_record(
     index: int,
     dispatch: Dispatch,
@@ -76,19 +76,18 @@ def to_record(
     tokenizer: Optional[Tokenizer],
     simulated: bool = False,
 ) -> RequestRecord:
-    """A measured request as a ``RequestRecord``: its wall-clock times relative to ``origin``, or its
-    ``simulated`` ones."""
+    """A measured request as a ``RequestRecord``, its times (by the wall clock, or the ``simulated``
+    one) relative to ``origin``."""
     outcome = dispatch.outcome
-    times = simulated_times(dispatch) if simulated else wall_times(dispatch, origin)
-    dispatched, start, end, chunk_times = times
+    dispatched, start, end, chunk_times = request_times(dispatch, simulated)
     record = RequestRecord(
         index=index,
         base_url=dispatch.prepared.base_url,
         scheduled_s=dispatch.scheduled_s,
-        dispatched_s=dispatched,
-        start_s=start,
-        end_s=end,
-        chunk_times_s=chunk_times,
+        dispatched_s=dispatched - origin,
+        start_s=start - origin,
+        end_s=end - origin,
+        chunk_times_s=[chunk - origin for chunk in chunk_times],
         success=outcome.success,
         error=outcome.error,
         reason=outcome.reason,

@@ -90,7 +90,7 @@ def listening_ports(transport: Transport) -> frozenset[int]:
     return frozenset(int(word, 16) for word in result.stdout.split())
 
 
-def _first_free(preferred: int, avoid: Collection[int], host_name: str) -> int:
+def first_free_port(preferred: int, avoid: Collection[int], host_name: str) -> int:
     for port in range(preferred, MAX_PORT + 1):
         if port not in avoid:
             return port
@@ -115,7 +115,7 @@ def plan_replicas(
     chosen: list[ReplicaPlan] = []
     for plan in plans:
         taken = {*avoid, *(other.port for other in chosen)}
-        port = _first_free(adapter.default_port + offset + plan.gpu_ids[0], taken, host_name)
+        port = first_free_port(adapter.default_port + offset + plan.gpu_ids[0], taken, host_name)
         chosen.append(ReplicaPlan(plan.index, plan.gpu_ids, port))
     return chosen
 

@@ -25,6 +25,7 @@ import uuid
 import zlib
 from typing import Callable, Dict, List, Mapping, Optional, Tuple, Union
 
+from perflab.sim.disagg import DecodeSide, PrefillSide, bootstrap_of
 from perflab.sim.engine import Engine
 from perflab.sim.httpserver import HttpRequest, Responder
 from perflab.sim.metrics import render_prometheus, trtllm_iteration_stats
@@ -112,6 +113,9 @@ class OpenAIApp:
         self.tokenizer = tokenizer
         self._clock = clock
         self._access_log = access_log
+        # the worker's side of prefill/decode disaggregation (SGLang --disaggregation-mode), if any
+        self.prefill_side: Optional[PrefillSide] = None
+        self.decode_side: Optional[DecodeSide] = None
         self._created = int(time.time())
         self._routes: Dict[str, Tuple[Tuple[str, ...], Route]] = {
             "/health": (("GET",), self._health),
@@ -129,6 +133,9 @@ class OpenAIApp:
             self._routes["/metrics"] = (("GET",), self._prometheus)
         if config.flavour == "sglang":
             self._routes["/get_model_info"] = (("GET",), self._sglang_model_info)
+            self._routes["/model_info"] = (("GET",), self._sglang_model_info)
+            self._routes["/server_info"] = (("GET",), self._sglang_server_info)
+            self._routes["/get_server_info"] = (("GET",), self._sglang_server_info)
             self._routes["/health_generate"] = (("GET",), self._health)
             self._routes["/flush_cache"] = (("GET", "POST"), self._flush_cache)
         if config.flavour in ("vllm", "vllm-ascend") and config.dev_mode:
@@ -213,6 +220,17 @@ class OpenAIApp:
                 "model_path": self.config.model_root,
                 "tokenizer_path": self.config.model_root,
                 "is_generation": True,
+            },
+        )
+
+    def _sglang_server_info(self, request: HttpRequest, responder: Responder) -> None:
+        mode = "prefill" if self.prefill_side else "decode" if self.decode_side else "null"
+        self._json(
+            responder,
+            {
+                "model_path": self.config.model_root,
+                "disaggregation_mode": mode,
+                "version": self.config.version,
             },
         )
 
@@ -301,16 +319,21 @@ class OpenAIApp:
     def _generate(self, kind: str, request: HttpRequest, responder: Responder) -> None:
         mark = self._clock_mark(request)
         try:
-            seq, sink = self._prepare(kind, request, responder)
+            seq, sink, bootstrap = self._prepare(kind, request, responder)
         except ApiError:
             if mark is not None:
                 self.engine.refuse(mark)
             raise
+        seq.on_tokens = sink.on_tokens
+        if bootstrap is not None and self.decode_side is not None:
+            self._decode(seq, sink, bootstrap, responder)
+            return
+        if bootstrap is not None and self.prefill_side is not None:
+            self.prefill_side.accept(seq, bootstrap[2], sink.on_tokens)
         try:
             self.engine.submit(seq, mark)
         except ValueError as exc:  # the mark's item was already sent
             raise ApiError(400, str(exc)) from None
-        seq.on_tokens = sink.on_tokens
         responder.on_disconnect = lambda: self.engine.abort(seq)
         sink.start()
 
@@ -326,9 +349,11 @@ class OpenAIApp:
 
     def _prepare(
         self, kind: str, request: HttpRequest, responder: Responder
-    ) -> Tuple[Sequence, Union[StreamSink, CollectSink]]:
-        """The sequence of a generation request and the sink that answers it; ApiError if invalid."""
-        params = parse_generation(kind, parse_json_object(request.body))
+    ) -> Tuple[Sequence, Union[StreamSink, CollectSink], Optional[Tuple[str, int, int]]]:
+        """The sequence of a generation request, the sink that answers it and the disaggregation
+        bootstrap the router added (None without); ApiError if invalid."""
+        data = parse_json_object(request.body)
+        params = parse_generation(kind, data)
         model = check_model(params.model, self.config.served_names)
         token_ids = params.prompt_token_ids
         if token_ids is None and self.config.need_prompt_ids:
@@ -356,4 +381,14 @@ class OpenAIApp:
         sink = (
             StreamSink(responder, fmt, params.include_usage) if params.stream else CollectSink(responder, fmt)
         )
-        return seq, sink
+        return seq, sink, bootstrap_of(data)
+
+    def _decode(self, seq: Sequence, sink, bootstrap: Tuple[str, int, int], responder: Responder) -> None:  # noqa: ANN001
+        """A decode worker's request: it arrives once the prefill's KV cache is here."""
+
+        def fail(message: str) -> None:
+            responder.send(500, self._error_body(ApiError(500, message, "InternalServerError")))
+
+        responder.on_disconnect = lambda: self.engine.abort(seq)
+        assert self.decode_side is not None
+        self.decode_side.accept(seq, bootstrap, sink.start, self.engine.submit_prefilled, fail)

@@ -77,18 +77,27 @@ class Engine:
             with contextlib.suppress(ValueError):  # an item sent twice takes no second place
                 self.timelines.receive(mark, None)
 
-    def arrive(self, seq: Sequence, when: float, key: Tuple[str, int, int], bench: str = "") -> None:
+    def submit_prefilled(self, seq: Sequence) -> None:
+        """A sequence whose prompt another worker computed (a disaggregated decode worker's) arrives now
+        with its KV cache: its first token goes out on arrival and the rest is decoded."""
+        assert self.clock is not None
+        self.arrive(seq, self.clock.wall_arrival(), NO_KEY, prefilled=True)
+
+    def arrive(
+        self, seq: Sequence, when: float, key: Tuple[str, int, int], bench: str = "", prefilled: bool = False
+    ) -> None:
         """Route ``seq`` at simulated time ``when`` (``key`` orders arrivals of one instant); the first
-        request of a new ``bench`` (benchmark) begins a new run of the launch's noise."""
+        request of a new ``bench`` (benchmark) begins a new run of the launch's noise. A ``prefilled``
+        sequence emits its first token on arrival and only decodes."""
         assert self.clock is not None
         self._arriving += 1
-        self.clock.at(when, ARRIVAL, key, lambda: self._arrived(seq, when, bench))
+        self.clock.at(when, ARRIVAL, key, lambda: self._arrived(seq, when, bench, prefilled))
 
     def _arrive_at(self, seq: Sequence, ticket: Ticket) -> None:
         timeline = ticket.timeline
         self.arrive(seq, ticket.arrival, (timeline.run, ticket.item, ticket.turn), timeline.bench)
 
-    def _arrived(self, seq: Sequence, when: float, bench: str) -> None:
+    def _arrived(self, seq: Sequence, when: float, bench: str, prefilled: bool) -> None:
         self._arriving -= 1
         if bench and bench != self._bench:
             self._bench = bench
@@ -97,6 +106,13 @@ class Engine:
         if seq.aborted:
             return
         seq.arrival = when
+        if prefilled:
+            seq.computed = seq.prompt_len
+            seq.scheduled_at = when
+            seq.generated = 1
+            self.deliver(seq, 1, when)
+            if seq.done:
+                return
         self._route(seq)
 
     def _route(self, seq: Sequence) -> None:
@@ -152,15 +168,7 @@ class Engine:
         return all([replica.reset_prefix_cache() for replica in self.replicas])
 
     def gauges(self) -> EngineGauges:
-        total = EngineGauges()
-        for replica in self.replicas:
-            part = replica.gauges()
-            total.running += part.running
-            total.waiting += part.waiting
-            total.kv_used_tokens += part.kv_used_tokens
-            total.kv_capacity_tokens += part.kv_capacity_tokens
-            total.block_size = part.block_size
-        return total
+        return EngineGauges.total(replica.gauges() for replica in self.replicas)
 
 
 def fixed_engine(loop: asyncio.AbstractEventLoop, ttft_s: float, itl_s: float) -> Engine:
@@ -178,8 +186,9 @@ def model_engine(
     pace: Optional[Pace] = None,
     hold_s: float = HOLD_S,
 ) -> Engine:
-    """A continuous-batching engine with one scheduler per data-parallel replica, on ``clock``; on a
-    live clock requests may declare their clients' timelines (each holds the clock ``hold_s`` at most)."""
+    """A continuous-batching engine with one scheduler per data-parallel replica (each stepping its
+    attention ranks in lockstep), on ``clock``; on a live clock requests may declare their clients'
+    timelines (each holds the clock ``hold_s`` at most)."""
     engine = Engine(MetricsRecorder(), clock, pace)
     if clock.loop is not None:
         engine.timelines = Timelines(clock, clock.loop, hold_s)

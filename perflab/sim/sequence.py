@@ -37,6 +37,8 @@ class Sequence:
         "owner",
         "prefill_target",
         "block_hashes",
+        "held_blocks",
+        "cache_key",
         "ticket",
     )
 
@@ -70,6 +72,8 @@ class Sequence:
         self.owner: object = None
         self.prefill_target = prompt_len
         self.block_hashes: Optional[List[int]] = None
+        self.held_blocks = 0
+        self.cache_key = -1
         self.ticket: Optional["Ticket"] = None  # its place on its client's timeline, if it declared one
 
     @property

@@ -1,10 +1,12 @@
 """The bench against model-mode simulators measures the model, not the machine: the same benchmark run
-on a quiet machine and with every CPU kept busy gives the same figures, timed by the simulator's clock;
-prefix caching beats no caching at time scale 5 under load by what the offline simulator says.
+on a quiet machine and with every CPU kept busy gives the same figures — and as many rounds of a sized
+benchmark — timed by the simulator's clock; prefix caching beats no caching at time scale 5 under load by
+what the offline simulator says.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -55,6 +57,19 @@ SCENARIOS: dict[str, tuple[list[dict[str, Any]], dict[str, Any]]] = {
             "turn_delay_stddev_ms": 10.0,
         },
     ),
+    # Rounds until the floor: counted in simulated seconds, so a loaded machine sends as many rounds.
+    "rounds": (
+        [{}],
+        {
+            "dataset": "random",
+            "input_len": 256,
+            "output_len": 16,
+            "num_prompts": 10,
+            "request_rate": 200.0,
+            "min_duration_s": 0.2,
+            "min_requests": 25,
+        },
+    ),
     # Two engines behind one bench, closed loop.
     "two-servers": (
         [{}, {}],
@@ -75,13 +90,23 @@ def _servers(sim_server: Callable[..., str], flags: list[dict[str, Any]]) -> lis
 def test_a_loaded_machine_changes_no_figure(sim_server, scenario: str) -> None:
     """Fresh engines each time (the prefix caches start empty): quietly, then with every CPU busy."""
     flags, options = SCENARIOS[scenario]
+    before = time.perf_counter()
     quiet = _bench(_servers(sim_server, flags), **options)
     with busy_cpus() as load:
         loaded = _bench(_servers(sim_server, flags), **options)
         assert load.cpu_seconds() >= MIN_LOAD_CPU_S
+    after = time.perf_counter()
     for result in (quiet, loaded):
         assert result["timing_source"] == "simulated" and result["failed"] == 0, result["notes"]
         assert not any("simulator" in note for note in result["notes"])
+        # the energy window stays on the bench's wall clock, whichever clock timed the figures
+        first, last = result["bench_clock_window_s"]
+        assert before <= first < last <= after
+    if "min_duration_s" in options:
+        rounds = quiet["rounds"]
+        assert loaded["rounds"]["count"] == rounds["count"] >= 3 and rounds["floor_reached"]
+        assert loaded["rounds"]["measured_s"] == rounds["measured_s"]
+        assert quiet["duration"] == pytest.approx(sum(rounds["measured_s"]), abs=1e-5)
     for name in (*FIGURES, *LATENCIES):
         assert loaded[name] == pytest.approx(quiet[name], rel=1e-6, abs=1e-6), name
     quiet_requests, loaded_requests = _by_request(quiet), _by_request(loaded)

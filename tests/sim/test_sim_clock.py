@@ -185,8 +185,13 @@ def test_an_abandoned_request_releases_the_clock() -> None:
         started = time.monotonic()
         client.send(ClockMark(RUN, 0, due=0.0, next_due=0.0, limit=1), 4096, 512)
         await asyncio.sleep(0.05)
-        seq_owner = [seq for replica in engine.replicas for seq in replica.running]  # type: ignore[attr-defined]
-        engine.abort(seq_owner[0])
+        running = [
+            seq
+            for replica in engine.replicas
+            for rank in replica.ranks  # type: ignore[attr-defined]
+            for seq in rank.running
+        ]
+        engine.abort(running[0])
         follower = client.send(ClockMark(RUN, 1, due=0.0, next_due=math.inf, limit=1), 64, 8)
         await follower.done.wait()
         return follower, time.monotonic() - started

@@ -15,7 +15,7 @@ from db.models import Study
 from db.session import new_session
 from perflab.profiles import derived_seed
 from perflab.study.measure import study_runs
-from tests.fixtures.runs import SimHostFactory, write_hosts_file
+from tests.fixtures.runs import SimHostFactory, sized_count, write_hosts_file
 from tests.fixtures.study_data import form_spec, run_study
 
 SPEC = """
@@ -35,7 +35,7 @@ stages:
     candidates: [false]
 """
 SESSIONS = (
-    "{{name: tune, title: Agentic, dataset: generated-shared-prefix, num_prompts: 66, max_concurrency: 8, "
+    "{{name: tune, title: Agentic, dataset: generated-shared-prefix, num_prompts: 60, max_concurrency: 8, "
     "output_len: 16, seed: 3, shared_prefix: {{num_groups: 2, system_prompt_len: 2048, question_len: 128, "
     "num_turns: 3}}}}"
 )
@@ -44,8 +44,8 @@ IID = (
     "max_concurrency: 8, seed: 3}}"
 )
 NOISE = {"run_cv_pct": 2, "launch_cv_pct": 1, "seed": 5}
-# Simulated time runs 5 times faster than real time: a run is about a second (66 sessions: just over the
-# 5 s of engine time a result needs to be judged).
+# Simulated time runs 5 times faster than real time: a run is about a second, and its steps
+# stay long beside the simulator's own CPU work, which would otherwise blur what prefix caching saves.
 TIME_SCALE = 5
 
 
@@ -89,7 +89,7 @@ def test_sessions_keep_prefix_caching_and_independent_prompts_cannot_tell(
     assert all(
         result["prefix_cache_hit_rate"] is None and result["prefix_cache_queries"] == 0 for result in off
     )
-    assert all(result["sessions"]["completed"] == 66 for result in on + off)
+    assert all(result["sessions"]["completed"] == sized_count(result, 60) for result in on + off)
     # each repetition on a launch is a fresh draw, and says what was done about the cache
     assert {result["dataset"]["seed"] for result in on} == {3, derived_seed(3, 1)}
     assert all(
