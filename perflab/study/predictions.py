@@ -22,16 +22,13 @@ wrapped in :func:`cached`. :func:`simulator_predictor` is one predictor: perflab
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from perflab.engines.config import EngineConfig
-from perflab.sim.deployment import Knobs, resolve_deployment
+from perflab.predict.case import NotCovered, sim_deployment
+from perflab.predict.simulated import SOURCE, simulate_burst
 from perflab.sim.failures import EngineFailure
-from perflab.sim.hardware import find_accelerator
-from perflab.sim.offline import RequestSpec, simulate
-from perflab.sim.perfmodel import plan_memory
 
 # A prediction breaks an SLO for the pre-screen only past this multiple of its limit: predictors err
 # by 10-40 % on latencies, and a configuration near the limit is worth a measurement.
@@ -81,36 +78,28 @@ def cached(predictor: Predictor) -> Predictor:
 
 
 def simulator_predictor(accelerator: str, input_len: int, output_len: int, prompts: int) -> Predictor:
-    """perflab's offline simulator as a predictor: each configuration on ``accelerator`` serving a burst
-    of ``prompts`` requests of ``input_len``/``output_len`` tokens (split among its replicas), predicting
-    ``total_token_throughput``, ``output_throughput`` and ``mean_tpot_ms`` (vLLM only)."""
-    chip = find_accelerator(accelerator)
+    """perflab's offline simulator as a predictor: each configuration (its argv read by the simulated
+    engine's parser, :func:`perflab.predict.case.sim_deployment`) on ``accelerator`` serving a burst of
+    ``prompts`` requests of ``input_len``/``output_len`` tokens (split among its replicas), predicting
+    ``total_token_throughput``, ``output_throughput`` and ``mean_tpot_ms``; None for an engine or
+    accelerator the simulator does not resolve."""
 
     def predict(config: EngineConfig) -> Prediction | None:
-        if chip is None or config.engine != "vllm":
-            return None
-        knobs = Knobs(config.model)
-        knobs.tp, knobs.ep = config.tp, config.ep
-        knobs.max_num_seqs = config.max_num_seqs
-        knobs.max_num_batched_tokens = config.max_num_batched_tokens
-        knobs.max_model_len = config.max_model_len
-        knobs.kv_cache_dtype = config.kv_cache_dtype
-        try:
-            deployment = resolve_deployment("vllm", knobs, chip)
-            plan = plan_memory(deployment)
-        except EngineFailure as failure:
-            return Prediction(infeasible=str(failure).splitlines()[0], source="perflab's simulator")
         replicas = config.replicas or 1
         each = max(1, prompts // replicas)
-        timings, _ = simulate(
-            deployment, [RequestSpec(0.0, input_len, output_len) for _ in range(each)], plan
-        )
-        seconds = max(timing.e2el for timing in timings)
+        try:
+            burst = simulate_burst(sim_deployment(config, accelerator), each, input_len, output_len)
+        except NotCovered:
+            return None
+        except EngineFailure as failure:
+            return Prediction(infeasible=str(failure).splitlines()[0], source=SOURCE)
+        if burst is None:
+            return None
         values = {
-            "total_token_throughput": each * (input_len + output_len) / seconds * replicas,
-            "output_throughput": each * output_len / seconds * replicas,
-            "mean_tpot_ms": statistics.fmean(timing.tpot for timing in timings) * 1000.0,
+            "total_token_throughput": each * (input_len + output_len) / burst.seconds * replicas,
+            "output_throughput": each * output_len / burst.seconds * replicas,
+            "mean_tpot_ms": burst.mean_tpot_s * 1000.0,
         }
-        return Prediction(values, source="perflab's simulator")
+        return Prediction(values, source=SOURCE)
 
     return predict

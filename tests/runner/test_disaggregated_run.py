@@ -1,8 +1,8 @@
-"""A disaggregated SGLang configuration run end to end on a simulated local host: prefill and decode
-workers on their own GPUs, the real ``sglang-router`` in front, the benchmark through the router (by
-the wall clock: the router passes the simulator's clock marks on to no worker), every request prefill →
-decode, every worker sampled and everything stopped; a router or transfer library the host lacks fails
-the run as an infrastructure failure."""
+"""A disaggregated SGLang or vLLM configuration run end to end on a simulated local host: prefill and
+decode workers on their own GPUs, the real ``sglang-router`` or ``vllm-router`` in front, the benchmark
+through the router (by the wall clock: the router passes the simulator's clock marks on to no worker),
+every request prefill → decode, every worker sampled and everything stopped; a router or transfer library
+the host lacks fails the run as an infrastructure failure."""
 
 from __future__ import annotations
 
@@ -43,8 +43,8 @@ def _host(tmp_path: Path, name: str, *, router_installed: bool = True, **simulat
     )
 
 
-def _run(engine: Engine, host: HostConfig, **layout: object) -> tuple[str, object]:
-    config = EngineConfig(engine="sglang", model="Qwen/Qwen3-8B", disaggregation={**LAYOUT, **layout})
+def _run(engine: Engine, host: HostConfig, name: str = "sglang", **layout: object) -> tuple[str, object]:
+    config = EngineConfig(engine=name, model="Qwen/Qwen3-8B", disaggregation={**LAYOUT, **layout})
     run = submit_run(
         engine,
         host_name=host.name,
@@ -58,11 +58,23 @@ def _run(engine: Engine, host: HostConfig, **layout: object) -> tuple[str, objec
     return status, stored_run(engine, run.id)
 
 
+# what each engine's simulated workers log of a handoff: SGLang's room, vLLM's NIXL request id
+HANDOFF = {"sglang": r"room=(\d+)", "vllm": r"request=(\S+)"}
+ROUTER_COMMAND = {
+    "sglang": "sglang_router.launch_router --pd-disaggregation",
+    "vllm": "vllm-router --vllm-pd",
+}
+ROUTER_PACKAGE = {"sglang": "sglang-router 0.3.2", "vllm": "vllm-router 0.1.17"}
+
+
 @pytest.mark.timeout(300)
-def test_a_disaggregated_run_benchmarks_through_the_real_router(runs_db: Engine, tmp_path: Path) -> None:
-    pytest.importorskip("sglang_router")
+@pytest.mark.parametrize(("name", "backend"), [("sglang", "mooncake"), ("vllm", "nixl")])
+def test_a_disaggregated_run_benchmarks_through_the_real_router(
+    runs_db: Engine, tmp_path: Path, name: str, backend: str
+) -> None:
+    pytest.importorskip("sglang_router" if name == "sglang" else "vllm_router")
     host = _host(tmp_path, "pd-host")
-    status, run = _run(runs_db, host)
+    status, run = _run(runs_db, host, name, transfer_backend=backend)
     assert status == "done", (run.failure_class, run.failure_message, run.log_tail)
     names = [entry["name"] for entry in run.remote_state["processes"]]
     assert names == ["prefill-0", "prefill-1", "decode-0", "router"]
@@ -72,15 +84,14 @@ def test_a_disaggregated_run_benchmarks_through_the_real_router(runs_db: Engine,
     assert run.remote_state["stopped"] == {name: "term" for name in names}
     assert run_key_pids(run.remote_state["run_key"]) == []
     # the commands: each worker's role, then the router naming every worker
-    assert [
-        ("--disaggregation-mode prefill" in c, "--disaggregation-mode decode" in c)
-        for c in run.serve_commands[:3]
-    ] == [
-        (True, False),
-        (True, False),
-        (False, True),
-    ]
-    assert "sglang_router.launch_router --pd-disaggregation" in run.serve_commands[3]
+    if name == "sglang":
+        assert [
+            ("--disaggregation-mode prefill" in c, "--disaggregation-mode decode" in c)
+            for c in run.serve_commands[:3]
+        ] == [(True, False), (True, False), (False, True)]
+    else:
+        assert all("NixlConnector" in command for command in run.serve_commands[:3])
+    assert ROUTER_COMMAND[name] in run.serve_commands[3]
     router_port = run.remote_state["processes"][3]["port"]
     assert run.bench_commands and f"--base-url http://127.0.0.1:{router_port}" in run.bench_commands[0]
     # the router passes no clock mark on to the simulated workers: the benchmark goes by the wall clock
@@ -92,19 +103,19 @@ def test_a_disaggregated_run_benchmarks_through_the_real_router(runs_db: Engine,
     assert result.result["completed"] == measured and result.result["failed"] == 0
     assert result.result["total_output_tokens"] == measured * 8
     assert result.result["timing_source"] != "simulated"
-    assert any(
-        note.startswith("timed by the wall clock: sglang-router 0.3.2 passes no x-perflab-sim-clock header")
-        for note in result.result["notes"]
-    )
+    note = f"timed by the wall clock: {ROUTER_PACKAGE[name]} passes no x-perflab-sim-clock header"
+    assert any(text.startswith(note) for text in result.result["notes"])
     # every worker's metrics were sampled (the router has none of the engine's)
     assert {sample.values["replica"] for sample in samples if sample.source == "engine"} == {0, 1, 2}
     # every request went prefill → decode: each room the decode worker received, a prefill worker sent
     run_dir = Path(run.remote_state["run_dir"])
     sent: dict[str, str] = {}
-    for name in ("prefill-0", "prefill-1"):
-        sent.update(re.findall(r"KV sent room=(\d+) tokens=(\d+)", (run_dir / f"{name}.log").read_text()))
+    for worker in ("prefill-0", "prefill-1"):
+        log = (run_dir / f"{worker}.log").read_text()
+        sent.update(re.findall(rf"KV sent {HANDOFF[name]} tokens=(\d+)", log))
     received = re.findall(
-        r"KV received room=(\d+) from 127\.0\.0\.1:\d+ tokens=(\d+)", (run_dir / "decode-0.log").read_text()
+        rf"KV received {HANDOFF[name]} from (?:127\.0\.0\.1|localhost):\d+ tokens=(\d+)",
+        (run_dir / "decode-0.log").read_text(),
     )
     warmup = len(received) - measured
     assert warmup >= 0 and len(sent) == len(received)
