@@ -86,6 +86,9 @@ class BenchContext:
     # Whether running engines' logs are read after each benchmark for failures that leave them running
     # (a disaggregated decode worker that cannot reach its prefill worker).
     watch_logs: bool = False
+    # Why the benchmarks time simulated engines by the wall clock (``--wall-clock``), None when they may
+    # be timed by the simulator's clock.
+    wall_clock_note: str | None = None
 
     @property
     def bench_targets(self) -> Sequence[Replica]:
@@ -128,6 +131,9 @@ def _run_point(
         *without_flags(point.bench_args(base_urls=["-"], model=ctx.model), _ADDED_BY_REMOTE),
         *floor_args(ctx.transport.host.time_scale),
     ]
+    if ctx.wall_clock_note is not None:
+        args.append("--wall-clock")
+        notes.append(ctx.wall_clock_note)
     shown = bench_command(args, ctx.bench_targets, files)
     ctx.store.update(bench_commands=[*ctx.store.load().bench_commands, shown])
     name = f"bench-{label['profile_index']}-{point_index}"

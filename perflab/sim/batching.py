@@ -6,19 +6,22 @@ the fewest running and waiting sequences. Each step every rank plans its batch, 
 comes from :meth:`~perflab.sim.perfmodel.PerfModel.group_step_seconds` and is divided by the time
 scale; at the step's end (an absolute deadline) every rank applies its batch: sequences that finished
 their prefill get their first token and decoding sequences their next token(s), all in one pass.
+Time is the engine's simulated clock (:class:`~perflab.sim.clock.SimClock`): ``clock.time()`` is the
+instant of the running event, a step end is a timer from ``timer_factory(clock, callback)``, a batch
+start ``clock.call_soon``.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import List, Optional
 
+from perflab.sim.clock import SchedulerClock
 from perflab.sim.metrics import EngineGauges, MetricsRecorder
 from perflab.sim.noise import Pace
 from perflab.sim.perfmodel import PerfModel
 from perflab.sim.scheduling import Batch, RankScheduler
 from perflab.sim.sequence import Deliver, Sequence
-from perflab.sim.timing import PreciseTimer, TimerFactory
+from perflab.sim.timing import TimerFactory
 
 
 class BatchScheduler:
@@ -26,13 +29,13 @@ class BatchScheduler:
 
     def __init__(
         self,
-        loop: asyncio.AbstractEventLoop,
+        loop: SchedulerClock,
         perf: PerfModel,
         kv_tokens: int,
         time_scale: float,
         deliver: Deliver,
         metrics: MetricsRecorder,
-        timer_factory: TimerFactory = PreciseTimer,
+        timer_factory: TimerFactory,
         pace: Optional[Pace] = None,
     ) -> None:
         dep = perf.dep
@@ -49,7 +52,7 @@ class BatchScheduler:
         self._kick_pending = False
         self._steps = 0
         self._busy_seconds = 0.0
-        self._timer = timer_factory(loop, self._finish_step)
+        self._timer = timer_factory(loop, self._finish_step)  # type: ignore[arg-type]
 
     @property
     def load(self) -> int:
