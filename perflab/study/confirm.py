@@ -66,7 +66,7 @@ def _compare(candidate: float, reference: float, rules: Rules, alpha: float | No
     known = spread is not None and spread.known and spread.df >= MIN_DF
     if not known:
         found = Verdict("noise_unknown", gain, math.inf, rules.confidence, 1, 1, spread_launches=None)
-        return found, False
+        return found, alpha is None or alpha >= 1.0
     assert spread is not None and spread.cv_pct is not None
     se_pct = spread.cv_pct * ratio * math.sqrt(2.0)
     half_width = float(stats.t.isf(one_sided_alpha(rules.confidence), spread.df)) * se_pct

@@ -200,7 +200,7 @@ def decide_stage(
     judged = []
     tested = {}
     for candidate in candidates:
-        if candidate.decision is not None or candidate.measurement is None:
+        if candidate.decision is not None or _pending(candidate.measurement) or candidate.measurement is None:
             judged.append(candidate)
             continue
         early = _before_verdict(candidate, best, rules)
@@ -455,5 +455,15 @@ def _known(
             return early
         if early is not None:
             return record.keep(early, early.decision or KEPT)
-    note = candidate.note or f"{launches_text(len(candidate.compared))} measured"
-    return replace(candidate, again=True, note=note)
+    return replace(candidate, again=True, note=candidate.note or _open_note(candidate, rules))
+
+
+def _open_note(candidate: CandidatePlan, rules: Rules) -> str:
+    """What an open candidate's note says between looks: its launches, and why no verdict is given."""
+    measured = f"{launches_text(len(candidate.compared))} measured"
+    spread = rules.spread
+    if spread is None or not spread.known:
+        return f"{measured}, {NOISE_UNKNOWN} yet"
+    if spread.df < MIN_DF:
+        return f"{measured}, {too_little_text(spread.launches)}"
+    return f"{measured}, measuring both again"
