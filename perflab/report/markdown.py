@@ -24,6 +24,7 @@ from perflab.report.model import (
 )
 from perflab.report.search_section import search_lines
 from perflab.report.summary import coloured, percent_text, ranked
+from perflab.study.decide import detectable_text
 from perflab.study.loadcurve import LOAD_TITLES, LoadCurve
 from perflab.views.formatting import counted
 
@@ -329,7 +330,7 @@ def per_accelerator_lines(report: Report) -> list[str]:
 def spread_lines(report: Report) -> list[str]:
     """The noise the decisions used, as sentences: the study's spread (today's and the one offered from
     an earlier study, with its source, age and why it was or was not used), the baseline's split, and the
-    smallest gain the study could tell from noise."""
+    true gain the study keeps 80 % of the time."""
     spread = report.spread
     lines = []
     if spread.study is not None:
@@ -337,10 +338,8 @@ def spread_lines(report: Report) -> list[str]:
     if spread.baseline is not None:
         lines.append(f"Measured spread of the baseline: {spread.baseline.text()}.")
     if spread.detectable_gain_pct is not None:
-        lines.append(
-            f"Gains under {spread.detectable_gain_pct:.1f} % cannot be told from noise here (the smallest "
-            "gain this study keeps 80 % of the time at its spread)."
-        )
+        said = detectable_text(spread.detectable_gain_pct)
+        lines.append(f"{said[0].upper()}{said[1:]}.")
     elif spread.study is not None and not spread.study.known:
         lines.append("Noise unknown: nothing was measured twice, so no change over the baseline is kept.")
     return lines

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from statistics import fmean
 from typing import Any
 
 import numpy as np
@@ -34,7 +33,7 @@ from scipy import stats
 
 from perflab.engines.config import EngineConfig
 from perflab.study.types import CandidatePlan, Confirmation, Measurement, Rules, StagePlan
-from perflab.study.verdict import MIN_DF, Verdict, gain_of, launches_text, one_sided_alpha
+from perflab.study.verdict import MIN_DF, Verdict, gain_of, one_sided_alpha
 
 
 def block_order(path: Sequence[CandidatePlan], seed: int) -> tuple[str, ...]:
@@ -62,12 +61,16 @@ def _compare(candidate: float, reference: float, rules: Rules, alpha: float | No
     """One fresh launch against another: the gain with its interval at the study's confidence, and
     whether it clears the minimum gain at one-sided level ``alpha`` (None: not tested)."""
     spread = rules.spread
-    ratio, gain = gain_of(np.array([candidate]), np.array([reference]), not rules.lower_is_better)
     known = spread is not None and spread.known and spread.df >= MIN_DF
     if not known:
+        _, gain = gain_of(np.array([candidate]), np.array([reference]), not rules.lower_is_better)
         found = Verdict("noise_unknown", gain, math.inf, rules.confidence, 1, 1, spread_launches=None)
         return found, alpha is None or alpha >= 1.0
     assert spread is not None and spread.cv_pct is not None
+    # one launch over another overstates their ratio by a factor 1 + CV² on average (Cochran 1977, §6.8;
+    # exact for log-normal launches): the ratio is divided by it
+    candidate /= 1.0 + (spread.cv_pct / 100.0) ** 2
+    ratio, gain = gain_of(np.array([candidate]), np.array([reference]), not rules.lower_is_better)
     se_pct = spread.cv_pct * ratio * math.sqrt(2.0)
     half_width = float(stats.t.isf(one_sided_alpha(rules.confidence), spread.df)) * se_pct
     passed = True
@@ -116,6 +119,17 @@ def confirm(
         and by_fingerprint[fingerprint].config is not None
         and _idle(measurements.get(fingerprint))
     )
+    failed = [
+        by_fingerprint[fingerprint]
+        for fingerprint in order
+        if fresh[fingerprint] is None and (found := measurements.get(fingerprint)) and found.state == "failed"
+    ]
+    if failed:
+        why = "; ".join(
+            f"{candidate.label}: {measurements[candidate.fingerprint].error}" for candidate in failed
+        )
+        note = f"the kept changes could not be measured again ({why}); no change is recommended"
+        return Confirmation(order, before, alpha=alpha, confirmed=False, note=note), ()
     if any(value is None for value in fresh.values()):
         return pending, wanted
     verdicts: dict[int, Verdict] = {}
@@ -151,11 +165,3 @@ def _idle(measurement: Measurement | None) -> bool:
 def stored_form(confirmation: Confirmation) -> dict[str, Any]:
     """What the plan keeps of the confirmation between advances (the order and where it began)."""
     return {"order": list(confirmation.order), "before": dict(confirmation.before)}
-
-
-def fresh_launches_text(confirmation: Confirmation) -> str:
-    """``1 launch each of 3 configurations``: what the confirmation measured."""
-    return f"{launches_text(1)} each of {len(confirmation.order)} configurations, in a random order"
-
-
-__all__ = ["block_order", "closing_alpha", "confirm", "fmean", "fresh_launches_text", "stored_form"]

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from perflab.engines.config import EngineConfig
 from perflab.sim.noise import NoiseModel
 from perflab.study.noise import study_spread
@@ -117,7 +119,8 @@ def test_a_clear_gain_is_kept_and_published_on_launches_that_did_not_decide_it()
     assert confirmation is not None and confirmation.measured and confirmation.confirmed
     assert sorted(order[-2:]) == ["B", "C0"] and confirmation.alpha == 1.0  # one stage: no closing test
     fresh = {label: replay.values[fp][confirmation.before[fp]] for fp, label in _labels(replay).items()}
-    assert verdict.confirmed_gain_pct == (fresh["C0"] / fresh["B"] - 1) * 100
+    unbiased = 1 + (replay.spread.cv_pct / 100) ** 2  # one launch over another: E[ratio] is × (1 + CV²)
+    assert verdict.confirmed_gain_pct == pytest.approx((fresh["C0"] / unbiased / fresh["B"] - 1) * 100)
     assert verdict.published_gain_pct == verdict.confirmed_gain_pct
     assert winner.note == f"{verdict.published_text()} over Baseline"
 

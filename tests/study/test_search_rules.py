@@ -118,7 +118,7 @@ def _finalist(number: int, samples: tuple[float, ...]) -> Trial:
 
 
 def test_final_pick_remeasures_then_picks_the_cheaper_of_equivalents() -> None:
-    spec = SearchSpec.model_validate({**SPACE, "max_measurements": 2})
+    spec = SearchSpec.model_validate({**SPACE, "max_measurements": 3})
     objectives = ("total_token_throughput",)
 
     def pick(first: tuple[float, ...], second: tuple[float, ...]):  # type: ignore[no-untyped-def]
@@ -128,13 +128,15 @@ def test_final_pick_remeasures_then_picks_the_cheaper_of_equivalents() -> None:
 
     # one sample each and no spread: both are measured again
     assert pick((100.5,), (100.0,)).remeasure == (0, 1)
+    # two each: a spread on 2 degrees of freedom gives no interval yet, both are measured again
+    assert pick((100.5, 100.4), (100.0, 100.1)).remeasure == (0, 1)
     # the interval holds 0 and stays below the 1% minimum gain: equivalent, the smaller batch is picked
-    equivalent = pick((100.5, 100.4), (100.0, 100.1))
+    equivalent = pick((100.5, 100.4, 100.45), (100.0, 100.1, 100.05))
     assert equivalent.remeasure == () and equivalent.trial.number == 1 and "equivalent" in equivalent.reason
     # clearly better: the winner stands
-    assert pick((120.0, 120.2), (100.0, 100.1)).trial.number == 0
+    assert pick((120.0, 120.2, 120.1), (100.0, 100.1, 100.05)).trial.number == 0
     # still apart by less than the noise after the allowed measurements: the higher mean is kept
-    kept = pick((103.0, 99.0), (100.0, 98.0))
+    kept = pick((103.0, 99.0, 101.0), (100.0, 98.0, 99.0))
     assert kept.trial.number == 0 and "not separated" in kept.reason
 
 
