@@ -10,7 +10,8 @@ of its runs' factors. Designs (a candidate adds its own ``--seed=…`` to the be
 arguments, so a configuration's true value is 100 × the product of (1 + gain) over the candidates it
 carries):
 
-- ``one-stage``: one stage of one candidate (true gain 0, ``min_gain_pct``, +5 or +10 %, in turn);
+- ``one-stage``: one stage of one candidate (true gain 0, ``min_gain_pct``, +5 or +10 %: as many studies
+  of each as of the other designs);
 - ``four-stage``: four one-candidate stages with those four gains in a seeded random order;
 - ``five-candidate``: one stage of five candidates, true gains 0, ``min_gain_pct``, 3, +5 and +10 %;
 - ``four no-op``: four stages of no gain — how often a study recommends a change when none helps;
@@ -34,8 +35,11 @@ stages; GPU time against single-shot (one launch and one run per configuration; 
 ``--launch-s`` plus ``--run-s`` per run); the detectable gain stated at the end of studies that kept
 nothing and of studies that kept something.
 
-The last line is JSON. ``python benchmarks/study_noise.py`` (default 400 studies per scenario and
-design), ``--smoke`` (a small run that says the same things, under two minutes), ``--only NAME``.
+The last line is JSON: the acceptance figures over the scenarios tuned on (keep rates at 0 and at the
+minimum gain over each scenario's candidates of all designs, and by design), then the same over the
+held-out scenarios. ``python benchmarks/study_noise.py`` (default 300 studies per scenario and design,
+the one-stage design four times as many), ``--smoke`` (a small run that says the same things, under two
+minutes), ``--only NAME``.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from perflab.engines.config import EngineConfig  # noqa: E402
+from perflab.study.confirm import fresh_gain  # noqa: E402
 from perflab.study.decide import detectable_gain  # noqa: E402
 from perflab.study.noise import ReusedSpread, StudySpread  # noqa: E402
 from perflab.study.progress import study_rules  # noqa: E402
@@ -177,7 +182,9 @@ class Host:
         slot = self.launches
         self.launches += 1
         self.slots.setdefault(config.fingerprint(), []).append(slot)
-        return true_value(config, self.stages) * self.scenario.drift_factor(slot) * self.scenario.noise(self.rng)
+        return (
+            true_value(config, self.stages) * self.scenario.drift_factor(slot) * self.scenario.noise(self.rng)
+        )
 
     @property
     def gpu_s(self) -> float:
@@ -195,7 +202,9 @@ class Watch:
 
     def __call__(self, plan: StudyPlan) -> None:
         for stage in plan.stages:
-            self._seen(("stage", stage.index), (stage.decided, stage.winner.fingerprint if stage.winner else None))
+            self._seen(
+                ("stage", stage.index), (stage.decided, stage.winner.fingerprint if stage.winner else None)
+            )
             for candidate in stage.candidates:
                 if candidate.decision is not None:
                     self._seen(("candidate", stage.index, candidate.position), candidate.decision)
@@ -239,24 +248,29 @@ class Tally:
 
 
 def expected_published(
-    scenario: Scenario, host: Host, plan: StudyPlan, stage_index: int, rng: np.random.Generator, draws: int
+    scenario: Scenario,
+    host: Host,
+    plan: StudyPlan,
+    stage_index: int,
+    cv_pct: float,
+    rng: np.random.Generator,
+    draws: int,
 ) -> float | None:
-    """The kept stage's published gain averaged over ``draws`` fresh draws of its confirmation launches'
-    noise (same configurations, same launch positions): its expectation given everything before."""
+    """The kept stage's published gain, as the plan computes it at the study's spread ``cv_pct``,
+    averaged over ``draws`` fresh draws of its confirmation launches' noise (same configurations, same
+    launch positions): its expectation given everything before."""
     confirmation = plan.confirmation
     stage = next(stage for stage in plan.stages if stage.index == stage_index)
     if confirmation is None or not confirmation.measured or stage.winner is None:
         return None
     winner, reference = stage.winner, stage.reference
-    slots = {
-        fingerprint: host.slots[fingerprint][confirmation.before[fingerprint]] for fingerprint in confirmation.order
-    }
+    slot = {fp: host.slots[fp][confirmation.before[fp]] for fp in confirmation.order}
+    ours = true_value(winner.config, host.stages) * scenario.drift_factor(slot[winner.fingerprint])
+    theirs = true_value(reference.config, host.stages) * scenario.drift_factor(slot[reference.fingerprint])
     total = 0.0
     for _ in range(draws):
-        ours = true_value(winner.config, host.stages) * scenario.drift_factor(slots[winner.fingerprint])
-        theirs = true_value(reference.config, host.stages) * scenario.drift_factor(slots[reference.fingerprint])
-        total += (ours * scenario.noise(rng)) / (theirs * scenario.noise(rng)) - 1.0
-    return total / draws * 100.0
+        total += fresh_gain(ours * scenario.noise(rng), theirs * scenario.noise(rng), cv_pct, True)[1]
+    return total / draws
 
 
 def run_design(
@@ -273,7 +287,9 @@ def run_design(
     for number in range(studies):
         stages = design_stages(design, number, order, scenario, args)
         spec = stage_spec(stages, args.min_gain_pct)
-        host = Host(scenario, stages, np.random.default_rng(seed * 100_003 + number), args.launch_s, args.run_s)
+        host = Host(
+            scenario, stages, np.random.default_rng(seed * 100_003 + number), args.launch_s, args.run_s
+        )
         reused = None
         if scenario.reused is not None:
             fraction, df = scenario.reused
@@ -299,7 +315,12 @@ def run_design(
                 tally.kept[gain] += 1
                 if gain in (5.0, 10.0) and candidate.verdict is not None:
                     tally.raw.setdefault(gain, []).append(candidate.verdict.published_gain_pct - gain)
-                    expected = expected_published(scenario, host, plan, stage.index, draws, args.draws)
+                    cv_pct = replay.spread.cv_pct if replay.spread is not None else None
+                    expected = (
+                        expected_published(scenario, host, plan, stage.index, cv_pct, draws, args.draws)
+                        if cv_pct is not None
+                        else None
+                    )
                     published = expected if expected is not None else candidate.verdict.published_gain_pct
                     tally.bias.setdefault(gain, []).append(published - gain)
         stated = detectable_gain(replay.rules) if replay.rules is not None else None
@@ -323,7 +344,7 @@ def design_stages(
     """The true gains of one study of ``design``."""
     gains = [0.0, args.min_gain_pct, 5.0, 10.0]
     if design == "one-stage":
-        return [[gains[number % 4]]]
+        return [[gains[number % 4]]]  # run 4 × studies times: each gain as often as the other designs
     if design == "four-stage":
         order.shuffle(gains)
         return [[gain] for gain in gains]
@@ -354,7 +375,7 @@ def _fmt(value: float | None, pattern: str = "{:+.2f}") -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--studies", type=int, default=400, help="studies per scenario and design")
+    parser.add_argument("--studies", type=int, default=300, help="studies per scenario and design")
     parser.add_argument("--smoke", action="store_true", help="a small run (same output, under two minutes)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--min-gain-pct", type=float, default=1.0, help="the form's default")
@@ -372,7 +393,13 @@ def main() -> None:
     results: dict[str, dict[str, Tally]] = {}
     for index, name in enumerate(names):
         results[name] = {
-            design: run_design(SCENARIOS[name], design, args.studies, args, args.seed * 1000 + index)
+            design: run_design(
+                SCENARIOS[name],
+                design,
+                args.studies * (4 if design == "one-stage" else 1),
+                args,
+                args.seed * 1000 + index,
+            )
             for design in designs_of(name)
         }
     gains = [0.0, args.min_gain_pct, 5.0, 10.0]
@@ -381,44 +408,59 @@ def main() -> None:
         f"{args.min_gain_pct:g} %); {args.launch_s:g} s per launch + {args.run_s:g} s per run; "
         f"{time.monotonic() - started:.0f} s"
     )
-    header = f"{'scenario':>20} {'design':>15} " + " ".join(f"{f'kept {g:+g}%':>9}" for g in gains)
-    print(header + f" {'bias +5':>8} {'bias +10':>8} {'raw +5':>14} {'raw +10':>14} {'GPU':>6} {'flips':>5}")
+    header = " ".join(f"{f'kept {gain:+g}%':>9}" for gain in gains)
+    print(
+        f"{'scenario':>20} {'design':>15} {header} {'bias +5':>8} {'bias +10':>8} "
+        f"{'raw +5':>14} {'raw +10':>14}"
+    )
     for name, by_design in results.items():
-        for design, tally in by_design.items():
-            if design in ("four no-op", "at detectable", "three-candidate"):
-                continue
-            rates = " ".join(f"{_fmt(tally.rate(g), '{:.1%}'):>9}" for g in gains)
-            raw = [
-                _fmt(statistics.fmean(tally.raw[g]), "{:+.2f}")
-                + (f"±{statistics.stdev(tally.raw[g]) / math.sqrt(len(tally.raw[g])):.2f}" if len(tally.raw.get(g, [])) > 1 else "")
-                if tally.raw.get(g)
-                else "—"
-                for g in (5.0, 10.0)
-            ]
-            print(
-                f"{name:>20} {design:>15} {rates} {_fmt(tally.mean_bias(5.0)):>8} {_fmt(tally.mean_bias(10.0)):>8} "
-                f"{raw[0]:>14} {raw[1]:>14} {tally.gpu_s / tally.single_shot_s:>5.2f}× {tally.flips:>5}"
-            )
-        null = by_design["four no-op"]
-        print(f"{name:>20} four no-op stages: a change recommended in {null.changes / null.studies:.1%} of studies")
-        if "three-candidate" in by_design:
-            three = by_design["three-candidate"]
-            rates = ", ".join(f"{g:+g} % kept {three.rate(g):.1%}" for g in (3.0, 7.0, 10.0))
-            print(f"{name:>20} three candidates (3, 7, 10 %): {rates}")
-        if "at detectable" in by_design:
-            stated = detectable_at_truth(SCENARIOS[name], args.min_gain_pct)
-            tally = by_design["at detectable"]
-            kept = ", ".join(
-                f"{factor:g}× {tally.rate(round(stated * factor, 3)):.1%}" for factor in DETECTABLE_FACTORS
-            )
-            print(f"{name:>20} detectable gain stated at the true spread {stated:.1f} %: kept at {kept}")
-        four = by_design["four-stage"]
-        print(
-            f"{name:>20} detectable gain stated at the end: {_fmt(_mean(four.stated.get(False)), '{:.1f}')} % "
-            f"(nothing kept), {_fmt(_mean(four.stated.get(True)), '{:.1f}')} % (something kept); "
-            f"launches after a stop: {sum(t.after_stop for t in by_design.values())}"
-        )
+        print_scenario(name, by_design, gains, args)
     print(json.dumps(summary(results, args)))
+
+
+def _raw(tally: Tally, gain: float) -> str:
+    """The mean of the published figures less the truth, with its standard error."""
+    found = tally.raw.get(gain) or []
+    if len(found) < 2:
+        return _fmt(found[0] if found else None)
+    return f"{statistics.fmean(found):+.2f}±{statistics.stdev(found) / math.sqrt(len(found)):.2f}"
+
+
+def print_scenario(
+    name: str, by_design: dict[str, Tally], gains: list[float], args: argparse.Namespace
+) -> None:
+    """One scenario's lines: each design's keep rates, biases, GPU time and flips, then the rest."""
+    for design, tally in by_design.items():
+        if design in ("four no-op", "at detectable", "three-candidate"):
+            continue
+        rates = " ".join(f"{_fmt(tally.rate(gain), '{:.1%}'):>9}" for gain in gains)
+        biases = f"{_fmt(tally.mean_bias(5.0)):>8} {_fmt(tally.mean_bias(10.0)):>8}"
+        print(
+            f"{name:>20} {design:>15} {rates} {biases} {_raw(tally, 5.0):>14} {_raw(tally, 10.0):>14}  "
+            f"GPU {tally.gpu_s / tally.single_shot_s:.2f}×, flips {tally.flips}, "
+            f"launches after a stop {tally.after_stop}"
+        )
+    null = by_design["four no-op"]
+    print(
+        f"{name:>20} four no-op stages: a change recommended in {null.changes / null.studies:.1%} of studies"
+    )
+    if "three-candidate" in by_design:
+        three = by_design["three-candidate"]
+        rates = ", ".join(f"{gain:+g} % kept {three.rate(gain):.1%}" for gain in (3.0, 7.0, 10.0))
+        print(f"{name:>20} three candidates (3, 7, 10 %): {rates}")
+    if "at detectable" in by_design:
+        stated = detectable_at_truth(SCENARIOS[name], args.min_gain_pct)
+        at = by_design["at detectable"]
+        kept = ", ".join(
+            f"{factor:g}× {at.rate(round(stated * factor, 3)):.1%}" for factor in DETECTABLE_FACTORS
+        )
+        print(f"{name:>20} detectable gain stated at the true spread {stated:.1f} %: kept at {kept}")
+    four = by_design["four-stage"]
+    nothing, something = _mean(four.stated.get(False)), _mean(four.stated.get(True))
+    print(
+        f"{name:>20} four-stage detectable gain stated at the end: {_fmt(nothing, '{:.1f}')} % "
+        f"(nothing kept), {_fmt(something, '{:.1f}')} % (something kept)"
+    )
 
 
 def _mean(values: list[float] | None) -> float | None:
@@ -430,6 +472,12 @@ def summary(results: dict[str, dict[str, Tally]], args: argparse.Namespace) -> d
     scenarios separately)."""
     single = ("one-stage", "four-stage")
     keyed = ("one-stage", "four-stage", "five-candidate")
+
+    def pooled(by: dict[str, Tally], gain: float) -> float:
+        """A scenario's keep rate at ``gain`` over the candidates of all its designs."""
+        kept = sum(by[design].kept[gain] for design in keyed)
+        seen = sum(by[design].seen[gain] for design in keyed)
+        return kept / seen if seen else 0.0
 
     def figures(held_out: bool) -> dict[str, object]:
         chosen = {name: by for name, by in results.items() if SCENARIOS[name].held_out == held_out}
@@ -443,8 +491,12 @@ def summary(results: dict[str, dict[str, Tally]], args: argparse.Namespace) -> d
             if (bias := tally.mean_bias(gain)) is not None
         ]
         found: dict[str, object] = {
-            "false_keep_rate_max": round(max(_nan0(t.rate(0.0)) for t in tallies), 4),
-            "threshold_keep_rate_max": round(max(_nan0(t.rate(args.min_gain_pct)) for t in tallies), 4),
+            "false_keep_rate_max": round(max(pooled(by, 0.0) for by in chosen.values()), 4),
+            "threshold_keep_rate_max": round(max(pooled(by, args.min_gain_pct) for by in chosen.values()), 4),
+            "false_keep_rate_max_by_design": round(max(_nan0(t.rate(0.0)) for t in tallies), 4),
+            "threshold_keep_rate_max_by_design": round(
+                max(_nan0(t.rate(args.min_gain_pct)) for t in tallies), 4
+            ),
             "kept_gain_bias_pct_max_abs": round(max(biases), 3) if biases else None,
             "decided_stage_flips": sum(t.flips for by in chosen.values() for t in by.values()),
             "launches_after_a_stop": sum(t.after_stop for by in chosen.values() for t in by.values()),
@@ -468,7 +520,9 @@ def summary(results: dict[str, dict[str, Tally]], args: argparse.Namespace) -> d
         "scenarios": {
             name: {
                 design: {
-                    "keep_rates": {f"{gain:+g}": round(_nan0(tally.rate(gain)), 4) for gain in sorted(tally.seen)},
+                    "keep_rates": {
+                        f"{gain:+g}": round(_nan0(tally.rate(gain)), 4) for gain in sorted(tally.seen)
+                    },
                     "kept_gain_bias_pct": {
                         f"{gain:+g}": round(bias, 3)
                         for gain in (5.0, 10.0)

@@ -57,6 +57,16 @@ def _fresh(measurement: Measurement | None, before: int) -> float | None:
     return values[before] if len(values) > before else None
 
 
+def fresh_gain(
+    candidate: float, reference: float, cv_pct: float, higher_is_better: bool
+) -> tuple[float, float]:
+    """One fresh launch's value against another's: their ratio and the gain it makes (%). One launch over
+    another overstates the ratio of the true values by a factor 1 + CV² on average (the ratio
+    estimator's bias, Cochran 1977, §6.8; exact for log-normal launches), so the ratio is divided by it."""
+    corrected = candidate / (1.0 + (cv_pct / 100.0) ** 2)
+    return gain_of(np.array([corrected]), np.array([reference]), higher_is_better)
+
+
 def _compare(candidate: float, reference: float, rules: Rules, alpha: float | None) -> tuple[Verdict, bool]:
     """One fresh launch against another: the gain with its interval at the study's confidence, and
     whether it clears the minimum gain at one-sided level ``alpha`` (None: not tested)."""
@@ -67,10 +77,7 @@ def _compare(candidate: float, reference: float, rules: Rules, alpha: float | No
         found = Verdict("noise_unknown", gain, math.inf, rules.confidence, 1, 1, spread_launches=None)
         return found, alpha is None or alpha >= 1.0
     assert spread is not None and spread.cv_pct is not None
-    # one launch over another overstates their ratio by a factor 1 + CV² on average (Cochran 1977, §6.8;
-    # exact for log-normal launches): the ratio is divided by it
-    candidate /= 1.0 + (spread.cv_pct / 100.0) ** 2
-    ratio, gain = gain_of(np.array([candidate]), np.array([reference]), not rules.lower_is_better)
+    ratio, gain = fresh_gain(candidate, reference, spread.cv_pct, not rules.lower_is_better)
     se_pct = spread.cv_pct * ratio * math.sqrt(2.0)
     half_width = float(stats.t.isf(one_sided_alpha(rules.confidence), spread.df)) * se_pct
     passed = True
