@@ -25,16 +25,8 @@ from perflab.study.spec import parse_spec
 from perflab.study.study_plan import STUDY_RECORD
 from perflab.study.types import CandidatePlan, Rules, StudyPlan
 from perflab.study.verdict import MIN_DF
+from tests.study.test_noise_plan import SPEC as ONE
 
-ONE = """
-name: stand
-model: Qwen/Qwen3-8B
-hosts: [h]
-baseline: {engine: vllm}
-stages:
-  - name: Memory
-    candidates: [{gpu_memory_utilization: 0.85}]
-"""
 FOUR = """
 name: stand
 model: Qwen/Qwen3-8B
