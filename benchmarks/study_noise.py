@@ -39,7 +39,7 @@ The last line is JSON: the acceptance figures over the scenarios tuned on (keep 
 minimum gain over each scenario's candidates of all designs, and by design), then the same over the
 held-out scenarios. ``python benchmarks/study_noise.py`` (default 300 studies per scenario and design,
 the one-stage design four times as many), ``--smoke`` (a small run that says the same things, under two
-minutes), ``--only NAME``.
+minutes), ``--only NAME``, ``--jobs N`` (scenarios at once, the same figures).
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -360,6 +361,16 @@ def design_stages(
     raise ValueError(design)
 
 
+def run_scenario(name: str, seed: int, args: argparse.Namespace) -> dict[str, Tally]:
+    """Every design's studies on one scenario's host (a scenario's figures depend on its seed alone)."""
+    return {
+        design: run_design(
+            SCENARIOS[name], design, args.studies * (4 if design == "one-stage" else 1), args, seed
+        )
+        for design in designs_of(name)
+    }
+
+
 def designs_of(name: str) -> tuple[str, ...]:
     designs = ["one-stage", "four-stage", "five-candidate", "four no-op"]
     if name in DETECTABLE_AT:
@@ -381,8 +392,9 @@ def main() -> None:
     parser.add_argument("--min-gain-pct", type=float, default=1.0, help="the form's default")
     parser.add_argument("--launch-s", type=float, default=120.0, help="engine start + warm-up, s")
     parser.add_argument("--run-s", type=float, default=60.0, help="one run of the tuning profile, s")
-    parser.add_argument("--draws", type=int, default=200, help="redraws of a confirmation launch's noise")
+    parser.add_argument("--draws", type=int, default=100, help="redraws of a confirmation launch's noise")
     parser.add_argument("--only", choices=list(SCENARIOS), action="append", help="these scenarios alone")
+    parser.add_argument("--jobs", type=int, default=1, help="scenarios run at once (same figures)")
     args = parser.parse_args()
     names = args.only or list(SCENARIOS)
     if args.smoke:
@@ -390,18 +402,9 @@ def main() -> None:
         names = args.only or ["(2, 1)", "drift", "(5, 3)"]
 
     started = time.monotonic()
-    results: dict[str, dict[str, Tally]] = {}
-    for index, name in enumerate(names):
-        results[name] = {
-            design: run_design(
-                SCENARIOS[name],
-                design,
-                args.studies * (4 if design == "one-stage" else 1),
-                args,
-                args.seed * 1000 + index,
-            )
-            for design in designs_of(name)
-        }
+    jobs = [(name, args.seed * 1000 + index, args) for index, name in enumerate(names)]
+    with ProcessPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
+        results = dict(zip(names, pool.map(run_scenario, *zip(*jobs, strict=True)), strict=True))
     gains = [0.0, args.min_gain_pct, 5.0, 10.0]
     print(
         f"{args.studies} studies per scenario and design from the new-study defaults (min gain "

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any, Literal
 
 from perflab.engines.config import EngineConfig
@@ -109,8 +110,9 @@ class CandidatePlan:
     again: bool = False  # a close call or too few launches: measure it (and its reference) again
     since: int = 0  # its launches before this one (0-based) took no part in the stage's comparison
 
-    @property
+    @cached_property
     def fingerprint(self) -> str | None:
+        """The configuration's fingerprint (computed once per plan of it)."""
         return self.config.fingerprint() if self.config is not None else None
 
     @property
