@@ -81,11 +81,10 @@ KEPT = "kept"
 @dataclass
 class StageRecord:
     """What a stage of listed candidates keeps between advances: the reference's launch that leads the
-    stage (0-based) and each candidate's launches before it, each candidate's launch count at its first
-    look, every decision made (position → decision, note and verdict) and, once decided, the winner."""
+    stage (0-based), each candidate's launch count at its first look, every decision made (position →
+    decision, note and verdict) and, once decided, the winner."""
 
     reference_since: int | None = None
-    since: dict[int, int] = field(default_factory=dict)
     first: dict[int, int] = field(default_factory=dict)
     decided: dict[int, dict[str, Any]] = field(default_factory=dict)
     winner: int | None = None
@@ -97,7 +96,6 @@ class StageRecord:
             return cls()
         return cls(
             reference_since=stored.get("reference_since"),
-            since={int(key): int(value) for key, value in (stored.get("since") or {}).items()},
             first={int(key): int(value) for key, value in (stored.get("first") or {}).items()},
             decided={int(key): dict(value) for key, value in (stored.get("decided") or {}).items()},
             winner=stored.get("winner"),
@@ -107,7 +105,6 @@ class StageRecord:
     def stored(self) -> dict[str, Any]:
         return {
             "reference_since": self.reference_since,
-            "since": {str(key): value for key, value in self.since.items()},
             "first": {str(key): value for key, value in self.first.items()},
             "decided": {str(key): value for key, value in self.decided.items()},
             "winner": self.winner,
@@ -375,8 +372,7 @@ class Candidates:
             record.reference_since = _lead(best, resolved)
         reference = replace(best, since=record.reference_since)
         candidates = [_known(candidate, record, reference, rules) for candidate in resolved]
-        wanted, tuning_only = self._launches(candidates, _Look(rules, record, reference), best)
-        candidates = wanted[0]
+        candidates, wanted, tuning_only = _launches(candidates, _Look(rules, record, reference), best)
         open_ = [candidate for candidate in candidates if _open(candidate, record)]
         blocked = any(candidate.decision == UNMEASURED for candidate in candidates)
         winner = None
@@ -388,34 +384,35 @@ class Candidates:
             candidates = _winner_notes(candidates, winner, best)
             winner = next((c for c in candidates if c.decision == "winner"), None)
         plan = StagePlan(stage.index, stage.spec.name, tuple(candidates), reference, winner, record.done)
-        return StageStep(plan, wanted=wanted[1], tuning_only=frozenset(tuning_only), stored=record.stored())
+        return StageStep(plan, wanted=wanted, tuning_only=tuning_only, stored=record.stored())
 
-    @staticmethod
-    def _launches(
-        candidates: list[CandidatePlan], look: _Look, best: CandidatePlan
-    ) -> tuple[tuple[list[CandidatePlan], tuple[EngineConfig, ...]], set[str]]:
-        """The looks this advance takes, then the launches of the round: the open candidates behind
-        the reference (in the round's order), else the reference once every open candidate has its
-        launch of the round. Nothing while a launch of the stage is in flight."""
-        record = look.record
-        open_ = [candidate for candidate in candidates if _open(candidate, record)]
-        waiting = _pending(best.measurement) or any(_pending(c.measurement) for c in open_)
-        if not open_ or waiting:
-            return (candidates, ()), set()
-        rounds = len(look.reference.compared)
-        if any(len(candidate.compared) < rounds for candidate in open_):
-            candidates = look.judged(candidates, rounds - 1, before_reference=False)
-            behind = [
-                candidate
-                for candidate in _order(candidates, rounds)
-                if _open(candidate, record) and len(candidate.compared) < rounds
-            ]
-            relaunched = {c.fingerprint for c in behind if c.measurement is not None}
-            return (candidates, tuple(c.config for c in behind)), relaunched
-        candidates = look.judged(candidates, rounds, before_reference=True)
-        if any(_open(candidate, record) for candidate in candidates):
-            return (candidates, (best.config,)), {best.fingerprint}
-        return (candidates, ()), set()
+
+def _launches(
+    candidates: list[CandidatePlan], look: _Look, best: CandidatePlan
+) -> tuple[list[CandidatePlan], tuple[EngineConfig, ...], frozenset[str]]:
+    """The looks this advance takes, then the launches of the round and those of them that run the
+    tuning profile alone: the open candidates behind the reference (in the round's order), else the
+    reference once every open candidate has its launch of the round. Nothing while a launch of the
+    stage is in flight."""
+    record = look.record
+    open_ = [candidate for candidate in candidates if _open(candidate, record)]
+    waiting = _pending(best.measurement) or any(_pending(c.measurement) for c in open_)
+    if not open_ or waiting:
+        return candidates, (), frozenset()
+    rounds = len(look.reference.compared)
+    if any(len(candidate.compared) < rounds for candidate in open_):
+        candidates = look.judged(candidates, rounds - 1, before_reference=False)
+        behind = [
+            candidate
+            for candidate in _order(candidates, rounds)
+            if _open(candidate, record) and len(candidate.compared) < rounds
+        ]
+        again = frozenset(c.fingerprint for c in behind if c.measurement is not None)
+        return candidates, tuple(c.config for c in behind), again
+    candidates = look.judged(candidates, rounds, before_reference=True)
+    if any(_open(candidate, record) for candidate in candidates):
+        return candidates, (best.config,), frozenset({best.fingerprint})
+    return candidates, (), frozenset()
 
 
 def _lead(best: CandidatePlan, candidates: Sequence[CandidatePlan]) -> int:
@@ -440,7 +437,6 @@ def _known(
     """The candidate as it stands before this advance's look: its stored decision, one taken on its
     measurement before any verdict (stored, except an unmeasured one, which may be measured again),
     waiting for its first launch, or open."""
-    candidate = replace(candidate, since=record.since.get(candidate.position, 0))
     recalled = record.recall(candidate)
     if recalled is not None:
         return recalled

@@ -338,24 +338,6 @@ def judge(
     )
 
 
-def futile(
-    candidate: Sequence[float],
-    reference: Sequence[float],
-    *,
-    higher_is_better: bool,
-    min_gain_pct: float,
-    cv_pct: float,
-    look: int,
-) -> bool:
-    """Whether the candidate's estimate stands so little above the minimum gain that it stops for
-    futility at ``look`` (0-based): the non-binding stop of :func:`judge`, also asked before its
-    reference is launched again (stopping never keeps anything, so it needs no balanced order)."""
-    ours, theirs = _checked("candidate", candidate), _checked("reference", reference)
-    ratio, gain = gain_of(ours, theirs, higher_is_better)
-    se_pct = cv_pct * ratio * math.sqrt(1.0 / ours.size + 1.0 / theirs.size)
-    return se_pct > 0 and (gain - min_gain_pct) / se_pct <= futility_z(look)
-
-
 def detectable_gain_pct(
     *,
     min_gain_pct: float,
