@@ -102,13 +102,17 @@ def design_df(rules: Rules, candidates: int = 1) -> int:
 
 
 def detectable_gain(rules: Rules, candidates: int = 1) -> float | None:
-    """The smallest gain, in %, that a stage of ``candidates`` candidates deciding under ``rules`` keeps
-    80 % of the time at the study's spread, on the launches the design gives it (None while the spread
-    is unknown): a property of the host (its spread) and of the design, not of any outcome."""
+    """The true gain, in %, that a stage of ``candidates`` candidates deciding under ``rules`` keeps 80 %
+    of the time at the study's spread (before the study has one: at the spread an earlier study offered
+    it), on the launches the design gives it; None while no spread is known. A property of the host (its
+    spread) and of the design, not of any outcome."""
     spread = rules.spread
+    cv_pct = None
+    if spread is not None:
+        cv_pct = spread.cv_pct if spread.known else (spread.reused.cv_pct if spread.reused else None)
     return detectable_gain_pct(
         min_gain_pct=rules.min_gain * 100.0,
-        cv_pct=spread.cv_pct if spread is not None and spread.known else None,
+        cv_pct=cv_pct,
         df=float(design_df(rules, candidates)),
         confidence=rules.confidence,
         first=rules.relaunches,

@@ -153,6 +153,10 @@ def test_the_detectable_gain_belongs_to_the_host_and_the_design_not_the_outcome(
     assert stated(3.6, 4.0) == stated(3.6, 40.0)
     assert stated(3.6, 4.0) < stated(7.2, 4.0)
     assert stated(3.6, 4.0, candidates=5) > stated(3.6, 4.0)  # Holm's share of five candidates
+    # stated before the study has a spread of its own, from the one an earlier study offered it
+    offered = ReusedSpread(cv_pct=3.6, df=20, study_id=1)
+    before = study_spread([], offered)
+    assert not before.known and detectable_gain(study_rules(spec, before)) == stated(3.6, 4.0)
     text = detectable_text(stated(3.6, 4.0))
     assert "4 times in 5" in text and "smaller true gains are kept less often" in text
     assert "cannot be told" not in text  # never a contradiction of a smaller kept gain
