@@ -176,8 +176,12 @@ def _winner_notes(judged: Sequence[CandidatePlan], winner: CandidatePlan | None,
     for candidate in judged:
         if candidate.decision is None:
             verdict = candidate.verdict
-            unjudged = f"{gain_text(candidate.value, best.value)} ({NOISE_UNKNOWN})"
-            gain = verdict.published_text() if verdict is not None else unjudged
+            if verdict is not None:
+                gain = verdict.published_text()
+            elif candidate.value is not None and best.value:
+                gain = f"{gain_text(candidate.value, best.value)} ({NOISE_UNKNOWN})"
+            else:
+                gain = NOISE_UNKNOWN
             if candidate.note:  # it meets the SLOs its reference breaks
                 gain = f"{candidate.note} ({gain})"
             if candidate is winner:
@@ -368,6 +372,9 @@ class Candidates:
             plan = StagePlan(stage.index, stage.spec.name, tuple(judged), best, winner, decided)
             return StageStep(plan, wanted=wanted)
         record = StageRecord.read(stage.evidence.stored.get(str(stage.index)))
+        if best.measurement is not None and best.measurement.state == "failed" and not record.done:
+            why = f"{best.label}, the stage's reference, failed on a later launch: {best.measurement.error}"
+            return StageStep(StagePlan(stage.index, stage.spec.name, tuple(resolved), best), failure=why)
         if record.reference_since is None:
             record.reference_since = _lead(best, resolved)
         reference = replace(best, since=record.reference_since)

@@ -22,8 +22,9 @@ from perflab.study.noise import REUSE_MARGIN, REUSE_TEST_ALPHA, ReusedSpread, St
 from perflab.study.progress import study_rules
 from perflab.study.replay import Replay
 from perflab.study.spec import parse_spec
-from perflab.study.study_plan import STUDY_RECORD
-from perflab.study.types import CandidatePlan, Rules, StudyPlan
+from perflab.study.strategy import Evidence
+from perflab.study.study_plan import STUDY_RECORD, plan_study
+from perflab.study.types import CandidatePlan, Measurement, Rules, StudyPlan
 from perflab.study.verdict import MIN_DF
 from tests.study.test_noise_plan import SPEC as ONE
 
@@ -221,3 +222,26 @@ def test_holm_passes_the_share_of_a_kept_candidate_on() -> None:
     assert [found[key].outcome for key in candidates] == ["better", "better", "better"]
     alone = decide_family({"near": [1040.0]}, [1000.0], rules, final=True, tested=3)
     assert alone["near"].outcome == "within_noise"  # a third of α was not enough for it alone
+
+
+def test_a_reference_that_fails_on_a_later_launch_fails_the_study_with_the_reason() -> None:
+    replay = _study(FOUR, {"--seed=1": 0.15}, _noise(3))
+    for _ in range(100):
+        plan = replay.advance()
+        if plan.stages and plan.stages[0].decided and plan.stages[0].winner is not None:
+            break
+    winner = plan.stages[0].winner
+    measurements = replay.measurements()
+    measurements[winner.fingerprint] = Measurement("failed", 9, error="CUDA error: an illegal memory access")
+    failed = plan_study(
+        baseline=replay.spec.baseline_config(1, 1),
+        stages=replay.spec.stages,
+        measurements=measurements,
+        rules=replay.rules,
+        gpus=1,
+        evidence=Evidence(stored=replay.stored),
+    )
+    assert failed.status == "failed" and failed.failure == (
+        f"stage 2 (B): {winner.label}, the stage's reference, failed on a later launch: "
+        "CUDA error: an illegal memory access"
+    )
