@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -24,7 +25,7 @@ from perflab.study.replay import Replay
 from perflab.study.spec import parse_spec
 from perflab.study.strategy import Evidence
 from perflab.study.study_plan import STUDY_RECORD, plan_study
-from perflab.study.types import CandidatePlan, Measurement, Rules, StudyPlan
+from perflab.study.types import CandidatePlan, Measurement, Rules, StagePlan, StageStep, StudyPlan
 from perflab.study.verdict import MIN_DF
 from tests.study.test_noise_plan import SPEC as ONE
 
@@ -245,3 +246,49 @@ def test_a_reference_that_fails_on_a_later_launch_fails_the_study_with_the_reaso
         f"stage 2 (B): {winner.label}, the stage's reference, failed on a later launch: "
         "CUDA error: an illegal memory access"
     )
+
+
+def test_the_path_stands_whatever_a_strategy_says_later() -> None:
+    spec = parse_spec(FOUR)
+    baseline = spec.baseline_config(1, 1)
+    first, second = (baseline.model_copy(update={"extra_args": (flag,)}) for flag in ("--seed=1", "--seed=9"))
+
+    def strategy(pick: EngineConfig) -> Callable[[object], object]:
+        class Flipping:
+            """A stage strategy that decides on whichever configuration it is told."""
+
+            def step(self, stage):  # type: ignore[no-untyped-def]
+                candidates = tuple(
+                    CandidatePlan(stage.index, stage.spec.name, position, config.extra_args[0], {}, config)
+                    for position, config in enumerate((first, second))
+                )
+                winner = replace(next(c for c in candidates if c.config == pick), decision="winner")
+                candidates = tuple(winner if c.config == pick else c for c in candidates)
+                return StageStep(
+                    StagePlan(stage.index, stage.spec.name, candidates, stage.best, winner, True)
+                )
+
+        return lambda stage_spec: Flipping()
+
+    measured = {
+        config.fingerprint(): Measurement("measured", 1, 1000.0, 1.0, True)
+        for config in (baseline, first, second)
+    }
+    rules = Rules(measures_noise=False)
+    once = plan_study(
+        baseline=baseline,
+        stages=spec.stages[:1],
+        measurements=measured,
+        rules=rules,
+        strategy_for=strategy(first),
+    )
+    assert once.stored["stages"] == {"1": {"winner": first.fingerprint()}}
+    later = plan_study(
+        baseline=baseline,
+        stages=spec.stages[:1],
+        measurements=measured,
+        rules=rules,
+        strategy_for=strategy(second),
+        evidence=Evidence(stored={STUDY_RECORD: once.stored}),
+    )
+    assert later.stages[0].winner.fingerprint == first.fingerprint() and later.best.config == first
