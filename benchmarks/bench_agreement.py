@@ -11,8 +11,8 @@ includes importing torch and loading its tokenizer, perflab's its own start-up).
 Both use vLLM's definitions for the fields with vLLM's names (perflab's defaults): total input tokens
 from the server's usage, peak concurrent requests per 1-second bucket.
 
-Run from the repository root: ``python benchmarks/bench_agreement.py [--rounds 3] [--num-prompts 64]``.
-Prints figures only.
+Run from the repository root: ``python benchmarks/bench_agreement.py [--rounds 3] [--num-prompts 64]
+[--smoke]``. Prints figures only.
 """
 
 from __future__ import annotations
@@ -115,7 +115,12 @@ def main() -> int:
     parser.add_argument("--output-len", type=int, default=32)
     parser.add_argument("--max-concurrency", type=int, default=8)
     parser.add_argument("--base-url", help="a running vLLM serving the tiny model as 'tiny'")
+    parser.add_argument(
+        "--smoke", action="store_true", help="a small run that tests run: one round of 8 prompts of 16 tokens"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.rounds, args.num_prompts, args.output_len = 1, 8, 16
     model_dir = tiny_model_dir()
     clients = {
         "perflab": [sys.executable, "-m", "perflab", "bench"],

@@ -19,7 +19,7 @@
 
 Run from the repository root:
 ``python benchmarks/bench_client_capacity.py [--runs N] [--only a|b] [--streams 256,512]
-[--clients bench,default] [--realtime]``. Prints figures only.
+[--clients bench,default] [--realtime] [--smoke]``. Prints figures only.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ from tests.fixtures.realtime import realtime_priority  # noqa: E402
 from tests.fixtures.streaming_server import start_server_process  # noqa: E402
 
 CAPACITY_TOKENS = {256: 2000, 1024: 500}
+SMOKE_TOKENS = {16: 100}  # --smoke: 16 streams of 100 tokens (and 16 streams in (b))
 ACCURACY_STREAMS = (256, 512, 1024)
 INJECTED_TTFT_MS = 50.0
 INJECTED_ITL_MS = 10.0
@@ -144,12 +145,13 @@ async def ingest(port: int, streams: int, tokens: int, client_kind: str) -> floa
     return sum(len(outcome.chunk_times) for outcome in outcomes) / elapsed
 
 
-def capacity_table(runs: int) -> None:
+def capacity_table(runs: int, sizes: dict[int, int]) -> None:
+    """(a) for each of ``sizes`` (concurrent streams → tokens per stream)."""
     print("(a) chunks/s ingested from a zero-delay server (server in its own process), median of runs")
     print(f"{'client':<52} {'streams':>8} {'chunks/s':>12}")
     process, port = start_server_process()
     try:
-        for streams, tokens in CAPACITY_TOKENS.items():
+        for streams, tokens in sizes.items():
             for kind in ("bench", "client+streaming", "client+default"):
                 slow = kind == "client+default"
                 rates = []
@@ -221,7 +223,7 @@ async def measure(url: str, streams: int, kind: str, sim_pid: int) -> dict[str, 
     client_before, sim_before, started = own_cpu_seconds(), cpu_seconds(sim_pid), time.perf_counter()
     try:
         dispatches, preconnected, source = await send_measured(
-            transport, phase, prepared, schedule, EarlyStop()
+            transport, phase, prepared, schedule, EarlyStop(), [item.base_url for item in prepared]
         )
     finally:
         await transport.aclose()
@@ -345,13 +347,18 @@ def main() -> None:
         action="store_true",
         help="(b) run the simulator and the client with SCHED_FIFO (root), shielding them from other load",
     )
+    parser.add_argument(
+        "--smoke", action="store_true", help="a small run that tests run: one run, 16 streams in (a) and (b)"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.runs, args.streams = 1, list(SMOKE_TOKENS)
     raise_open_file_limit()
     print(f"machine: {machine()}")
     print(f"load average before: {load_average()}")
     print()
     if args.only != "b":
-        capacity_table(args.runs)
+        capacity_table(args.runs, SMOKE_TOKENS if args.smoke else CAPACITY_TOKENS)
         print()
     if args.only != "a":
         with tempfile.TemporaryDirectory() as scratch:

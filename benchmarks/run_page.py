@@ -13,7 +13,7 @@ reads and the charts it builds, not the browser's drawing):
 ``--repeat`` times each, printing the median and the spread. ``--profile`` prints the 25 functions
 with the most cumulative time in one first render.
 
-    python benchmarks/run_page.py [--records 1000] [--repeat 5] [--profile]
+    python benchmarks/run_page.py [--records 1000] [--repeat 5] [--profile] [--smoke]
 """
 
 from __future__ import annotations
@@ -236,7 +236,10 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--profile", action="store_true", help="print where one first render spends its time")
+    parser.add_argument("--smoke", action="store_true", help="a small run that tests run: 50 records, once")
     args = parser.parse_args()
+    if args.smoke:
+        args.records, args.repeat = 50, 1
 
     import streamlit as st
 

@@ -13,7 +13,8 @@ Only the measured phase is timed (datasets are built and connections opened befo
 process's user + system CPU seconds over the phase, divided by the output tokens streamed. Each case
 runs ``--runs`` times (median shown). Prints the machine, a table, and one JSON line.
 
-Run from the repository root: ``python benchmarks/session_client_cpu.py [--runs 3] [--sessions 512]``.
+Run from the repository root: ``python benchmarks/session_client_cpu.py [--runs 3] [--sessions 512]``
+(``--smoke``: one run of 16 sessions, the same output).
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ sys.path.insert(0, str(REPO_ROOT))
 from benchmarks.bench_client_capacity import machine  # noqa: E402
 from perflab.bench import BenchOptions  # noqa: E402
 from perflab.bench.clock import new_event_loop  # noqa: E402
-from perflab.bench.datasets import SharedPrefixSpec, load_dataset  # noqa: E402
-from perflab.bench.runner import raise_open_file_limit, send_measured, warm_up_and_plan  # noqa: E402
+from perflab.bench.datasets import SharedPrefixSpec  # noqa: E402
+from perflab.bench.runner import prepare, raise_open_file_limit, send_measured, sending_phase  # noqa: E402
 from perflab.bench.stopping import EarlyStop  # noqa: E402
 from perflab.bench.transport import StreamingTransport  # noqa: E402
 from tests.fixtures.streaming_server import start_server_process  # noqa: E402
@@ -85,17 +86,18 @@ def single_turn_options(base_url: str, requests: int, input_len: int) -> BenchOp
 
 
 def measure(options: BenchOptions) -> dict:
-    """One measured phase: CPU seconds, tokens, wall seconds."""
+    """One measured phase: CPU seconds, tokens, wall seconds (the requests or sessions are prepared, as
+    the bench prepares them, before the phase)."""
     options.validate()
-    dataset = load_dataset(options.dataset_spec(), None)
+    ready = prepare(options)
     loop = new_event_loop()
     transport = StreamingTransport()
 
     async def run() -> tuple[float, float, int]:
-        workload = await warm_up_and_plan(transport, options, dataset, False)
+        phase = sending_phase(transport, options, ready, ready.measured, False)
         cpu, wall = cpu_seconds(), time.perf_counter()
         dispatches, _, _ = await send_measured(
-            transport, workload.phase, workload.items, workload.schedule, EarlyStop(), workload.targets
+            transport, phase, ready.measured, ready.schedule, EarlyStop(), ready.targets
         )
         cpu, wall = cpu_seconds() - cpu, time.perf_counter() - wall
         await transport.aclose()
@@ -106,6 +108,7 @@ def measure(options: BenchOptions) -> dict:
         cpu, wall, tokens = loop.run_until_complete(run())
     finally:
         loop.close()
+        ready.tokenizers.close()
     return {"cpu_s": cpu, "wall_s": wall, "tokens": tokens, "us_per_token": cpu / tokens * 1e6}
 
 
@@ -121,7 +124,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--sessions", type=int, default=512)
+    parser.add_argument(
+        "--smoke", action="store_true", help="a small run (1 run of 16 sessions) that tests run"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.runs, args.sessions = 1, 16
     raise_open_file_limit()
     process, port = start_server_process()
     base_url = f"http://127.0.0.1:{port}"

@@ -15,6 +15,7 @@ build: the plan read without proposing, the launches, the trials, importances on
 every round of runs, and the report once the study is done.
 
     python benchmarks/study_advance.py [--stages 6] [--candidates 6] [--search 24] [--url postgresql+psycopg://…/db]
+        [--smoke]
 
 Without ``--url`` a temporary SQLite file is used. The database must be empty (it is migrated).
 """
@@ -216,7 +217,12 @@ def main() -> None:
     parser.add_argument("--search", type=int, metavar="LAUNCHES", help="time a search study of this budget")
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--url")
+    parser.add_argument(
+        "--smoke", action="store_true", help="a small run that tests run: 2 stages of 2 candidates, 2 repeats"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.stages, args.candidates, args.repeat = 2, 2, 2
     url = args.url or f"sqlite:///{tempfile.mkdtemp(prefix='perflab-bench-')}/study.db"
     db_session.upgrade(url)
     engine = db_session.get_engine(url)

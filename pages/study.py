@@ -18,8 +18,9 @@ from perflab.markdown_text import md_text
 from perflab.report import charts as report_charts
 from perflab.report.export import report_files, results_csv, results_json, zip_bytes
 from perflab.report.from_study import study_report
-from perflab.report.markdown import per_accelerator_lines
+from perflab.report.markdown import per_accelerator_lines, summary_note
 from perflab.report.model import Report, SearchSection
+from perflab.report.predictions import table_rows
 from perflab.report.search_section import launch_text
 from perflab.study import views
 from perflab.study.coordinator import (
@@ -133,6 +134,19 @@ def draw_search(search: SearchSection) -> None:
     )
 
 
+def draw_predictions(report: Report) -> None:
+    """Each configuration's predicted figures beside its measured ones, or why there are none."""
+    section = report.predictions
+    if section is None:
+        return
+    st.header("Predictions")
+    st.caption(md_text(section.line))
+    if section.progress:
+        st.info(md_text(section.progress), icon=":material/hourglass_top:")
+    if section.rows:
+        st.dataframe(table_rows(section), hide_index=True, key="study_predictions", placeholder=MISSING)
+
+
 @st.fragment(run_every=LIVE_EVERY_S if active else None)
 def study_body(shown_status: str) -> None:
     """The study's result as it stands; polled while it is active, reloading the page when its status
@@ -179,9 +193,12 @@ def study_body(shown_status: str) -> None:
     for line in per_accelerator_lines(report):
         if line:
             st.caption(line)
+    draw_predictions(report)
     st.header("Summary of Optimization Options")
     if report.summary:
         st.dataframe(views.summary_table(report), hide_index=True, key="study_summary", placeholder=MISSING)
+        if summary_note(report):
+            st.caption(summary_note(report))
     else:
         st.caption("No stage is decided yet.")
 

@@ -107,6 +107,9 @@ class SimulateSpec(BaseModel):
     noise: dict[str, int | float] | None = Field(
         None, description="seeded speed noise: {run_cv_pct, launch_cv_pct, seed} (off when absent)"
     )
+    transfer_backends: list[str] | None = Field(
+        None, description="KV transfer libraries disaggregated workers find (default: mooncake, nixl)"
+    )
 
     @model_validator(mode="after")
     def _simulator_accepts(self) -> SimulateSpec:

@@ -14,6 +14,7 @@ pytest_plugins: list[str] = [
     "tests.fixtures.streamlit_app",
     "tests.fixtures.hub_server",
     "tests.fixtures.real_vllm",
+    "tests.fixtures.aiconfigurator",
     "tests.fixtures.leftovers",
     "tests.fixtures.parallel",
 ]

@@ -8,8 +8,12 @@ and reports the difference of the counters, summed over servers and label sets:
   (``vllm/v1/metrics/loggers.py``, 0.32.0 and 0.33.0; vLLM's own hit rate is their ratio), else
   SGLang's ``sglang:cached_tokens`` (every ``cache_source``) / ``sglang:prompt_tokens``
   (``sglang/srt/observability/metrics_collector.py``, 0.5.23; SGLang serves them with
-  ``--enable-metrics``). Counters are exposed with the ``_total`` suffix. An engine with neither (a
-  hit-rate gauge covers its whole life, not the window) gets no hit rate and a note saying why.
+  ``--enable-metrics``). Counters are exposed with the ``_total`` suffix. SGLang 0.5.23 increments
+  ``sglang:cached_tokens_total`` only for a request with cached tokens (``observe_one_finished_request``:
+  ``if cached_tokens > 0``), and a labelled Prometheus counter has no sample before its first
+  increment: a server whose ``sglang:prompt_tokens_total`` is there without it has had no hit, and its
+  hits count 0. An engine with neither (a hit-rate gauge covers its whole life, not the window) gets no
+  hit rate and a note saying why.
 - speculative decoding: vLLM's ``vllm:spec_decode_num_drafts``, ``…_num_draft_tokens``,
   ``…_num_accepted_tokens`` and ``…_num_accepted_tokens_per_pos{position}``
   (``vllm/v1/spec_decode/metrics.py``), giving the result's ``spec_decode_*`` fields with vLLM's
@@ -25,17 +29,18 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from perflab.bench.serverapi import ServerUnavailable, server_call
 
-# engine → (hits counter, queries counter), in the order they are looked for.
-PREFIX_COUNTERS: Tuple[Tuple[str, str, str], ...] = (
-    ("vLLM", "vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"),
-    ("SGLang", "sglang:cached_tokens_total", "sglang:prompt_tokens_total"),
+# engine → (hits counter, queries counter, whether the hits counter appears only at the first hit), in
+# the order they are looked for.
+PREFIX_COUNTERS: Tuple[Tuple[str, str, str, bool], ...] = (
+    ("vLLM", "vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total", False),
+    ("SGLang", "sglang:cached_tokens_total", "sglang:prompt_tokens_total", True),
 )
 SPEC_DRAFTS = "vllm:spec_decode_num_drafts_total"
 SPEC_DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
 SPEC_ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
 SPEC_PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 WANTED = {SPEC_DRAFTS, SPEC_DRAFT_TOKENS, SPEC_ACCEPTED} | {
-    name for _, hits, queries in PREFIX_COUNTERS for name in (hits, queries)
+    name for _, hits, queries, _ in PREFIX_COUNTERS for name in (hits, queries)
 }
 _SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
 _POSITION = re.compile(r'position="(\d+)"')
@@ -90,10 +95,17 @@ def read_counters(base_url: str, headers: Dict[str, str]) -> Tuple[Optional[Coun
     return parse_metrics(body.decode("utf-8", "replace")), ""
 
 
-def _delta(before: Sequence[CounterSnapshot], after: Sequence[CounterSnapshot], name: str) -> Optional[float]:
-    if not after or not all(name in snapshot.values for snapshot in after):
+def _delta(
+    before: Sequence[CounterSnapshot],
+    after: Sequence[CounterSnapshot],
+    name: str,
+    absent_is_zero: bool = False,
+) -> Optional[float]:
+    """The counter's increase over the window, summed over servers; None when a server lacks it at the
+    window's end, unless ``absent_is_zero`` (a counter that appears at its first increment)."""
+    if not after or (not absent_is_zero and not all(name in snapshot.values for snapshot in after)):
         return None
-    return sum(late.values[name] - early.values.get(name, 0.0) for early, late in zip(before, after))
+    return sum(late.values.get(name, 0.0) - early.values.get(name, 0.0) for early, late in zip(before, after))
 
 
 def prefix_cache_fields(
@@ -101,8 +113,9 @@ def prefix_cache_fields(
 ) -> Dict[str, Any]:
     """``prefix_cache_hit_rate`` (%), ``prefix_cache_hits``/``_queries`` (tokens) and their source, or
     a null rate with ``prefix_cache_note`` saying why there is none."""
-    for engine, hits_name, queries_name in PREFIX_COUNTERS:
-        hits, queries = _delta(before, after, hits_name), _delta(before, after, queries_name)
+    for engine, hits_name, queries_name, created_at_first_hit in PREFIX_COUNTERS:
+        queries = _delta(before, after, queries_name)
+        hits = _delta(before, after, hits_name, absent_is_zero=created_at_first_hit and queries is not None)
         if hits is None or queries is None:
             continue
         fields: Dict[str, Any] = {

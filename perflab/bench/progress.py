@@ -3,12 +3,14 @@
 JSON mode writes one line per second (and a last one at the end)::
 
     PERFLAB_PROGRESS {"done": n, "failed": f, "total": N, "elapsed_s": s, "in_flight": k,
-                      "e2el_sum_s": l, "e2el_n": m}
+                      "e2el_sum_s": l, "e2el_n": m, "clock_s": c}
 
 ``done`` counts every request that ended, ``failed`` those of them that failed; ``e2el_sum_s`` is the
 sum of the end-to-end latencies of the ``e2el_n`` successful requests so far (sent → last token, as
 the per-request records measure it), so a reader gets the mean latency of the requests that ended
-between two lines from measured values.
+between two lines from measured values. ``clock_s`` is when the line was written on the bench process's
+``perf_counter`` clock, the clock of the result's ``bench_clock_window_s``: a reader that stamps each
+line when it arrives places that window on its own clock (the smallest arrival − ``clock_s``).
 
 The bar redraws in place on a terminal and prints a plain line every few seconds otherwise.
 """
@@ -23,6 +25,7 @@ import time
 from typing import Optional, TextIO
 
 PROGRESS_PREFIX = "PERFLAB_PROGRESS "
+CLOCK_KEY = "clock_s"
 BAR_WIDTH = 30
 PLAIN_INTERVAL_S = 5.0
 
@@ -45,6 +48,7 @@ class Progress:
         self._started = time.perf_counter()
         self._task: Optional["asyncio.Task[None]"] = None
         self._last_plain = 0.0
+        self._began = False
 
     def sent(self) -> None:
         self.in_flight += 1
@@ -72,6 +76,7 @@ class Progress:
             "in_flight": self.in_flight,
             "e2el_sum_s": round(self.e2el_sum_s, 6),
             "e2el_n": self.e2el_n,
+            CLOCK_KEY: round(time.perf_counter(), 6),
         }
 
     def render(self) -> str:
@@ -108,7 +113,12 @@ class Progress:
             self.report()
 
     def start(self) -> None:
-        self._started = time.perf_counter()
+        """Start reporting (again, for a later round of the same run: the clock keeps running)."""
+        if self._task is not None:
+            return
+        if not self._began:
+            self._started = time.perf_counter()
+            self._began = True
         if self.mode != "none":
             self._task = asyncio.get_running_loop().create_task(self._tick())
 

@@ -29,7 +29,14 @@ Limits, past which a device (and so the node) is not measured rather than publis
   negative, is not a sample; a counter whose readings imply more (between two readings, or over the
   window) is not used; the device's energy over the window must stay within it too.
 - **Counter readings** are whole numbers in [0, 2^64) (NVML's and the kernel's counters are unsigned
-  64-bit), others are not readings.
+  64-bit), others are not readings. A counter read by its own command is at its own time
+  (``energy_t_s``), else at its row's.
+- **The load** (:data:`MIN_BUSY_SHARE`): at least half of the samples inside the window must show the
+  benchmark running — an accelerator's ``utilization_pct`` above 0 (each GPU on its own samples), or on a
+  CPU host, whose packages say nothing of who used them, the engine's running or waiting requests. A
+  window whose samples mostly show idle devices holds seconds outside the benchmark (a window misplaced
+  on the samples' clock, or samples stamped at the wrong time), and idle power would be published as the
+  benchmark's.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ import numpy as np
 POWER_SAMPLES = "power samples"
 MIN_WINDOW_SAMPLES = 2
 MIN_SAMPLED_SHARE = 0.5
+MIN_BUSY_SHARE = 0.5
 # The most one device can draw, by sample source: accelerators, CPU packages (RAPL).
 MAX_POWER_W = {"accelerator": 5000.0, "rapl": 2000.0}
 COUNTER_LIMIT = 2**64
@@ -164,7 +172,9 @@ def _candidates(
     found: list[tuple[str, np.ndarray, np.ndarray]] = []
     refused: list[str] = []
     counter_rows = [
-        (t, reading) for t, values in rows if (reading := _reading(values.get(field))) is not None
+        (_number(values.get("energy_t_s")) or t, reading)
+        for t, values in rows
+        if (reading := _reading(values.get(field))) is not None
     ]
     if len(counter_rows) >= 2:
         times, readings = _series(counter_rows)
@@ -213,6 +223,44 @@ def _device_energy(
     return "; ".join([*(f"{method}: {problem}" for method, problem in problems.items()), *refused])
 
 
+def _load_problem(
+    evidence: Sequence[tuple[float, bool, float | None]], window: tuple[float, float]
+) -> str | None:
+    """Why the samples inside ``window`` do not show the benchmark's load (see :data:`MIN_BUSY_SHARE`),
+    from ``(t_s, busy, power_w)`` per sample; None when they do, or say nothing of it."""
+    inside = [(busy, watts) for t_s, busy, watts in evidence if window[0] <= t_s <= window[1]]
+    idle = [watts for busy, watts in inside if not busy]
+    if not inside or len(idle) <= (1.0 - MIN_BUSY_SHARE) * len(inside):
+        return None
+    powers = [watts for watts in idle if watts is not None]
+    at = f" ({np.mean(powers):.1f} W)" if powers else ""
+    return (
+        f"{len(idle)} of its {len(inside)} samples in the window show no load{at}: the window holds time "
+        "outside the benchmark"
+    )
+
+
+def _utilization(rows: Sequence[tuple[float, Mapping[str, Any]]]) -> list[tuple[float, bool, float | None]]:
+    """An accelerator's samples that report its utilization: busy when above 0 %."""
+    return [
+        (t_s, utilization > 0, _number(values.get("power_w")))
+        for t_s, values in rows
+        if (utilization := _number(values.get("utilization_pct"))) is not None
+    ]
+
+
+def _engine_load(
+    samples: Iterable[tuple[float, str, Mapping[str, Any]]],
+) -> list[tuple[float, bool, float | None]]:
+    """The engine's samples that report its requests: busy when one is running or waiting."""
+    found = []
+    for t_s, source, values in samples:
+        counts = [_number(values.get(name)) for name in ("running", "waiting")]
+        if source == "engine" and any(count is not None for count in counts):
+            found.append((float(t_s), sum(count or 0.0 for count in counts) > 0, None))
+    return found
+
+
 def window_energy(
     samples: Iterable[tuple[float, str, Mapping[str, Any]]],
     window: tuple[float, float],
@@ -227,6 +275,7 @@ def window_energy(
         "accelerator": defaultdict(list),
         "rapl": defaultdict(list),
     }
+    samples = list(samples)
     for t_s, source, values in samples:
         key = _DEVICE_KEY.get(source)
         index = values.get(key) if key else None
@@ -236,12 +285,19 @@ def window_energy(
         source, names, wanted = "accelerator", "GPU", list(gpu_ids or devices["accelerator"])
     elif devices["rapl"]:
         source, names, wanted = "rapl", "CPU package", list(devices["rapl"])
+        idle = _load_problem(_engine_load(samples), window)
+        if idle is not None:
+            return NotMeasured(f"the engine: {idle}")
     else:
         return NotMeasured("no power or energy samples")
     joules = 0.0
     methods: set[str] = set()
     for index in sorted(wanted):
-        found = _device_energy(source, devices[source].get(index, []), window)
+        rows = devices[source].get(index, [])
+        idle = _load_problem(_utilization(rows), window)
+        if idle is not None:
+            return NotMeasured(f"{names} {index}: {idle}")
+        found = _device_energy(source, rows, window)
         if isinstance(found, str):
             return NotMeasured(f"{names} {index}: {found}")
         joules += found[0]

@@ -38,13 +38,15 @@ SECONDS_PER_HOUR = 3600.0
 
 @dataclass(frozen=True)
 class CostFigures:
-    """What one result cost and the energy it took (None: not known)."""
+    """What one result cost and the energy it took (None: not known); ``total_tps`` is the node's total
+    throughput the cost is priced at."""
 
     price: Price | None
     accelerators: int | None
     cost_per_mtok_output: float | None
     cost_per_mtok_total: float | None
     energy: Energy | NotMeasured
+    total_tps: float | None = None
     joules_per_request: float | None = None
     joules_per_output_token: float | None = None
     output_tokens_per_joule: float | None = None
@@ -125,15 +127,17 @@ def cost_figures(
     accelerators = accelerators_of(run)
     energy = result_energy(run, result, samples)
     node = {"replicas": run.replicas, "imported": run.source == "imported"}
+    # the node's throughput, bought by all its accelerators (an imported block measured one replica)
+    total_tps = node_total(result, **node)
     figures = CostFigures(
         price=price,
         accelerators=accelerators,
-        # the node's throughput, bought by all its accelerators (an imported block measured one replica)
         cost_per_mtok_output=cost_per_mtok(
             node_total(result, metric="output_throughput", **node), accelerators, price
         ),
-        cost_per_mtok_total=cost_per_mtok(node_total(result, **node), accelerators, price),
+        cost_per_mtok_total=cost_per_mtok(total_tps, accelerators, price),
         energy=energy,
+        total_tps=total_tps,
     )
     if isinstance(energy, NotMeasured) or energy.joules <= 0:
         return figures

@@ -22,14 +22,32 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from perflab.engines.config import CPU_KNOBS, EngineConfig
+from perflab.engines.disagg import (
+    WorkerPorts,
+    check_disaggregation,
+    role_args,
+    role_env,
+    router_argv,
+    worker_config,
+)
 from perflab.engines.errors import EngineConfigError, InvalidKnobValue, UnsupportedKnob
 from perflab.engines.failures import COMMON_SIGNATURES, FailureInfo, Signature, classify
 from perflab.engines.flags import Flag, FlagTable, format_value, parse_int
+from perflab.engines.layout import ROLES
 from perflab.engines.vocabulary import EngineReleases, Release, Vocabulary
 
 _WORD = re.compile(r"^[A-Za-z0-9_.:/+\-]+$")
 _WORD_KNOBS = ("quantization", "attention_backend", "kv_cache_dtype", "performance_mode", "reasoning_parser")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Why an engine takes no dp_attention: vLLM 0.32/0.33 (ParallelConfig, docs "Data Parallel Deployment")
+# runs the -dp ranks of a MoE model with attention apart and the experts shared (tensor parallel over
+# tp×dp, or expert parallel with --enable-expert-parallel) by itself, and those of a dense model as
+# replicas: the layout is dp and ep alone.
+_VLLM_DP = (
+    "vLLM runs the -dp ranks of a MoE model as attention data parallel by itself (experts over tp×dp, "
+    "expert parallel with ep); set dp and ep without dp_attention"
+)
+DP_ATTENTION_ELSEWHERE = {"vllm": _VLLM_DP, "vllm-ascend": _VLLM_DP}
 
 
 @dataclass(frozen=True)
@@ -124,6 +142,16 @@ class EngineAdapter:
         """Raise an :class:`EngineConfigError` when this engine cannot run ``config`` as given."""
         if config.engine != self.name:
             raise InvalidKnobValue(self.display_name, "engine", f"is {config.engine!r}, not {self.name!r}")
+        if config.dp_attention is not None and self.name != "sglang":
+            raise UnsupportedKnob(
+                self.display_name,
+                "dp_attention",
+                DP_ATTENTION_ELSEWHERE.get(self.name, "attention data parallel is SGLang's (--attn-dp-size)"),
+            )
+        if config.disaggregation is not None:
+            check_disaggregation(config, self.display_name, self.release.version if self.release else None)
+            for role in ("prefill", "decode"):
+                self.validate(worker_config(config, role))
         for knob in self._set_knobs(config):
             if knob in self.unsupported:
                 raise UnsupportedKnob(self.display_name, knob, self.unsupported[knob])
@@ -327,6 +355,10 @@ class EngineAdapter:
         """
         self.validate(config)
         self.check_launch(config)
+        if config.disaggregation is not None:
+            raise InvalidKnobValue(
+                self.display_name, "disaggregation", "is launched worker by worker (perflab.runner.disagg)"
+            )
         return [
             *self.program,
             *self.model_words(config.model),
@@ -348,11 +380,42 @@ class EngineAdapter:
         return [*words, *self.knob_args(config), *self.file_args(config), *config.extra_args]
 
     def display_command(self, config: EngineConfig) -> str:
-        """The serve command as a user would type it (env assignments first), shell-quoted."""
+        """The serve command as a user would type it (env assignments first), shell-quoted; a
+        disaggregated configuration's workers and router, one command per line."""
         self.validate(config)
+        if config.disaggregation is not None:
+            return "\n".join(self._disaggregated_commands(config))
         env = {**self.knob_env(config), **config.env}
         env_words = [f"{key}={value}" for key, value in env.items()]
         return shlex.join([*env_words, *self.display_words(config)])
+
+    def _disaggregated_commands(self, config: EngineConfig) -> list[str]:
+        """Every worker's command and the router's, on the default port counted upward (prefill workers
+        first, each side channel 1000 above its port)."""
+        layout = config.disaggregation
+        assert layout is not None
+        lines: list[str] = []
+        ports: dict[str, list[WorkerPorts]] = {role: [] for role in ROLES}
+        next_port = self.default_port
+        for role in ROLES:
+            worker = worker_config(config, role)
+            for _ in range(layout.group(role).workers):
+                ports[role].append(WorkerPorts(next_port, next_port + 1000))
+                env = role_env(config.engine, layout, role, ports[role][-1])
+                words = [f"{key}={value}" for key, value in env.items()]
+                base = self.display_command(worker.model_copy(update={"port": next_port}))
+                args = shlex.join(role_args(config.engine, layout, role, ports[role][-1]))
+                lines.append(" ".join(filter(None, [" ".join(words), base, args])))
+                next_port += 1
+        router = router_argv(
+            config.engine,
+            layout,
+            prefill=ports["prefill"],
+            decode=ports["decode"],
+            port=config.port or next_port,
+            metrics_port=next_port + 1,
+        )
+        return [*lines, shlex.join(router)]
 
     def knob_env(self, config: EngineConfig) -> dict[str, str]:
         """The typed knobs carried by environment variables (:attr:`env_knobs`) that are set."""

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from perflab.containers.image import check_image
+from perflab.engines.layout import Disaggregation
 
 EngineName = Literal["vllm", "sglang", "trtllm", "mindie", "vllm-ascend"]
 
@@ -66,6 +67,12 @@ class EngineConfig(BaseModel):
     tp: int = Field(1, ge=1, description="tensor parallel size")
     dp: int = Field(1, ge=1, description="data parallel size")
     ep: int = Field(1, ge=1, description="expert parallel size (1 = off)")
+    dp_attention: bool | None = Field(
+        None,
+        description="the dp ranks run attention apart and share their MoE layers (tensor parallel over "
+        "tp×dp, or expert parallel with ep): SGLang --attn-dp-size (vLLM's -dp ranks of a MoE model do so "
+        "by themselves, so vLLM takes dp and ep alone)",
+    )
     quantization: str | None = None
     attention_backend: str | None = None
     max_num_batched_tokens: int | None = Field(None, ge=1, le=MAX_COUNT)
@@ -87,6 +94,9 @@ class EngineConfig(BaseModel):
     port: int | None = Field(None, ge=1, le=65535)
     replicas: int = Field(1, ge=1)
     image: str | None = Field(None, description="container image to run the engine from (else the host's)")
+    disaggregation: Disaggregation | None = Field(
+        None, description="prefill and decode worker groups behind a router (else one aggregated engine)"
+    )
 
     @field_validator("model")
     @classmethod
@@ -126,6 +136,24 @@ class EngineConfig(BaseModel):
         return value
 
     @model_validator(mode="after")
+    def _parallelism_in_groups(self) -> EngineConfig:
+        if self.disaggregation is None:
+            return self
+        shared = [
+            f"{name}={getattr(self, name)}"
+            for name in ("tp", "dp", "ep", "replicas")
+            if getattr(self, name) != 1
+        ]
+        if shared:
+            raise ValueError(
+                f"a disaggregated configuration sets parallelism per group (prefill.tp, decode.workers, …), "
+                f"not {', '.join(shared)}"
+            )
+        if self.image is not None:
+            raise ValueError("a disaggregated configuration runs on the host's engine, not from an image")
+        return self
+
+    @model_validator(mode="after")
     def _gpu_ids_cover_replicas(self) -> EngineConfig:
         if self.gpu_ids is not None and len(self.gpu_ids) != self.gpus_needed:
             raise ValueError(
@@ -139,6 +167,9 @@ class EngineConfig(BaseModel):
 
     @property
     def gpus_needed(self) -> int:
+        """Accelerators of the whole configuration: every replica's, or both groups' (P + D)."""
+        if self.disaggregation is not None:
+            return self.disaggregation.gpus
         return self.gpus_per_replica * self.replicas
 
     def knob_values(self) -> dict[str, Any]:

@@ -34,11 +34,16 @@ FAILURE_CLASSES: tuple[str, ...] = (
     "collective_comm",
     "weights_format",
     "gpus_unavailable",
+    "transfer_backend_missing",
+    "kv_peer_unreachable",
+    "router_missing",
     "crash",
     "timeout",
 )
 
 CLASS_PRIORITY: tuple[str, ...] = (
+    "router_missing",
+    "transfer_backend_missing",
     "unknown_argument",
     "port_in_use",
     "model_not_found",
@@ -47,6 +52,7 @@ CLASS_PRIORITY: tuple[str, ...] = (
     "gpus_unavailable",
     "oom",
     "collective_comm",
+    "kv_peer_unreachable",
 )
 
 SUMMARIES: dict[str, str] = {
@@ -57,6 +63,9 @@ SUMMARIES: dict[str, str] = {
     "unknown_argument": "the engine rejected a command-line argument",
     "model_not_found": "the model could not be found locally or downloaded",
     "port_in_use": "the serving port is already in use",
+    "transfer_backend_missing": "the KV transfer library of a disaggregated worker is not on the host",
+    "kv_peer_unreachable": "a disaggregated decode worker could not reach its prefill worker",
+    "router_missing": "the router of the disaggregated workers is not installed on the host",
     "collective_comm": "collective communication between devices (NCCL/HCCL) failed",
     "weights_format": "the checkpoint's weights do not match what the engine expects",
     "gpus_unavailable": "other processes held the accelerators' memory when the engine started "
@@ -136,6 +145,23 @@ COMMON_SIGNATURES: tuple[Signature, ...] = (
     Signature.of("oom", r"\bout of memory\b", ignore_case=True),
     Signature.of("collective_comm", r"NCCL error|DistBackendError|ncclSystemError|ncclInternalError"),
     Signature.of("collective_comm", r"HCCL function error|HcclCommInitRootInfo\S* fail|call hccl api failed"),
+)
+
+# Prefill/decode disaggregation (SGLang 0.5.23 disaggregation/nixl/conn.py, common/conn.py, decode.py and
+# distributed/device_communicators/mooncake_transfer_engine.py; vLLM 0.33.0 kv_connector/v1/nixl/
+# base_worker.py and mooncake/mooncake_connector.py), and the routers' programs (sglang-router, vllm-router)
+DISAGG_SIGNATURES: tuple[Signature, ...] = (
+    Signature.of("transfer_backend_missing", r"Please install (?:NIXL|mooncake|memfabric_hybrid)"),
+    # vLLM 0.32/0.33 nixl/base_worker.py and mooncake/mooncake_connector.py
+    Signature.of("transfer_backend_missing", r"RuntimeError: (?:NIXL|Mooncake) is not available"),
+    Signature.of("kv_peer_unreachable", r"Could not fetch prefill parallel info from"),
+    Signature.of("kv_peer_unreachable", r"NIXL transfer failure: handshake_failed"),
+    Signature.of("kv_peer_unreachable", r"Failed to connect to bootstrap server"),
+    Signature.of(
+        "kv_peer_unreachable", r"Failed to get prefill server info|Error fetching prefill server info"
+    ),
+    Signature.of("router_missing", r"No module named '?(?:sglang_router|vllm_router)"),
+    Signature.of("router_missing", r"vllm-router: (?:command )?not found"),
 )
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from perflab.atomic_file import write_atomically
 from perflab.engines.asking import (
     NOT_IMPORTABLE,
     NOT_PYTHON,
@@ -137,12 +138,10 @@ class HelpCache:
         return data["flags"] if isinstance(data.get("flags"), dict) else None
 
     def store_data(self, key: Sequence[str], data: Mapping[str, Any]) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
+        """Store ``data`` under ``key``; writers of one key at once (threads or processes) never see or
+        leave a partial file (:func:`perflab.atomic_file.write_atomically`)."""
         payload = {"format": CACHE_FORMAT, "key": list(key), "flags": data}
-        target = self._path(key)
-        temporary = target.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(payload), encoding="utf-8")
-        temporary.replace(target)
+        write_atomically(self._path(key), json.dumps(payload).encode("utf-8"))
 
 
 def default_cache() -> HelpCache:

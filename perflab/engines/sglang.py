@@ -5,7 +5,8 @@ Flag names follow SGLang 0.5.23's server arguments (``sglang/srt/arg_groups/fiel
 triton, …), ``--max-running-requests``, ``--chunked-prefill-size`` (-1 disables chunked prefill),
 ``--disable-radix-cache`` (prefix caching is on by default), ``--kv-cache-dtype`` (fp8_e4m3/fp8_e5m2/…;
 enumerated values follow :mod:`perflab.engines.tables.sglang`, 0.5.22 and 0.5.23),
-``--context-length``, ``--mem-fraction-static``, ``--reasoning-parser`` and the
+``--context-length``, ``--mem-fraction-static``, ``--reasoning-parser``, attention data parallel
+``--attn-dp-size`` inside ``--tp-size`` (``dp_attention``) and the
 ``--speculative-algorithm`` family. Default port 30000; ``GET /health`` answers 503 until warm-up ends and
 the log says "The server is fired up and ready to roll!". Prometheus gauges need ``--enable-metrics``,
 which perflab always adds at launch (not shown in the display command). Before a launch the host's own
@@ -29,7 +30,7 @@ from typing import Any
 from perflab.engines.base import EngineAdapter, EngineMetrics
 from perflab.engines.config import EngineConfig
 from perflab.engines.errors import InvalidKnobValue
-from perflab.engines.failures import COMMON_SIGNATURES, Signature
+from perflab.engines.failures import COMMON_SIGNATURES, DISAGG_SIGNATURES, Signature
 from perflab.engines.flags import Flag, FlagTable, parse_float, parse_int
 from perflab.engines.tables.sglang import SGLANG_RELEASES
 from perflab.engines.vllm import VLLM_FLAGS
@@ -58,7 +59,14 @@ SGLANG_FLAGS = FlagTable(
         Flag("gpu_memory_utilization", "--mem-fraction-static", convert=parse_float),
         Flag("reasoning_parser", "--reasoning-parser"),
         Flag("served_model_name", "--served-model-name"),
-        # parse-only parts of speculative_config, assembled by SglangAdapter.finish_parse
+        # parse-only parts of dp_attention and speculative_config, assembled by SglangAdapter.finish_parse
+        Flag(
+            "dp_attention.size",
+            "--attn-dp-size",
+            aliases=("--attention-data-parallel-size",),
+            convert=parse_int,
+        ),
+        Flag("dp_attention.enabled", "--enable-dp-attention", kind="switch"),
         Flag("speculative_config.algorithm", "--speculative-algorithm"),
         Flag("speculative_config.num_steps", "--speculative-num-steps", convert=parse_int),
         Flag("speculative_config.eagle_topk", "--speculative-eagle-topk", convert=parse_int),
@@ -117,10 +125,11 @@ class SglangAdapter(EngineAdapter):
     lookalike_flags = VLLM_FLAGS
     releases = SGLANG_RELEASES
     vocabulary = SGLANG_RELEASES.any_release()
-    bare_switches = ("--trust-remote-code", "--enable-dp-attention", "--disable-cuda-graph")
+    bare_switches = ("--trust-remote-code", "--disable-cuda-graph")
     ready_markers = ("The server is fired up and ready to roll",)
     signatures = (
         *COMMON_SIGNATURES,
+        *DISAGG_SIGNATURES,
         # sglang/srt/distributed/bootstrap.py (0.5.23): a TP rank found its GPU's memory taken by others
         Signature.of(
             "gpus_unavailable",
@@ -149,12 +158,19 @@ class SglangAdapter(EngineAdapter):
         return knobs
 
     def check_values(self, config: EngineConfig) -> None:
-        if config.tp % config.ep:
+        if config.dp_attention and config.dp == 1 and config.disaggregation is None:
+            raise InvalidKnobValue(
+                self.display_name,
+                "dp_attention",
+                "needs dp > 1: dp is the number of attention data-parallel groups (--attn-dp-size)",
+            )
+        group = config.tp * config.dp if config.dp_attention else config.tp
+        shown = f"{group} = tp×dp, dp_attention" if config.dp_attention else str(group)
+        if group % config.ep:
             raise InvalidKnobValue(
                 self.display_name,
                 "ep",
-                f"({config.ep}) must divide tp ({config.tp}): experts are split "
-                "within the tensor-parallel group",
+                f"({config.ep}) must divide tp ({shown}): experts are split within the tensor-parallel group",
             )
         if config.max_num_batched_tokens is not None and config.enable_chunked_prefill is False:
             raise InvalidKnobValue(
@@ -174,6 +190,16 @@ class SglangAdapter(EngineAdapter):
         return self._kv_cache_dtype(config) if knob == "kv_cache_dtype" else super().knob_word(config, knob)
 
     def render_knob(self, knob: str, value: Any, config: EngineConfig) -> list[str]:
+        if config.dp_attention and knob in ("tp", "dp"):
+            # attention DP lives inside SGLang's TP group: --tp-size tp×dp --attn-dp-size dp (0.5.22/0.5.23;
+            # --dp-size N --enable-dp-attention is its deprecated spelling)
+            if knob == "tp" and config.dp > 1:
+                return []
+            return (
+                ["--tp-size", str(config.tp * config.dp), "--attn-dp-size", str(config.dp)]
+                if knob == "dp"
+                else (super().render_knob(knob, value, config))
+            )
         if knob == "kv_cache_dtype":
             return ["--kv-cache-dtype", str(self._kv_cache_dtype(config))]
         if knob == "enable_chunked_prefill":
@@ -219,6 +245,7 @@ class SglangAdapter(EngineAdapter):
         return args
 
     def finish_parse(self, values: dict[str, Any]) -> dict[str, Any]:
+        values = _attention_dp(values)
         if values.get("max_num_batched_tokens") == -1:
             del values["max_num_batched_tokens"]
             values["enable_chunked_prefill"] = False
@@ -248,3 +275,23 @@ class SglangAdapter(EngineAdapter):
             spec["model"] = draft_model
         values["speculative_config"] = spec
         return values
+
+
+def _attention_dp(values: dict[str, Any]) -> dict[str, Any]:
+    """``--tp-size T --attn-dp-size N`` (or the deprecated ``--tp-size T --dp-size N
+    --enable-dp-attention``) as ``tp = T / N``, ``dp = N``, ``dp_attention``: the inverse of
+    :meth:`SglangAdapter.render_knob`."""
+    size = values.pop("dp_attention.size", None)
+    enabled = values.pop("dp_attention.enabled", False)
+    if size is not None and values.get("dp", 1) != 1:
+        raise ValueError(
+            "--dp-size with --attn-dp-size (replicas of an attention data-parallel group) has no "
+            "engine-neutral equivalent; write one replica and set replicas"
+        )
+    groups = size if size is not None else (values.get("dp", 1) if enabled else None)
+    if groups is None or groups == 1:
+        return values
+    tp = values.get("tp", 1)
+    if groups < 1 or tp % groups:
+        raise ValueError(f"--tp-size {tp} is not a whole number of attention data-parallel groups ({groups})")
+    return {**values, "tp": tp // groups, "dp": groups, "dp_attention": True}

@@ -26,7 +26,7 @@ from typing import Any
 from perflab.engines.base import EngineAdapter, EngineMetrics
 from perflab.engines.config import EngineConfig
 from perflab.engines.errors import InvalidKnobValue
-from perflab.engines.failures import COMMON_SIGNATURES, Signature
+from perflab.engines.failures import COMMON_SIGNATURES, DISAGG_SIGNATURES, Signature
 from perflab.engines.flags import Flag, FlagTable, parse_float, parse_int, parse_json_object
 from perflab.engines.tables.vllm import VLLM_ASCEND_RELEASES, VLLM_RELEASES
 
@@ -129,6 +129,7 @@ class VllmAdapter(EngineAdapter):
     ready_markers = ("Application startup complete",)
     signatures = (
         *COMMON_SIGNATURES,
+        *DISAGG_SIGNATURES,
         # vllm/v1/worker/utils.py request_memory (0.32.0 and 0.33.0): memory other processes hold when the
         # engine starts, by itself, beside weights another process holds for it, or those weights alone
         Signature.of(
@@ -148,6 +149,11 @@ class VllmAdapter(EngineAdapter):
         Signature.of("unknown_argument", r"Unknown attention backend: '[^']*'\. Valid options are"),
         # vllm/platforms/cuda.py: the chosen backend rejects this GPU, dtype or model
         Signature.of("unsupported_hardware", r"Selected backend \S+ is not valid for this configuration"),
+        # vllm/platforms/cuda.py and rocm.py get_attn_backend_cls (0.32.0 and 0.33.0): with no backend
+        # chosen, every one rejects this GPU, dtype, KV cache dtype or model ("No valid attention backend
+        # found for cuda with AttentionSelectorConfig(…). Reasons: {FLASH_ATTN: [compute capability not
+        # supported], …}.")
+        Signature.of("unsupported_hardware", r"No valid attention backend found for \S+ with .*Reasons: "),
         # vllm/v1/attention/backends/triton_attn.py, mla/triton_mla.py: FP8/bf16 KV cache below SM89/SM80
         Signature.of(
             "unsupported_hardware",

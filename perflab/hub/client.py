@@ -34,6 +34,7 @@ from urllib.parse import quote, urljoin, urlsplit
 
 import httpx
 
+from perflab.atomic_file import write_atomically
 from perflab.secrets import SecretUnavailable, read_secret_file
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -307,11 +308,8 @@ def _download(
 
 def _remember(cache_dir: Path, file: HubFile, meta: _Metadata, sha256: str) -> None:
     ref = _ref_path(cache_dir, file)
-    ref.parent.mkdir(parents=True, exist_ok=True)
     entry = {"commit": meta.commit, "etag": meta.etag, "sha256": sha256, "size": meta.size, "at": time.time()}
-    temporary = ref.with_name(f".{ref.name}.tmp")
-    temporary.write_text(json.dumps(entry), encoding="utf-8")
-    os.replace(temporary, ref)
+    write_atomically(ref, json.dumps(entry).encode("utf-8"))
 
 
 def fetch(

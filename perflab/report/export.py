@@ -15,6 +15,8 @@ from perflab.report.charts import png_bytes, report_charts
 from perflab.report.costs import cost_json
 from perflab.report.markdown import render_markdown
 from perflab.report.model import CandidateSection, Figures, Report, SearchSection
+from perflab.report.predictions import prediction_json
+from perflab.report.published import PublishedGain, published_gain
 from perflab.study.noise import Spread
 from perflab.study.verdict import Verdict
 
@@ -42,8 +44,16 @@ def _figure(figures: Figures | None, name: str) -> float | None:
     return getattr(figures, name) if figures is not None else None
 
 
-def _verdict(verdict: Verdict | None) -> dict[str, Any] | None:
-    return verdict.to_dict() if verdict is not None else None
+def _verdict(verdict: Verdict | None, published: PublishedGain | None = None) -> dict[str, Any] | None:
+    """The verdict's fields, with the gain it publishes (``published``: gain and interval, as every table
+    shows it; given for the recommendation, whose published gain may be its one kept stage's)."""
+    if verdict is None:
+        return None
+    return {**verdict.to_dict(), "published": (published or published_gain(verdict)).to_json()}
+
+
+def _gain(gain: PublishedGain | None) -> dict[str, Any] | None:
+    return gain.to_json() if gain is not None else None
 
 
 def _spread(spread: Spread | None) -> dict[str, Any] | None:
@@ -88,14 +98,15 @@ def report_json(report: Report) -> dict[str, Any]:
         "hosts": list(report.hosts),
         "slos": dict(report.slos),
         "unmeasured": [_fields(item, "stage", "label", "reason") for item in report.unmeasured],
-        "recommendation_verdict": _verdict(report.recommendation_verdict),
+        "recommendation_verdict": _verdict(report.recommendation_verdict, report.published),
+        "published": _gain(report.published),
         "spread": {
             "study": spread.study.to_dict() if spread.study is not None else None,
             "baseline": _spread(spread.baseline),
             "detectable_gain_pct": spread.detectable_gain_pct,
         },
         "verdicts": [
-            {"stage": row.stage, "label": row.label, "decision": row.decision, **row.verdict.to_dict()}
+            {"stage": row.stage, "label": row.label, "decision": row.decision, **_verdict(row.verdict)}
             for row in report.verdicts
         ],
         "comparison": [
@@ -107,13 +118,21 @@ def report_json(report: Report) -> dict[str, Any]:
                 "optimized_mean_tpot_ms": _figure(row.optimized, "mean_tpot_ms"),
                 "baseline_sample": row.baseline.sample_text if row.baseline else None,
                 "optimized_sample": row.optimized.sample_text if row.optimized else None,
-                "change": row.change,
+                "change": row.gain.change if row.gain else None,
+                "gain": _gain(row.gain),
+                "writeup_change": row.writeup,
             }
             for row in report.comparison
         ],
         "costs": cost_json(report.costs),
         "summary": [
-            _fields(row, "option", "improvement", "versus_baseline", "note") for row in report.summary
+            {
+                "option": row.option,
+                "improvement": _gain(row.improvement),
+                "versus_baseline": _gain(row.versus_baseline),
+                "note": row.note,
+            }
+            for row in report.summary
         ],
         "baseline": _candidate(report.baseline) if report.baseline is not None else None,
         "stages": [
@@ -124,9 +143,11 @@ def report_json(report: Report) -> dict[str, Any]:
             for stage in report.stages
         ],
         "searches": [_search(search) for search in report.searches],
+        "layouts": [choice.to_dict() for choice in report.layouts],
         "launches": [{**asdict(launch), "marks": list(launch.marks)} for launch in report.launches],
         "notes": list(report.notes),
         "caveats": list(report.caveats),
+        "predictions": prediction_json(report.predictions),
         "results": list(report.records),
     }
 

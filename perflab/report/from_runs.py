@@ -8,6 +8,11 @@ The layout comes from the runs' labels, as the importer writes them from the doc
   input``, ``Throughput Profile · Optimized``): that side of a validation case, the case being the part
   after it, or before it when nothing follows.
 
+Every change is new ÷ old − 1 (:mod:`perflab.report.published`). A write-up imported from elsewhere
+printed a loss its own way, as how much more the other side did, negated (seed 001: 1580.36 against
+1798.45 is −13.8 %, where new ÷ old − 1 is −12.1 %); its comparison rows keep that figure beside ours,
+labelled as the write-up's (:func:`writeup_change`).
+
 Stages keep the order of their first run. The first candidate of the first stage is the baseline. The
 stages are then decided with the study rules (:func:`perflab.study.plan.decide_stage`) against the best
 so far, on node-level throughput: a printed block measures one replica, so with ``gpus_per_node`` a
@@ -224,7 +229,13 @@ def build_report_from_runs(
     names = distinct_cases([case for case, _, _ in pairs], roles)
     pairs = [(name, before, after) for name, (_, before, after) in zip(names, pairs, strict=True)]
     comparison = [
-        ComparisonRow(case, stored.figures(before), stored.figures(after)) for case, before, after in pairs
+        _compared(
+            case,
+            stored.figures(before),
+            stored.figures(after),
+            all(run is not None and run.source == "imported" for run in (before, after)),
+        )
+        for case, before, after in pairs
     ]
     optimized_runs = [sides["Optimized"] for sides in cases.values() if "Optimized" in sides]
     baseline_runs = [sides["Baseline"] for sides in cases.values() if "Baseline" in sides]
@@ -259,6 +270,22 @@ def build_report_from_runs(
         decimals=decimals,
         costs=tuple(CostRow(case, cost_of(before), cost_of(after)) for case, before, after in pairs),
     )
+
+
+def writeup_change(new: float, old: float) -> float:
+    """The change as the seeds' write-ups print it: new ÷ old − 1 for a gain, −(old ÷ new − 1) for a
+    loss."""
+    return new / old - 1.0 if new >= old else -(old / new - 1.0)
+
+
+def _compared(case: str, before: Figures | None, after: Figures | None, imported: bool) -> ComparisonRow:
+    """A comparison row; for runs imported from a write-up, with the write-up's own figure where it
+    differs from ours (a loss)."""
+    row = ComparisonRow(case, before, after)
+    if not imported or row.gain is None or before is None or after is None:
+        return row
+    printed = writeup_change(after.total_tps, before.total_tps)
+    return replace(row, writeup=printed) if round(printed, 6) != round(row.gain.change, 6) else row
 
 
 def _validation(

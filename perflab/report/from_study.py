@@ -38,6 +38,7 @@ from perflab.report.launches import (
     mean_figures,
     repetitions,
 )
+from perflab.report.layouts import layout_records, study_layouts
 from perflab.report.model import (
     CandidateSection,
     ComparisonRow,
@@ -51,6 +52,8 @@ from perflab.report.model import (
     ValidationSection,
     VerdictRow,
 )
+from perflab.report.predictions import prediction_section, with_predictions
+from perflab.report.published import PublishedGain, as_change, published_gain, recommendation_gain
 from perflab.report.search_result import search_section, trial_state
 from perflab.report.sections import (
     DECISION_WORDS,
@@ -214,22 +217,41 @@ def _cases(study: _Study) -> list[tuple[str, BenchmarkProfile]]:
     return list(zip(distinct_cases([profile.title for profile in profiles], roles), profiles, strict=True))
 
 
-def _comparison(study: _Study) -> list[ComparisonRow]:
+def _published(study: _Study) -> PublishedGain | None:
+    """What the recommendation over the baseline publishes (:func:`recommendation_gain`)."""
     plan = study.plan
+    kept = [stage.winner.verdict for stage in plan.stages if stage.winner and stage.winner.verdict]
+    return recommendation_gain(recommendation(plan, study.progress.rules), kept)
+
+
+def _comparison(study: _Study, published: PublishedGain | None) -> list[ComparisonRow]:
+    """Per case, the baseline's and the optimized configuration's means; the tuning case of a
+    throughput study shows the recommendation's published gain."""
+    plan, spec = study.plan, study.spec
+    on_tuning = published if spec.objective == "total_token_throughput" else None
     return [
-        ComparisonRow(case, study.figures(plan.baseline, profile), study.figures(plan.best, profile))
+        ComparisonRow(
+            case,
+            study.figures(plan.baseline, profile),
+            study.figures(plan.best, profile),
+            published=on_tuning if profile.name == spec.tuning().name else None,
+        )
         for case, profile in _cases(study)
     ]
 
 
-def _cost_rows(study: _Study) -> list[CostRow]:
-    """Per case, the baseline's and the optimized configuration's cost and energy, means over their
-    launches (a swept tuning case at the study's SLO limit)."""
+def _cost_rows(
+    study: _Study, comparison: list[ComparisonRow], published: PublishedGain | None
+) -> list[CostRow]:
+    """Per case, the baseline's and the optimized configuration's cost at their published throughput
+    and their energy, means over their launches (a swept tuning case at the study's SLO limit); the cost
+    change follows from the case's published gain (of cost itself, for a cost study)."""
     spec, plan = study.spec, study.plan
     tuning = spec.tuning()
     rows = []
-    for case, profile in _cases(study):
-        slos = spec.slos if profile.name == tuning.name and tuning.sweep is not None else {}
+    for (case, profile), compared in zip(_cases(study), comparison, strict=True):
+        swept = profile.name == tuning.name and tuning.sweep is not None
+        slos = spec.slos if swept else {}
         sides = []
         for candidate in (plan.baseline, plan.best):
             per_launch = []
@@ -238,7 +260,16 @@ def _cost_rows(study: _Study) -> list[CostRow]:
                 chosen = [priced_result(group, slos) for group in groups]
                 per_launch.append([study.costs.figures(launch.run, result) for result in chosen if result])
             sides.append(cost_side(per_launch))
-        rows.append(CostRow(case, *sides, at=slo_text(slos) if slos else None))
+        on_tuning = profile.name == tuning.name
+        rows.append(
+            CostRow(
+                case,
+                *sides,
+                at=slo_text(slos) if slos else None,
+                published=None if swept else compared.published,
+                published_cost=published if on_tuning and spec.objective == "cost_per_mtok" else None,
+            )
+        )
     return rows
 
 
@@ -286,6 +317,7 @@ def _records(study: _Study, launches: list[LaunchRow]) -> list[dict[str, Any]]:
         candidate = roles.get(run.config_fingerprint or "")
         launch = by_run[run.id]
         seen[run.config_fingerprint or ""] = seen.get(run.config_fingerprint or "", 0) + 1
+        published = published_gain(candidate.verdict) if candidate and candidate.verdict else None
         facts = {
             "study_id": progress.study.id,
             "configuration": launch.configuration,
@@ -293,6 +325,10 @@ def _records(study: _Study, launches: list[LaunchRow]) -> list[dict[str, Any]]:
             "stage": candidate.stage_name if candidate else None,
             "candidate": candidate.label if candidate else None,
             "decision": candidate.decision if candidate else None,
+            "published_gain_pct": published.change * 100.0 if published else None,
+            "published_half_width_pct": published.half_width * 100.0
+            if published and published.half_width is not None
+            else None,
             "configuration_mean": candidate.value if candidate else None,
             "launch": seen[run.config_fingerprint or ""],
             "launch_kind": launch.kind,
@@ -449,6 +485,21 @@ def report_of(progress: StudyProgress, costs: CostContext | None = None, *, deci
     ]
     lower_is_better = spec.objective in LOWER_IS_BETTER
     on_sample = _on_sample(progress)
+    records = _records(study, launches)
+    predictions = prediction_section(
+        row.state,
+        [
+            (candidate.label, candidate.fingerprint)
+            for candidate in plan.candidates()
+            if candidate.fingerprint
+        ],
+        records,
+        tuning=spec.tuning().name,
+        engine_versions=engine_versions(progress.runs),
+    )
+    published = _published(study)
+    comparison = _comparison(study, published)
+    layouts = study_layouts(progress)
     return Report(
         title=_title(progress),
         model=spec.model,
@@ -458,9 +509,16 @@ def report_of(progress: StudyProgress, costs: CostContext | None = None, *, deci
         if plan.status in ("validating", "done") and plan.recommends
         else None,
         recommended_replicas=plan.best.config.replicas if plan.best.config is not None else 1,
-        comparison=tuple(_comparison(study)),
+        comparison=tuple(comparison),
         stages=tuple(stages),
-        summary=tuple(summary_rows(baseline, stages, lower_is_better=lower_is_better)),
+        summary=tuple(
+            summary_rows(
+                baseline,
+                stages,
+                lower_is_better=lower_is_better,
+                recommendation=as_change(published, lower_is_better=lower_is_better) if published else None,
+            )
+        ),
         hardware=hardware_text(progress.runs),
         engine_versions=tuple(engine_versions(progress.runs)),
         goal=spec.goal,
@@ -479,8 +537,8 @@ def report_of(progress: StudyProgress, costs: CostContext | None = None, *, deci
         baseline_validation=_validation(study, plan.baseline) if spec.validation_profiles else None,
         optimized_validation=_validation(study, plan.best) if spec.validation_profiles else None,
         curves=tuple(_curves(study)),
-        records=tuple(_records(study, launches)),
-        costs=tuple(_cost_rows(study)),
+        records=tuple(layout_records(with_predictions(records, predictions), layouts, plan)),
+        costs=tuple(_cost_rows(study, comparison, published)),
         lower_is_better=lower_is_better,
         notes=tuple(_notes(study)),
         decimals=decimals,
@@ -494,6 +552,7 @@ def report_of(progress: StudyProgress, costs: CostContext | None = None, *, deci
         else None,
         accelerators=(_accelerators(study, plan.baseline), _accelerators(study, plan.best)),
         recommendation_verdict=recommendation(plan, progress.rules),
+        published=published,
         spread=_spread(study),
         within_noise=_within_noise(plan),
         searches=tuple(searches),
@@ -515,4 +574,6 @@ def report_of(progress: StudyProgress, costs: CostContext | None = None, *, deci
         ),
         launches=tuple(launches),
         caveats=_caveats(study),
+        predictions=predictions,
+        layouts=layouts,
     )

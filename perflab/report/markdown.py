@@ -20,10 +20,11 @@ from perflab.report.model import (
     LaunchRow,
     Report,
     StageSection,
-    relative_change,
 )
+from perflab.report.predictions import prediction_lines
+from perflab.report.published import PublishedGain, percent_text
 from perflab.report.search_section import search_lines
-from perflab.report.summary import coloured, percent_text, ranked
+from perflab.report.summary import coloured, ranked
 from perflab.study.decide import detectable_text
 from perflab.study.loadcurve import LOAD_TITLES, LoadCurve
 from perflab.views.formatting import counted
@@ -46,14 +47,18 @@ def _admonition(kind: str, title: str, body: Sequence[str], *, open_: bool = Fal
     return [f'{marker} {kind} "{title}"', *_indented(body), ""]
 
 
-def _cell(figures: Figures | None, change: float | None, decimals: int) -> str:
+def _cell(
+    figures: Figures | None, gain: PublishedGain | None, decimals: int, writeup: float | None = None
+) -> str:
     if figures is None:
         return "not measured"
     if figures.short is not None:
         return md_text(figures.short)
     tps = f"Total TPS: {figures.tps_text}"
-    if change is not None:
-        tps += " " + coloured(f"({percent_text(change, decimals)})", change)
+    if gain is not None:
+        tps += " " + coloured(f"({gain.text(decimals)})", gain.change)
+    if writeup is not None:
+        tps += f" (the write-up's {percent_text(writeup, decimals)})"
     sample = f"<br>({figures.sample_text})" if figures.sample_text else ""
     return f"{tps}<br>Mean TPOT(ms): {figures.tpot_text}{sample}"
 
@@ -66,7 +71,7 @@ def comparison_table(rows: Sequence[ComparisonRow], decimals: int) -> list[str]:
     ]
     for row in rows:
         baseline = _cell(row.baseline, None, decimals)
-        optimized = _cell(row.optimized, row.change, decimals)
+        optimized = _cell(row.optimized, row.gain, decimals, row.writeup)
         lines.append(f"| **{md_text(row.case)}** | {baseline} | {optimized} |")
     return lines
 
@@ -87,23 +92,32 @@ def summary_table(report: Report) -> list[str]:
         "|-----------------------------|-------------------------------------|---------------------|---|",
     ]
     for row in report.summary:
+        improvement = row.improvement
         gain = (
             "-"
-            if row.improvement is None
-            else coloured(percent_text(row.improvement, report.decimals), sign * row.improvement)
+            if improvement is None
+            else coloured(improvement.text(report.decimals), sign * improvement.change)
         )
-        versus = "-" if row.versus_baseline is None else percent_text(row.versus_baseline, report.decimals)
+        versus = "-" if row.versus_baseline is None else row.versus_baseline.text(report.decimals)
         lines.append(
             f"| {md_text(row.option)} | {gain} | {versus} | {md_text(row.note) if row.note else '-'} |"
         )
-    if any(row.note and " ± " in row.note for row in report.summary):
-        lines += [
-            "",
-            "The percentages follow the seeds' convention (a loss is how much more the other side "
-            "achieved, negated: 0.943× is −6.0%); a verdict in the last column is the ratio of the means "
-            "minus one (0.943× is −5.7 %) against the best configuration before it, with its interval.",
-        ]
-    return lines
+    note = summary_note(report)
+    return [*lines, "", note] if note else lines
+
+
+def summary_note(report: Report) -> str | None:
+    """What the Summary's figures are, where a decision with its noise made one of them."""
+    decided = any(row.improvement is not None and row.improvement.decided for row in report.summary)
+    if not decided and not any(row.note and " ± " in row.note for row in report.summary):
+        return None
+    return (
+        "Every percentage is new ÷ old − 1 (0.943× is −5.7%). A kept stage's figure is its decision's "
+        "published gain against the best configuration before it, with its interval; against the baseline, "
+        "the published gains of the kept stages so far one after the other (the last one the "
+        "recommendation's). A stage that kept nothing is measured against the baseline (the ratio of the "
+        "means), its decision in the last column."
+    )
 
 
 def _blocks(blocks: Sequence[BenchBlock], *, named: bool) -> list[str]:
@@ -295,15 +309,17 @@ def _incomplete(report: Report) -> list[str]:
 
 def per_accelerator_lines(report: Report) -> list[str]:
     """The first case's Total TPS per accelerator beside the node totals, the gain's confidence, the
-    candidates no verdict could separate, and the baseline's measured spread."""
+    candidates no verdict could separate, each stage's choice between aggregated and disaggregated
+    serving, and the baseline's measured spread."""
     lines = []
     row = report.comparison[0] if report.comparison else None
     counts = report.accelerators
-    if row is not None and row.baseline and row.optimized and None not in counts:
+    gain = row.gain if row is not None else None
+    if row is not None and row.baseline and row.optimized and gain is not None and None not in counts:
         base = row.baseline.total_tps / counts[0] if row.baseline.total_tps is not None else None
         best = row.optimized.total_tps / counts[1] if row.optimized.total_tps is not None else None
         if base is not None and best is not None:
-            change = percent_text(relative_change(best, base), report.decimals)
+            change = gain.scaled(counts[0] / counts[1]).text(report.decimals)
             on_base, on_best = (counted(count, "accelerator") for count in counts)
             lines.append(
                 f"Per accelerator ({md_text(row.case)}): baseline {base:.2f} tok/s on {on_base}, optimized "
@@ -311,11 +327,12 @@ def per_accelerator_lines(report: Report) -> list[str]:
             )
             if counts[0] != counts[1]:
                 lines.append("The two used different numbers of accelerators: compare them per accelerator.")
-    if report.confidence:
+    if report.published is not None:
         lines.append(
-            f"Gain over the baseline: {report.confidence}. The published gain is each kept stage's measured "
-            "gain less the bias of being kept (docs/studies.md); the interval is Student's t on the two "
-            "configurations' launch means at the study's spread."
+            f"Gain over the baseline: {report.published.sentence(report.decimals)}. This is the figure of "
+            "every table above and below: the published gain is each kept stage's measured gain less the "
+            "bias of being kept (docs/studies.md), so it can differ from the ratio of the measured means "
+            "shown beside it."
         )
     if report.within_noise:
         lines.append(
@@ -323,6 +340,7 @@ def per_accelerator_lines(report: Report) -> list[str]:
             + "; ".join(md_text(text) for text in report.within_noise)
             + "."
         )
+    lines += [md_text(choice.text()) for choice in report.layouts]
     lines += [md_text(line) for line in spread_lines(report)]
     return [part for line in lines for part in (line, "")]
 
@@ -412,6 +430,7 @@ def render_markdown(report: Report, charts: Mapping[str, str] | None = None) -> 
     if "stages" in charts:
         lines += [f"![Stage progression]({charts['stages']})", ""]
     lines += ["### Summary of Optimization Options", "", *summary_table(report), ""]
+    lines += prediction_lines(report.predictions, md_text)
     if report.baseline_validation or report.optimized_validation:
         lines += [
             "### Other Benchmark Cases",

@@ -20,18 +20,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perflab.cost.prices import Price
+from perflab.report.predictions import PredictionSection
+from perflab.report.published import (
+    CostChange,
+    PublishedGain,
+    cost_change,
+    cost_gain_change,
+    measured_gain,
+)
 from perflab.runner.results import times_replicas
+from perflab.study.layout_trade import LayoutChoice
 from perflab.study.loadcurve import LoadCurve
 from perflab.study.noise import Spread, StudySpread
 from perflab.study.verdict import Verdict
 from perflab.views.formatting import MISSING
-
-
-def relative_change(new: float, old: float) -> float:
-    """``new`` against ``old`` as the seeds write it: new ÷ old − 1 for a gain, −(old ÷ new − 1) for a
-    loss (seed 001: 1580.36 against 1798.45 is −13.8%)."""
-    return new / old - 1.0 if new >= old else -(old / new - 1.0)
-
 
 # What a figure reads when every result behind it was too short to judge (perflab.runner.evidence).
 TOO_SHORT_TEXT = "too short to judge"
@@ -135,34 +137,42 @@ class SummaryRow:
     against the best configuration before the stage)."""
 
     option: str
-    improvement: float | None
-    versus_baseline: float | None = None
+    improvement: PublishedGain | None
+    versus_baseline: PublishedGain | None = None
     note: str | None = None
 
 
 @dataclass(frozen=True)
 class ComparisonRow:
-    """A benchmark case, baseline against optimized."""
+    """A benchmark case, baseline against optimized; ``published`` is the gain a decision published for
+    the case (the recommendation's, on the tuning case), ``writeup`` the change an imported write-up
+    printed for it where that differs from ours (the seeds wrote a loss as −(old ÷ new − 1))."""
 
     case: str
     baseline: Figures | None
     optimized: Figures | None
+    published: PublishedGain | None = None
+    writeup: float | None = None
 
     @property
-    def change(self) -> float | None:
-        """The optimized node total against the baseline's, as a fraction (:func:`relative_change`)."""
+    def gain(self) -> PublishedGain | None:
+        """The optimized node total against the baseline's: the published gain, else the ratio of the
+        two means minus one (None while either is unknown)."""
+        if self.published is not None:
+            return self.published
         if self.baseline is None or self.optimized is None:
             return None
         if not self.baseline.total_tps or not self.optimized.total_tps:
             return None
-        return relative_change(self.optimized.total_tps, self.baseline.total_tps)
+        return measured_gain(self.optimized.total_tps, self.baseline.total_tps)
 
 
 @dataclass(frozen=True)
 class CostSide:
-    """One configuration's cost and energy on one case, averaged over its launches as its throughput
-    is: money per 1M total tokens (None without a price), output tokens per joule over the launches
-    whose energy was measured (``energy_launches`` of ``launches``), and why none was when so."""
+    """One configuration's cost and energy on one case: money per 1M total tokens at its published
+    throughput ``total_tps`` (the mean over its launches, on ``accelerators`` at ``price``; None
+    without a price), output tokens per joule over the launches whose energy was measured
+    (``energy_launches`` of ``launches``), and why none was when so."""
 
     price: Price | None
     cost_per_mtok: float | None
@@ -170,23 +180,50 @@ class CostSide:
     launches: int = 1
     energy_launches: int = 0
     energy_not_measured: str | None = None
+    accelerators: int | None = None
+    total_tps: float | None = None
+
+    @property
+    def spend_per_hour(self) -> float | None:
+        """What the side's accelerators cost per hour."""
+        if self.price is None or self.accelerators is None:
+            return None
+        return self.price.per_accelerator_hour * self.accelerators
 
 
 @dataclass(frozen=True)
 class CostRow:
-    """One benchmark case's cost, baseline against optimized; ``at`` names the SLOs it is priced at."""
+    """One benchmark case's cost, baseline against optimized; ``at`` names the SLOs it is priced at.
+    ``published`` is the throughput gain a decision published for the case (the comparison's), and
+    ``published_cost`` the cost gain where the decision was on cost itself."""
 
     case: str
     baseline: CostSide | None
     optimized: CostSide | None
     at: str | None = None
+    published: PublishedGain | None = None
+    published_cost: PublishedGain | None = None
 
     @property
-    def change(self) -> float | None:
-        """The optimized cost per 1M tokens against the baseline's, as a fraction."""
-        before = self.baseline.cost_per_mtok if self.baseline else None
-        after = self.optimized.cost_per_mtok if self.optimized else None
-        return after / before - 1.0 if before and after is not None else None
+    def change(self) -> CostChange | None:
+        """The optimized cost per 1M tokens against the baseline's, from the published gain (of cost, or
+        of throughput at the two sides' spend per hour), else from the two throughputs priced."""
+        if self.published_cost is not None:
+            return cost_gain_change(self.published_cost)
+        if self.baseline is None or self.optimized is None:
+            return None
+        before, after = self.baseline.spend_per_hour, self.optimized.spend_per_hour
+        if (
+            not before
+            or not after
+            or self.baseline.cost_per_mtok is None
+            or self.optimized.cost_per_mtok is None
+        ):
+            return None
+        throughput = self.published
+        if throughput is None and self.baseline.total_tps and self.optimized.total_tps:
+            throughput = measured_gain(self.optimized.total_tps, self.baseline.total_tps)
+        return cost_change(throughput, after / before) if throughput is not None else None
 
     @property
     def currency(self) -> str | None:
@@ -340,6 +377,7 @@ class Report:
     provisional_best: str | None = None
     accelerators: tuple[int | None, int | None] = (None, None)  # the baseline's, the optimized's
     recommendation_verdict: Verdict | None = None  # the optimized configuration over the baseline
+    published: PublishedGain | None = None  # what the recommendation over the baseline publishes
     spread: SpreadUsed = field(default_factory=SpreadUsed)
     # candidates neither kept nor beaten: "tp=2 (+38.5 % ± 44.7 %, 95 %, 3 vs 3)"
     within_noise: tuple[str, ...] = ()
@@ -360,11 +398,6 @@ class Report:
     verdicts: tuple[VerdictRow, ...] = ()
     launches: tuple[LaunchRow, ...] = ()
     caveats: tuple[str, ...] = ()
-
-    @property
-    def confidence(self) -> str | None:
-        """The optimized gain over the baseline as published (adjusted for the selection of the stages
-        that kept a change) and as measured: ``+3.8 % adjusted for selection (measured +4.1 % ± 1.3 %, 95 %,
-        3 vs 3)``."""
-        verdict = self.recommendation_verdict
-        return verdict.published_text() if verdict is not None else None
+    predictions: PredictionSection | None = None  # figures predicted before the measurements
+    # each decided stage's choice between aggregated and disaggregated serving (its trade and verdict)
+    layouts: tuple[LayoutChoice, ...] = ()

@@ -1,35 +1,32 @@
-"""How the seeds compute and print their improvement percentages.
+"""The Summary of Optimization Options, and how gains and losses are coloured.
 
-- **Conclusion table**: the optimized node total against the baseline's, per benchmark case
-  (seed 000: ``3019.19×2`` = 6038.38 against 3792.50 → ``+59.2%``).
-- **Summary of Optimization Options** ("Throughput Improvement"): a stage that kept a winner shows
-  the winner against the best configuration kept before it *on the winner's engine*, the baseline when
-  that engine had none (seed 000: Engine Selection = SGLang 4635.31 against vLLM 3792.50 → +22.2%;
-  Parallelism = vLLM TP4 ×2 against vLLM's best so far, the baseline 3792.50 → +59.2%, though SGLang
-  had been kept in between; seed 003: Quantization = SGLang FP8 against SGLang → +23.8%). A stage that
-  kept nothing shows ``-``.
-- **Against the baseline** (seed 002's summary): each stage's best candidate against the baseline,
-  with its note when it was not kept ("lower than previous", "Success rate: 51.6%").
+- **Throughput Improvement** (the seeds' column): a stage that kept a winner on a decision with its
+  noise shows that decision's published gain (:mod:`perflab.report.published`) against the best
+  configuration before the stage, its reference. A stage of an imported write-up (one measurement
+  each) shows the winner against the best configuration kept before it *on the winner's engine*, the
+  baseline when that engine had none, as the seeds computed it (seed 000: Engine Selection = SGLang
+  4635.31 against vLLM 3792.50 → +22.2%; Parallelism = vLLM TP4 ×2 against vLLM's best so far, the
+  baseline 3792.50 → +59.2%, though SGLang had been kept in between). A stage that kept nothing shows
+  ``-``.
+- **Against the baseline** (seed 002's summary): a kept winner's published gains so far, one after
+  the other (the last one the recommendation's published gain); a stage's best candidate that was not
+  kept, or a write-up's, measured against the baseline, with its note ("lower than previous",
+  "Success rate: 51.6%").
 
-A loss is written as how much more the other side achieved, negated (seed 001's Very Long Prompt:
-baseline 1798.45, optimized 1580.36 → 1798.45 / 1580.36 − 1 = ``-13.8%``); a gain is new ÷ old − 1.
-Seeds 000, 001, 003 and 004 print one decimal, seed 002 two. Gains are coloured
-``background-color:lightgreen``, losses ``background-color:#fbcaca``, no change not at all.
+Every change is new ÷ old − 1, a gain or a loss (docs/studies.md § Reports). Seeds 000, 001, 003 and
+004 print one decimal, seed 002 two. Gains are coloured ``background-color:lightgreen``, losses
+``background-color:#fbcaca``, no change not at all.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from perflab.report.model import CandidateSection, StageSection, SummaryRow, relative_change
+from perflab.report.model import CandidateSection, StageSection, SummaryRow
+from perflab.report.published import PublishedGain, as_change, chained, measured_gain, published_gain
 
 GAIN_COLOUR = "lightgreen"
 LOSS_COLOUR = "#fbcaca"
-
-
-def percent_text(change: float, decimals: int = 1) -> str:
-    """``0.592`` → ``+59.2%`` (``decimals`` places, explicit sign)."""
-    return f"{change * 100:+.{decimals}f}%"
 
 
 def coloured(text: str, change: float) -> str:
@@ -57,31 +54,41 @@ def _best_candidate(stage: StageSection, lower_is_better: bool) -> CandidateSect
     return next(iter(ranked(stage, lower_is_better=lower_is_better)), None)
 
 
-def cost_change(new: float, old: float) -> float:
-    """A lower-is-better value (cost) against its reference: new ÷ old − 1 (−38 % is 38 % cheaper)."""
-    return new / old - 1.0
-
-
 def summary_rows(
-    baseline: CandidateSection, stages: Sequence[StageSection], *, lower_is_better: bool = False
+    baseline: CandidateSection,
+    stages: Sequence[StageSection],
+    *,
+    lower_is_better: bool = False,
+    recommendation: PublishedGain | None = None,
 ) -> list[SummaryRow]:
-    """One row per decided stage, by the rules above; for a lower-is-better objective (cost) the
-    reference is the cheapest kept and changes are :func:`cost_change`."""
-    change = cost_change if lower_is_better else relative_change
+    """One row per decided stage, by the rules above; ``recommendation`` is what the recommendation over
+    the baseline publishes, as a change of the objective (the last kept winner's figure against the
+    baseline)."""
     pick = min if lower_is_better else max
     kept: list[CandidateSection] = [baseline]
-    rows = []
+    published: list[PublishedGain] = []
+    rows: list[SummaryRow] = []
+    last_published = last_kept = None
     for stage in stages:
         if not stage.decided:
             continue
         best = _best_candidate(stage, lower_is_better)
         improvement = None
+        versus = measured_gain(best.value, baseline.value) if best is not None and baseline.value else None
         if stage.winner is not None and best is not None:
-            same_engine = [c for c in kept if c.engine == best.engine and _measured(c)]
-            reference = pick(same_engine, key=lambda c: c.value) if same_engine else baseline
-            improvement = change(best.value, reference.value)
+            if best.verdict is not None:
+                improvement = as_change(published_gain(best.verdict), lower_is_better=lower_is_better)
+                published.append(improvement)
+                versus, last_published = chained(published), len(rows)
+            else:
+                same_engine = [c for c in kept if c.engine == best.engine and _measured(c)]
+                reference = pick(same_engine, key=lambda c: c.value) if same_engine else baseline
+                improvement = measured_gain(best.value, reference.value)
             kept.append(best)
-        versus = change(best.value, baseline.value) if best is not None and baseline.value else None
+            last_kept = len(rows)
         note = best.note if best is not None and stage.winner is None else None
         rows.append(SummaryRow(stage.name, improvement, versus, note))
+    if recommendation is not None and last_published is not None and last_published == last_kept:
+        row = rows[last_published]
+        rows[last_published] = SummaryRow(row.option, row.improvement, recommendation, row.note)
     return rows

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from perflab.bench.report import nothing_sent
+from perflab.bench.progress import CLOCK_KEY
+from perflab.bench.report import CLOCK_WINDOW_KEY, nothing_sent
 from perflab.cost.figures import WINDOW_KEY
 from perflab.profiles import BenchmarkProfile
 from perflab.remote.bench import BenchProcess, find_bench
@@ -63,16 +65,42 @@ def recorded_bench(transport: Transport, remote_state: Mapping[str, Any]) -> Ben
     return find_bench(transport, remote_state["run_key"], entry["name"])
 
 
-def with_sample_window(result: Mapping[str, Any], read_at_s: float | None) -> Mapping[str, Any]:
+def _seconds(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+class BenchClock:
+    """Where the bench process's clock stands on the samples' clock (``sample_clock``), from its
+    progress lines: each carries ``clock_s``, the bench's clock when it was written, and is stamped on
+    the samples' clock when it arrives. Arrival is never before writing, so the smallest difference is
+    the offset, late by the quickest line's transit (milliseconds), never by a slow one's."""
+
+    def __init__(self, sample_clock: Callable[[], float]) -> None:
+        self._sample_clock = sample_clock
+        self.offset: float | None = None
+
+    def seen(self, progress: Mapping[str, Any]) -> None:
+        """Stamp one progress line as it arrives."""
+        arrived = self._sample_clock()
+        written = _seconds(progress.get(CLOCK_KEY))
+        if written is not None:
+            offset = arrived - written
+            self.offset = offset if self.offset is None else min(self.offset, offset)
+
+
+def with_sample_window(result: Mapping[str, Any], offset: float | None) -> Mapping[str, Any]:
     """The result with its benchmark window on the samples' clock, ``sample_window_s: [start, end]``:
-    ``end`` is when the runner read the result back (its last completion plus the read-back), ``start``
-    is ``end`` − the result's duration. The energy of the result is read from the samples in it."""
-    duration = result.get("duration")
-    if read_at_s is None or isinstance(duration, bool) or not isinstance(duration, (int, float)):
+    the bench's own first send and last receive (``bench_clock_window_s``, on its clock) moved by
+    ``offset`` (:class:`BenchClock`). Without either there is no window, and no energy figure."""
+    window = result.get(CLOCK_WINDOW_KEY)
+    if offset is None or not isinstance(window, (list, tuple)) or len(window) != 2:
         return result
-    if duration <= 0:
+    start, end = (_seconds(edge) for edge in window)
+    if start is None or end is None or not end > start:
         return result
-    return {**result, WINDOW_KEY: [round(max(read_at_s - duration, 0.0), 3), round(read_at_s, 3)]}
+    return {**result, WINDOW_KEY: [round(start + offset, 3), round(end + offset, 3)]}
 
 
 def store_bench_result(

@@ -1,5 +1,8 @@
 """Benchmarking a ready run: every profile (every point of a load-curve sweep) against all replicas.
 
+Every benchmark is sized to be judged (:mod:`perflab.runner.evidence`): its workload is sent again, in
+rounds of fresh prompts, until it has measured the floor's seconds (of the engine's time) and requests.
+
 Each benchmark runs on the host next to the engines (:func:`perflab.remote.bench.run_remote_bench`,
 requests spread over every replica's URL; forwarded from the app's machine when the host's Python
 cannot run it), streams its progress into ``run.progress`` and stores its
@@ -23,8 +26,15 @@ from perflab.profiles import BenchmarkProfile
 from perflab.remote import process as rp
 from perflab.remote.bench import RemoteBenchFailed, run_remote_bench
 from perflab.runner import live
-from perflab.runner.bench_record import bench_entry, store_bench_result, sweep_label, with_sample_window
-from perflab.runner.errors import RunFailed
+from perflab.runner.bench_record import (
+    BenchClock,
+    bench_entry,
+    store_bench_result,
+    sweep_label,
+    with_sample_window,
+)
+from perflab.runner.errors import INFRASTRUCTURE_FAILURES, RunFailed
+from perflab.runner.evidence import floor_args
 from perflab.runner.launch import Replica
 from perflab.runner.logs import failure_of
 from perflab.runner.store import RunStore
@@ -71,11 +81,26 @@ class BenchContext:
     record_bench: Callable[[dict[str, Any] | None], None]
     # Seconds on the clock of the run's samples (the sampler's), to place each result's window on it.
     sample_clock: Callable[[], float] | None = None
+    # What the benchmark sends requests to (default: every replica; a disaggregated run's router).
+    targets: Sequence[Replica] | None = None
+    # Whether running engines' logs are read after each benchmark for failures that leave them running
+    # (a disaggregated decode worker that cannot reach its prefill worker).
+    watch_logs: bool = False
+
+    @property
+    def bench_targets(self) -> Sequence[Replica]:
+        return self.targets if self.targets is not None else self.replicas
 
 
 def _check_engines(ctx: BenchContext, during: str) -> None:
     for replica in ctx.replicas:
         state = rp.process_state(ctx.transport, replica.process)
+        if state.running and ctx.watch_logs:
+            info = ctx.adapter.classify_failure(rp.tail_log(ctx.transport, replica.process, 400))
+            if info is not None and info.failure_class in INFRASTRUCTURE_FAILURES:
+                raise RunFailed(
+                    info.failure_class, f"{replica.name}: {info.message} (while benchmarking {during})"
+                )
         if not state.running:
             log = rp.tail_log(ctx.transport, replica.process, 400)
             failure = failure_of(ctx.adapter, replica.name, log, state.exit_status)
@@ -97,16 +122,22 @@ def _run_point(
 ) -> dict[str, Any]:
     notes: list[str] = []
     files = ctx.dataset_files(point, notes)
-    args = without_flags(point.bench_args(base_urls=["-"], model=ctx.model), _ADDED_BY_REMOTE)
-    shown = bench_command(args, ctx.replicas, files)
+    args = [
+        *without_flags(point.bench_args(base_urls=["-"], model=ctx.model), _ADDED_BY_REMOTE),
+        *floor_args(ctx.transport.host.time_scale),
+    ]
+    shown = bench_command(args, ctx.bench_targets, files)
     ctx.store.update(bench_commands=[*ctx.store.load().bench_commands, shown])
     name = f"bench-{label['profile_index']}-{point_index}"
     ctx.record_bench(bench_entry(name, label["profile_index"], point_index))
 
     history: list[list[float]] = []
+    clock = BenchClock(ctx.sample_clock) if ctx.sample_clock else None
 
     def progress(values: dict[str, Any]) -> None:
         nonlocal history
+        if clock is not None:
+            clock.seen(values)
         ctx.interrupt()
         history = live.with_point(history, values)
         ctx.on_progress({**label, **values, "history": history})
@@ -115,7 +146,7 @@ def _run_point(
         bench = run_remote_bench(
             ctx.transport,
             args,
-            ports=[replica.port for replica in ctx.replicas],
+            ports=[replica.port for replica in ctx.bench_targets],
             run_key=ctx.run_key,
             name=name,
             timeout=ctx.timeout_s,
@@ -138,7 +169,7 @@ def _run_point(
         raise RunFailed(
             "timeout", f"the benchmark '{point.name}' ran longer than {ctx.timeout_s:g} s and was stopped"
         ) from None
-    measured = with_sample_window(bench.result, ctx.sample_clock() if ctx.sample_clock else None)
+    measured = with_sample_window(bench.result, clock.offset if clock is not None else None)
     result = store_bench_result(
         ctx.store,
         point=point,
@@ -146,7 +177,7 @@ def _run_point(
         result={**measured, "notes": [*notes, *(measured.get("notes") or [])]} if notes else measured,
         bench_text=bench.text_block,
         bench_mode=bench.mode,
-        replicas=len(ctx.replicas),
+        replicas=len(ctx.bench_targets),
         time_scale=ctx.transport.host.time_scale,
     )
     ctx.record_bench(None)

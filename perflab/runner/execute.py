@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,27 +28,31 @@ from sqlalchemy.engine import Engine
 from db.crud import IllegalTransition, NotFound
 from db.models import Run
 from perflab.containers.launch import ContainerPlan
-from perflab.engines import EngineAdapter, EngineConfig, EngineConfigError, ReplicaPlan, get_adapter
+from perflab.engines import EngineAdapter, EngineConfig, EngineConfigError, get_adapter
+from perflab.engines.disagg import check_disaggregation, worker_config
+from perflab.engines.layout import ROLES
 from perflab.engines.preflight import default_cache, preflight
 from perflab.env_policy import EnvNotAllowed, check_env
 from perflab.inventory import HostConfig, Inventory, InventoryError
 from perflab.probe import ProbeResult, probe_accelerators, probe_host
 from perflab.profiles import SHAREGPT_FILE, BenchmarkProfile
 from perflab.redact import hosts_redactor
-from perflab.runner import containers, environment
+from perflab.runner import containers, disagg, environment
 from perflab.runner.bench_record import BENCH_KEY
 from perflab.runner.benchmark import BenchContext, run_profiles
 from perflab.runner.datasets import dataset_files, dataset_problem
 from perflab.runner.disks import DiskWatch, disk_full, is_disk_full
 from perflab.runner.endpoints import Endpoints
-from perflab.runner.errors import GpusBusy, RunCancelled, RunFailed
+from perflab.runner.errors import GpusBusy, RunCancelled, RunFailed, transport_failure
 from perflab.runner.launch import (
     MAX_PORT_ATTEMPTS,
     PortClash,
+    PortSearch,
     Replica,
     initial_remote_state,
     listening_ports,
     plan_replicas,
+    recorded_ports,
     start_replicas,
 )
 from perflab.runner.logs import LogFollower
@@ -328,50 +333,65 @@ class _Execution:
         self.store.update(remote_state=dict(self.remote_state))
 
     def _start_ready(
-        self, plan: _Plan, run_id: int, plans: list[ReplicaPlan], endpoints: Endpoints, machine: set[str]
+        self, plan: _Plan, run_id: int, plans: list[Any], endpoints: Endpoints, machine: set[str]
     ) -> list[Replica]:
-        """Record one set of replicas, make sure no other run on the same machine (the host names in
-        ``machine``) recorded one of their ports meanwhile (:class:`PortClash`), start them, then wait
-        until every one is ready."""
+        """Record one set of replicas (a disaggregated configuration's workers and router), make sure no
+        other run on the same machine (the host names in ``machine``) recorded one of their ports
+        meanwhile (:class:`PortClash`), start them, then wait until every one is ready."""
         assert self.transport is not None
         run_key = new_run_key(run_id)
         retries = (self.remote_state or {}).get(PORT_RETRIES_KEY)
-        self.remote_state = initial_remote_state(
-            self.transport, run_key=run_key, plans=plans, container=self.container
-        )
+        disaggregated = plan.config.disaggregation is not None
+        if disaggregated:
+            self.remote_state = disagg.initial_state(self.transport, run_key=run_key, plans=plans)
+            start = disagg.start_workers
+        else:
+            self.remote_state = initial_remote_state(
+                self.transport, run_key=run_key, plans=plans, container=self.container
+            )
+            start = partial(start_replicas, container=self.container)
         if retries:
             self.remote_state[PORT_RETRIES_KEY] = retries
         self.store.update(remote_state=dict(self.remote_state), serve_commands=[])
         # Recorded before this read, so of two runs that chose one port at least the later reader yields.
-        clash = {replica.port for replica in plans} & self.store.ports_of_other_runs(machine)
+        clash = recorded_ports(self.remote_state) & self.store.ports_of_other_runs(machine)
         if clash and plan.config.port is None:
             raise PortClash(clash, plan.host.name)
         self.interrupt()
-        replicas = start_replicas(
-            self.transport,
-            config=plan.config,
-            adapter=plan.adapter,
-            run_key=run_key,
-            plans=plans,
-            cpu=self.on_cpu,
-            on_started=self._record_started,
-            container=self.container,
-            engine_version=self.engine_version,
-        )
+        # what starting the engines and (once they are ready) a router both need
+        launch = {
+            "config": plan.config,
+            "adapter": plan.adapter,
+            "run_key": run_key,
+            "plans": plans,
+            "on_started": self._record_started,
+        }
+        replicas = start(self.transport, cpu=self.on_cpu, engine_version=self.engine_version, **launch)
         logs = {replica.name: LogFollower(self.transport, replica.process) for replica in replicas}
+        deadline_s = self.options.ready_deadline_s(simulated=plan.host.simulated)
         wait_until_ready(
             self.transport,
             plan.adapter,
             replicas,
             endpoints=endpoints,
             logs=logs,
-            deadline_s=self.options.ready_deadline_s(simulated=plan.host.simulated),
+            deadline_s=deadline_s,
             poll_s=self.options.ready_poll_s,
             interrupt=self.interrupt,
             on_progress=lambda ready, line: self.progress(
                 {"replicas_ready": ready, "replicas": len(replicas), "log_line": line}
             ),
         )
+        if disaggregated:
+            self.emit("message", f"{len(replicas)} workers ready; starting the router")
+            router = disagg.start_router(
+                self.transport,
+                deadline_s=deadline_s,
+                poll_s=self.options.ready_poll_s,
+                interrupt=self.interrupt,
+                **launch,
+            )
+            replicas = [*replicas, router]
         return replicas
 
     def _launch(
@@ -390,14 +410,9 @@ class _Execution:
         clashes = 0
         while True:
             avoid = listening_ports(self.transport) | self.store.ports_of_other_runs(machine) | tried
-            plans = plan_replicas(
-                plan.config,
-                plan.adapter,
-                gpu_ids,
-                avoid=avoid,
-                host_name=plan.host.name,
-                offset=search_offset(run_id),
-            )
+            ports = PortSearch(plan.adapter.default_port + search_offset(run_id), set(avoid), plan.host.name)
+            planner = disagg.plan_workers if plan.config.disaggregation is not None else plan_replicas
+            plans = planner(plan.config, gpu_ids, ports)
             try:
                 return self._start_ready(plan, run_id, plans, endpoints, machine)
             except PortClash as clash:
@@ -414,28 +429,37 @@ class _Execution:
                     ) from None
                 assert self.remote_state is not None
                 stop_recorded(self.transport, self.remote_state, grace_s=self.options.stop_grace_s)
-                ports = [entry["port"] for entry in self.remote_state["processes"]]
-                tried.update(ports)
+                taken = sorted(recorded_ports(self.remote_state))
+                tried.update(taken)
                 self.remote_state[PORT_RETRIES_KEY] = [
                     *self.remote_state.get(PORT_RETRIES_KEY, []),
-                    {"ports": ports, "reason": failure.message},
+                    {"ports": taken, "reason": failure.message},
                 ]
                 self.emit("message", f"port taken at launch, choosing another: {failure.message}")
                 attempt += 1
 
     def _preflight(self, plan: _Plan, transport: Transport, prefix: Sequence[str] = ()) -> None:
         """Refuse, before anything is started, flags and values the host's engine lacks (with
-        ``prefix``, the engine of the run's image)."""
-        verdict = preflight(
-            transport,
-            plan.adapter,
-            plan.config,
-            engine_version=self.engine_version,
-            prefix=prefix,
-            cache=default_cache(),
-        )
-        if not verdict.ok:
-            raise RunFailed("launch_failed" if verdict.missing else "unknown_argument", verdict.summary())
+        ``prefix``, the engine of the run's image); a disaggregated configuration's transfer backend by
+        the host's release, and each role's worker as the engine parses it."""
+        configs = [plan.config]
+        if plan.config.disaggregation is not None:
+            try:
+                check_disaggregation(plan.config, plan.adapter.display_name, self.engine_version)
+            except EngineConfigError as exc:
+                raise RunFailed("unknown_argument", str(exc)) from None
+            configs = [worker_config(plan.config, role) for role in ROLES]
+        for config in configs:
+            verdict = preflight(
+                transport,
+                plan.adapter,
+                config,
+                engine_version=self.engine_version,
+                prefix=prefix,
+                cache=default_cache(),
+            )
+            if not verdict.ok:
+                raise RunFailed("launch_failed" if verdict.missing else "unknown_argument", verdict.summary())
         self.emit("message", verdict.summary())
         if verdict.version:
             self.engine_version = verdict.version
@@ -479,6 +503,9 @@ class _Execution:
         with ExitStack() as stack:
             endpoints = stack.enter_context(Endpoints(transport, plan.adapter))
             replicas = self._launch(plan, gpu_ids, run.id, endpoints)
+            # a disaggregated configuration is benchmarked through its router; its workers are sampled
+            engines = [replica for replica in replicas if replica.name != disagg.ROUTER]
+            targets = [replica for replica in replicas if replica.name == disagg.ROUTER] or replicas
             self.set_status("ready", f"{len(replicas)} replica(s) ready")
             directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="perflab-run-")))
             sampler = stack.enter_context(
@@ -486,7 +513,7 @@ class _Execution:
                     transport=transport,
                     adapter=plan.adapter,
                     endpoints=endpoints,
-                    replicas=replicas,
+                    replicas=engines,
                     gpu_ids=gpu_ids,
                     vendor=vendor,
                     store=self.store,
@@ -501,6 +528,8 @@ class _Execution:
                 run_key=self.remote_state["run_key"],
                 model=plan.adapter.served_name(plan.config),
                 replicas=replicas,
+                targets=targets,
+                watch_logs=plan.config.disaggregation is not None,
                 timeout_s=self.options.bench_timeout_s,
                 interrupt=self.interrupt,
                 on_progress=self.progress,
@@ -569,7 +598,10 @@ class _Execution:
             )
         except TransportError as exc:
             status = "failed"
-            fields = {"failure_class": "connection_lost", "failure_message": str(exc)}
+            failure = transport_failure(
+                exc, local=self.transport is not None and self.transport.host.transport == "local"
+            )
+            fields = {"failure_class": failure.failure_class, "failure_message": failure.message}
             if is_disk_full(exc):
                 fields = self._disk_full_fields(exc)
         except Exception as exc:  # the database lost, or a bug: the engines must stop and the run end

@@ -13,9 +13,12 @@ A :class:`Sampler` thread wakes every ``interval_s`` seconds and stores, as ``ru
 - ``rapl`` (one per CPU package of a CPU host whose RAPL counters are readable): ``package``,
   ``energy_uj`` and ``max_energy_range_uj`` (:mod:`perflab.runner.energy`).
 
-``t_s`` counts seconds from the sampler's start. A failed scrape or query skips that sample; the
-sampler never stops the run. A host whose Python has no NVML bindings, or whose RAPL counters cannot be
-read, is asked once and then no more.
+``t_s`` counts seconds from the sampler's start, taken for each sample when it was read: the middle of
+the scrape or command that read it (a round's queries follow each other, and over SSH each can take a
+second under load, so a time taken once for the round would place later readings too early). An NVML
+counter, read by its own command, carries its own time, ``energy_t_s``. A failed scrape or query skips
+that sample; the sampler never stops the run. A host whose Python has no NVML bindings, or whose RAPL
+counters cannot be read, is asked once and then no more.
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -40,6 +43,7 @@ from perflab.transport.base import CommandResult, Transport
 from perflab.transport.errors import CommandTimeout, TransportError
 
 SMI_TIMEOUT_S = 15.0
+T = TypeVar("T")
 
 
 def engine_values(adapter: EngineAdapter, metrics_text: str) -> dict[str, float] | None:
@@ -185,22 +189,32 @@ class Sampler:
                 self.store.add_samples(self.take())
             self._stop.wait(self.interval_s)
 
+    def _read(self, read: Callable[[], T]) -> tuple[T, float]:
+        """What ``read`` returns, and when: the middle of the call on the samples' clock."""
+        before = self.elapsed()
+        value = read()
+        return value, round((before + self.elapsed()) / 2.0, 3)
+
     def take(self) -> list[dict[str, Any]]:
-        """One round of samples (engine gauges of every replica, each GPU of the run, CPU packages)."""
-        t_s = round(self.elapsed(), 3)
+        """One round of samples (engine gauges of every replica, each GPU of the run, CPU packages),
+        each stamped when it was read."""
         samples: list[dict[str, Any]] = []
         for replica in self.replicas:
-            text = self.endpoints.metrics_text(replica)
+            text, t_s = self._read(lambda replica=replica: self.endpoints.metrics_text(replica))
             values = engine_values(self.adapter, text) if text is not None else None
             if values is not None:
                 samples.append(
                     {"t_s": t_s, "source": "engine", "values": {"replica": replica.plan.index, **values}}
                 )
-        found = [acc for acc in self.accelerators() if acc.index in self.gpu_ids]
-        energy_mj = self.counters.gpu_energy_mj() if found else {}
+        accelerators, t_s = self._read(self.accelerators)
+        found = [acc for acc in accelerators if acc.index in self.gpu_ids]
+        energy_mj, energy_t_s = self._read(self.counters.gpu_energy_mj) if found else ({}, t_s)
         for acc in found:
             values = accelerator_values(acc, energy_mj.get(acc.index))
+            if "energy_mj" in values:
+                values["energy_t_s"] = energy_t_s
             samples.append({"t_s": t_s, "source": "accelerator", "values": values})
-        for package in self.counters.rapl_packages():
+        packages, t_s = self._read(self.counters.rapl_packages)
+        for package in packages:
             samples.append({"t_s": t_s, "source": "rapl", "values": package})
         return samples

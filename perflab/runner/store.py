@@ -189,15 +189,17 @@ class RunStore:
         return locked, recent
 
     def ports_of_other_runs(self, host_names: Collection[str]) -> set[int]:
-        """The engine ports other unfinished runs on these hosts (one machine) recorded (bound or
-        about to be)."""
+        """The ports other unfinished runs on these hosts (one machine) recorded (bound or about to be):
+        each engine's, and the side channel, bootstrap or metrics port of a disaggregated process."""
         with new_session(self.engine) as session:
             runs = crud.in_flight_runs(session)
         return {
-            entry["port"]
+            port
             for run in runs
             if run.id != self.run_id and run.host_name in host_names
             for entry in (run.remote_state or {}).get("processes", [])
+            for port in (entry["port"], entry.get("side_port"))
+            if port is not None
         }
 
     def acquire_gpus(self, *, host_name: str, gpu_ids: Sequence[int], worker_id: str) -> bool:

@@ -25,6 +25,7 @@ import uuid
 import zlib
 from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
+from perflab.sim.disagg import Handoff, Worker
 from perflab.sim.engine import Engine
 from perflab.sim.httpserver import HttpRequest, Responder
 from perflab.sim.metrics import render_prometheus, trtllm_iteration_stats
@@ -111,6 +112,9 @@ class OpenAIApp:
         self.tokenizer = tokenizer
         self._clock = clock
         self._access_log = access_log
+        # the worker's side of prefill/decode disaggregation (SGLang --disaggregation-mode, vLLM
+        # --kv-transfer-config), if any
+        self.kv: Optional[Worker] = None
         self._created = int(time.time())
         self._routes: Dict[str, Tuple[Tuple[str, ...], Route]] = {
             "/health": (("GET",), self._health),
@@ -128,6 +132,9 @@ class OpenAIApp:
             self._routes["/metrics"] = (("GET",), self._prometheus)
         if config.flavour == "sglang":
             self._routes["/get_model_info"] = (("GET",), self._sglang_model_info)
+            self._routes["/model_info"] = (("GET",), self._sglang_model_info)
+            self._routes["/server_info"] = (("GET",), self._sglang_server_info)
+            self._routes["/get_server_info"] = (("GET",), self._sglang_server_info)
             self._routes["/health_generate"] = (("GET",), self._health)
             self._routes["/flush_cache"] = (("GET", "POST"), self._flush_cache)
         if config.flavour in ("vllm", "vllm-ascend") and config.dev_mode:
@@ -215,6 +222,17 @@ class OpenAIApp:
             },
         )
 
+    def _sglang_server_info(self, request: HttpRequest, responder: Responder) -> None:
+        mode = self.kv.mode if self.kv is not None else "null"
+        self._json(
+            responder,
+            {
+                "model_path": self.config.model_root,
+                "disaggregation_mode": mode,
+                "version": self.config.version,
+            },
+        )
+
     def _prometheus(self, request: HttpRequest, responder: Responder) -> None:
         if not self.config.metrics_enabled:
             responder.send(404, b'{"detail":"Not Found"}')
@@ -298,7 +316,8 @@ class OpenAIApp:
         self._generate("completion", request, responder)
 
     def _generate(self, kind: str, request: HttpRequest, responder: Responder) -> None:
-        params = parse_generation(kind, parse_json_object(request.body))
+        data = parse_json_object(request.body)
+        params = parse_generation(kind, data)
         model = check_model(params.model, self.config.served_names)
         token_ids = params.prompt_token_ids
         if token_ids is None and self.config.need_prompt_ids:
@@ -323,10 +342,31 @@ class OpenAIApp:
         )
         reasoning_tokens = target // 4 if self.config.reasoning and kind == "chat" and target >= 2 else 0
         fmt = ResponseFormat(kind, request_id, int(time.time()), model, reasoning_tokens)
-        sink = (
-            StreamSink(responder, fmt, params.include_usage) if params.stream else CollectSink(responder, fmt)
-        )
+        handoff = self.kv.handoff(data, request_id) if self.kv is not None else None
+        answer = self.kv.responder(responder, handoff, seq) if self.kv and handoff else responder
+        sink = StreamSink(responder, fmt, params.include_usage) if params.stream else CollectSink(answer, fmt)
         seq.on_tokens = sink.on_tokens
+        if handoff is not None and handoff.role == "decode":
+            self._decode(seq, sink, handoff, responder)
+            return
+        if handoff is not None and self.kv is not None and self.kv.prefill is not None:
+            self.kv.prefill.accept(seq, handoff.key, sink.on_tokens)
         responder.on_disconnect = lambda: self.engine.abort(seq)
         sink.start()
         self.engine.submit(seq)
+
+    def _decode(self, seq: Sequence, sink, handoff: Handoff, responder: Responder) -> None:  # noqa: ANN001
+        """A decode worker's request: its answer starts once the prefill's KV cache is here."""
+
+        def disconnected() -> None:
+            if seq.owner is None:
+                seq.aborted = True
+            else:
+                self.engine.abort(seq)
+
+        def fail(message: str) -> None:
+            responder.send(500, self._error_body(ApiError(500, message, "InternalServerError")))
+
+        responder.on_disconnect = disconnected
+        assert self.kv is not None and self.kv.decode is not None
+        self.kv.decode.accept(seq, handoff, sink.start, self.engine.submit, self.engine.deliver, fail)

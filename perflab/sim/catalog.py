@@ -40,6 +40,7 @@ class ModelArch:
         max_position: int = 40960,
         vocab: int = 151936,
         estimated: bool = False,
+        state_elements: int = 0,
     ) -> None:
         self.architecture = architecture
         self.params_b = params_b
@@ -58,6 +59,9 @@ class ModelArch:
         self.max_position = max_position
         self.vocab = vocab
         self.estimated = estimated
+        # Fixed recurrent state per sequence (elements, all linear-attention layers): hybrid models
+        # read and rewrite it every decode step and hold it while the sequence runs.
+        self.state_elements = state_elements
 
     @property
     def is_moe(self) -> bool:
@@ -121,7 +125,9 @@ def _qwen3_moe(
 
 
 def _hybrid_moe(arch: str, params: float, experts: int, per_token: int, vocab: int) -> ModelArch:
-    """Qwen3-Next-style: 48/40 layers, hidden 2048, 3B active, a growing KV cache in one layer of four."""
+    """Qwen3-Next-style: 48/40 layers, hidden 2048, 3B active, a growing KV cache in one layer of four;
+    the other three are Gated DeltaNet layers, each with a 32 value heads × 128 × 128 state per sequence
+    (``linear_num_value_heads``, ``linear_key_head_dim``, ``linear_value_head_dim`` of their configs)."""
     layers = 48 if experts == 512 else 40
     return ModelArch(
         arch,
@@ -139,6 +145,7 @@ def _hybrid_moe(arch: str, params: float, experts: int, per_token: int, vocab: i
         attention_every=4,
         max_position=262144,
         vocab=vocab,
+        state_elements=(layers - layers // 4) * 32 * 128 * 128,
     )
 
 

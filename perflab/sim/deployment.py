@@ -33,7 +33,14 @@ QUANTIZATION_FORMATS = {
 
 
 class Knobs:
-    """Engine-neutral serving options, as parsed from an engine's argv or config."""
+    """Engine-neutral serving options, as parsed from an engine's argv or config.
+
+    Parallelism: ``tp`` GPUs per attention rank, ``dp`` data-parallel ranks, ``pp`` pipeline stages,
+    ``ep`` the expert-parallel size of MoE layers (1 = none). ``dp_attention`` says whether the ``dp``
+    ranks run attention separately but share their MoE layers (one MoE group of ``dp × tp`` GPUs,
+    vLLM's ``-dp`` on a MoE model, SGLang's ``--enable-dp-attention`` with ``--tp-size`` = ``dp × tp``)
+    or are independent replicas; None leaves it to the engine's default (:func:`resolve_deployment`).
+    """
 
     def __init__(self, model: str) -> None:
         self.model = model
@@ -42,6 +49,7 @@ class Knobs:
         self.dp = 1
         self.pp = 1
         self.ep = 1
+        self.dp_attention: Optional[bool] = None
         self.quantization: Optional[str] = None
         self.kv_cache_dtype: Optional[str] = None
         self.max_num_batched_tokens: Optional[int] = None
@@ -55,6 +63,11 @@ class Knobs:
         self.mem_fraction: Optional[float] = None
         self.attention_backend: Optional[str] = None
         self.reasoning_parser: Optional[str] = None
+        # SGLang's --disaggregation-mode (null, prefill or decode), or the role vLLM's --kv-transfer-config
+        # gives (prefill, decode, or both for NixlConnector's kv_both)
+        self.disaggregation_mode = "null"
+        self.transfer_backend = "mooncake"
+        self.bootstrap_port = 8998
         self.api_key = ""
         self.host = "127.0.0.1"
         self.port = 8000
@@ -76,7 +89,14 @@ def speculative_from_json(text: str) -> tuple:
 
 
 class Deployment:
-    """A fully resolved configuration the performance model can cost."""
+    """A fully resolved configuration the performance model can cost.
+
+    Layout: ``dp`` independent replicas, each of ``attention_dp × tp × pp`` GPUs. Inside a replica,
+    ``attention_dp`` attention ranks (each ``tp`` GPUs, its own batch and KV cache) step in lockstep and
+    share the MoE layers, split over the replica's ``attention_dp × tp`` GPUs as ``moe_tp`` (tensor
+    parallel) × ``moe_ep`` (expert parallel); ``ep`` is ``moe_ep``. A dense model has
+    ``attention_dp = 1``, ``moe_tp = tp``, ``moe_ep = 1``.
+    """
 
     def __init__(self, engine: str, model: ModelSpec, accel: Accelerator, knobs: Knobs) -> None:
         self.engine = engine
@@ -88,6 +108,9 @@ class Deployment:
         self.dp = knobs.dp
         self.pp = knobs.pp
         self.ep = knobs.ep
+        self.attention_dp = 1
+        self.moe_tp = knobs.tp
+        self.moe_ep = 1
         self.weight_format = model.weight_format
         self.kv_bytes = 2
         self.max_num_batched_tokens = 8192
@@ -104,7 +127,12 @@ class Deployment:
 
     @property
     def gpus_per_replica(self) -> int:
-        return self.tp * self.pp
+        return self.tp * self.pp * self.attention_dp
+
+    @property
+    def moe_group(self) -> int:
+        """GPUs one MoE layer is split over (``moe_tp × moe_ep``, per pipeline stage)."""
+        return self.moe_tp * self.moe_ep
 
     @property
     def gpus(self) -> int:
@@ -161,6 +189,33 @@ def _apply_engine_defaults(dep: Deployment) -> None:
         dep.max_model_len = 2560
 
 
+def _apply_layout(dep: Deployment) -> None:
+    """Attention data parallelism and the MoE split, as each engine reads its parallel flags.
+
+    vLLM (0.11–0.33 ``ParallelConfig``; docs "Data Parallel Deployment"): on a MoE model the ``-dp``
+    ranks form one group whose expert layers are tensor parallel over ``dp × tp`` GPUs, or expert
+    parallel with ``--enable-expert-parallel``; on a dense model they are independent replicas.
+    SGLang and TensorRT-LLM share MoE layers across DP ranks only with DP attention
+    (``--enable-dp-attention``, ``enable_attention_dp``); MindIE's ``dp`` ranks likewise.
+    """
+    knobs, arch = dep.knobs, dep.model.arch
+    shared = knobs.dp_attention
+    if shared is None:
+        shared = dep.engine in ("vllm", "vllm-ascend") and arch.is_moe and knobs.dp > 1
+    if shared and arch.is_moe:
+        dep.attention_dp, dep.dp = knobs.dp, 1
+    group = dep.attention_dp * dep.tp
+    if not arch.is_moe:
+        dep.moe_tp, dep.moe_ep, dep.ep = dep.tp, 1, 1
+        return
+    ep = max(1, knobs.ep)
+    if group % ep:
+        raise failures.layout_invalid(
+            dep.engine, f"expert parallel size {ep} does not divide the MoE group of {group} GPUs"
+        )
+    dep.moe_ep, dep.moe_tp, dep.ep = ep, group // ep, ep
+
+
 def _apply_quantization(dep: Deployment) -> None:
     method = dep.knobs.quantization
     if method:
@@ -178,8 +233,8 @@ def _check_quantization(dep: Deployment) -> None:
         raise failures.fp8_unsupported(engine)
     if engine == "trtllm" and dep.weight_format == "int4" and accel.sm_version == 80:
         raise failures.trtllm_awq_on_sm80()
-    if dep.weight_format == "fp8" and arch.is_moe and dep.ep == 1 and engine in ("vllm", "sglang"):
-        shard = arch.moe_intermediate // dep.tp
+    if dep.weight_format == "fp8" and arch.is_moe and engine in ("vllm", "sglang"):
+        shard = arch.moe_intermediate // dep.moe_tp
         if shard % 128:
             raise failures.fp8_block_not_divisible(engine, shard)
 
@@ -191,6 +246,7 @@ def resolve_deployment(engine: str, knobs: Knobs, accel: Accelerator) -> Deploym
         raise failures.model_not_found(engine, knobs.model)
     dep = Deployment(engine, model, accel, knobs)
     _apply_engine_defaults(dep)
+    _apply_layout(dep)
     _apply_quantization(dep)
     _check_quantization(dep)
     if engine == "mindie" and dep.prefix_caching and model.arch.is_moe:
@@ -219,7 +275,9 @@ def describe(dep: Deployment) -> Dict[str, object]:
         "accelerator": dep.accel.key,
         "tp": dep.tp,
         "dp": dep.dp,
-        "ep": dep.ep,
+        "attention_dp": dep.attention_dp,
+        "moe_tp": dep.moe_tp,
+        "moe_ep": dep.moe_ep,
         "weights": dep.weight_format,
         "compute": dep.compute_format,
         "kv_cache_bytes": dep.kv_bytes,

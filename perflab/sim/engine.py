@@ -91,15 +91,7 @@ class Engine:
         return all([replica.reset_prefix_cache() for replica in self.replicas])
 
     def gauges(self) -> EngineGauges:
-        total = EngineGauges()
-        for replica in self.replicas:
-            part = replica.gauges()
-            total.running += part.running
-            total.waiting += part.waiting
-            total.kv_used_tokens += part.kv_used_tokens
-            total.kv_capacity_tokens += part.kv_capacity_tokens
-            total.block_size = part.block_size
-        return total
+        return EngineGauges.total(replica.gauges() for replica in self.replicas)
 
 
 def fixed_engine(loop: asyncio.AbstractEventLoop, ttft_s: float, itl_s: float) -> Engine:
@@ -117,7 +109,8 @@ def model_engine(
     timer_factory: TimerFactory = PreciseTimer,
     pace: Optional[Pace] = None,
 ) -> Engine:
-    """A continuous-batching engine with one scheduler per data-parallel replica."""
+    """A continuous-batching engine with one scheduler per data-parallel replica (each stepping its
+    attention ranks in lockstep)."""
     engine = Engine(MetricsRecorder())
     for _ in range(dep.dp):
         engine.replicas.append(

@@ -255,3 +255,8 @@ def port_in_use(engine: str, host: str, port: int) -> EngineFailure:
             "address already in use"
         ]
     )
+
+
+def layout_invalid(engine: str, message: str) -> EngineFailure:
+    """A parallel layout the engine's configuration check refuses."""
+    return raised(engine, f"ValueError: {message}")

@@ -2,8 +2,11 @@
 
 Figures are the vendors' dense peak numbers (no sparsity). ``fp8_tflops`` is 0 where the chip has no
 FP8 tensor cores (A100 is SM80: engines either refuse FP8 or fall back to weight-only FP8).
-``memory_mib`` is what ``nvidia-smi``/``npu-smi`` report as total memory. Power, clocks and
-temperatures are :mod:`perflab.sim.power`'s.
+``memory_mib`` is what ``nvidia-smi``/``npu-smi`` report as total memory. ``memory_efficiency`` is
+the share of the bandwidth a GEMM streaming its weights reaches: for A100, H100 and H200 the fit of a
+roofline to NVIDIA's measured vLLM BF16 GEMM tables in AIConfigurator 0.12.0
+(``aiconfigurator_core/systems/data/<gpu>/gemm/vllm``: 0.75, 0.90, 0.85); L40S and the 910B have no
+such table and take 0.8. Power, clocks and temperatures are :mod:`perflab.sim.power`'s.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ class Accelerator:
         bandwidth_gbs: float,
         link_gbs: float,
         compute_cap: str,
+        memory_efficiency: float = 0.8,
+        compute_achieved: float = 1.0,
     ) -> None:
         self.key = key
         self.vendor = vendor
@@ -39,6 +44,8 @@ class Accelerator:
         self.bandwidth_gbs = bandwidth_gbs
         self.link_gbs = link_gbs
         self.compute_cap = compute_cap
+        self.memory_efficiency = memory_efficiency
+        self.compute_achieved = compute_achieved
 
     @property
     def memory_bytes(self) -> int:
@@ -60,7 +67,7 @@ class Accelerator:
 
 ACCELERATORS: Dict[str, Accelerator] = {
     "A100": Accelerator(
-        "A100", "nvidia", "NVIDIA A100-SXM4-80GB", 81920, 312.0, 0.0, 624.0, 2039.0, 300.0, "8.0"
+        "A100", "nvidia", "NVIDIA A100-SXM4-80GB", 81920, 312.0, 0.0, 624.0, 2039.0, 300.0, "8.0", 0.75
     ),
     "A100-40GB": Accelerator(
         "A100-40GB",
@@ -73,11 +80,25 @@ ACCELERATORS: Dict[str, Accelerator] = {
         1555.0,
         300.0,
         "8.0",
+        0.75,
     ),
     "H100": Accelerator(
-        "H100", "nvidia", "NVIDIA H100 80GB HBM3", 81559, 989.0, 1979.0, 1979.0, 3350.0, 450.0, "9.0"
+        "H100",
+        "nvidia",
+        "NVIDIA H100 80GB HBM3",
+        81559,
+        989.0,
+        1979.0,
+        1979.0,
+        3350.0,
+        450.0,
+        "9.0",
+        0.9,
+        0.5,
     ),
-    "H200": Accelerator("H200", "nvidia", "NVIDIA H200", 143771, 989.0, 1979.0, 1979.0, 4800.0, 450.0, "9.0"),
+    "H200": Accelerator(
+        "H200", "nvidia", "NVIDIA H200", 143771, 989.0, 1979.0, 1979.0, 4800.0, 450.0, "9.0", 0.85, 0.4
+    ),
     "L40S": Accelerator("L40S", "nvidia", "NVIDIA L40S", 46068, 362.0, 733.0, 733.0, 864.0, 32.0, "8.9"),
     "910B": Accelerator("910B", "ascend", "910B3", 65536, 313.0, 0.0, 640.0, 1600.0, 196.0, ""),
 }

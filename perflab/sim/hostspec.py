@@ -29,15 +29,27 @@ ASCEND_ENGINES = ("vllm", "vllm_ascend", "mindie")
 NVIDIA_DRIVER = "570.172.08"
 CUDA_VERSION = "12.8"
 NPU_SMI_VERSION = "23.0.7"
+# KV transfer libraries a simulated host has for disaggregated workers (the others are missing there)
+DEFAULT_TRANSFER_BACKENDS = ("mooncake", "nixl")
 
 
 def normalize_spec(spec: Dict[str, object]) -> Dict[str, object]:
-    """The complete spec (accelerator, count, versions, time_scale, startup_scale, engines, noise); ValueError
-    names the field. ``startup_scale`` shortens engine start-up alone (default: ``time_scale``), so a demo
-    host can launch quickly while its benchmark timings stay realistic."""
+    """The complete spec (accelerator, count, versions, time_scale, startup_scale, engines, noise, the KV
+    transfer libraries ``transfer_backends`` its disaggregated workers find, default mooncake and nixl);
+    ValueError names the field. ``startup_scale`` shortens engine start-up alone (default: ``time_scale``),
+    so a demo host can launch quickly while its benchmark timings stay realistic."""
     if not isinstance(spec, dict):
         raise ValueError("simulate: expected a mapping like {accelerator: H100, count: 8}")
-    known = {"accelerator", "count", "versions", "time_scale", "startup_scale", "engines", "noise"}
+    known = {
+        "accelerator",
+        "count",
+        "versions",
+        "time_scale",
+        "startup_scale",
+        "engines",
+        "noise",
+        "transfer_backends",
+    }
     unknown = set(spec) - known
     if unknown:
         raise ValueError(f"simulate: unknown field(s) {', '.join(sorted(unknown))}")
@@ -64,6 +76,13 @@ def normalize_spec(spec: Dict[str, object]) -> Dict[str, object]:
             f"simulate.engines: expected a list drawn from {', '.join(sorted(DEFAULT_VERSIONS))}"
         )
     merged = {engine: str(versions.get(engine, DEFAULT_VERSIONS[engine])) for engine in engines}
+    backends = spec.get("transfer_backends", list(DEFAULT_TRANSFER_BACKENDS))
+    if not isinstance(backends, list) or not all(
+        isinstance(name, str) and name.isidentifier() for name in backends
+    ):
+        raise ValueError(
+            f"simulate.transfer_backends: expected a list of names like [mooncake, nixl], got {backends!r}"
+        )
     return {
         "accelerator": accel.key,
         "count": count,
@@ -72,6 +91,7 @@ def normalize_spec(spec: Dict[str, object]) -> Dict[str, object]:
         "startup_scale": float(startup_scale),
         "engines": list(engines),
         "noise": check_noise(spec.get("noise")),
+        "transfer_backends": list(backends),
     }
 
 
@@ -88,6 +108,7 @@ class HostSpec:
         self.startup_scale = float(normalized["startup_scale"])  # type: ignore[arg-type]
         noise = normalized["noise"] or {}
         self.noise: Optional[NoiseModel] = NoiseModel(**noise) if noise else None  # type: ignore[arg-type]
+        self.transfer_backends = list(normalized["transfer_backends"])  # type: ignore[call-overload]
 
     @property
     def state_dir(self) -> str:

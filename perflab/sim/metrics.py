@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import bisect
 import time
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, Iterable, List, Sequence, Tuple
 
 # Bucket bounds of vLLM's histograms (seconds).
 # fmt: off
@@ -117,6 +117,18 @@ class EngineGauges:
     @property
     def kv_usage(self) -> float:
         return self.kv_used_tokens / self.kv_capacity_tokens if self.kv_capacity_tokens else 0.0
+
+    @classmethod
+    def total(cls, parts: Iterable["EngineGauges"]) -> "EngineGauges":
+        """The sum of several schedulers' gauges (replicas, attention ranks)."""
+        total = cls()
+        for part in parts:
+            total.running += part.running
+            total.waiting += part.waiting
+            total.kv_used_tokens += part.kv_used_tokens
+            total.kv_capacity_tokens += part.kv_capacity_tokens
+            total.block_size = part.block_size
+        return total
 
 
 # What each metric shows: source value → (Prometheus type, help text). "finished" is a counter

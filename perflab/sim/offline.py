@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from typing import Callable, List, Optional, Sequence, Tuple
+from collections import deque
+from typing import Callable, Deque, List, Optional, Sequence, Tuple
 
 from perflab.sim.deployment import Deployment
 from perflab.sim.engine import model_engine
@@ -85,21 +86,29 @@ class VirtualTimer:
 
 
 class RequestSpec:
-    """One request of an offline workload."""
+    """One request of an offline workload; a ``prefilled`` one arrives with its KV cache and first token
+    (a disaggregated decode worker's request, :mod:`perflab.sim.disagg`) and only decodes."""
 
     def __init__(
-        self, arrival: float, prompt_len: int, output_len: int, prompt_ids: Optional[List[int]] = None
+        self,
+        arrival: float,
+        prompt_len: int,
+        output_len: int,
+        prompt_ids: Optional[List[int]] = None,
+        prefilled: bool = False,
     ) -> None:
         self.arrival = arrival
         self.prompt_len = prompt_len
         self.output_len = output_len
         self.prompt_ids = prompt_ids
+        self.prefilled = prefilled
 
 
 class RequestTiming:
-    """Simulated latencies of one request (seconds)."""
+    """Simulated latencies of one request (seconds), and when it was ``sent``."""
 
     def __init__(self, seq: SimSequence) -> None:
+        self.sent = seq.arrival
         self.ttft = seq.first_token_at - seq.arrival
         self.e2el = seq.last_token_at - seq.arrival
         self.queue = seq.scheduled_at - seq.arrival
@@ -108,14 +117,31 @@ class RequestTiming:
         self.tpot = (self.e2el - self.ttft) / (seq.generated - 1) if seq.generated > 1 else 0.0
 
 
+def _decode_only(engine, clock: VirtualClock) -> Callable[[SimSequence], None]:  # noqa: ANN001
+    """Admit a prefilled sequence: its first token goes out at once, the rest is decoded."""
+
+    def submit(seq: SimSequence) -> None:
+        seq.computed = seq.prompt_len
+        seq.scheduled_at = clock.now
+        seq.generated = 1
+        engine.deliver(seq, 1, clock.now)
+        if not seq.done:
+            engine.submit(seq)
+
+    return submit
+
+
 def simulate(
     dep: Deployment,
     requests: Sequence[RequestSpec],
     plan: Optional[MemoryPlan] = None,
     pace: Optional[Pace] = None,
+    max_concurrency: Optional[int] = None,
 ) -> Tuple[List[RequestTiming], MetricsRecorder]:
     """Run ``requests`` through ``dep``'s engine model (sped up or slowed by ``pace``, the noise of
-    one launch); per-request timings and engine metrics."""
+    one launch); per-request timings and engine metrics. With ``max_concurrency`` a request that
+    arrives while that many are in flight is sent when one finishes (``vllm bench serve
+    --max-concurrency``); its latencies count from then, as the client measures them."""
     clock = VirtualClock()
     engine = model_engine(
         clock,
@@ -125,18 +151,35 @@ def simulate(
         timer_factory=VirtualTimer,
         pace=pace,
     )  # type: ignore[arg-type]
-    sequences = []
-    for index, spec in enumerate(requests):
+    sequences: List[Optional[SimSequence]] = [None] * len(requests)
+    held: Deque[int] = deque()
+    limit = max_concurrency or len(requests) or 1
+    in_flight = [0]
+    decode_only = _decode_only(engine, clock)
+
+    def send(index: int) -> None:
+        spec = requests[index]
         seq = SimSequence(
-            f"offline-{index}",
-            spec.arrival,
-            spec.prompt_len,
-            spec.output_len,
-            "length",
-            index,
-            spec.prompt_ids,
+            f"offline-{index}", clock.now, spec.prompt_len, spec.output_len, "length", index, spec.prompt_ids
         )
-        sequences.append(seq)
-        clock.call_at(spec.arrival, lambda seq=seq: engine.submit(seq))
+        seq.on_tokens = finished
+        sequences[index] = seq
+        in_flight[0] += 1
+        (decode_only if spec.prefilled else engine.submit)(seq)
+
+    def arrive(index: int) -> None:
+        if in_flight[0] < limit:
+            send(index)
+        else:
+            held.append(index)
+
+    def finished(seq: SimSequence, count: int, done: bool) -> None:
+        if done:
+            in_flight[0] -= 1
+            if held:
+                send(held.popleft())
+
+    for index, spec in enumerate(requests):
+        clock.call_at(spec.arrival, lambda index=index: arrive(index))
     clock.run()
-    return [RequestTiming(seq) for seq in sequences], engine.metrics
+    return [RequestTiming(seq) for seq in sequences if seq is not None], engine.metrics

@@ -1,35 +1,50 @@
 """The performance model: memory plan and the duration of one engine step.
 
-Memory (per GPU of a replica of ``tp × pp`` GPUs):
+A replica has ``attention_dp`` attention ranks of ``tp × pp`` GPUs each (one rank without attention
+data parallelism); its MoE layers are split over the ``attention_dp × tp`` GPUs as ``moe_tp × moe_ep``
+(:class:`~perflab.sim.deployment.Deployment`).
 
-- weights = (non-expert bytes) / (tp·pp) + (expert bytes) / (tp·pp, or the EP size with expert
-  parallelism); FP8/INT8 weights take ~1 byte per parameter, AWQ/GPTQ-Int4 ~0.56, embeddings 2.
+Memory (per GPU):
+
+- weights = (non-expert bytes) / (tp·pp) + (expert bytes) / (moe_tp·moe_ep·pp): every attention rank
+  holds its own copy of attention and dense layers, the MoE group shares the experts; FP8/INT8
+  weights take ~1 byte per parameter, AWQ/GPTQ-Int4 ~0.56, embeddings 2.
 - activations = a profiling peak for ``max_num_batched_tokens`` tokens plus the sampler's logits.
 - KV cache = what the engine's memory rule leaves (vLLM: ``gpu_memory_utilization × total`` minus
-  weights, activations and 0.4 GiB; SGLang: ``mem_fraction_static × total`` minus weights;
-  TensorRT-LLM: ``0.9 ×`` the memory free after weights; MindIE: ``NPU_MEMORY_FRACTION × total``
-  minus weights and runtime). KV bytes per token per GPU = 2 (K,V) × attention layers ×
-  max(1, kv_heads / tp) × head_dim × (2 bytes, or 1 with an FP8 KV cache); MLA models store one
-  latent vector per layer.
+  weights, the activation peak and vLLM's non-torch memory, as vLLM 0.11's
+  ``determine_available_memory`` does — no CUDA-graph estimate, which vLLM subtracts only from 0.21
+  on; SGLang: ``mem_fraction_static × total`` minus weights; TensorRT-LLM: ``0.9 ×`` the memory
+  free after weights; MindIE: ``NPU_MEMORY_FRACTION × total`` minus weights and runtime). KV bytes
+  per token per GPU = 2 (K,V) × attention layers × max(1, kv_heads / tp) × head_dim × (2 bytes, or
+  1 with an FP8 KV cache); MLA models store one
+latent vector per layer. Each attention rank has its own KV cache.
 
-One step processes ``T`` tokens (prefill chunks plus one token — or ``1 + k`` with speculative
-decoding — per decoding sequence) and takes
-``max(compute, memory) / (efficiency × backend factor) + communication + overhead`` where
+One step of the replica runs every attention rank's batch in lockstep (a rank without work runs a
+dummy batch, as vLLM's DP ranks of a MoE model do). Rank r processes ``T_r`` tokens (prefill chunks
+plus one token — or ``1 + k`` with speculative decoding — per decoding sequence). The step takes
+``max(GPU + host, front end)``:
 
-- compute = (2 · active params · T + 4 · attention layers · heads · head_dim · attended pairs)
-  / (tp · peak FLOP/s · 0.45), the peak being FP8/INT8 where weights and chip allow it (weight-only
-  formats run at the 16-bit peak with a 15 % dequantization cost);
-- memory = (dense weights + expert weights × fraction of experts touched by T tokens + KV bytes
-  read) / (tp · bandwidth · 0.75); the touched fraction is ``1 − (1 − k/E)^T``;
-- communication = 2 all-reduces per layer for tensor parallelism (ring: 2·(tp−1)/tp of the
-  activations over the link, plus 8 µs latency each) and, with expert parallelism, 2 all-to-alls
-  per MoE layer with a 10 % load-imbalance cost;
-- overhead = the engine's fixed step cost plus a per-sequence cost (scheduler, sampling, detokenize).
+- GPU = ``max_r dense_r + experts(ΣT_r) + communication``. dense_r is the rank's GEMMs and attention
+  on its tp GPUs plus fixed per-layer kernel latencies; experts are the MoE layers for all ranks'
+  tokens on the MoE group's GPUs (only the touched share ``1 − (1 − k/E)^ΣT`` of the expert weights is
+  read; +10 % load imbalance with expert parallelism). Each part is a roofline ``max(FLOPs / (peak ×
+  compute efficiency), bytes / (bandwidth × memory efficiency))``; the efficiencies (module constants
+  below) are fits to NVIDIA's measured vLLM kernel tables in AIConfigurator 0.12.0, times the engine's
+  efficiency, the attention backend's factor and, for compute, what the seeds' engines achieved on the
+  accelerator (:attr:`~perflab.sim.hardware.Accelerator.compute_achieved`). Hybrid models read and
+  rewrite each sequence's recurrent state every step.
+- communication = ring collectives over NVLink/HCCS at :data:`COLLECTIVE_EFFICIENCY` of the link: two
+  all-reduces per layer within a rank's tensor parallelism (one when attention is data parallel on a
+  MoE model); with attention data parallelism an all-gather and a reduce-scatter of the group's tokens
+  per MoE layer (tensor-parallel experts) or an all-to-all dispatch and combine (expert parallel).
+- host = the engine's fixed step cost plus its set-up cost per request starting its prefill.
+- front end = the engine's streaming cost per sequence in the busiest rank's batch: the API server works
+  in its own process beside the GPU, so it only sets the pace when it is the slower.
 """
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, List
 
 from perflab.sim import failures
 from perflab.sim.catalog import WEIGHT_BYTES
@@ -37,9 +52,34 @@ from perflab.sim.deployment import Deployment
 from perflab.sim.profiles import LIGHT_DRAFTS
 
 GIB = 1024**3
-MFU = 0.45
-MBU = 0.75
+# Kernel efficiencies: each is the fit of one roofline, max(flops / (peak × compute), bytes / (bandwidth ×
+# memory)) + a fixed latency, to NVIDIA's measured vLLM kernel tables for A100, H100 and H200 in
+# AIConfigurator 0.12.0 (aiconfigurator-core, systems/data/<gpu>/{gemm,attention,moe}/vllm).
+GEMM_COMPUTE = 0.80  # BF16 GEMMs of LLM shapes (14,504 H100 shapes, median error 5 %; A100, H200 the same)
+FP8_GEMM_COMPUTE = 0.45  # of the FP8 peak (H100/H200 per-tensor FP8 GEMMs)
+FP8_MEMORY = 0.80  # FP8 weight streaming relative to BF16's (0.70–0.75 against 0.85–0.90)
+GEMM_FLOOR_S = 5e-6  # per GEMM (4–6 µs); four GEMMs a layer (QKV, output, gate-up, down)
+ATTENTION_COMPUTE = 0.55  # prefill attention (FlashAttention, causal), of the BF16 peak
+ATTENTION_MEMORY = 0.75  # decode attention reading the KV cache
+ATTENTION_FLOOR_S = 10e-6  # per attention layer
+MOE_COMPUTE = 0.28  # fused-MoE grouped GEMMs (Qwen3 MoE shapes, TP1–8): 0.25–0.30 of the BF16 peak;
+# block-FP8 experts reach 0.175–0.20 of the FP8 peak, the same rate, so FP8 only halves their bytes
+MOE_MEMORY = 0.78  # and 0.75–0.80 of bandwidth (BF16 and block-FP8 alike)
+MOE_FLOOR_S = 20e-6  # per MoE layer
+SMALL_KERNELS_S = 6e-6  # per layer: two norms at AIConfigurator's 3 µs per small memory-bound kernel
+# Collectives (ring all-reduce, all-gather, reduce-scatter) move data at this share of the link bandwidth,
+# after a fixed latency: vLLM's custom all-reduce on 2–8 A100/H100/H200 (AIConfigurator 0.12.0,
+# systems/data/<gpu>/comm/vllm, 0.5–32 MiB on 8 GPUs: a line of 13 µs + 58 GB/s on A100, 10 µs +
+# 107 GB/s on H100, i.e. 0.34–0.42 of the link after the ring's 2(n−1)/n).
+COLLECTIVE_EFFICIENCY = 0.35
+COLLECTIVE_LATENCY_S = 10e-6
+# Weight-only quantized GEMMs (AWQ/GPTQ int4, FP8 without FP8 tensor cores) dequantize inside the
+# kernel and compute at the 16-bit peak with this efficiency penalty.
+WEIGHT_ONLY_COMPUTE = 0.85
 CUDA_CONTEXT_BYTES = 0.5 * GIB
+# Memory outside PyTorch's allocator that vLLM's profile counts against the KV cache (cuBLAS and NCCL
+# workspaces): its start-up logs print "non_torch_memory takes 0.09–0.20 GiB" on one node.
+VLLM_NON_TORCH_BYTES = 0.2 * GIB
 
 
 class MemoryPlan:
@@ -76,14 +116,17 @@ def kv_bytes_per_token_per_gpu(dep: Deployment) -> float:
     return 2.0 * arch.attention_layers * heads_per_gpu * arch.head_dim * dep.kv_bytes / dep.pp
 
 
+def state_bytes_per_seq_per_gpu(dep: Deployment) -> float:
+    """Recurrent state one running sequence holds on each GPU (hybrid models; heads split over TP)."""
+    return dep.model.arch.state_elements * 2.0 / (dep.tp * dep.pp)
+
+
 def plan_memory(dep: Deployment, busy_bytes: float = 0.0, device: int = 0) -> MemoryPlan:
     """Where each GPU's memory goes; raises the engine's out-of-memory failures."""
     arch = dep.model.arch
     total = float(dep.accel.memory_bytes)
     split = weight_split(dep)
-    shards = dep.tp * dep.pp
-    expert_shards = dep.ep if dep.ep > 1 else shards
-    weights = split["dense"] / shards + split["experts"] / expert_shards
+    weights = split["dense"] / (dep.tp * dep.pp) + split["experts"] / (dep.moe_group * dep.pp)
     ffn = (arch.moe_intermediate * arch.experts_per_token if arch.is_moe else arch.intermediate) / dep.tp
     tokens = dep.max_num_batched_tokens
     activations = (
@@ -105,7 +148,7 @@ def plan_memory(dep: Deployment, busy_bytes: float = 0.0, device: int = 0) -> Me
             dep.engine, device, total, tried, max(0.0, available - CUDA_CONTEXT_BYTES)
         )
     if dep.engine in ("vllm", "vllm-ascend"):
-        kv = total * dep.mem_fraction - weights - activations - 0.4 * GIB
+        kv = total * dep.mem_fraction - weights - activations - VLLM_NON_TORCH_BYTES
         used = min(total, total * dep.mem_fraction + CUDA_CONTEXT_BYTES)
     elif dep.engine == "sglang":
         kv = total * dep.mem_fraction - weights
@@ -131,73 +174,151 @@ def plan_memory(dep: Deployment, busy_bytes: float = 0.0, device: int = 0) -> Me
     return MemoryPlan(weights, activations, kv, per_token, used)
 
 
+class StepLoad:
+    """What one attention rank computes in one step: ``tokens`` (prefill chunks plus decode tokens),
+    attended query-key ``pairs``, ``kv_read`` cached tokens read, ``sequences`` in the batch, of which
+    ``decoding`` decode and ``admitted`` start their prefill."""
+
+    __slots__ = ("tokens", "pairs", "kv_read", "sequences", "decoding", "admitted")
+
+    def __init__(
+        self,
+        tokens: int = 0,
+        pairs: float = 0.0,
+        kv_read: float = 0.0,
+        sequences: int = 0,
+        decoding: int = 0,
+        admitted: int = 0,
+    ) -> None:
+        self.tokens = tokens
+        self.pairs = pairs
+        self.kv_read = kv_read
+        self.sequences = sequences
+        self.decoding = decoding
+        self.admitted = admitted
+
+
 class PerfModel:
-    """Costs engine steps of one replica of a deployment."""
+    """Costs engine steps of one replica of a deployment (its attention ranks in lockstep)."""
 
     def __init__(self, dep: Deployment) -> None:
         arch = dep.model.arch
         accel = dep.accel
         self.dep = dep
         split = weight_split(dep)
-        peak_tflops = {"fp8": accel.fp8_tflops, "int8": accel.int8_tops}.get(
-            dep.compute_format, accel.bf16_tflops
-        )
-        narrow_weights = dep.weight_format != "bf16" and dep.compute_format == "bf16"
         speed = dep.profile.efficiency * dep.attention_factor
-        self._compute_rate = dep.tp * peak_tflops * 1e12 * MFU * speed * (0.85 if narrow_weights else 1.0)
-        self._bandwidth = dep.tp * accel.bandwidth_gbs * 1e9 * MBU * speed
-        self._flops_per_token = 2.0 * arch.active_params_b * 1e9
-        self._flops_per_pair = 4.0 * arch.attention_layers * arch.heads * arch.head_dim
-        self._dense_bytes = split["dense"]
-        self._expert_bytes = split["experts"]
+        bandwidth = accel.bandwidth_gbs * 1e9 * accel.memory_efficiency * speed
+        bf16_peak = accel.bf16_tflops * 1e12 * speed * accel.compute_achieved
+        if dep.compute_format == "fp8":
+            self._gemm_rate = accel.fp8_tflops * 1e12 * FP8_GEMM_COMPUTE * speed * accel.compute_achieved
+        elif dep.compute_format == "int8":
+            self._gemm_rate = accel.int8_tops * 1e12 * FP8_GEMM_COMPUTE * speed * accel.compute_achieved
+        else:
+            weight_only = dep.weight_format != "bf16"
+            self._gemm_rate = bf16_peak * GEMM_COMPUTE * (WEIGHT_ONLY_COMPUTE if weight_only else 1.0)
+        self._weight_bandwidth = bandwidth * (FP8_MEMORY if dep.weight_format != "bf16" else 1.0)
+        self._attention_rate = bf16_peak * ATTENTION_COMPUTE
+        self._kv_bandwidth = accel.bandwidth_gbs * 1e9 * ATTENTION_MEMORY * speed
+        self._moe_rate = bf16_peak * MOE_COMPUTE
+        self._moe_bandwidth = accel.bandwidth_gbs * 1e9 * MOE_MEMORY * speed
         self._expert_hit = arch.experts_per_token / arch.experts if arch.is_moe else 0.0
+        expert_active = arch.expert_params * self._expert_hit
+        lm_head = arch.vocab * arch.hidden
+        self._dense_flops_per_token = 2.0 * (arch.active_params_b * 1e9 - expert_active - 2 * lm_head)
+        self._logits_flops = 2.0 * lm_head
+        self._expert_flops_per_token = 2.0 * expert_active
+        self._flops_per_pair = 4.0 * arch.attention_layers * arch.heads * arch.head_dim
+        self._dense_bytes = split["dense"] - lm_head * 2.0  # the input embedding is only gathered
+        self._expert_bytes = split["experts"]
         self._kv_per_token = kv_bytes_per_token_per_gpu(dep) * dep.tp * dep.pp
+        self._state_bytes = state_bytes_per_seq_per_gpu(dep) * dep.tp * dep.pp
         self._layers = arch.layers
         self._moe_layers = arch.layers if arch.is_moe else 0
+        self._floor = (
+            arch.layers * (SMALL_KERNELS_S + (2 if arch.is_moe else 4) * GEMM_FLOOR_S)
+            + arch.attention_layers * ATTENTION_FLOOR_S
+        )
         self._hidden = arch.hidden
         self._topk = arch.experts_per_token
-        self._link = accel.link_gbs * 1e9
-        self._latency = 15e-6 if accel.is_npu else 8e-6
+        self._link = accel.link_gbs * 1e9 * COLLECTIVE_EFFICIENCY
+        self._latency = 15e-6 if accel.is_npu else COLLECTIVE_LATENCY_S
         overhead = dep.profile.step_overhead_s
         self._overhead = overhead * 0.8 if dep.performance_mode == "throughput" else overhead
-        self._per_seq = dep.profile.per_seq_overhead_s
+        self._per_token = dep.profile.stream_overhead_s
+        self._per_request = dep.profile.request_overhead_s
         self._draft_per_token = 0.0
         if dep.spec_tokens:
+            dense_seconds = self._dense_bytes / (dep.tp * self._weight_bandwidth)
             if dep.spec_method in LIGHT_DRAFTS:
-                self._draft_per_token = (self._dense_bytes / arch.layers) / self._bandwidth
+                self._draft_per_token = dense_seconds / arch.layers + self._floor / arch.layers
             elif dep.spec_method != "ngram":
-                self._draft_per_token = 0.1 * self._dense_bytes / self._bandwidth
+                self._draft_per_token = 0.1 * (dense_seconds + self._floor)
 
-    def comm_seconds(self, tokens: int) -> float:
+    def _collective(self, tokens: int, gpus: int) -> float:
+        """One ring all-gather or reduce-scatter of ``tokens`` activations over ``gpus`` GPUs."""
+        return (gpus - 1) / gpus * tokens * self._hidden * 2.0 / self._link + self._latency
+
+    def comm_seconds(self, tokens: int, group_tokens: int = -1) -> float:
+        """Communication of one step: ``tokens`` of the busiest attention rank, ``group_tokens`` of
+        the whole MoE group (the same without attention data parallelism)."""
         dep = self.dep
+        group_tokens = tokens if group_tokens < 0 else group_tokens
         seconds = 0.0
-        activation_bytes = tokens * self._hidden * 2.0
-        if dep.tp > 1:
-            per_reduce = 2.0 * (dep.tp - 1) / dep.tp * activation_bytes / self._link + self._latency
-            seconds += 2 * self._layers * per_reduce
-        if dep.ep > 1 and self._moe_layers:
-            per_all_to_all = (
-                dep.ep - 1
-            ) / dep.ep * activation_bytes * self._topk / self._link + self._latency
-            seconds += 2 * self._moe_layers * per_all_to_all
+        if dep.tp > 1:  # the all-reduce after attention (and after a dense MLP)
+            per_layer = 2 * self._collective(tokens, dep.tp)
+            seconds += self._layers * per_layer * (1 if dep.attention_dp > 1 and self._moe_layers else 2)
+        if dep.attention_dp > 1 and self._moe_layers:
+            if dep.moe_ep > 1:  # all-to-all: each GPU sends its tokens' top-k copies to the experts' owners
+                sent = group_tokens / dep.moe_group * self._topk * (dep.moe_ep - 1) / dep.moe_ep
+                per_layer = 2 * (sent * self._hidden * 2.0 / self._link + self._latency)
+            else:  # tensor-parallel experts: gather the group's tokens, reduce-scatter the results
+                per_layer = 2 * self._collective(group_tokens, dep.moe_group)
+            seconds += self._moe_layers * per_layer
         return seconds
+
+    def _dense_seconds(self, load: StepLoad) -> float:
+        """Attention and the non-expert layers of one attention rank (on its tp GPUs)."""
+        if load.tokens <= 0:
+            return 0.0
+        tp = self.dep.tp
+        flops = load.tokens * self._dense_flops_per_token + load.sequences * self._logits_flops
+        gemms = max(flops / self._gemm_rate, self._dense_bytes / self._weight_bandwidth)
+        attention = max(
+            load.pairs * self._flops_per_pair / self._attention_rate,
+            (load.kv_read * self._kv_per_token + 2 * load.sequences * self._state_bytes) / self._kv_bandwidth,
+        )
+        return (gemms + attention) / tp + self._floor
+
+    def expert_seconds(self, tokens: int) -> float:
+        """The MoE layers for the group's ``tokens`` (on the MoE group's GPUs)."""
+        if tokens <= 0 or not self._expert_bytes:
+            return 0.0
+        touched = self._expert_bytes * (1.0 - (1.0 - self._expert_hit) ** tokens)
+        seconds = max(tokens * self._expert_flops_per_token / self._moe_rate, touched / self._moe_bandwidth)
+        seconds = seconds / self.dep.moe_group + self._moe_layers * MOE_FLOOR_S
+        return seconds * 1.1 if self.dep.moe_ep > 1 else seconds  # expert load imbalance
+
+    def group_step_seconds(self, loads: List[StepLoad]) -> float:
+        """Simulated duration of one lockstep step of the replica's attention ranks (before the time
+        scale); 0 when no rank has work."""
+        busiest = max(loads, key=lambda load: load.tokens)
+        if busiest.tokens <= 0:
+            return 0.0
+        group_tokens = sum(load.tokens for load in loads)
+        seconds = max(self._dense_seconds(load) for load in loads) + self.expert_seconds(group_tokens)
+        seconds += self.comm_seconds(busiest.tokens, group_tokens)
+        if self.dep.spec_tokens and any(load.decoding for load in loads):
+            seconds += self.dep.spec_tokens * self._draft_per_token
+        # The host sets up each new request within the step; the front end streaming every sequence's
+        # tokens works beside the GPU in its own process, so a step lasts as long as the slower of the two.
+        host = self._overhead + max(load.admitted for load in loads) * self._per_request
+        front = max(load.sequences for load in loads) * self._per_token
+        return max(seconds + host, front)
 
     def step_seconds(
         self, tokens: int, attended_pairs: float, kv_read_tokens: float, sequences: int, decoding: int = 0
     ) -> float:
-        """Simulated duration of one step (before the time scale)."""
-        if tokens <= 0:
-            return 0.0
-        compute = (
-            tokens * self._flops_per_token + attended_pairs * self._flops_per_pair
-        ) / self._compute_rate
-        weights = self._dense_bytes
-        if self._expert_bytes:
-            weights += self._expert_bytes * (1.0 - (1.0 - self._expert_hit) ** tokens)
-        memory = (weights + kv_read_tokens * self._kv_per_token) / self._bandwidth
-        if self.dep.ep > 1:
-            memory *= 1.1
-        seconds = max(compute, memory) + self.comm_seconds(tokens)
-        if decoding and self.dep.spec_tokens:
-            seconds += self.dep.spec_tokens * self._draft_per_token
-        return seconds + self._overhead + sequences * self._per_seq
+        """Simulated duration of one step of a single attention rank (before the time scale)."""
+        return self.group_step_seconds(
+            [StepLoad(tokens, attended_pairs, kv_read_tokens, sequences, decoding)]
+        )

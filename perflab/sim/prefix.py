@@ -4,7 +4,8 @@ Prompts are cut into blocks of :data:`BLOCK_TOKENS` token ids; each full block i
 hash chained over all blocks before it, as vLLM's automatic prefix caching does. A request's cached
 prefix is the run of leading blocks already in the cache; its prefill then only computes the rest.
 Cached blocks are kept in LRU order up to a capacity (and the room the KV memory has for them at the
-moment) and evicted beyond it.
+moment) and evicted beyond it. A sequence whose token ids are not known (an offline workload given
+only lengths) gets private block hashes, which let it find its own blocks again after a preemption.
 """
 
 from __future__ import annotations
@@ -23,6 +24,12 @@ def block_hashes(token_ids: Sequence[int]) -> List[int]:
         previous = hash((previous, tuple(token_ids[start : start + BLOCK_TOKENS])))
         hashes.append(previous)
     return hashes
+
+
+def private_block_hashes(key: int, blocks: int) -> List[int]:
+    """Hashes of ``blocks`` blocks of a sequence whose token ids are not known: unique to ``key``, so
+    only that sequence finds them (it does after a preemption)."""
+    return [hash((key, index, -1)) for index in range(blocks)]
 
 
 class PrefixCache:
@@ -48,8 +55,11 @@ class PrefixCache:
         for block_hash in hashes:
             self._blocks[block_hash] = None
             self._blocks.move_to_end(block_hash)
-        limit = self._capacity if room is None else max(1, min(self._capacity, room))
-        while len(self._blocks) > limit:
+        self.trim(self._capacity if room is None else min(self._capacity, room))
+
+    def trim(self, room: int) -> None:
+        """Evict the least recent blocks beyond ``room`` (the KV memory just shrank)."""
+        while len(self._blocks) > max(1, room):
             self._blocks.popitem(last=False)
 
     def clear(self) -> None:

@@ -1,12 +1,14 @@
 """Per-engine behaviour of the performance model.
 
 Each :class:`EngineProfile` holds what differs between engines on the same hardware: a kernel
-efficiency factor, the fixed and per-sequence scheduling overhead of one engine step, the KV block
-size, the attention backends it accepts (with their speed factors, and the SM versions they need),
-and its default speculative acceptance. The numbers are the simulator's calibration, chosen so the
-engines rank the way the seed studies found them (SGLang and TensorRT-LLM ahead of vLLM on NVIDIA
-at high concurrency, MindIE well ahead of vLLM-Ascend on 910B); they are documented in
-``docs/simulator.md``.
+efficiency factor, the host cost of one engine step, the front end's streaming cost per sequence and
+set-up cost per new request, the KV block size, how the scheduler composes steps (mixed, or prefill
+batches first) and what output room it reserves at admission, the attention backends it accepts (with
+their speed factors, and the SM versions they need). Sources and fits are in ``docs/simulator.md``:
+SGLang's prefill-first scheduling and ``new_token_ratio`` reservation follow SGLang 0.5.23's scheduler
+and environment defaults, TensorRT-LLM's full reservation its ``GUARANTEED_NO_EVICT`` capacity policy;
+vLLM's front-end costs were fitted on seeds 001 and 003, SGLang's efficiency on seed 003 and
+vLLM-Ascend's on seed 004 (``benchmarks/sim_vs_seeds.py``).
 """
 
 from __future__ import annotations
@@ -89,20 +91,31 @@ class EngineProfile:
         name: str,
         efficiency: float,
         step_overhead_ms: float,
-        per_seq_overhead_us: float,
+        stream_overhead_us: float,
         block_size: int,
         backends: Dict[str, Tuple[float, int, int]],
         version: str,
         unmodelled_backends: Tuple[str, ...] = (),
+        output_reserve: Tuple[float, float, int] = (0.0, 0.0, 1),
+        prefill_first: bool = False,
+        request_overhead_ms: float = 0.0,
     ) -> None:
         self.name = name
         self.efficiency = efficiency
         self.step_overhead_s = step_overhead_ms / 1000.0
-        self.per_seq_overhead_s = per_seq_overhead_us / 1e6
+        # Front-end time per sequence and step (detokenizing and streaming its token).
+        self.stream_overhead_s = stream_overhead_us / 1e6
+        # Front-end time of a new request (chat template, tokenization, request set-up).
+        self.request_overhead_s = request_overhead_ms / 1000.0
         self.block_size = block_size
         self.backends = backends
         self.version = version
         self.unmodelled_backends = unmodelled_backends
+        # Share of each running and admitted sequence's remaining output an admission must leave room
+        # for: (initial, floor, steps to decay from one to the other).
+        self.output_reserve, self.output_reserve_floor, self.output_reserve_steps = output_reserve
+        # Prefill batches run alone, before any decode step, whenever a prompt can be admitted.
+        self.prefill_first = prefill_first
 
     def backend_names(self) -> List[str]:
         """Every attention backend name the engine knows, modelled or not."""
@@ -127,11 +140,32 @@ class EngineProfile:
 
 
 PROFILES: Dict[str, EngineProfile] = {
-    "vllm": EngineProfile("vllm", 1.0, 3.0, 8.0, 16, _VLLM_BACKENDS, "0.11.0", _VLLM_OTHER_BACKENDS),
-    "sglang": EngineProfile("sglang", 1.06, 2.5, 6.0, 16, _SGLANG_BACKENDS, "0.5.5.post1"),
-    "trtllm": EngineProfile("trtllm", 1.08, 2.0, 5.0, 32, _TRTLLM_BACKENDS, "1.0.0"),
-    "mindie": EngineProfile("mindie", 1.0, 4.0, 10.0, 128, {}, "2.1.RC1"),
-    "vllm-ascend": EngineProfile("vllm-ascend", 0.5, 8.0, 15.0, 128, {}, "0.11.0rc0"),
+    "vllm": EngineProfile(
+        "vllm", 1.0, 0.5, 80.0, 16, _VLLM_BACKENDS, "0.11.0", _VLLM_OTHER_BACKENDS, request_overhead_ms=6.0
+    ),
+    "sglang": EngineProfile(
+        "sglang",
+        1.2,
+        2.5,
+        6.0,
+        16,
+        _SGLANG_BACKENDS,
+        "0.5.5.post1",
+        output_reserve=(0.7, 0.098, 600),
+        prefill_first=True,
+    ),
+    "trtllm": EngineProfile(
+        "trtllm",
+        1.08,
+        2.0,
+        5.0,
+        32,
+        _TRTLLM_BACKENDS,
+        "1.0.0",
+        output_reserve=(1.0, 1.0, 1),
+    ),
+    "mindie": EngineProfile("mindie", 1.0, 4.0, 10.0, 128, {}, "2.1.RC1", prefill_first=True),
+    "vllm-ascend": EngineProfile("vllm-ascend", 0.35, 110.0, 15.0, 128, {}, "0.11.0rc0"),
 }
 
 # Speculative methods → default per-token acceptance rate of the drafts.

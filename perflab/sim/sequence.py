@@ -34,6 +34,8 @@ class Sequence:
         "owner",
         "prefill_target",
         "block_hashes",
+        "held_blocks",
+        "cache_key",
     )
 
     def __init__(
@@ -66,6 +68,8 @@ class Sequence:
         self.owner: object = None
         self.prefill_target = prompt_len
         self.block_hashes: Optional[List[int]] = None
+        self.held_blocks = 0
+        self.cache_key = -1
 
     @property
     def remaining(self) -> int:

@@ -69,6 +69,12 @@ def build_config(
     """``changes`` applied to the config fields ``base``, validated by the model and the engine adapter;
     with a budget of ``gpus`` accelerators, filled to it with replicas."""
     fields = dict(base)
+    if changes.get("disaggregation"):
+        # a split sets its parallelism per group; the shared fields step aside
+        fields.update(tp=1, dp=1, ep=1, replicas=1)
+    elif {"tp", "dp", "ep"} & set(changes) and "disaggregation" not in changes:
+        # an aggregated layout replaces a split of the configuration it builds on
+        fields["disaggregation"] = None
     for name, value in changes.items():
         if name == "extra_args":
             fields["extra_args"] = tuple(dict.fromkeys([*fields.get("extra_args", ()), *split_args(value)]))
@@ -86,13 +92,15 @@ def build_config(
         raise CandidateConfigError(f"invalid configuration: {explain(error)}") from None
     if gpus is not None:
         try:
-            check_fields({"tp": config.tp, "dp": config.dp, "replicas": changes.get("replicas")}, gpus)
+            if config.disaggregation is None:
+                check_fields({"tp": config.tp, "dp": config.dp, "replicas": changes.get("replicas")}, gpus)
             config = fill_budget(config, gpus)
         except ValueError as error:
             raise CandidateConfigError(str(error)) from None
     if gpus_per_node is not None and config.gpus_needed > gpus_per_node:
+        counted = "prefill + decode" if config.disaggregation else "tp×dp×replicas"
         raise CandidateConfigError(
-            f"needs {config.gpus_needed} accelerators (tp×dp×replicas) but a node has {gpus_per_node}"
+            f"needs {config.gpus_needed} accelerators ({counted}) but a node has {gpus_per_node}"
         )
     try:
         get_adapter(config.engine).validate(config)

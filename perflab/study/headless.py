@@ -3,6 +3,7 @@ and its progress reported, until it is done, failed or cancelled (``study run --
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,8 +13,10 @@ from sqlalchemy.engine import Engine
 from db.crud.studies import FINISHED_STUDY_STATUSES
 from db.models import Study
 from db.session import new_session
+from perflab.predict.store import prediction_line
 from perflab.runner import RunnerOptions
 from perflab.study.coordinator import advance
+from perflab.study.predicting import start_predicting
 from perflab.study.progress import StudyProgress, load_progress
 from perflab.worker import Worker
 
@@ -37,7 +40,9 @@ def wait_for_study(
 ) -> Study:
     """Execute study ``study_id`` with an in-process worker until it finishes; returns the study.
 
-    ``on_progress`` is called with the study's progress whenever its candidates or status change.
+    ``on_progress`` is called with the study's progress whenever its candidates, status or predictions
+    change. The study's configurations are predicted meanwhile (:mod:`perflab.study.predicting`); a
+    finished study is returned once its predictions are made too (at most until ``timeout_s``).
     Raises :class:`StudyTimeout` after ``timeout_s`` (the worker is stopped, the study stays as it is).
     """
     worker = Worker(
@@ -48,6 +53,8 @@ def wait_for_study(
         runner_options=runner_options,
     )
     worker.start()
+    stop_predicting = threading.Event()
+    predicting = start_predicting(engine, study_id, stop_predicting)
     deadline = time.monotonic() + timeout_s
     last_seen: object = None
     try:
@@ -55,14 +62,20 @@ def wait_for_study(
             advance(engine, study_id)
             with new_session(engine) as session:
                 progress = load_progress(session, study_id=study_id)
-            seen = (progress.study.status, [(c.decision, c.measurement) for c in progress.plan.candidates()])
+            seen = (
+                progress.study.status,
+                [(c.decision, c.measurement) for c in progress.plan.candidates()],
+                prediction_line(progress.study.state),
+            )
             if on_progress is not None and seen != last_seen:
                 on_progress(progress)
             last_seen = seen
-            if progress.study.status in FINISHED_STUDY_STATUSES:
+            finished = progress.study.status in FINISHED_STUDY_STATUSES
+            if finished and (not predicting.is_alive() or time.monotonic() > deadline):
                 return progress.study
             if time.monotonic() > deadline:
                 raise StudyTimeout(f"study {study_id} did not finish within {timeout_s:g} s")
             time.sleep(poll_s)
     finally:
+        stop_predicting.set()
         worker.stop()

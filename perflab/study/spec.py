@@ -153,10 +153,11 @@ def budget_problems(spec: StudySpec, gpus: int) -> list[str]:
         found.append(f"baseline: {error}")
     for stage_index, stage in enumerate(spec.stages):
         for index, candidate in enumerate(stage.candidates):
-            if not {"tp", "dp", "replicas"} & set(candidate.changes):
+            if not {"tp", "dp", "replicas", "disaggregation"} & set(candidate.changes):
                 continue
             try:
-                check_fields({**base, **candidate.changes}, gpus, larger_ok=True)
+                fields = {**base, **candidate.changes}
+                check_fields(fields, gpus, larger_ok=not fields.get("disaggregation"))
             except ValueError as error:
                 found.append(f"stages[{stage_index}].candidates[{index}] ({candidate.label}): {error}")
     return found

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from perflab.predict.store import prediction_line
 from perflab.study.decide import detectable_text
 from perflab.study.progress import StudyProgress
 from perflab.study.spec import OBJECTIVE_UNITS
@@ -61,6 +62,9 @@ def progress_lines(progress: StudyProgress) -> list[str]:
     unit = OBJECTIVE_UNITS[progress.spec.objective]
     phase = (study.state or {}).get("phase", "")
     lines = [f"study {study.id}: {study.name} [{study.status}] {phase}"]
+    prediction = prediction_line(study.state)
+    if prediction:
+        lines.append(prediction)
     slos = slo_summary(plan)
     if slos:
         lines.append(slos)

@@ -18,9 +18,11 @@ from db.crud.studies import FINISHED_STUDY_STATUSES
 from perflab import safe_yaml
 from perflab.inventory import Inventory
 from perflab.problems import syntax_problem
-from perflab.report.costs import cost_text, currency_text
+from perflab.profiles import BenchmarkProfile, scaled
+from perflab.report.costs import cost_change_text, cost_text
 from perflab.report.model import Figures, Report, SearchSection, StageSection
-from perflab.report.summary import percent_text
+from perflab.report.published import PublishedGain
+from perflab.runner.evidence import MIN_COMPLETED, MIN_DURATION_S
 from perflab.study.spec import SPEC_FORMATS, StudySpec, StudySpecError, parse_spec, spec_from_data
 from perflab.views.urlstate import BadParam, parse_id
 
@@ -73,7 +75,28 @@ def stages_template(method: str, model: str, gpus: int | None) -> str:
 # A simulated first host makes the form a demo: a tenth of each preset's prompts (the study takes
 # minutes instead of the better part of an hour on the simulator's timings).
 SIMULATED_SCALE = 0.1
-SCALE_HELP = f"The form starts at {SIMULATED_SCALE:g} when the first host is simulated (a quick demo)."
+SCALE_HELP = (
+    f"The form starts at {SIMULATED_SCALE:g} when the first host is simulated (a quick demo). Whatever the "
+    f"scale, every benchmark runs at least {MIN_DURATION_S:g} s of the engine's time and {MIN_COMPLETED} "
+    "requests, so that it can be judged: a benchmark shorter than that is sent again in rounds of fresh "
+    "prompts of the scaled count."
+)
+
+
+def scale_warnings(scale: float, profiles: Sequence[BenchmarkProfile]) -> list[str]:
+    """What the form says, before the study is created, of the profiles at ``scale``. None can end too
+    short to judge: every benchmark is sized to the floor of evidence (rounds of fresh prompts;
+    :func:`perflab.runner.evidence.sized_benchmark` censors only past a hundred thousand requests a
+    second). A profile whose rounds hold a single prompt is still worth a word: each round then
+    measures one request alone, not the profile's load."""
+    warnings = []
+    for profile in profiles:
+        if scaled(profile, scale).num_prompts == 1 and profile.num_prompts > 1:
+            warnings.append(
+                f"{profile.title}: at a scale of {scale:g} each round sends 1 of its {profile.num_prompts} "
+                "prompts: its figures measure one request at a time, not the profile's load"
+            )
+    return warnings
 
 
 @dataclass(frozen=True)
@@ -177,6 +200,11 @@ def _figures_text(figures: Figures | None) -> str:
     return f"Total TPS {figures.tps_text}, mean TPOT {figures.tpot_text} ms{sample}"
 
 
+def _gain_text(gain: PublishedGain | None, decimals: int, missing: str | None = None) -> str | None:
+    """A gain as the report prints it (its published figure and interval)."""
+    return gain.text(decimals) if gain is not None else missing
+
+
 def comparison_table(report: Report) -> pd.DataFrame:
     """Baseline against optimized, per case: throughput rows, then cost rows."""
     rows = [
@@ -184,7 +212,7 @@ def comparison_table(report: Report) -> pd.DataFrame:
             "Case": row.case,
             "Baseline": _figures_text(row.baseline),
             "Optimized": _figures_text(row.optimized),
-            "Change": percent_text(row.change, report.decimals) if row.change is not None else None,
+            "Change": _gain_text(row.gain, report.decimals),
         }
         for row in report.comparison
     ]
@@ -193,9 +221,7 @@ def comparison_table(report: Report) -> pd.DataFrame:
             "Case": f"{row.case} cost" + (f" at {row.at}" if row.at else ""),
             "Baseline": cost_text(row.baseline),
             "Optimized": cost_text(row.optimized),
-            "Change": f"{percent_text(row.change, report.decimals)} {currency_text(row)} per 1M tokens"
-            if row.change is not None
-            else None,
+            "Change": cost_change_text(row, report.decimals),
         }
         for row in report.costs
         if row.baseline is not None or row.optimized is not None
@@ -209,10 +235,8 @@ def summary_table(report: Report) -> pd.DataFrame:
     rows = [
         {
             "Optimization option": row.option,
-            column: percent_text(row.improvement, report.decimals) if row.improvement is not None else "-",
-            "Against the baseline": percent_text(row.versus_baseline, report.decimals)
-            if row.versus_baseline is not None
-            else "-",
+            column: _gain_text(row.improvement, report.decimals, "-"),
+            "Against the baseline": _gain_text(row.versus_baseline, report.decimals, "-"),
             "Not kept (against the best before it)": row.note or "-",
         }
         for row in report.summary

@@ -4,7 +4,8 @@ A study is due when something about it changed — a run of it ended or stored a
 was changed (created, resumed, sent back to measure what is missing) — or, as a safety net for a
 change no one marked, :data:`STUDY_RECHECK_S` after a worker last took it. :func:`advance_due_studies`
 takes the due studies one at a time (:func:`db.crud.claim_due_study`: no two workers get the same
-one) and advances each under the coordinator's lease, so the study reads and writes of a fleet grow
+one) and advances each under the coordinator's lease (and starts predicting its configurations in
+this process, :mod:`perflab.study.predicting`), so the study reads and writes of a fleet grow
 with the changes, not with workers × studies × polls.
 """
 
@@ -18,6 +19,7 @@ from sqlalchemy.engine import Engine
 from db import crud
 from db.session import new_session
 from perflab.study.coordinator import LEASE_S, advance
+from perflab.study.predicting import start_predicting
 from perflab.study.spec import StudySpecError
 
 logger = logging.getLogger(__name__)
@@ -38,6 +40,7 @@ def advance_due_studies(engine: Engine, *, holder: str, should_stop: Callable[[]
         try:
             if advance(engine, study_id, holder=holder) is not None:
                 advanced.append(study_id)
+                start_predicting(engine, study_id)
             else:  # finished (never due again) or being advanced elsewhere: look again after its lease
                 with new_session(engine) as session:
                     crud.wake_study(session, study_id=study_id, delay_s=LEASE_S)

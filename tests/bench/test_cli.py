@@ -227,8 +227,12 @@ def test_progress_json_lines(scripted_server, capsys):
         "in_flight": 0,
         "e2el_sum_s": snapshots[-1]["e2el_sum_s"],
         "e2el_n": 6,
+        "clock_s": snapshots[-1]["clock_s"],
     }
     assert snapshots[-1]["e2el_sum_s"] > 0
+    # each line says when it was written on the bench's own clock, the clock of its result's window
+    clocks = [snapshot["clock_s"] for snapshot in snapshots]
+    assert clocks == sorted(clocks)
     assert all(0 <= snapshot["in_flight"] <= 2 for snapshot in snapshots)
 
 

@@ -163,3 +163,38 @@ def test_without_a_reset_endpoint_a_fresh_seed_keeps_runs_independent(sim_server
     assert first["prefix_cache_hit_rate"] == second["prefix_cache_hit_rate"] == 0.0
     sglang = sim_server(model="Qwen/Qwen3-8B", accelerator="H100", time_scale=10, engine="sglang")
     assert _random(sglang, 7, flush=True)["cache_reset"]["method"] == "POST /flush_cache"
+
+
+# SGLang 0.5.23 (sglang/srt/observability/metrics_collector.py) declares sglang:cached_tokens_total with
+# the label cache_source and increments it only for a request with cached tokens, so a server that has
+# served prompts without a hit lists its help and type and no sample of it.
+SGLANG_NO_HIT_PAGE = """# HELP sglang:prompt_tokens_total Number of prefill tokens processed.
+# TYPE sglang:prompt_tokens_total counter
+sglang:prompt_tokens_total{{model_name="m",is_streaming="true"}} {prompt}
+# HELP sglang:cached_tokens_total Number of cached prompt tokens by source (device/host/storage).
+# TYPE sglang:cached_tokens_total counter
+"""
+
+
+def test_sglang_without_a_hit_reports_zero_percent_not_missing_counters() -> None:
+    before = parse_metrics(SGLANG_NO_HIT_PAGE.format(prompt=0))
+    after = parse_metrics(SGLANG_NO_HIT_PAGE.format(prompt=2020))
+    fields = prefix_cache_fields([before], [after])
+    assert fields["prefix_cache_hit_rate"] == 0.0
+    assert (fields["prefix_cache_hits"], fields["prefix_cache_queries"]) == (0, 2020)
+    assert "prefix_cache_note" not in fields
+    # two replicas, one of which had hits: the other's absent counter counts 0, not "no counters"
+    hit = parse_metrics(
+        SGLANG_NO_HIT_PAGE.format(prompt=1000) + 'sglang:cached_tokens_total{cache_source="device"} 250\n'
+    )
+    both = prefix_cache_fields([before, before], [after, hit])
+    assert (both["prefix_cache_hits"], both["prefix_cache_queries"]) == (250, 3020)
+    # without the prompt-token counter there is no evidence of SGLang's prefix cache at all
+    bare = parse_metrics("# TYPE sglang:cached_tokens_total counter\n")
+    assert prefix_cache_fields([bare], [bare]) == {
+        "prefix_cache_hit_rate": None,
+        "prefix_cache_note": NO_COUNTERS,
+    }
+    # vLLM creates its counters at start: one missing is no evidence of zero hits
+    vllm = parse_metrics('vllm:prefix_cache_queries_total{engine="0"} 500\n')
+    assert prefix_cache_fields([vllm], [vllm])["prefix_cache_hit_rate"] is None

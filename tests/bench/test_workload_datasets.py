@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import itertools
 import json
 from collections import Counter
 from pathlib import Path
@@ -175,9 +176,38 @@ def test_mooncake_blocks_repeat_wherever_their_hash_id_does(tiny_tokenizer_path:
     assert pairs > 5
     other = load_dataset(DatasetSpec(kind="mooncake", path=str(TRACE), count=5, seed=9), None)
     assert other.samples[0].prompt != dataset.samples[0].prompt  # another seed, other text, same sharing
+
+
+def test_mooncake_prompts_have_the_traces_lengths_in_a_bpe_tokenizer(tiny_tokenizer_path: Path) -> None:
+    """With a byte-level BPE tokenizer (sampled token ids decode to text that re-encodes to other, more
+    tokens) every prompt is the trace's length exactly, and two prompts that share k hash ids share
+    their first k × 512 tokens, to a token where BPE merges across a block's end."""
     tokenizer = load_local_tokenizer(str(tiny_tokenizer_path))
-    counted = load_dataset(DatasetSpec(kind="mooncake", path=str(TRACE), count=3, block_size=16), tokenizer)
-    assert all(sample.prompt_tokens is not None for sample in counted.samples)
+    assert tokenizer is not None
+    rows = sorted(
+        (json.loads(line) for line in TRACE.read_text().splitlines()), key=lambda row: row["timestamp"]
+    )
+    dataset = load_dataset(
+        DatasetSpec(kind="mooncake", path=str(TRACE), count=150, block_size=512), tokenizer
+    )
+    tokens = [tokenizer.encode(sample.prompt) for sample in dataset.samples]
+    assert [len(ids) for ids in tokens] == [row["input_length"] for row in rows[:150]]
+    assert [sample.prompt_tokens for sample in dataset.samples] == [row["input_length"] for row in rows[:150]]
+    assert dataset.prompt_tokens_source == "tokenizer"
+    shared_pairs = 0
+    for a, b in itertools.combinations(range(150), 2):
+        ids_a, ids_b = rows[a]["hash_ids"], rows[b]["hash_ids"]
+        blocks = next(
+            (n for n, (x, y) in enumerate(zip(ids_a, ids_b, strict=False)) if x != y),
+            min(len(ids_a), len(ids_b)),
+        )
+        common = next(
+            (n for n, (x, y) in enumerate(zip(tokens[a], tokens[b], strict=False)) if x != y),
+            min(len(tokens[a]), len(tokens[b])),
+        )
+        assert abs(common - min(512 * blocks, len(tokens[a]), len(tokens[b]))) <= 1, (a, b)
+        shared_pairs += blocks > 0
+    assert shared_pairs > 100
 
 
 @pytest.mark.parametrize(

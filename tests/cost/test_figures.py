@@ -9,7 +9,7 @@ from perflab.cost.energy import NotMeasured
 from perflab.cost.figures import cost_figures, cost_per_mtok
 from perflab.cost.prices import Price, PriceBook
 from perflab.cost.stored import CostContext, with_objectives
-from perflab.runner.bench_record import with_sample_window
+from perflab.runner.bench_record import BenchClock, with_sample_window
 
 PRICES = PriceBook("USD", {"gpu-a": (2.5, "example price")}, {"H100": 2.0, "H100 NVL": 3.0})
 
@@ -64,11 +64,20 @@ def test_no_price_or_no_throughput_gives_no_cost() -> None:
     assert cost_per_mtok(10.0, None, Price(1.0, "USD", "x")) is None
 
 
-def test_runner_places_the_window_before_the_moment_the_result_came_back() -> None:
-    assert with_sample_window({"duration": 30.0}, 42.5)["sample_window_s"] == [12.5, 42.5]
-    assert with_sample_window({"duration": 30.0}, 10.0)["sample_window_s"] == [0.0, 10.0]
-    assert "sample_window_s" not in with_sample_window({"duration": None}, 10.0)
-    assert "sample_window_s" not in with_sample_window({"duration": 5.0}, None)
+def test_the_window_is_the_benchs_first_send_and_last_receive_moved_onto_the_samples_clock() -> None:
+    """Progress lines written at bench clock 100, 101 and 102 s arrive at sample clock 10.3, 11.25 and
+    12.2 s: the quickest transit (the last line's) places the bench's clock 89.8 s ahead."""
+    arrivals = iter([10.3, 11.25, 12.2, 13.0])
+    clock = BenchClock(lambda: next(arrivals))
+    for written in (100.0, 101.0, 102.0):
+        clock.seen({"done": 1, "clock_s": written})
+    clock.seen({"done": 2})  # a line without the bench's clock (an older bench) says nothing
+    assert clock.offset == pytest.approx(-89.8)
+    result = {"duration": 30.0, "bench_clock_window_s": [100.5, 130.5]}
+    assert with_sample_window(result, clock.offset)["sample_window_s"] == [10.7, 40.7]
+    assert "sample_window_s" not in with_sample_window(result, None)
+    assert "sample_window_s" not in with_sample_window({"duration": 30.0}, -89.8)
+    assert "sample_window_s" not in with_sample_window({"bench_clock_window_s": [5.0, 5.0]}, 1.0)
 
 
 def test_study_objectives_are_added_to_the_scored_result() -> None:

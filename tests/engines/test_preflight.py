@@ -8,6 +8,8 @@ from its wheel, TensorRT-LLM 1.3 rebuilt with click from its serve command's opt
 
 from __future__ import annotations
 
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,7 @@ from perflab.engines.tables.sglang import SGLANG_0_5_23
 from perflab.engines.tables.vllm import VLLM_0_32, VLLM_0_33
 from perflab.transport import open_transport
 from perflab.transport.local import LocalTransport
+from tests.engines import cache_writers
 from tests.fixtures.runs import SimHostFactory
 
 HELP = Path(__file__).resolve().parents[1] / "data" / "help"
@@ -223,3 +226,27 @@ def test_an_engine_missing_on_the_host_is_refused(sim_host: SimHostFactory) -> N
     config = EngineConfig(engine="mindie", model="/models/Qwen3-8B")
     verdict = preflight(open_transport(host), get_adapter("mindie"), config, engine_version=None)
     assert verdict.missing and verdict.problems == ("mindieservice_daemon is not on the host's PATH",)
+
+
+def test_processes_and_threads_storing_one_entry_at_once_never_fail_nor_leave_a_partial_file(
+    tmp_path: Path,
+) -> None:
+    """Two studies on one machine check the same host and version at once: three processes of three
+    threads each store and read one cache entry 60 times. Every store succeeds, every read is one
+    writer's whole entry, and no temporary file is left behind."""
+    processes, threads, rounds = 3, 3, 60
+    writers = [f"p{process}t{thread}" for process in range(processes) for thread in range(threads)]
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager, ProcessPoolExecutor(max_workers=processes, mp_context=context) as pool:
+        barrier = manager.Barrier(processes)
+        futures = [
+            pool.submit(
+                cache_writers.store_at_once, str(tmp_path), process, threads, rounds, writers, barrier
+            )
+            for process in range(processes)
+        ]
+        problems = [problem for future in futures for problem in future.result(timeout=120)]
+    assert problems == []
+    assert [path.name for path in tmp_path.iterdir() if path.suffix != ".json"] == []
+    stored = HelpCache(tmp_path).load(cache_writers.KEY)
+    assert any(stored == cache_writers.flags_of(writer) for writer in writers)

@@ -212,3 +212,20 @@ def test_rapl_packages_from_a_powercap_tree(tmp_path: Path) -> None:
     assert energy.parse_rapl("intel-rapl:3 17\nnoise\n") == [
         {"package": 3, "energy_uj": 17, "max_energy_range_uj": None}
     ]
+
+
+def test_each_sample_is_stamped_when_its_query_read_it(make_host: HostFactory, tmp_path: Path) -> None:
+    """An nvidia-smi that takes 0.6 s to answer (a loaded host over SSH): its reading is stamped in the
+    middle of the query, not when the round began."""
+    host = recorded_host(make_host, tmp_path, "load_100", LOAD_ROW)
+    bin_dir = Path(host.env["PATH"].split(":")[0])
+    (bin_dir / "nvidia-smi").rename(bin_dir / "recorded-nvidia-smi")
+    (bin_dir / "nvidia-smi").write_text(f'#!/bin/sh\nsleep 0.6\nexec {bin_dir}/recorded-nvidia-smi "$@"\n')
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    with open_transport(host) as transport:
+        taking = sampler(transport)
+        began = taking.elapsed()
+        [sample] = taking.take()
+        ended = taking.elapsed()
+    assert sample["values"]["power_w"] == 691.25
+    assert began + 0.3 <= sample["t_s"] <= ended - 0.3 + 0.001

@@ -1,6 +1,9 @@
 """The report of a study that measures its noise, end to end on a simulated host with seeded noise: the
 comparison table shows the mean the decisions used (over every repetition and launch) and says so, the
-validation profiles run on a configuration's first launch only and still fill "Other Benchmark Cases"."""
+validation profiles run on a configuration's first launch only and still fill "Other Benchmark Cases".
+The validation profile has a seed of its own: with the tuning profile's (none, the bench's 0) its first
+prompt would open with the tuning's, found cached, and the result would be flagged as riding that
+cache (perflab.runner.evidence)."""
 
 from __future__ import annotations
 
@@ -16,7 +19,8 @@ from db.session import new_session
 from perflab.report import render_markdown
 from perflab.report.from_study import study_report
 from perflab.report.markdown import summary_table
-from perflab.report.model import Figures, Report, SummaryRow, relative_change
+from perflab.report.model import Figures, Report, SummaryRow
+from perflab.report.published import measured_gain
 from perflab.study.progress import load_progress
 from perflab.study.verdict import judge
 from tests.fixtures.runs import SimHostFactory
@@ -35,7 +39,7 @@ tuning_profile: {{name: tune, title: Chat, dataset: random, input_len: 128, outp
   max_concurrency: 4}}
 validation_profiles:
   - {{name: short_check, title: Short Prompt, dataset: random, input_len: 64, output_len: 64, num_prompts: 50,
-    max_concurrency: 4}}
+    max_concurrency: 4, seed: 7}}
 stages:
   - name: Batching
     candidates: [{{max_num_seqs: 4}}]
@@ -132,19 +136,19 @@ def test_the_report_shows_the_decisions_mean_and_the_first_launchs_validation(
     assert [line for line in text.splitlines() if "not measured" in line and " cost |" not in line] == []
 
 
-def test_a_verdict_beside_a_seed_style_loss_says_how_each_is_computed() -> None:
-    """94.3 against 100 is −6.0 % the seeds' way and −5.7 % as a verdict's ratio of means: the summary
-    says so wherever a verdict stands beside its percentage."""
+def test_a_loss_reads_the_same_in_the_summary_and_in_the_verdict_beside_it() -> None:
+    """94.3 against 100 is −5.7 % against the baseline and −5.7 % in the verdict beside it: one definition
+    of a change, new ÷ old − 1, which the summary states wherever a verdict stands in it."""
     verdict = judge(
         [94.3, 94.3], [100.0, 100.0], higher_is_better=True, min_gain_pct=1.0, cv_pct=20.0, df=8.0
     )
     note = f"{verdict.text()}, neither kept nor beaten"
-    row = SummaryRow("Batching", None, relative_change(94.3, 100.0), note)
+    row = SummaryRow("Batching", None, measured_gain(94.3, 100.0), note)
     report = Report("t", "m", "Total TPS", "tok/s", None, (), (), (row,))
 
     table = summary_table(report)
 
-    assert table[2] == f"| Batching | - | -6.0% | {note} |" and verdict.text().startswith("-5.7 % ± ")
-    assert "a verdict in the last column is the ratio of the means minus one" in table[-1]
+    assert table[2] == f"| Batching | - | -5.7% | {note} |" and verdict.text().startswith("-5.7 % ± ")
+    assert table[-1].startswith("Every percentage is new ÷ old − 1 (0.943× is −5.7%).")
     plain = replace(report, summary=(replace(row, note="lower than previous"),))
-    assert "convention" not in "\n".join(summary_table(plain))
+    assert "new ÷ old" not in "\n".join(summary_table(plain))

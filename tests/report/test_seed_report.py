@@ -1,5 +1,7 @@
 """The report built from the seeds' imported runs reproduces every percentage of each seed's
-Conclusion table and Summary of Optimization Options.
+Conclusion table and Summary of Optimization Options. perflab writes every change as new ÷ old − 1; where
+a seed printed a loss its own way (seed 001's −13.8 %, how much more the baseline did, negated), the
+report keeps the seed's figure beside its own, labelled as the write-up's.
 
 The expected percentages are read from the seed text by this test (its own regular expressions), and
 the seeds' row names are mapped to the report's benchmark cases and stages by the tables below.
@@ -22,8 +24,8 @@ from perflab.importers import import_files
 from perflab.inventory import HOSTS_FILE_ENV
 from perflab.report.from_runs import build_report_from_runs
 from perflab.report.markdown import render_markdown
-from perflab.report.model import Report, relative_change
-from perflab.report.summary import percent_text
+from perflab.report.model import Report
+from perflab.report.published import percent_text, relative_change
 from tests.fixtures.database import empty_all_tables
 
 SEEDS = Path(__file__).resolve().parents[1] / "data" / "seeds"
@@ -109,17 +111,21 @@ def test_conclusion_percentages_match_the_seed(
 ) -> None:
     report = _report(db_session, seed, seed_runs[seed])
     decimals = SEED_FILES[seed][2]
-    ours = {
-        row.case: percent_text(row.change, decimals) for row in report.comparison if row.change is not None
-    }
+    rows = {row.case: row for row in report.comparison if row.gain is not None}
     expected = CONCLUSION_ROW.findall(_seed_text(seed).split("!!! note")[0])
     assert len(expected) >= 4
-    for name, percent in expected:
-        case = CASES[name] if CASES[name] in ours else f"{CASES[name]} (tuning)"
-        assert ours[case] == f"{percent}%", f"seed {seed} {name}"
     markdown = render_markdown(report)
-    for _, percent in expected:
-        assert f"({percent}%)</span>" in markdown
+    for name, percent in expected:
+        row = rows[CASES[name] if CASES[name] in rows else f"{CASES[name]} (tuning)"]
+        # ours is new ÷ old − 1; the write-up's own figure is kept where it wrote a loss its own way
+        ratio = row.optimized.total_tps / row.baseline.total_tps - 1
+        assert row.gain.change == pytest.approx(ratio) and not row.gain.decided
+        printed = row.writeup if row.writeup is not None else row.gain.change
+        assert percent_text(printed, decimals) == f"{percent}%", f"seed {seed} {name}"
+        if row.writeup is None:
+            assert f"({percent}%)</span>" in markdown
+        else:
+            assert f"({percent_text(ratio, decimals)})</span> (the write-up's {percent}%)" in markdown
 
 
 def test_seed_000_replicas_and_recommendation(db_session: Session, seed_runs: dict[str, list[int]]) -> None:
@@ -137,9 +143,15 @@ def test_seed_000_replicas_and_recommendation(db_session: Session, seed_runs: di
     assert "Result: SGLang (4635.31 tok/s) > vLLM (3792.50 tok/s)" in markdown
 
 
-def test_seed_001_loss_is_coloured_red(db_session: Session, seed_runs: dict[str, list[int]]) -> None:
+def test_seed_001_loss_is_coloured_red_and_keeps_the_write_ups_figure(
+    db_session: Session, seed_runs: dict[str, list[int]]
+) -> None:
     markdown = render_markdown(_report(db_session, "001", seed_runs["001"]))
-    assert 'Total TPS: 1580.36 <span style="background-color:#fbcaca;">(-13.8%)</span>' in markdown
+    # 1580.36 against 1798.45: −12.1 % as every perflab figure, −13.8 % as the write-up printed it
+    assert (
+        'Total TPS: 1580.36 <span style="background-color:#fbcaca;">(-12.1%)</span> (the write-up\'s -13.8%)'
+        in markdown
+    )
     assert "# RuntimeError: Unsupported SM version for FP8 block scaling GEMM" in markdown
     assert "# KeyError: 'weight'" in markdown
 
@@ -167,15 +179,15 @@ def test_summary_percentages_match_the_seed(
             assert improvement is not None
             continue  # checked against the Result line below
         else:
-            assert percent_text(improvement, 1) == f"{percent}%", f"seed {seed} {name}"
+            assert percent_text(improvement.change, 1) == f"{percent}%", f"seed {seed} {name}"
 
 
 def test_seed_003_summary_uses_its_result_line(db_session: Session, seed_runs: dict[str, list[int]]) -> None:
     report = _report(db_session, "003", seed_runs["003"])
     rows = {row.option: row for row in report.summary}
     # from the stored blocks (SGLang 8403.97)
-    assert percent_text(rows["Choosing the Inference Engine"].improvement) == "+27.4%"
-    assert percent_text(rows["Quantization in SGLang"].improvement) == "+24.1%"
+    assert percent_text(rows["Choosing the Inference Engine"].improvement.change) == "+27.4%"
+    assert percent_text(rows["Quantization in SGLang"].improvement.change) == "+24.1%"
     assert rows["Attention Backends in SGLang"].improvement is None  # fa3 is +0.08%, under the 1% gain
     # the seed's own figures follow from its Result line with the same rule
     assert percent_text(relative_change(SEED_003_RESULT_LINE, 6595.66)) == "+27.7%"
@@ -195,7 +207,7 @@ def test_seed_002_summary_against_the_baseline(db_session: Session, seed_runs: d
             assert row.improvement is None and row.note == printed
             continue
         percent = printed.split(",")[0]
-        assert percent_text(row.versus_baseline, 2) == percent, name
+        assert percent_text(row.versus_baseline.change, 2) == percent, name
         if "lower than previous" in printed:
             assert row.improvement is None and "lower than previous" in row.note
     assert report.recommended_command == (
@@ -211,8 +223,9 @@ def test_seed_002_summary_against_the_baseline(db_session: Session, seed_runs: d
     assert "| Against the Baseline | Not Kept (against the best before it) |" in markdown
     summary_rows = markdown.split("### Summary of Optimization Options")[1].split("###")[0]
     engine_row = next(line for line in summary_rows.splitlines() if line.startswith("| SGLang |"))
+    # SGLang 4995.66 against vLLM 9632.01: one figure, new ÷ old − 1, in both columns
     assert engine_row.endswith(
-        "| -92.81% | -48.1% (one measurement, noise unknown): lower than previous, skipped |"
+        "| -48.13% | -48.1% (one measurement, noise unknown): lower than previous, skipped |"
     ), engine_row
 
 
@@ -248,7 +261,7 @@ def test_imported_write_ups_are_priced_where_a_price_is_known_and_say_energy_not
     assert shared.case == "ShareGPT" and shared.currency == "EUR"
     baseline_tps = report.comparison[0].baseline.total_tps
     assert shared.baseline.cost_per_mtok == pytest.approx(8 * 2.0 / (baseline_tps * 3600) * 1e6)
-    assert shared.change == pytest.approx(baseline_tps / report.comparison[0].optimized.total_tps - 1)
+    assert shared.change.change == pytest.approx(baseline_tps / report.comparison[0].optimized.total_tps - 1)
     markdown = render_markdown(report)
     row = next(line for line in markdown.splitlines() if line.startswith("| **ShareGPT** cost"))
     assert "per 1M tokens<br>energy not measured" in row and "€ per 1M tokens)" in row

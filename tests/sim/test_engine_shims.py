@@ -133,7 +133,7 @@ def test_vllm_cli_errors_like_argparse(sim_host):
         (
             "A100",
             1,
-            ["vllm", "serve", "Qwen/Qwen3-32B"],
+            ["vllm", "serve", "Qwen/Qwen3-32B", "--gpu-memory-utilization", "0.85"],
             {},
             "To serve at least one request with the models's max seq len (40960)",
         ),

@@ -74,12 +74,21 @@ def test_cost_study_recommends_the_cheapest_configuration_within_its_slos(
 
     [row] = report.costs
     assert row.at == "p99_ttft_ms ≤ 500, mean_tpot_ms ≤ 25"
-    assert row.change == pytest.approx(plan.best.value / plan.baseline.value - 1)
+    # the cost change is the published gain of the decision on cost (how much cheaper), negated
+    assert report.published is not None and report.published.decided
+    assert row.change.change == pytest.approx(-report.published.change)
+    # each side is priced at its throughput at the SLO limit, the mean over its launches (each launch's
+    # value is the cost at its own throughput there), not at the mean of the launches' costs
+    for side, candidate in ((row.baseline, plan.baseline), (row.optimized, plan.best)):
+        throughputs = [PRICE / (value * 3600) * 1e6 for value in candidate.measurement.values]
+        mean_throughput = sum(throughputs) / len(throughputs)
+        assert side.total_tps == pytest.approx(mean_throughput)
+        assert side.cost_per_mtok == pytest.approx(PRICE / (mean_throughput * 3600) * 1e6)
     markdown = render_markdown(report)
     assert "Minimize Cost per 1M tokens." in markdown
     lines = markdown.splitlines()
     cost_line = next(line for line in lines if line.startswith("| **Concurrency sweep** cost"))
-    assert f"{row.change * 100:+.1f}% $ per 1M tokens" in cost_line and "lightgreen" in cost_line
+    assert f"{row.change.change * 100:+.1f}% $ per 1M tokens" in cost_line and "lightgreen" in cost_line
     assert "(example price) per 1M tokens" in cost_line
     assert " tok/J" in cost_line or "energy not measured" in cost_line
     assert "| Optimization Option | Cost Change |" in markdown
@@ -93,4 +102,4 @@ def test_cost_study_recommends_the_cheapest_configuration_within_its_slos(
     assert all(float(record["output_tokens_per_joule"]) > 0 for record in measured)
     assert all(record["energy_not_measured"] for record in records if not record["energy_method"])
     payload = json.loads(results_json(report))
-    assert payload["costs"][0]["optimized_cost_per_mtok"] == pytest.approx(plan.best.value)
+    assert payload["costs"][0]["optimized_cost_per_mtok"] == pytest.approx(row.optimized.cost_per_mtok)

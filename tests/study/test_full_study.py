@@ -16,7 +16,6 @@ from db.session import new_session
 from perflab.report.export import write_report
 from perflab.report.from_study import study_report
 from perflab.report.markdown import render_markdown
-from perflab.report.summary import percent_text
 from perflab.study.configs import serve_command
 from perflab.study.progress import load_progress
 from tests.fixtures.runs import SimHostFactory, write_hosts_file
@@ -142,9 +141,9 @@ def test_full_study_runs_every_distinct_configuration_once_and_reports(
     assert all(row.baseline is not None and row.optimized is not None for row in report.comparison)
     assert len(report.summary) == 4
     # percentages to one decimal by default, to two when asked (as seed 002 prints them)
-    change = next(row.change for row in report.comparison if row.change is not None)
-    assert percent_text(change, report.decimals) in render_markdown(report)
-    assert percent_text(change, 2) in render_markdown(two_places) and two_places.decimals == 2
+    gain = next(row.gain for row in report.comparison if row.gain is not None)
+    assert gain.text(report.decimals) in render_markdown(report)
+    assert gain.text(2) in render_markdown(two_places) and two_places.decimals == 2
     (archive_path,) = write_report(report, tmp_path / "study.zip")
     with zipfile.ZipFile(io.BytesIO(archive_path.read_bytes())) as archive:
         names = set(archive.namelist())

@@ -77,7 +77,9 @@ def assert_inert(lines: list[str]) -> None:
 
 def test_report_markdown_escapes_cost_rows_with_hostile_labels_and_currencies() -> None:
     price = Price(2.0, "GBP\n## Injected", "host gpu-a", f"{LINK}\n{HEADING}")
-    figures = CostFigures(price, 1, 0.5, 0.25, NotMeasured(f"window too short {IMAGE}\n{HEADING}"))
+    figures = CostFigures(
+        price, 1, 0.5, 0.25, NotMeasured(f"window too short {IMAGE}\n{HEADING}"), total_tps=8000.0
+    )
     row = CostRow(TITLE, cost_side([[figures]]), cost_side([[figures]]))
     report = Report("t", "m", "Total TPS", "tok/s", None, (), (), (), costs=(row,))
     lines = outside_code(render_markdown(report))

@@ -4,8 +4,14 @@ A JSONL file, one request per line: ``timestamp`` (milliseconds), ``input_length
 ``output_length`` (tokens) and ``hash_ids``, the ids of the prompt's blocks of ``block_size`` tokens
 (512 in Mooncake's published traces): two requests whose prompts start with the same ids share that
 many blocks of prefix, which is what the trace records of its cache reuse. Each id becomes the same
-block of filler tokens wherever it appears (drawn from the seed and the id, so another seed makes
-other text with the same sharing), and the prompt is cut at ``input_length`` tokens. Requests are
+block of filler text wherever it appears (drawn from the seed and the id, so another seed makes other
+text with the same sharing). With a tokenizer, a block is text that encodes to ``block_size`` tokens by
+itself (:func:`~perflab.bench.datasets.synthetic.exact_text`: sampled token ids decoded do not re-encode
+to as many tokens, so the text is fixed up until it does), and the prompt — the blocks' texts one after
+the other — is cut at its ``input_length``-th token and brought to exactly that length
+(:func:`~perflab.bench.datasets.synthetic.align_prompt`), so its length is the trace's wherever the
+tokenizer allows it and the blocks start where the trace's do; without one, blocks are words and the
+prompt is cut at ``input_length`` words. Requests are
 taken in time order, the first ``count`` of them; ``Dataset.arrivals_s`` holds each one's time since
 the first, which the bench scales by ``--mooncake-slowdown-factor`` (SGLang 0.5.23's option: 2 replays
 twice as slowly) when ``--use-trace-timestamps`` is given.
@@ -19,7 +25,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from perflab.bench.datasets.base import Dataset, DatasetSpec, Sample, lengths_source
 from perflab.bench.datasets.jsonscan import iter_json_lines, json_object, read_text
-from perflab.bench.datasets.synthetic import word_text
+from perflab.bench.datasets.synthetic import align_prompt, exact_text, word_text
 from perflab.bench.errors import BenchError, DatasetError
 from perflab.bench.tokenizer import Tokenizer
 
@@ -66,37 +72,37 @@ def read_trace(path: str) -> List[TraceRow]:
 
 
 class BlockText:
-    """The text of each block id, made once: token ids (or words, without a tokenizer) from the seed
-    and the id."""
+    """The text of each block id, made once from the seed and the id: text of ``block_size`` tokens
+    (words, without a tokenizer)."""
 
     def __init__(self, tokenizer: Optional[Tokenizer], block_size: int, seed: int) -> None:
         self._tokenizer = tokenizer
         self._size = block_size
         self._seed = seed
-        self._ids: Dict[Any, List[int]] = {}
+        self._texts: Dict[Any, str] = {}
         self._words: Dict[Any, str] = {}
         self._own = itertools.count()
 
     def prompt(self, hash_ids: List[Any], length: int) -> Tuple[str, Optional[int]]:
-        """The prompt of ``length`` tokens whose blocks are ``hash_ids`` (own blocks past them)."""
+        """The prompt of ``length`` tokens whose blocks are ``hash_ids`` (own blocks past them), and its
+        count (None without a tokenizer)."""
         blocks = -(-length // self._size)
         keys: List[Any] = list(hash_ids[:blocks])
         keys += [("own", next(self._own)) for _ in range(blocks - len(keys))]
         if self._tokenizer is None:
             words = " ".join(self._block_words(key) for key in keys).split(" ")[:length]
             return " ".join(words), None
-        ids = [token for key in keys for token in self._block_ids(key)][:length]
-        text = self._tokenizer.decode(ids)
-        return text, self._tokenizer.count(text)
+        text = "".join(self._block_text(key) for key in keys)
+        return align_prompt(self._tokenizer, self._rng(("fill", keys[-1])), text, length)
 
     def _rng(self, key: Any) -> random.Random:
         return random.Random(f"{self._seed}:{key}")
 
-    def _block_ids(self, key: Any) -> List[int]:
-        if key not in self._ids:
+    def _block_text(self, key: Any) -> str:
+        if key not in self._texts:
             assert self._tokenizer is not None
-            self._ids[key] = self._tokenizer.filler_ids(self._rng(key), self._size)
-        return self._ids[key]
+            self._texts[key], _ = exact_text(self._tokenizer, self._rng(key), "", 0, self._size)
+        return self._texts[key]
 
     def _block_words(self, key: Any) -> str:
         if key not in self._words:

@@ -19,6 +19,7 @@ from typing import List, Optional
 from perflab.sim import failures
 from perflab.sim.api import ApiConfig, OpenAIApp, vllm_dev_mode
 from perflab.sim.deployment import Deployment, Knobs, resolve_deployment
+from perflab.sim.disagg import MISSING_BACKEND, Worker
 from perflab.sim.engine import Engine, model_engine
 from perflab.sim.failures import EngineFailure
 from perflab.sim.gpustate import Registration, busy_mib
@@ -146,6 +147,7 @@ async def _run(launch: Launch) -> int:
                 launch.engine, max(needed, max(logical, default=0) + 1), len(visible)
             )
         dep = resolve_deployment(launch.engine, knobs, host.accelerator)
+        _check_disaggregation(launch, dep)
         devices = [visible[index] for index in logical]
         busiest = max(devices, key=lambda device: busy_mib(host.state_dir, device))
         log.loading(dep)
@@ -172,6 +174,26 @@ async def _run(launch: Launch) -> int:
     finally:
         if sock is not None:
             sock.close()
+
+
+def _check_disaggregation(launch: Launch, dep: Deployment) -> None:
+    """Fail as the engine does for a transfer backend a prefill server refuses or the host lacks; an
+    SGLang decode server keeps no radix cache."""
+    mode, backend = dep.knobs.disaggregation_mode, dep.knobs.transfer_backend
+    if mode == "null":
+        return
+    if mode == "prefill" and backend == "fake":
+        raise failures.raised(
+            launch.engine, "AssertionError: Prefill server does not support 'fake' as the transfer backend"
+        )
+    library = "mooncake" if backend == "mooncake_tcp" else backend
+    if backend != "fake" and library not in launch.host.transfer_backends:
+        missing = MISSING_BACKEND["sglang" if launch.engine == "sglang" else "vllm"]
+        raise failures.raised(
+            launch.engine, missing.get(library, f"ImportError: the {library} transfer library is missing")
+        )
+    if mode == "decode" and launch.engine == "sglang":
+        dep.prefix_caching = False
 
 
 async def _serve(
@@ -208,6 +230,16 @@ async def _serve(
         loop.time,
         access_log=(lambda text: uvicorn.line(f"INFO:     {text}")) if launch.access_log else None,
     )
+    mode = dep.knobs.disaggregation_mode
+    if mode != "null":
+        engine_name = "sglang" if launch.engine == "sglang" else "vllm"
+        app.kv = Worker(engine_name, mode, dep.knobs.transfer_backend, dep, host.time_scale, log.line)
+        try:
+            await app.kv.start(dep.knobs.host, dep.knobs.bootstrap_port)
+        except OSError as exc:
+            if exc.errno in (98, 48):
+                raise failures.port_in_use(launch.engine, dep.knobs.host, dep.knobs.bootstrap_port) from None
+            raise
     reporter = loop.create_task(_report_utilization(engine, registration, loop))
     try:
         await serve_until_stopped(

@@ -4,7 +4,9 @@ SGLang 0.5.23).
 Options use SGLang's names (``--model-path``, ``--tp-size``, ``--dp-size``, ``--ep-size``,
 ``--attention-backend``, ``--chunked-prefill-size``, ``--max-running-requests``, ``--context-length``,
 ``--kv-cache-dtype``, ``--disable-radix-cache``, ``--quantization``, ``--mem-fraction-static``,
-``--reasoning-parser``, ``--speculative-algorithm``/``--speculative-num-steps``…); unknown options fail
+``--reasoning-parser``, ``--speculative-algorithm``/``--speculative-num-steps``…, and the prefill/decode
+disaggregation flags ``--disaggregation-mode``, ``--disaggregation-transfer-backend`` and
+``--disaggregation-bootstrap-port``, served by :mod:`perflab.sim.disagg`); unknown options fail
 with argparse's ``unrecognized arguments``. Prometheus metrics are served only with
 ``--enable-metrics``, as in SGLang. The readiness line is ``The server is fired up and ready to roll!``.
 """
@@ -16,6 +18,7 @@ import time
 from typing import List
 
 from perflab.sim.deployment import Deployment, Knobs
+from perflab.sim.disagg import TRANSFER_BACKENDS
 from perflab.sim.engines.launch import EngineLog, Launch, host_or_none, run_engine
 from perflab.sim.perfmodel import MemoryPlan
 from perflab.sim.server import Console
@@ -109,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--ep-size", "--expert-parallel-size", "--ep", dest="ep_size", type=int, default=1)
     add("--pp-size", "--pipeline-parallel-size", dest="pp_size", type=int, default=1)
     add("--enable-dp-attention", action="store_true")
+    add("--attn-dp-size", "--attention-data-parallel-size", dest="attn_dp_size", type=int, default=1)
     add("--attention-backend", choices=ATTENTION_BACKENDS, default=None)
     add("--prefill-attention-backend", choices=ATTENTION_BACKENDS, default=None)
     add("--decode-attention-backend", choices=ATTENTION_BACKENDS, default=None)
@@ -148,6 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("--random-seed", type=int, default=None)
     add("--watchdog-timeout", type=float, default=300)
     add("--stream-interval", type=int, default=1)
+    add("--disaggregation-mode", choices=["null", "prefill", "decode"], default="null")
+    add("--disaggregation-transfer-backend", choices=TRANSFER_BACKENDS, default="mooncake")
+    add("--disaggregation-bootstrap-port", type=int, default=8998)
     return parser
 
 
@@ -155,6 +162,15 @@ def knobs_from_args(args: argparse.Namespace) -> Knobs:
     knobs = Knobs(args.model_path)
     knobs.served_names = [args.served_model_name] if args.served_model_name else []
     knobs.tp, knobs.dp, knobs.pp, knobs.ep = args.tp_size, args.dp_size, args.pp_size, args.ep_size
+    # attention DP inside the TP group (SGLang 0.5.22/0.5.23 --attn-dp-size; --dp-size N
+    # --enable-dp-attention is its deprecated spelling): dp ranks of tp/dp GPUs sharing the MoE layers
+    attn_dp = args.dp_size if args.enable_dp_attention and args.attn_dp_size == 1 else args.attn_dp_size
+    if attn_dp > 1:
+        if args.tp_size % attn_dp:
+            raise SystemExit(
+                f"launch_server.py: error: --attn-dp-size {attn_dp} must divide --tp-size {args.tp_size}"
+            )
+        knobs.tp, knobs.dp, knobs.dp_attention = args.tp_size // attn_dp, attn_dp, True
     knobs.quantization = args.quantization
     knobs.kv_cache_dtype = args.kv_cache_dtype
     knobs.max_num_batched_tokens = args.chunked_prefill_size
@@ -165,6 +181,9 @@ def knobs_from_args(args: argparse.Namespace) -> Knobs:
     knobs.attention_backend = args.attention_backend
     knobs.reasoning_parser = args.reasoning_parser
     knobs.api_key = args.api_key or ""
+    knobs.disaggregation_mode = args.disaggregation_mode
+    knobs.transfer_backend = args.disaggregation_transfer_backend
+    knobs.bootstrap_port = args.disaggregation_bootstrap_port
     knobs.host, knobs.port = args.host, args.port
     if args.speculative_algorithm:
         knobs.spec_method = args.speculative_algorithm.lower()

@@ -1,0 +1,76 @@
+"""A run's energy window is the benchmark's own first send and last receive, on the samples' clock.
+
+A run on a simulated local host (its simulated nvidia-smi reports utilization and power that follow the
+engine's work), sampled every 0.3 s: the stored result's window lies within the seconds the engine's own
+gauges show requests, and its tokens per joule are recomputed here from the stored samples (the
+trapezoid rule over the power readings inside the window, each edge's part of its sampling interval at
+that interval's mean power).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sqlalchemy.engine import Engine
+
+from db import crud
+from db.session import new_session
+from perflab.cost.energy import Energy
+from perflab.cost.figures import result_energy
+from perflab.engines import EngineConfig
+from perflab.runner import RunnerOptions, execute_run, submit_run
+from perflab.runner.profile_spec import parse_profile
+from tests.fixtures.runs import SimHostFactory, free_port_block, inventory_of, stored_run
+
+INTERVAL_S = 0.3
+EDGE_S = 0.25
+WORKER = "energy-worker"
+
+
+def _power_joules(samples: list[tuple[float, float]], start: float, end: float) -> float:
+    times = np.array([t for t, _ in samples])
+    watts = np.array([power for _, power in samples])
+    inside = np.flatnonzero((times >= start) & (times <= end))
+    first, last = inside[0], inside[-1]
+    joules = float(np.sum((watts[first + 1 : last + 1] + watts[first:last]) / 2 * np.diff(times[inside])))
+    joules += (times[first] - start) * (watts[first - 1] + watts[first]) / 2
+    return joules + (end - times[last]) * (watts[last] + watts[last + 1]) / 2
+
+
+@pytest.mark.slow
+def test_the_window_lies_where_the_engine_was_busy_and_its_tokens_per_joule_recompute(
+    runs_db: Engine, sim_host: SimHostFactory
+) -> None:
+    host = sim_host("energy-window", kind="local", count=1, time_scale=20.0)
+    config = EngineConfig(engine="vllm", model="Qwen/Qwen3-8B", port=free_port_block(1))
+    profile = parse_profile("random:in=512,out=256,n=480,concurrency=16,name=saturated")
+    run = submit_run(runs_db, host_name=host.name, config=config, profiles=[profile], worker_id=WORKER)
+    options = RunnerOptions(sample_interval_s=INTERVAL_S, ready_poll_s=0.2, stop_grace_s=5.0)
+
+    status = execute_run(
+        run.id, engine=runs_db, inventory=inventory_of(host), worker_id=WORKER, options=options
+    )
+
+    assert status == "done", stored_run(runs_db, run.id).failure_message
+    with new_session(runs_db) as session:
+        [stored] = crud.list_profile_results(session, run_id=run.id)
+        samples = crud.list_samples(session, run_id=run.id)
+    result = stored.result
+    start, end = result["sample_window_s"]
+    assert end - start == pytest.approx(result["duration"], abs=0.01)
+    # the engine's own gauges, read in every round: busy inside the window, idle before and after it
+    # (readings within EDGE_S of an edge are left out: a request reaches the engine's count a moment
+    # after it was sent and leaves it a moment before its last token is read)
+    engine = [(s.t_s, s.values["running"] + s.values["waiting"] > 0) for s in samples if s.source == "engine"]
+    assert [busy for t_s, busy in engine if start + EDGE_S < t_s < end - EDGE_S] == [True] * sum(
+        start + EDGE_S < t_s < end - EDGE_S for t_s, _ in engine
+    )
+    assert not any(busy for t_s, busy in engine if t_s < start - EDGE_S or t_s > end + EDGE_S)
+    assert sum(start < t_s < end for t_s, _ in engine) >= 3
+    power = [(s.t_s, s.values["power_w"]) for s in samples if s.source == "accelerator"]
+    energy = result_energy(stored_run(runs_db, run.id), result, samples)
+    assert isinstance(energy, Energy)
+    joules = _power_joules(power, start, end)
+    assert energy.joules == pytest.approx(joules, rel=1e-9)
+    tokens_per_joule = result["total_output_tokens"] / joules
+    assert result["total_output_tokens"] / energy.joules == pytest.approx(tokens_per_joule, rel=1e-9)

