@@ -16,7 +16,13 @@ carries):
 - ``five-candidate``: one stage of five candidates, true gains 0, ``min_gain_pct``, 3, +5 and +10 %;
 - ``four no-op``: four stages of no gain — how often a study recommends a change when none helps;
 - ``at detectable``: one stage of one candidate whose true gain is 0.8, 1 and 1.2 × the detectable gain
-  the design states at the host's true spread (where its real 80 %-power point lies).
+  the design states at the host's true spread (where its real 80 %-power point lies);
+- ``faster``: one stage of three candidates 20, 37 and 49 % faster than the baseline (a quarter as many
+  studies), whose benchmarks are sized as the runner sizes them
+  (:func:`perflab.runner.evidence.sized_benchmark`): the baseline's one pass of the tuning profile
+  (``--per-round`` prompts) lasts ``--round-s`` seconds of the engine's time, a launch ``v`` times as
+  fast lasts ``1/v`` of that; ``censored_faster`` is the share of candidates at least 20 % faster than
+  the baseline of which some launch's benchmark would still be too short to judge.
 
 Scenarios (run CV %, launch CV %) — tuned on: (2, 1), (3, 2), (1, 5), (8, 1), ``t3`` (3, 2) with
 Student-t launch noise on 3 df, ``drift`` (2, 1) with +1 %/launch, ``reused 3× quieter`` (3, 2) offered a
@@ -31,15 +37,16 @@ over the noise of the confirmation launches, given everything before them — th
 take part in no decision, so this has the published gain's mean and a far smaller spread; ``raw`` is the
 mean of the published figures themselves, with its standard error); stage decisions that changed once
 made (``flips``) and launches of a candidate after it was stopped; the false-change rate of four no-op
-stages; GPU time against single-shot (one launch and one run per configuration; a launch costs
-``--launch-s`` plus ``--run-s`` per run); the detectable gain stated at the end of studies that kept
-nothing and of studies that kept something.
+stages; the share of candidates at least 20 % faster than the baseline whose benchmark the evidence
+floor would censor (``censored_faster``); GPU time against single-shot (one launch and one run per
+configuration; a launch costs ``--launch-s`` plus ``--run-s`` per run); the detectable gain stated at the
+end of studies that kept nothing and of studies that kept something.
 
 The last line is JSON: the acceptance figures over the scenarios tuned on (keep rates at 0 and at the
 minimum gain over each scenario's candidates of all designs, and by design), then the same over the
 held-out scenarios. ``python benchmarks/study_noise.py`` (default 300 studies per scenario and design,
-the one-stage design four times as many), ``--smoke`` (a small run that says the same things, under two
-minutes), ``--only NAME``, ``--jobs N`` (scenarios at once, the same figures).
+the one-stage design four times as many), ``--smoke`` (a few dozen studies that print the same figures, in
+under a minute), ``--only NAME``, ``--jobs N`` (scenarios at once, the same figures).
 """
 
 from __future__ import annotations
@@ -62,6 +69,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from perflab.engines.config import EngineConfig  # noqa: E402
+from perflab.runner.evidence import sized_benchmark  # noqa: E402
 from perflab.study.confirm import fresh_gain  # noqa: E402
 from perflab.study.decide import detectable_gain  # noqa: E402
 from perflab.study.noise import ReusedSpread, StudySpread  # noqa: E402
@@ -131,6 +139,8 @@ SCENARIOS: dict[str, Scenario] = {
 }
 DETECTABLE_AT = ("(2, 1)", "(3, 2)", "(1, 5)", "(8, 1)")
 DETECTABLE_FACTORS = (0.8, 1.0, 1.2)
+FASTER_GAINS = (20.0, 37.0, 49.0)
+BASELINE_VALUE = 100.0
 
 
 def stage_spec(stages: Sequence[Sequence[float]], min_gain_pct: float) -> StudySpec:
@@ -159,7 +169,7 @@ def stage_spec(stages: Sequence[Sequence[float]], min_gain_pct: float) -> StudyS
 
 def true_value(config: EngineConfig, stages: Sequence[Sequence[float]]) -> float:
     """100 × (1 + gain) for every candidate the configuration carries."""
-    value = 100.0
+    value = BASELINE_VALUE
     for index, gains in enumerate(stages, start=1):
         for position, gain in enumerate(gains):
             if f"--seed={index}.{position}" in config.extra_args:
@@ -176,16 +186,25 @@ class Host:
     rng: np.random.Generator
     launch_s: float
     run_s: float
+    round_s: float = 6.5
+    per_round: int = 100
     launches: int = 0
     slots: dict[str, list[int]] = field(default_factory=dict)
+    faster: set[str] = field(default_factory=set)
+    censored: set[str] = field(default_factory=set)
 
     def measure(self, config: EngineConfig) -> float:
         slot = self.launches
         self.launches += 1
-        self.slots.setdefault(config.fingerprint(), []).append(slot)
-        return (
-            true_value(config, self.stages) * self.scenario.drift_factor(slot) * self.scenario.noise(self.rng)
-        )
+        fingerprint = config.fingerprint()
+        self.slots.setdefault(fingerprint, []).append(slot)
+        truth = true_value(config, self.stages)
+        value = truth * self.scenario.drift_factor(slot) * self.scenario.noise(self.rng)
+        if truth >= 1.2 * BASELINE_VALUE:
+            self.faster.add(fingerprint)
+            if sized_benchmark(self.round_s * BASELINE_VALUE / value, self.per_round).too_short is not None:
+                self.censored.add(fingerprint)
+        return value
 
     @property
     def gpu_s(self) -> float:
@@ -239,6 +258,8 @@ class Tally:
     flips: int = 0
     after_stop: int = 0
     stated: dict[bool, list[float]] = field(default_factory=dict)
+    faster: int = 0
+    censored: int = 0
 
     def rate(self, gain: float) -> float:
         return self.kept[gain] / self.seen[gain] if self.seen[gain] else math.nan
@@ -289,7 +310,13 @@ def run_design(
         stages = design_stages(design, number, order, scenario, args)
         spec = stage_spec(stages, args.min_gain_pct)
         host = Host(
-            scenario, stages, np.random.default_rng(seed * 100_003 + number), args.launch_s, args.run_s
+            scenario,
+            stages,
+            np.random.default_rng(seed * 100_003 + number),
+            args.launch_s,
+            args.run_s,
+            args.round_s,
+            args.per_round,
         )
         reused = None
         if scenario.reused is not None:
@@ -303,6 +330,8 @@ def run_design(
         tally.flips += watch.flips
         tally.after_stop += watch.after_stop
         tally.gpu_s += host.gpu_s
+        tally.faster += len(host.faster)
+        tally.censored += len(host.censored)
         tally.single_shot_s += (1 + sum(len(gains) for gains in stages)) * (args.launch_s + args.run_s)
         tally.changes += plan.best is not plan.baseline
         kept_any = False
@@ -353,6 +382,8 @@ def design_stages(
         return [[0.0, args.min_gain_pct, 3.0, 5.0, 10.0]]
     if design == "three-candidate":
         return [[3.0, 7.0, 10.0]]
+    if design == "faster":
+        return [list(FASTER_GAINS)]
     if design == "four no-op":
         return [[0.0]] * 4
     if design == "at detectable":
@@ -364,15 +395,23 @@ def design_stages(
 def run_scenario(name: str, seed: int, args: argparse.Namespace) -> dict[str, Tally]:
     """Every design's studies on one scenario's host (a scenario's figures depend on its seed alone)."""
     return {
-        design: run_design(
-            SCENARIOS[name], design, args.studies * (4 if design == "one-stage" else 1), args, seed
-        )
+        design: run_design(SCENARIOS[name], design, studies_of(design, args.studies), args, seed)
         for design in designs_of(name)
     }
 
 
+def studies_of(design: str, studies: int) -> int:
+    """How many studies of ``design`` a scenario runs: four times as many one-stage studies (one per
+    gain), a quarter as many ``faster`` ones (their figure is a share that should be 0)."""
+    if design == "one-stage":
+        return 4 * studies
+    if design == "faster":
+        return max(studies // 4, 1)
+    return studies
+
+
 def designs_of(name: str) -> tuple[str, ...]:
-    designs = ["one-stage", "four-stage", "five-candidate", "four no-op"]
+    designs = ["one-stage", "four-stage", "five-candidate", "four no-op", "faster"]
     if name in DETECTABLE_AT:
         designs.append("at detectable")
     if SCENARIOS[name].held_out:
@@ -387,7 +426,7 @@ def _fmt(value: float | None, pattern: str = "{:+.2f}") -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--studies", type=int, default=300, help="studies per scenario and design")
-    parser.add_argument("--smoke", action="store_true", help="a small run (same output, under two minutes)")
+    parser.add_argument("--smoke", action="store_true", help="a small run (same output, a few dozen studies)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--min-gain-pct", type=float, default=1.0, help="the form's default")
     parser.add_argument("--launch-s", type=float, default=120.0, help="engine start + warm-up, s")
@@ -395,10 +434,14 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=100, help="redraws of a confirmation launch's noise")
     parser.add_argument("--only", choices=list(SCENARIOS), action="append", help="these scenarios alone")
     parser.add_argument("--jobs", type=int, default=1, help="scenarios run at once (same figures)")
+    parser.add_argument(
+        "--round-s", type=float, default=6.5, help="the baseline's one pass of the tuning profile, s"
+    )
+    parser.add_argument("--per-round", type=int, default=100, help="prompts in one pass of the profile")
     args = parser.parse_args()
     names = args.only or list(SCENARIOS)
     if args.smoke:
-        args.studies, args.draws = 12, 20
+        args.studies, args.draws = 2, 10
         names = args.only or ["(2, 1)", "drift", "(5, 3)"]
 
     started = time.monotonic()
@@ -434,7 +477,7 @@ def print_scenario(
 ) -> None:
     """One scenario's lines: each design's keep rates, biases, GPU time and flips, then the rest."""
     for design, tally in by_design.items():
-        if design in ("four no-op", "at detectable", "three-candidate"):
+        if design in ("four no-op", "at detectable", "three-candidate", "faster"):
             continue
         rates = " ".join(f"{_fmt(tally.rate(gain), '{:.1%}'):>9}" for gain in gains)
         biases = f"{_fmt(tally.mean_bias(5.0)):>8} {_fmt(tally.mean_bias(10.0)):>8}"
@@ -446,6 +489,12 @@ def print_scenario(
     null = by_design["four no-op"]
     print(
         f"{name:>20} four no-op stages: a change recommended in {null.changes / null.studies:.1%} of studies"
+    )
+    fast = by_design["faster"]
+    rates = ", ".join(f"{gain:+g} % {fast.rate(gain):.1%}" for gain in FASTER_GAINS)
+    print(
+        f"{name:>20} faster candidates picked ({rates}): too short to judge {fast.censored} of "
+        f"{fast.faster} (the baseline's pass {args.round_s:g} s, {args.per_round} prompts)"
     )
     if "three-candidate" in by_design:
         three = by_design["three-candidate"]
@@ -504,6 +553,11 @@ def summary(results: dict[str, dict[str, Tally]], args: argparse.Namespace) -> d
             "decided_stage_flips": sum(t.flips for by in chosen.values() for t in by.values()),
             "launches_after_a_stop": sum(t.after_stop for by in chosen.values() for t in by.values()),
             "gpu_time_ratio_max": round(max(t.gpu_s / t.single_shot_s for t in tallies), 3),
+            "censored_faster": round(
+                sum(by["faster"].censored for by in chosen.values())
+                / max(sum(by["faster"].faster for by in chosen.values()), 1),
+                4,
+            ),
             "false_change_rate_max": round(
                 max(by["four no-op"].changes / by["four no-op"].studies for by in chosen.values()), 4
             ),
