@@ -330,9 +330,9 @@ def per_accelerator_lines(report: Report) -> list[str]:
     if report.published is not None:
         lines.append(
             f"Gain over the baseline: {report.published.sentence(report.decimals)}. This is the figure of "
-            "every table above and below: the published gain is each kept stage's measured gain less the "
-            "bias of being kept (docs/studies.md), so it can differ from the ratio of the measured means "
-            "shown beside it."
+            "every table above and below: the published gain is each kept stage's gain on fresh "
+            "confirmation launches (until they are measured, its measured gain less the bias of being "
+            "kept; docs/studies.md), so it can differ from the ratio of the measured means shown beside it."
         )
     if report.within_noise:
         lines.append(
