@@ -61,7 +61,7 @@ from perflab.study.search_stage import screening_profile
 from perflab.study.spec import StudySpec, StudySpecError
 from perflab.study.spread_reuse import OFFERED_SPREAD, PRIOR_SPREAD, earlier_spread, offered_spread
 from perflab.study.strategy import StrategyFor
-from perflab.study.study_plan import STUDY_RECORD, strategy_of
+from perflab.study.study_plan import stored_records, strategy_of
 from perflab.study.types import UNMEASURED, CandidatePlan, StudyPlan
 
 logger = logging.getLogger(__name__)
@@ -328,9 +328,7 @@ def _store_stage_state(session: Session, progress: StudyProgress) -> None:
     """Keep what the stages' strategies remember (a search's trials, new proposals included; a stage's
     decisions the moment they are made) and the plan's own record (the decided stages, the
     confirmation) in ``study.state``."""
-    stored = {str(step.stage.index): step.stored for step in progress.plan.steps if step.stored is not None}
-    if progress.plan.stored:
-        stored[STUDY_RECORD] = progress.plan.stored
+    stored = stored_records(progress.plan)
     if not stored or stored == (progress.study.state or {}).get(STAGE_STATE):
         return
 

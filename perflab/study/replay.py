@@ -23,7 +23,7 @@ from perflab.study.noise import ReusedSpread, StudySpread, study_spread
 from perflab.study.progress import study_rules
 from perflab.study.spec import StudySpec
 from perflab.study.strategy import Evidence
-from perflab.study.study_plan import STUDY_RECORD, plan_study
+from perflab.study.study_plan import plan_study, stored_records
 from perflab.study.types import Measurement, Rules, StudyPlan
 
 Measure = Callable[[EngineConfig], float]
@@ -70,10 +70,7 @@ class Replay:
     def advance(self) -> StudyPlan:
         """One advance: plan, store what it stores, launch what it wants."""
         plan = self.plan()
-        stored = {str(step.stage.index): step.stored for step in plan.steps if step.stored is not None}
-        if plan.stored:
-            stored[STUDY_RECORD] = plan.stored
-        self.stored = stored
+        self.stored = stored_records(plan)
         for config in plan.wanted:
             self.launched.append(config)
             self.values.setdefault(config.fingerprint(), []).append(self.measure(config))

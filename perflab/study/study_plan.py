@@ -58,6 +58,15 @@ CANDIDATES = Candidates()
 SEARCH = Search()
 
 
+def stored_records(plan: StudyPlan) -> dict[str, Any]:
+    """What the coordinator keeps of ``plan`` for the next advance (``study.state["stage_state"]``): each
+    stage's record by its index, and the plan's own."""
+    stored = {str(step.stage.index): step.stored for step in plan.steps if step.stored is not None}
+    if plan.stored:
+        stored[STUDY_RECORD] = plan.stored
+    return stored
+
+
 def strategy_of(stage: StageSpec) -> StageStrategy:
     """The strategy of a stage as its spec writes it: a search, or listed candidates."""
     return SEARCH if stage.search is not None else CANDIDATES

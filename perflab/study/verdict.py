@@ -180,9 +180,10 @@ class Verdict:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready mapping (an unknown half-width is stored as None)."""
+        """A JSON-ready mapping (an unknown half-width, and the infinite degrees of freedom of a spread
+        stated as known, are stored as None: JSON has no infinity)."""
         data = asdict(self)
-        for key in ("half_width_pct", "confirmed_half_width_pct"):
+        for key in ("half_width_pct", "confirmed_half_width_pct", "df"):
             if data[key] is not None and not math.isfinite(data[key]):
                 data[key] = None
         if self.confirmed_launches is not None:

@@ -5,6 +5,7 @@ launches show it is not quieter."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -187,3 +188,12 @@ def test_run_and_launch_variation_are_split_for_the_baseline() -> None:
     assert spread.run_cv_pct == pytest.approx(math.sqrt(within) * 100)
     assert spread.launch_cv_pct == pytest.approx(math.sqrt((between - within) / 2) * 100)
     assert estimate_spread([[5.0]]) is None
+
+
+def test_a_verdict_on_a_spread_stated_as_known_is_stored_as_strict_json() -> None:
+    # a search stating noise_cv_pct gives a spread on infinite degrees of freedom; PostgreSQL's JSON
+    # takes no Infinity, so the stored verdict carries None and reads back with the same text
+    found = Verdict("better", 12.0, math.inf, 0.95, 2, 2, df=math.inf, spread_launches=None)
+    stored = json.loads(json.dumps(found.to_dict(), allow_nan=False))
+    assert stored["df"] is None and stored["half_width_pct"] is None
+    assert Verdict.from_dict(stored).text() == found.text()
