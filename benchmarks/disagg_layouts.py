@@ -69,7 +69,8 @@ from perflab.study.noise import study_spread  # noqa: E402
 from perflab.study.objective import combined_slos, score  # noqa: E402
 from perflab.study.progress import study_rules  # noqa: E402
 from perflab.study.spec import StudySpec, spec_from_data  # noqa: E402
-from perflab.study.study_plan import plan_study  # noqa: E402
+from perflab.study.strategy import Evidence  # noqa: E402
+from perflab.study.study_plan import plan_study, stored_records  # noqa: E402
 from perflab.study.types import CandidatePlan, Measurement, Rules, StudyPlan  # noqa: E402
 
 MODEL = "Qwen/Qwen3-32B"
@@ -285,12 +286,19 @@ def run_study(spec: StudySpec, lab: Lab) -> tuple[StudyPlan, Rules]:
     """The study to its end: launch what the plan wants, ask again."""
     baseline = spec.baseline_config(GPUS, GPUS)
     slos = dict(spec.slos)
+    stored: dict[str, Any] = {}
     for _ in range(MAX_STEPS):
         measured = lab.measurements(slos)
         rules = study_rules(spec, study_spread([m.values for m in measured.values() if m.values]))
         plan = plan_study(
-            baseline=baseline, stages=spec.stages, measurements=measured, rules=rules, gpus=GPUS
+            baseline=baseline,
+            stages=spec.stages,
+            measurements=measured,
+            rules=rules,
+            gpus=GPUS,
+            evidence=Evidence(stored=stored),
         )
+        stored = stored_records(plan)
         if plan.status != "running" or not plan.wanted:
             return plan, rules
         for config in plan.wanted:

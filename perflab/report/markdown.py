@@ -25,6 +25,7 @@ from perflab.report.predictions import prediction_lines
 from perflab.report.published import PublishedGain, percent_text
 from perflab.report.search_section import search_lines
 from perflab.report.summary import coloured, ranked
+from perflab.study.decide import detectable_text
 from perflab.study.loadcurve import LOAD_TITLES, LoadCurve
 from perflab.views.formatting import counted
 
@@ -344,9 +345,9 @@ def per_accelerator_lines(report: Report) -> list[str]:
     if report.published is not None:
         lines.append(
             f"Gain over the baseline: {report.published.sentence(report.decimals)}. This is the figure of "
-            "every table above and below: the published gain is each kept stage's measured gain less the "
-            "bias of being kept (docs/studies.md), so it can differ from the ratio of the measured means "
-            "shown beside it."
+            "every table above and below: the published gain is each kept stage's gain on fresh "
+            "confirmation launches (until they are measured, its measured gain less the bias of being "
+            "kept; docs/studies.md), so it can differ from the ratio of the measured means shown beside it."
         )
     if report.within_noise:
         lines.append(
@@ -362,7 +363,7 @@ def per_accelerator_lines(report: Report) -> list[str]:
 def spread_lines(report: Report) -> list[str]:
     """The noise the decisions used, as sentences: the study's spread (today's and the one offered from
     an earlier study, with its source, age and why it was or was not used), the baseline's split, and the
-    smallest gain the study could tell from noise."""
+    true gain the study keeps 80 % of the time."""
     spread = report.spread
     lines = []
     if spread.study is not None:
@@ -370,10 +371,8 @@ def spread_lines(report: Report) -> list[str]:
     if spread.baseline is not None:
         lines.append(f"Measured spread of the baseline: {spread.baseline.text()}.")
     if spread.detectable_gain_pct is not None:
-        lines.append(
-            f"Gains under {spread.detectable_gain_pct:.1f} % cannot be told from noise here (the smallest "
-            "gain this study keeps 80 % of the time at its spread)."
-        )
+        said = detectable_text(spread.detectable_gain_pct)
+        lines.append(f"{said[0].upper()}{said[1:]}.")
     elif spread.study is not None and not spread.study.known:
         lines.append("Noise unknown: nothing was measured twice, so no change over the baseline is kept.")
     return lines

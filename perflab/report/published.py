@@ -1,11 +1,13 @@
 """The gain a report publishes for each decision, read from one place.
 
 A decision's verdict (:class:`perflab.study.verdict.Verdict`) publishes one gain:
-``Verdict.published_gain_pct``, the measured gain adjusted for the selection that kept it (else as
-measured), with its interval. :func:`published_gain` is the only reader of that figure: the comparison
-table, the per-accelerator line, the Summary, the cost rows, the study page, ``results.json`` and
-``results.csv`` all show what it returns, so each decision has one figure everywhere. The interval is the
-verdict's (``half_width_pct``, at the study's confidence); a verdict without a known spread has none.
+``Verdict.published_gain_pct``: for a kept change, its gain on the study's fresh confirmation launches
+(until they are measured, the measured gain adjusted for the selection that kept it), else as measured,
+with its interval (``Verdict.published_half_width_pct``). :func:`published_gain` is the only reader of
+that figure: the comparison table, the per-accelerator line, the Summary, the cost rows, the study page,
+``results.json`` and ``results.csv`` all show what it returns, so each decision has one figure
+everywhere. The interval is the verdict's published one (at the study's confidence); a verdict without a
+known spread has none.
 
 A comparison no decision was made on — a validation case, an imported write-up's single measurement, a
 stage that kept nothing against the baseline — shows the ratio of the two means minus one, without an
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from perflab.study.verdict import Verdict
@@ -45,14 +47,16 @@ def relative_change(new: float, old: float) -> float:
 @dataclass(frozen=True)
 class PublishedGain:
     """A gain as a fraction (0.101 is +10.1 %) with the half-width of its interval (None: none known);
-    ``decided`` when a decision published it, ``adjusted`` when that decision adjusted it for the
-    selection that kept it, and ``measured`` the decision's measured verdict in words."""
+    ``decided`` when a decision published it, ``confirmed`` when it was measured on the study's fresh
+    confirmation launches, ``adjusted`` when, before them, that decision adjusted it for the selection
+    that kept it, and ``measured`` the decision's measured verdict in words."""
 
     change: float
     half_width: float | None = None
     decided: bool = False
     adjusted: bool = False
     measured: str | None = None
+    confirmed: bool = False
 
     def text(self, decimals: int = 1) -> str:
         """``+10.1% ± 12.6%``, or ``+10.1%`` without an interval."""
@@ -60,41 +64,49 @@ class PublishedGain:
         return shown if self.half_width is None else f"{shown} ± {self.half_width * 100:.{decimals}f}%"
 
     def sentence(self, decimals: int = 1) -> str:
-        """``+10.1% ± 12.6% adjusted for selection (measured +15.3 % ± 12.6 %, 95 %, 3 vs 2)``, or
+        """``+9.8% ± 6.3% on fresh launches (kept at +15.3 % ± 12.6 %, 95 %, 3 vs 2)``; before them
+        ``+10.1% ± 12.6% adjusted for selection, to be confirmed on fresh launches (measured …)``; or
         ``+4.1% ± 1.3% (95 %, 3 vs 3)`` for a gain published as measured."""
         if self.measured is None:
             return self.text(decimals)
+        if self.confirmed:
+            return f"{self.text(decimals)} on fresh launches (kept at {self.measured})"
         if self.adjusted:
-            return f"{self.text(decimals)} adjusted for selection (measured {self.measured})"
+            return (
+                f"{self.text(decimals)} adjusted for selection, to be confirmed on fresh launches "
+                f"(measured {self.measured})"
+            )
         return f"{self.text(decimals)} ({self.measured.split(', ', 1)[-1]})"
 
     def scaled(self, factor: float) -> PublishedGain:
         """The gain of ``factor`` × the new value against the old (per accelerator: ``factor`` is the
         old side's accelerators over the new side's), its interval scaled alike."""
         half = self.half_width * factor if self.half_width is not None else None
-        return PublishedGain(
-            (1.0 + self.change) * factor - 1.0, half, self.decided, self.adjusted, self.measured
-        )
+        return replace(self, change=(1.0 + self.change) * factor - 1.0, half_width=half)
 
     def to_json(self) -> dict[str, Any]:
-        """``gain_pct``, ``half_width_pct`` (None: no interval), ``decided``, ``adjusted_for_selection``."""
+        """``gain_pct``, ``half_width_pct`` (None: no interval), ``decided``, ``adjusted_for_selection``,
+        ``confirmed_on_fresh_launches``."""
         return {
             "gain_pct": self.change * 100.0,
             "half_width_pct": self.half_width * 100.0 if self.half_width is not None else None,
             "decided": self.decided,
             "adjusted_for_selection": self.adjusted,
+            "confirmed_on_fresh_launches": self.confirmed,
         }
 
 
 def published_gain(verdict: Verdict) -> PublishedGain:
     """The gain ``verdict`` publishes, with its interval: every rendering's one source of it."""
-    half = float(verdict.half_width_pct) / 100.0 if math.isfinite(verdict.half_width_pct) else None
+    width = verdict.published_half_width_pct
+    half = float(width) / 100.0 if math.isfinite(width) else None
     return PublishedGain(
         float(verdict.published_gain_pct) / 100.0,
         half,
         decided=True,
-        adjusted=verdict.adjusted_gain_pct is not None,
+        adjusted=verdict.adjusted_gain_pct is not None and not verdict.confirmed,
         measured=verdict.text(),
+        confirmed=verdict.confirmed,
     )
 
 
@@ -103,7 +115,7 @@ def as_change(gain: PublishedGain, *, lower_is_better: bool) -> PublishedGain:
     the gain is how much lower, so +9 % cheaper is a change of −9 %."""
     if not lower_is_better:
         return gain
-    return PublishedGain(-gain.change, gain.half_width, gain.decided, gain.adjusted, gain.measured)
+    return replace(gain, change=-gain.change)
 
 
 def measured_gain(new: float, old: float) -> PublishedGain:
@@ -129,7 +141,11 @@ def chained(gains: Sequence[PublishedGain]) -> PublishedGain:
         return gains[0]
     change = math.prod(1.0 + gain.change for gain in gains) - 1.0
     return PublishedGain(
-        change, None, all(gain.decided for gain in gains), any(gain.adjusted for gain in gains)
+        change,
+        None,
+        all(gain.decided for gain in gains),
+        any(gain.adjusted for gain in gains),
+        confirmed=bool(gains) and all(gain.confirmed for gain in gains),
     )
 
 

@@ -61,7 +61,7 @@ from perflab.study.search_stage import screening_profile
 from perflab.study.spec import StudySpec, StudySpecError
 from perflab.study.spread_reuse import OFFERED_SPREAD, PRIOR_SPREAD, earlier_spread, offered_spread
 from perflab.study.strategy import StrategyFor
-from perflab.study.study_plan import strategy_of
+from perflab.study.study_plan import stored_records, strategy_of
 from perflab.study.types import UNMEASURED, CandidatePlan, StudyPlan
 
 logger = logging.getLogger(__name__)
@@ -325,9 +325,10 @@ def _trim_screened(session: Session, progress: StudyProgress) -> None:
 
 
 def _store_stage_state(session: Session, progress: StudyProgress) -> None:
-    """Keep what the stages' strategies remember (a search's trials, new proposals included) in
-    ``study.state``."""
-    stored = {str(step.stage.index): step.stored for step in progress.plan.steps if step.stored is not None}
+    """Keep what the stages' strategies remember (a search's trials, new proposals included; a stage's
+    decisions the moment they are made) and the plan's own record (the decided stages, the
+    confirmation) in ``study.state``."""
+    stored = stored_records(progress.plan)
     if not stored or stored == (progress.study.state or {}).get(STAGE_STATE):
         return
 
@@ -355,6 +356,8 @@ def _phase(plan: StudyPlan, stages: int) -> str:
         return plan.status  # failed, validating, done
     if not plan.stages:
         return "measuring the baseline"
+    if plan.confirmation is not None and not plan.confirmation.measured:
+        return plan.confirmation.note
     current = plan.stages[-1]
     return f"stage {current.index} of {stages}: {current.name}"
 
@@ -373,6 +376,20 @@ def _verdicts(progress: StudyProgress) -> list[dict[str, Any]]:
     ]
 
 
+def _confirmation(plan: StudyPlan) -> dict[str, Any] | None:
+    """The confirmation of the kept path on fresh launches: whether it held, at what level, and why."""
+    confirmation = plan.confirmation
+    if confirmation is None:
+        return None
+    closing = confirmation.closing
+    return {
+        "confirmed": confirmation.confirmed,
+        "alpha": confirmation.alpha,
+        "note": confirmation.note,
+        "closing": closing.to_dict() if closing is not None else None,
+    }
+
+
 def _state(progress: StudyProgress) -> dict[str, Any]:
     plan = progress.plan
     spread = progress.spread
@@ -383,6 +400,8 @@ def _state(progress: StudyProgress) -> dict[str, Any]:
             progress.study.id, progress.spec, progress.study_spread, progress.runs
         ),
         "detectable_gain_pct": progress.detectable_gain_pct,
+        "detectable_gains": {str(index): gain for index, gain in progress.detectable_gains().items()},
+        "confirmation": _confirmation(plan),
         "verdicts": _verdicts(progress),
         "recommendation_verdict": found.to_dict()
         if (found := recommendation(plan, progress.rules))

@@ -7,14 +7,18 @@ group-sequential test on the study's spread (:mod:`perflab.study.verdict`):
 
 - ``better`` when the gain clears the look's boundary above ``min_gain``;
 - ``not_better`` when the whole interval lies below it;
-- ``undecided`` while neither holds and launches remain (measure again);
+- ``undecided`` while neither holds and launches remain (measure again), or while the spread rests on
+  too few launches to judge;
 - ``within_noise`` at the last look, or when the estimate is too weak to reach the bar (futility);
 - ``noise_unknown`` when no spread could be had: never a reason to keep anything.
 
-A stage testing several candidates against one reference gives each its Holm share of α
-(``alpha_share``). ``final`` marks a last look (no launch will follow). Before any comparison of values,
-:func:`feasibility` applies the study's SLOs: a candidate that breaks one is ``infeasible``, whatever its
-value; one that meets them all is better than a reference that breaks one.
+Several candidates against one reference are decided together by :func:`decide_family`: α shared among
+them by Holm's step-down rule, so the chance that the family keeps any candidate whose true gain is at
+most the minimum gain stays within the one-sided α however many there are — a stage's candidates, or a
+search's finalists measured on launches of their own (the best of N, picked with family-wise control).
+``final`` marks a last look (no launch will follow). Before any comparison of values,
+:func:`feasibility` applies the study's SLOs: a candidate that breaks one is ``infeasible``, whatever
+its value; one that meets them all is better than a reference that breaks one.
 
 Write-ups imported from elsewhere (``rules.measures_noise`` false) are decided on their one measurement
 as their authors did — ``better`` when the candidate beats the reference by at least ``min_gain`` — and
@@ -27,15 +31,24 @@ The staged plan (:mod:`perflab.study.plan`) and the search (:mod:`perflab.study.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from statistics import fmean
-from typing import Literal
+from typing import Literal, TypeVar
 
 from perflab.study.types import CandidatePlan, Measurement, Rules, StudyPlan, gain_text
-from perflab.study.verdict import NOISE_UNKNOWN, Verdict, detectable_gain_pct, judge
+from perflab.study.verdict import (
+    NOISE_UNKNOWN,
+    Verdict,
+    detectable_gain_pct,
+    holm_shares,
+    judge,
+)
 
 Outcome = Literal["better", "not_better", "within_noise", "undecided", "noise_unknown", "infeasible"]
+Key = TypeVar("Key")
+# The staged plan launches a stage's reference once more than each of its candidates (before and after).
+STAGE_LEAD = 1
 
 
 @dataclass(frozen=True)
@@ -56,8 +69,12 @@ def verdict(
     *,
     final: bool = False,
     alpha_share: float = 1.0,
+    first: int | None = None,
+    lead: int | None = None,
 ) -> Verdict:
-    """The verdict on ``candidate``'s launch values against ``reference``'s under ``rules``."""
+    """The verdict on ``candidate``'s launch values against ``reference``'s under ``rules``; ``first``
+    is the candidate's launch count at its first look (default: ``rules.relaunches``), ``lead`` how many
+    more launches the design gives the reference (default: as many as it has now)."""
     spread = rules.spread
     known = spread is not None and spread.known
     return judge(
@@ -68,25 +85,49 @@ def verdict(
         cv_pct=spread.cv_pct if known else None,
         df=spread.df if known else 0.0,
         confidence=rules.confidence,
-        first=rules.relaunches,
+        first=rules.relaunches if first is None else first,
         most=max(rules.max_launches, rules.relaunches),
         alpha_share=alpha_share,
         final=final,
+        lead=lead,
+        spread_launches=spread.launches if spread is not None else None,
     )
 
 
-def detectable_gain(rules: Rules) -> float | None:
-    """The smallest gain, in %, that a study deciding under ``rules`` keeps 80 % of the time at its
-    spread (None while the spread is unknown)."""
+def design_df(rules: Rules, candidates: int = 1) -> int:
+    """The degrees of freedom a stage of ``candidates`` candidates has of its own at its last look: each
+    candidate's launches less one and the reference's (one more than theirs) less one."""
+    most = max(rules.max_launches, rules.relaunches)
+    return candidates * (most - 1) + most + STAGE_LEAD - 1
+
+
+def detectable_gain(rules: Rules, candidates: int = 1) -> float | None:
+    """The true gain, in %, that a stage of ``candidates`` candidates deciding under ``rules`` keeps 80 %
+    of the time at the study's spread (before the study has one: at the spread an earlier study offered
+    it), on the launches the design gives it; None while no spread is known. A property of the host (its
+    spread) and of the design, not of any outcome."""
     spread = rules.spread
+    cv_pct = None
+    if spread is not None:
+        cv_pct = spread.cv_pct if spread.known else (spread.reused.cv_pct if spread.reused else None)
     return detectable_gain_pct(
         min_gain_pct=rules.min_gain * 100.0,
-        cv_pct=spread.cv_pct if spread is not None else None,
-        df=spread.df if spread is not None else 0.0,
+        cv_pct=cv_pct,
+        df=float(design_df(rules, candidates)),
         confidence=rules.confidence,
         first=rules.relaunches,
         most=rules.max_launches,
-        reference_launches=rules.baseline_launches,
+        lead=STAGE_LEAD,
+        candidates=candidates,
+    )
+
+
+def detectable_text(gain_pct: float, candidates: int = 1) -> str:
+    """What the detectable gain says, worded so a kept smaller gain cannot contradict it."""
+    where = "" if candidates <= 1 else f" among {candidates} candidates of a stage"
+    return (
+        f"this host and design keep a true gain of {gain_pct:.1f} %{where} 4 times in 5 (80 % power); "
+        "smaller true gains are kept less often, larger ones more"
     )
 
 
@@ -99,6 +140,9 @@ def _judged(found: Verdict) -> Decision:
         "undecided": f"{text}: a close call, measuring both again",
         "noise_unknown": f"{text}: nothing is kept on one measurement",
     }
+    if found.too_little:
+        notes["undecided"] = f"{text}, measuring both again"
+        notes["noise_unknown"] = f"{text}: nothing is kept on it"
     return Decision(found.outcome, found.published_text(), notes[found.outcome], found)
 
 
@@ -109,10 +153,15 @@ def decide(
     *,
     final: bool = False,
     alpha_share: float = 1.0,
+    first: int | None = None,
+    lead: int | None = None,
 ) -> Decision:
     """The decision on a candidate from its and its reference's launch values (see the module)."""
     if rules.measures_noise:
-        return _judged(verdict(candidate, reference, rules, final=final, alpha_share=alpha_share))
+        found = verdict(
+            candidate, reference, rules, final=final, alpha_share=alpha_share, first=first, lead=lead
+        )
+        return _judged(found)
     mine, theirs = fmean(candidate), fmean(reference)
     gain = f"{gain_text(mine, theirs)} ({NOISE_UNKNOWN})"
     if rules.better(theirs, mine):
@@ -127,6 +176,45 @@ def decide(
     return Decision("better", gain)
 
 
+def decide_family(
+    candidates: Mapping[Key, Sequence[float]],
+    reference: Sequence[float],
+    rules: Rules,
+    *,
+    kept: int = 0,
+    tested: int | None = None,
+    final: bool = False,
+    first: Mapping[Key, int] | None = None,
+    lead: int | None = None,
+) -> dict[Key, Decision]:
+    """Each of ``candidates`` (launch values by key) decided against one ``reference``, α shared among
+    the family's ``tested`` hypotheses (default: the candidates given) by Holm's step-down rule (Holm
+    1979): ``kept`` of the family were kept before (decisions that stand), and each candidate kept now
+    passes its share on to the others, which are judged again until no more is kept — recycled into the
+    sequential tests as in Maurer & Bretz (2013). The chance that the family keeps any candidate whose
+    true gain is at most the minimum gain stays within the one-sided α. ``first`` gives a candidate's
+    launch count at its first look (default ``rules.relaunches``); ``lead`` and ``final`` as for
+    :func:`decide`.
+
+    The best of N finalists picked with family-wise control: give every finalist's own (fresh) launches;
+    the kept ones are those whose decision is ``better``, and the pick among them stands on that."""
+    tested = len(candidates) if tested is None else tested
+    first = first or {}
+    now = kept
+    while True:
+        share = holm_shares(now, tested)
+        found = {
+            key: decide(
+                values, reference, rules, final=final, alpha_share=share, first=first.get(key), lead=lead
+            )
+            for key, values in candidates.items()
+        }
+        better = kept + sum(1 for decision in found.values() if decision.outcome == "better")
+        if better <= now:
+            return found
+        now = better
+
+
 def feasibility(candidate: Measurement, reference: Measurement, reference_label: str) -> Decision | None:
     """What the SLOs decide before any value is compared: ``infeasible`` for a candidate that breaks
     one, ``better`` for one that meets every SLO its reference breaks; None when both meet them."""
@@ -137,40 +225,32 @@ def feasibility(candidate: Measurement, reference: Measurement, reference_label:
     return None
 
 
-def _over_baseline(
-    best: CandidatePlan, baseline: CandidatePlan, rules: Rules, kept: Sequence[Verdict]
-) -> Verdict | None:
-    """How sure the study is that its best configuration beats the baseline: the comparison of their
-    launches at the study's confidence (one look, no selection adjustment), with the published gain the
-    product of the gains adjusted for selection of the stages that ``kept`` a change on the way (None
-    while either has no value, or when the best is the baseline)."""
-    if not rules.measures_noise or best is baseline or best.value is None or baseline.value is None:
-        return None
+def _direct(best: CandidatePlan, baseline: CandidatePlan, rules: Rules) -> Verdict:
+    """The comparison of every launch of the best configuration with every launch of the baseline, at
+    the study's confidence (one look: a description, not a test: the best was selected on them)."""
     ours, theirs = best.measurement.samples, baseline.measurement.samples
-    spread = rules.spread
-    known = spread is not None and spread.known
-    found = judge(
-        ours,
-        theirs,
-        higher_is_better=not rules.lower_is_better,
-        min_gain_pct=rules.min_gain * 100.0,
-        cv_pct=spread.cv_pct if known else None,
-        df=spread.df if known else 0.0,
-        confidence=rules.confidence,
-        first=len(ours),
-        most=len(ours),
-        final=True,
-    )
+    return verdict(ours, theirs, rules, final=True, first=len(ours), lead=max(len(theirs) - len(ours), 0))
+
+
+def recommendation(plan: StudyPlan, rules: Rules) -> Verdict | None:
+    """How sure the study is that its recommended configuration beats the baseline: the comparison of
+    all their launches, published on the fresh launches of the confirmation (:mod:`perflab.study.confirm`)
+    once measured, before that as the product of the kept stages' published gains, to be confirmed
+    (None while either has no value, or when nothing is recommended over the baseline)."""
+    if not rules.measures_noise or plan.best is plan.baseline:
+        return None
+    if plan.best.value is None or plan.baseline.value is None:
+        return None
+    found = _direct(plan.best, plan.baseline, rules)
+    confirmation = plan.confirmation
+    if confirmation is not None and confirmation.closing is not None:
+        closing = confirmation.closing
+        return found.with_confirmation(
+            closing.gain_pct, closing.half_width_pct, (closing.n_candidate, closing.n_reference)
+        )
+    kept = [stage.winner.verdict for stage in plan.stages if stage.winner and stage.winner.verdict]
     if not kept:
         return found
     sign = -1.0 if rules.lower_is_better else 1.0
     ratio = math.prod(1.0 + sign * stage.published_gain_pct / 100.0 for stage in kept)
     return replace(found, adjusted_gain_pct=sign * (ratio - 1.0) * 100.0)
-
-
-def recommendation(plan: StudyPlan, rules: Rules) -> Verdict | None:
-    """How sure the study is that its best configuration beats the baseline: the direct comparison of
-    their launches, its published gain the product of the gains, adjusted for selection, of the stages
-    that kept a change on the way (None while either has no value, or when the best is the baseline)."""
-    kept = [stage.winner.verdict for stage in plan.stages if stage.winner and stage.winner.verdict]
-    return _over_baseline(plan.best, plan.baseline, rules, kept)

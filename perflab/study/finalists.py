@@ -10,11 +10,12 @@ winner), would keep a no-gain pick far more often than α. :func:`final_pick` th
    search's own measurement);
 2. launches each finalist again (**confirmation launches**, the tuning profile only), and judges each
    against the reference on its confirmation launches alone, with
-   :func:`perflab.study.decide.decide`: the group-sequential verdict at the study's confidence and
-   minimum gain, one look per confirmation launch up to ``max_measurements``, α shared among the
-   finalists by Holm's step-down rule (:func:`perflab.study.verdict.holm_shares`). A close call is
-   launched again, the reference with it whenever it has fewer launches than the finalist, so both
-   end on the same number; no finalist is dropped while launches remain;
+   :func:`perflab.study.decide.decide_family` (the family decision a stage's candidates get): the
+   group-sequential verdict at the study's confidence and minimum gain, one look per confirmation launch
+   up to ``max_measurements``, α shared among the finalists by Holm's step-down rule. A close call, or
+   no verdict yet while the study's spread rests on too few launches, is launched again, the reference
+   with it whenever it has fewer launches than the finalist, so both end on the same number; no
+   finalist is dropped while launches remain;
 3. among the finalists kept over the reference, separates the best from the others by the same
    verdict on all their launches: the best stands when it is better, the cheaper (fewer accelerators,
    then the smaller batch) when they are equivalent, the higher mean when the launches allowed could
@@ -41,12 +42,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from statistics import fmean
 
-from perflab.study.decide import Decision, decide, verdict
+from perflab.study.decide import Decision, decide_family, verdict
 from perflab.study.noise import StudySpread
 from perflab.study.search import Trial, directions, feasible, pareto_front
 from perflab.study.search_space import SearchSpec
 from perflab.study.types import Measurement, Rules
-from perflab.study.verdict import Verdict, holm_shares
+from perflab.study.verdict import Verdict
 
 # Finalists measured again for the final pick: the best trials by their first launch.
 MAX_FINALISTS = 3
@@ -127,22 +128,19 @@ def finalists(trials: Sequence[Trial], objectives: Sequence[str]) -> list[Trial]
 def _against_reference(
     chosen: Sequence[Trial], reference: Measurement, label: str, rules: Rules, spec: SearchSpec
 ) -> dict[int, Decision]:
-    """Each finalist's decision against the reference on its confirmation launches, α shared by Holm's
-    step-down rule (a kept finalist passes its share on; judged again until no more is kept)."""
+    """Each finalist's decision against the reference on its confirmation launches: the family decision
+    of :func:`perflab.study.decide.decide_family`, α shared by Holm's step-down rule as among a stage's
+    candidates."""
     if reference.violations:
         meets = Decision("better", f"meets the SLOs, which {label} breaks")
         return {trial.number: meets for trial in chosen}
-    kept = 0
-    while True:
-        share = holm_shares(kept, len(chosen))
-        found = {
-            trial.number: decide(confirmations(trial, spec), reference.samples, rules, alpha_share=share)
-            for trial in chosen
-        }
-        now = sum(1 for decision in found.values() if decision.outcome == "better")
-        if now <= kept:
-            return found
-        kept = now
+    launches = {trial.number: confirmations(trial, spec) for trial in chosen}
+    return decide_family(launches, reference.samples, rules)
+
+
+def _too_little(decision: Decision) -> bool:
+    """Whether a decision is undecided only because the spread rests on too few launches."""
+    return decision.verdict is not None and decision.verdict.too_little
 
 
 def _separate(
@@ -222,13 +220,15 @@ def final_pick(
     if undecided:
         most = max(len(trial.samples) for trial in undecided)
         texts = "; ".join(f"#{trial.number}: {kept[trial.number].gain}" for trial in undecided)
+        early = all(_too_little(kept[trial.number]) for trial in undecided)
+        why = "no verdict yet" if early else "close calls"
         return FinalPick(
             None,
             numbers,
             kept,
             remeasure=tuple(trial.number for trial in undecided),
             reference_again=reference.launches < most + 1,
-            reason=f"close calls against {reference_label}, measuring again ({texts})",
+            reason=f"{why} against {reference_label}, measuring again ({texts})",
             front=front,
         )
     winners = [trial for trial in chosen if kept[trial.number].outcome == "better"]

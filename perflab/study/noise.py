@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 from scipy import stats
 
-from perflab.study.verdict import pooled_cv
+from perflab.study.verdict import MIN_DF, pooled_cv, too_little_text
 
 
 @dataclass(frozen=True)
@@ -77,8 +77,10 @@ def estimate_spread(groups: Sequence[Sequence[float]]) -> Spread | None:
     )
 
 
-# A reused spread is refused when today's launches vary more than it allows at this one-sided level.
+# A reused spread is pooled only when today's launches show, at this one-sided level, that they vary less
+# than REUSE_MARGIN times its CV (the upper confidence bound of today's CV over the reused one below it).
 REUSE_TEST_ALPHA = 0.10
+REUSE_MARGIN = 1.5
 
 
 @dataclass(frozen=True)
@@ -112,13 +114,15 @@ class ReusedSpread:
 class StudySpread:
     """The spread a study's verdicts use: the CV of one launch's value (%) on ``df`` degrees of freedom
     (``cv_pct`` None: unknown), what today's launches measured (pooled over ``configurations``
-    configurations measured on two launches or more), and whether a reused spread was pooled in."""
+    configurations measured on two launches or more, ``launches`` launches in all), and whether a
+    reused spread was pooled in."""
 
     cv_pct: float | None
     df: float
     measured_cv_pct: float | None
     measured_df: int
     configurations: int
+    launches: int = 0
     reused: ReusedSpread | None = None
     reuse: str = "not offered"  # "pooled", "refused", "given" or "not offered"
     reuse_reason: str | None = None
@@ -138,6 +142,8 @@ class StudySpread:
             return f"CV {self.cv_pct:.1f} % per launch, stated in the spec (taken as known)"
         if not self.known:
             head = "noise unknown (no configuration measured on two launches yet)"
+        elif self.df < MIN_DF:
+            head = too_little_text(self.launches)
         else:
             head = f"CV {self.cv_pct:.1f} % per launch on {self.df:g} df"
         measured = (
@@ -166,33 +172,46 @@ class StudySpread:
         return data
 
 
+def reuse_bound(measured_cv_pct: float, measured_df: int, reused: ReusedSpread) -> float:
+    """The upper one-sided (1 − :data:`REUSE_TEST_ALPHA`) confidence bound of today's CV over the reused
+    one, from the F distribution of the ratio of their variances (Snedecor's F on ``measured_df`` and
+    the reused df)."""
+    if reused.cv_pct <= 0 or reused.df <= 0:
+        return math.inf
+    ratio = (measured_cv_pct / reused.cv_pct) ** 2
+    return math.sqrt(ratio / float(stats.f.ppf(REUSE_TEST_ALPHA, measured_df, reused.df)))
+
+
 def study_spread(
     groups: Sequence[Sequence[float]], reused: ReusedSpread | None = None, refused: str | None = None
 ) -> StudySpread:
     """The per-launch spread of a study from each configuration's launch values, pooled (each relative
-    to its own mean), with ``reused`` pooled in by degrees of freedom unless today's launches vary more
-    than it allows: a one-sided F test of today's variance against the reused one at
-    :data:`REUSE_TEST_ALPHA`, repeated at every look. Without today's own spread nothing is reused:
-    there is nothing to check it against; ``refused`` names a reason not to use it at all."""
+    to its own mean), with ``reused`` pooled in by degrees of freedom only where today's launches show
+    it is not much quieter than they are: the upper confidence bound of today's CV over the reused one
+    (:func:`reuse_bound`) must lie within :data:`REUSE_MARGIN` — a test of the reused spread's
+    equivalence with real power against a quieter one (a spread a third of today's passes it at most
+    1.4 % of the time), checked again at every look. Today's launches must give at least
+    :data:`~perflab.study.verdict.MIN_DF` degrees of freedom first: fewer cannot bound today's spread,
+    so they cannot vouch for a reused one. ``refused`` names a reason not to use it at all."""
     usable = [group for group in groups if len(group) >= 2]
     cv, df = pooled_cv(usable)
     measured = cv * 100.0 if df else None
-    own = StudySpread(measured, float(df), measured, df, len(usable))
+    launches = sum(len(group) for group in usable)
+    own = StudySpread(measured, float(df), measured, df, len(usable), launches)
     if reused is None:
         return own
     if refused is not None:
         return replace(own, reused=reused, reuse="refused", reuse_reason=refused)
-    if df == 0:
-        return replace(
-            own,
-            reused=reused,
-            reuse="refused",
-            reuse_reason="no configuration measured twice today to check it against",
+    if df < MIN_DF or measured is None:
+        today = "no configuration measured twice today" if df == 0 else f"today's launches give {df} df"
+        why = f"{today}: too little to check it against (at least {MIN_DF} df)"
+        return replace(own, reused=reused, reuse="refused", reuse_reason=why)
+    bound = reuse_bound(measured, df, reused)
+    if bound > REUSE_MARGIN:
+        why = (
+            f"today's launches cannot show they vary less than {REUSE_MARGIN:g}× its CV (today "
+            f"{measured:.1f} % on {df} df; upper {100 * (1 - REUSE_TEST_ALPHA):g} % bound {bound:.2f}×)"
         )
-    ratio = (measured / reused.cv_pct) ** 2 if reused.cv_pct > 0 else math.inf
-    p_value = float(stats.f.sf(ratio, df, reused.df)) if reused.df > 0 else 0.0
-    if p_value < REUSE_TEST_ALPHA:
-        why = f"today's launches vary more (F = {ratio:.2f} on {df} and {reused.df} df, p = {p_value:.3f})"
         return replace(own, reused=reused, reuse="refused", reuse_reason=why)
     pooled = math.sqrt((df * measured**2 + reused.df * reused.cv_pct**2) / (df + reused.df))
     return replace(own, cv_pct=pooled, df=float(df + reused.df), reused=reused, reuse="pooled")

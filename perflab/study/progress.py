@@ -103,12 +103,23 @@ class StudyProgress:
             evidence=evidence,
             strategy_for=strategy_for,
             propose=propose,
+            seed=study.id or 0,
         )
 
     @property
     def detectable_gain_pct(self) -> float | None:
-        """The smallest gain the study's design keeps 80 % of the time at its spread (None unknown)."""
+        """The true gain a one-candidate stage of the study's design keeps 80 % of the time at its
+        spread (None unknown)."""
         return detectable_gain(self.rules)
+
+    def detectable_gains(self) -> dict[int, float]:
+        """Each stage of listed candidates' detectable gain (Holm's share of its candidates included)."""
+        found = {}
+        for index, stage in enumerate(self.spec.stages, start=1):
+            gain = detectable_gain(self.rules, max(len(stage.candidates), 1))
+            if stage.search is None and gain is not None:
+                found[index] = gain
+        return found
 
     def outcome(self, candidate: CandidatePlan) -> RunOutcome | None:
         """The run outcome behind a candidate (its own, or the one it reuses)."""

@@ -1,30 +1,38 @@
 """Group-sequential keep boundaries: α spent over the looks, a futility stop, power, and the gain estimate
 adjusted for the decision that kept it.
 
-A candidate is judged at each **look**: first when it has ``first`` launches, then after each further
-launch, up to ``most``. Every look tests the same hypothesis, "the gain is at most the minimum gain", so a
-fixed 95 % test repeated at every look would keep a candidate at the threshold more often than 2.5 % of
-the time (the more looks, the more often). The keep boundary therefore spends the one-sided α over the
-looks with the Lan–DeMets spending function of O'Brien–Fleming type, ``α(t) = 2 − 2Φ(z_{1−α/2} / √t)``
-(Lan & DeMets 1983), on the fraction ``t = n / most`` of the candidate's launches: early looks need
-overwhelming evidence, the last nearly the fixed-sample boundary, and the chance of ever keeping a
-threshold candidate stays at most α however many looks there are. The boundaries come from the recursive
-numerical integration of Armitage, McPherson & Rowe (1969) over the independent increments of the score
-``S = z·√n``.
+A candidate is judged at each **look**: after its ``first``-th launch, then after each further launch, up
+to ``most``. Every look tests the same hypothesis, "the gain is at most the minimum gain", so a fixed
+95 % test repeated at every look would keep a candidate at the threshold more often than 2.5 % of the
+time (the more looks, the more often). The keep boundary therefore spends the one-sided α over the looks
+with the Lan–DeMets spending function of O'Brien–Fleming type, ``α(t) = 2 − 2Φ(z_{1−α/2} / √t)`` (Lan &
+DeMets 1983), at the **information fraction** ``t`` of each look: early looks need overwhelming
+evidence, the last nearly the fixed-sample boundary, and the chance of ever keeping a threshold candidate
+stays at most α however many looks there are.
 
-Futility: an interim look whose statistic is at or below :data:`FUTILITY_Z` stops measuring the
-candidate. The rule is non-binding: the keep boundaries are computed as if it did not exist, so stopping
-early can only lower the keep rate.
+Information is measured in units of 1/σ² (σ: the spread of one launch's value): a comparison of ``k``
+launches of the candidate against ``k + lead`` of its reference has information ``1 / (1/k + 1/(k +
+lead))`` (:func:`information_levels`; the staged plan launches the reference once more than its
+candidates, ``lead = 1``). A look that is not taken (too few degrees of freedom to judge) spends nothing:
+its α is left for the looks that are taken, as Lan–DeMets spending allows. The boundaries come from the
+recursive numerical integration of Armitage, McPherson & Rowe (1969) over the independent increments of
+the score ``S = z·√I`` (Jennison & Turnbull 2000, ch. 19).
+
+Futility: an interim look whose statistic is at or below :func:`futility_z` stops measuring the
+candidate: at its first look (the least information) only an estimate half a standard error below the
+minimum gain, after that one less than :data:`FUTILITY_Z` standard errors above it. The rule is
+non-binding: the keep boundaries are computed as if it did not exist, so stopping early can only lower
+the keep rate; it is set loose enough that a gain the design is built to detect is rarely stopped (it
+costs the detectable gain's 80 % power a few points, included in :func:`keep_probability`).
 
 With a spread estimated on ``df`` degrees of freedom, a normal boundary's tail probability is carried
 over to Student's t with ``df`` (Jennison & Turnbull 2000, §11.4).
 
-A kept candidate's measured gain is biased upward: it was kept *because* it came out high. Its published
-gain subtracts that bias: the measured drift less ``E[estimate | kept] − drift`` evaluated at the
-measured drift (a one-step, plug-in bias correction as in Whitehead 1986, here conditional on keeping as
-for the winner's curse of Sun & Bull 2005), with the conditional mean integrated over the same looks.
-The conditional maximum-likelihood estimate was not used: near the boundary its likelihood grows without
-bound toward small gains, and its estimates land far below the truth.
+A kept candidate's measured gain is biased upward: it was kept *because* it came out high. Until
+confirmation launches measure it afresh (:mod:`perflab.study.confirm`), the figure shown subtracts that
+bias: the measured effect less ``E[estimate | kept] − effect`` evaluated at the measured effect (a
+one-step, plug-in bias correction as in Whitehead 1986, here conditional on keeping as for the winner's
+curse of Sun & Bull 2005), with the conditional mean integrated over the same looks.
 """
 
 from __future__ import annotations
@@ -36,15 +44,32 @@ from functools import lru_cache
 import numpy as np
 from scipy import optimize, stats
 
-# An interim look at or below this z stops the candidate (chosen with benchmarks/study_noise.py).
-FUTILITY_Z = 0.9
+# An interim look after a candidate's first at or below this z stops the candidate.
+FUTILITY_Z = 0.6
+# At a candidate's first look (the least information) only an estimate this far below the minimum gain does.
+FIRST_FUTILITY_Z = -0.5
 GRID_POINTS = 201  # points of the score's density grid at each look
 TAIL_SDS = 8.0  # the grid spans the mean ± this many standard deviations
 _ROOT_TWO_PI = math.sqrt(2.0 * math.pi)
 
 
+def information_levels(first: int, most: int, lead: int = 0) -> tuple[float, ...]:
+    """The information (in units of 1/σ²) of a comparison at each look: the candidate's ``k`` launches
+    (``first`` … ``most``) against ``k + lead`` of its reference."""
+    if not 1 <= first <= most:
+        raise ValueError(f"looks need 1 <= first <= most, got first={first}, most={most}")
+    if lead < 0:
+        raise ValueError(f"the reference's lead must be >= 0, got {lead}")
+    return tuple(1.0 / (1.0 / k + 1.0 / (k + lead)) for k in range(first, most + 1))
+
+
+def futility_z(look: int) -> float:
+    """The z at or below which an interim look (0-based) stops the candidate."""
+    return FIRST_FUTILITY_Z if look == 0 else FUTILITY_Z
+
+
 def obrien_fleming_spent(fraction: float, alpha: float) -> float:
-    """The one-sided α spent by ``fraction`` of the looks' information (Lan–DeMets, O'Brien–Fleming type)."""
+    """The one-sided α spent by ``fraction`` of the information (Lan–DeMets, O'Brien–Fleming type)."""
     if fraction <= 0.0:
         return 0.0
     tail = stats.norm.isf(alpha / 2.0) / math.sqrt(min(fraction, 1.0))
@@ -59,19 +84,19 @@ class _Density:
     weights: np.ndarray
 
     @classmethod
-    def start(cls, info: float, drift: float, low: float, high: float) -> _Density:
+    def start(cls, info: float, effect: float, low: float, high: float) -> _Density:
         """The score's density at the first look, on ``(low, high)``."""
         sd = math.sqrt(info)
-        return cls._on_grid(drift * info, sd, low, high, lambda points: _normal(points, drift * info, sd))
+        return cls._on_grid(effect * info, sd, low, high, lambda points: _normal(points, effect * info, sd))
 
-    def advance(self, variance: float, drift: float, low: float, high: float) -> _Density:
-        """The sub-density after an increment N(drift, variance), on ``(low, high)``."""
+    def advance(self, variance: float, mean: float, low: float, high: float) -> _Density:
+        """The sub-density after an increment N(mean, variance), on ``(low, high)``."""
         sd = math.sqrt(variance)
-        centre = float(self.points.mean()) + drift
+        centre = float(self.points.mean()) + mean
         spread = float(np.ptp(self.points)) / 2.0 + TAIL_SDS * sd
 
         def density(points: np.ndarray) -> np.ndarray:
-            return _normal(points[:, None], self.points[None, :] + drift, sd) @ self.weights
+            return _normal(points[:, None], self.points[None, :] + mean, sd) @ self.weights
 
         return self._on_grid(centre, spread / TAIL_SDS, low, high, density)
 
@@ -86,15 +111,15 @@ class _Density:
         trapezoid[[0, -1]] = step / 2.0
         return cls(points, density(points) * trapezoid)
 
-    def above(self, variance: float, drift: float, level: float) -> float:
+    def above(self, variance: float, mean: float, level: float) -> float:
         """The probability that the next look's score exceeds ``level``."""
-        tail = stats.norm.sf((level - self.points - drift) / math.sqrt(variance))
+        tail = stats.norm.sf((level - self.points - mean) / math.sqrt(variance))
         return float(tail @ self.weights)
 
-    def mean_above(self, variance: float, drift: float, level: float) -> float:
+    def mean_above(self, variance: float, mean: float, level: float) -> float:
         """E[score · 1(score > level)] at the next look (the partial expectation of a normal)."""
         sd = math.sqrt(variance)
-        centre = self.points + drift
+        centre = self.points + mean
         standard = (level - centre) / sd
         partial = centre * stats.norm.sf(standard) + sd * stats.norm.pdf(standard)
         return float(partial @ self.weights)
@@ -104,83 +129,101 @@ def _normal(points: np.ndarray, mean: np.ndarray | float, sd: float) -> np.ndarr
     return np.exp(-0.5 * ((points - mean) / sd) ** 2) / (sd * _ROOT_TWO_PI)
 
 
-@lru_cache(maxsize=256)
-def keep_boundaries(first: int, most: int, alpha: float) -> tuple[float, ...]:
-    """The z each look (``first`` … ``most`` launches of the candidate) must exceed to keep it, spending
-    one-sided ``alpha`` over the looks; computed without the futility stop (it is non-binding)."""
-    if not 1 <= first <= most:
-        raise ValueError(f"looks need 1 <= first <= most, got first={first}, most={most}")
+def _checked(levels: tuple[float, ...]) -> None:
+    if not levels or any(b <= a for a, b in zip(levels, levels[1:], strict=False)) or levels[0] <= 0:
+        raise ValueError(f"information levels must be positive and increasing, got {levels}")
+
+
+@lru_cache(maxsize=512)
+def keep_boundaries(levels: tuple[float, ...], alpha: float, total: float | None = None) -> tuple[float, ...]:
+    """The z each look at information ``levels`` must exceed to keep the candidate, spending one-sided
+    ``alpha`` at the fractions ``level / total`` (``total``: the last level); computed without the
+    futility stop (it is non-binding)."""
+    _checked(levels)
     if not 0.0 < alpha < 0.5:
         raise ValueError(f"alpha must be in (0, 0.5), got {alpha}")
+    total = levels[-1] if total is None else total
     bounds: list[float] = []
     density: _Density | None = None
-    spent = 0.0
-    for launches in range(first, most + 1):
-        target = obrien_fleming_spent(launches / most, alpha) - spent
+    spent, previous_info = 0.0, 0.0
+    for info in levels:
+        target = obrien_fleming_spent(info / total, alpha) - spent
         spent += target
         if density is None:
             bound = float(stats.norm.isf(target))
-            density = _Density.start(launches, 0.0, -math.inf, bound * math.sqrt(launches))
+            density = _Density.start(info, 0.0, -math.inf, bound * math.sqrt(info))
         else:
-            previous = density
+            before, step = density, info - previous_info
 
             def crossing(
-                z: float, previous: _Density = previous, launches: int = launches, target: float = target
+                z: float,
+                before: _Density = before,
+                info: float = info,
+                step: float = step,
+                target: float = target,
             ) -> float:
-                return previous.above(1.0, 0.0, z * math.sqrt(launches)) - target
+                return before.above(step, 0.0, z * math.sqrt(info)) - target
 
             bound = (
                 12.0 if crossing(12.0) >= 0.0 else float(optimize.brentq(crossing, -12.0, 12.0, xtol=1e-7))
             )
-            density = previous.advance(1.0, 0.0, -math.inf, bound * math.sqrt(launches))
+            density = before.advance(step, 0.0, -math.inf, bound * math.sqrt(info))
+        previous_info = info
         bounds.append(bound)
     return tuple(bounds)
 
 
-def keep_probability(first: int, bounds: tuple[float, ...], drift: float, *, futility: bool = True) -> float:
-    """The probability that the design keeps a candidate whose z grows by ``drift`` × √launches (the
-    futility stop applied at every interim look unless ``futility`` is False)."""
-    kept = 0.0
+def _walk(levels: tuple[float, ...], bounds: tuple[float, ...], effect: float, futility: bool):
+    """For each look: (information, the keep level of the score, the density of the paths still going
+    before it, the increment's variance)."""
     density: _Density | None = None
+    previous = 0.0
     last = len(bounds) - 1
-    for index, bound in enumerate(bounds):
-        launches = first + index
-        low = FUTILITY_Z * math.sqrt(launches) if futility and index < last else -math.inf
-        high = bound * math.sqrt(launches)
+    for index, (info, bound) in enumerate(zip(levels, bounds, strict=True)):
+        low = futility_z(index) * math.sqrt(info) if futility and index < last else -math.inf
+        high = bound * math.sqrt(info)
+        yield info, high, density, info - previous
+        step = info - previous
+        density = (
+            _Density.start(info, effect, low, high)
+            if density is None
+            else density.advance(step, effect * step, low, high)
+        )
+        previous = info
+
+
+def keep_probability(
+    levels: tuple[float, ...], bounds: tuple[float, ...], effect: float, *, futility: bool = True
+) -> float:
+    """The probability that the design keeps a candidate whose score grows by ``effect`` per unit of
+    information (the futility stop applied at every interim look unless ``futility`` is False)."""
+    kept = 0.0
+    for info, high, density, step in _walk(levels, bounds, effect, futility):
         if density is None:
-            kept += float(stats.norm.sf((high - drift * launches) / math.sqrt(launches)))
-            density = _Density.start(launches, drift, low, high)
+            kept += float(stats.norm.sf((high - effect * info) / math.sqrt(info)))
         else:
-            kept += density.above(1.0, drift, high)
-            density = density.advance(1.0, drift, low, high)
+            kept += density.above(step, effect * step, high)
     return min(kept, 1.0)
 
 
-def kept_drift_mean(first: int, bounds: tuple[float, ...], drift: float) -> float:
-    """E[estimated drift | kept] for a true ``drift``: the mean of ``z / √launches`` over the looks that
-    keep, with the futility stop (what the measured gain of a kept candidate averages to)."""
+def kept_effect_mean(levels: tuple[float, ...], bounds: tuple[float, ...], effect: float) -> float:
+    """E[estimated effect | kept] for a true ``effect``: the mean of ``z / √I`` over the looks that keep,
+    with the futility stop (what the measured gain of a kept candidate averages to)."""
     kept, total = 0.0, 0.0
-    density: _Density | None = None
-    last = len(bounds) - 1
-    for index, bound in enumerate(bounds):
-        launches = first + index
-        low = FUTILITY_Z * math.sqrt(launches) if index < last else -math.inf
-        high = bound * math.sqrt(launches)
+    for info, high, density, step in _walk(levels, bounds, effect, True):
         if density is None:
-            sd = math.sqrt(launches)
-            standard = (high - drift * launches) / sd
-            kept += float(stats.norm.sf(standard))
-            total += (
-                drift * launches * float(stats.norm.sf(standard)) + sd * float(stats.norm.pdf(standard))
-            ) / launches
-            density = _Density.start(launches, drift, low, high)
+            sd = math.sqrt(info)
+            standard = (high - effect * info) / sd
+            tail = float(stats.norm.sf(standard))
+            kept += tail
+            total += (effect * info * tail + sd * float(stats.norm.pdf(standard))) / info
         else:
-            kept += density.above(1.0, drift, high)
-            total += density.mean_above(1.0, drift, high) / launches
-            density = density.advance(1.0, drift, low, high)
+            kept += density.above(step, effect * step, high)
+            total += density.mean_above(step, effect * step, high) / info
     return total / kept if kept > 0 else math.nan
 
 
+@lru_cache(maxsize=4096)
 def t_boundary(z_bound: float, df: float) -> float:
     """The normal boundary carried over to Student's t with ``df`` degrees of freedom (same tail)."""
     if math.isinf(df):
@@ -189,21 +232,20 @@ def t_boundary(z_bound: float, df: float) -> float:
 
 
 @lru_cache(maxsize=4096)
-def adjusted_z(first: int, bounds: tuple[float, ...], look: int, z: float) -> float:
+def adjusted_z(levels: tuple[float, ...], bounds: tuple[float, ...], look: int, z: float) -> float:
     """The statistic ``z`` of a candidate kept at look ``look`` (0-based) less the bias that keeping
-    gives: ``z`` − √n·(E[estimate | kept] − drift) at the drift ``z`` estimates (see the module)."""
-    launches = first + look
-    drift = z / math.sqrt(launches)
-    bias = kept_drift_mean(first, bounds, drift) - drift
-    return (drift - bias) * math.sqrt(launches) if math.isfinite(bias) else z
+    gives: ``z`` − √I·(E[estimate | kept] − effect) at the effect ``z`` estimates (see the module)."""
+    info = levels[look]
+    effect = z / math.sqrt(info)
+    bias = kept_effect_mean(levels, bounds, effect) - effect
+    return (effect - bias) * math.sqrt(info) if math.isfinite(bias) else z
 
 
-def detectable_z(first: int, bounds: tuple[float, ...], power: float = 0.8) -> float:
-    """The expected z at the last look of a candidate the design keeps with probability ``power``."""
-    most = first + len(bounds) - 1
+@lru_cache(maxsize=256)
+def detectable_effect(levels: tuple[float, ...], bounds: tuple[float, ...], power: float = 0.8) -> float:
+    """The effect (per unit of information, in units of σ) the design keeps with probability ``power``."""
 
-    def short(drift: float) -> float:
-        return keep_probability(first, bounds, drift) - power
+    def short(effect: float) -> float:
+        return keep_probability(levels, bounds, effect) - power
 
-    drift = optimize.brentq(short, 0.0, 20.0 / math.sqrt(first), xtol=1e-6)
-    return float(drift) * math.sqrt(most)
+    return float(optimize.brentq(short, 0.0, 20.0 / math.sqrt(levels[0]), xtol=1e-6))

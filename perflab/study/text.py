@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from perflab.predict.store import prediction_line
+from perflab.study.decide import detectable_text
 from perflab.study.progress import StudyProgress
 from perflab.study.spec import OBJECTIVE_UNITS
 from perflab.study.types import UNMEASURED, CandidatePlan, StudyPlan
@@ -74,6 +75,11 @@ def progress_lines(progress: StudyProgress) -> list[str]:
     for stage in plan.stages:
         lines.append(f"{stage.index}. {stage.name}")
         lines.extend(_line(progress, candidate, unit) for candidate in stage.candidates)
+    if plan.confirmation is not None:
+        lines.append(f"confirmation: {plan.confirmation.note}")
+    detectable = progress.detectable_gain_pct
+    if detectable is not None:
+        lines.append(f"detectable gain: {detectable_text(detectable)}")
     if plan.failure:
         lines.append(f"failed: {plan.failure}")
     if plan.status == "incomplete":

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any, Literal
 
 from perflab.engines.config import EngineConfig
@@ -21,8 +22,6 @@ from perflab.study.verdict import Verdict
 MeasurementState = Literal["pending", "measured", "failed", "unmeasured", "too_short"]
 PlanStatus = Literal["running", "validating", "done", "failed", "incomplete"]
 BASELINE_STAGE = "Baseline"
-# The baseline is measured on this many launches first, so a study always measures its own spread.
-BASELINE_LAUNCHES = 2
 UNMEASURED = "unmeasured"
 TOO_SHORT = "too_short"
 
@@ -58,12 +57,16 @@ class Measurement:
         """The launch values a decision is made on (the value alone when no launch was recorded)."""
         return self.values or ((self.value,) if self.value is not None else ())
 
+    def since(self, launch: int) -> tuple[float, ...]:
+        """The values of its launches from the ``launch``-th on (0-based, in launch order)."""
+        return self.samples[launch:]
+
 
 @dataclass(frozen=True)
 class Rules:
     """How a stage is decided: the lowest acceptable success rate and the smallest gain kept (fractions);
-    the confidence of every verdict; the launches that first measure a candidate (``relaunches``; the
-    baseline at least :data:`BASELINE_LAUNCHES`) and the most a close call may take; the study's spread
+    the confidence of every verdict; the launches of a candidate before its first look
+    (``relaunches``) and the most a close call may take; the study's spread
     (:class:`~perflab.study.noise.StudySpread`, None: nothing measured twice yet); ``lower_is_better``
     for an objective such as cost, whose gain is a fall by ``min_gain``. ``measures_noise`` is false
     only for write-ups imported from elsewhere, decided on their one measurement as their authors did."""
@@ -79,8 +82,9 @@ class Rules:
 
     @property
     def baseline_launches(self) -> int:
-        """Launches of the baseline before any candidate is judged: its spread needs two."""
-        return max(self.relaunches, BASELINE_LAUNCHES) if self.measures_noise else 1
+        """Launches of the baseline before the first stage: one, the launch its first round of
+        candidates is measured after (:mod:`perflab.study.plan` launches it again after them)."""
+        return 1
 
     def better(self, value: float, reference: float) -> bool:
         """Whether ``value`` is on the better side of ``reference`` (not necessarily by ``min_gain``)."""
@@ -104,9 +108,11 @@ class CandidatePlan:
     role: str = "candidate"
     verdict: Verdict | None = None
     again: bool = False  # a close call or too few launches: measure it (and its reference) again
+    since: int = 0  # its launches before this one (0-based) took no part in the stage's comparison
 
-    @property
+    @cached_property
     def fingerprint(self) -> str | None:
+        """The configuration's fingerprint (computed once per plan of it)."""
         return self.config.fingerprint() if self.config is not None else None
 
     @property
@@ -119,6 +125,11 @@ class CandidatePlan:
         """Whether it waits for a measurement (its first, or another launch of a close call)."""
         pending = self.measurement is None or self.measurement.state == "pending"
         return self.decision is None and (pending or self.again)
+
+    @property
+    def compared(self) -> tuple[float, ...]:
+        """The launch values its stage compares (from its ``since``-th launch on)."""
+        return self.measurement.since(self.since) if self.measurement is not None else ()
 
     @property
     def value(self) -> float | None:
@@ -181,10 +192,34 @@ class StageStep:
 
 
 @dataclass(frozen=True)
+class Confirmation:
+    """The kept changes measured again on fresh launches after every stage was decided
+    (:mod:`perflab.study.confirm`): ``order`` the configurations (fingerprints, the baseline first in
+    the path) in the order launched, ``before`` each one's launches before the block (its block launch
+    is the next), ``verdicts`` each kept stage's verdict with its confirmed gain (by stage index), the
+    recommendation's ``closing`` verdict against the baseline at one-sided level ``alpha``, whether it
+    ``confirmed`` the path (None until measured) and what that means in words."""
+
+    order: tuple[str, ...]
+    before: Mapping[str, int]
+    verdicts: Mapping[int, Verdict] = field(default_factory=dict)
+    closing: Verdict | None = None
+    alpha: float = 1.0
+    confirmed: bool | None = None
+    note: str = ""
+
+    @property
+    def measured(self) -> bool:
+        return self.confirmed is not None
+
+
+@dataclass(frozen=True)
 class StudyPlan:
     """Where a study stands: reached stages (each with its strategy's step), the best so far, what to
     run next; ``validate`` holds the fingerprints among ``wanted`` (the baseline, the winner) whose
-    launch runs the validation profiles alone, their earlier launches having dropped them."""
+    launch runs the validation profiles alone, their earlier launches having dropped them;
+    ``confirmation`` the fresh launches of the kept path once the stages are decided; ``stored`` what
+    the plan keeps in ``study.state`` for the next advance (decided stages, the confirmation block)."""
 
     baseline: CandidatePlan
     stages: tuple[StagePlan, ...]
@@ -195,6 +230,8 @@ class StudyPlan:
     failure: str | None = None
     steps: tuple[StageStep, ...] = ()
     validate: frozenset[str] = frozenset()
+    confirmation: Confirmation | None = None
+    stored: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def screen(self) -> dict[str, float]:

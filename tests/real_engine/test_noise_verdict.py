@@ -39,7 +39,7 @@ def test_a_candidate_that_changes_nothing_is_not_kept_on_real_vllm(
     assert verdict["outcome"] in ("within_noise", "not_better")
     assert candidate["decision"] == verdict["outcome"]
     assert candidate["note"].startswith(verdict["text"])
-    # the baseline's two launches measured the spread: every verdict has an interval
+    # the launches of the baseline beside the candidate's measured the spread: every verdict has an interval
     assert verdict["half_width_pct"] is not None and verdict["n_reference"] >= 2
     recommended = outcome.listed["recommended_command"]
     assert recommended and "--seed" not in recommended

@@ -97,7 +97,9 @@ def test_page_report_json_and_csv_show_one_published_gain_per_decision(
     for stage in kept:
         winner = next(candidate for candidate in stage.candidates if candidate.label == stage.winner)
         decision = published_gain(winner.verdict)
-        assert decision.adjusted and decision.half_width is not None
+        # the study is done: every kept stage published its gain on its fresh confirmation launches
+        assert decision.confirmed and not decision.adjusted and decision.half_width is not None
+        assert decision.half_width * 100 == pytest.approx(winner.verdict.confirmed_half_width_pct)
         [summary_row] = [row for row in report.summary if row.option == stage.name]
         assert summary_row.improvement == decision
         text = decision.text(decimals)

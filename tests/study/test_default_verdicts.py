@@ -1,6 +1,6 @@
 """A study made from the new-study form's defaults on a simulated local host with seeded noise decides
 with its noise: its page, its report and ``study show --json`` show the spread it used and where it came
-from, every verdict with its interval, and the smallest gain it could have seen."""
+from, every verdict with its interval, and the true gain its host and design keep 4 times in 5."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from perflab.inventory import load_inventory
 from perflab.report.from_study import study_report
 from perflab.report.markdown import render_markdown
 from perflab.study.coordinator import create_study
+from perflab.study.decide import detectable_text
 from perflab.study.headless import wait_for_study
 from tests.fixtures.runs import SimHostFactory, write_hosts_file
 from tests.fixtures.study_data import FAST, form_defaults_spec
@@ -58,7 +59,8 @@ def test_a_study_from_the_forms_defaults_decides_with_its_noise_and_shows_it(
         report = study_report(session, study_id=study.id)
     markdown = render_markdown(report)
     assert f"Spread of the verdicts: {spread['study']['text']}." in markdown
-    assert f"Gains under {spread['detectable_gain_pct']:.1f} % cannot be told from noise here" in markdown
+    detectable = detectable_text(spread["detectable_gain_pct"])
+    assert f"{detectable[0].upper()}{detectable[1:]}." in markdown
     for verdict in shown["verdicts"]:
         assert verdict["text"] in markdown
 
@@ -67,7 +69,7 @@ def test_a_study_from_the_forms_defaults_decides_with_its_noise_and_shows_it(
     assert not app.exception
     page_text = " ".join(texts(app.markdown) + texts(app.caption))
     assert f"Spread of the verdicts: {spread['study']['text']}." in page_text
-    assert f"Gains under {spread['detectable_gain_pct']:.1f} % cannot be told from noise here" in page_text
+    assert f"{detectable[0].upper()}{detectable[1:]}." in page_text
     notes = " ".join(
         str(note) for frame in app.dataframe if "Note" in frame.value for note in frame.value["Note"]
     )

@@ -90,8 +90,9 @@ def test_full_study_runs_every_distinct_configuration_once_and_reports(
     ]
     assert all(c.verdict is not None and c.note.startswith(c.verdict.text()) for c in judged)
 
-    # every distinct configuration launched, the baseline at least twice (its spread); a configuration's
-    # launches after its first run the tuning profile only; every replica started exactly once a launch
+    # every distinct configuration launched, the baseline at least twice (beside its first round of
+    # candidates); a configuration's launches after its first run the tuning profile only; every replica
+    # started exactly once a launch
     fingerprints = {c.fingerprint for c in plan.candidates() if c.fingerprint is not None}
     assert len(fingerprints) == 5  # "TP1 x2" is the baseline on the 2-accelerator budget
     assert all(run.replicas * run.config["tp"] == 2 for run in runs)

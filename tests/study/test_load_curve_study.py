@@ -1,5 +1,5 @@
 """Load curves on the simulator: a study whose objective is the highest load within SLOs sweeps
-concurrency on one launch per configuration, finds each curve's saturation point and SLO limit, and
+concurrency on each launch of a configuration, finds each curve's saturation point and SLO limit, and
 shows both (chart data and report)."""
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def test_sweep_finds_saturation_and_slo_limit_and_the_study_keeps_the_higher_lim
         progress = load_progress(session, study_id=study.id)
         report = study_report(session, study_id=study.id)
     plan = progress.plan
-    # one launch each, every sweep point stored with its load
+    # each configuration launched as its verdict needs; its latest launch stored every sweep point
     for candidate in (plan.baseline, plan.stages[0].candidates[0]):
         outcome = progress.outcome(candidate)
         assert [r.sweep_point["value"] for r in outcome.results] == [1, 2, 16]

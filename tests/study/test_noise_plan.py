@@ -1,15 +1,22 @@
-"""Studies decide with their noise by default: the baseline's second launch, the sequential verdicts, Holm's
-shares, noise unknown, too-short results; values drawn from the simulator's seeded noise model (known
-truth, no runs), decided through the planner and the rules a study's progress builds."""
+"""Studies decide with their noise by default: the balanced launch order, the sequential verdicts on
+launches taken side by side, Holm's shares, noise unknown, too-short results; values drawn from seeded
+noise models (known truth, no runs), decided through the planner as the coordinator drives it
+(:class:`perflab.study.replay.Replay`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
+
+from perflab.engines.config import EngineConfig
 from perflab.sim.noise import NoiseModel
 from perflab.study.noise import study_spread
 from perflab.study.progress import study_rules
+from perflab.study.replay import Replay
 from perflab.study.spec import parse_spec
 from perflab.study.study_plan import plan_study
-from perflab.study.types import Measurement, Rules, StudyPlan
+from perflab.study.types import Measurement, Rules
 
 SPEC = """
 name: noise
@@ -43,71 +50,114 @@ def _measured(values: dict[str, list[float]]) -> dict[str, Measurement]:
     }
 
 
-def _run_plan(text: str, gains: list[float], noise: NoiseModel) -> tuple[StudyPlan, list[str]]:
-    """Plan with the rules of the spec's defaults at the spread measured so far, launch what it wants
-    (truth × the model's speed of that launch), until it stops."""
+def _host(text: str, gains: list[float], speed: Callable[[int], float]) -> tuple[Replay, list[str]]:
+    """A replay of the spec whose launches measure truth × ``speed(launch number)``; the order of the
+    configurations launched is kept as labels (``B`` the baseline, ``C0``, ``C1``… the candidates)."""
     spec = parse_spec(text)
-    baseline = spec.baseline_config()
-    truth = {baseline.fingerprint(): 1000.0}
-    for candidate, gain in zip(spec.stages[0].candidates, gains, strict=True):
+    baseline = spec.baseline_config(1, 1)
+    truth = {baseline.fingerprint(): (1000.0, "B")}
+    for position, (candidate, gain) in enumerate(zip(spec.stages[0].candidates, gains, strict=True)):
         changed = baseline.model_copy(update=candidate.changes)
-        truth[changed.fingerprint()] = 1000.0 * (1 + gain)
-    values: dict[str, list[float]] = {}
+        truth[changed.fingerprint()] = (1000.0 * (1 + gain), f"C{position}")
     order: list[str] = []
-    while True:
-        rules = study_rules(spec, study_spread(list(values.values())))
-        plan = plan_study(baseline=baseline, stages=spec.stages, measurements=_measured(values), rules=rules)
-        if not plan.wanted:
-            return plan, order
-        for config in plan.wanted:
-            fingerprint = config.fingerprint()
-            values.setdefault(fingerprint, []).append(truth[fingerprint] * noise.speed(len(order), 0))
-            order.append("A" if config == baseline else "B")
+
+    def measure(config: EngineConfig) -> float:
+        value, label = truth[config.fingerprint()]
+        order.append(label)
+        return value * speed(len(order) - 1)
+
+    return Replay(spec, measure, seed=3), order
 
 
-def test_the_baseline_is_launched_twice_so_every_study_measures_its_spread() -> None:
-    plan, order = _run_plan(SPEC, [0.0], NoiseModel(run_cv_pct=2.0, launch_cv_pct=1.0, seed=11))
-    assert order[:3] == ["A", "A", "B"]
-    assert plan.baseline.measurement.launches >= 2
+def _noise(seed: int, run_cv: float = 2.0, launch_cv: float = 1.0) -> Callable[[int], float]:
+    model = NoiseModel(run_cv_pct=run_cv, launch_cv_pct=launch_cv, seed=seed)
+    return lambda launch: model.speed(launch, 0)
+
+
+def test_the_reference_is_launched_before_and_after_every_round_of_candidates() -> None:
+    replay, order = _host(SPEC, [0.02], _noise(11))
+    replay.run()
+    stage = order[: order.index("B", len(order) - 2)] if order.count("B") > 2 else order
+    assert stage[:5] == ["B", "C0", "B", "C0", "B"]  # R C R C R: the candidate's launches sit between
+    replay, order = _host(THREE, [0.02, 0.02, 0.02], _noise(12))
+    replay.run()
+    assert order[:9] == ["B", "C0", "C1", "C2", "B", "C2", "C1", "C0", "B"]  # mirrored in the next round
+
+
+def test_a_linear_drift_of_the_host_cancels_from_every_comparison() -> None:
+    # no noise at all, the host 2 % faster at each launch: a candidate that changes nothing
+    replay, _ = _host(SPEC, [0.0], lambda launch: 1.0 + 0.02 * launch)
+    looks = []
+    replay.run(
+        each=lambda plan: looks.extend(c.verdict for s in plan.stages for c in s.candidates if c.verdict)
+    )
+    # at every balanced look (after the reference's launch of the round) the drift cancels exactly; a
+    # look before it may only stop the candidate, never keep it
+    balanced = [verdict for verdict in looks if verdict.n_reference == verdict.n_candidate + 1]
+    assert balanced and all(abs(verdict.gain_pct) < 1e-9 for verdict in balanced)
+    assert all(verdict.outcome != "better" for verdict in looks)
+    candidate = replay.plan().stages[0].candidates[0]
+    assert candidate.decision != "winner"
 
 
 def test_a_candidate_that_changes_nothing_is_not_kept_whatever_the_noise_says() -> None:
     for seed in range(8):
-        plan, _ = _run_plan(SPEC, [0.0], NoiseModel(run_cv_pct=2.0, launch_cv_pct=1.0, seed=seed))
+        replay, _ = _host(SPEC, [0.0], _noise(seed))
+        plan = replay.run()
         candidate = plan.stages[0].candidates[0]
-        assert plan.status == "done" and plan.best is plan.baseline
+        assert plan.status == "done" and plan.best is plan.baseline and plan.confirmation is None
         verdict = candidate.verdict
         assert candidate.decision in ("within_noise", "not_better") and verdict.outcome == candidate.decision
         assert candidate.note.startswith(verdict.text())  # every decision carries its interval
 
 
-def test_a_clear_gain_is_kept_with_its_interval_and_a_gain_adjusted_for_selection() -> None:
-    plan, _ = _run_plan(SPEC, [0.10], NoiseModel(run_cv_pct=2.0, launch_cv_pct=1.0, seed=11))
+def test_a_clear_gain_is_kept_and_published_on_launches_that_did_not_decide_it() -> None:
+    replay, order = _host(SPEC, [0.10], _noise(11))
+    plan = replay.run()
     winner = plan.stages[0].candidates[0]
-    assert winner.decision == "winner" and plan.best is winner
+    assert winner.decision == "winner" and plan.best.fingerprint == winner.fingerprint
     verdict = winner.verdict
     assert verdict.outcome == "better" and verdict.gain_pct - verdict.half_width_pct > 1.0
-    assert verdict.adjusted_gain_pct < verdict.gain_pct
+    # after the stage: one fresh launch of each configuration of the path, and the figure published
+    confirmation = plan.confirmation
+    assert confirmation is not None and confirmation.measured and confirmation.confirmed
+    assert sorted(order[-2:]) == ["B", "C0"] and confirmation.alpha == 1.0  # one stage: no closing test
+    fresh = {label: replay.values[fp][confirmation.before[fp]] for fp, label in _labels(replay).items()}
+    unbiased = 1 + (replay.spread.cv_pct / 100) ** 2  # one launch over another: E[ratio] is × (1 + CV²)
+    assert verdict.confirmed_gain_pct == pytest.approx((fresh["C0"] / unbiased / fresh["B"] - 1) * 100)
+    assert verdict.published_gain_pct == verdict.confirmed_gain_pct
     assert winner.note == f"{verdict.published_text()} over Baseline"
+
+
+def _labels(replay: Replay) -> dict[str, str]:
+    spec = replay.spec
+    baseline = spec.baseline_config(1, 1)
+    found = {baseline.fingerprint(): "B"}
+    for position, candidate in enumerate(spec.stages[0].candidates):
+        found[baseline.model_copy(update=candidate.changes).fingerprint()] = f"C{position}"
+    return found
 
 
 def test_a_stage_shares_its_error_rate_among_its_candidates() -> None:
     spec = parse_spec(THREE)
     baseline = spec.baseline_config()
     configs = [baseline.model_copy(update=candidate.changes) for candidate in spec.stages[0].candidates]
-    values = {baseline.fingerprint(): [1000.0, 1010.0]}
-    values.update({config.fingerprint(): [1030.0] for config in configs})
+    values = {baseline.fingerprint(): [1000.0, 1010.0, 995.0, 1005.0]}
+    values.update({config.fingerprint(): [1012.0, 1010.0, 1013.0] for config in configs})
     rules = study_rules(spec, study_spread(list(values.values())))
     plan = plan_study(baseline=baseline, stages=spec.stages, measurements=_measured(values), rules=rules)
     shared = plan.stages[0].candidates[0].verdict
+    alone_values = {
+        baseline.fingerprint(): values[baseline.fingerprint()],
+        configs[0].fingerprint(): [1030.0] * 3,
+    }
+    alone_values[configs[0].fingerprint()] = values[configs[0].fingerprint()]
     alone = (
         plan_study(
             baseline=baseline,
             stages=parse_spec(SPEC).stages,
-            measurements=_measured(
-                {baseline.fingerprint(): [1000.0, 1010.0], configs[0].fingerprint(): [1030.0]}
-            ),
-            rules=study_rules(parse_spec(SPEC), study_spread([[1000.0, 1010.0], [1030.0]])),
+            measurements=_measured(alone_values),
+            rules=study_rules(parse_spec(SPEC), study_spread(list(values.values()))),
         )
         .stages[0]
         .candidates[0]
@@ -126,7 +176,7 @@ def test_without_any_spread_nothing_is_kept_and_the_verdict_says_why() -> None:
     plan = plan_study(baseline=baseline, stages=spec.stages, measurements=_measured(values), rules=rules)
     judged = plan.stages[0].candidates[0]
     assert judged.decision == "noise_unknown" and plan.best is plan.baseline
-    assert judged.note == "+30.0 %, one measurement, noise unknown: nothing is kept on one measurement"
+    assert judged.note == "one measurement, noise unknown yet: nothing is kept on it"
 
 
 def test_an_imported_write_up_decides_on_its_one_measurement_and_says_so() -> None:

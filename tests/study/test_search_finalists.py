@@ -137,3 +137,17 @@ def test_finalists_against_a_reference_that_breaks_an_slo_are_separated_by_verdi
     # 0 and 1 are equivalent (the interval lies within the 1 % minimum gain): the cheaper is picked
     assert not pick.waiting and pick.trial.number == 1
     assert "equivalent to trial" in pick.reason and "cheaper" in pick.reason
+
+
+def test_a_finalist_on_a_spread_of_too_few_launches_has_no_verdict_yet_and_is_measured_again() -> None:
+    # one confirmation launch and the reference's two: a spread on 2 degrees of freedom gives no look
+    trials = [_trial(0, (130.0, 129.0))]
+    reference = (100.0, 100.5)
+    rules = Rules(min_gain=0.01, spread=study_spread([trials[0].samples, reference]))
+    pick = final_pick(
+        SPEC, OBJECTIVES, trials, rules=rules, reference=_reference(reference), reference_label="Baseline"
+    )
+    assert pick.trial is None and pick.remeasure == (0,) and pick.reference_again
+    assert pick.kept[0].outcome == "undecided"
+    assert pick.reason.startswith("no verdict yet against Baseline, measuring again")
+    assert "no verdict yet: the spread rests on 4 launches" in pick.reason

@@ -114,13 +114,17 @@ def test_a_search_study_proposes_screens_and_recommends(
     states = {trial.state for trial in search.trials if trial.repeat_of is None}
     assert states <= {"measured", "winner", "screened out", "infeasible", "measured before"}
     launched = [trial for trial in search.trials if trial.repeat_of is None]
-    # the baseline twice (its spread), then one launch per distinct configuration of the launched trials
-    # (the baseline's configuration, if proposed, reuses its runs)
+    # the baseline, then one launch per distinct configuration of the launched trials (the baseline's
+    # configuration, if proposed, reuses its runs), then a kept pick's confirmation: the baseline and
+    # the pick once more
     fingerprints = [run.config_fingerprint for run in runs]
-    assert fingerprints[0] == fingerprints[1]
-    rest = fingerprints[2:]
+    rest, confirming = fingerprints[1 : 1 + len(stage_runs)], fingerprints[1 + len(stage_runs) :]
     assert len(rest) == len(set(rest)) <= len(launched) and fingerprints[0] not in rest
-    assert all(run.profiles[0]["name"] == "tune-screening" for run in runs[2:])
+    assert all(run.profiles[0]["name"] == "tune-screening" for run in runs[1 : 1 + len(stage_runs)])
+    if study.state["confirmation"] is None:
+        assert confirming == []
+    else:
+        assert len(confirming) == 2 and fingerprints[0] in confirming and set(confirming) <= set(fingerprints)
     # the recommendation: the best complete trial when it beats the baseline by the 1% minimum gain
     measured = [trial for trial in search.trials if trial.state in ("measured", "winner")]
     best = max(measured, key=lambda trial: trial.mean)

@@ -66,7 +66,9 @@ class Doubling:
                 wanted = (candidate.config,) if candidate.measurement is None else ()
                 plan = StagePlan(stage.index, stage.spec.name, (*kept, candidate), stage.best)
                 return StageStep(plan, wanted=wanted, stored=sizes)
-            decision = decide(candidate.measurement.samples, reference.measurement.samples, stage.rules)
+            # one measurement each: the seam, not the statistics
+            rules = replace(stage.rules, measures_noise=False)
+            decision = decide(candidate.measurement.samples, reference.measurement.samples, rules)
             if decision.outcome != "better":
                 return self._decided(
                     stage, kept, replace(candidate, decision="not_better", note=decision.note), sizes
@@ -153,10 +155,13 @@ def test_the_coordinator_drives_a_third_strategy_through_the_seam(db_engine: Eng
     with new_session(db_engine) as session:
         runs = study_runs(session, study_id=study_id)
         rows = crud.list_candidates(session, study_id=study_id)
-    # the baseline twice (its spread), then one doubling at a time, each decided on that spread
-    assert [run.config["max_num_seqs"] for run in runs] == [64, 64, 128, 256, 512]
-    assert study.state["stage_state"] == {"1": [128, 256, 512]}
-    winner = EngineConfig.model_validate(runs[3].config)
+    # the baseline, then one doubling at a time, each decided on one measurement; then the study's path
+    # (the baseline and the winner) once more on fresh launches, in the study's random order
+    sizes = [run.config["max_num_seqs"] for run in runs]
+    assert sizes[:4] == [64, 128, 256, 512] and sorted(sizes[4:]) == [64, 256]
+    assert study.state["stage_state"]["1"] == [128, 256, 512]
+    assert study.state["stage_state"]["study"]["stages"] == {"1": {"winner": runs[2].config_fingerprint}}
+    winner = EngineConfig.model_validate(runs[2].config)
     assert study.recommended_command == serve_command(winner)
     assert [(row.label, row.decision) for row in rows if row.stage_index == 1] == [
         ("max_num_seqs=128", "not_better"),

@@ -1,16 +1,19 @@
-"""Verdicts with confidence: the sequential look, its repeated interval, futility, noise unknown, Holm's
-shares, the stored form; and the study's spread with a reused one tested against today's launches."""
+"""Verdicts with confidence: the sequential look, its repeated interval, futility, noise unknown, no
+interval from too few degrees of freedom, Holm's shares, the published figure before and after its
+confirmation, the stored form; and the study's spread with a reused one pooled only where today's
+launches show it is not quieter."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 from scipy import stats
 
-from perflab.study.noise import ReusedSpread, estimate_spread, study_spread
-from perflab.study.sequential import FUTILITY_Z, keep_boundaries, t_boundary
-from perflab.study.verdict import Verdict, detectable_gain_pct, holm_shares, judge, pooled_cv
+from perflab.study.noise import REUSE_MARGIN, REUSE_TEST_ALPHA, ReusedSpread, estimate_spread, study_spread
+from perflab.study.sequential import futility_z, information_levels, keep_boundaries, t_boundary
+from perflab.study.verdict import MIN_DF, Verdict, detectable_gain_pct, holm_shares, judge, pooled_cv
 
 KNOWN = {"higher_is_better": True, "min_gain_pct": 1.0, "cv_pct": 2.0, "df": 8.0, "first": 1, "most": 4}
 
@@ -19,7 +22,8 @@ def test_gain_and_interval_follow_the_looks_boundary_on_the_spread() -> None:
     candidate, reference = [104.0, 106.0], [100.0, 99.0, 101.0]
     verdict = judge(candidate, reference, **KNOWN)
     ratio = 105.0 / 100.0
-    bound = t_boundary(keep_boundaries(1, 4, 0.025)[1], 8.0)  # the second look
+    levels = information_levels(1, 4, lead=1)  # the reference one launch ahead of the candidate
+    bound = t_boundary(keep_boundaries(levels, 0.025)[1], 8.0)  # the second look
     half_width = bound * 2.0 * ratio * math.sqrt(1 / 2 + 1 / 3)
     assert verdict.gain_pct == pytest.approx(5.0)
     assert verdict.half_width_pct == pytest.approx(half_width)
@@ -28,13 +32,21 @@ def test_gain_and_interval_follow_the_looks_boundary_on_the_spread() -> None:
     assert verdict.text() == f"+5.0 % ± {half_width:.1f} %, 95 %, 2 vs 3"
 
 
-def test_a_clear_gain_is_kept_and_published_adjusted_for_its_selection() -> None:
+def test_a_clear_gain_is_kept_and_published_adjusted_until_fresh_launches_confirm_it() -> None:
     verdict = judge([112.0, 111.0, 113.0], [100.0, 101.0, 99.0], **KNOWN)
     assert verdict.outcome == "better"
     assert verdict.adjusted_gain_pct is not None and 1.0 < verdict.adjusted_gain_pct < verdict.gain_pct
     assert verdict.published_gain_pct == verdict.adjusted_gain_pct
+    assert verdict.published_half_width_pct == verdict.half_width_pct
     assert verdict.published_text() == (
-        f"{verdict.adjusted_gain_pct:+.1f} % adjusted for selection (measured {verdict.text()})"
+        f"{verdict.adjusted_gain_pct:+.1f} % adjusted for selection, to be confirmed on fresh launches "
+        f"(measured {verdict.text()})"
+    )
+    confirmed = verdict.with_confirmation(9.5, 4.2, (1, 1))
+    assert (confirmed.outcome, confirmed.gain_pct) == (verdict.outcome, verdict.gain_pct)  # it stands
+    assert (confirmed.published_gain_pct, confirmed.published_half_width_pct) == (9.5, 4.2)
+    assert (
+        confirmed.published_text() == f"+9.5 % ± 4.2 % on fresh launches (1 vs 1), kept at {verdict.text()}"
     )
 
 
@@ -56,7 +68,7 @@ def test_without_a_spread_it_measures_again_and_at_the_last_look_says_noise_unkn
 
 def test_an_estimate_too_weak_to_reach_the_bar_stops_for_futility() -> None:
     se = 2.0 * math.sqrt(2)
-    value = 100.0 * (1 + (1.0 + (FUTILITY_Z - 0.3) * se) / 100)  # z just under the futility bound
+    value = 100.0 * (1 + (1.0 + (futility_z(0) - 0.3) * se) / 100)  # z just under the first look's bound
     verdict = judge([value], [100.0], **{**KNOWN, "cv_pct": 2.0 * 100 / value})
     assert verdict.outcome == "within_noise" and verdict.futility
     assert verdict.outcome_text().startswith("within noise (stopped at look 1 of 4")
@@ -83,10 +95,26 @@ def test_holm_shares_grow_as_candidates_are_kept() -> None:
     assert third.half_width_pct > full.half_width_pct
 
 
+def test_no_interval_is_given_from_a_spread_on_too_few_degrees_of_freedom() -> None:
+    thin = {**KNOWN, "df": MIN_DF - 1.0, "spread_launches": 3}
+    early = judge([112.0], [100.0, 101.0], **thin)
+    assert early.outcome == "undecided" and math.isinf(early.half_width_pct)
+    assert early.text() == "+11.4 %, no verdict yet: the spread rests on 3 launches"
+    assert (
+        "±" not in early.text() and early.outcome_text() == "no verdict yet: the spread rests on 3 launches"
+    )
+    last = judge([112.0], [100.0, 101.0], **thin, final=True)
+    assert last.outcome == "noise_unknown" and last.adjusted_gain_pct is None  # nothing kept on it
+    assert judge([112.0], [100.0], **{**thin, "spread_launches": 1}).text().endswith("rests on 1 launch")
+    assert judge([112.0], [100.0, 101.0], **{**KNOWN, "df": float(MIN_DF)}).half_width_pct < math.inf
+
+
 def test_the_stored_form_reads_back() -> None:
     for verdict in (
         judge([103.0], [100.0], **{**KNOWN, "cv_pct": None, "df": 0.0}),
         judge([112.0, 111.0, 113.0], [100.0, 101.0, 99.0], **KNOWN),
+        judge([112.0, 111.0, 113.0], [100.0, 101.0, 99.0], **KNOWN).with_confirmation(10.0, 5.0, (1, 1)),
+        judge([112.0], [100.0], **{**KNOWN, "df": 1.0, "spread_launches": 2}),
     ):
         stored = verdict.to_dict()
         assert stored["text"] == verdict.text()
@@ -116,27 +144,33 @@ def test_the_study_spread_pools_every_configuration_measured_twice() -> None:
 
 
 def test_a_reused_spread_that_today_agrees_with_is_pooled_by_degrees_of_freedom() -> None:
-    today = [[100.0, 102.0], [110.0, 108.0]]
-    measured = pooled_cv(today)[0] * 100
-    reused = ReusedSpread(cv_pct=measured, df=10, study_id=4, measured_at="2026-11-01T10:00:00+00:00")
+    today = [[100.0, 102.0, 101.0, 99.0], [110.0, 108.0, 109.5, 111.0], [95.0, 96.0, 94.5, 95.5]]
+    measured, df = pooled_cv(today)
+    reused = ReusedSpread(cv_pct=measured * 120, df=20, study_id=4, measured_at="2026-11-01T10:00:00+00:00")
     spread = study_spread(today, reused)
-    assert spread.reuse == "pooled" and spread.df == 12
-    assert spread.cv_pct == pytest.approx(measured)
+    assert spread.reuse == "pooled" and spread.df == df + 20
+    assert spread.cv_pct == pytest.approx(
+        math.sqrt((df * (measured * 100) ** 2 + 20 * (measured * 120) ** 2) / (df + 20))
+    )
     assert "reused" in spread.text() and "study 4, measured 2026-11-01" in spread.text()
 
 
-def test_a_reused_spread_from_a_quieter_host_is_refused_by_the_f_test() -> None:
+def test_a_reused_spread_is_refused_until_todays_launches_can_show_it_is_not_quieter() -> None:
+    # one degree of freedom cannot bound today's spread: even an identical reused one is refused
+    one = [[100.0, 102.0]]
+    same = ReusedSpread(cv_pct=pooled_cv(one)[0] * 100, df=20, study_id=2)
+    assert study_spread(one, same).reuse == "refused"
+    # the refusal is the F distribution's: today's CV over the reused one, upper 90 % bound above 1.5
     today = [[100.0, 106.0], [110.0, 103.0], [95.0, 101.0]]
     measured, df = pooled_cv(today)
-    reused = ReusedSpread(cv_pct=1.0, df=10, study_id=2)
-    spread = study_spread(today, reused)
-    ratio = (measured * 100 / 1.0) ** 2
-    p_value = stats.f.sf(ratio, df, 10)
-    assert p_value < 0.10
+    quieter = ReusedSpread(cv_pct=measured * 100 / 3, df=20, study_id=2)
+    spread = study_spread(today, quieter)
+    bound = math.sqrt(9.0 / stats.f.ppf(REUSE_TEST_ALPHA, df, 20))
+    assert bound > REUSE_MARGIN
     assert spread.reuse == "refused" and spread.cv_pct == pytest.approx(measured * 100)
-    assert (
-        spread.reuse_reason
-        == f"today's launches vary more (F = {ratio:.2f} on {df} and 10 df, p = {p_value:.3f})"
+    assert spread.reuse_reason == (
+        f"today's launches cannot show they vary less than 1.5× its CV (today {measured * 100:.1f} % on "
+        f"{df} df; upper 90 % bound {bound:.2f}×)"
     )
 
 
@@ -154,3 +188,12 @@ def test_run_and_launch_variation_are_split_for_the_baseline() -> None:
     assert spread.run_cv_pct == pytest.approx(math.sqrt(within) * 100)
     assert spread.launch_cv_pct == pytest.approx(math.sqrt((between - within) / 2) * 100)
     assert estimate_spread([[5.0]]) is None
+
+
+def test_a_verdict_on_a_spread_stated_as_known_is_stored_as_strict_json() -> None:
+    # a search stating noise_cv_pct gives a spread on infinite degrees of freedom; PostgreSQL's JSON
+    # takes no Infinity, so the stored verdict carries None and reads back with the same text
+    found = Verdict("better", 12.0, math.inf, 0.95, 2, 2, df=math.inf, spread_launches=None)
+    stored = json.loads(json.dumps(found.to_dict(), allow_nan=False))
+    assert stored["df"] is None and stored["half_width_pct"] is None
+    assert Verdict.from_dict(stored).text() == found.text()
