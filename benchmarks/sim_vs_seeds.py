@@ -268,10 +268,11 @@ def run_block(seed: Seed, block: Block, fraction: float) -> Outcome:
     concurrency = block.result.get("max_concurrency")
     timings, metrics = simulate(dep, requests, max_concurrency=int(concurrency) if concurrency else None)
     end = max(timing.sent + timing.e2el for timing in timings)
+    tpot = _tpot_of_means_ms(timings) if block.seed in GUIDELLM_SEEDS else _mean_tpot_ms(timings)
     return Outcome(
         block,
         throughput=_output_throughput(timings, end) / block.result["output_throughput"],
-        tpot=_mean_tpot_ms(timings) / block.real_tpot_ms,
+        tpot=tpot / block.real_tpot_ms,
         ttft=1000 * statistics.fmean(timing.ttft for timing in timings) / block.result["mean_ttft_ms"],
         preemptions=metrics.preemptions,
     )
@@ -283,6 +284,14 @@ def _output_throughput(timings: list[RequestTiming], end: float) -> float:
 
 def _mean_tpot_ms(timings: list[RequestTiming]) -> float:
     return 1000 * statistics.fmean(timing.tpot for timing in timings if timing.output_tokens > 1)
+
+
+def _tpot_of_means_ms(timings: list[RequestTiming]) -> float:
+    """(mean latency − mean TTFT) / (mean output tokens − 1): how a guidellm block's real TPOT is read
+    (:attr:`Block.real_tpot_ms`), so the simulated figure is read the same way."""
+    latency = statistics.fmean(timing.e2el for timing in timings)
+    ttft = statistics.fmean(timing.ttft for timing in timings)
+    return 1000 * (latency - ttft) / (statistics.fmean(timing.output_tokens for timing in timings) - 1)
 
 
 def refused(seed: Seed, command: str) -> str | None:

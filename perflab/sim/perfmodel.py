@@ -80,6 +80,9 @@ CUDA_CONTEXT_BYTES = 0.5 * GIB
 # Memory outside PyTorch's allocator that vLLM's profile counts against the KV cache (cuBLAS and NCCL
 # workspaces): its start-up logs print "non_torch_memory takes 0.09–0.20 GiB" on one node.
 VLLM_NON_TORCH_BYTES = 0.2 * GIB
+# SGLang splits the memory left for caches of a hybrid (linear-attention) model between the recurrent
+# states and the KV cache in this ratio (``--mamba-full-memory-ratio``, default 0.9 in SGLang 0.5.9).
+SGLANG_MAMBA_FULL_MEMORY_RATIO = 0.9
 
 
 class MemoryPlan:
@@ -117,8 +120,25 @@ def kv_bytes_per_token_per_gpu(dep: Deployment) -> float:
 
 
 def state_bytes_per_seq_per_gpu(dep: Deployment) -> float:
-    """Recurrent state one running sequence holds on each GPU (hybrid models; heads split over TP)."""
-    return dep.model.arch.state_elements * 2.0 / (dep.tp * dep.pp)
+    """Recurrent state one running sequence holds on each GPU (hybrid models; heads split over TP).
+    The SSM state takes the model config's ``mamba_ssm_dtype`` (vLLM's Qwen3.5 config hook and SGLang's
+    ``mamba2_state_dtype`` read it); without one, vLLM keeps the model's 16 bits and SGLang float32."""
+    arch = dep.model.arch
+    ssm_bytes = arch.ssm_state_bytes or (4 if dep.engine == "sglang" else 2)
+    return (arch.state_elements * ssm_bytes + arch.conv_state_elements * 2.0) / (dep.tp * dep.pp)
+
+
+def running_limit(dep: Deployment, kv_tokens: int) -> int:
+    """Sequences one attention rank may run at once: ``max_num_seqs``, and for SGLang on a hybrid model
+    a third of its recurrent-state pool (SGLang 0.5.9 ``init_memory_pool``: ``max_mamba_cache_size //
+    MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO`` (3) with the radix cache on; the pool holds
+    ``mamba_full_memory_ratio`` (0.9) times the KV cache's memory, :func:`plan_memory`)."""
+    state = state_bytes_per_seq_per_gpu(dep)
+    if dep.engine != "sglang" or not state:
+        return dep.max_num_seqs
+    pool = kv_tokens * kv_bytes_per_token_per_gpu(dep) * SGLANG_MAMBA_FULL_MEMORY_RATIO
+    slots = int(pool // state) // (3 if dep.prefix_caching else 1)
+    return max(1, min(dep.max_num_seqs, slots))
 
 
 def plan_memory(dep: Deployment, busy_bytes: float = 0.0, device: int = 0) -> MemoryPlan:
@@ -152,6 +172,8 @@ def plan_memory(dep: Deployment, busy_bytes: float = 0.0, device: int = 0) -> Me
         used = min(total, total * dep.mem_fraction + CUDA_CONTEXT_BYTES)
     elif dep.engine == "sglang":
         kv = total * dep.mem_fraction - weights
+        if arch.state_elements:  # the recurrent-state pool takes 0.9 of the KV cache's share
+            kv /= 1.0 + SGLANG_MAMBA_FULL_MEMORY_RATIO
         used = min(total, total * dep.mem_fraction + activations + CUDA_CONTEXT_BYTES)
     elif dep.engine == "trtllm":
         free = min(available, total) - weights - activations - 1.0 * GIB

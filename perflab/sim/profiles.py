@@ -99,6 +99,8 @@ class EngineProfile:
         output_reserve: Tuple[float, float, int] = (0.0, 0.0, 1),
         prefill_first: bool = False,
         request_overhead_ms: float = 0.0,
+        decode_batch_cap: bool = False,
+        prefill_reserve: float = 0.0,
     ) -> None:
         self.name = name
         self.efficiency = efficiency
@@ -116,6 +118,12 @@ class EngineProfile:
         self.output_reserve, self.output_reserve_floor, self.output_reserve_steps = output_reserve
         # Prefill batches run alone, before any decode step, whenever a prompt can be admitted.
         self.prefill_first = prefill_first
+        # ``max_num_seqs`` bounds each decode batch (the first that many running sequences), not how
+        # many sequences hold KV memory; admission is bounded by the blocks alone (MindIE's maxBatchSize).
+        self.decode_batch_cap = decode_batch_cap
+        # Share of the KV blocks that must be free for a prefill batch to start (MindIE keeps 5 % for
+        # the running sequences' decode).
+        self.prefill_reserve = prefill_reserve
 
     def backend_names(self) -> List[str]:
         """Every attention backend name the engine knows, modelled or not."""
@@ -164,7 +172,18 @@ PROFILES: Dict[str, EngineProfile] = {
         "1.0.0",
         output_reserve=(1.0, 1.0, 1),
     ),
-    "mindie": EngineProfile("mindie", 1.0, 4.0, 10.0, 128, {}, "2.1.RC1", prefill_first=True),
+    "mindie": EngineProfile(
+        "mindie",
+        1.0,
+        4.0,
+        10.0,
+        128,
+        {},
+        "2.1.RC1",
+        prefill_first=True,
+        decode_batch_cap=True,
+        prefill_reserve=0.05,
+    ),
     "vllm-ascend": EngineProfile("vllm-ascend", 0.35, 110.0, 15.0, 128, {}, "0.11.0rc0"),
 }
 
