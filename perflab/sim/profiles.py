@@ -101,14 +101,18 @@ class EngineProfile:
         request_overhead_ms: float = 0.0,
         decode_batch_cap: bool = False,
         prefill_reserve: float = 0.0,
+        ingress_ms: float = 0.0,
     ) -> None:
         self.name = name
         self.efficiency = efficiency
         self.step_overhead_s = step_overhead_ms / 1000.0
         # Front-end time per sequence and step (detokenizing and streaming its token).
         self.stream_overhead_s = stream_overhead_us / 1e6
-        # Front-end time of a new request (chat template, tokenization, request set-up).
+        # Engine time to set up a request starting its prefill, within the step.
         self.request_overhead_s = request_overhead_ms / 1000.0
+        # API front-end time of a new request (parsing, chat template, tokenization, hand-over to the
+        # scheduler), shared by the requests it holds (perflab.sim.ingress).
+        self.ingress_s = ingress_ms / 1000.0
         self.block_size = block_size
         self.backends = backends
         self.version = version
@@ -149,7 +153,7 @@ class EngineProfile:
 
 PROFILES: Dict[str, EngineProfile] = {
     "vllm": EngineProfile(
-        "vllm", 1.0, 0.5, 80.0, 16, _VLLM_BACKENDS, "0.11.0", _VLLM_OTHER_BACKENDS, request_overhead_ms=6.0
+        "vllm", 1.0, 0.5, 80.0, 16, _VLLM_BACKENDS, "0.11.0", _VLLM_OTHER_BACKENDS, ingress_ms=13.0
     ),
     "sglang": EngineProfile(
         "sglang",
@@ -184,7 +188,7 @@ PROFILES: Dict[str, EngineProfile] = {
         decode_batch_cap=True,
         prefill_reserve=0.05,
     ),
-    "vllm-ascend": EngineProfile("vllm-ascend", 0.35, 110.0, 15.0, 128, {}, "0.11.0rc0"),
+    "vllm-ascend": EngineProfile("vllm-ascend", 0.35, 110.0, 15.0, 128, {}, "0.11.0rc0", ingress_ms=13.0),
 }
 
 # Speculative methods → default per-token acceptance rate of the drafts.
