@@ -73,9 +73,11 @@ SMALL_KERNELS_S = 6e-6  # per layer: two norms at AIConfigurator's 3 µs per sma
 # 107 GB/s on H100, i.e. 0.34–0.42 of the link after the ring's 2(n−1)/n).
 COLLECTIVE_EFFICIENCY = 0.35
 COLLECTIVE_LATENCY_S = 10e-6
-# Weight-only quantized GEMMs (AWQ/GPTQ int4, FP8 without FP8 tensor cores) dequantize inside the
-# kernel and compute at the 16-bit peak with this efficiency penalty.
-WEIGHT_ONLY_COMPUTE = 0.85
+# Weight-only quantized GEMMs (AWQ/GPTQ int4, FP8 without FP8 tensor cores: vLLM's Marlin kernels, dense
+# and fused-MoE alike) dequantize inside the kernel and compute at the 16-bit peak with this efficiency
+# penalty. No kernel table measures them; fitted on seed 001's vLLM FP8 and AWQ blocks on one A100
+# (ShareGPT bursts: throughput 1.12 and 1.05, TPOT 0.99 and 1.04 of real).
+WEIGHT_ONLY_COMPUTE = 0.6
 CUDA_CONTEXT_BYTES = 0.5 * GIB
 # Memory outside PyTorch's allocator that vLLM's profile counts against the KV cache (cuBLAS and NCCL
 # workspaces): its start-up logs print "non_torch_memory takes 0.09–0.20 GiB" on one node.
@@ -231,17 +233,19 @@ class PerfModel:
         speed = dep.profile.efficiency * dep.attention_factor
         bandwidth = accel.bandwidth_gbs * 1e9 * accel.memory_efficiency * speed
         bf16_peak = accel.bf16_tflops * 1e12 * speed * accel.compute_achieved
+        weight_only = (
+            WEIGHT_ONLY_COMPUTE if dep.weight_format != "bf16" and dep.compute_format == "bf16" else 1.0
+        )
         if dep.compute_format == "fp8":
             self._gemm_rate = accel.fp8_tflops * 1e12 * FP8_GEMM_COMPUTE * speed * accel.compute_achieved
         elif dep.compute_format == "int8":
             self._gemm_rate = accel.int8_tops * 1e12 * FP8_GEMM_COMPUTE * speed * accel.compute_achieved
         else:
-            weight_only = dep.weight_format != "bf16"
-            self._gemm_rate = bf16_peak * GEMM_COMPUTE * (WEIGHT_ONLY_COMPUTE if weight_only else 1.0)
+            self._gemm_rate = bf16_peak * GEMM_COMPUTE * weight_only
         self._weight_bandwidth = bandwidth * (FP8_MEMORY if dep.weight_format != "bf16" else 1.0)
         self._attention_rate = bf16_peak * ATTENTION_COMPUTE
         self._kv_bandwidth = accel.bandwidth_gbs * 1e9 * ATTENTION_MEMORY * speed
-        self._moe_rate = bf16_peak * MOE_COMPUTE
+        self._moe_rate = bf16_peak * MOE_COMPUTE * weight_only
         self._moe_bandwidth = accel.bandwidth_gbs * 1e9 * MOE_MEMORY * speed
         self._expert_hit = arch.experts_per_token / arch.experts if arch.is_moe else 0.0
         expert_active = arch.expert_params * self._expert_hit
