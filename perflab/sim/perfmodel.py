@@ -37,7 +37,7 @@ plus one token — or ``1 + k`` with speculative decoding — per decoding seque
   all-reduces per layer within a rank's tensor parallelism (one when attention is data parallel on a
   MoE model); with attention data parallelism an all-gather and a reduce-scatter of the group's tokens
   per MoE layer (tensor-parallel experts) or an all-to-all dispatch and combine (expert parallel).
-- host = the engine's fixed step cost plus its set-up cost per request starting its prefill.
+- host = the engine's fixed step cost.
 - front end = the engine's streaming cost per sequence in the busiest rank's batch: the API server works
   in its own process beside the GPU, so it only sets the pace when it is the slower.
 """
@@ -201,9 +201,9 @@ def plan_memory(dep: Deployment, busy_bytes: float = 0.0, device: int = 0) -> Me
 class StepLoad:
     """What one attention rank computes in one step: ``tokens`` (prefill chunks plus decode tokens),
     attended query-key ``pairs``, ``kv_read`` cached tokens read, ``sequences`` in the batch, of which
-    ``decoding`` decode and ``admitted`` start their prefill."""
+    ``decoding`` decode."""
 
-    __slots__ = ("tokens", "pairs", "kv_read", "sequences", "decoding", "admitted")
+    __slots__ = ("tokens", "pairs", "kv_read", "sequences", "decoding")
 
     def __init__(
         self,
@@ -212,14 +212,12 @@ class StepLoad:
         kv_read: float = 0.0,
         sequences: int = 0,
         decoding: int = 0,
-        admitted: int = 0,
     ) -> None:
         self.tokens = tokens
         self.pairs = pairs
         self.kv_read = kv_read
         self.sequences = sequences
         self.decoding = decoding
-        self.admitted = admitted
 
 
 class PerfModel:
@@ -271,7 +269,6 @@ class PerfModel:
         overhead = dep.profile.step_overhead_s
         self._overhead = overhead * 0.8 if dep.performance_mode == "throughput" else overhead
         self._per_token = dep.profile.stream_overhead_s
-        self._per_request = dep.profile.request_overhead_s
         self._draft_per_token = 0.0
         if dep.spec_tokens:
             dense_seconds = self._dense_bytes / (dep.tp * self._weight_bandwidth)
@@ -335,11 +332,10 @@ class PerfModel:
         seconds += self.comm_seconds(busiest.tokens, group_tokens)
         if self.dep.spec_tokens and any(load.decoding for load in loads):
             seconds += self.dep.spec_tokens * self._draft_per_token
-        # The host sets up each new request within the step; the front end streaming every sequence's
-        # tokens works beside the GPU in its own process, so a step lasts as long as the slower of the two.
-        host = self._overhead + max(load.admitted for load in loads) * self._per_request
+        # The front end streaming every sequence's tokens works beside the GPU in its own process, so a
+        # step lasts as long as the slower of the two.
         front = max(load.sequences for load in loads) * self._per_token
-        return max(seconds + host, front)
+        return max(seconds + self._overhead, front)
 
     def step_seconds(
         self, tokens: int, attended_pairs: float, kv_read_tokens: float, sequences: int, decoding: int = 0

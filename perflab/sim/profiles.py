@@ -98,7 +98,6 @@ class EngineProfile:
         unmodelled_backends: Tuple[str, ...] = (),
         output_reserve: Tuple[float, float, int] = (0.0, 0.0, 1),
         prefill_first: bool = False,
-        request_overhead_ms: float = 0.0,
         decode_batch_cap: bool = False,
         prefill_reserve: float = 0.0,
         ingress_ms: float = 0.0,
@@ -108,8 +107,6 @@ class EngineProfile:
         self.step_overhead_s = step_overhead_ms / 1000.0
         # Front-end time per sequence and step (detokenizing and streaming its token).
         self.stream_overhead_s = stream_overhead_us / 1e6
-        # Engine time to set up a request starting its prefill, within the step.
-        self.request_overhead_s = request_overhead_ms / 1000.0
         # API front-end time of a new request (parsing, chat template, tokenization, hand-over to the
         # scheduler), shared by the requests it holds (perflab.sim.ingress).
         self.ingress_s = ingress_ms / 1000.0

@@ -340,8 +340,6 @@ class RankScheduler:
         work = StepLoad(sequences=len(batch))
         width = 1 + self._spec_tokens
         for seq, chunk in batch:
-            if chunk and seq.computed == seq.cached_tokens and not seq.generated:
-                work.admitted += 1
             if chunk:
                 work.tokens += chunk
                 work.pairs += chunk * (seq.computed + chunk / 2.0)
