@@ -14,10 +14,11 @@ stated concurrency. Random datasets send the block's mean prompt and output leng
 comes from guidellm through a wrapper and contradicts its own latencies (2.5 ms "mean TPOT" for 2000
 tokens in 57 s); its real TPOT is taken as (mean latency − mean TTFT) / (output tokens − 1).
 
-Constants were fitted on seeds 001 (Qwen3-32B, one A100: vLLM, SGLang, TensorRT-LLM) and 004
-(Qwen3-30B-A3B on Ascend 910B: vLLM-Ascend, MindIE), the only seeds with TensorRT-LLM, MindIE and
-vLLM-Ascend besides 003; seeds 000 (Qwen3-235B-A22B on 8 × A100), 002 (Qwen3.5-35B-A3B on H200) and
-003 (Qwen3-14B on H100) are held out — chosen before fitting. Last line: a JSON object with the
+Constants were fitted on seeds 001 (Qwen3-32B, one A100: vLLM, SGLang, TensorRT-LLM), 003 (Qwen3-14B
+on one H100: the same three) and 004 (Qwen3-30B-A3B on Ascend 910B: vLLM-Ascend, MindIE); seeds 000
+(Qwen3-235B-A22B on 8 × A100) and 002 (Qwen3.5-35B-A3B on H200) are held out — chosen before fitting
+(003, first held out too, joined the fitted seeds before any fit: no other seed measures an H100's or
+H200's host-side costs). Last line: a JSON object with the
 held-out median |error| of throughput and TPOT, ``max_ratio`` (the largest of simulated ÷ real and
 real ÷ simulated over all blocks, throughput and TPOT) and ``baselines_refused`` (seed baseline
 commands the simulated engine refuses to start on the seed's hardware).
