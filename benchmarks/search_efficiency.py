@@ -1,28 +1,42 @@
-"""How close a search stage gets to a joint space's optimum, and with how many launches (simulated).
+"""How close a search stage gets to its space's optimum, under tight SLOs and launch noise (simulated).
 
-The space: vLLM serving Llama-3.1-70B on one simulated 8×H100 node, 4 max-num-seqs × 4
-max-num-batched-tokens × 4 parallelism layouts (TP1 ×8, TP2 ×4, TP4 ×2, TP8, replicas filling the node)
-= 64 configurations. The layouts interact with the batching knobs through KV-cache capacity (a wider
-batch needs the memory a larger prefill chunk takes), and TP1 runs out of memory loading the weights,
-so 16 cells are infeasible.
+Each **space** is a grid of vLLM configurations (max-num-seqs × max-num-batched-tokens × parallelism
+layouts, replicas filling the node) of one model on one simulated node. Every cell is measured by the
+offline simulator (:func:`perflab.sim.offline.simulate`: the simulated engine's own scheduler and
+performance model on a virtual clock, through :func:`perflab.study.predictions.simulator_predictor`)
+on a burst of prompts, giving its total token throughput and mean TPOT, or the engine's failure (out
+of memory, a kernel it cannot run). Those figures are the truth; a **launch** measures them through
+the simulated hosts' seeded noise model (:class:`perflab.sim.noise.NoiseModel`): with noise on, a
+launch factor (CV 2 %) and a run factor (CV 1 %) per run divide every step's duration, which for a
+burst multiplies the throughput and divides the TPOT by the same factor. So the truth and the
+measurements come from the same code, whatever its constants are. A screening measures the same
+figures on a quarter of the prompts: its run factor's CV is doubled (a quarter of the requests). (A
+quarter of a burst would measure its ramp instead — a TP1 × 8 node sends each replica 16 requests —
+and rank layouts by replica count; a tuning profile at a fixed concurrency, as studies run them,
+reaches its steady state in a screening too.)
 
-Each cell is evaluated through the simulator's own memory plan and step-cost model
-(:func:`perflab.sim.perfmodel.plan_memory`, :class:`perflab.sim.perfmodel.PerfModel`) for a saturated
-workload of 1024-token prompts and 128-token outputs, in steady state: the batch is the smallest of
-max-num-seqs and what the KV cache holds, one step carries each decoding sequence's token plus the
-prefill tokens that keep the batch full, capped by max-num-batched-tokens. Measuring every cell once
-gives the optimum. The search is driven by the same code a study uses (:mod:`perflab.study.search`:
-proposals, deduplication, infeasible cells, screening with the pruner, the noise-aware final pick with
-re-measurements counted as launches). Noise, when on, is added here at the measurement level: every
-full measurement is multiplied by 1 + N(0, CV), a screening (a quarter of the prompts) by
-1 + N(0, 2·CV).
+A space with an SLO bounds the mean TPOT: the limit is placed in the widest gap between the cells'
+TPOTs that leaves 5–15 % of the cells feasible (a cell within the noise of the limit would make "the
+constrained optimum" a coin toss). The **search** is driven by the code a study uses: proposals from
+:func:`perflab.study.search.step` (screening with the pruner, infeasible cells told as constraint
+violations), then :func:`perflab.study.finalists.final_pick` with the study's spread pooled as the
+coordinator pools it (:func:`perflab.study.noise.study_spread`) and the baseline (launched twice first)
+as the reference: the finalists and the baseline are launched again until the pick is decided. The
+recommendation is the pick when it is kept, else the baseline; it is **within 2 %** when it meets the
+SLO and its true throughput is within 2 % of the best feasible cell's. Launches count every start:
+the baseline's, the proposals', and the final pick's confirmations.
 
-The greedy staged study is :func:`perflab.study.study_plan.plan_study` with the seeds' stage order
-(parallelism, then max-num-seqs, then max-num-batched-tokens) from TP8 with max-num-seqs 256 and
-max-num-batched-tokens 8192 (vLLM's H100 default), noise off.
+Spaces: ``tight-tpot`` (Qwen3-32B, 8 × H200, 48 cells), ``llama-70b`` (8 × H100, 64 cells, no SLO; the
+greedy staged study is run on it too), the held-out ``moe`` space (Qwen3-235B-A22B-FP8 on 8 × H200, 160
+cells; without an SLO and as ``moe-tight`` with one), and ``made-N`` spaces drawn from a seed (model,
+accelerator, node size, knob levels, layouts, feasible share) that nothing was tuned on. ``null``
+measures the false-change rate: every cell as fast as the baseline, so any change it recommends is
+false.
 
-Run from the repository root: ``python benchmarks/search_efficiency.py [--trials 20]``. Prints each
-trial's launches and gap, and as its last line one JSON object with the summary.
+Run from the repository root: ``python benchmarks/search_efficiency.py [--trials 10] [--made 3]
+[--spaces tight-tpot,null,greedy,…] [--smoke]``. Prints a JSON line per space and noise setting, and
+as its last line one JSON object with the summary. ``--smoke`` runs one small space, two seeds each,
+and the greedy study on it (a test runs it).
 """
 
 from __future__ import annotations
@@ -30,278 +44,565 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import random
 import statistics
 import sys
-from dataclasses import dataclass
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from perflab.engines.config import EngineConfig  # noqa: E402
-from perflab.sim.deployment import Knobs, resolve_deployment  # noqa: E402
-from perflab.sim.failures import EngineFailure  # noqa: E402
-from perflab.sim.hardware import find_accelerator  # noqa: E402
-from perflab.sim.perfmodel import PerfModel, plan_memory  # noqa: E402
+from perflab.sim.noise import NoiseModel  # noqa: E402
 from perflab.study.budget import fill_budget  # noqa: E402
-from perflab.study.configs import build_config, config_fields  # noqa: E402
-from perflab.study.search import Observation, Trial, final_pick, promising, step, with_outcomes  # noqa: E402
-from perflab.study.search_space import SearchSpec  # noqa: E402
+from perflab.study.configs import build_config  # noqa: E402
+from perflab.study.finalists import FinalPick, final_pick  # noqa: E402
+from perflab.study.noise import study_spread  # noqa: E402
+from perflab.study.predictions import Prediction, Predictor, cached, simulator_predictor  # noqa: E402
+from perflab.study.search import Observation, Trial, promising, step, with_outcomes  # noqa: E402
+from perflab.study.search_space import SearchSpec, layout_label  # noqa: E402
+from perflab.study.search_stage import slo_violation  # noqa: E402
 from perflab.study.spec import StageSpec  # noqa: E402
 from perflab.study.study_plan import plan_study  # noqa: E402
 from perflab.study.types import Measurement, Rules  # noqa: E402
 
-MODEL = "meta-llama/Llama-3.1-70B-Instruct"
-GPUS = 8
-INPUT_TOKENS, OUTPUT_TOKENS = 1024, 128
-PROMPTS = 1000
-START_S = 180.0  # loading a 70B model and capturing graphs
-SEQS = (64, 128, 256, 512)
-BATCHED = (2048, 4096, 8192, 16384)
-LAYOUTS = ({"tp": 1}, {"tp": 2}, {"tp": 4}, {"tp": 8})
 OBJECTIVES = ("total_token_throughput",)
-MIN_GAIN_PCT = 1.0
-BASE = {"engine": "vllm", "model": MODEL, "max_model_len": 4096}
-SEARCH = {
-    "knobs": {"max_num_seqs": list(SEQS), "max_num_batched_tokens": list(BATCHED)},
-    "parallelism": list(LAYOUTS),
-    "budget": {"launches": 11},
-    "screening": 0.25,
-    "startup_trials": 5,
-}
+TPOT = "mean_tpot_ms"
+MIN_GAIN = 0.01
+INPUT_TOKENS, OUTPUT_TOKENS = 1024, 256
+SCREENING = 0.25
+LAUNCH_CV_PCT, RUN_CV_PCT = 2.0, 1.0
+FEASIBLE_SHARE = (0.05, 0.15)
+# The imperfect predictor's error: each cell's predicted throughput and TPOT are the truth times a
+# log-normal factor with this CV, drawn once per cell (AIConfigurator's median errors against the seeds
+# were 8 % and 14 %).
+PREDICTOR_ERROR_CV = 0.15
 
 
-def throughput(config: EngineConfig) -> float:
-    """Steady-state total tokens/s of the node (raises EngineFailure where the engine would fail)."""
-    knobs = Knobs(config.model)
-    knobs.tp = config.tp
-    knobs.max_num_seqs = config.max_num_seqs
-    knobs.max_num_batched_tokens = config.max_num_batched_tokens
-    knobs.max_model_len = config.max_model_len
-    deployment = resolve_deployment("vllm", knobs, find_accelerator("H100"))
-    memory = plan_memory(deployment)
-    batch = min(deployment.max_num_seqs, memory.kv_tokens // (INPUT_TOKENS + OUTPUT_TOKENS))
-    if batch < 1:
-        raise EngineFailure("vllm", ["ValueError: the KV cache holds no whole request"])
-    per_request = 1.0 + INPUT_TOKENS / OUTPUT_TOKENS  # prefill tokens per decoded token, plus it
-    tokens = min(batch * per_request, deployment.max_num_batched_tokens)
-    decoding = tokens / per_request
-    prefill = tokens - decoding
-    context = INPUT_TOKENS + OUTPUT_TOKENS / 2.0
-    pairs = decoding * context + prefill * INPUT_TOKENS / 2.0
-    seconds = PerfModel(deployment).step_seconds(
-        int(tokens), pairs, decoding * context + prefill * INPUT_TOKENS / 2.0, int(decoding), int(decoding)
-    )
-    return tokens / seconds * config.replicas
+@dataclass(frozen=True)
+class Space:
+    """A grid of configurations: the model, the node, the knobs' levels, the layouts; ``slo`` whether
+    a TPOT limit binds it, ``budget`` the search's launches."""
+
+    name: str
+    model: str
+    accelerator: str
+    gpus: int
+    seqs: tuple[int, ...]
+    batched: tuple[int, ...]
+    layouts: tuple[dict[str, int], ...]
+    slo: bool
+    budget: int
+    prompts: int = 512
+    moe: bool = False
+
+    def search(self, seed: int) -> SearchSpec:
+        return SearchSpec.model_validate(
+            {
+                "knobs": {"max_num_seqs": list(self.seqs), "max_num_batched_tokens": list(self.batched)},
+                "parallelism": [dict(layout) for layout in self.layouts],
+                "budget": {"launches": self.budget},
+                "screening": SCREENING,
+                "startup_trials": 4,
+                "seed": seed,
+                "moe": self.moe,
+            }
+        )
+
+    def build(self, params: Mapping[str, Any]) -> EngineConfig:
+        base = {"engine": "vllm", "model": self.model, "max_model_len": 4096}
+        changes = {**self.search(0).changes(dict(params)), "replicas": 1}
+        return fill_budget(build_config(base, changes, gpus_per_node=self.gpus), self.gpus)
+
+    def points(self) -> list[dict[str, Any]]:
+        return [
+            {"max_num_seqs": seqs, "max_num_batched_tokens": batched, "parallelism": layout_label(layout)}
+            for seqs, batched, layout in itertools.product(self.seqs, self.batched, self.layouts)
+        ]
 
 
-def build(params: dict[str, Any], spec: SearchSpec) -> EngineConfig:
-    changes = {**spec.changes(params), "replicas": 1}
-    return fill_budget(build_config(BASE, changes, gpus_per_node=GPUS), GPUS)
+@dataclass(frozen=True)
+class Figures:
+    """What one run of a configuration measures (noise-free: the truth)."""
+
+    throughput: float
+    tpot_ms: float
+
+    def launched(self, speed: float) -> Figures:
+        return Figures(self.throughput * speed, self.tpot_ms / speed)
 
 
 @dataclass
 class Cell:
     config: EngineConfig
-    value: float | None  # None: the engine fails to start it
+    full: Figures | None  # None: the engine fails to start it
 
 
-def grid(spec: SearchSpec) -> dict[str, Cell]:
-    cells = {}
-    for seqs, batched, layout in itertools.product(SEQS, BATCHED, LAYOUTS):
-        config = build(
-            {"max_num_seqs": seqs, "max_num_batched_tokens": batched, "parallelism": f"TP{layout['tp']}"},
-            spec,
-        )
-        try:
-            value: float | None = throughput(config)
-        except EngineFailure:
-            value = None
-        cells[config.fingerprint()] = Cell(config, value)
+def run_figures(config: EngineConfig, space: Space, prompts: int) -> Figures | None:
+    """The node's throughput and mean TPOT on a burst of ``prompts`` (split among the replicas), from
+    perflab's simulator as a predictor would have it; None where the engine fails to start."""
+    found = simulator_predictor(space.accelerator, INPUT_TOKENS, OUTPUT_TOKENS, prompts)(config)
+    if found is None or found.infeasible is not None:
+        return None
+    return Figures(found.values["total_token_throughput"], found.values[TPOT])
+
+
+def grid(space: Space) -> dict[str, Cell]:
+    cells: dict[str, Cell] = {}
+    for params in space.points():
+        config = space.build(params)
+        cells[config.fingerprint()] = Cell(config, run_figures(config, space, space.prompts))
     return cells
 
 
+def tpot_limit(cells: Mapping[str, Cell]) -> float:
+    """The TPOT limit in the widest gap between cells' TPOTs leaving 5–15 % of the cells feasible."""
+    tpots = sorted(cell.full.tpot_ms for cell in cells.values() if cell.full is not None)
+    low = max(1, math.ceil(FEASIBLE_SHARE[0] * len(cells)))
+    high = max(low, math.floor(FEASIBLE_SHARE[1] * len(cells)))
+    feasible = max(range(low, min(high, len(tpots) - 1) + 1), key=lambda k: tpots[k] / tpots[k - 1])
+    return math.sqrt(tpots[feasible - 1] * tpots[feasible])
+
+
+def baseline_point(space: Space, cells: Mapping[str, Cell]) -> EngineConfig:
+    """The baseline: vLLM's defaults where the space has them (256 sequences, 8192 batched tokens), on
+    the first layout that starts."""
+    seqs = min(space.seqs, key=lambda value: abs(math.log(value / 256)))
+    batched = min(space.batched, key=lambda value: abs(math.log(value / 8192)))
+    for layout in space.layouts:
+        config = space.build(
+            {"max_num_seqs": seqs, "max_num_batched_tokens": batched, "parallelism": layout_label(layout)}
+        )
+        if cells[config.fingerprint()].full is not None:
+            return config
+    raise ValueError(f"{space.name}: no layout of the baseline starts")
+
+
+@dataclass
 class Bench:
-    """Measurements with optional noise; counts launches and GPU-hours."""
+    """Launches of a space's cells through the noise model; counts them."""
 
-    def __init__(self, cells: dict[str, Cell], cv: float, rng: random.Random) -> None:
-        self.cells, self.cv, self.rng = cells, cv, rng
-        self.launches = 0
-        self.gpu_hours = 0.0
+    cells: Mapping[str, Cell]
+    noise: NoiseModel
+    screening_noise: NoiseModel
+    launches: int = 0
+    samples: dict[str, list[Figures]] = field(default_factory=dict)
 
-    def _noisy(self, value: float, cv: float) -> float:
-        return value * (1.0 + self.rng.gauss(0.0, cv)) if cv else value
-
-    def _hours(self, fingerprint: str, fraction: float) -> float:
-        cell = self.cells[fingerprint]
-        busy = PROMPTS * fraction * (INPUT_TOKENS + OUTPUT_TOKENS) / cell.value if cell.value else 0.0
-        return (START_S + busy) / 3600.0 * cell.config.gpus_needed
-
-    def launch(self, fingerprint: str, screening: float | None) -> float | None:
-        """Start the configuration: its screening value (full without screening), None if it fails."""
+    def launch(self, fingerprint: str, screening: bool) -> tuple[Figures | None, Figures | None]:
+        """A launch of the configuration: its screening (when asked) and full figures; None if it fails."""
+        launch = self.launches
         self.launches += 1
         cell = self.cells[fingerprint]
-        if cell.value is None:
-            self.gpu_hours += START_S / 3600.0 * cell.config.gpus_needed
+        if cell.full is None:
+            return None, None
+        screened = cell.full.launched(self.screening_noise.speed(launch, 0)) if screening else None
+        return screened, cell.full.launched(self.noise.speed(launch, 1))
+
+    def measured(self, fingerprint: str, figures: Figures) -> None:
+        self.samples.setdefault(fingerprint, []).append(figures)
+
+    def values(self, fingerprint: str) -> tuple[float, ...]:
+        return tuple(figures.throughput for figures in self.samples.get(fingerprint, ()))
+
+    def violation(self, fingerprint: str, slos: Mapping[str, float]) -> float:
+        runs = self.samples[fingerprint]
+        return slo_violation({TPOT: statistics.fmean(figures.tpot_ms for figures in runs)}, slos)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One seeded search: the recommendation's true figures, whether it is within 2 %, what the search
+    found (best true feasible cell it launched, as a share of the optimum), launches and proposals."""
+
+    within: bool
+    gap_pct: float
+    found: float
+    launches: int
+    proposals: int
+    nothing_feasible: bool
+    changed: bool
+
+
+def _observe(
+    bench: Bench, trial: Trial, trials: list[Trial], seen: dict[str, Observation], spec, slos
+) -> None:
+    fingerprint = trial.fingerprint
+    screened, full = bench.launch(fingerprint, spec.screening < 1.0)
+    if full is None:
+        seen[fingerprint] = Observation("infeasible", note="the engine failed to start")
+        return
+    screen_violation = slo_violation({TPOT: screened.tpot_ms}, slos) if slos else 0.0
+    seen[fingerprint] = Observation("screened", screened.throughput, violation=screen_violation)
+    if screen_violation > 0:
+        seen[fingerprint] = Observation("infeasible", screened.throughput, violation=screen_violation)
+        return
+    if not promising(spec, OBJECTIVES, with_outcomes(trials, seen), trial.number):
+        seen[fingerprint] = Observation("pruned", screened.throughput, violation=screen_violation)
+        return
+    bench.measured(fingerprint, full)
+    _complete(bench, fingerprint, screened.throughput, seen, slos)
+
+
+def _complete(bench: Bench, fingerprint: str, screening: float | None, seen, slos) -> None:
+    values = bench.values(fingerprint)
+    violation = bench.violation(fingerprint, slos) if slos else 0.0
+    seen[fingerprint] = Observation("complete", screening, (statistics.fmean(values),), values, violation)
+
+
+def _reference(bench: Bench, fingerprint: str, slos: Mapping[str, float]) -> Measurement:
+    values = bench.values(fingerprint)
+    broken = bench.violation(fingerprint, slos) > 0 if slos else False
+    return Measurement(
+        "measured",
+        value=statistics.fmean(values),
+        values=values,
+        finished=True,
+        violations=("mean_tpot_ms",) if broken else (),
+    )
+
+
+def imperfect_predictor(cells: Mapping[str, Cell], seed: int) -> Predictor:
+    """A predictor off by :data:`PREDICTOR_ERROR_CV` per cell (and right about which cells start)."""
+
+    def predict(config: EngineConfig) -> Prediction | None:
+        cell = cells.get(config.fingerprint())
+        if cell is None:
             return None
-        self.gpu_hours += self._hours(fingerprint, screening or 1.0)
-        return self._noisy(cell.value, 2.0 * self.cv if screening else self.cv)
+        if cell.full is None:
+            return Prediction(infeasible="out of memory", source="the benchmark's predictor")
+        rng = random.Random(f"{seed}:{config.fingerprint()}")
+        sigma = math.sqrt(math.log(1.0 + PREDICTOR_ERROR_CV**2))
+        throughput, tpot = (math.exp(rng.gauss(0.0, sigma)) for _ in range(2))
+        values = {OBJECTIVES[0]: cell.full.throughput * throughput, TPOT: cell.full.tpot_ms * tpot}
+        return Prediction(values, source="the benchmark's predictor")
 
-    def full(self, fingerprint: str, fraction: float) -> float:
-        """The full profile on the same launch (the prompts the screening did not send)."""
-        self.gpu_hours += (
-            self._hours(fingerprint, 1.0 - fraction)
-            - START_S / 3600.0 * self.cells[fingerprint].config.gpus_needed
-        )
-        return self._noisy(self.cells[fingerprint].value, self.cv)
+    return cached(predict)
 
 
-def search(cells: dict[str, Cell], seed: int, cv: float) -> tuple[float, int, float]:
-    """One seeded search: the recommended configuration's true value, launches, GPU-hours."""
-    spec = SearchSpec.model_validate({**SEARCH, "seed": seed, "noise_cv_pct": cv * 100})
-    bench = Bench(cells, cv, random.Random(seed * 7919 + 1))
+def search_once(
+    space: Space,
+    cells: Mapping[str, Cell],
+    slos: Mapping[str, float],
+    seed: int,
+    noisy: bool,
+    predicted: bool = False,
+) -> tuple[FinalPick, Bench, list[Trial], str]:
+    """One seeded search on ``space`` (seeded and pre-screened by :func:`imperfect_predictor` when
+    ``predicted``): its final pick, the bench, the trials and the baseline's fingerprint."""
+    predict = imperfect_predictor(cells, seed) if predicted else None
+    spec = space.search(seed)
+    cvs = (RUN_CV_PCT, LAUNCH_CV_PCT) if noisy else (0.0, 0.0)
+    bench = Bench(
+        cells,
+        NoiseModel(run_cv_pct=cvs[0], launch_cv_pct=cvs[1], seed=seed),
+        NoiseModel(run_cv_pct=2.0 * cvs[0], launch_cv_pct=cvs[1], seed=seed),
+    )
+    baseline = baseline_point(space, cells).fingerprint()
+    for _ in range(2):
+        bench.measured(baseline, bench.launch(baseline, False)[1])
     seen: dict[str, Observation] = {}
     trials: list[Trial] = []
     while True:
         trials = with_outcomes(trials, seen)
         result = step(
-            spec,
-            OBJECTIVES,
-            trials,
-            lambda params: build(params, spec),
-            gpu_hours=bench.gpu_hours,
-            min_gain_pct=MIN_GAIN_PCT,
+            spec, OBJECTIVES, trials, space.build, min_gain_pct=MIN_GAIN * 100, predict=predict, slos=slos
         )
         trials = list(result.trials)
         if result.stop:
             break
         for trial in result.proposed:
-            screened = bench.launch(trial.fingerprint, spec.screening)
-            if screened is None:
-                seen[trial.fingerprint] = Observation("infeasible", note="engine failed to start")
-                continue
-            seen[trial.fingerprint] = Observation("screened", screening=screened)
-            if promising(spec, OBJECTIVES, with_outcomes(trials, seen), trial.number):
-                value = bench.full(trial.fingerprint, spec.screening)
-                seen[trial.fingerprint] = Observation("complete", screened, (value,), (value,))
-            else:
-                seen[trial.fingerprint] = Observation("pruned", screening=screened)
+            _observe(bench, trial, trials, seen, spec, slos)
     while True:
         trials = with_outcomes(trials, seen)
-        pick = final_pick(spec, OBJECTIVES, trials, rules=Rules(min_gain=MIN_GAIN_PCT / 100))
-        if not pick.remeasure:
-            break
-        for number in pick.remeasure:
-            fingerprint = trials[number].fingerprint
-            bench.launch(fingerprint, None)
-            value = bench._noisy(cells[fingerprint].value, cv)
-            old = seen[fingerprint]
-            seen[fingerprint] = Observation("complete", old.screening, old.values, (*old.samples, value))
-    chosen = cells[pick.trial.fingerprint].value if pick.trial else 0.0
-    return chosen, bench.launches, bench.gpu_hours
+        rules = Rules(min_gain=MIN_GAIN, spread=study_spread([bench.values(key) for key in bench.samples]))
+        reference = _reference(bench, baseline, slos)
+        pick = final_pick(
+            spec, OBJECTIVES, trials, rules=rules, reference=reference, reference_label="baseline"
+        )
+        if not pick.waiting:
+            return pick, bench, trials, baseline
+        again = [trials[number].fingerprint for number in pick.remeasure]
+        if pick.reference_again:
+            again.append(baseline)
+        for fingerprint in again:
+            bench.measured(fingerprint, bench.launch(fingerprint, False)[1])
+            if fingerprint != baseline:
+                _complete(bench, fingerprint, seen[fingerprint].screening, seen, slos)
 
 
-def greedy(cells: dict[str, Cell]) -> tuple[float, int]:
-    """The staged study (noise off): its final configuration's value and launches."""
-    baseline = build_config(
-        BASE, {"tp": 8, "max_num_seqs": 256, "max_num_batched_tokens": 8192}, gpus_per_node=GPUS
+def judge_outcome(space, cells, slos, optimum, pick, bench, trials, baseline) -> Outcome:
+    def meets(fingerprint: str) -> bool:
+        full = cells[fingerprint].full
+        return full is not None and (not slos or full.tpot_ms <= slos[TPOT])
+
+    chosen = pick.trial.fingerprint if pick.trial is not None and pick.decision is not None else baseline
+    value = cells[chosen].full.throughput if meets(chosen) else 0.0
+    found = max(
+        (cells[t.fingerprint].full.throughput for t in trials if t.launched and meets(t.fingerprint)),
+        default=0.0,
     )
+    return Outcome(
+        within=value >= optimum * 0.98,
+        gap_pct=(1.0 - value / optimum) * 100.0,
+        found=found / optimum,
+        launches=bench.launches,
+        proposals=sum(1 for trial in trials if trial.launched),
+        nothing_feasible=found == 0.0,
+        changed=chosen != baseline,
+    )
+
+
+# (launch noise, predictions) settings each space is searched under.
+PLAIN = ((False, False), (True, False))
+WITH_PREDICTIONS = (*PLAIN, (True, True))
+
+
+def run_space(
+    space: Space, trials: int, settings: Sequence[tuple[bool, bool]] = PLAIN
+) -> list[dict[str, Any]]:
+    """Every setting's ``trials`` seeded searches on ``space``: one JSON line each."""
+    started = time.monotonic()
+    cells = grid(space)
+    slos = {TPOT: tpot_limit(cells)} if space.slo else {}
+    feasible = [
+        cell
+        for cell in cells.values()
+        if cell.full is not None and (not slos or cell.full.tpot_ms <= slos[TPOT])
+    ]
+    optimum = max(cell.full.throughput for cell in feasible)
+    lines = []
+    for noisy, predicted in settings:
+        outcomes = []
+        for seed in range(trials):
+            pick, bench, found_trials, baseline = search_once(space, cells, slos, seed, noisy, predicted)
+            outcomes.append(judge_outcome(space, cells, slos, optimum, pick, bench, found_trials, baseline))
+        line = {
+            "space": space.name,
+            "noise": "on" if noisy else "off",
+            "predictions": f"off by {PREDICTOR_ERROR_CV:.0%} per cell" if predicted else None,
+            "model": space.model,
+            "node": f"{space.gpus} x {space.accelerator}",
+            "cells": len(cells),
+            "feasible_cells": len(feasible),
+            "tpot_limit_ms": round(slos[TPOT], 2) if slos else None,
+            "budget": space.budget,
+            "trials": trials,
+            "within_2pct_rate": sum(o.within for o in outcomes) / trials,
+            "found_within_2pct_rate": sum(o.found >= 0.98 for o in outcomes) / trials,
+            "nothing_feasible": sum(o.nothing_feasible for o in outcomes),
+            "kept_baseline": sum(not o.changed for o in outcomes),
+            "median_gap_pct": round(statistics.median(o.gap_pct for o in outcomes), 2),
+            "mean_proposal_fraction": round(statistics.fmean(o.proposals for o in outcomes) / len(cells), 3),
+            "mean_launches": round(statistics.fmean(o.launches for o in outcomes), 1),
+            "seconds": round(time.monotonic() - started, 1),
+        }
+        print(json.dumps(line), flush=True)
+        lines.append(line)
+    return lines
+
+
+def null_rate(trials: int) -> dict[str, Any]:
+    """The false-change rate: a space whose every cell measures as the baseline (with noise), so any
+    recommended change is false."""
+    space = TIGHT
+    flat = Figures(10_000.0, 10.0)
+    cells = {space.build(p).fingerprint(): Cell(space.build(p), flat) for p in space.points()}
+    changed = launches = 0
+    for seed in range(trials):
+        pick, bench, found_trials, baseline = search_once(space, cells, {}, seed, True)
+        changed += pick.trial is not None and pick.decision is not None
+        launches += bench.launches
+    line = {
+        "space": "null",
+        "noise": "on",
+        "trials": trials,
+        "false_change_rate": changed / trials,
+        "mean_launches": round(launches / trials, 1),
+    }
+    print(json.dumps(line), flush=True)
+    return line
+
+
+def greedy(space: Space, cells: Mapping[str, Cell]) -> tuple[float, int]:
+    """The staged study (noise off) from the baseline: parallelism, then max-num-seqs, then
+    max-num-batched-tokens; its final configuration's true value and launches."""
+    baseline = baseline_point(space, cells)
     stages = [
         StageSpec.model_validate(
-            {"name": "Parallelism", "candidates": [{"tp": tp, "replicas": "fill"} for tp in (1, 2, 4)]}
+            {
+                "name": "Parallelism",
+                "candidates": [{**layout, "replicas": "fill"} for layout in space.layouts],
+            }
         ),
         StageSpec.model_validate(
-            {"name": "Max num seqs", "dimension": "max_num_seqs", "candidates": [64, 128, 512]}
+            {"name": "Max num seqs", "dimension": "max_num_seqs", "candidates": list(space.seqs)}
         ),
         StageSpec.model_validate(
             {
                 "name": "Batched tokens",
                 "dimension": "max_num_batched_tokens",
-                "candidates": [2048, 4096, 16384],
+                "candidates": list(space.batched),
             }
         ),
     ]
     measured: dict[str, Measurement] = {}
+    launches = 0
     while True:
+        spread = study_spread([measurement.values for measurement in measured.values()])
         plan = plan_study(
             baseline=baseline,
             stages=stages,
             measurements=measured,
-            rules=Rules(min_gain=MIN_GAIN_PCT / 100),
-            gpus_per_node=GPUS,
+            rules=Rules(min_gain=MIN_GAIN, spread=spread),
+            gpus_per_node=space.gpus,
         )
         if not plan.wanted:
-            break
+            return plan.best.value, launches
         for config in plan.wanted:
-            value = throughput_or_none(config)
-            state = "measured" if value is not None else "failed"
+            launches += 1
+            cell = cells.get(config.fingerprint())
+            figures = cell.full if cell is not None else run_figures(config, space, space.prompts)
+            earlier = measured.get(config.fingerprint())
+            if figures is None:
+                failed = Measurement("failed", error="the engine failed to start", finished=True)
+                measured[config.fingerprint()] = failed
+                continue
+            values = (*(earlier.values if earlier else ()), figures.throughput)
             measured[config.fingerprint()] = Measurement(
-                state, 0, value, 1.0 if value else None, finished=True
+                "measured", value=statistics.fmean(values), success_rate=1.0, finished=True, values=values
             )
-    return plan.best.value, len(measured)
 
 
-def throughput_or_none(config: EngineConfig) -> float | None:
-    fields = config_fields(config)
-    try:
-        return throughput(EngineConfig.model_validate(fields))
-    except EngineFailure:
-        return None
+TIGHT = Space(
+    "tight-tpot",
+    "Qwen/Qwen3-32B",
+    "H200",
+    8,
+    (8, 16, 32, 64, 128, 256),
+    (2048, 8192),
+    ({"tp": 1}, {"tp": 2}, {"tp": 4}, {"tp": 8}),
+    slo=True,
+    budget=12,
+)
+LLAMA_70B = Space(
+    "llama-70b",
+    "meta-llama/Llama-3.1-70B-Instruct",
+    "H100",
+    8,
+    (64, 128, 256, 512),
+    (2048, 4096, 8192, 16384),
+    ({"tp": 1}, {"tp": 2}, {"tp": 4}, {"tp": 8}),
+    slo=False,
+    budget=16,
+)
+MOE_LAYOUTS = ({"tp": 2}, {"tp": 4}, {"tp": 8}, {"tp": 4, "ep": 4}, {"tp": 8, "ep": 8})
+MOE = Space(
+    "moe",
+    "Qwen/Qwen3-235B-A22B-FP8",
+    "H200",
+    8,
+    (8, 16, 32, 64, 128, 256, 512, 1024),
+    (2048, 4096, 8192, 16384),
+    MOE_LAYOUTS,
+    slo=False,
+    budget=24,
+    moe=True,
+)
+MOE_TIGHT = replace(MOE, name="moe-tight", slo=True, budget=40)
+MADE_MODELS = (
+    ("Qwen/Qwen3-8B", False),
+    ("Qwen/Qwen3-14B", False),
+    ("Qwen/Qwen2.5-32B-Instruct", False),
+    ("meta-llama/Llama-3.1-8B-Instruct", False),
+    ("mistralai/Mistral-7B-Instruct-v0.3", False),
+    ("Qwen/Qwen3-30B-A3B", True),
+)
+
+
+def made_space(index: int) -> Space:
+    """A space of the benchmark's own making, drawn from ``index``: nothing was tuned on it."""
+    rng = random.Random(f"made-{index}")
+    model, moe = rng.choice(MADE_MODELS)
+    accelerator = rng.choice(("H100", "H200", "A100"))
+    gpus = rng.choice((2, 4, 8))
+    seqs = tuple(sorted(rng.sample((4, 8, 16, 32, 64, 128, 256, 512), rng.randint(4, 6))))
+    batched = tuple(sorted(rng.sample((1024, 2048, 4096, 8192, 16384), rng.randint(2, 3))))
+    sizes = [size for size in (1, 2, 4, 8) if size <= gpus]
+    layouts = [{"tp": size} for size in sizes]
+    if moe:
+        layouts += [{"tp": size, "ep": size} for size in sizes if size > 1]
+    cells = len(seqs) * len(batched) * len(layouts)
+    return Space(
+        f"made-{index}",
+        model,
+        accelerator,
+        gpus,
+        seqs,
+        batched,
+        tuple(layouts),
+        slo=True,
+        budget=max(4, cells // 4),
+        prompts=256,
+        moe=moe,
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--trials", type=int, default=10, help="seeded searches per space and noise setting")
+    parser.add_argument("--made", type=int, default=3, help="spaces of the benchmark's own making")
+    parser.add_argument("--smoke", action="store_true", help="one small space, two seeds (a quick check)")
+    parser.add_argument("--spaces", help="only these, comma-separated (tight-tpot, moe, made-0, null, …)")
     args = parser.parse_args()
-    spec = SearchSpec.model_validate(SEARCH)
-    cells = grid(spec)
-    feasible = {key: cell for key, cell in cells.items() if cell.value is not None}
-    optimum = max(cell.value for cell in feasible.values())
-    best = max(feasible.values(), key=lambda cell: cell.value).config
-    print(
-        f"space: {len(cells)} configurations, {len(cells) - len(feasible)} infeasible; "
-        f"optimum {optimum:.1f} tok/s (TP{best.tp} ×{best.replicas}, max-num-seqs {best.max_num_seqs}, "
-        f"max-num-batched-tokens {best.max_num_batched_tokens})"
+    if args.smoke:
+        small = replace(TIGHT, name="tight-tpot-small", prompts=64)
+        lines = run_space(small, 2, ((False, False), (True, False), (True, True)))
+        null = null_rate(1)
+        small_cells = grid(small)
+        greedy_value, greedy_launches = greedy(small, small_cells)
+        best = max(cell.full.throughput for cell in small_cells.values() if cell.full is not None)
+        summary = {
+            "smoke": True,
+            "tight_slo_within_2pct_rate": lines[0]["within_2pct_rate"],
+            "tight_slo_within_2pct_rate_noise": lines[1]["within_2pct_rate"],
+            "false_change_rate": null["false_change_rate"],
+            "greedy_gap_pct": round((1.0 - greedy_value / best) * 100.0, 2),
+            "greedy_launches": greedy_launches,
+        }
+        print(json.dumps(summary))
+        return
+    spaces = [TIGHT, LLAMA_70B, MOE, MOE_TIGHT, *(made_space(index) for index in range(args.made))]
+    chosen = (
+        set(args.spaces.split(",")) if args.spaces else {space.name for space in spaces} | {"null", "greedy"}
     )
-    within_2 = sum(1 for cell in feasible.values() if cell.value >= optimum * 0.98)
-    print(f"cells within 2% of the optimum: {within_2}")
-    summary: dict[str, Any] = {"space_size": len(cells), "trials": args.trials}
-    for name, cv in (("noise off", 0.0), ("run CV 2%", 0.02)):
-        gaps, fractions, hours = [], [], []
-        for seed in range(args.trials):
-            value, launches, gpu_hours = search(cells, seed, cv)
-            gap = (1.0 - value / optimum) * 100.0
-            gaps.append(gap)
-            fractions.append(launches / len(cells))
-            hours.append(gpu_hours)
-            print(
-                f"{name} seed {seed:2d}: {launches:2d} launches, {gpu_hours:5.1f} GPU-hours, gap {gap:5.2f}%"
-            )
-        rate = sum(1 for gap in gaps if gap <= 2.0) / len(gaps)
-        print(
-            f"{name}: within 2% in {rate * 100:.0f}% of trials, "
-            f"mean launches {statistics.mean(fractions) * len(cells):.1f} "
-            f"({statistics.mean(fractions) * 100:.1f}% of the grid), mean gap {statistics.mean(gaps):.2f}%, "
-            f"mean {statistics.mean(hours):.1f} GPU-hours"
-        )
-        key = "" if cv == 0.0 else "_noise"
-        summary[f"within_2pct_rate{key}"] = rate
-        summary[f"mean_launch_fraction{key}"] = round(statistics.mean(fractions), 4)
-        summary[f"mean_gap_pct{key}"] = round(statistics.mean(gaps), 3)
-    greedy_value, greedy_launches = greedy(cells)
-    summary["greedy_gap_pct"] = round((1.0 - greedy_value / optimum) * 100.0, 3)
-    summary["greedy_launches"] = greedy_launches
-    print(f"greedy staged study: {greedy_launches} launches, gap {summary['greedy_gap_pct']:.2f}%")
-    summary["grid_gpu_hours"] = round(
-        sum(
-            Bench(cells, 0.0, random.Random(0))._hours(key, 1.0)
-            if cell.value
-            else START_S / 3600 * cell.config.gpus_needed
-            for key, cell in cells.items()
-        ),
-        1,
-    )
+    lines = [
+        line
+        for space in spaces
+        if space.name in chosen
+        for line in run_space(space, args.trials, WITH_PREDICTIONS if space.slo else PLAIN)
+    ]
+    summary: dict[str, Any] = {"trials": args.trials}
+    by = {(line["space"], line["noise"]): line for line in lines if line["predictions"] is None}
+    if ("tight-tpot", "off") in by:
+        summary["tight_slo_within_2pct_rate"] = by[("tight-tpot", "off")]["within_2pct_rate"]
+        summary["tight_slo_within_2pct_rate_noise"] = by[("tight-tpot", "on")]["within_2pct_rate"]
+    constrained = [line for line in lines if line["tpot_limit_ms"] is not None and not line["predictions"]]
+    if constrained:
+        summary["constrained_within_2pct_rate_min"] = min(line["within_2pct_rate"] for line in constrained)
+    if lines:
+        summary["within_2pct_rate_min"] = min(line["within_2pct_rate"] for line in lines)
+    if "null" in chosen:
+        summary["false_change_rate"] = null_rate(max(args.trials * 4, 20))["false_change_rate"]
+    if "greedy" in chosen:
+        llama_cells = grid(LLAMA_70B)
+        greedy_value, greedy_launches = greedy(LLAMA_70B, llama_cells)
+        optimum = max(cell.full.throughput for cell in llama_cells.values() if cell.full is not None)
+        summary["greedy_gap_pct_llama_70b"] = round((1.0 - greedy_value / optimum) * 100.0, 2)
+        summary["greedy_launches_llama_70b"] = greedy_launches
     print(json.dumps(summary))
 
 

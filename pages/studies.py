@@ -109,6 +109,8 @@ with form_tab, st.form("new_study"):
         key="study_scale",
         help="Fraction of every profile's prompts (1 = the presets as published). " + views.SCALE_HELP,
     )
+    for warning in views.scale_warnings(scale, [PRESETS[name] for name in [tuning, *validation]]):
+        scale_col.warning(md_text(warning))
     min_success = success_col.number_input(
         "Minimum success rate (%)", min_value=1.0, max_value=100.0, value=100.0, key="study_min_success"
     )

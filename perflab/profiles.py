@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 import shlex
-import zlib
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -40,6 +39,7 @@ from perflab.bench.options import (
     SHARED_PREFIX,
     TRACE_DATASET,
 )
+from perflab.bench.rounds import derived_seed
 from perflab.engines.config import refuse_flag_like
 from perflab.engines.flags import format_value
 
@@ -215,10 +215,10 @@ class BenchmarkProfile(BaseModel):
         """Whether the benchmark reads a dataset file (the generated datasets need none)."""
         return self.dataset not in GENERATED_DATASETS
 
-    def fresh_draw(self, index: int) -> BenchmarkProfile:
-        """This profile for its ``index``-th measurement on one launch (a repetition, a sweep point):
-        the same for the first, another seed after it (``derived_seed``), so each sends a fresh draw
-        of prompts."""
+    def fresh_draw(self, index: int | str) -> BenchmarkProfile:
+        """This profile for its ``index``-th measurement on one launch (a repetition, a sweep point; or
+        a named draw, such as a search's screening): the same for the first, another seed after it
+        (:func:`~perflab.bench.rounds.derived_seed`), so each sends a fresh draw of prompts."""
         if index == 0:
             return self
         return self.model_copy(update={"seed": derived_seed(self.seed or 0, index)})
@@ -407,12 +407,6 @@ class BenchmarkProfile(BaseModel):
                 ",".join(format_value(value) for value in self.percentiles),
             ]
         return shlex.join(words)
-
-
-def derived_seed(seed: int, index: int) -> int:
-    """The seed of the ``index``-th measurement drawn from a profile seeded ``seed`` (a stable
-    function of both: CRC-32 of ``"seed:index"``, 31 bits)."""
-    return zlib.crc32(f"{seed}:{index}".encode()) & 0x7FFFFFFF
 
 
 def scaled(profile: BenchmarkProfile, factor: float) -> BenchmarkProfile:

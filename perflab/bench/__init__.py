@@ -6,7 +6,8 @@ from perflab. The pieces: ``http1``/``transport``/``clock`` (an httpx transport 
 timed at the socket), ``sse`` and ``client`` (one streaming request), ``datasets`` and ``tokenizer``
 (prompts of exact lengths), ``traffic`` and ``dispatch`` (the request schedule and sending it),
 ``tally``/``records``/``metrics`` (per-request records and statistics as pure functions), ``report``
-(JSON result and text block), ``progress``, ``runner`` (a whole run) and ``cli``.
+(JSON result and text block), ``progress``, ``rounds`` (the workload sent again until it has
+measured long enough), ``runner`` (a whole run) and ``cli``.
 
 The app calls ``run_benchmark(BenchOptions(...))`` (or ``await run_benchmark_async(...)``) and
 ``perflab.bench.report.format_text_block(result)``.

@@ -89,6 +89,10 @@ generated-shared-prefix with --gsp-*, agentic-trace with --agentic-max-turns, mo
 session's turns follows AIPerf (--conversation-turn-delay-mean/-stddev, ms) and --max-seconds
 guidellm. For a session workload --num-prompts counts sessions and --max-concurrency caps the
 sessions in flight.
+
+perflab's own flags carry its name: --perflab-min-duration and --perflab-min-requests send the
+workload again in rounds of --num-prompts fresh prompts until the rounds have measured that long and
+that many requests, so a faster server is not measured over less time than a slower one.
 """
 
 
@@ -300,6 +304,21 @@ def _add_workloads(parser: argparse.ArgumentParser) -> None:
         default=FLUSH_CACHE_TIMEOUT_S,
         help=f"seconds SGLang waits for an idle server before flushing (default {FLUSH_CACHE_TIMEOUT_S:g})",
     )
+    group.add_argument(
+        "--perflab-min-duration",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="perflab's own: send the workload again, fresh prompts each round, until the rounds have "
+        "measured this long (the pauses between rounds left out); the result's rounds say how many",
+    )
+    group.add_argument(
+        "--perflab-min-requests",
+        type=int,
+        default=0,
+        metavar="N",
+        help="perflab's own: rounds likewise until N requests completed",
+    )
 
 
 def _add_traffic(parser: argparse.ArgumentParser) -> None:
@@ -505,6 +524,8 @@ def options_from_args(args: argparse.Namespace) -> BenchOptions:
         block_size=args.mooncake_block_size,
         flush_cache=args.flush_cache,
         flush_cache_timeout=args.flush_cache_timeout,
+        min_duration_s=args.perflab_min_duration,
+        min_requests=args.perflab_min_requests,
     )
 
 

@@ -13,7 +13,7 @@ import asyncio
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, Union
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import httpx
 
@@ -221,10 +221,13 @@ class Phase:
         return await self.dispatch_all(prepared, schedule, self._start)
 
 
-def dispatch_lag_ms(dispatches: Sequence[Dispatch], started_at: float) -> Dict[str, float]:
-    """Mean, p99 and max of (actual − scheduled) dispatch time, in ms, for a phase begun at ``started_at``."""
+def dispatch_lag_ms(phases: Sequence[Tuple[Sequence[Dispatch], float]]) -> Dict[str, float]:
+    """Mean, p99 and max of (actual − scheduled) dispatch time, in ms, over ``(dispatches, started_at)``
+    of each phase (each round of a run is one)."""
     lags = sorted(
-        max((item.dispatched_at - started_at) - item.scheduled_s, 0.0) * 1000.0 for item in dispatches
+        max((item.dispatched_at - started_at) - item.scheduled_s, 0.0) * 1000.0
+        for dispatches, started_at in phases
+        for item in dispatches
     )
     if not lags:
         return {"mean": 0.0, "p99": 0.0, "max": 0.0}

@@ -245,6 +245,8 @@ class BenchOptions:
     block_size: int = 512
     flush_cache: bool = False
     flush_cache_timeout: float = FLUSH_CACHE_TIMEOUT_S
+    min_duration_s: float = 0.0
+    min_requests: int = 0
 
     @property
     def sessions(self) -> bool:
@@ -347,6 +349,9 @@ class BenchOptions:
         ):
             if seconds is not None and not 0 < seconds <= MAX_SECONDS:
                 raise BenchError(f"{flag} must be a positive number of seconds, at most {MAX_SECONDS:g}")
+        if not 0 <= self.min_duration_s <= MAX_SECONDS:
+            raise BenchError(f"--perflab-min-duration must be between 0 and {MAX_SECONDS:g} seconds")
+        _bounded("--perflab-min-requests", self.min_requests, 0, MAX_NUM_PROMPTS)
 
     def _check_dataset_tokens(self) -> None:
         """Refuse a random dataset of more than :data:`MAX_DATASET_TOKENS` prompt tokens in all."""
@@ -490,6 +495,10 @@ class BenchOptions:
                 argv += [flags[name], _flag_value(value)]
         if self.flush_cache:
             argv += ["--flush-cache", "--flush-cache-timeout", f"{self.flush_cache_timeout:g}"]
+        if self.min_duration_s:
+            argv += ["--perflab-min-duration", f"{self.min_duration_s:g}"]
+        if self.min_requests:
+            argv += ["--perflab-min-requests", str(self.min_requests)]
         return argv
 
     def request_deadline(self, output_len: int) -> float:

@@ -48,6 +48,7 @@ class Progress:
         self._started = time.perf_counter()
         self._task: Optional["asyncio.Task[None]"] = None
         self._last_plain = 0.0
+        self._began = False
 
     def sent(self) -> None:
         self.in_flight += 1
@@ -112,7 +113,12 @@ class Progress:
             self.report()
 
     def start(self) -> None:
-        self._started = time.perf_counter()
+        """Start reporting (again, for a later round of the same run: the clock keeps running)."""
+        if self._task is not None:
+            return
+        if not self._began:
+            self._started = time.perf_counter()
+            self._began = True
         if self.mode != "none":
             self._task = asyncio.get_running_loop().create_task(self._tick())
 

@@ -56,14 +56,6 @@ def latency_fields(metrics: Metrics) -> Dict[str, float]:
 CLOCK_WINDOW_KEY = "bench_clock_window_s"
 
 
-def clock_window(records: Sequence[RequestRecord], origin: float) -> List[float]:
-    """``[first send, last receive]`` of ``records`` (times relative to ``origin``, a ``perf_counter``
-    reading) on the ``perf_counter`` clock: the span ``duration`` measures."""
-    first = min(record.dispatched_s for record in records)
-    last = max((record.end_s for record in records), default=first)
-    return [round(origin + first, 6), round(origin + max(last, first), 6)]
-
-
 def server_metric_arrays(records: Sequence[RequestRecord]) -> Dict[str, List[Optional[float]]]:
     """``server_queue_times`` and ``server_ttfts`` (seconds, None where a request had none), or nothing
     when no request carried the server's timings."""
@@ -234,9 +226,14 @@ def _spec_decode_lines(result: Dict[str, Any]) -> List[str]:
 
 
 def _cache_and_session_lines(result: Dict[str, Any]) -> List[str]:
-    """perflab's "Prefix Cache" and "Sessions" sections (after vLLM's block), when the result has their
-    figures."""
+    """perflab's "Rounds", "Prefix Cache" and "Sessions" sections (after vLLM's block), when the result
+    has their figures."""
     lines: List[str] = []
+    rounds = result.get("rounds")
+    if isinstance(rounds, dict) and rounds.get("count", 1) > 1:
+        lines.append("{s:{c}^{n}}".format(s="Rounds", n=50, c="-"))
+        lines.append(_line(f"Rounds of {rounds['prompts_per_round']} fresh prompts:", rounds["count"]))
+        lines.append(_line("Pauses between rounds (s, left out):", float(rounds["paused_s"])))
     if result.get("prefix_cache_hit_rate") is not None:
         lines.append("{s:{c}^{n}}".format(s="Prefix Cache", n=50, c="-"))
         lines.append(_line("Prefix cache hit rate (%):", float(result["prefix_cache_hit_rate"])))
@@ -277,7 +274,9 @@ def partial_note(result: Dict[str, Any]) -> str:
     sent = result.get("requests_sent")
     unfinished = result.get("requests_unfinished")
     if isinstance(sent, int) and isinstance(unfinished, int):
-        ended = f"{sent - unfinished} of {result.get('num_prompts', sent)} requests ended"
+        # over rounds the requests sent so far, else the run's count
+        planned = sent if isinstance(result.get("rounds"), dict) else result.get("num_prompts", sent)
+        ended = f"{sent - unfinished} of {planned} requests ended"
     else:
         ended = "only some of the requests ended"
     reason = result.get("partial_reason") or "no reason recorded"

@@ -24,6 +24,7 @@ processed), ``+``-joined when several occurred.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import resource
 from dataclasses import dataclass
@@ -40,13 +41,22 @@ from perflab.bench.engine_metrics import EngineWindow
 from perflab.bench.errors import BenchError
 from perflab.bench.metrics import compute
 from perflab.bench.options import BenchOptions
+from perflab.bench.prefix_share import own_prefix_share
 from perflab.bench.progress import Progress
-from perflab.bench.report import CLOCK_WINDOW_KEY, build_result, clock_window
+from perflab.bench.records import RequestRecord
+from perflab.bench.report import CLOCK_WINDOW_KEY, build_result
+from perflab.bench.rounds import POOL_DATASETS, Floor, MeasuredRounds, round_items, round_seed, round_spec
 from perflab.bench.rxstamp import SOURCE_KERNEL
 from perflab.bench.session_metrics import session_summary, ttft_by_turn
 from perflab.bench.sessions import SessionPhase, session_turns
-from perflab.bench.stopping import EarlyStop, in_thread, partial_fields, run_until_stopped, unless_stopped
-from perflab.bench.tally import to_record
+from perflab.bench.stopping import (
+    BenchStopped,
+    EarlyStop,
+    in_thread,
+    partial_fields,
+    run_until_stopped,
+    unless_stopped,
+)
 from perflab.bench.tokenizer import (
     ServerTokenizer,
     Tokenizers,
@@ -120,11 +130,11 @@ async def send_measured(
     schedule: Sequence[float],
     stop: EarlyStop,
     targets: Sequence[str],
-) -> Tuple[List[Dispatch], int, str]:
+) -> Tuple[List[Dispatch], int, Dict[str, int]]:
     """Pre-connect, then send the measured requests (or sessions) with the cyclic GC frozen.
 
     Returns the dispatches (only those that ended when ``stop`` cut the run short), the number of
-    connections ready before the first request and the timing source of the phase's reads.
+    connections ready before the first request and the phase's reads counted by timing source.
     """
     preconnected = 0
     preconnect = getattr(transport, "preconnect", None)
@@ -143,9 +153,12 @@ async def send_measured(
     finally:
         gc.unfreeze()
     if sources is None:
-        return dispatches, preconnected, SOURCE_READ
-    used = {source: count - before.get(source, 0) for source, count in sources.items()}
-    return dispatches, preconnected, timing_source(used)
+        return dispatches, preconnected, {SOURCE_READ: len(dispatches)}
+    return (
+        dispatches,
+        preconnected,
+        {source: count - before.get(source, 0) for source, count in sources.items()},
+    )
 
 
 @dataclass
@@ -195,10 +208,52 @@ def due_times(options: BenchOptions, dataset: Dataset, count: int) -> List[float
     return schedule
 
 
+def round_options(options: BenchOptions, round_index: int) -> BenchOptions:
+    """The options of round ``round_index``: the run's for the first, the round's seed after it (its
+    arrivals and think times; its prompts come from :func:`perflab.bench.rounds.round_spec`)."""
+    if round_index == 0:
+        return options
+    return dataclasses.replace(options, seed=round_seed(options.seed, round_index), warmup=0)
+
+
+def draw(options: BenchOptions, tokenizers: Tokenizers, round_index: int, realign: bool) -> Preparation:
+    """Round ``round_index``'s dataset, every request built (or the sessions split) and its schedule;
+    the first round's prompt lengths are checked against the server's tokenizer (random prompts it
+    counts differently re-aligned to it, and so every later round's when ``realign``)."""
+    spec = round_spec(options.dataset_spec(), options.num_prompts, round_index)
+    dataset = load_dataset(spec, tokenizers.best)
+    length_check = None
+    if round_index == 0 and tokenizers.local is not None and tokenizers.server is not None:
+        length_check = check_lengths(dataset, tokenizers.server)
+        if options.dataset == "random" and length_check["mismatched"]:
+            changed = align_to_server(dataset, tokenizers.server, options.seed)
+            dataset.notes.append(
+                f"the server's tokenizer counts the prompts differently from {tokenizers.local.name}: "
+                f"{changed} prompts re-aligned to its lengths"
+            )
+            length_check = check_lengths(dataset, tokenizers.server)
+    elif realign and tokenizers.server is not None:
+        align_to_server(dataset, tokenizers.server, spec.seed)
+    ahead = round_options(options, round_index)
+    items: List[Any] = (
+        dataset.sessions if dataset.sessions is not None else prepare_requests(ahead, dataset.samples)
+    )
+    warmup = items[: options.warmup] if round_index == 0 else []
+    measured = round_items(items[len(warmup) :], options.num_prompts, round_index, spec.kind in POOL_DATASETS)
+    schedule = due_times(ahead, dataset, len(measured))
+    measured = measured[: len(schedule)]
+    if dataset.sessions is None:
+        urls, turns = [item.base_url for item in measured], {}
+    else:
+        urls = [options.base_urls[index % len(options.base_urls)] for index in range(len(measured))]
+        turns = {index: len(session.turns) for index, session in enumerate(measured)}
+    return Preparation(tokenizers, dataset, length_check, warmup, measured, schedule, urls, turns)
+
+
 def prepare(options: BenchOptions) -> Preparation:
-    """The served model when none was named, the tokenizers and the dataset with its length check,
-    every request built (or the sessions split), and the schedule (synchronous: run in a thread, see
-    :func:`in_thread`)."""
+    """The served model when none was named, the tokenizers and the first round's dataset with its
+    length check, every request built (or the sessions split), and the schedule (synchronous: run in
+    a thread, see :func:`in_thread`)."""
     if not options.model:
         options.model = first_served_model(options.base_urls[0], options.headers())
     tokenizers = resolve_tokenizers(
@@ -210,32 +265,10 @@ def prepare(options: BenchOptions) -> Preparation:
         trust_remote_code=options.trust_remote_code,
     )
     try:
-        dataset = load_dataset(options.dataset_spec(), tokenizers.best)
-        length_check = None
-        if tokenizers.local is not None and tokenizers.server is not None:
-            length_check = check_lengths(dataset, tokenizers.server)
-            if options.dataset == "random" and length_check["mismatched"]:
-                changed = align_to_server(dataset, tokenizers.server, options.seed)
-                dataset.notes.append(
-                    f"the server's tokenizer counts the prompts differently from {tokenizers.local.name}: "
-                    f"{changed} prompts re-aligned to its lengths"
-                )
-                length_check = check_lengths(dataset, tokenizers.server)
-        items: List[Any] = (
-            dataset.sessions if dataset.sessions is not None else prepare_requests(options, dataset.samples)
-        )
-        warmup, measured = items[: options.warmup], items[options.warmup :]
-        schedule = due_times(options, dataset, len(measured))
-        measured = measured[: len(schedule)]
+        return draw(options, tokenizers, 0, realign=False)
     except BaseException:
         tokenizers.close()
         raise
-    if dataset.sessions is None:
-        urls, turns = [item.base_url for item in measured], {}
-    else:
-        urls = [options.base_urls[index % len(options.base_urls)] for index in range(len(measured))]
-        turns = {index: len(session.turns) for index, session in enumerate(measured)}
-    return Preparation(tokenizers, dataset, length_check, warmup, measured, schedule, urls, turns)
 
 
 def sending_phase(
@@ -245,14 +278,56 @@ def sending_phase(
     items: List[Any],
     keep_text: bool,
     phase: str = "benchmark",
+    progress: Optional[Progress] = None,
+    first_session: int = 0,
 ) -> Phase:
     """The phase that sends ``items``: sessions (counted by their turns; the measured ones numbered after
-    the warm-up's), or prepared requests."""
+    the warm-up's and the earlier rounds', from ``first_session``), or prepared requests; counted in
+    ``progress`` when given (the rounds of one run share it)."""
     if ready.dataset.sessions is not None:
-        first = len(ready.warmup) if phase == "benchmark" else 0
-        progress = Progress(session_turns(items), options.progress, phase=phase)
-        return SessionPhase(transport, options, progress, first_session=first)
-    return Phase(transport, options, keep_text, Progress(len(items), options.progress, phase=phase))
+        first = len(ready.warmup) + first_session if phase == "benchmark" else 0
+        counted = progress or Progress(session_turns(items), options.progress, phase=phase)
+        return SessionPhase(transport, options, counted, first_session=first)
+    counted = progress or Progress(len(items), options.progress, phase=phase)
+    return Phase(transport, options, keep_text, counted)
+
+
+def _reset_or_not(options: BenchOptions) -> Dict[str, Any]:
+    """The prefix caches emptied before a round (``--flush-cache``), or the record that none was asked."""
+    if not options.flush_cache:
+        return not_requested()
+    return reset_prefix_caches(options.base_urls, options.headers(), options.flush_cache_timeout)
+
+
+async def _next_round(
+    stop: EarlyStop, options: BenchOptions, ready: Preparation, round_index: int
+) -> Optional[Preparation]:
+    """Round ``round_index`` drawn (in a thread), or None when the run was stopped meanwhile."""
+    realign = any("re-aligned" in note for note in ready.dataset.notes)
+    try:
+        return await unless_stopped(
+            stop,
+            in_thread(lambda: draw(options, ready.tokenizers, round_index, realign)),
+            f"while preparing round {round_index + 1}",
+        )
+    except BenchStopped:
+        stop.cut = True
+        return None
+
+
+def _own_prefix_share(
+    ready: Preparation, measured: MeasuredRounds, records: List[RequestRecord], cache_reset: Dict[str, Any]
+) -> Optional[float]:
+    """The most of the prompt tokens the run's own prompts could serve one another from a prefix cache
+    (:mod:`perflab.bench.prefix_share`): the successful requests in the order sent, after the warm-up's
+    prompts unless a cache reset emptied the cache."""
+    earlier = [] if cache_reset.get("done") else [item.sample.prompt for item in ready.warmup]
+    served = [
+        (text, record.input_tokens, record.usage_input_tokens)
+        for text, record in zip(measured.prompts(), records)
+        if record.success
+    ]
+    return own_prefix_share(earlier, served)
 
 
 async def run_benchmark_async(
@@ -263,15 +338,19 @@ async def run_benchmark_async(
     """Run the benchmark ``options`` describe and return its JSON result.
 
     Requests go through ``transport`` when given (closed at the end), else a ``StreamingTransport``.
-    When ``stop`` is requested, or a server goes away, the result covers the requests that ended and
-    is marked ``partial`` (``BenchStopped`` if none had ended, and at once while the dataset is
-    prepared or the warm-up runs).
+    With ``--perflab-min-duration``/``--perflab-min-requests`` the measured requests are sent in
+    rounds (:mod:`perflab.bench.rounds`). When ``stop`` is requested, or a server goes away, the result
+    covers the requests that ended and is marked ``partial`` (``BenchStopped`` if none had ended, and
+    at once while the dataset is prepared or the warm-up runs).
     """
     stop = stop if stop is not None else EarlyStop()
     options.validate()
     raise_open_file_limit()
     ready = await unless_stopped(stop, in_thread(lambda: prepare(options)), "while preparing the dataset")
     tokenizers, dataset = ready.tokenizers, ready.dataset
+    notes = dataset.notes
+    floor = Floor(options.min_duration_s, options.min_requests)
+    measured = MeasuredRounds()
     try:
         if transport is None:
             transport = StreamingTransport()
@@ -281,26 +360,57 @@ async def run_benchmark_async(
                 await unless_stopped(
                     stop, warmup_phase.run(ready.warmup, [0.0] * len(ready.warmup)), "during the warm-up"
                 )
-            phase = sending_phase(transport, options, ready, ready.measured, tokenizers.best is not None)
-            if options.flush_cache:
-                cache_reset = reset_prefix_caches(
-                    options.base_urls, options.headers(), options.flush_cache_timeout
-                )
-            else:
-                cache_reset = not_requested()
+            progress = Progress(0, options.progress)
             window = EngineWindow(options.base_urls, options.headers())
-            window.start()
-            dispatches, preconnected, source = await send_measured(
-                transport, phase, ready.measured, ready.schedule, stop, ready.targets
-            )
+            current: Optional[Preparation] = ready
+            cache_reset: Dict[str, Any] = {}
+            while current is not None:
+                index = measured.count
+                ahead = round_options(options, index)
+                progress.total += (
+                    session_turns(current.measured)
+                    if current.dataset.sessions is not None
+                    else len(current.measured)
+                )
+                phase = sending_phase(
+                    transport,
+                    ahead,
+                    current,
+                    current.measured,
+                    tokenizers.best is not None,
+                    progress=progress,
+                    first_session=measured.sessions,
+                )
+                reset = _reset_or_not(options)
+                cache_reset = cache_reset or reset
+                if index == 0:
+                    window.start()
+                try:
+                    dispatches, preconnected, reads = await send_measured(
+                        transport, phase, current.measured, current.schedule, stop, current.targets
+                    )
+                except BenchStopped:
+                    if index == 0:
+                        raise
+                    dispatches, preconnected, reads = [], 0, {}
+                measured.add(
+                    dispatches,
+                    started_at=phase.started_at,
+                    sent=len(phase.dispatches),
+                    planned_turns=current.planned_turns,
+                    dataset_source=current.dataset.prompt_tokens_source,
+                    preconnected=preconnected,
+                    reads=reads,
+                    reset=reset,
+                )
+                notes.extend(note for note in current.dataset.notes if note not in notes)
+                if stop.cut or not measured.another(floor, len(current.measured)):
+                    break
+                current = await _next_round(stop, options, ready, index + 1)
             engine_fields = window.fields()
         finally:
             await transport.aclose()
-        origin = dispatches[0].dispatched_at
-        records = [
-            to_record(index, dispatch, origin, dataset.prompt_tokens_source, tokenizers.best)
-            for index, dispatch in enumerate(dispatches)
-        ]
+        records = measured.records(tokenizers.best)
     finally:
         tokenizers.close()
     metrics = compute(
@@ -315,24 +425,28 @@ async def run_benchmark_async(
         else options.tokenizer or options.model,
         input_tokens_source=dataset.prompt_tokens_source,
         input_tokens_check=ready.length_check,
-        dispatch_lag=dispatch_lag_ms(dispatches, phase.started_at),
+        dispatch_lag=dispatch_lag_ms(measured.phases),
         timing={
-            "timing_source": source,
-            "preconnected": preconnected,
-            "coalesced_chunks": sum(dispatch.outcome.coalesced for dispatch in dispatches),
+            "timing_source": timing_source(measured.reads),
+            "preconnected": measured.preconnected or 0,
+            "coalesced_chunks": measured.coalesced_chunks,
         },
-        notes=dataset.notes,
+        notes=notes,
     )
     result.update(engine_fields)
-    result[CLOCK_WINDOW_KEY] = clock_window(records, origin)
+    result[CLOCK_WINDOW_KEY] = measured.clock_window()
     result["cache_reset"] = cache_reset
+    if dataset.sessions is None:
+        result["own_prefix_share"] = _own_prefix_share(ready, measured, records, cache_reset)
+    if floor != Floor():
+        result["rounds"] = measured.summary(floor, options.num_prompts)
     if dataset.sessions is not None:
         result["ttft_by_turn_ms"] = ttft_by_turn(records)
         result["sessions"] = session_summary(
-            records, ready.planned_turns, metrics.duration_s, options.goodput or None
+            records, measured.planned_turns, metrics.duration_s, options.goodput or None
         )
     if stop.cut:
-        result.update(partial_fields(stop, sent=len(phase.dispatches), finished=len(dispatches)))
+        result.update(partial_fields(stop, sent=measured.sent, finished=len(records)))
     return result
 
 

@@ -39,6 +39,15 @@ from perflab.engines.vocabulary import EngineReleases, Release, Vocabulary
 _WORD = re.compile(r"^[A-Za-z0-9_.:/+\-]+$")
 _WORD_KNOBS = ("quantization", "attention_backend", "kv_cache_dtype", "performance_mode", "reasoning_parser")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Why an engine takes no dp_attention: vLLM 0.32/0.33 (ParallelConfig, docs "Data Parallel Deployment")
+# runs the -dp ranks of a MoE model with attention apart and the experts shared (tensor parallel over
+# tp×dp, or expert parallel with --enable-expert-parallel) by itself, and those of a dense model as
+# replicas: the layout is dp and ep alone.
+_VLLM_DP = (
+    "vLLM runs the -dp ranks of a MoE model as attention data parallel by itself (experts over tp×dp, "
+    "expert parallel with ep); set dp and ep without dp_attention"
+)
+DP_ATTENTION_ELSEWHERE = {"vllm": _VLLM_DP, "vllm-ascend": _VLLM_DP}
 
 
 @dataclass(frozen=True)
@@ -133,9 +142,11 @@ class EngineAdapter:
         """Raise an :class:`EngineConfigError` when this engine cannot run ``config`` as given."""
         if config.engine != self.name:
             raise InvalidKnobValue(self.display_name, "engine", f"is {config.engine!r}, not {self.name!r}")
-        if config.dp_attention is not None and self.name not in ("sglang", "vllm", "vllm-ascend"):
+        if config.dp_attention is not None and self.name != "sglang":
             raise UnsupportedKnob(
-                self.display_name, "dp_attention", "attention data parallel is SGLang's and vLLM's"
+                self.display_name,
+                "dp_attention",
+                DP_ATTENTION_ELSEWHERE.get(self.name, "attention data parallel is SGLang's (--attn-dp-size)"),
             )
         if config.disaggregation is not None:
             check_disaggregation(config, self.display_name, self.release.version if self.release else None)

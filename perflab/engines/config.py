@@ -70,7 +70,8 @@ class EngineConfig(BaseModel):
     dp_attention: bool | None = Field(
         None,
         description="the dp ranks run attention apart and share their MoE layers (tensor parallel over "
-        "tp×dp, or expert parallel with ep): SGLang --attn-dp-size; vLLM's -dp ranks of a MoE model",
+        "tp×dp, or expert parallel with ep): SGLang --attn-dp-size (vLLM's -dp ranks of a MoE model do so "
+        "by themselves, so vLLM takes dp and ep alone)",
     )
     quantization: str | None = None
     attention_backend: str | None = None

@@ -18,7 +18,11 @@ Checked against the engines' own sources:
   ``VLLM_NIXL_SIDE_CHANNEL_PORT``, default 5600) or MooncakeConnector (``kv_producer`` / ``kv_consumer``,
   the prefill's ``VLLM_MOONCAKE_BOOTSTRAP_PORT``, default 8998). The vLLM wheel ships no proxy; the
   router is PyPI ``vllm-router`` 0.1.17 (vllm-project; ``vllm-router --vllm-pd-disaggregation --prefill
-  URL --decode URL --kv-connector nixl|mooncake --host H --port P``, its ``router_args.py``).
+  URL [BOOTSTRAP_PORT] --decode URL --kv-connector nixl|mooncake --host H --port P``, its ``router_args.py``;
+  with Mooncake it queries each prefill's bootstrap server, ``GET /query`` on that port, at start-up, and
+  sends a request to the prefill worker (``max_tokens`` 1, ``kv_transfer_params`` with
+  ``do_remote_decode``) and then to the decode worker with the prefill's answer's ``kv_transfer_params``
+  (NIXL) or the bootstrap address and engine id (Mooncake), ``src/routers/http/vllm_pd_router.rs``).
 """
 
 from __future__ import annotations
@@ -61,15 +65,26 @@ class Router:
     program: tuple[str, ...]
     package: str  # the PyPI distribution that provides it
     version: str  # the release whose flags perflab writes
-    ready_marker: str  # the log line of one worker the router took in
+    ready_marker: str  # the log line that says the router serves
+    per_worker: bool  # whether it logs that line once per worker it took in (else once)
     health_path: str = "/health"
+
+    def ready_lines(self, workers: int) -> int:
+        """How many ready lines the router's log shows once it serves ``workers`` workers."""
+        return workers if self.per_worker else 1
 
 
 ROUTERS = {
+    # sglang-router 0.3.2 logs "Activated 1 worker(s)" for each worker it took in
     "sglang": Router(
-        ("python3", "-m", "sglang_router.launch_router"), "sglang-router", "0.3.2", "Activated 1 worker(s)"
+        ("python3", "-m", "sglang_router.launch_router"),
+        "sglang-router",
+        "0.3.2",
+        "Activated 1 worker(s)",
+        per_worker=True,
     ),
-    "vllm": Router(("vllm-router",), "vllm-router", "0.1.17", "Activated 1 worker(s)"),
+    # vllm-router 0.1.17 waits for every worker's health, then logs "Router ready | workers: [...]"
+    "vllm": Router(("vllm-router",), "vllm-router", "0.1.17", "Router ready | workers:", per_worker=False),
 }
 # What a host's log says when the router's program is not installed there.
 ROUTER_MISSING = (
@@ -193,9 +208,12 @@ def router_argv(
         for ports in prefill:
             args += ["--prefill", f"http://{host}:{ports.api}", str(ports.side)]
     else:
+        # vllm-router asks each Mooncake prefill's bootstrap server for its engine ids (GET /query on the
+        # port given after the URL, 8998 when none is); NIXL workers need no port of theirs named
         args.append("--vllm-pd-disaggregation")
         for ports in prefill:
-            args += ["--prefill", f"http://{host}:{ports.api}"]
+            bootstrap = [str(ports.side)] if layout.transfer_backend == "mooncake" else []
+            args += ["--prefill", f"http://{host}:{ports.api}", *bootstrap]
     for ports in decode:
         args += ["--decode", f"http://{host}:{ports.api}"]
     if engine == "vllm":

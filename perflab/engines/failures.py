@@ -152,8 +152,11 @@ COMMON_SIGNATURES: tuple[Signature, ...] = (
 # base_worker.py and mooncake/mooncake_connector.py), and the routers' programs (sglang-router, vllm-router)
 DISAGG_SIGNATURES: tuple[Signature, ...] = (
     Signature.of("transfer_backend_missing", r"Please install (?:NIXL|mooncake|memfabric_hybrid)"),
-    Signature.of("transfer_backend_missing", r"RuntimeError: NIXL is not available"),
+    # vLLM 0.32/0.33 nixl/base_worker.py and mooncake/mooncake_connector.py
+    Signature.of("transfer_backend_missing", r"RuntimeError: (?:NIXL|Mooncake) is not available"),
     Signature.of("kv_peer_unreachable", r"Could not fetch prefill parallel info from"),
+    Signature.of("kv_peer_unreachable", r"NIXL transfer failure: handshake_failed"),
+    Signature.of("kv_peer_unreachable", r"Failed to connect to bootstrap server"),
     Signature.of(
         "kv_peer_unreachable", r"Failed to get prefill server info|Error fetching prefill server info"
     ),

@@ -59,7 +59,14 @@ SGLANG_FLAGS = FlagTable(
         Flag("gpu_memory_utilization", "--mem-fraction-static", convert=parse_float),
         Flag("reasoning_parser", "--reasoning-parser"),
         Flag("served_model_name", "--served-model-name"),
-        # parse-only parts of speculative_config, assembled by SglangAdapter.finish_parse
+        # parse-only parts of dp_attention and speculative_config, assembled by SglangAdapter.finish_parse
+        Flag(
+            "dp_attention.size",
+            "--attn-dp-size",
+            aliases=("--attention-data-parallel-size",),
+            convert=parse_int,
+        ),
+        Flag("dp_attention.enabled", "--enable-dp-attention", kind="switch"),
         Flag("speculative_config.algorithm", "--speculative-algorithm"),
         Flag("speculative_config.num_steps", "--speculative-num-steps", convert=parse_int),
         Flag("speculative_config.eagle_topk", "--speculative-eagle-topk", convert=parse_int),
@@ -118,7 +125,7 @@ class SglangAdapter(EngineAdapter):
     lookalike_flags = VLLM_FLAGS
     releases = SGLANG_RELEASES
     vocabulary = SGLANG_RELEASES.any_release()
-    bare_switches = ("--trust-remote-code", "--enable-dp-attention", "--disable-cuda-graph")
+    bare_switches = ("--trust-remote-code", "--disable-cuda-graph")
     ready_markers = ("The server is fired up and ready to roll",)
     signatures = (
         *COMMON_SIGNATURES,
@@ -151,6 +158,12 @@ class SglangAdapter(EngineAdapter):
         return knobs
 
     def check_values(self, config: EngineConfig) -> None:
+        if config.dp_attention and config.dp == 1 and config.disaggregation is None:
+            raise InvalidKnobValue(
+                self.display_name,
+                "dp_attention",
+                "needs dp > 1: dp is the number of attention data-parallel groups (--attn-dp-size)",
+            )
         group = config.tp * config.dp if config.dp_attention else config.tp
         shown = f"{group} = tp×dp, dp_attention" if config.dp_attention else str(group)
         if group % config.ep:
@@ -232,6 +245,7 @@ class SglangAdapter(EngineAdapter):
         return args
 
     def finish_parse(self, values: dict[str, Any]) -> dict[str, Any]:
+        values = _attention_dp(values)
         if values.get("max_num_batched_tokens") == -1:
             del values["max_num_batched_tokens"]
             values["enable_chunked_prefill"] = False
@@ -261,3 +275,23 @@ class SglangAdapter(EngineAdapter):
             spec["model"] = draft_model
         values["speculative_config"] = spec
         return values
+
+
+def _attention_dp(values: dict[str, Any]) -> dict[str, Any]:
+    """``--tp-size T --attn-dp-size N`` (or the deprecated ``--tp-size T --dp-size N
+    --enable-dp-attention``) as ``tp = T / N``, ``dp = N``, ``dp_attention``: the inverse of
+    :meth:`SglangAdapter.render_knob`."""
+    size = values.pop("dp_attention.size", None)
+    enabled = values.pop("dp_attention.enabled", False)
+    if size is not None and values.get("dp", 1) != 1:
+        raise ValueError(
+            "--dp-size with --attn-dp-size (replicas of an attention data-parallel group) has no "
+            "engine-neutral equivalent; write one replica and set replicas"
+        )
+    groups = size if size is not None else (values.get("dp", 1) if enabled else None)
+    if groups is None or groups == 1:
+        return values
+    tp = values.get("tp", 1)
+    if groups < 1 or tp % groups:
+        raise ValueError(f"--tp-size {tp} is not a whole number of attention data-parallel groups ({groups})")
+    return {**values, "tp": tp // groups, "dp": groups, "dp_attention": True}

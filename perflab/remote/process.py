@@ -256,23 +256,40 @@ def read_log(
     return LogChunk(complete, offset + len(complete.encode("utf-8")))
 
 
-def find_leftovers(transport: Transport, *, exclude_run_keys: Iterable[str] = ()) -> list[Leftover]:
-    """Processes of earlier runs (any pid file under ``<workdir>/runs``) that are still alive."""
-    excluded = set(exclude_run_keys)
+@dataclass(frozen=True)
+class LeftoverScan:
+    """What one scan for leftovers found, and how many processes it looked at: those the host's index
+    still lists as possibly alive (:mod:`perflab.remote.scripts`), not every pid file of its history."""
+
+    leftovers: tuple[Leftover, ...]
+    examined: int
+
+
+def scan_leftovers(transport: Transport) -> LeftoverScan:
+    """Processes of runs (any indexed pid file under ``<workdir>/runs``) that are still alive."""
     runs = posixpath.join(transport.workdir, RUNS_DIR)
     result = transport.run(
         ["sh", "-c", scripts.LEFTOVERS, "perflab-leftovers", runs], timeout=_COMMAND_TIMEOUT_S, check=True
     )
-    found = []
+    found, examined = [], 0
     for line in result.stdout.splitlines():
-        run_key, name, pid, start_time, *pids = line.split()
-        if run_key in excluded:
-            continue
-        process = RemoteProcess(
-            transport.host.name, run_key, name, posixpath.join(runs, run_key), int(pid), start_time
-        )
-        found.append(Leftover(process, _pid_tuple(" ".join(pids))))
-    return found
+        kind, _, rest = line.partition(": ")
+        if kind == "examined":
+            examined = int(rest)
+        elif kind == "leftover":
+            run_key, name, pid, start_time, *pids = rest.split()
+            process = RemoteProcess(
+                transport.host.name, run_key, name, posixpath.join(runs, run_key), int(pid), start_time
+            )
+            found.append(Leftover(process, _pid_tuple(" ".join(pids))))
+    return LeftoverScan(tuple(found), examined)
+
+
+def find_leftovers(transport: Transport, *, exclude_run_keys: Iterable[str] = ()) -> list[Leftover]:
+    """Processes of earlier runs that are still alive (:func:`scan_leftovers`), but those of
+    ``exclude_run_keys``."""
+    excluded = set(exclude_run_keys)
+    return [left for left in scan_leftovers(transport).leftovers if left.process.run_key not in excluded]
 
 
 def cleanup_leftovers(

@@ -8,6 +8,12 @@ A run's processes are recognised two ways, because a pid alone may be reused by 
 - they carry the environment entry ``PERFLAB_PROCESS=<run dir>/<name>`` (found in /proc/<pid>/environ);
 - they sit in the process group the launcher created, provided the group leader recorded at launch is
   gone or has the recorded start time (a reused pid has a different one), and started no earlier.
+
+Which processes may still be alive is kept in an index beside the run dirs, ``<runs>/.active/<run
+key>/<name>``: an entry is made when a pid file is written (``LAUNCH``, ``RECORD``) and dropped once the
+process is known to be gone (a clean ``STOP``, or a ``LEFTOVERS`` scan that finds none of its
+processes). So the scan for leftovers reads the entries of unfinished processes only, however many runs
+the workdir has kept, and makes one pass over /proc for all of them.
 """
 
 from __future__ import annotations
@@ -42,11 +48,33 @@ members() {
 }
 """
 
+# index_since RUNS_DIR: the stamp of when the index began (pid files older than it were written without
+# their entry); index_entry RUN_DIR NAME / unindex RUN_DIR NAME: the entry of one process in the index of
+# those that may still be alive (see the module doc).
+_INDEX = r"""
+index_since() {
+  [ -e "$1/.index-since" ] || { mkdir -p -- "$1" 2>/dev/null && : > "$1/.index-since"; }
+}
+index_entry() {
+  index="${1%/*}/.active/${1##*/}"
+  mkdir -p -- "$index" 2>/dev/null && : > "$index/$2"
+}
+unindex() {
+  index="${1%/*}/.active/${1##*/}"
+  rm -f -- "$index/$2"
+  rmdir -- "$index" 2>/dev/null
+  return 0
+}
+"""
+
 # launch RUN_DIR NAME CMD_JSON ENV_ASSIGNMENT... -- ARGV...
 # Starts ARGV in a new session, stdin from /dev/null, stdout+stderr appended to NAME.log; a wrapper
 # records the exit status in NAME.exit. Writes NAME.pid (pid, then start time) and prints the pid.
-LAUNCH = r"""
+LAUNCH = (
+    _INDEX
+    + r"""
 dir=$1; name=$2; cmd_json=$3; shift 3
+index_since "${dir%/*}"
 mkdir -p -- "$dir" || exit 125
 printf '%s\n' "$cmd_json" > "$dir/cmd.json" || exit 125
 rm -f -- "$dir/$name.exit"
@@ -58,8 +86,10 @@ if ! printf '%s\n%s\n' "$pid" "$start" > "$dir/$name.pid"; then
   kill -KILL -- "-$pid" "$pid" 2>/dev/null
   exit 125
 fi
+index_entry "$dir" "$name"
 echo "$pid $start"
 """
+)
 
 # The wrapper LAUNCH runs inside the new session: runs the command, records how it ended.
 WRAPPER = r'exit_file=$1; shift; "$@"; echo $? > "$exit_file"'
@@ -67,12 +97,19 @@ WRAPPER = r'exit_file=$1; shift; "$@"; echo $? > "$exit_file"'
 # record PID_FILE ARGV... -> writes PID_FILE (pid, then start time) as LAUNCH does, then becomes ARGV.
 # For a process the caller runs attached (its output streamed back) that must still be found and
 # stopped later, e.g. after the caller died.
-RECORD = r"""
+RECORD = (
+    _INDEX
+    + r"""
 pid_file=$1; shift
+run_dir=${pid_file%/*}
+index_since "${run_dir%/*}"
 start=$(awk '{ sub(/.*\) /, ""); print $20 }' "/proc/$$/stat" 2>/dev/null)
 printf '%s\n%s\n' "$$" "${start:--}" > "$pid_file" || exit 125
+name=${pid_file##*/}
+index_entry "$run_dir" "${name%.pid}"
 exec "$@"
 """
+)
 
 # listening -> the hex port of every listening TCP socket (IPv4 or IPv6, any address), one per line.
 LISTENING = r"""
@@ -118,17 +155,19 @@ echo "exit: $code"
 # Prints "stopped: none|term|kill" or "left: <pids>".
 STOP = (
     _MEMBERS
+    + _INDEX
     + r"""
 grp=$1; start=$2; marker=$3; ticks=$4
+path=${marker#PERFLAB_PROCESS=}
 pids=$(members "$grp" "$start" "$marker")
-if [ -z "$pids" ]; then echo "stopped: none"; exit 0; fi
+if [ -z "$pids" ]; then unindex "${path%/*}" "${path##*/}"; echo "stopped: none"; exit 0; fi
 signalled=" $pids "
 kill -TERM $pids 2>/dev/null
 i=0
 while [ "$i" -lt "$ticks" ]; do
   sleep 0.1
   pids=$(members "$grp" "$start" "$marker")
-  if [ -z "$pids" ]; then echo "stopped: term"; exit 0; fi
+  if [ -z "$pids" ]; then unindex "${path%/*}" "${path##*/}"; echo "stopped: term"; exit 0; fi
   for pid in $pids; do
     case $signalled in *" $pid "*) ;; *) kill -TERM "$pid" 2>/dev/null; signalled="$signalled$pid " ;; esac
   done
@@ -139,26 +178,117 @@ while [ "$i" -lt 50 ]; do
   kill -KILL $pids 2>/dev/null
   sleep 0.1
   pids=$(members "$grp" "$start" "$marker")
-  if [ -z "$pids" ]; then echo "stopped: kill"; exit 0; fi
+  if [ -z "$pids" ]; then unindex "${path%/*}" "${path##*/}"; echo "stopped: kill"; exit 0; fi
   i=$((i + 1))
 done
 echo "left: $pids"
 """
 )
 
-# leftovers RUNS_DIR -> one line per pid file whose process still has members:
-# "<run-key> <name> <pgid> <start> <pids...>"
+# leftovers RUNS_DIR -> "examined: <n>" (the processes looked at), then one line per process whose
+# members are alive: "leftover: <run-key> <name> <pgid> <start> <pids...>". The index of processes that
+# may be alive is read, with one pass over /proc for all of them; an entry whose processes are gone is
+# dropped from it. The first scan of a workdir also looks at the pid files written before the index
+# began (in the same pass, indexing only those still alive), so later scans never read them again.
 LEFTOVERS = (
-    _MEMBERS
+    _INDEX
     + r"""
-for pid_file in "$1"/*/*.pid; do
-  [ -f "$pid_file" ] || continue
-  run_dir=${pid_file%/*}; run_key=${run_dir##*/}; name=${pid_file##*/}; name=${name%.pid}
-  { read -r grp; read -r start; } < "$pid_file"
-  case $grp in ''|*[!0-9]*) continue ;; esac
-  pids=$(members "$grp" "$start" "PERFLAB_PROCESS=$run_dir/$name")
-  [ -n "$pids" ] && echo "$run_key $name $grp $start $pids"
+runs=$1
+candidates=""
+count=0
+consider() {
+  grp=""; start=""
+  [ -f "$runs/$1/$2.pid" ] && { read -r grp; read -r start; } < "$runs/$1/$2.pid"
+  case $grp in
+    ''|*[!0-9]*) [ "$3" = index ] && unindex "$runs/$1" "$2"; return 0 ;;
+  esac
+  count=$((count + 1))
+  candidates="${candidates}C $1 $2 $grp ${start:--} $3
+"
+}
+for entry in "$runs"/.active/*/*; do
+  [ -f "$entry" ] || continue
+  run_key=${entry%/*}
+  consider "${run_key##*/}" "${entry##*/}" index
 done
+legacy=no
+if [ ! -e "$runs/.indexed" ] && [ -d "$runs" ]; then
+  legacy=yes
+  if [ -e "$runs/.index-since" ]; then
+    written_before=$(find "$runs" -mindepth 2 -maxdepth 2 -name '*.pid' ! -newer "$runs/.index-since")
+  else
+    written_before=$(find "$runs" -mindepth 2 -maxdepth 2 -name '*.pid')
+  fi
+  while read -r pid_file; do
+    [ -f "$pid_file" ] || continue
+    run_dir=${pid_file%/*}; name=${pid_file##*/}; name=${name%.pid}; run_key=${run_dir##*/}
+    [ -e "$runs/.active/$run_key/$name" ] && continue
+    consider "$run_key" "$name" legacy
+  done <<EOF_LEGACY
+$written_before
+EOF_LEGACY
+fi
+echo "examined: $count"
+if [ "$count" -gt 0 ]; then
+  scan=$(
+    {
+      printf '%s' "$candidates"
+      grep -Hazx -- 'PERFLAB_PROCESS=.*' /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n'
+      cat /proc/[0-9]*/stat 2>/dev/null
+    } | RUNS="$runs" awk '
+      $1 == "C" {
+        id = $2 " " $3; ids[id] = 1; grp[id] = $4; start[id] = ($5 == "-" ? "" : $5); source[id] = $6
+        of_grp[$4] = of_grp[$4] SUBSEP id; next
+      }
+      /^\/proc\/[0-9]+\/environ:/ {
+        pid = substr($0, 7); pid = substr(pid, 1, index(pid, "/") - 1)
+        path = substr($0, index($0, ":PERFLAB_PROCESS=") + 17); prefix = ENVIRON["RUNS"] "/"
+        if (substr(path, 1, length(prefix)) != prefix) next
+        path = substr(path, length(prefix) + 1); slash = index(path, "/")
+        marked[pid] = substr(path, 1, slash - 1) " " substr(path, slash + 1); next
+      }
+      {
+        pid = $1; rest = $0; sub(/.*\) /, "", rest); split(rest, f, " ")
+        if (pid in of_grp) leader_start[pid] = f[20]
+        if (f[1] == "Z") next
+        if ((pid in marked) && (marked[pid] in ids)) { found[marked[pid]] = found[marked[pid]] " " pid; next }
+        if (f[3] in of_grp) {
+          n = split(substr(of_grp[f[3]], 2), members_of, SUBSEP)
+          for (i = 1; i <= n; i++) {
+            member_start[members_of[i], pid] = f[20]; grouped[members_of[i], pid] = 1
+          }
+        }
+      }
+      END {
+        for (key in grouped) {
+          split(key, part, SUBSEP); id = part[1]; pid = part[2]; s = start[id]; leader = leader_start[grp[id]]
+          if (s == "" || leader == "" || leader == s)
+            if (s == "" || member_start[id, pid] + 0 >= s + 0) found[id] = found[id] " " pid
+        }
+        for (id in ids) {
+          shown = (start[id] == "" ? "-" : start[id])
+          if (id in found) print "live", source[id], id, grp[id], shown found[id]
+          else print "gone", source[id], id, grp[id]
+        }
+      }'
+  )
+  while read -r kind source run_key name grp rest; do
+    case $kind$source in
+      live*)
+        echo "leftover: $run_key $name $grp $rest"
+        [ "$source" = legacy ] && index_entry "$runs/$run_key" "$name"
+        ;;
+      goneindex)
+        first=""
+        [ -f "$runs/$run_key/$name.pid" ] && read -r first < "$runs/$run_key/$name.pid"
+        [ "$first" = "$grp" ] && unindex "$runs/$run_key" "$name"
+        ;;
+    esac
+  done <<EOF_SCAN
+$scan
+EOF_SCAN
+fi
+[ "$legacy" = no ] || : > "$runs/.indexed"
 exit 0
 """
 )

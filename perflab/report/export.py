@@ -143,6 +143,7 @@ def report_json(report: Report) -> dict[str, Any]:
             for stage in report.stages
         ],
         "searches": [_search(search) for search in report.searches],
+        "layouts": [choice.to_dict() for choice in report.layouts],
         "launches": [{**asdict(launch), "marks": list(launch.marks)} for launch in report.launches],
         "notes": list(report.notes),
         "caveats": list(report.caveats),

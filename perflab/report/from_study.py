@@ -38,6 +38,7 @@ from perflab.report.launches import (
     mean_figures,
     repetitions,
 )
+from perflab.report.layouts import layout_records, study_layouts
 from perflab.report.model import (
     CandidateSection,
     ComparisonRow,
@@ -498,6 +499,7 @@ def report_of(progress: StudyProgress, costs: CostContext | None = None, *, deci
     )
     published = _published(study)
     comparison = _comparison(study, published)
+    layouts = study_layouts(progress)
     return Report(
         title=_title(progress),
         model=spec.model,
@@ -535,7 +537,7 @@ def report_of(progress: StudyProgress, costs: CostContext | None = None, *, deci
         baseline_validation=_validation(study, plan.baseline) if spec.validation_profiles else None,
         optimized_validation=_validation(study, plan.best) if spec.validation_profiles else None,
         curves=tuple(_curves(study)),
-        records=tuple(with_predictions(records, predictions)),
+        records=tuple(layout_records(with_predictions(records, predictions), layouts, plan)),
         costs=tuple(_cost_rows(study, comparison, published)),
         lower_is_better=lower_is_better,
         notes=tuple(_notes(study)),
@@ -573,4 +575,5 @@ def report_of(progress: StudyProgress, costs: CostContext | None = None, *, deci
         launches=tuple(launches),
         caveats=_caveats(study),
         predictions=predictions,
+        layouts=layouts,
     )

@@ -19,14 +19,14 @@ from db.models import ProfileResult, Run
 from perflab.profiles import BenchmarkProfile
 from perflab.report.model import Figures, LaunchRow, node_figures
 from perflab.report.sections import headline
-from perflab.runner.evidence import short_reason
+from perflab.runner.evidence import unjudged_reason
 from perflab.study.measure import Figures as ScoredFigures
 from perflab.study.measure import (
     complete_launch,
     is_tuning,
     launch_score,
-    too_short,
     tuning_results,
+    unjudged,
     validation_only,
 )
 
@@ -75,7 +75,7 @@ def repetitions(
         return []
     grouped: dict[str, list[ProfileResult]] = {}
     for result in launch.results:
-        if _complete_of(result, profile, tuning) and short_reason(result.result) is None:
+        if _complete_of(result, profile, tuning) and unjudged_reason(result.result) is None:
             grouped.setdefault(result.profile_name, []).append(result)
     return list(grouped.values())
 
@@ -83,7 +83,7 @@ def repetitions(
 def _short(launches: Sequence[Launch], profile: BenchmarkProfile, tuning: BenchmarkProfile) -> str | None:
     """Why ``profile``'s complete results on these launches were too short to judge (the first's)."""
     reasons = (
-        short_reason(result.result)
+        unjudged_reason(result.result)
         for launch in launches
         for result in launch.results
         if _complete_of(result, profile, tuning)
@@ -166,7 +166,7 @@ def launch_rows(
                 status=run.status,
                 runs=len({r.profile_name for r in tuning_results(stored, tuning)}) if complete else 0,
                 value=launch.value if complete else None,
-                marks=tuple(reason for reason in (too_short(stored, tuning),) if reason is not None),
+                marks=tuple(reason for reason in (unjudged(stored, tuning),) if reason is not None),
             )
         )
         if complete and fingerprint is not None:

@@ -308,7 +308,8 @@ def _incomplete(report: Report) -> list[str]:
 
 def per_accelerator_lines(report: Report) -> list[str]:
     """The first case's Total TPS per accelerator beside the node totals, the gain's confidence, the
-    candidates no verdict could separate, and the baseline's measured spread."""
+    candidates no verdict could separate, each stage's choice between aggregated and disaggregated
+    serving, and the baseline's measured spread."""
     lines = []
     row = report.comparison[0] if report.comparison else None
     counts = report.accelerators
@@ -338,6 +339,7 @@ def per_accelerator_lines(report: Report) -> list[str]:
             + "; ".join(md_text(text) for text in report.within_noise)
             + "."
         )
+    lines += [md_text(choice.text()) for choice in report.layouts]
     lines += [md_text(line) for line in spread_lines(report)]
     return [part for line in lines for part in (line, "")]
 

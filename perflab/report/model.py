@@ -29,6 +29,7 @@ from perflab.report.published import (
     measured_gain,
 )
 from perflab.runner.results import times_replicas
+from perflab.study.layout_trade import LayoutChoice
 from perflab.study.loadcurve import LoadCurve
 from perflab.study.noise import Spread, StudySpread
 from perflab.study.verdict import Verdict
@@ -398,3 +399,5 @@ class Report:
     launches: tuple[LaunchRow, ...] = ()
     caveats: tuple[str, ...] = ()
     predictions: PredictionSection | None = None  # figures predicted before the measurements
+    # each decided stage's choice between aggregated and disaggregated serving (its trade and verdict)
+    layouts: tuple[LayoutChoice, ...] = ()

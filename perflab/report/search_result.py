@@ -86,7 +86,7 @@ def over_budget(state: SearchState, count: LaunchCount) -> str | None:
     if count.remeasurements:
         parts.append(
             f"{count.remeasurements} re-measurements for the final pick (up to "
-            f"{state.search.max_measurements} measurements of each of the two best, to separate them)"
+            f"{state.search.max_measurements} confirmation launches of each finalist)"
         )
     if count.validation:
         parts.append(f"{count.validation} validation launches (the winner's validation profiles)")

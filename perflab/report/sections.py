@@ -9,7 +9,7 @@ from typing import Any
 from db.models import HEADLINE_COLUMNS, ProfileResult, Run
 from perflab.engines.registry import display_name
 from perflab.report.model import BenchBlock
-from perflab.runner.evidence import short_reason
+from perflab.runner.evidence import unjudged_reason
 from perflab.study.loadcurve import LOAD_UNITS
 
 # A candidate's decision in words, the same in every table (a search trial's state is its own).
@@ -68,7 +68,7 @@ def result_block(result: ProfileResult, case: str | None = None) -> BenchBlock:
     """A stored result as a report block (its printed text block, first saying when it is too short to
     judge)."""
     text = result.text_block or "(no printed result was stored)"
-    short = short_reason(result.result)
+    short = unjudged_reason(result.result)
     if short is not None:
         text = f"# {short}\n{text}"
     return BenchBlock(case or case_name(result), text.rstrip("\n"))

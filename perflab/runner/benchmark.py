@@ -1,5 +1,8 @@
 """Benchmarking a ready run: every profile (every point of a load-curve sweep) against all replicas.
 
+Every benchmark is sized to be judged (:mod:`perflab.runner.evidence`): its workload is sent again, in
+rounds of fresh prompts, until it has measured the floor's seconds (of the engine's time) and requests.
+
 Each benchmark runs on the host next to the engines (:func:`perflab.remote.bench.run_remote_bench`,
 requests spread over every replica's URL; forwarded from the app's machine when the host's Python
 cannot run it), streams its progress into ``run.progress`` and stores its
@@ -31,6 +34,7 @@ from perflab.runner.bench_record import (
     with_sample_window,
 )
 from perflab.runner.errors import INFRASTRUCTURE_FAILURES, RunFailed
+from perflab.runner.evidence import floor_args
 from perflab.runner.launch import Replica
 from perflab.runner.logs import failure_of
 from perflab.runner.store import RunStore
@@ -118,7 +122,10 @@ def _run_point(
 ) -> dict[str, Any]:
     notes: list[str] = []
     files = ctx.dataset_files(point, notes)
-    args = without_flags(point.bench_args(base_urls=["-"], model=ctx.model), _ADDED_BY_REMOTE)
+    args = [
+        *without_flags(point.bench_args(base_urls=["-"], model=ctx.model), _ADDED_BY_REMOTE),
+        *floor_args(ctx.transport.host.time_scale),
+    ]
     shown = bench_command(args, ctx.bench_targets, files)
     ctx.store.update(bench_commands=[*ctx.store.load().bench_commands, shown])
     name = f"bench-{label['profile_index']}-{point_index}"

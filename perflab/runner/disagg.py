@@ -7,7 +7,8 @@ the router (process ``router``) has its port and a metrics port. Every process i
 ``run.remote_state`` before it starts — both ports, so concurrent runs on the machine avoid them — so
 stopping and crash recovery find all of them. The workers start first and must all be ready (the
 engine's readiness line, or health answered by the worker's own process); then the router starts and is
-ready once its log shows it took in every worker. A router that exits — its program not installed on the
+ready once its log says so (sglang-router: a line per worker it took in; vllm-router: one line once every
+worker answered its health check). A router that exits — its program not installed on the
 host, say — fails the run with its log's class (``router_missing``), one of the failures that are no
 result about the configuration.
 """
@@ -17,7 +18,7 @@ from __future__ import annotations
 import posixpath
 import re
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,9 +27,8 @@ from perflab.engines.disagg import ROUTERS, WorkerPorts, role_args, role_env, ro
 from perflab.engines.layout import ROLES
 from perflab.remote import process as rp
 from perflab.runner.errors import RunFailed
-from perflab.runner.launch import PortTaken, Replica, first_free_port, listening_ports, serve_command
+from perflab.runner.launch import PortSearch, Replica, serve_command, start_process
 from perflab.transport.base import Transport
-from perflab.transport.errors import CommandFailed
 
 ROUTER = "router"
 # Where side-channel and router ports are searched from, above the engine's default port.
@@ -50,40 +50,23 @@ class WorkerPlan:
         return WorkerPorts(self.plan.port, self.side_port)
 
 
-def plan_workers(
-    config: EngineConfig,
-    adapter: EngineAdapter,
-    gpu_ids: Sequence[int],
-    *,
-    avoid: Collection[int] = (),
-    host_name: str = "",
-    offset: int = 0,
-) -> list[WorkerPlan]:
-    """Every worker of ``config`` on the locked ``gpu_ids`` (prefill workers first), then the router,
-    each on ports free of ``avoid`` and of each other."""
+def plan_workers(config: EngineConfig, gpu_ids: Sequence[int], ports: PortSearch) -> list[WorkerPlan]:
+    """Every worker of ``config`` on the locked ``gpu_ids`` (prefill workers first), then the router, each
+    taking its ports from ``ports``."""
     layout = config.disaggregation
     assert layout is not None
-    taken = set(avoid)
     plans: list[WorkerPlan] = []
     position = 0
-    base = adapter.default_port + offset
-
-    def free(preferred: int) -> int:
-        port = first_free_port(preferred, taken, host_name)
-        taken.add(port)
-        return port
-
     for role in ROLES:
         group = layout.group(role)
         for number in range(group.workers):
             block = tuple(gpu_ids[position : position + group.gpus_per_worker])
             position += group.gpus_per_worker
-            port = free(base + block[0])
-            side = free(base + SIDE_PORT_GAP + block[0])
+            port = ports.take(block[0])
+            side = ports.take(SIDE_PORT_GAP + block[0])
             plans.append(WorkerPlan(f"{role}-{number}", role, ReplicaPlan(len(plans), block, port), side))
-    router_port = config.port if config.port is not None else free(base + ROUTER_PORT_GAP)
-    taken.add(router_port)
-    metrics_port = free(base + ROUTER_PORT_GAP + 1)
+    router_port = ports.hold(config.port) if config.port is not None else ports.take(ROUTER_PORT_GAP)
+    metrics_port = ports.take(ROUTER_PORT_GAP + 1)
     plans.append(WorkerPlan(ROUTER, ROUTER, ReplicaPlan(len(plans), (), router_port), metrics_port))
     return plans
 
@@ -109,23 +92,14 @@ def initial_state(transport: Transport, *, run_key: str, plans: Sequence[WorkerP
 
 def _start(
     transport: Transport, run_key: str, plan: WorkerPlan, argv: Sequence[str], env: dict[str, str]
-) -> rp.RemoteProcess:
-    listening = listening_ports(transport)
-    for port in (plan.plan.port, plan.side_port):
-        if port in listening:
-            raise PortTaken(
-                f"port {port} on host '{transport.host.name}' is already in use by another process, so "
-                f"{plan.name} cannot serve on it; stop that process or set another port",
-                port,
-            )
-    workdir = posixpath.join(rp.run_dir(transport, run_key), plan.name)
-    try:
-        transport.run(["mkdir", "-p", workdir], timeout=30.0, check=True)
-        return rp.start_detached(transport, argv, run_key=run_key, name=plan.name, env=env, cwd=workdir)
-    except (CommandFailed, ValueError) as exc:
-        raise RunFailed(
-            "launch_failed", f"cannot start {plan.name} on host '{transport.host.name}': {exc}"
-        ) from None
+) -> tuple[rp.RemoteProcess, str]:
+    return start_process(
+        transport,
+        run_key=run_key,
+        name=plan.name,
+        ports=(plan.plan.port, plan.side_port),
+        prepare=lambda workdir: (list(argv), env, serve_command(argv, env)),
+    )
 
 
 def start_workers(
@@ -156,9 +130,10 @@ def start_workers(
             **adapter.env(worker, gpu_ids=plan.plan.gpu_ids, run_dir=workdir, cpu=cpu),
             **role_env(config.engine, layout, plan.role, plan.ports),
         }
-        replica = Replica(plan.plan, _start(transport, run_key, plan, argv, env))
+        process, command = _start(transport, run_key, plan, argv, env)
+        replica = Replica(plan.plan, process)
         workers.append(replica)
-        on_started(replica, serve_command(argv, env))
+        on_started(replica, command)
     return workers
 
 
@@ -187,10 +162,12 @@ def start_router(
         port=router_plan.plan.port,
         metrics_port=router_plan.side_port,
     )
-    router = Replica(router_plan.plan, _start(transport, run_key, router_plan, argv, {}))
-    on_started(router, serve_command(argv, {}))
-    expected = len(ports["prefill"]) + len(ports["decode"])
-    marker = re.compile(re.escape(ROUTERS[config.engine].ready_marker))
+    process, command = _start(transport, run_key, router_plan, argv, {})
+    router = Replica(router_plan.plan, process)
+    on_started(router, command)
+    router_kind = ROUTERS[config.engine]
+    expected = router_kind.ready_lines(len(ports["prefill"]) + len(ports["decode"]))
+    marker = re.compile(re.escape(router_kind.ready_marker))
     started = time.monotonic()
     while True:
         interrupt()
@@ -199,7 +176,8 @@ def start_router(
             return router
         state = rp.process_state(transport, router.process)
         if not state.running:
-            raise router_failure(adapter, log, state.exit_status)
+            # read its log again: it may have written its last lines between the read above and its exit
+            raise router_failure(adapter, rp.tail_log(transport, router.process, 2000), state.exit_status)
         if time.monotonic() - started > deadline_s:
             info = timeout_failure(f"{adapter.display_name} router", deadline_s, log)
             raise RunFailed(info.failure_class, info.message)

@@ -12,6 +12,7 @@ configuration again instead of counting the run as its result.
 from __future__ import annotations
 
 from perflab.containers.failures import CONTAINER_FAILURE_CLASSES
+from perflab.transport.errors import CommandTimeout, ConnectionLost, HostUnreachable, TransportError
 
 # Failure classes the runner itself assigns (the engine adapters add theirs, e.g. ``oom``), with those
 # of engines run from images (pull and container runtime failures).
@@ -25,6 +26,8 @@ RUNNER_FAILURE_CLASSES: dict[str, str] = {
     "engine_died": "the engine exited while it was being benchmarked",
     "bench_failed": "the benchmark itself failed",
     "connection_lost": "the connection to the host dropped during the run",
+    "host_slow": "the host answered a command perflab runs there too slowly",
+    "host_error": "a command perflab runs on the host failed",
     "worker_stopped": "the worker shut down while the run was in flight",
     "worker_restarted": "the worker died while the run was in flight",
     "disk_full": "the disk holding the host's workdir was full",
@@ -39,6 +42,8 @@ INFRASTRUCTURE_FAILURES: dict[str, str] = {
     "host_unknown": "the host left the hosts file",
     "host_unreachable": "the host could not be reached or logged into",
     "connection_lost": "the connection to the host dropped",
+    "host_slow": "the host answered perflab's commands too slowly",
+    "host_error": "a command perflab runs on the host failed",
     "gpus_unavailable": "the accelerators were held by processes perflab did not start",
     "port_in_use": "another process held the serving port",
     "launch_failed": "the host could not start the engine process",
@@ -67,3 +72,16 @@ class RunCancelled(Exception):
 
 class GpusBusy(Exception):
     """The accelerators the run needs are locked by other runs (it waits, or goes back to the queue)."""
+
+
+def transport_failure(error: TransportError, *, local: bool) -> RunFailed:
+    """What a host's trouble under a run says: a command of perflab's that ran past its limit names the
+    host as slow (``host_slow``; over SSH a stalled connection looks the same, and the message says so);
+    a dropped or refused connection is ``connection_lost``, which a local host (no connection) never
+    has; any other failure of perflab's own commands there is ``host_error``."""
+    if isinstance(error, CommandTimeout):
+        stalled = "" if local else " (or its connection stalled)"
+        return RunFailed("host_slow", f"host '{error.host}' is slow{stalled}: {error}")
+    if isinstance(error, (ConnectionLost, HostUnreachable)) and not local:
+        return RunFailed("connection_lost", str(error))
+    return RunFailed("host_error", str(error))

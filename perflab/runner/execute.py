@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -42,14 +43,16 @@ from perflab.runner.benchmark import BenchContext, run_profiles
 from perflab.runner.datasets import dataset_files, dataset_problem
 from perflab.runner.disks import DiskWatch, disk_full, is_disk_full
 from perflab.runner.endpoints import Endpoints
-from perflab.runner.errors import GpusBusy, RunCancelled, RunFailed
+from perflab.runner.errors import GpusBusy, RunCancelled, RunFailed, transport_failure
 from perflab.runner.launch import (
     MAX_PORT_ATTEMPTS,
     PortClash,
+    PortSearch,
     Replica,
     initial_remote_state,
     listening_ports,
     plan_replicas,
+    recorded_ports,
     start_replicas,
 )
 from perflab.runner.logs import LogFollower
@@ -341,43 +344,29 @@ class _Execution:
         disaggregated = plan.config.disaggregation is not None
         if disaggregated:
             self.remote_state = disagg.initial_state(self.transport, run_key=run_key, plans=plans)
-            ports = {port for worker in plans for port in (worker.plan.port, worker.side_port)}
+            start = disagg.start_workers
         else:
             self.remote_state = initial_remote_state(
                 self.transport, run_key=run_key, plans=plans, container=self.container
             )
-            ports = {replica.port for replica in plans}
+            start = partial(start_replicas, container=self.container)
         if retries:
             self.remote_state[PORT_RETRIES_KEY] = retries
         self.store.update(remote_state=dict(self.remote_state), serve_commands=[])
         # Recorded before this read, so of two runs that chose one port at least the later reader yields.
-        clash = ports & self.store.ports_of_other_runs(machine)
+        clash = recorded_ports(self.remote_state) & self.store.ports_of_other_runs(machine)
         if clash and plan.config.port is None:
             raise PortClash(clash, plan.host.name)
         self.interrupt()
-        if disaggregated:
-            replicas = disagg.start_workers(
-                self.transport,
-                config=plan.config,
-                adapter=plan.adapter,
-                run_key=run_key,
-                plans=plans,
-                cpu=self.on_cpu,
-                on_started=self._record_started,
-                engine_version=self.engine_version,
-            )
-        else:
-            replicas = start_replicas(
-                self.transport,
-                config=plan.config,
-                adapter=plan.adapter,
-                run_key=run_key,
-                plans=plans,
-                cpu=self.on_cpu,
-                on_started=self._record_started,
-                container=self.container,
-                engine_version=self.engine_version,
-            )
+        # what starting the engines and (once they are ready) a router both need
+        launch = {
+            "config": plan.config,
+            "adapter": plan.adapter,
+            "run_key": run_key,
+            "plans": plans,
+            "on_started": self._record_started,
+        }
+        replicas = start(self.transport, cpu=self.on_cpu, engine_version=self.engine_version, **launch)
         logs = {replica.name: LogFollower(self.transport, replica.process) for replica in replicas}
         deadline_s = self.options.ready_deadline_s(simulated=plan.host.simulated)
         wait_until_ready(
@@ -397,14 +386,10 @@ class _Execution:
             self.emit("message", f"{len(replicas)} workers ready; starting the router")
             router = disagg.start_router(
                 self.transport,
-                config=plan.config,
-                adapter=plan.adapter,
-                run_key=run_key,
-                plans=plans,
-                on_started=self._record_started,
                 deadline_s=deadline_s,
                 poll_s=self.options.ready_poll_s,
                 interrupt=self.interrupt,
+                **launch,
             )
             replicas = [*replicas, router]
         return replicas
@@ -425,15 +410,9 @@ class _Execution:
         clashes = 0
         while True:
             avoid = listening_ports(self.transport) | self.store.ports_of_other_runs(machine) | tried
+            ports = PortSearch(plan.adapter.default_port + search_offset(run_id), set(avoid), plan.host.name)
             planner = disagg.plan_workers if plan.config.disaggregation is not None else plan_replicas
-            plans = planner(
-                plan.config,
-                plan.adapter,
-                gpu_ids,
-                avoid=avoid,
-                host_name=plan.host.name,
-                offset=search_offset(run_id),
-            )
+            plans = planner(plan.config, gpu_ids, ports)
             try:
                 return self._start_ready(plan, run_id, plans, endpoints, machine)
             except PortClash as clash:
@@ -450,16 +429,11 @@ class _Execution:
                     ) from None
                 assert self.remote_state is not None
                 stop_recorded(self.transport, self.remote_state, grace_s=self.options.stop_grace_s)
-                ports = [
-                    port
-                    for entry in self.remote_state["processes"]
-                    for port in (entry["port"], entry.get("side_port"))
-                    if port is not None
-                ]
-                tried.update(ports)
+                taken = sorted(recorded_ports(self.remote_state))
+                tried.update(taken)
                 self.remote_state[PORT_RETRIES_KEY] = [
                     *self.remote_state.get(PORT_RETRIES_KEY, []),
-                    {"ports": ports, "reason": failure.message},
+                    {"ports": taken, "reason": failure.message},
                 ]
                 self.emit("message", f"port taken at launch, choosing another: {failure.message}")
                 attempt += 1
@@ -624,7 +598,10 @@ class _Execution:
             )
         except TransportError as exc:
             status = "failed"
-            fields = {"failure_class": "connection_lost", "failure_message": str(exc)}
+            failure = transport_failure(
+                exc, local=self.transport is not None and self.transport.host.transport == "local"
+            )
+            fields = {"failure_class": failure.failure_class, "failure_message": failure.message}
             if is_disk_full(exc):
                 fields = self._disk_full_fields(exc)
         except Exception as exc:  # the database lost, or a bug: the engines must stop and the run end

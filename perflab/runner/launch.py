@@ -90,34 +90,49 @@ def listening_ports(transport: Transport) -> frozenset[int]:
     return frozenset(int(word, 16) for word in result.stdout.split())
 
 
-def first_free_port(preferred: int, avoid: Collection[int], host_name: str) -> int:
-    for port in range(preferred, MAX_PORT + 1):
-        if port not in avoid:
-            return port
-    raise RunFailed("port_in_use", f"no free port from {preferred} to {MAX_PORT} on host '{host_name}'")
+@dataclass
+class PortSearch:
+    """The ports of one launch: each the first free one from ``base`` (the engine's default port + the
+    run's search offset) + its own step upward, none in ``avoid`` (ports the machine or other runs use)
+    nor taken by another process of the launch."""
+
+    base: int
+    avoid: set[int]
+    host_name: str = ""
+
+    def take(self, step: int) -> int:
+        """The first free port from ``base + step`` upward, now the launch's."""
+        for port in range(self.base + step, MAX_PORT + 1):
+            if port not in self.avoid:
+                self.avoid.add(port)
+                return port
+        raise RunFailed(
+            "port_in_use", f"no free port from {self.base + step} to {MAX_PORT} on host '{self.host_name}'"
+        )
+
+    def hold(self, port: int) -> int:
+        """A pinned ``port``, kept from the rest of the search."""
+        self.avoid.add(port)
+        return port
 
 
-def plan_replicas(
-    config: EngineConfig,
-    adapter: EngineAdapter,
-    gpu_ids: Sequence[int],
-    *,
-    avoid: Collection[int] = (),
-    host_name: str = "",
-    offset: int = 0,
-) -> list[ReplicaPlan]:
-    """The replicas of ``config`` on the locked ``gpu_ids``; unless the config pins a port, each gets
-    the first port from default port + ``offset`` + first GPU index that is not in ``avoid`` nor
-    another replica's."""
+def plan_replicas(config: EngineConfig, gpu_ids: Sequence[int], ports: PortSearch) -> list[ReplicaPlan]:
+    """The replicas of ``config`` on the locked ``gpu_ids``; unless the config pins a port, each takes the
+    first free port of ``ports`` from its first GPU index upward."""
     plans = replica_plans(config, gpu_ids)
     if config.port is not None:
         return plans
-    chosen: list[ReplicaPlan] = []
-    for plan in plans:
-        taken = {*avoid, *(other.port for other in chosen)}
-        port = first_free_port(adapter.default_port + offset + plan.gpu_ids[0], taken, host_name)
-        chosen.append(ReplicaPlan(plan.index, plan.gpu_ids, port))
-    return chosen
+    return [ReplicaPlan(plan.index, plan.gpu_ids, ports.take(plan.gpu_ids[0])) for plan in plans]
+
+
+def recorded_ports(remote_state: dict[str, Any]) -> set[int]:
+    """Every port the launch recorded: each process's own and its side channel's, if any."""
+    return {
+        port
+        for entry in remote_state["processes"]
+        for port in (entry["port"], entry.get("side_port"))
+        if port is not None
+    }
 
 
 def initial_remote_state(
@@ -149,6 +164,37 @@ def serve_command(argv: Sequence[str], env: dict[str, str]) -> str:
     return shlex.join([*(f"{key}={value}" for key, value in env.items()), *argv])
 
 
+def start_process(
+    transport: Transport,
+    *,
+    run_key: str,
+    name: str,
+    ports: Sequence[int],
+    prepare: Callable[[str], tuple[list[str], dict[str, str], str]],
+) -> tuple[rp.RemoteProcess, str]:
+    """Start process ``name`` of a run in ``<run dir>/<name>/``: its ``ports`` checked free once more
+    (:class:`PortTaken`), its directory made, then ``prepare(directory)`` writing what it needs there and
+    giving the argv, the environment and the command to record. ``launch_failed`` when it cannot start."""
+    listening = listening_ports(transport)
+    for port in ports:
+        if port in listening:
+            raise PortTaken(
+                f"port {port} on host '{transport.host.name}' is already in use by another process, so "
+                f"{name} cannot serve on it; stop that process or set another port",
+                port,
+            )
+    workdir = posixpath.join(rp.run_dir(transport, run_key), name)
+    try:
+        transport.run(["mkdir", "-p", workdir], timeout=30.0, check=True)
+        argv, env, command = prepare(workdir)
+        process = rp.start_detached(transport, argv, run_key=run_key, name=name, env=env, cwd=workdir)
+    except (CommandFailed, ValueError) as exc:
+        raise RunFailed(
+            "launch_failed", f"cannot start {name} on host '{transport.host.name}': {exc}"
+        ) from None
+    return process, command
+
+
 def start_replicas(
     transport: Transport,
     *,
@@ -168,40 +214,30 @@ def start_replicas(
     directory = rp.run_dir(transport, run_key)
     replicas: list[Replica] = []
     for plan in plans:
-        name = process_name(plan.index)
-        workdir = posixpath.join(directory, name)
-        if plan.port in listening_ports(transport):
-            raise PortTaken(
-                f"port {plan.port} on host '{transport.host.name}' is already in use by another process, "
-                f"so {name} cannot serve on it; stop that process or set another port",
-                plan.port,
-            )
-        try:
-            transport.run(["mkdir", "-p", workdir], timeout=30.0, check=True)
+
+        def prepare(workdir: str, plan: ReplicaPlan = plan) -> tuple[list[str], dict[str, str], str]:
             files = adapter.files(config, port=plan.port, engine_version=engine_version)
             for file_name, text in files.items():
                 transport.write_text(posixpath.join(workdir, file_name), text, mode=adapter.file_mode)
             if container is None:
                 argv = adapter.serve_argv(config, port=plan.port, engine_version=engine_version)
                 env = adapter.env(config, gpu_ids=plan.gpu_ids, run_dir=workdir, cpu=cpu)
-                command = serve_command(argv, env)
-            else:
-                spec = replica_container(
-                    transport,
-                    container,
-                    config=config,
-                    adapter=adapter,
-                    run_key=run_key,
-                    replica=plan,
-                    workdir=workdir,
-                    run_dir=directory,
-                )
-                argv, env, command = supervised_argv(spec), {}, shlex.join(run_argv(spec))
-            process = rp.start_detached(transport, argv, run_key=run_key, name=name, env=env, cwd=workdir)
-        except (CommandFailed, ValueError) as exc:
-            raise RunFailed(
-                "launch_failed", f"cannot start {name} on host '{transport.host.name}': {exc}"
-            ) from None
+                return argv, env, serve_command(argv, env)
+            spec = replica_container(
+                transport,
+                container,
+                config=config,
+                adapter=adapter,
+                run_key=run_key,
+                replica=plan,
+                workdir=workdir,
+                run_dir=directory,
+            )
+            return supervised_argv(spec), {}, shlex.join(run_argv(spec))
+
+        process, command = start_process(
+            transport, run_key=run_key, name=process_name(plan.index), ports=(plan.port,), prepare=prepare
+        )
         replica = Replica(plan, process, in_container=container is not None)
         replicas.append(replica)
         on_started(replica, command)

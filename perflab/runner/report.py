@@ -1,5 +1,6 @@
 """What ``python -m perflab run`` prints when a run ends: its outcome, then each profile's result
-block (vllm-bench text), or the same as one JSON object."""
+block (vllm-bench text) headed by why it cannot be judged when it cannot (too short, or riding an
+earlier run's prefix cache: :mod:`perflab.runner.evidence`), or the same as one JSON object."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from db import crud
 from db.models import Run
 from db.session import new_session
 from perflab.engines.registry import display_name
+from perflab.runner.evidence import unjudged_reason
 
 
 def run_json(engine: Engine, run_id: int) -> dict[str, Any]:
@@ -63,7 +65,8 @@ def outcome_line(run: Run) -> str:
 
 
 def run_text(engine: Engine, run_id: int) -> str:
-    """The outcome line and, per stored result, a heading and its text block."""
+    """The outcome line and, per stored result, a heading, why it cannot be judged (when it cannot) and
+    its text block."""
     with new_session(engine) as session:
         run = crud.require_run(session, run_id=run_id)
         results = crud.list_profile_results(session, run_id=run_id)
@@ -72,5 +75,7 @@ def run_text(engine: Engine, run_id: int) -> str:
         heading = result.profile.get("title") or result.profile_name
         if result.sweep_point:
             heading += f" ({result.sweep_point['kind']} = {result.sweep_point['value']:g})"
-        parts.append(f"\n{heading}\n{result.text_block or ''}".rstrip("\n"))
+        unjudged = unjudged_reason(result.result)
+        warning = f"Warning: {unjudged}\n" if unjudged else ""
+        parts.append(f"\n{heading}\n{warning}{result.text_block or ''}".rstrip("\n"))
     return "\n".join(parts) + "\n"

@@ -25,7 +25,7 @@ import uuid
 import zlib
 from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
-from perflab.sim.disagg import DecodeSide, PrefillSide, bootstrap_of
+from perflab.sim.disagg import Handoff, Worker
 from perflab.sim.engine import Engine
 from perflab.sim.httpserver import HttpRequest, Responder
 from perflab.sim.metrics import render_prometheus, trtllm_iteration_stats
@@ -112,9 +112,9 @@ class OpenAIApp:
         self.tokenizer = tokenizer
         self._clock = clock
         self._access_log = access_log
-        # the worker's side of prefill/decode disaggregation (SGLang --disaggregation-mode), if any
-        self.prefill_side: Optional[PrefillSide] = None
-        self.decode_side: Optional[DecodeSide] = None
+        # the worker's side of prefill/decode disaggregation (SGLang --disaggregation-mode, vLLM
+        # --kv-transfer-config), if any
+        self.kv: Optional[Worker] = None
         self._created = int(time.time())
         self._routes: Dict[str, Tuple[Tuple[str, ...], Route]] = {
             "/health": (("GET",), self._health),
@@ -223,7 +223,7 @@ class OpenAIApp:
         )
 
     def _sglang_server_info(self, request: HttpRequest, responder: Responder) -> None:
-        mode = "prefill" if self.prefill_side else "decode" if self.decode_side else "null"
+        mode = self.kv.mode if self.kv is not None else "null"
         self._json(
             responder,
             {
@@ -342,21 +342,20 @@ class OpenAIApp:
         )
         reasoning_tokens = target // 4 if self.config.reasoning and kind == "chat" and target >= 2 else 0
         fmt = ResponseFormat(kind, request_id, int(time.time()), model, reasoning_tokens)
-        sink = (
-            StreamSink(responder, fmt, params.include_usage) if params.stream else CollectSink(responder, fmt)
-        )
+        handoff = self.kv.handoff(data, request_id) if self.kv is not None else None
+        answer = self.kv.responder(responder, handoff, seq) if self.kv and handoff else responder
+        sink = StreamSink(responder, fmt, params.include_usage) if params.stream else CollectSink(answer, fmt)
         seq.on_tokens = sink.on_tokens
-        bootstrap = bootstrap_of(data)
-        if bootstrap is not None and self.decode_side is not None:
-            self._decode(seq, sink, bootstrap, responder)
+        if handoff is not None and handoff.role == "decode":
+            self._decode(seq, sink, handoff, responder)
             return
-        if bootstrap is not None and self.prefill_side is not None:
-            self.prefill_side.accept(seq, bootstrap[2], sink.on_tokens)
+        if handoff is not None and self.kv is not None and self.kv.prefill is not None:
+            self.kv.prefill.accept(seq, handoff.key, sink.on_tokens)
         responder.on_disconnect = lambda: self.engine.abort(seq)
         sink.start()
         self.engine.submit(seq)
 
-    def _decode(self, seq: Sequence, sink, bootstrap: Tuple[str, int, int], responder: Responder) -> None:  # noqa: ANN001
+    def _decode(self, seq: Sequence, sink, handoff: Handoff, responder: Responder) -> None:  # noqa: ANN001
         """A decode worker's request: its answer starts once the prefill's KV cache is here."""
 
         def disconnected() -> None:
@@ -369,5 +368,5 @@ class OpenAIApp:
             responder.send(500, self._error_body(ApiError(500, message, "InternalServerError")))
 
         responder.on_disconnect = disconnected
-        assert self.decode_side is not None
-        self.decode_side.accept(seq, bootstrap, sink.start, self.engine.submit, self.engine.deliver, fail)
+        assert self.kv is not None and self.kv.decode is not None
+        self.kv.decode.accept(seq, handoff, sink.start, self.engine.submit, self.engine.deliver, fail)

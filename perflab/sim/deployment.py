@@ -64,7 +64,9 @@ class Knobs:
         self.mem_fraction: Optional[float] = None
         self.attention_backend: Optional[str] = None
         self.reasoning_parser: Optional[str] = None
-        self.disaggregation_mode = "null"  # SGLang's --disaggregation-mode: null, prefill or decode
+        # SGLang's --disaggregation-mode (null, prefill or decode), or the role vLLM's --kv-transfer-config
+        # gives (prefill, decode, or both for NixlConnector's kv_both)
+        self.disaggregation_mode = "null"
         self.transfer_backend = "mooncake"
         self.bootstrap_port = 8998
         self.api_key = ""

@@ -11,6 +11,11 @@ attempts; after the last one it is ``unmeasured``, never failed. Attempts are co
 (the requests measured before such a run was stopped) is kept with the run but never counts as a
 measurement.
 
+A launch whose tuning result cannot be judged (too short, or riding an earlier run's prefix cache:
+:func:`perflab.runner.evidence.unjudged_reason`) is no measurement either: once it has ended, the
+configuration gets a new launch, up to the policy's attempts; after the last one it is ``too_short``
+with the reason, and no decision uses it.
+
 A run that carries validation profiles only (the baseline's or the winner's validation launch, when
 the launches that measured them dropped their validation profiles) measures nothing the decisions use:
 :func:`outcomes` leaves it out.
@@ -37,7 +42,7 @@ from db.models import FINISHED_RUN_STATUSES, ProfileResult, Run, utcnow
 from perflab import settings
 from perflab.profiles import BenchmarkProfile
 from perflab.runner.errors import INFRASTRUCTURE_FAILURES
-from perflab.runner.evidence import short_reason
+from perflab.runner.evidence import unjudged_reason
 from perflab.study.objective import Score, combined_slos, score
 from perflab.study.types import Measurement
 
@@ -128,11 +133,11 @@ def tuning_results(results: Sequence[ProfileResult], tuning: BenchmarkProfile) -
     ]
 
 
-def too_short(results: Sequence[ProfileResult], tuning: BenchmarkProfile) -> str | None:
-    """Why a launch's complete tuning results cannot be judged: the reason its first too-short one
-    carries (:mod:`perflab.runner.evidence`). One short point of a sweep makes the whole launch short:
-    a curve without its point is another curve."""
-    reasons = (short_reason(result.result) for result in tuning_results(results, tuning))
+def unjudged(results: Sequence[ProfileResult], tuning: BenchmarkProfile) -> str | None:
+    """Why a launch's complete tuning results cannot be judged: the reason the first such one carries
+    (too short, or riding an earlier run's prefix cache: :mod:`perflab.runner.evidence`). One such point
+    of a sweep makes the whole launch unjudged: a curve without its point is another curve."""
+    reasons = (unjudged_reason(result.result) for result in tuning_results(results, tuning))
     return next((reason for reason in reasons if reason is not None), None)
 
 
@@ -206,9 +211,12 @@ def _measurement(
 ) -> Measurement | None:
     finished = run.status in FINISHED_RUN_STATUSES
     # ``found`` is the score of the complete tuning results: None when there are none
-    short = too_short(results, tuning)
+    short = unjudged(results, tuning)
     if short is not None and complete_launch(run, results, tuning, repeats):
-        return Measurement("too_short", run.id, error=short, finished=finished)
+        # measured again on a new launch (sized by the runner), until the attempts run out
+        if attempts >= retry.attempts:
+            return Measurement("too_short", run.id, error=short, finished=finished)
+        return None if finished else Measurement("pending", run.id, error=short)
     if found is not None and complete_launch(run, results, tuning, repeats):
         return Measurement(
             "measured",
@@ -264,7 +272,13 @@ def outcomes(
         latest[fingerprint] = run
         stored = results.get(run.id, ())
         launch = launch_score(stored, tuning, objective, slos, _figures_of(run, scored))
-        if launch is not None and launch.value is not None and complete_launch(run, stored, tuning, repeats):
+        judged = unjudged(stored, tuning) is None
+        if (
+            launch is not None
+            and launch.value is not None
+            and judged
+            and complete_launch(run, stored, tuning, repeats)
+        ):
             launches.setdefault(fingerprint, []).append(launch)
             attempts[fingerprint] = 0
         else:

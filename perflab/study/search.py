@@ -5,7 +5,8 @@ Pure and deterministic, so the coordinator can call it on every advance and keep
 - :func:`rebuild` re-creates an in-memory Optuna study from the stored trials (``add_trial``), with a
   sampler seeded from the search's seed plus the number of trials, so the same history always gives
   the same proposal (a resumed study proposes what an uninterrupted one would have). One objective:
-  TPE; two: NSGA-II.
+  constrained expected improvement on Gaussian processes (:mod:`perflab.study.search_sampler`); two:
+  NSGA-II.
 - Infeasible points (the engine refused or could not start the configuration: OOM, bad value,
   unsupported kernel; or it broke an SLO) are told to the sampler as constraint violations, so it
   steers away from their region. A trial the infrastructure kept from being measured is never told.
@@ -18,30 +19,25 @@ Pure and deterministic, so the coordinator can call it on every advance and keep
 - :func:`promising` says whether a screened configuration (a fraction of the tuning prompts) earns the
   full profile: not when its screening breaks an SLO; else by Optuna's percentile pruner over the
   screening results of the feasible trials so far.
-- :func:`final_pick` separates the best two with :func:`perflab.study.decide.verdict`: the winner is
-  measured again against the runner-up until the verdict is clear, or both are declared equivalent and
-  the cheaper one (fewer accelerators, then the smaller batch) is recommended.
+- the final pick, once the search has stopped, is :func:`perflab.study.finalists.final_pick`'s.
 """
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import optuna
 from optuna.pruners import PercentilePruner
-from optuna.samplers import NSGAIISampler, TPESampler
+from optuna.samplers import NSGAIISampler
 from optuna.trial import TrialState, create_trial
 
 from perflab.engines.config import EngineConfig
-from perflab.study.decide import verdict
-from perflab.study.noise import StudySpread
+from perflab.study.predictions import Prediction, Predictor
+from perflab.study.search_sampler import MEASURED, ConstrainedGPSampler, space_points
 from perflab.study.search_space import LATENCY_OBJECTIVES, MAX_SEED, SearchSpec
-from perflab.study.types import Rules
-from perflab.study.verdict import Verdict
 
 TrialStatus = Literal["pending", "screened", "complete", "pruned", "infeasible", "unmeasured"]
 # Proposals in a row that launch nothing (tried, measured before the search, or not buildable) before
@@ -63,7 +59,8 @@ class Trial:
     the full profile's objective values (means over its launches), ``samples`` every measurement of the
     first objective (re-measurements for the final pick included), ``violation`` how far the worst SLO
     is exceeded (> 0: infeasible). ``screening_short`` says why the screening result is too short to
-    judge (it is shown, but prunes nothing and is told to no pruner).
+    judge (it is shown, but prunes nothing and is told to no pruner). ``prescreened`` is why a
+    prediction kept it from being launched (:mod:`perflab.study.predictions`).
     """
 
     number: int
@@ -81,10 +78,11 @@ class Trial:
     batch: int | None = None
     note: str | None = None
     screening_short: str | None = None
+    prescreened: str | None = None
 
     @property
     def launched(self) -> bool:
-        return self.refused is None and self.repeat_of is None and not self.earlier
+        return self.refused is None and self.repeat_of is None and not self.earlier and not self.prescreened
 
     @property
     def point(self) -> tuple[tuple[str, Any], ...]:
@@ -100,6 +98,7 @@ class Trial:
             "refused": self.refused,
             "repeat_of": self.repeat_of,
             "earlier": self.earlier,
+            "prescreened": self.prescreened,
         }
 
 
@@ -128,18 +127,6 @@ class SearchStep:
         return [trial for trial in self.trials if trial.launched and trial.status == "pending"]
 
 
-@dataclass(frozen=True)
-class FinalPick:
-    """The recommendation: ``trial``; ``remeasure`` lists trial numbers to measure again first."""
-
-    trial: Trial | None
-    runner_up: Trial | None = None
-    verdict: Verdict | None = None
-    remeasure: tuple[int, ...] = ()
-    reason: str = ""
-    front: tuple[int, ...] = field(default_factory=tuple)
-
-
 def directions(objectives: Sequence[str]) -> list[str]:
     """Optuna's direction of each objective (latencies down, throughputs up)."""
     return ["minimize" if name in LATENCY_OBJECTIVES else "maximize" for name in objectives]
@@ -150,8 +137,8 @@ def with_outcomes(trials: Sequence[Trial], observations: Mapping[str, Observatio
     configuration's observation, a repeat's from the trial it repeats, a refused one infeasible."""
     done: dict[int, Trial] = {}
     for trial in trials:
-        if trial.refused is not None:
-            trial = replace(trial, status="infeasible", note=trial.refused)
+        if trial.refused is not None or trial.prescreened is not None:
+            trial = replace(trial, status="infeasible", note=trial.refused or trial.prescreened)
         elif trial.repeat_of is not None and trial.repeat_of in done:
             earlier = done[trial.repeat_of]
             trial = replace(
@@ -181,20 +168,24 @@ def with_outcomes(trials: Sequence[Trial], observations: Mapping[str, Observatio
 
 
 def _sampler(spec: SearchSpec, objectives: int, seed: int) -> optuna.samplers.BaseSampler:
-    """TPE for one objective, NSGA-II for two; both read each trial's ``constraints`` (Optuna 5)."""
+    """Constrained Bayesian optimization for one objective, NSGA-II for two; both read each trial's
+    ``constraints`` (Optuna 5)."""
     if objectives == 1:
-        return TPESampler(seed=seed, n_startup_trials=spec.startup_trials, multivariate=True)
+        return ConstrainedGPSampler(spec.distributions(), seed=seed, startup=spec.startup_trials)
     return NSGAIISampler(seed=seed, population_size=max(4, spec.startup_trials))
 
 
 def _told(trial: Trial, spec: SearchSpec, worst: list[float]) -> optuna.trial.FrozenTrial | None:
     """The trial as the sampler sees it; None for one it must not be told (pending, unmeasured)."""
     distributions = spec.distributions()
-    params = {name: trial.params[name] for name in distributions if name in trial.params}
+    sampled = spec.to_sampler(dict(trial.params))
+    params = {name: sampled[name] for name in distributions if name in sampled}
     judged = trial.screening is not None and trial.screening_short is None
     intermediate = {0: trial.screening} if judged else None
     infeasible = trial.status == "infeasible"
-    violation = 1.0 if infeasible else max(0.0, trial.violation)
+    # an infeasible trial's violation is its SLO excess (1, twice the limit, for an engine that failed);
+    # a feasible one's is its margin (<= 0), which the constraint's model learns from too
+    violation = (trial.violation if trial.violation > 0 else 1.0) if infeasible else trial.violation
     if trial.status == "pruned":
         return create_trial(
             state=TrialState.PRUNED,
@@ -207,6 +198,7 @@ def _told(trial: Trial, spec: SearchSpec, worst: list[float]) -> optuna.trial.Fr
         return create_trial(
             values=list(worst) if infeasible else list(trial.values),
             params=params,
+            user_attrs={MEASURED: not infeasible},
             distributions=distributions,
             intermediate_values=intermediate,
             constraints={"violation": violation},
@@ -234,7 +226,8 @@ def rebuild(spec: SearchSpec, objectives: Sequence[str], trials: Sequence[Trial]
     return study
 
 
-def _feasible(trial: Trial) -> bool:
+def feasible(trial: Trial) -> bool:
+    """Whether a trial was measured in full and met every SLO."""
     return trial.status == "complete" and bool(trial.values) and trial.violation <= 0.0
 
 
@@ -285,7 +278,7 @@ def _launches_since_gain(
         if not trial.launched:
             continue
         since += 1
-        if _feasible(trial):
+        if feasible(trial):
             value = sign * trial.values[0]
             if best is None or value > best + abs(best) * min_gain_pct / 100.0:
                 best, since = value, 0
@@ -302,6 +295,8 @@ def step(
     min_gain_pct: float = 1.0,
     propose: bool = True,
     earlier: Mapping[str, Observation] | None = None,
+    predict: Predictor | None = None,
+    slos: Mapping[str, float] | None = None,
 ) -> SearchStep:
     """Propose the next configuration once every launched trial has its outcome (with ``propose``
     false, only say whether the search has stopped).
@@ -310,8 +305,10 @@ def step(
     for one that cannot be launched (told as infeasible). ``earlier`` holds what configurations
     measured before the search showed, by fingerprint. Trials must carry their outcomes
     (:func:`with_outcomes`). The loop is bounded: each proposal that launches nothing brings a stop
-    (:func:`stop_reason`) closer."""
+    (:func:`stop_reason`) closer. With ``predict``, predictions seed the first proposals and pre-screen
+    the others under ``slos`` (:mod:`perflab.study.predictions`)."""
     earlier = earlier or {}
+    predicted = _predicted(spec, build, predict) if predict is not None else {}
     trials = list(trials)
     if any(trial.status in ("pending", "screened") for trial in trials):
         return SearchStep(tuple(trials))
@@ -321,9 +318,17 @@ def step(
         if reason is not None or not propose:
             return SearchStep(tuple(trials), reason)
         study = rebuild(spec, objectives, trials)
+        seed = _best_predicted(spec, objectives, trials, predicted, slos or {})
+        if seed is not None:
+            study.enqueue_trial(spec.to_sampler(seed))
         asked = study.ask(spec.distributions())
-        params = dict(asked.params)
+        params = spec.from_sampler(dict(asked.params))
         number = len(trials)
+        prediction = predicted.get(_point(params))
+        why = prediction.prescreen(slos or {}) if prediction is not None and seed is None else None
+        if why is not None:
+            trials.append(Trial(number, params, None, prescreened=why, status="infeasible", note=why))
+            continue
         try:
             config = build(params)
         except ValueError as error:
@@ -347,6 +352,52 @@ def step(
         return SearchStep(tuple(trials))
 
 
+def _point(params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted(params.items()))
+
+
+def _predicted(
+    spec: SearchSpec, build: Callable[[dict[str, Any]], EngineConfig], predict: Predictor
+) -> dict[tuple[tuple[str, Any], ...], Prediction]:
+    """The predictor's figures for each buildable point of the space it covers."""
+    found = {}
+    for sampled in space_points(spec.distributions(), spec.seed):
+        params = spec.from_sampler(sampled)
+        try:
+            config = build(params)
+        except ValueError:
+            continue
+        prediction = predict(config)
+        if prediction is not None:
+            found[_point(params)] = prediction
+    return found
+
+
+def _best_predicted(
+    spec: SearchSpec,
+    objectives: Sequence[str],
+    trials: Sequence[Trial],
+    predicted: Mapping[tuple[tuple[str, Any], ...], Prediction],
+    slos: Mapping[str, float],
+) -> dict[str, Any] | None:
+    """The untried point with the best predicted objective among those predicted to meet the SLOs,
+    while fewer than ``startup_trials`` configurations were launched; None after, or without one."""
+    if sum(1 for trial in trials if trial.launched) >= spec.startup_trials:
+        return None
+    tried = {trial.point for trial in trials}
+    name = objectives[0]
+    sign = -1.0 if directions(objectives)[0] == "minimize" else 1.0
+    ranked = sorted(
+        (
+            (-sign * prediction.values[name], point)
+            for point, prediction in predicted.items()
+            if point not in tried and name in prediction.values and prediction.meets(slos)
+        ),
+        key=lambda item: (item[0], repr(item[1])),
+    )
+    return dict(ranked[0][1]) if ranked else None
+
+
 def promising(spec: SearchSpec, objectives: Sequence[str], trials: Sequence[Trial], number: int) -> bool:
     """Whether trial ``number`` (screened, full profile not yet run) earns the full profile. A screening
     that breaks an SLO does not; one that meets them is judged by Optuna's percentile pruner against the
@@ -364,7 +415,8 @@ def promising(spec: SearchSpec, objectives: Sequence[str], trials: Sequence[Tria
     ]
     study = rebuild(spec, objectives, earlier)
     distributions = spec.distributions()
-    params = {name: candidate.params[name] for name in distributions if name in candidate.params}
+    sampled = spec.to_sampler(dict(candidate.params))
+    params = {name: sampled[name] for name in distributions if name in sampled}
     running = create_trial(
         state=TrialState.RUNNING,
         params=params,
@@ -376,101 +428,16 @@ def promising(spec: SearchSpec, objectives: Sequence[str], trials: Sequence[Tria
     return not study.pruner.prune(study, frozen)
 
 
-def pick_rules(spec: SearchSpec, rules: Rules, higher: bool) -> Rules:
-    """The rules the final pick judges its finalists under: the study's confidence and minimum gain,
-    one launch first and up to ``max_measurements`` each, with the search's ``noise_cv_pct`` as a known
-    spread when set (else the study's)."""
-    known = spec.noise_cv_pct is not None
-    return replace(
-        rules,
-        lower_is_better=not higher,
-        relaunches=1,
-        max_launches=spec.max_measurements,
-        spread=StudySpread.given(spec.noise_cv_pct) if known else rules.spread,
-    )
-
-
-def _cost(trial: Trial) -> tuple[int, int]:
-    return (trial.accelerators or 0, trial.batch or 0)
-
-
 def pareto_front(trials: Sequence[Trial], objectives: Sequence[str]) -> list[Trial]:
     """The feasible launched trials no other one beats on every objective."""
     signs = [-1.0 if way == "minimize" else 1.0 for way in directions(objectives)]
-    points = [trial for trial in trials if trial.launched and _feasible(trial)]
+    points = [trial for trial in trials if trial.launched and feasible(trial)]
 
     def dominates(a: Trial, b: Trial) -> bool:
         pairs = [(s * x, s * y) for s, x, y in zip(signs, a.values, b.values, strict=True)]
         return all(x >= y for x, y in pairs) and any(x > y for x, y in pairs)
 
     return [point for point in points if not any(dominates(other, point) for other in points)]
-
-
-def final_pick(
-    spec: SearchSpec,
-    objectives: Sequence[str],
-    trials: Sequence[Trial],
-    *,
-    rules: Rules,
-) -> FinalPick:
-    """The recommendation among the feasible trials (first objective; the front is kept for two): the
-    best two are judged under ``rules`` with up to ``max_measurements`` each, the search's
-    ``noise_cv_pct`` standing for the spread when it gives one."""
-    front = tuple(trial.number for trial in pareto_front(trials, objectives))
-    feasible = [trial for trial in trials if trial.launched and _feasible(trial)]
-    if not feasible:
-        return FinalPick(None, reason="no configuration of the space was feasible", front=front)
-    higher = directions(objectives)[0] == "maximize"
-
-    def mean(trial: Trial) -> float:
-        samples = trial.samples or trial.values[:1]
-        return sum(samples) / len(samples)
-
-    ranked = sorted(feasible, key=lambda trial: (-mean(trial) if higher else mean(trial), trial.number))
-    winner = ranked[0]
-    if len(ranked) == 1:
-        return FinalPick(winner, reason="the only feasible configuration", front=front)
-    runner_up = ranked[1]
-    min_gain_pct = rules.min_gain * 100.0
-    judged = verdict(
-        list(winner.samples or winner.values[:1]),
-        list(runner_up.samples or runner_up.values[:1]),
-        pick_rules(spec, rules, higher),
-    )
-    if judged.outcome == "better":
-        return FinalPick(
-            winner,
-            runner_up,
-            judged,
-            reason=f"better than trial {runner_up.number}: {judged.text()}",
-            front=front,
-        )
-    # equivalent: the whole interval lies below the minimum gain
-    resolved = math.isfinite(judged.half_width_pct) and judged.gain_pct + judged.half_width_pct < min_gain_pct
-    wanted = tuple(
-        trial.number for trial in (winner, runner_up) if len(trial.samples) < spec.max_measurements
-    )
-    if wanted and (judged.outcome == "undecided" or (judged.outcome == "within_noise" and not resolved)):
-        # a close call (or no spread known yet) while measurements remain: both are measured again
-        return FinalPick(winner, runner_up, judged, remeasure=wanted, reason=judged.text(), front=front)
-    if not resolved:
-        # the finalists stayed apart by less than their noise after every measurement allowed: the
-        # higher mean is kept, and nothing is claimed about which is faster
-        reason = (
-            f"not separated after {spec.max_measurements} measurements ({judged.text()}); higher mean kept"
-        )
-        return FinalPick(winner, runner_up, judged, reason=reason, front=front)
-    cheaper = min((winner, runner_up), key=_cost)
-    return FinalPick(
-        cheaper,
-        runner_up if cheaper is winner else winner,
-        judged,
-        reason=(
-            f"trials {winner.number} and {runner_up.number} are equivalent ({judged.text()}); "
-            f"trial {cheaper.number} is the cheaper"
-        ),
-        front=front,
-    )
 
 
 def convergence(
@@ -488,7 +455,7 @@ def convergence(
             continue
         launches += 1
         spent += hours.get(trial.number, 0.0)
-        if _feasible(trial) and (best is None or sign * trial.values[0] > sign * best):
+        if feasible(trial) and (best is None or sign * trial.values[0] > sign * best):
             best = trial.values[0]
         points.append({"launches": launches, "gpu_hours": spent, "best": best, "trial": trial.number})
     return points
@@ -497,7 +464,7 @@ def convergence(
 def importances(spec: SearchSpec, objectives: Sequence[str], trials: Sequence[Trial]) -> dict[str, float]:
     """How much each knob mattered to the first objective (Optuna's PED-ANOVA evaluator); empty with
     fewer than two feasible trials or a single knob."""
-    study = rebuild(spec, objectives, [trial for trial in trials if _feasible(trial)])
+    study = rebuild(spec, objectives, [trial for trial in trials if feasible(trial)])
     complete = study.get_trials(states=(TrialState.COMPLETE,))
     if len(complete) < 2 or len(spec.distributions()) < 2:
         return {}

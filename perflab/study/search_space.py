@@ -16,10 +16,13 @@ A stage with ``search:`` instead of ``candidates:`` explores a space of typed kn
         screening: 0.25                                   # fraction of the tuning prompts screened first
         seed: 0
 
-Conditions: a layout with expert parallelism (``ep`` > 1) is only allowed when the spec says the model is a
-mixture of experts (``moe: true``); a choice of ``kv_cache_dtype``, ``attention_backend`` or any other
-knob is checked by the baseline engine's adapter (its vocabulary, :mod:`perflab.engines.vocabulary`),
-so a value the engine does not have is refused when the spec is read. SLOs are the study's ``slos``:
+Conditions: a layout with expert parallelism (``ep`` > 1) or attention data parallel (``dp_attention:
+true``, SGLang's MoE layouts: ``{tp: 2, dp: 4, ep: 8, dp_attention: true}`` is attention DP4 over
+``--tp-size 8`` with expert-parallel MoE layers; vLLM's are ``{tp: 2, dp: 4, ep: 8}``) is only allowed
+when the spec says the model is a mixture of experts (``moe: true``); a choice of ``kv_cache_dtype``,
+``attention_backend`` or any other knob is checked by the baseline engine's adapter (its vocabulary,
+:mod:`perflab.engines.vocabulary`), so a value the engine does not have is refused when the spec is
+read. SLOs are the study's ``slos``:
 a configuration that breaks one is infeasible for the sampler.
 """
 
@@ -35,8 +38,11 @@ from perflab.engines.layout import Disaggregation
 
 PARALLELISM = "parallelism"
 # Parallelism fields a layout may set; replicas always fill the study's accelerator budget. A layout may
-# instead be a prefill/decode split, {disaggregation: {...}}, whose two groups fill it.
-LAYOUT_FIELDS: tuple[str, ...] = ("tp", "dp", "ep")
+# instead be a prefill/decode split, {disaggregation: {...}}, whose two groups fill it. ``dp_attention``
+# (true or false) makes the dp ranks a MoE layout's attention groups (SGLang; vLLM's dp ranks of a MoE
+# model are by themselves).
+LAYOUT_FIELDS: tuple[str, ...] = ("tp", "dp", "ep", "dp_attention")
+SWITCHES = frozenset({"dp_attention"})
 SPLIT = "disaggregation"
 # Objectives that go down when the configuration is better (result fields of the tuning profile).
 LATENCY_OBJECTIVES: tuple[str, ...] = tuple(
@@ -163,9 +169,12 @@ class SearchSpec(BaseModel):
                 )
             if any(
                 not isinstance(value, int) or isinstance(value, bool) or value < 1
-                for value in layout.values()
+                for name, value in layout.items()
+                if name not in SWITCHES
             ):
                 raise ValueError(f"[{index}]: sizes are whole numbers >= 1")
+            if any(not isinstance(layout[name], bool) for name in SWITCHES & set(layout)):
+                raise ValueError(f"[{index}]: dp_attention is true or false")
         labels = [layout_label(layout) for layout in layouts]
         if len(set(labels)) != len(labels):
             raise ValueError("layouts repeat")
@@ -188,27 +197,54 @@ class SearchSpec(BaseModel):
         if not self.knobs and not self.parallelism:
             raise ValueError("a search needs 'knobs', 'parallelism' or both")
         if not self.moe and any(
-            layout.get("ep", 1) > 1 for layout in self.parallelism if SPLIT not in layout
+            layout.get("ep", 1) > 1 or layout.get("dp_attention")
+            for layout in self.parallelism
+            if SPLIT not in layout
         ):
             raise ValueError(
-                "expert parallelism (ep > 1) applies only to mixture-of-experts models: set moe: true"
+                "expert parallelism (ep > 1) and attention data parallel apply only to mixture-of-experts "
+                "models: set moe: true"
             )
         return self
 
     # ----- the space as Optuna sees it -------------------------------------------------------------------
 
     def distributions(self) -> dict[str, BaseDistribution]:
-        """One Optuna distribution per knob (and ``parallelism`` over the layouts' labels)."""
+        """One Optuna distribution per knob (and ``parallelism`` over the layouts' labels). A knob whose
+        choices are all numbers is ordered: the sampler sees the position of a value among its sorted
+        choices (an integer), so it knows that 32 lies between 16 and 64."""
         found: dict[str, BaseDistribution] = {}
         for name, values in sorted(self.knobs.items()):
             if isinstance(values, IntRange):
                 found[name] = IntDistribution(values.low, values.high, step=values.step or 1, log=values.log)
+            elif (ordered := _ordered(values)) is not None:
+                found[name] = IntDistribution(0, len(ordered) - 1)
             else:
                 found[name] = CategoricalDistribution(values)
         if self.parallelism:
-            found[PARALLELISM] = CategoricalDistribution(
-                [layout_label(layout) for layout in self.parallelism]
-            )
+            found[PARALLELISM] = IntDistribution(0, len(self.parallelism) - 1)
+        return found
+
+    def _layout_order(self) -> list[str]:
+        """The layouts' labels ordered by accelerators per replica (a split's: its prefill and decode
+        groups together), then expert parallelism."""
+        ordered = sorted(self.parallelism, key=lambda layout: (*_layout_size(layout), layout_label(layout)))
+        return [layout_label(layout) for layout in ordered]
+
+    def to_sampler(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A point's parameters as the sampler sees them (an ordered knob's value as its position)."""
+        found = {}
+        for name, value in params.items():
+            ordered = self._layout_order() if name == PARALLELISM else _ordered(self.knobs.get(name))
+            found[name] = ordered.index(value) if ordered is not None and value in ordered else value
+        return found
+
+    def from_sampler(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The inverse of :meth:`to_sampler`: the sampler's point as knob values."""
+        found = {}
+        for name, value in params.items():
+            ordered = self._layout_order() if name == PARALLELISM else _ordered(self.knobs.get(name))
+            found[name] = ordered[value] if ordered is not None else value
         return found
 
     def size(self) -> int:
@@ -223,7 +259,7 @@ class SearchSpec(BaseModel):
         found = {name: value for name, value in params.items() if name != PARALLELISM}
         if PARALLELISM in params:
             layout = next(item for item in self.parallelism if layout_label(item) == params[PARALLELISM])
-            found.update({"tp": 1, "dp": 1, "ep": 1})
+            found.update({"tp": 1, "dp": 1, "ep": 1, "dp_attention": None})
             found.update({SPLIT: layout[SPLIT]} if SPLIT in layout else {**layout, SPLIT: None})
         return found
 
@@ -237,8 +273,28 @@ class SearchSpec(BaseModel):
         ]
 
 
+def _ordered(values: Any) -> list[int | float] | None:
+    """A knob's choices sorted, when they are all numbers (not booleans); None otherwise."""
+    if not isinstance(values, tuple) or len(values) < 3:
+        return None
+    if not all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in values):
+        return None
+    return sorted(values)
+
+
+def _layout_size(layout: dict[str, Any]) -> tuple[int, int]:
+    """A layout's accelerators per replica and expert-parallel size, the order the sampler sees."""
+    if SPLIT in layout:
+        return Disaggregation.model_validate(layout[SPLIT]).gpus, 1
+    return layout.get("tp", 1) * layout.get("dp", 1), layout.get("ep", 1)
+
+
 def layout_label(layout: dict[str, Any]) -> str:
-    """``TP4``, ``TP4 EP4``, ``3P1D (P TP2, D TP2)``: a layout as people write it."""
+    """``TP4``, ``TP4 EP4``, ``TP2 DP4 EP8 attention-DP``, ``3P1D (P TP2, D TP2)``: a layout as people
+    write it."""
     if SPLIT in layout:
         return Disaggregation.model_validate(layout[SPLIT]).label()
-    return " ".join(f"{name.upper()}{layout[name]}" for name in LAYOUT_FIELDS if name in layout)
+    words = [
+        f"{name.upper()}{layout[name]}" for name in LAYOUT_FIELDS if name in layout and name not in SWITCHES
+    ]
+    return " ".join([*words, *(["attention-DP"] if layout.get("dp_attention") else [])])

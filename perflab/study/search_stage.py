@@ -6,8 +6,9 @@ their outcomes come from the study's runs every time (:func:`observations`), so 
 is rebuilt from the stored measurements on each advance and nothing is kept in memory. A
 configuration's run carries the screening profile (a fraction of the tuning prompts) first; the step
 says which screened runs are not promising (the coordinator drops their remaining profiles), which
-configurations need a run, and which finalists need another measurement (tuning only) for the final
-pick. The pick is kept over the best before the stage by :func:`perflab.study.decide.decide`.
+configurations need a run, and which finalists (and the best configuration before the stage, their
+reference) need another launch (tuning only) for the final pick (:mod:`perflab.study.finalists`),
+which also decides whether the pick is kept over that reference.
 """
 
 from __future__ import annotations
@@ -21,23 +22,26 @@ from db.models import FINISHED_RUN_STATUSES, ProfileResult, Run
 from perflab.accelerators import accelerators_of
 from perflab.engines.config import EngineConfig
 from perflab.profiles import BenchmarkProfile, scaled
-from perflab.runner.evidence import short_reason
+from perflab.runner.evidence import unjudged_reason
 from perflab.study.budget import fill_budget
 from perflab.study.configs import build_config, config_fields
-from perflab.study.decide import decide, feasibility
+from perflab.study.finalists import FinalPick, final_pick
 from perflab.study.measure import RunOutcome, complete_launch, launch_score
 from perflab.study.objective import Score, combined_slos, score
-from perflab.study.search import FinalPick, Observation, Trial, final_pick, promising, step, with_outcomes
+from perflab.study.search import Observation, Trial, promising, step, with_outcomes
 from perflab.study.search_space import SearchSpec
 from perflab.study.strategy import StageInput
-from perflab.study.types import CandidatePlan, Measurement, Rules, StagePlan, StageStep, gain_text
+from perflab.study.types import CandidatePlan, Measurement, StagePlan, StageStep, gain_text
 
 SEARCH_TRIALS = "search_trials"
 
 
 def screening_profile(tuning: BenchmarkProfile, fraction: float) -> BenchmarkProfile:
-    """The tuning profile cut to ``fraction`` of its prompts, under its own name."""
-    return scaled(tuning, fraction).model_copy(update={"name": f"{tuning.name}-screening"})
+    """The tuning profile cut to ``fraction`` of its prompts, under its own name, drawing other prompts
+    than the tuning profile (a seed of its own): the tuning run that follows it on the same engine must
+    not find them in the prefix cache."""
+    screened = scaled(tuning, fraction).fresh_draw("screening")
+    return screened.model_copy(update={"name": f"{tuning.name}-screening"})
 
 
 def objectives_of(search: SearchSpec, study_objective: str) -> tuple[str, ...]:
@@ -116,7 +120,7 @@ def observations(
             if screened is None and pairs:
                 screened = score(objectives[0], pairs, slos=slos)
                 # a screening too short to judge is shown, but prunes nothing and breaks no SLO
-                short = next((reason for r in screens if (reason := short_reason(r.result))), None)
+                short = next((reason for r in screens if (reason := unjudged_reason(r.result))), None)
             scores = [launch_score(stored, tuning, name, slos) for name in objectives]
             if (
                 scores[0] is not None
@@ -154,7 +158,9 @@ def observations(
         elif screen_note is not None:
             seen[fingerprint] = Observation("infeasible", first, violation=screen_violation, note=screen_note)
         elif first is not None and outcome.run.status == "done":
-            seen[fingerprint] = Observation("pruned", first, note=f"screening: {first:.2f}, not promising")
+            seen[fingerprint] = Observation(
+                "pruned", first, violation=screen_violation, note=f"screening: {first:.2f}, not promising"
+            )
         else:
             seen[fingerprint] = Observation("infeasible", note=measurement.error or "failed")
     return SearchRuns(seen, frozenset(remeasuring))
@@ -276,6 +282,8 @@ def _search_step(
         min_gain_pct=min_gain_pct,
         propose=stage.propose,
         earlier={fp: seen for fp, seen in runs.observations.items() if fp in stage.earlier},
+        predict=stage.evidence.predict,
+        slos=stage.evidence.slos,
     )
     trials = list(result.trials)
     for trial in trials:
@@ -304,50 +312,61 @@ def _search_step(
         stage_plan = StagePlan(stage_index, name, tuple(candidates), best)
         detail = SearchState(search, tuple(objectives), tuple(trials), result.stop)
         return StageStep(stage_plan, detail=detail, failure=failure, **common)
-    pick = final_pick(search, objectives, trials, rules=rules)
+    pick = final_pick(
+        search, objectives, trials, rules=rules, reference=best.measurement, reference_label=best.label
+    )
     detail = SearchState(search, tuple(objectives), tuple(trials), result.stop, pick.reason)
-    remeasure = frozenset(trials[n].fingerprint for n in pick.remeasure) - runs.remeasuring
-    if pick.remeasure:
-        wanted += [configs[n] for n in pick.remeasure if trials[n].fingerprint in remeasure]
+    if pick.waiting:
+        remeasure = frozenset(trials[n].fingerprint for n in pick.remeasure) - runs.remeasuring
+        again = [configs[n] for n in pick.remeasure if trials[n].fingerprint in remeasure]
+        if pick.reference_again and best.measurement.finished:
+            again.append(best.config)
+            remeasure |= {best.fingerprint}
         stage_plan = StagePlan(stage_index, name, tuple(candidates), best)
         return StageStep(
-            stage_plan, wanted=tuple(wanted), screen=screen, tuning_only=remeasure, detail=detail, **common
+            stage_plan,
+            wanted=(*wanted, *again),
+            screen=screen,
+            tuning_only=remeasure,
+            detail=detail,
+            **common,
         )
-    decided = _decided(candidates, pick, best, rules)
+    decided = _decided(candidates, pick, best)
     winner = next((candidate for candidate in decided if candidate.decision == "winner"), None)
     stage_plan = StagePlan(stage_index, name, tuple(decided), best, winner, decided=True)
     return StageStep(stage_plan, wanted=tuple(wanted), screen=screen, detail=detail, **common)
 
 
 def _decided(
-    candidates: Sequence[CandidatePlan], pick: FinalPick, best: CandidatePlan, rules: Rules
+    candidates: Sequence[CandidatePlan], pick: FinalPick, best: CandidatePlan
 ) -> list[CandidatePlan]:
-    """The trials decided once the pick is made: the pick kept when it beats the best before the stage
-    (:func:`perflab.study.decide.decide`), every other measured trial not better. Each note speaks of
-    its own trial: the pick's of its comparisons, the runner-up's of the one it lost, the others' of
-    their mean against the pick's."""
+    """The trials decided once the pick stands: the pick is the winner when it was kept over the best
+    before the stage, every other measured trial not better. Each note speaks of its own trial: the
+    pick's of its comparisons, a finalist's of its decision against that reference, the others' of their
+    mean against the pick's (or against the best finalist's when nothing was kept)."""
     chosen = candidates[pick.trial.number] if pick.trial is not None else None
+    kept = pick.decision
+    leader = chosen or (candidates[pick.finalists[0]] if pick.finalists else None)
     decided = []
     for candidate in candidates:
+        position = candidate.position
+        decision = pick.kept.get(position)
         if candidate.decision is not None or candidate.value is None:
             decided.append(candidate)
-        elif candidate is chosen:
-            kept = feasibility(candidate.measurement, best.measurement, best.label) or decide(
-                candidate.measurement.samples, best.measurement.samples, rules, final=True
-            )
-            if kept.outcome == "better":
-                note = f"{pick.reason}; {kept.gain} over {best.label}"
-                decided.append(replace(candidate, decision="winner", note=note, verdict=kept.verdict))
-            else:
-                note = f"the search's pick ({pick.reason}), not kept over {best.label}: {kept.note}"
-                decided.append(replace(candidate, decision="not_better", note=note, verdict=kept.verdict))
-        elif chosen is None:
+        elif candidate is chosen and kept is not None:
+            note = f"{pick.reason}; {kept.gain} over {best.label} on its confirmation launches"
+            decided.append(replace(candidate, decision="winner", note=note, verdict=kept.verdict))
+        elif decision is not None and decision.outcome == "better":
+            note = f"a finalist, {decision.gain} over {best.label}; trial {chosen.position} is the pick"
+            decided.append(replace(candidate, decision="not_better", note=note, verdict=decision.verdict))
+        elif decision is not None:
+            note = f"a finalist, not kept over {best.label}: {decision.note}"
+            decided.append(replace(candidate, decision="not_better", note=note, verdict=decision.verdict))
+        elif leader is None:
             decided.append(replace(candidate, decision="not_better", note=pick.reason))
-        elif pick.runner_up is not None and candidate.position == pick.runner_up.number:
-            note = f"runner-up to trial {chosen.position} ({pick.reason})"
-            decided.append(replace(candidate, decision="not_better", note=note))
         else:
-            gain = gain_text(candidate.value, chosen.value)
-            note = f"mean {candidate.value:.2f}, {gain} against trial {chosen.position}, the search's pick"
+            gain = gain_text(candidate.value, leader.value)
+            whose = "the search's pick" if chosen is not None else "the best finalist"
+            note = f"mean {candidate.value:.2f}, {gain} against trial {leader.position}, {whose}"
             decided.append(replace(candidate, decision="not_better", note=note))
     return decided

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from db.models import ProfileResult, Run
 from perflab.profiles import BenchmarkProfile
 from perflab.study.measure import RunOutcome
+from perflab.study.predictions import Predictor
 from perflab.study.spec import StageSpec
 from perflab.study.types import CandidatePlan, Measurement, Rules, StageStep
 
@@ -33,8 +34,9 @@ from perflab.study.types import CandidatePlan, Measurement, Rules, StageStep
 class Evidence:
     """What a study's runs have shown beyond the measurements: every run and stored result, each
     configuration's latest outcome, the tuning profile (run ``repeats`` times on each launch), the
-    validation profiles' names, the objective and SLOs, and what each stage stored (by stage index, as
-    text)."""
+    validation profiles' names, the objective and SLOs, what each stage stored (by stage index, as
+    text), and a predictor of configurations' figures when one covers the study (None: none; a search
+    seeds and pre-screens with it, :mod:`perflab.study.predictions`)."""
 
     runs: tuple[Run, ...] = ()
     results: Mapping[int, Sequence[ProfileResult]] = field(default_factory=dict)
@@ -45,6 +47,7 @@ class Evidence:
     objective: str = "total_token_throughput"
     slos: Mapping[str, float] = field(default_factory=dict)
     stored: Mapping[str, Any] = field(default_factory=dict)
+    predict: Predictor | None = None
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,11 @@ from db.crud.studies import FINISHED_STUDY_STATUSES
 from perflab import safe_yaml
 from perflab.inventory import Inventory
 from perflab.problems import syntax_problem
+from perflab.profiles import BenchmarkProfile, scaled
 from perflab.report.costs import cost_change_text, cost_text
 from perflab.report.model import Figures, Report, SearchSection, StageSection
 from perflab.report.published import PublishedGain
+from perflab.runner.evidence import MIN_COMPLETED, MIN_DURATION_S
 from perflab.study.spec import SPEC_FORMATS, StudySpec, StudySpecError, parse_spec, spec_from_data
 from perflab.views.urlstate import BadParam, parse_id
 
@@ -73,7 +75,28 @@ def stages_template(method: str, model: str, gpus: int | None) -> str:
 # A simulated first host makes the form a demo: a tenth of each preset's prompts (the study takes
 # minutes instead of the better part of an hour on the simulator's timings).
 SIMULATED_SCALE = 0.1
-SCALE_HELP = f"The form starts at {SIMULATED_SCALE:g} when the first host is simulated (a quick demo)."
+SCALE_HELP = (
+    f"The form starts at {SIMULATED_SCALE:g} when the first host is simulated (a quick demo). Whatever the "
+    f"scale, every benchmark runs at least {MIN_DURATION_S:g} s of the engine's time and {MIN_COMPLETED} "
+    "requests, so that it can be judged: a benchmark shorter than that is sent again in rounds of fresh "
+    "prompts of the scaled count."
+)
+
+
+def scale_warnings(scale: float, profiles: Sequence[BenchmarkProfile]) -> list[str]:
+    """What the form says, before the study is created, of the profiles at ``scale``. None can end too
+    short to judge: every benchmark is sized to the floor of evidence (rounds of fresh prompts;
+    :func:`perflab.runner.evidence.sized_benchmark` censors only past a hundred thousand requests a
+    second). A profile whose rounds hold a single prompt is still worth a word: each round then
+    measures one request alone, not the profile's load."""
+    warnings = []
+    for profile in profiles:
+        if scaled(profile, scale).num_prompts == 1 and profile.num_prompts > 1:
+            warnings.append(
+                f"{profile.title}: at a scale of {scale:g} each round sends 1 of its {profile.num_prompts} "
+                "prompts: its figures measure one request at a time, not the profile's load"
+            )
+    return warnings
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 
+def command_name(argv: Sequence[str]) -> str:
+    """How a message names a command: its program, or the name a ``sh -c SCRIPT NAME …`` script runs
+    under (perflab's own scripts are named so: ``perflab-leftovers``)."""
+    if len(argv) > 3 and argv[0] == "sh" and argv[1] == "-c":
+        return argv[3]
+    return argv[0] if argv else "?"
+
+
 class TransportError(Exception):
     """Base class: something went wrong talking to a host."""
 
@@ -56,7 +64,9 @@ class CommandTimeout(TransportError):
         self.argv = list(argv)
         self.timeout = timeout
         self.output_tail = output_tail
-        super().__init__(host, f"'{argv[0]}' on host '{host}' ran longer than {timeout:g} s and was stopped.")
+        super().__init__(
+            host, f"'{command_name(argv)}' on host '{host}' ran longer than {timeout:g} s and was stopped."
+        )
 
 
 class OutputTooLarge(TransportError):

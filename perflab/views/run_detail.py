@@ -28,7 +28,7 @@ from perflab.bench.report import format_text_block, partial_note
 from perflab.datasets import dataset_file_name
 from perflab.hub.catalog import used_sample
 from perflab.runner import live
-from perflab.runner.evidence import short_reason
+from perflab.runner.evidence import unjudged_reason
 from perflab.views import timeline as timelines
 from perflab.views.commands import CommandPreview, stored_command_preview, vllm_bench_commands
 from perflab.views.formatting import PARTIAL_MARK, format_duration, format_time, host_label
@@ -165,7 +165,7 @@ class RunDetail:
         several = len(self.profiles) > 1
         found = []
         for profile in self.profiles:
-            short = short_reason(profile.result)
+            short = unjudged_reason(profile.result)
             notes = ([partial_note(profile.result)] if profile.partial else []) + ([short] if short else [])
             found += [f"{profile.title}: {note}" if several else note for note in notes]
         return found

@@ -11,7 +11,13 @@ import sys
 import pytest
 from pydantic import ValidationError
 
-from perflab.engines import EngineConfig, EngineConfigError, get_adapter
+from perflab.engines import (
+    EngineConfig,
+    EngineConfigError,
+    ServeCommandError,
+    get_adapter,
+    parse_serve_command,
+)
 from perflab.engines.disagg import WorkerPorts, role_args, role_env, router_argv, worker_config
 from tests.fixtures.real_sglang import require_sglang_args, sglang_args_dir
 from tests.fixtures.real_vllm import require_real_vllm, vllm_python
@@ -105,6 +111,11 @@ def test_vllm_connector_roles_and_side_channels():
     )
     assert argv[:2] == ["vllm-router", "--vllm-pd-disaggregation"]
     assert argv[argv.index("--kv-connector") + 1] == "nixl"
+    # a Mooncake prefill's bootstrap port follows its URL: the router queries it for the engine ids
+    argv = router_argv(
+        "vllm", mooncake, prefill=[ports], decode=[WorkerPorts(8001, 9001)], port=8002, metrics_port=8003
+    )
+    assert argv[2:5] == ["--prefill", "http://127.0.0.1:8000", "9000"]
 
 
 def test_display_command_lists_every_worker_then_the_router():
@@ -285,9 +296,10 @@ print(json.dumps({"pd": args.vllm_pd_disaggregation, "prefill": args.prefill_url
 """
 
 
-def test_vllm_routers_own_parser_reads_its_argv():
+@pytest.mark.parametrize(("backend", "bootstrap"), [("nixl", None), ("mooncake", 9000)])
+def test_vllm_routers_own_parser_reads_its_argv(backend: str, bootstrap: int | None):
     pytest.importorskip("vllm_router")
-    layout = _config("vllm", prefill={"tp": 4}, decode={"tp": 4}, transfer_backend="nixl").disaggregation
+    layout = _config("vllm", prefill={"tp": 4}, decode={"tp": 4}, transfer_backend=backend).disaggregation
     assert layout is not None
     argv = router_argv(
         "vllm",
@@ -300,9 +312,9 @@ def test_vllm_routers_own_parser_reads_its_argv():
     parsed = _run(sys.executable, VLLM_ROUTER_PARSE, argv[1:])
     assert parsed == {
         "pd": True,
-        "prefill": [["http://127.0.0.1:8000", None]],
+        "prefill": [["http://127.0.0.1:8000", bootstrap]],
         "decode": ["http://127.0.0.1:8001"],
-        "connector": "nixl",
+        "connector": backend,
         "port": 8002,
     }
 
@@ -317,11 +329,16 @@ def test_moe_layouts_attention_dp_with_expert_or_tensor_parallel_moe():
     assert "--tp-size 8 --attn-dp-size 4 --ep-size 8" in sglang.display_command(expert)
     with pytest.raises(EngineConfigError, match=r"ep \(3\) must divide tp \(8 = tp×dp, dp_attention\)"):
         sglang.validate(expert.model_copy(update={"ep": 3}))
-    assert vllm.display_command(
-        EngineConfig(engine="vllm", model="m", dp=2, ep=2, dp_attention=True)
-    ).endswith("-dp 2 --enable-expert-parallel")
-    with pytest.raises(EngineConfigError, match="attention data parallel is SGLang's and vLLM's"):
+    # vLLM's -dp ranks of a MoE model run attention apart by themselves: its layout is dp and ep alone
+    assert vllm.display_command(EngineConfig(engine="vllm", model="m", dp=2, ep=2)).endswith(
+        "-dp 2 --enable-expert-parallel"
+    )
+    with pytest.raises(EngineConfigError, match="vLLM runs the -dp ranks of a MoE model as attention data"):
+        vllm.validate(EngineConfig(engine="vllm", model="m", dp=2, ep=2, dp_attention=True))
+    with pytest.raises(EngineConfigError, match=r"attention data parallel is SGLang's \(--attn-dp-size\)"):
         get_adapter("trtllm").validate(EngineConfig(engine="trtllm", model="m", dp_attention=True))
+    with pytest.raises(EngineConfigError, match="dp_attention needs dp > 1"):
+        sglang.validate(EngineConfig(engine="sglang", model="m", tp=8, dp_attention=True))
 
 
 @pytest.mark.real_engine
@@ -334,3 +351,90 @@ def test_sglangs_own_parser_reads_attention_dp():
     code = SGLANG_PARSE.replace('"port")', '"port", "attn_dp_size", "ep_size")')
     parsed = _run(str(vllm_python()), code, words, {**os.environ, "PYTHONPATH": str(sglang_args_dir())})
     assert (parsed["tp_size"], parsed["attn_dp_size"], parsed["ep_size"]) == (8, 4, 8)
+
+
+ROUND_TRIPS = [
+    _config(),
+    _config("vllm", prefill={"tp": 4}, decode={"tp": 4}, transfer_backend="nixl"),
+    EngineConfig(
+        engine="vllm",
+        model="Qwen/Qwen3-30B-A3B",
+        env={"HF_HUB_OFFLINE": "1"},
+        disaggregation={
+            "prefill": {"workers": 2, "dp": 2, "ep": 2},
+            "decode": {"tp": 2, "dp": 2, "ep": 4, "max_num_batched_tokens": 512},
+            "transfer_backend": "mooncake",
+        },
+    ),
+    EngineConfig(
+        engine="sglang",
+        model="Qwen/Qwen3-30B-A3B",
+        dp_attention=True,
+        disaggregation={
+            "prefill": {"tp": 2, "dp": 2, "ep": 4},
+            "decode": {"tp": 1, "dp": 4, "ep": 4},
+            "transfer_backend": "nixl",
+        },
+    ),
+    EngineConfig(engine="sglang", model="Qwen/Qwen3-30B-A3B", tp=2, dp=4, ep=8, dp_attention=True),
+    EngineConfig(engine="sglang", model="Qwen/Qwen3-30B-A3B", dp=2, dp_attention=True),
+]
+
+
+@pytest.mark.parametrize("config", ROUND_TRIPS, ids=lambda config: config.fingerprint())
+def test_every_command_perflab_writes_reads_back_into_its_configuration(config: EngineConfig) -> None:
+    text = get_adapter(config.engine).display_command(config)
+    back = parse_serve_command(text)
+    assert back == config and back.fingerprint() == config.fingerprint()
+    assert not any(flag in " ".join(back.extra_args) for flag in ("--attn-dp-size", "--disaggregation"))
+
+
+def test_sglangs_deprecated_attention_dp_spelling_reads_as_the_current_one() -> None:
+    launch = "python3 -m sglang.launch_server --model-path m --tp-size 8"
+    old = parse_serve_command(f"{launch} --dp-size 4 --enable-dp-attention --ep-size 8")
+    assert (old.tp, old.dp, old.ep, old.dp_attention, old.extra_args) == (2, 4, 8, True, ())
+    assert old == parse_serve_command(f"{launch} --attention-data-parallel-size 4 --ep-size 8")
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        (
+            "python3 -m sglang.launch_server --model-path m --tp-size 2 --disaggregation-mode prefill",
+            "is one worker of a disaggregated configuration: give every worker's command and the router's",
+        ),
+        (
+            "python3 -m sglang_router.launch_router --pd-disaggregation --prefill http://h:1 --decode http://h:2",
+            "is a router's command: give every worker's command too",
+        ),
+        (
+            "python3 -m sglang.launch_server --model-path m --port 30000 --disaggregation-mode prefill\n"
+            "python3 -m sglang.launch_server --model-path m --port 30001 --disaggregation-mode decode\n"
+            "python3 -m sglang_router.launch_router --pd-disaggregation --prefill http://h:30000 "
+            "--decode http://h:30001 --policy cache_aware",
+            "the router's --policy is not a flag perflab launches a router with",
+        ),
+        (
+            "python3 -m sglang.launch_server --model-path m --port 30000 --disaggregation-mode prefill\n"
+            "python3 -m sglang.launch_server --model-path m --port 30001 --tp-size 2 "
+            "--disaggregation-mode decode\n"
+            "python3 -m sglang_router.launch_router --pd-disaggregation --prefill http://h:30000 "
+            "--decode http://h:30002",
+            "no worker URL of the router has the port 30001 of a worker's command",
+        ),
+        (
+            "python3 -m sglang.launch_server --model-path m --port 30000 --disaggregation-mode prefill\n"
+            "python3 -m sglang.launch_server --model-path m --port 30001 --context-length 4096 "
+            "--disaggregation-mode decode\n"
+            "python3 -m sglang_router.launch_router --pd-disaggregation --prefill http://h:30000 "
+            "--decode http://h:30001",
+            "the prefill and decode workers differ in max_model_len, which both sides share",
+        ),
+    ],
+)
+def test_commands_that_make_no_disaggregated_configuration_are_refused_in_one_line(
+    text: str, words: str
+) -> None:
+    with pytest.raises(ServeCommandError) as caught:
+        parse_serve_command(text)
+    assert words in str(caught.value) and "\n" not in str(caught.value)

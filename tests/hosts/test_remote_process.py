@@ -197,3 +197,84 @@ def test_detached_process_survives_the_connection(make_host: HostFactory, tmp_pa
     assert rp.is_running(again, process)
     assert rp.stop(again, process, grace_s=5).clean
     assert os.path.exists(process.log_path)
+
+
+# What a finished run leaves in its run dir: the pid file of a process long gone, its exit status, its log.
+FINISHED_RUNS = r"""
+runs=$1; count=$2; i=0
+while [ "$i" -lt "$count" ]; do
+  mkdir -p "$runs/old-$i" && printf '999999%s\n1\n' "$i" > "$runs/old-$i/engine-0.pid"
+  echo 0 > "$runs/old-$i/engine-0.exit" && : > "$runs/old-$i/engine-0.log"
+  i=$((i + 1))
+done
+"""
+
+
+def _write_finished_runs(transport: Transport, count: int) -> None:
+    runs = f"{transport.workdir}/{rp.RUNS_DIR}"
+    transport.run(["sh", "-c", FINISHED_RUNS, "finished-runs", runs, str(count)], timeout=60, check=True)
+
+
+def test_a_scan_for_leftovers_looks_only_at_processes_that_may_still_run(transport: Transport) -> None:
+    """300 finished runs' pid files left by an earlier perflab are looked at once, by the first scan
+    (which drops them from the index); runs that ended as runs end (their processes stopped) are never
+    looked at; one whose process ended without a stop is looked at once. Later scans look only at the
+    processes still running."""
+    _write_finished_runs(transport, 300)
+    first = rp.scan_leftovers(transport)
+    assert (first.leftovers, first.examined) == ((), 300)
+    assert rp.scan_leftovers(transport).examined == 0
+
+    stopped = [
+        rp.start_detached(transport, [PY, "-c", ENGINE], run_key=f"ended-{index}", name="engine-0")
+        for index in range(3)
+    ]
+    for process in stopped:
+        log_line(transport, process, "ready")
+        assert rp.stop(transport, process, grace_s=5).clean
+    unstopped = rp.start_detached(transport, ["true"], run_key="died", name="engine-0")
+    wait_for(lambda: not rp.is_running(transport, unstopped))
+    live = rp.start_detached(transport, [PY, "-c", ENGINE], run_key="current", name="engine-0")
+    log_line(transport, live, "ready")
+    _write_finished_runs(transport, 300)  # written after the index began: never indexed
+
+    scan = rp.scan_leftovers(transport)
+    assert scan.examined == 2  # the live engine and the process that ended unstopped
+    assert [(left.process.run_key, left.process.pid) for left in scan.leftovers] == [("current", live.pid)]
+    again = rp.scan_leftovers(transport)
+    assert again.examined == 1 and [left.process.run_key for left in again.leftovers] == ["current"]
+    rp.stop(transport, live, grace_s=5)
+    assert rp.scan_leftovers(transport).examined == 0
+
+
+def test_an_engine_left_before_the_index_began_is_found_and_indexed(transport: Transport) -> None:
+    """A workdir from before the index: the first scan looks at every pid file, finds the engine still
+    running, and indexes it; later scans look at it alone."""
+    old = rp.start_detached(transport, [PY, "-c", ENGINE], run_key="before-index", name="engine-0")
+    log_line(transport, old, "ready")
+    _write_finished_runs(transport, 30)
+    runs = f"{transport.workdir}/{rp.RUNS_DIR}"
+    transport.run(
+        ["rm", "-rf", f"{runs}/.active", f"{runs}/.index-since", f"{runs}/.indexed"], timeout=30, check=True
+    )
+
+    first = rp.scan_leftovers(transport)
+    assert first.examined == 31 and [left.process.pid for left in first.leftovers] == [old.pid]
+    again = rp.scan_leftovers(transport)
+    assert again.examined == 1 and [left.process.pid for left in again.leftovers] == [old.pid]
+    assert rp.stop(transport, old, grace_s=5).clean
+    assert rp.scan_leftovers(transport).examined == 0
+
+
+def test_the_leftover_scan_benchmark_runs_in_its_small_mode() -> None:
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "leftover_scan.py"
+    done = subprocess.run(
+        [PY, str(script), "--runs", "20", "--live", "1", "--repeat", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout.splitlines()[-1])
+    assert figures["first scan"]["examined"] == 21
+    assert figures["later scan"]["examined"] == figures["after 20 more runs"]["examined"] == 1

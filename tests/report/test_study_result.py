@@ -3,7 +3,7 @@ real database, is built into its result once; its markdown report, ``study show 
 the study page are each checked against that result, and every figure the report publishes is
 recomputed from the CSV alone.
 
-The search (budget 4 launches) measures its two best again to separate them, which takes it past its
+The search (budget 4 launches) confirms its finalists on launches of their own, which takes it past its
 budget; its trials' launches drop their validation profile, so the winner gets a launch of the
 validation profile alone before the study is done. Every launch is counted, and the count equals the
 stage's stored runs."""
@@ -14,6 +14,7 @@ import csv
 import io
 import json
 import random
+import re
 from collections import defaultdict
 from statistics import fmean
 from typing import Any
@@ -28,6 +29,7 @@ from perflab.report.export import report_json, results_csv
 from perflab.report.from_study import study_report
 from perflab.report.markdown import render_markdown
 from perflab.study.coordinator import advance
+from perflab.study.finalists import MAX_FINALISTS
 from perflab.study.measure import study_runs
 from tests.study.by_hand import drive, start
 from tests.ui.conftest import app_env, hosts_file, open_page, texts  # noqa: F401  (fixtures reused)
@@ -59,7 +61,7 @@ SEARCH_STAGE = "Batching"
 
 def _throughput(config: dict[str, Any], run_id: int, profile: str) -> float:
     """A landscape (wider batches and TP2 pay) with seeded 3 % noise per run and profile."""
-    true = 1000.0 + 150.0 * config["tp"] + 0.5 * (config.get("max_num_seqs") or 32)
+    true = 1000.0 + 150.0 * config["tp"] + 2.0 * (config.get("max_num_seqs") or 32)
     noise = random.Random(f"{run_id}:{profile}").gauss(0.0, NOISE_CV)
     return true * (1.0 + noise)
 
@@ -182,7 +184,9 @@ def test_one_result_four_renderings_and_every_figure_from_the_csv(  # type: igno
         assert trial.state == candidate.state
     # each note carries only its own verdict: no two trials share an interval
     intervals = [candidate.note for candidate in candidates if candidate.note and " ± " in candidate.note]
-    assert len(intervals) <= 2  # the pick and its runner-up, one comparison between them
+    assert len(intervals) <= MAX_FINALISTS  # the finalists', each its own decision against the baseline
+    verdicts = [found for note in intervals for found in re.findall(r"[-+][\d.]+ % ± [\d.,]+ %[^;)]*", note)]
+    assert len(verdicts) == len(set(verdicts))
 
     # the comparison table: the baseline's and the winner's means, tuning and validation alike
     baseline_fp = next(row["fingerprint"] for row in rows if row["stage"] == "Baseline")

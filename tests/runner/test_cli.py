@@ -17,7 +17,9 @@ from db import crud
 from db.models import Run
 from db.session import new_session
 from perflab.cli import main
-from tests.fixtures.runs import SimHostFactory, free_port_block, perflab_env, write_hosts_file
+from perflab.runner.evidence import MIN_COMPLETED, marked, unjudged_reason
+from perflab.runner.report import run_text
+from tests.fixtures.runs import SimHostFactory, free_port_block, perflab_env, sized_count, write_hosts_file
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,10 +55,41 @@ def test_a_run_prints_every_profile_as_json(
     assert output["status"] == "done" and output["replicas"] == 2
     assert output["knobs"] == "max_num_seqs=64 · enable_prefix_caching ×2"
     assert [result["profile"] for result in output["results"]] == ["random", "short"]
-    assert [result["result"]["completed"] for result in output["results"]] == [10, 8]
+    completed = [result["result"]["completed"] for result in output["results"]]
+    assert completed == [
+        sized_count(result["result"], n) for result, n in zip(output["results"], (10, 8), strict=True)
+    ]
+    assert min(completed) >= MIN_COMPLETED
     assert "VLLM_LOGGING_LEVEL=INFO" in output["serve_commands"][0]
     assert "--max-num-seqs 64 --enable-prefix-caching" in output["serve_commands"][0]
     assert output["environment"]["simulated"] is True
+
+
+def test_the_readmes_example_prints_a_judged_result(
+    cli_env: dict[str, str], runs_db: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's ``run … --tp 2 --profile short:n=200``: the benchmark is sized to the floor (on
+    local-sim, at real speed, 200 short prompts took 1.1 s: about five rounds), and the text says nothing
+    is amiss; a result stored too short (as before sizing) is headed by the reason in the same text."""
+    port = str(free_port_block(1))
+    code = main(["run", "--host", "h100", "--engine", "vllm", "--model", "Qwen/Qwen3-14B", "--tp", "2",
+                 "--port", port, "--profile", "short:n=200"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0 and "Serving Benchmark Result" in out and "Warning" not in out
+    (run,) = _runs(runs_db)
+    with new_session(runs_db) as session:
+        (stored,) = crud.list_profile_results(session, run_id=run.id)
+        assert unjudged_reason(stored.result) is None and stored.result["rounds"]["floor_reached"]
+        short = marked({"duration": 1.12, "completed": 200})
+        crud.add_profile_result(
+            session,
+            run_id=run.id,
+            profile=stored.profile,
+            result=short,
+            text_block="(block)",
+            bench_mode=None,
+        )
+    assert "Warning: too short to judge: 1.1 s and 200 requests" in run_text(runs_db, run.id)
 
 
 def test_a_failing_config_prints_the_reason_and_exits_1(

@@ -1,7 +1,7 @@
-"""A disaggregated SGLang configuration run end to end on a simulated local host: prefill and decode
-workers on their own GPUs, the real ``sglang-router`` in front, the benchmark through the router, every
-request prefill → decode, every worker sampled and everything stopped; a router or transfer library the
-host lacks fails the run as an infrastructure failure."""
+"""A disaggregated SGLang or vLLM configuration run end to end on a simulated local host: prefill and
+decode workers on their own GPUs, the real ``sglang-router`` or ``vllm-router`` in front, the benchmark
+through the router, every request prefill → decode, every worker sampled and everything stopped; a router
+or transfer library the host lacks fails the run as an infrastructure failure."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from perflab.inventory import HostConfig, SimulateSpec
 from perflab.runner import RunnerOptions, execute_run, submit_run
 from perflab.runner.errors import INFRASTRUCTURE_FAILURES
 from perflab.runner.profile_spec import parse_profile
-from tests.fixtures.runs import inventory_of, run_key_pids, stored_run
+from tests.fixtures.runs import inventory_of, run_key_pids, sized_count, stored_run
 
 WORKER = "disagg-worker"
 OPTIONS = RunnerOptions(ready_timeout_s=120.0, ready_poll_s=0.2, stop_grace_s=5.0, sample_interval_s=0.5)
@@ -42,8 +42,8 @@ def _host(tmp_path: Path, name: str, *, router_installed: bool = True, **simulat
     )
 
 
-def _run(engine: Engine, host: HostConfig, **layout: object) -> tuple[str, object]:
-    config = EngineConfig(engine="sglang", model="Qwen/Qwen3-8B", disaggregation={**LAYOUT, **layout})
+def _run(engine: Engine, host: HostConfig, name: str = "sglang", **layout: object) -> tuple[str, object]:
+    config = EngineConfig(engine=name, model="Qwen/Qwen3-8B", disaggregation={**LAYOUT, **layout})
     run = submit_run(
         engine,
         host_name=host.name,
@@ -57,11 +57,22 @@ def _run(engine: Engine, host: HostConfig, **layout: object) -> tuple[str, objec
     return status, stored_run(engine, run.id)
 
 
+# what each engine's simulated workers log of a handoff: SGLang's room, vLLM's NIXL request id
+HANDOFF = {"sglang": r"room=(\d+)", "vllm": r"request=(\S+)"}
+ROUTER_COMMAND = {
+    "sglang": "sglang_router.launch_router --pd-disaggregation",
+    "vllm": "vllm-router --vllm-pd",
+}
+
+
 @pytest.mark.timeout(300)
-def test_a_disaggregated_run_benchmarks_through_the_real_router(runs_db: Engine, tmp_path: Path) -> None:
-    pytest.importorskip("sglang_router")
+@pytest.mark.parametrize(("name", "backend"), [("sglang", "mooncake"), ("vllm", "nixl")])
+def test_a_disaggregated_run_benchmarks_through_the_real_router(
+    runs_db: Engine, tmp_path: Path, name: str, backend: str
+) -> None:
+    pytest.importorskip("sglang_router" if name == "sglang" else "vllm_router")
     host = _host(tmp_path, "pd-host")
-    status, run = _run(runs_db, host)
+    status, run = _run(runs_db, host, name, transfer_backend=backend)
     assert status == "done", (run.failure_class, run.failure_message, run.log_tail)
     names = [entry["name"] for entry in run.remote_state["processes"]]
     assert names == ["prefill-0", "prefill-1", "decode-0", "router"]
@@ -71,33 +82,35 @@ def test_a_disaggregated_run_benchmarks_through_the_real_router(runs_db: Engine,
     assert run.remote_state["stopped"] == {name: "term" for name in names}
     assert run_key_pids(run.remote_state["run_key"]) == []
     # the commands: each worker's role, then the router naming every worker
-    assert [
-        ("--disaggregation-mode prefill" in c, "--disaggregation-mode decode" in c)
-        for c in run.serve_commands[:3]
-    ] == [
-        (True, False),
-        (True, False),
-        (False, True),
-    ]
-    assert "sglang_router.launch_router --pd-disaggregation" in run.serve_commands[3]
+    if name == "sglang":
+        assert [
+            ("--disaggregation-mode prefill" in c, "--disaggregation-mode decode" in c)
+            for c in run.serve_commands[:3]
+        ] == [(True, False), (True, False), (False, True)]
+    else:
+        assert all("NixlConnector" in command for command in run.serve_commands[:3])
+    assert ROUTER_COMMAND[name] in run.serve_commands[3]
     router_port = run.remote_state["processes"][3]["port"]
     assert run.bench_commands and f"--base-url http://127.0.0.1:{router_port}" in run.bench_commands[0]
     with new_session(runs_db) as session:
         (result,) = crud.list_profile_results(session, run_id=run.id)
         samples = crud.list_samples(session, run_id=run.id)
-    assert result.result["completed"] == 24 and result.result["failed"] == 0
-    assert result.result["total_output_tokens"] == 24 * 8
+    measured = sized_count(result.result, 24)  # 24 prompts a round, in as many rounds as the floor asks
+    assert result.result["completed"] == measured and result.result["failed"] == 0
+    assert result.result["total_output_tokens"] == measured * 8
     # every worker's metrics were sampled (the router has none of the engine's)
     assert {sample.values["replica"] for sample in samples if sample.source == "engine"} == {0, 1, 2}
     # every request went prefill → decode: each room the decode worker received, a prefill worker sent
     run_dir = Path(run.remote_state["run_dir"])
     sent: dict[str, str] = {}
-    for name in ("prefill-0", "prefill-1"):
-        sent.update(re.findall(r"KV sent room=(\d+) tokens=(\d+)", (run_dir / f"{name}.log").read_text()))
+    for worker in ("prefill-0", "prefill-1"):
+        log = (run_dir / f"{worker}.log").read_text()
+        sent.update(re.findall(rf"KV sent {HANDOFF[name]} tokens=(\d+)", log))
     received = re.findall(
-        r"KV received room=(\d+) from 127\.0\.0\.1:\d+ tokens=(\d+)", (run_dir / "decode-0.log").read_text()
+        rf"KV received {HANDOFF[name]} from (?:127\.0\.0\.1|localhost):\d+ tokens=(\d+)",
+        (run_dir / "decode-0.log").read_text(),
     )
-    warmup = len(received) - 24
+    warmup = len(received) - measured
     assert warmup >= 0 and len(sent) == len(received)
     assert all(sent[room] == tokens for room, tokens in received)
 

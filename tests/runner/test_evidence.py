@@ -43,16 +43,46 @@ def test_a_result_is_judged_only_past_both_bounds(
     assert too_short_reason({"completed": 10}) is None  # a result that says nothing of its length
 
 
-def test_a_short_benchmark_is_stored_marked_and_its_figures_are_not_published(
+def test_a_benchmark_shorter_than_the_floor_is_sized_to_it_and_judged(
     runs_db: Engine, sim_host: SimHostFactory
 ) -> None:
+    """20 short prompts last well under a second of simulated time: the runner has the bench send
+    them again, fresh prompts each round, until the result clears the floor."""
     host = sim_host("evidence-sim", kind="local")
     config = EngineConfig(engine="vllm", model="Qwen/Qwen3-8B", port=free_port_block(1))
     profile = parse_profile("random:in=64,out=4,n=20")
     run = submit_run(runs_db, host_name=host.name, config=config, profiles=[profile], worker_id="evidence")
     execute_run(run.id, engine=runs_db, inventory=inventory_of(host), worker_id="evidence")
-    assert stored_run(runs_db, run.id).status == "done"
+    finished = stored_run(runs_db, run.id)
+    assert finished.status == "done"
     with new_session(runs_db) as session:
+        (stored,) = crud.list_profile_results(session, run_id=run.id)
+    result = stored.result
+    assert TOO_SHORT not in result and too_short_reason(result, host.time_scale) is None
+    rounds = result["rounds"]
+    assert rounds["count"] >= 3 and rounds["prompts_per_round"] == 20 and rounds["floor_reached"]
+    assert result["completed"] == 20 * rounds["count"] >= MIN_COMPLETED
+    assert result["duration"] * host.time_scale >= MIN_DURATION_S
+    # the command stored with the run is perflab's, and says how it was sized
+    assert "--perflab-min-duration" in finished.bench_commands[0]
+
+
+def test_a_result_too_short_is_stored_marked_and_its_figures_are_not_published(runs_db: Engine) -> None:
+    """A result stored too short to judge (one measured before benchmarks were sized, or past the
+    bench's bound on requests) is shown with its reason instead of its figures."""
+    profile = parse_profile("random:in=64,out=4,n=20")
+    config = EngineConfig(engine="vllm", model="Qwen/Qwen3-8B")
+    run = submit_run(runs_db, host_name="anywhere", config=config, profiles=[profile], worker_id="evidence")
+    short = marked({"duration": 0.6, "completed": 20, "total_token_throughput": 2000.0}, 1.0)
+    with new_session(runs_db) as session:
+        crud.add_profile_result(
+            session,
+            run_id=run.id,
+            profile=profile.model_dump(mode="json"),
+            result=short,
+            text_block="",
+            bench_mode=None,
+        )
         (stored,) = crud.list_profile_results(session, run_id=run.id)
         detail = load_run_detail(session, run.id)
     reason = stored.result[TOO_SHORT]

@@ -12,7 +12,7 @@ from perflab.probe import Accelerator
 from perflab.runner import results
 from perflab.runner.benchmark import sweep_is_flat, without_flags
 from perflab.runner.errors import GpusBusy, RunFailed
-from perflab.runner.launch import plan_replicas
+from perflab.runner.launch import PortSearch, plan_replicas
 from perflab.runner.logs import failure_of
 from perflab.runner.placement import choose_gpus
 from perflab.runner.ports import same_machine_hosts, search_offset
@@ -85,28 +85,30 @@ def test_memory_on_gpus_our_runs_just_released_makes_the_run_wait_not_fail() -> 
     assert foreign.value.failure_class == "gpus_unavailable"
 
 
+def _ports(avoid: set[int] | None = None, offset: int = 0, host_name: str = "") -> PortSearch:
+    return PortSearch(get_adapter("vllm").default_port + offset, set(avoid or ()), host_name)
+
+
 def test_replica_ports_follow_the_first_gpu_unless_a_port_is_set() -> None:
-    adapter = get_adapter("vllm")
-    assert [plan.port for plan in plan_replicas(_config(tp=2, replicas=2), adapter, (4, 5, 6, 7))] == [
+    assert [plan.port for plan in plan_replicas(_config(tp=2, replicas=2), (4, 5, 6, 7), _ports())] == [
         8004,
         8006,
     ]
-    assert [plan.port for plan in plan_replicas(_config(replicas=2, port=9000), adapter, (4, 5))] == [
+    assert [plan.port for plan in plan_replicas(_config(replicas=2, port=9000), (4, 5), _ports())] == [
         9000,
         9001,
     ]
-    assert [plan.gpu_ids for plan in plan_replicas(_config(replicas=2), adapter, (4, 5))] == [(4,), (5,)]
+    assert [plan.gpu_ids for plan in plan_replicas(_config(replicas=2), (4, 5), _ports())] == [(4,), (5,)]
 
 
 def test_chosen_ports_skip_taken_ones_and_each_other_but_a_pinned_port_stays() -> None:
-    adapter = get_adapter("vllm")
     taken = {8000, 8001, 8002, 8004}
-    plans = plan_replicas(_config(replicas=3), adapter, (0, 1, 2), avoid=taken)
+    plans = plan_replicas(_config(replicas=3), (0, 1, 2), _ports(taken))
     assert [plan.port for plan in plans] == [8003, 8005, 8006]
-    pinned = plan_replicas(_config(replicas=2, port=8000), adapter, (0, 1), avoid=taken)
+    pinned = plan_replicas(_config(replicas=2, port=8000), (0, 1), _ports(taken))
     assert [plan.port for plan in pinned] == [8000, 8001]
     with pytest.raises(RunFailed, match="no free port from 8000 to 65535 on host 'h'"):
-        plan_replicas(_config(), adapter, (0,), avoid=range(8000, 65536), host_name="h")
+        plan_replicas(_config(), (0,), _ports(set(range(8000, 65536)), host_name="h"))
 
 
 def test_gauges_are_read_per_label_set() -> None:
@@ -192,6 +194,5 @@ def test_hosts_with_one_address_or_local_are_one_machine_and_launches_spread() -
     assert same_machine_hosts(inventory, inventory.get("a")) == {"a", "a-again"}
     assert same_machine_hosts(inventory, inventory.get("sim-2")) == {"sim-1", "sim-2"}
     assert same_machine_hosts(inventory, inventory.get("b")) == {"b"}
-    adapter = get_adapter("vllm")
-    assert [plan.port for plan in plan_replicas(_config(), adapter, (2,), offset=search_offset(3))] == [8050]
+    assert [plan.port for plan in plan_replicas(_config(), (2,), _ports(offset=search_offset(3)))] == [8050]
     assert len({search_offset(run_id) for run_id in range(1, 17)}) == 16

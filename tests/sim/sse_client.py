@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import urllib.error
+import urllib.request
 from urllib.parse import urlsplit
 
 
@@ -204,3 +206,35 @@ def chat_payload(model: str, content: str, max_tokens: int, **extra: object) -> 
     }
     payload.update(extra)
     return payload
+
+
+def stream_chat(port: int, model: str, prompt: str, max_tokens: int) -> dict:
+    """One streamed chat completion from ``127.0.0.1:port`` (blocking): its content and its usage."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/v1/chat/completions",
+        data=json.dumps(chat_payload(model, prompt, max_tokens)).encode(),
+        headers={"content-type": "application/json"},
+    )
+    chunks = []
+    with urllib.request.urlopen(request, timeout=60) as response:
+        for raw in response:
+            line = raw.decode().strip()
+            if line.startswith("data: ") and line != "data: [DONE]":
+                chunks.append(json.loads(line[6:]))
+    content = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c.get("choices"))
+    usage = next(c["usage"] for c in chunks if c.get("usage"))
+    return {"content": content, "usage": usage}
+
+
+def post_status(port: int, path: str, body: dict) -> int:
+    """The HTTP status of ``POST 127.0.0.1:port/path`` with the JSON ``body`` (blocking)."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}",
+        data=json.dumps(body).encode(),
+        headers={"content-type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code

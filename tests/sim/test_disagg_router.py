@@ -4,23 +4,23 @@ tokens, and a missing transfer library or an unreachable prefill fail the way SG
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from perflab.engines.disagg import WorkerPorts, router_argv
 from perflab.engines.layout import Disaggregation
 from tests.sim.conftest import free_port
+from tests.sim.handoffs import chat_through_router
+from tests.sim.sse_client import post_status
 
 READY = r"The server is fired up and ready to roll!"
 MODEL = "Qwen/Qwen3-8B"
 
 
-def _worker(host, role: str, port: int, bootstrap: int, backend: str = "mooncake"):
+def _argv(role: str, port: int, bootstrap: int, backend: str = "mooncake") -> list[str]:
     argv = [
         "python3",
         "-m",
@@ -35,34 +35,12 @@ def _worker(host, role: str, port: int, bootstrap: int, backend: str = "mooncake
         "--disaggregation-transfer-backend",
         backend,
     ]
-    if role == "prefill":
-        argv += ["--disaggregation-bootstrap-port", str(bootstrap)]
+    return argv + (["--disaggregation-bootstrap-port", str(bootstrap)] if role == "prefill" else [])
+
+
+def _worker(host, role: str, port: int, bootstrap: int, backend: str = "mooncake"):
+    argv = _argv(role, port, bootstrap, backend)
     return host.start(argv, env={"CUDA_VISIBLE_DEVICES": "0" if role == "prefill" else "1"})
-
-
-def _chat(port: int, prompt: str, max_tokens: int) -> dict:
-    body = {
-        "model": MODEL,
-        "messages": [{"role": "user", "content": prompt}],
-        "max_tokens": max_tokens,
-        "ignore_eos": True,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-    }
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/v1/chat/completions",
-        data=json.dumps(body).encode(),
-        headers={"content-type": "application/json"},
-    )
-    chunks = []
-    with urllib.request.urlopen(request, timeout=60) as response:
-        for raw in response:
-            line = raw.decode().strip()
-            if line.startswith("data: ") and line != "data: [DONE]":
-                chunks.append(json.loads(line[6:]))
-    content = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c.get("choices"))
-    usage = next(c["usage"] for c in chunks if c.get("usage"))
-    return {"content": content, "usage": usage}
 
 
 def _router(host, prefill: list[WorkerPorts], decode: list[WorkerPorts]):
@@ -91,17 +69,8 @@ def test_every_request_goes_prefill_then_decode_through_the_real_router(sim_host
     decode_worker.wait_for(READY)
     router, port = _router(host, [prefill], [decode])
     router.wait_for(r"Activated 1 worker\(s\)[\s\S]*Activated 1 worker\(s\)", timeout=60)
-    prompts = [f"question number {index} about disaggregation" for index in range(12)]
-    with ThreadPoolExecutor(6) as pool:
-        answers = list(pool.map(lambda prompt: _chat(port, prompt, 5), prompts))
-    assert all(answer["usage"]["completion_tokens"] == 5 for answer in answers)
-    assert all(len(answer["content"].split()) == 5 for answer in answers)
-    sent = dict(re.findall(r"KV sent room=(\d+) tokens=(\d+)", prefill_worker.log))
-    received = re.findall(
-        rf"KV received room=(\d+) from 127\.0\.0\.1:{prefill.side} tokens=(\d+)", decode_worker.log
-    )
-    assert len(received) == len(prompts) == len(sent)
-    assert all(sent[room] == tokens for room, tokens in received)
+    source = rf"127\.0\.0\.1:{prefill.side}"
+    chat_through_router(port, MODEL, prefill_worker, decode_worker, r"room=(\d+)", source)
     # the decode worker generated the tokens; the prefill worker only the first one of each request
     prefill_metrics = (
         urllib.request.urlopen(f"http://127.0.0.1:{prefill.api}/metrics", timeout=10).read().decode()
@@ -115,21 +84,7 @@ def test_every_request_goes_prefill_then_decode_through_the_real_router(sim_host
 
 def test_a_transfer_library_the_host_lacks_fails_like_sglang(sim_host):
     host = sim_host("H200", 1, transfer_backends=["mooncake"])
-    result = host.run(
-        [
-            "python3",
-            "-m",
-            "sglang.launch_server",
-            "--model-path",
-            MODEL,
-            "--port",
-            str(free_port()),
-            "--disaggregation-mode",
-            "prefill",
-            "--disaggregation-transfer-backend",
-            "nixl",
-        ]
-    )
+    result = host.run(_argv("prefill", free_port(), free_port(), "nixl"))
     assert result.returncode == 1
     assert "ImportError: Please install NIXL by following the instructions at" in result.stderr
 
@@ -148,12 +103,5 @@ def test_a_decode_worker_that_cannot_reach_its_prefill_fails_the_request(sim_hos
         "bootstrap_port": free_port(),
         "bootstrap_room": 7,
     }
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{decode.api}/v1/completions",
-        data=json.dumps(body).encode(),
-        headers={"content-type": "application/json"},
-    )
-    with pytest.raises(urllib.error.HTTPError) as caught:
-        urllib.request.urlopen(request, timeout=30)
-    assert caught.value.code == 500
+    assert post_status(decode.api, "/v1/completions", body) == 500
     worker.wait_for(r"Could not fetch prefill parallel info from 127\.0\.0\.1:\d+ after 3 attempts")

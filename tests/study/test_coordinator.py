@@ -15,6 +15,7 @@ from db import crud
 from db.models import Run
 from db.session import new_session
 from perflab.inventory import HostConfig, Inventory, SimulateSpec
+from perflab.runner.evidence import marked
 from perflab.study.coordinator import (
     StudyStateError,
     advance,
@@ -376,3 +377,38 @@ def test_hosts_are_checked_when_the_study_is_created(db_engine: Engine) -> None:
         create_study(db_engine, wide, inventory=small)
     with new_session(db_engine) as session:
         assert crud.list_studies(session) == []
+
+
+def test_a_launch_too_short_to_judge_is_measured_again_never_decided_on(
+    db_engine: Engine, study_id: int
+) -> None:
+    """A candidate whose tuning result came back too short to judge (one measured before the runner
+    sized its benchmarks) is neither kept nor beaten on it: it gets a new launch, whose judged result
+    alone decides."""
+    _, sglang, trtllm = _past_the_baseline(db_engine, study_id)
+    short = marked({"completed": 20, "failed": 0, "duration": 1.1, "total_token_throughput": 5000.0})
+    with new_session(db_engine) as session:
+        for status in ("launching", "ready", "benchmarking"):
+            crud.set_run_status(session, run_id=sglang.id, status=status)
+        crud.add_profile_result(
+            session,
+            run_id=sglang.id,
+            profile=sglang.profiles[0],
+            result=short,
+            text_block=None,
+            bench_mode=None,
+        )
+    _finish(db_engine, sglang.id)
+    _benchmark(db_engine, trtllm.id, 900.0)
+    _finish(db_engine, trtllm.id)
+    _finish(db_engine, _runs(db_engine, study_id)[1].id)
+    advance(db_engine, study_id)
+
+    again = _runs(db_engine, study_id)[-1]
+    assert again.config_fingerprint == sglang.config_fingerprint and again.status == "queued"
+    assert _rows(db_engine, study_id)["SGLang"].decision is None
+    _benchmark(db_engine, again.id, 1500.0)
+    _finish(db_engine, again.id)
+    advance(db_engine, study_id)
+    row = _rows(db_engine, study_id)["SGLang"]
+    assert row.decision in ("winner", "kept") and row.objective_value == pytest.approx(1500.0)

@@ -17,13 +17,9 @@ from perflab.report.from_study import study_report
 from perflab.report.markdown import render_markdown
 from perflab.study.coordinator import create_study
 from perflab.study.headless import wait_for_study
-from perflab.study.views import SIMULATED_SCALE, STAGES_TEMPLATE
 from tests.fixtures.runs import SimHostFactory, write_hosts_file
-from tests.fixtures.study_data import FAST, form_spec
+from tests.fixtures.study_data import FAST, form_defaults_spec
 from tests.ui.conftest import app_env, hosts_file, open_page, texts  # noqa: F401  (fixtures reused)
-
-# The form's validation profiles (pages/studies.py).
-FORM_VALIDATION = ["very_long", "long", "medium", "short"]
 
 
 @pytest.mark.slow
@@ -38,12 +34,7 @@ def test_a_study_from_the_forms_defaults_decides_with_its_noise_and_shows_it(
         "local-sim", kind="local", time_scale=20, noise={"run_cv_pct": 2, "launch_cv_pct": 1, "seed": 4}
     )
     hosts = write_hosts_file(tmp_path / "hosts.yaml", [host])
-    spec = form_spec(
-        hosts=[host.name],
-        validation_profiles=FORM_VALIDATION,
-        stages_yaml=STAGES_TEMPLATE.format(model="Qwen/Qwen3-8B"),
-        scale=SIMULATED_SCALE,
-    )
+    spec = form_defaults_spec(host.name)
     assert (spec.repeats, spec.relaunches, spec.max_launches) == (1, 1, 4)  # the form's defaults
     study = create_study(runs_db, spec, inventory=load_inventory(hosts))
     final = wait_for_study(

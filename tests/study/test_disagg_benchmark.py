@@ -1,5 +1,8 @@
-"""benchmarks/disagg_layouts.py in its small mode: it runs, picks a layout under each TPOT limit and compares
-the best split with the best aggregated layout in its last, JSON line."""
+"""benchmarks/disagg_layouts.py in its small mode: a study per TPOT limit, driven by the study's own
+planner over aggregated layouts and prefill/decode splits of a simulated 8 × H200 node, ends, chooses a
+layout, and words its choice between the best split and the best aggregated layout as the study's report
+does, with the verdict between them. Which side wins is the simulator's physics, which the benchmark
+prints; the test holds for either."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.timeout(300)
-def test_the_layout_benchmark_smoke_mode_runs() -> None:
+def test_the_layout_benchmark_smoke_mode_runs_a_study_per_limit() -> None:
     completed = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / "disagg_layouts.py"), "--smoke"],
         capture_output=True,
@@ -24,7 +27,14 @@ def test_the_layout_benchmark_smoke_mode_runs() -> None:
     )
     assert completed.returncode == 0, completed.stderr[-2000:]
     summary = json.loads(completed.stdout.strip().splitlines()[-1])
-    for slo in ("tpot_12ms", "tpot_30ms"):
-        assert summary[slo]["chosen"] in (summary[slo]["best_split"], summary[slo]["best_aggregated"])
-        assert summary[slo]["split_vs_aggregated"] > 0
-    assert "against" in completed.stdout and "tokens/s/GPU" in completed.stdout
+    for limit in ("tpot_12ms", "tpot_30ms"):
+        found = summary[limit]
+        assert found["status"] == "done" and found["launches"] >= found["configurations"] > 2
+        assert found["best_split"].startswith("disaggregated ")
+        assert found["best_aggregated"].startswith("aggregated ")
+        # the study keeps its baseline (aggregated TP8) unless a candidate beats it
+        assert found["chosen"] in (found["best_split"], found["best_aggregated"], "aggregated TP8")
+        assert found["split_vs_aggregated"] > 0 and found["verdict_outcome"] is not None
+        split = found["best_split"].removeprefix("disaggregated ")
+        assert f"Serving layout: chose {found['chosen']}. Disaggregated {split} against" in completed.stdout
+    assert completed.stdout.count("Verdict on ") == 2

@@ -9,12 +9,10 @@ import pytest
 
 from perflab.engines.config import EngineConfig
 from perflab.study.budget import fill_budget
-from perflab.study.noise import study_spread
-from perflab.study.search import Trial, final_pick, pareto_front, promising, step, stop_reason, with_outcomes
+from perflab.study.search import Trial, pareto_front, promising, step, stop_reason, with_outcomes
 from perflab.study.search_space import SearchSpec
 from perflab.study.search_stage import slo_violation
 from perflab.study.spec import StudySpecError, parse_spec
-from perflab.study.types import Rules
 
 SPACE = {
     "knobs": {"max_num_seqs": [64, 128, 256]},
@@ -102,55 +100,10 @@ def test_proposals_rebuilt_from_stored_trials_are_the_same() -> None:
     assert len(fingerprints) == len(set(fingerprints)) == 4
 
 
-def _finalist(number: int, samples: tuple[float, ...]) -> Trial:
-    """Trial 0: 256 sequences on TP2; trial 1: 128 on TP1 ×2 (the same accelerators, a smaller batch)."""
-    params = {"max_num_seqs": 256 // (number + 1), "parallelism": f"TP{2 - number}"}
-    return Trial(
-        number,
-        params,
-        "ab"[number],
-        status="complete",
-        values=samples[:1],
-        samples=samples,
-        accelerators=2,
-        batch=params["max_num_seqs"],
-    )
-
-
-def test_final_pick_remeasures_then_picks_the_cheaper_of_equivalents() -> None:
-    spec = SearchSpec.model_validate({**SPACE, "max_measurements": 2})
-    objectives = ("total_token_throughput",)
-
-    def pick(first: tuple[float, ...], second: tuple[float, ...]):  # type: ignore[no-untyped-def]
-        finalists = [_finalist(0, first), _finalist(1, second)]
-        spread = study_spread([trial.samples for trial in finalists])
-        return final_pick(spec, objectives, finalists, rules=Rules(min_gain=0.01, spread=spread))
-
-    # one sample each and no spread: both are measured again
-    assert pick((100.5,), (100.0,)).remeasure == (0, 1)
-    # the interval holds 0 and stays below the 1% minimum gain: equivalent, the smaller batch is picked
-    equivalent = pick((100.5, 100.4), (100.0, 100.1))
-    assert equivalent.remeasure == () and equivalent.trial.number == 1 and "equivalent" in equivalent.reason
-    # clearly better: the winner stands
-    assert pick((120.0, 120.2), (100.0, 100.1)).trial.number == 0
-    # still apart by less than the noise after the allowed measurements: the higher mean is kept
-    kept = pick((103.0, 99.0), (100.0, 98.0))
-    assert kept.trial.number == 0 and "not separated" in kept.reason
-
-
 def test_slos_make_a_configuration_infeasible_and_budgets_stop_the_search() -> None:
     limits = {"p99_ttft_ms": 200.0, "mean_tpot_ms": 50.0}
     assert slo_violation({"p99_ttft_ms": 300.0, "mean_tpot_ms": 40.0}, limits) == 0.5
     assert slo_violation({"p99_ttft_ms": 100.0}, {"p99_ttft_ms": 200.0}) == -0.5
-    spec = SearchSpec.model_validate({**SPACE, "max_measurements": 1})
-    fast_but_slow_to_answer = replace(_finalist(0, (150.0,)), violation=0.5)
-    pick = final_pick(
-        spec,
-        ("total_token_throughput",),
-        [fast_but_slow_to_answer, _finalist(1, (100.0,))],
-        rules=Rules(min_gain=0.01),
-    )
-    assert pick.trial.number == 1 and "only feasible" in pick.reason
     hours = SearchSpec.model_validate({**SPACE, "budget": {"gpu_hours": 2.5}})
     assert stop_reason(hours, ("total_token_throughput",), [], gpu_hours=1.0) is None
     assert (

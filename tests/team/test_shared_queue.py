@@ -19,7 +19,7 @@ from db import session as db_session
 from db.session import new_session
 from perflab.runner import wait_for_runs
 from tests.fixtures.database import PostgresServer
-from tests.fixtures.runs import SimHostFactory, perflab_env, run_key_pids, write_hosts_file
+from tests.fixtures.runs import SimHostFactory, perflab_env, run_key_pids, sized_count, write_hosts_file
 from tests.team.conftest import results_of, submit
 
 pytestmark = pytest.mark.postgres
@@ -83,7 +83,7 @@ def test_three_workers_share_one_postgresql_queue(
         # Executed once: one engine launch, one benchmark, one result, one run directory on its host.
         assert len(run.serve_commands) == 1 and len(run.bench_commands) == 1
         [(result, records)] = results_of(postgres_queue, run.id)
-        assert result.completed == REQUESTS and len(records) == REQUESTS
+        assert result.completed == sized_count(result.result, REQUESTS) == len(records)
         run_dirs = list((Path(hosts[0].workdir).parent / run.host_name / "runs").glob(f"run-{run.id}-*"))
         assert len(run_dirs) == 1, run_dirs
         assert run_key_pids(run.remote_state["run_key"]) == []

@@ -19,7 +19,7 @@ from typing import List, Optional
 from perflab.sim import failures
 from perflab.sim.api import ApiConfig, OpenAIApp, vllm_dev_mode
 from perflab.sim.deployment import Deployment, Knobs, resolve_deployment
-from perflab.sim.disagg import MISSING_BACKEND, DecodeSide, PrefillSide
+from perflab.sim.disagg import MISSING_BACKEND, Worker
 from perflab.sim.engine import Engine, model_engine
 from perflab.sim.failures import EngineFailure
 from perflab.sim.gpustate import Registration, busy_mib
@@ -177,8 +177,8 @@ async def _run(launch: Launch) -> int:
 
 
 def _check_disaggregation(launch: Launch, dep: Deployment) -> None:
-    """Fail as SGLang does for a transfer backend a prefill server refuses or the host lacks; a decode
-    server keeps no radix cache."""
+    """Fail as the engine does for a transfer backend a prefill server refuses or the host lacks; an
+    SGLang decode server keeps no radix cache."""
     mode, backend = dep.knobs.disaggregation_mode, dep.knobs.transfer_backend
     if mode == "null":
         return
@@ -188,11 +188,11 @@ def _check_disaggregation(launch: Launch, dep: Deployment) -> None:
         )
     library = "mooncake" if backend == "mooncake_tcp" else backend
     if backend != "fake" and library not in launch.host.transfer_backends:
+        missing = MISSING_BACKEND["sglang" if launch.engine == "sglang" else "vllm"]
         raise failures.raised(
-            launch.engine,
-            MISSING_BACKEND.get(library, f"ImportError: the {library} transfer library is missing"),
+            launch.engine, missing.get(library, f"ImportError: the {library} transfer library is missing")
         )
-    if mode == "decode":
+    if mode == "decode" and launch.engine == "sglang":
         dep.prefix_caching = False
 
 
@@ -231,16 +231,15 @@ async def _serve(
         access_log=(lambda text: uvicorn.line(f"INFO:     {text}")) if launch.access_log else None,
     )
     mode = dep.knobs.disaggregation_mode
-    if mode == "prefill":
-        app.prefill_side = PrefillSide(dep, host.time_scale, log.line)
+    if mode != "null":
+        engine_name = "sglang" if launch.engine == "sglang" else "vllm"
+        app.kv = Worker(engine_name, mode, dep.knobs.transfer_backend, dep, host.time_scale, log.line)
         try:
-            await app.prefill_side.start(dep.knobs.host, dep.knobs.bootstrap_port)
+            await app.kv.start(dep.knobs.host, dep.knobs.bootstrap_port)
         except OSError as exc:
             if exc.errno in (98, 48):
                 raise failures.port_in_use(launch.engine, dep.knobs.host, dep.knobs.bootstrap_port) from None
             raise
-    elif mode == "decode":
-        app.decode_side = DecodeSide(log.line)
     reporter = loop.create_task(_report_utilization(engine, registration, loop))
     try:
         await serve_until_stopped(

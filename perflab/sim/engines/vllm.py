@@ -6,7 +6,9 @@ names (``-tp/--tensor-parallel-size``, ``-dp``, ``--enable-expert-parallel``,
 ``--kv-cache-dtype``, ``--[no-]enable-chunked-prefill``, ``--speculative-config JSON``,
 ``--performance-mode``, ``--max-model-len`` (``32k`` allowed), ``--gpu-memory-utilization``,
 ``--reasoning-parser``, ``--attention-backend`` (an AttentionBackendEnum name, any case) or
-``VLLM_ATTENTION_BACKEND`` …; choices and names follow vLLM 0.32, logs vLLM 0.11); underscores in
+``VLLM_ATTENTION_BACKEND``, ``--kv-transfer-config`` with NixlConnector or MooncakeConnector (a prefill
+or decode worker of :mod:`perflab.sim.disagg`, behind vllm-router) …; choices and names follow vLLM 0.32,
+logs vLLM 0.11); underscores in
 option names are accepted as vLLM's FlexibleArgumentParser does. Unknown options fail with
 argparse's ``unrecognized arguments``. On an Ascend host the same CLI runs as vLLM-Ascend.
 The readiness line is uvicorn's ``Application startup complete.``
@@ -15,12 +17,14 @@ The readiness line is uvicorn's ``Application startup complete.``
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
 from typing import List
 
 from perflab.sim.deployment import Deployment, Knobs, speculative_from_json
+from perflab.sim.disagg import VLLM_CONNECTORS, VLLM_ROLES
 from perflab.sim.engines.launch import EngineLog, Launch, host_or_none, run_engine
 from perflab.sim.perfmodel import MemoryPlan
 from perflab.sim.server import Console
@@ -146,6 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--scheduling-policy", choices=["fcfs", "priority"], default="fcfs")
     add("--long-prefill-token-threshold", type=int, default=0)
     add("--limit-mm-per-prompt", default=None)
+    add("--kv-transfer-config", default=None)
     return parser
 
 
@@ -182,7 +187,39 @@ def knobs_from_args(args: argparse.Namespace) -> Knobs:
     knobs.host, knobs.port = args.host, args.port
     if args.speculative_config:
         knobs.spec_method, knobs.spec_tokens = speculative_from_json(args.speculative_config)
+    if args.kv_transfer_config:
+        _read_kv_transfer(knobs, args.kv_transfer_config)
     return knobs
+
+
+def _read_kv_transfer(knobs: Knobs, text: str) -> None:
+    """``--kv-transfer-config`` as vLLM 0.32 reads it (``KVTransferConfig.__post_init__``,
+    ``KVConnectorFactory``): a connector perflab's workers simulate, its role, and its side channel's port
+    from ``VLLM_NIXL_SIDE_CHANNEL_PORT`` (default 5600) or the prefill's ``VLLM_MOONCAKE_BOOTSTRAP_PORT``
+    (default 8998); ValueError with vLLM's words otherwise."""
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"argument --kv-transfer-config: invalid loads value: {text!r} ({exc.msg})"
+        ) from None
+    if not isinstance(config, dict):
+        raise ValueError(f"argument --kv-transfer-config: invalid loads value: {text!r}")
+    connector, role = config.get("kv_connector"), config.get("kv_role")
+    if connector is not None and role is None:
+        raise ValueError(
+            f"Please specify kv_role when kv_connector is set, supported roles are {tuple(VLLM_ROLES)}"
+        )
+    if role is not None and role not in VLLM_ROLES:
+        raise ValueError(f"Unsupported kv_role: {role}. Supported roles are {tuple(VLLM_ROLES)}")
+    if connector not in VLLM_CONNECTORS:
+        raise ValueError(f"Unsupported connector type: {connector}")
+    knobs.transfer_backend = VLLM_CONNECTORS[connector]
+    knobs.disaggregation_mode = VLLM_ROLES[role]
+    if knobs.transfer_backend == "nixl":
+        knobs.bootstrap_port = int(os.environ.get("VLLM_NIXL_SIDE_CHANNEL_PORT", "5600"))
+    else:
+        knobs.bootstrap_port = int(os.environ.get("VLLM_MOONCAKE_BOOTSTRAP_PORT", "8998"))
 
 
 class VllmLog(EngineLog):

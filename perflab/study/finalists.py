@@ -1,0 +1,249 @@
+"""The search's final pick: its finalists measured again until decided, and kept over the reference only
+on launches that took no part in choosing them.
+
+A search launches many configurations once each and ranks them by that one launch, so its best trial
+is partly the best because its launch came out high (best-of-N selection). Testing it on that launch,
+against the configuration the stage started from (the reference: the baseline, or an earlier stage's
+winner), would keep a no-gain pick far more often than α. :func:`final_pick` therefore:
+
+1. takes as **finalists** the :data:`MAX_FINALISTS` best feasible trials by their first launch (the
+   search's own measurement);
+2. launches each finalist again (**confirmation launches**, the tuning profile only), and judges each
+   against the reference on its confirmation launches alone, with
+   :func:`perflab.study.decide.decide`: the group-sequential verdict at the study's confidence and
+   minimum gain, one look per confirmation launch up to ``max_measurements``, α shared among the
+   finalists by Holm's step-down rule (:func:`perflab.study.verdict.holm_shares`). A close call is
+   launched again, the reference with it whenever it has fewer launches than the finalist, so both
+   end on the same number; no finalist is dropped while launches remain;
+3. among the finalists kept over the reference, separates the best from the others by the same
+   verdict on all their launches: the best stands when it is better, the cheaper (fewer accelerators,
+   then the smaller batch) when they are equivalent, the higher mean when the launches allowed could
+   not tell them apart (and the pick says so).
+
+**The false-change rate.** The confirmation launches are independent of the launches that chose the
+finalists, so each finalist's keep test holds its α share whatever the search did before, and Holm's
+rule keeps the chance that the stage keeps any configuration whose true gain over the reference is at
+most the minimum gain within the one-sided α = (1 − confidence) / 2 (2.5 % at 95 %) — however many
+trials the search made. The spread the verdicts use is the study's (pooled over every configuration
+measured on two launches or more, the finalists' included), or the search's ``noise_cv_pct`` when the
+spec states one; a search that states ``noise_cv_pct: 0`` (launches that measure without noise) judges
+its finalists on all their launches and needs no confirmation launch. When the reference breaks an
+SLO, every feasible finalist beats it (:func:`perflab.study.decide.feasibility`) and only step 3
+remains.
+
+Pure: every advance calls it again with all the launches so far.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from statistics import fmean
+
+from perflab.study.decide import Decision, decide, verdict
+from perflab.study.noise import StudySpread
+from perflab.study.search import Trial, directions, feasible, pareto_front
+from perflab.study.search_space import SearchSpec
+from perflab.study.types import Measurement, Rules
+from perflab.study.verdict import Verdict, holm_shares
+
+# Finalists measured again for the final pick: the best trials by their first launch.
+MAX_FINALISTS = 3
+
+
+@dataclass(frozen=True)
+class FinalPick:
+    """The search's recommendation and how it was reached.
+
+    ``trial`` is the pick among the finalists kept over the reference (None: none was, or nothing was
+    feasible); ``kept`` each finalist's decision against the reference (by trial number); ``versus``
+    the verdict that separated the pick from ``runner_up``; ``remeasure`` the trial numbers to launch
+    again first, and ``reference_again`` whether the reference is launched with them.
+    """
+
+    trial: Trial | None
+    finalists: tuple[int, ...] = ()
+    kept: Mapping[int, Decision] = field(default_factory=dict)
+    runner_up: Trial | None = None
+    versus: Verdict | None = None
+    remeasure: tuple[int, ...] = ()
+    reference_again: bool = False
+    reason: str = ""
+    front: tuple[int, ...] = ()
+
+    @property
+    def decision(self) -> Decision | None:
+        """The pick's decision against the reference (None without a pick)."""
+        return self.kept.get(self.trial.number) if self.trial is not None else None
+
+    @property
+    def waiting(self) -> bool:
+        """Whether launches are still due before the pick stands."""
+        return bool(self.remeasure) or self.reference_again
+
+
+def confirmations(trial: Trial, spec: SearchSpec) -> tuple[float, ...]:
+    """A finalist's launches after the one that measured it during the search (all of them when the
+    search states that its launches measure without noise, ``noise_cv_pct: 0``: a launch that cannot
+    come out high selects nothing by chance)."""
+    return tuple(trial.samples if spec.noise_cv_pct == 0 else trial.samples[1:])
+
+
+def pick_rules(spec: SearchSpec, rules: Rules, higher: bool) -> Rules:
+    """The rules the final pick judges under: the study's confidence and minimum gain, one look per
+    confirmation launch up to ``max_measurements``, the search's ``noise_cv_pct`` as a known spread when
+    set (else the study's)."""
+    known = spec.noise_cv_pct is not None
+    return replace(
+        rules,
+        lower_is_better=not higher,
+        relaunches=1,
+        max_launches=spec.max_measurements,
+        spread=StudySpread.given(spec.noise_cv_pct) if known else rules.spread,
+    )
+
+
+def _cost(trial: Trial) -> tuple[int, int]:
+    return (trial.accelerators or 0, trial.batch or 0)
+
+
+def _mean(trial: Trial) -> float:
+    return fmean(trial.samples or trial.values[:1])
+
+
+def finalists(trials: Sequence[Trial], objectives: Sequence[str]) -> list[Trial]:
+    """The best feasible launched trials by their first launch, at most :data:`MAX_FINALISTS`."""
+    higher = directions(objectives)[0] == "maximize"
+    launched = [trial for trial in trials if trial.launched and feasible(trial)]
+
+    def first(trial: Trial) -> float:
+        value = (trial.samples or trial.values)[0]
+        return -value if higher else value
+
+    return sorted(launched, key=lambda trial: (first(trial), trial.number))[:MAX_FINALISTS]
+
+
+def _against_reference(
+    chosen: Sequence[Trial], reference: Measurement, label: str, rules: Rules, spec: SearchSpec
+) -> dict[int, Decision]:
+    """Each finalist's decision against the reference on its confirmation launches, α shared by Holm's
+    step-down rule (a kept finalist passes its share on; judged again until no more is kept)."""
+    if reference.violations:
+        meets = Decision("better", f"meets the SLOs, which {label} breaks")
+        return {trial.number: meets for trial in chosen}
+    kept = 0
+    while True:
+        share = holm_shares(kept, len(chosen))
+        found = {
+            trial.number: decide(confirmations(trial, spec), reference.samples, rules, alpha_share=share)
+            for trial in chosen
+        }
+        now = sum(1 for decision in found.values() if decision.outcome == "better")
+        if now <= kept:
+            return found
+        kept = now
+
+
+def _separate(
+    kept: Sequence[Trial], rules: Rules, spec: SearchSpec
+) -> tuple[Trial, Trial | None, Verdict | None, tuple[int, ...], str]:
+    """The pick among the finalists kept over the reference: the pick, the runner-up and the verdict
+    between them, the trials to launch again first, and why."""
+    higher = not rules.lower_is_better
+    ranked = sorted(kept, key=lambda trial: (-_mean(trial) if higher else _mean(trial), trial.number))
+    leader = ranked[0]
+    if len(ranked) == 1:
+        return leader, None, None, (), f"the only finalist kept over the reference (trial {leader.number})"
+    min_gain_pct = rules.min_gain * 100.0
+    equivalent = [leader]
+    runner_up, versus, reasons = None, None, []
+    for other in ranked[1:]:
+        judged = verdict(list(leader.samples), list(other.samples), rules)
+        runner_up, versus = (other, judged) if runner_up is None else (runner_up, versus)
+        resolved = (
+            math.isfinite(judged.half_width_pct) and judged.gain_pct + judged.half_width_pct < min_gain_pct
+        )
+        if judged.outcome == "better":
+            reasons.append(f"better than trial {other.number}: {judged.text()}")
+            continue
+        remaining = [
+            trial.number
+            for trial in (leader, other)
+            if len(confirmations(trial, spec)) < spec.max_measurements
+        ]
+        close = judged.outcome == "undecided" or (judged.outcome == "within_noise" and not resolved)
+        if remaining and close:
+            return leader, other, judged, tuple(remaining), f"against trial {other.number}: {judged.text()}"
+        if resolved:
+            equivalent.append(other)
+            reasons.append(f"equivalent to trial {other.number} ({judged.text()})")
+        else:
+            reasons.append(
+                f"not separated from trial {other.number} after {spec.max_measurements} confirmation "
+                f"launches ({judged.text()}); the higher mean is kept"
+            )
+    cheapest = min(equivalent, key=lambda trial: (_cost(trial), trial is not leader))
+    if cheapest is not leader:
+        reasons.append(f"trial {cheapest.number} is the cheaper")
+        runner_up = leader
+    return cheapest, runner_up, versus, (), "; ".join(reasons)
+
+
+def final_pick(
+    spec: SearchSpec,
+    objectives: Sequence[str],
+    trials: Sequence[Trial],
+    *,
+    rules: Rules,
+    reference: Measurement,
+    reference_label: str,
+) -> FinalPick:
+    """The search's recommendation over ``reference`` (see the module); the Pareto front is kept for
+    two objectives."""
+    front = tuple(trial.number for trial in pareto_front(trials, objectives))
+    chosen = finalists(trials, objectives)
+    numbers = tuple(trial.number for trial in chosen)
+    if not chosen:
+        return FinalPick(None, reason="no configuration of the space was feasible", front=front)
+    unconfirmed = tuple(trial.number for trial in chosen if not confirmations(trial, spec))
+    if unconfirmed:
+        listed = ", ".join(f"#{number}" for number in numbers)
+        return FinalPick(
+            None,
+            numbers,
+            remeasure=unconfirmed,
+            reason=f"confirming the finalists ({listed}) on launches of their own",
+            front=front,
+        )
+    rules = pick_rules(spec, rules, directions(objectives)[0] == "maximize")
+    kept = _against_reference(chosen, reference, reference_label, rules, spec)
+    undecided = [trial for trial in chosen if kept[trial.number].outcome == "undecided"]
+    if undecided:
+        most = max(len(trial.samples) for trial in undecided)
+        texts = "; ".join(f"#{trial.number}: {kept[trial.number].gain}" for trial in undecided)
+        return FinalPick(
+            None,
+            numbers,
+            kept,
+            remeasure=tuple(trial.number for trial in undecided),
+            reference_again=reference.launches < most + 1,
+            reason=f"close calls against {reference_label}, measuring again ({texts})",
+            front=front,
+        )
+    winners = [trial for trial in chosen if kept[trial.number].outcome == "better"]
+    if not winners:
+        notes = "; ".join(f"#{trial.number}: {kept[trial.number].gain}" for trial in chosen)
+        reason = f"no finalist beat {reference_label} on its confirmation launches ({notes})"
+        return FinalPick(None, numbers, kept, reason=reason, front=front)
+    pick, runner_up, versus, again, why = _separate(winners, rules, spec)
+    return FinalPick(
+        None if again else pick,
+        numbers,
+        kept,
+        runner_up,
+        versus,
+        remeasure=again,
+        reason=why,
+        front=front,
+    )

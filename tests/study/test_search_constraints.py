@@ -1,0 +1,167 @@
+"""The search under SLOs: infeasible trials told to the sampler as constraints, constrained sampling
+that reaches a tight space's feasible optimum, and predictions that seed and pre-screen proposals
+(perflab's own offline simulator as the predictor) without ever standing for a measurement."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from perflab.engines.config import EngineConfig
+from perflab.study.budget import fill_budget
+from perflab.study.predictions import cached, simulator_predictor
+from perflab.study.search import Observation, Trial, rebuild, step, with_outcomes
+from perflab.study.search_sampler import MEASURED
+from perflab.study.search_space import SearchSpec
+from perflab.study.search_stage import slo_violation
+
+OBJECTIVES = ("total_token_throughput",)
+SEQS = [8, 16, 32, 64, 128, 256, 512]
+LAYOUTS = [{"tp": 1}, {"tp": 2}, {"tp": 4}, {"tp": 8}]
+
+
+def _builder(model: str, gpus: int) -> Callable[[dict[str, Any]], EngineConfig]:
+    def build(params: dict[str, Any]) -> EngineConfig:
+        tp = int(params["parallelism"][2:])
+        return fill_budget(
+            EngineConfig(engine="vllm", model=model, max_num_seqs=params["max_num_seqs"], tp=tp), gpus
+        )
+
+    return build
+
+
+def _search(spec: SearchSpec, build, measure, **extra: Any) -> list[Trial]:  # type: ignore[no-untyped-def]
+    """Drive ``step`` to its stop, each launch measured by ``measure(config)`` → (throughput, tpot)."""
+    seen: dict[str, Observation] = {}
+    trials: list[Trial] = []
+    slos = extra.get("slos", {})
+    while True:
+        trials = with_outcomes(trials, seen)
+        result = step(spec, OBJECTIVES, trials, build, **extra)
+        trials = list(result.trials)
+        if result.stop:
+            return with_outcomes(trials, seen)
+        for trial in result.proposed:
+            throughput, tpot = measure(build(dict(trial.params)))
+            violation = slo_violation({"mean_tpot_ms": tpot}, slos)
+            seen[trial.fingerprint] = Observation("complete", None, (throughput,), (throughput,), violation)
+
+
+def test_infeasible_trials_are_told_to_the_sampler_as_constraints() -> None:
+    spec = SearchSpec.model_validate(
+        {"knobs": {"max_num_seqs": SEQS}, "parallelism": LAYOUTS, "budget": {"launches": 6}}
+    )
+
+    def trial(number: int, **fields: Any) -> Trial:
+        params = {"max_num_seqs": SEQS[number], "parallelism": "TP2"}
+        return Trial(number, params, f"f{number}", **fields)
+
+    told = [
+        trial(0, status="complete", values=(100.0,), samples=(100.0,), violation=-0.2),
+        trial(1, status="complete", values=(300.0,), samples=(300.0,), violation=0.4),  # breaks an SLO
+        trial(2, status="infeasible", screening=250.0, violation=0.3),  # broke one at screening
+        trial(3, status="infeasible", note="CUDA out of memory"),  # did not start
+        trial(4, status="pruned", screening=90.0, violation=-0.1),
+    ]
+    study = rebuild(spec, OBJECTIVES, told)
+    frozen = study.get_trials(deepcopy=False)
+    assert [t.constraints["violation"] for t in frozen] == [-0.2, 0.4, 0.3, 1.0, -0.1]
+    # the objective's model learns only from measured values, not an infeasible trial's stand-in
+    assert [t.user_attrs.get(MEASURED) for t in frozen] == [True, True, False, False, None]
+    # the sampler's position of an ordered knob's value: 32 lies between 16 and 64
+    assert frozen[2].params["max_num_seqs"] == 2
+
+
+def _landscape(config: EngineConfig) -> tuple[float, float]:
+    """A node's throughput and TPOT: a wider batch decodes more per step and slower per token; tensor
+    parallelism speeds each token up, fewer replicas share the node."""
+    tpot = 3.0 + 0.08 * config.max_num_seqs / config.tp**0.8
+    return config.replicas * config.max_num_seqs * 1000.0 / tpot, tpot
+
+
+def test_constrained_sampling_reaches_the_feasible_optimum_of_a_tight_space() -> None:
+    build = _builder("Qwen/Qwen3-32B", 8)
+    points = [
+        {"max_num_seqs": seqs, "parallelism": f"TP{layout['tp']}"} for seqs in SEQS for layout in LAYOUTS
+    ]
+    figures = {tuple(point.items()): _landscape(build(point)) for point in points}
+    limit = 3.3
+    feasible = [value for value, tpot in figures.values() if tpot <= limit]
+    assert 0 < len(feasible) / len(figures) < 0.15  # a tight space: under 15 % of it meets the SLO
+    optimum = max(feasible)
+    budget = 8  # under 30 % of the 28 cells
+    for seed in range(5):
+        spec = SearchSpec.model_validate(
+            {
+                "knobs": {"max_num_seqs": SEQS},
+                "parallelism": LAYOUTS,
+                "budget": {"launches": budget},
+                "screening": 1.0,
+                "startup_trials": 3,
+                "seed": seed,
+            }
+        )
+        trials = _search(spec, build, _landscape, slos={"mean_tpot_ms": limit})
+        launched = [trial for trial in trials if trial.launched]
+        assert len(launched) == budget
+        found = [trial.values[0] for trial in launched if trial.violation <= 0]
+        assert found and max(found) >= 0.98 * optimum, f"seed {seed}: best feasible {max(found, default=0)}"
+
+
+def test_predictions_seed_the_search_best_predicted_first() -> None:
+    model, gpus = "meta-llama/Llama-3.1-8B-Instruct", 2
+    build = _builder(model, gpus)
+    predict = cached(simulator_predictor("H100", 512, 128, 64))
+    seqs = [16, 64, 256]
+    layouts = [{"tp": 1}, {"tp": 2}]
+    spec = SearchSpec.model_validate(
+        {
+            "knobs": {"max_num_seqs": seqs},
+            "parallelism": layouts,
+            "budget": {"launches": 2},
+            "screening": 1.0,
+            "startup_trials": 2,
+        }
+    )
+    points = [{"max_num_seqs": s, "parallelism": f"TP{layout['tp']}"} for s in seqs for layout in layouts]
+    predicted = {tuple(sorted(p.items())): predict(build(p)) for p in points}
+    # an SLO that two of the six configurations are predicted to meet
+    tpots = sorted(prediction.values["mean_tpot_ms"] for prediction in predicted.values())
+    slos = {"mean_tpot_ms": (tpots[1] + tpots[2]) / 2}
+    meeting = [p for p, prediction in predicted.items() if prediction.meets(slos)]
+    ranked = sorted(meeting, key=lambda p: (-predicted[p].values["total_token_throughput"], repr(p)))
+    assert len(ranked) == 2
+
+    def measure(config: EngineConfig) -> tuple[float, float]:
+        return 1000.0, 10.0
+
+    trials = _search(spec, build, measure, predict=predict, slos=slos)
+    launched = [trial.point for trial in trials if trial.launched]
+    assert launched == ranked[:2]
+    # a prediction is never a measurement: every launched trial carries the measured value
+    assert all(trial.values == (1000.0,) for trial in trials if trial.launched)
+
+
+def test_predicted_infeasible_configurations_are_not_launched() -> None:
+    # Llama-3.1-70B in bf16 does not fit one H200: the simulator predicts TP1 out of memory
+    model, gpus = "meta-llama/Llama-3.1-70B-Instruct", 2
+    build = _builder(model, gpus)
+    predict = cached(simulator_predictor("H200", 512, 128, 32))
+    spec = SearchSpec.model_validate(
+        {
+            "knobs": {"max_num_seqs": [64, 128, 256]},
+            "parallelism": [{"tp": 1}, {"tp": 2}],
+            "budget": {"launches": 6},
+            "screening": 1.0,
+            "startup_trials": 1,
+        }
+    )
+    trials = _search(spec, build, lambda config: (1000.0, 10.0), predict=predict)
+    assert trials[-1].number == len(trials) - 1
+    screened = [trial for trial in trials if trial.prescreened]
+    assert screened and all(trial.params["parallelism"] == "TP1" for trial in screened)
+    assert all(not trial.launched and trial.values is None for trial in screened)
+    assert all(trial.status == "infeasible" and "predicted infeasible" in trial.note for trial in screened)
+    assert {trial.params["parallelism"] for trial in trials if trial.launched} == {"TP2"}
+    # the stored trial keeps why it was not launched (a resumed search does not launch it either)
+    assert Trial(**screened[0].stored()).prescreened == screened[0].prescreened

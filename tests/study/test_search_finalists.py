@@ -1,0 +1,139 @@
+"""The search's final pick: finalists confirmed on launches of their own, measured (with their
+reference) until decided, kept over the reference only by those launches, and separated by verdicts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from perflab.study.finalists import MAX_FINALISTS, final_pick
+from perflab.study.noise import study_spread
+from perflab.study.search import Trial
+from perflab.study.search_space import SearchSpec
+from perflab.study.types import Measurement, Rules
+
+SPEC = SearchSpec.model_validate(
+    {"knobs": {"max_num_seqs": [64, 128, 256, 512]}, "budget": {"launches": 4}, "max_measurements": 3}
+)
+OBJECTIVES = ("total_token_throughput",)
+
+
+def _trial(
+    number: int, samples: tuple[float, ...], *, accelerators: int = 8, violation: float = 0.0
+) -> Trial:
+    return Trial(
+        number,
+        {"max_num_seqs": 64 * 2**number},
+        f"config-{number}",
+        status="complete",
+        values=(sum(samples) / len(samples),),
+        samples=samples,
+        violation=violation,
+        accelerators=accelerators,
+        batch=64 * 2**number,
+    )
+
+
+def _reference(values: tuple[float, ...], *violations: str) -> Measurement:
+    return Measurement(
+        "measured", value=sum(values) / len(values), values=values, finished=True, violations=violations
+    )
+
+
+def _conclude(
+    first: dict[int, float], truth: Callable[[int, int], float], reference: tuple[float, ...]
+) -> tuple[object, dict[int, tuple[float, ...]], tuple[float, ...], list[object]]:
+    """Drive the final pick to its end: each asked launch of trial ``n`` (its ``k``-th) measures
+    ``truth(n, k)``, the reference's ``truth(-1, k)``. Returns the pick, every trial's launches, the
+    reference's launches and every intermediate pick."""
+    samples = {number: (value,) for number, value in first.items()}
+    seen = []
+    while True:
+        trials = [_trial(number, values) for number, values in samples.items()]
+        groups = [*samples.values(), reference]
+        rules = Rules(min_gain=0.01, spread=study_spread(groups))
+        pick = final_pick(
+            SPEC, OBJECTIVES, trials, rules=rules, reference=_reference(reference), reference_label="Baseline"
+        )
+        seen.append(pick)
+        if not pick.waiting:
+            return pick, samples, reference, seen
+        assert len(seen) < 20, "the final pick never ends"
+        for number in pick.remeasure:
+            samples[number] = (*samples[number], truth(number, len(samples[number])))
+        if pick.reference_again:
+            reference = (*reference, truth(-1, len(reference)))
+
+
+def test_a_pick_on_one_launch_against_a_spread_on_one_df_is_measured_until_decided() -> None:
+    # the search saw +981.9 % on one launch, the baseline two launches: a spread on 1 df
+    jitter = [1.0, 1.004, 0.997, 1.002, 0.999, 1.003]
+
+    def truth(number: int, launch: int) -> float:
+        base = {-1: 100.0, 0: 1080.0, 1: 150.0, 2: 120.0}[number]
+        return base * jitter[launch % len(jitter)]
+
+    pick, samples, reference, seen = _conclude({0: 1081.9, 1: 160.0, 2: 118.0}, truth, (100.0, 100.4))
+    # first the finalists are confirmed, nothing is dropped on the one-launch comparison
+    assert seen[0].remeasure == (0, 1, 2) and seen[0].trial is None and not seen[0].kept
+    # the pick is the truly best configuration, kept over the baseline on its confirmation launches
+    assert pick.trial is not None and pick.trial.number == 0
+    kept = pick.decision
+    assert kept is not None and kept.outcome == "better" and kept.verdict is not None
+    assert kept.verdict.n_candidate == len(samples[0]) - 1  # the launch that selected it is left out
+    assert all(len(values) >= 2 for values in samples.values())
+    assert len(pick.finalists) == MAX_FINALISTS
+
+
+def test_a_close_call_launches_the_finalist_and_the_reference_to_the_same_count() -> None:
+    wobble = [1.0, 1.03, 0.97, 1.02, 0.98, 1.01]
+
+    def truth(number: int, launch: int) -> float:
+        return {-1: 100.0, 0: 104.0}[number] * wobble[launch % len(wobble)]
+
+    pick, samples, reference, seen = _conclude({0: 107.0}, truth, (100.0, 97.0))
+    relaunched = [step for step in seen if step.reference_again]
+    # whenever the reference was launched again it had fewer launches than the finalist would have
+    assert relaunched, "a close call against a reference measured twice launches the reference again"
+    assert len(reference) >= len(samples[0]) or len(samples[0]) - 1 == SPEC.max_measurements
+    # it ends decided: kept, or not kept after every confirmation launch allowed
+    if pick.trial is None:
+        assert len(samples[0]) - 1 == SPEC.max_measurements
+        assert "no finalist beat Baseline" in pick.reason
+    else:
+        assert pick.decision.outcome == "better"
+
+
+def test_a_lucky_first_launch_is_not_kept_on_its_confirmations() -> None:
+    # best of the search by its first launch (+30 %), but its confirmations equal the baseline's
+    flat = [100.0, 100.5, 99.5, 100.2]
+
+    def truth(number: int, launch: int) -> float:
+        return flat[launch % len(flat)]
+
+    pick, samples, _, _ = _conclude({0: 130.0}, truth, (100.0, 100.4))
+    assert pick.trial is None
+    assert pick.kept[0].outcome in ("not_better", "within_noise")
+    assert "no finalist beat Baseline" in pick.reason
+
+
+def test_finalists_against_a_reference_that_breaks_an_slo_are_separated_by_verdicts() -> None:
+    trials = [
+        _trial(0, (200.0, 201.0, 199.0, 200.5), accelerators=8),
+        _trial(1, (200.2, 200.0, 200.4, 199.8), accelerators=4),
+        _trial(2, (150.0, 151.0)),
+        _trial(3, (400.0,), violation=0.3),  # breaks an SLO: never a finalist
+    ]
+    spread = study_spread([trial.samples for trial in trials])
+    pick = final_pick(
+        SPEC,
+        OBJECTIVES,
+        trials,
+        rules=Rules(min_gain=0.01, spread=spread),
+        reference=_reference((300.0, 301.0), "mean_tpot_ms 12 > 10"),
+        reference_label="Baseline",
+    )
+    assert pick.finalists == (1, 0, 2)
+    assert all(decision.outcome == "better" for decision in pick.kept.values())
+    # 0 and 1 are equivalent (the interval lies within the 1 % minimum gain): the cheaper is picked
+    assert not pick.waiting and pick.trial.number == 1
+    assert "equivalent to trial" in pick.reason and "cheaper" in pick.reason
