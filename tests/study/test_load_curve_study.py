@@ -23,6 +23,10 @@ from tests.fixtures.study_data import run_study
 # request then takes about 170 ms, so the few milliseconds the client spends between two requests on a
 # loaded machine stay well inside the 10 % plateau between 2 and 16 concurrent requests, and every
 # point lasts the 5 s of simulated time a result needs to be judged (perflab.runner.evidence).
+# The TTFT SLO lies far from both sides of the verdict: at 16 concurrent requests the P99 TTFT is
+# seconds with 2 sequences a batch (every request queues behind the running two) and a fraction of a
+# second with 16 (one batch of prompts), so a slower or faster engine model or a lagging loaded
+# machine does not move a curve across it.
 TIME_SCALE = 16
 STARTUP_SCALE = 20
 SPEC = """
@@ -32,7 +36,7 @@ hosts: [{host}]
 baseline: {{engine: vllm, max_num_seqs: 2}}
 gpus: 1
 objective: max_load_within_slo
-slos: {{p99_ttft_ms: 500, mean_tpot_ms: 25}}
+slos: {{p99_ttft_ms: 2000, mean_tpot_ms: 25}}
 tuning_profile:
   name: curve
   title: Concurrency sweep
@@ -46,6 +50,7 @@ stages:
     dimension: max_num_seqs
     candidates: [16]
 """
+SLOS_SHOWN = "p99_ttft_ms ≤ 2000, mean_tpot_ms ≤ 25"  # as the report names the SPEC's SLOs
 
 
 @pytest.mark.slow
@@ -88,11 +93,5 @@ def test_sweep_finds_saturation_and_slo_limit_and_the_study_keeps_the_higher_lim
     assert {"load_curve_1", "load_curve_2"} <= set(report_charts(report))
     markdown = render_markdown(report)
     assert "- Saturation: throughput reaches its plateau at 2 concurrent requests" in markdown
-    assert (
-        "- Highest load within the SLOs (p99_ttft_ms ≤ 500, mean_tpot_ms ≤ 25): 2 concurrent requests"
-        in markdown
-    )
-    assert (
-        "- Highest load within the SLOs (p99_ttft_ms ≤ 500, mean_tpot_ms ≤ 25): 16 concurrent requests"
-        in markdown
-    )
+    assert f"- Highest load within the SLOs ({SLOS_SHOWN}): 2 concurrent requests" in markdown
+    assert f"- Highest load within the SLOs ({SLOS_SHOWN}): 16 concurrent requests" in markdown
