@@ -18,7 +18,6 @@ Run from the repository root: ``python benchmarks/bench_agreement.py [--rounds 3
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import resource
 import shlex
@@ -27,7 +26,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -36,8 +34,8 @@ sys.path.insert(0, str(REPO_ROOT))
 from tests.fixtures.real_vllm import (  # noqa: E402
     SERVED_MODEL_NAME,
     serve_env,
-    start_vllm_server,
     tiny_model_dir,
+    tiny_vllm_url,
     vllm_bin,
 )
 
@@ -97,16 +95,6 @@ def run_client(argv: list[str], log_path: Path) -> tuple[float, float]:
     return cpu, wall
 
 
-@contextlib.contextmanager
-def server(args: argparse.Namespace, workdir: Path) -> Iterator[str]:
-    if args.base_url:
-        yield args.base_url
-        return
-    print("starting vllm serve (tiny model, CPU build) …", flush=True)
-    with start_vllm_server(workdir / "vllm-serve.log") as running:
-        yield running.base_url
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -128,7 +116,10 @@ def main() -> int:
     }
     results: dict[str, list[dict]] = {name: [] for name in clients}
     costs: dict[str, list[tuple[float, float]]] = {name: [] for name in clients}
-    with tempfile.TemporaryDirectory(prefix="bench-agreement-") as tmp, server(args, Path(tmp)) as base_url:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-agreement-") as tmp,
+        tiny_vllm_url(args.base_url, Path(tmp) / "vllm-serve.log") as base_url,
+    ):
         workdir = Path(tmp)
         # One unmeasured request wave first, so neither tool meets a cold server.
         run_client(

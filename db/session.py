@@ -33,15 +33,9 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session
 
+from db.home import REPO_ROOT
+from db.pool_sizes import DEFAULT_MAX_PARALLEL, POOL_FIXED_CONNECTIONS
 
-def home_dir() -> Path:
-    """Where perflab keeps ``var/`` and finds ``hosts.yaml``: the source checkout it runs from, else (a
-    copy installed with ``pip install .``) the directory it was started in."""
-    checkout = Path(__file__).resolve().parents[1]
-    return checkout if (checkout / "app.py").is_file() else Path.cwd()
-
-
-REPO_ROOT = home_dir()
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 ALEMBIC_INI = Path(__file__).resolve().parent / "alembic.ini"
 ENV_VAR = "PERFLAB_DATABASE_URL"
@@ -51,10 +45,6 @@ IMMEDIATE_OPTION = "perflab_begin_immediate"
 # Key of the PostgreSQL advisory lock held while migrating ("perflab" in ASCII).
 MIGRATION_LOCK_KEY = 0x7065726E6C6162
 
-# A worker's threads that may use a connection at once: the claim loop, the heartbeat, and per run
-# its lifecycle thread; a run's sampler and progress writes wait for the pool (each session is short).
-POOL_FIXED_CONNECTIONS = 2
-DEFAULT_MAX_PARALLEL = 4
 # Seconds a thread waits for a pooled connection before the pool gives up.
 POOL_TIMEOUT_S = 60.0
 

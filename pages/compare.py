@@ -3,7 +3,9 @@ with its % change (green better, red worse) and the runs ranked by throughput; w
 tabs drawn one at a time, grouped bars per profile, throughput vs latency with the Pareto front,
 overlaid latency CDFs; charts as PNG, the table as CSV or markdown. Runs on different numbers of
 accelerators are ranked, coloured and charted per accelerator. A run with a partial result is marked
-``(partial)``."""
+``(partial)``. Results of another model, workload or dataset than the baseline's, or that cannot be
+judged (too short, or riding an earlier run's prefix cache), are named in a warning and their changes
+are not coloured (:mod:`perflab.views.comparable`)."""
 
 from __future__ import annotations
 
@@ -13,8 +15,7 @@ import streamlit as st
 
 from perflab import ui
 from perflab.charts import compare as compare_charts
-from perflab.cost.stored import price_book
-from perflab.views import budget, compare, distributions, urlstate
+from perflab.views import budget, comparable, compare, distributions, urlstate
 from perflab.views import cost as cost_views
 from perflab.views.formatting import MISSING
 from perflab.views.metrics import metric_for, metric_heading
@@ -75,7 +76,18 @@ ui.copy_link_button(
 
 st.markdown(compare.runs_markdown(compared))
 
-table = compare.comparison_table(compared, profile=profile, baseline_id=baseline_id)
+checked = comparable.comparability(compared, profile=profile, baseline_id=baseline_id)
+for warning in checked.warnings:
+    st.warning(warning, icon=":material/warning:")
+for note in checked.notes:
+    st.info(note, icon=":material/info:")
+table = compare.comparison_table(
+    compared,
+    profile=profile,
+    baseline_id=baseline_id,
+    unjudged=checked.unjudged,
+    marks=checked.marks,
+)
 st.subheader("Metrics")
 if not table.metrics:
     st.info("None of these runs has a result for this profile yet.")
@@ -92,7 +104,7 @@ else:
     if ranking:
         st.caption(ranking)
     if any(metric.group in ("Cost", "Energy") for metric in table.metrics):
-        st.caption(cost_views.COMPARE_NOTE.format(currency=price_book().currency))
+        st.caption(cost_views.COMPARE_NOTE.format(currency=ui.price_book().currency))
     ui.download_row(
         ui.Download(
             "Download CSV",

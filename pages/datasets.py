@@ -1,6 +1,8 @@
-"""Datasets: upload a prompt set (JSONL, CSV, ShareGPT JSON, plain text), validated with clear errors
-and stored once by content; preview it, see its prompt lengths in tokens, delete it. Stored datasets
-are offered as custom profiles on the Launch page."""
+"""Datasets: upload a prompt set (JSONL, CSV, ShareGPT JSON, plain text) or multi-turn sessions (the
+agentic-trace JSONL or JSON forms), validated with the bench's own readers with clear errors and
+stored once by content; preview it (prompts, or sessions with their turns' lengths), see its lengths
+in tokens (per prompt, or per turn), delete it. Stored datasets are offered as custom profiles on the
+Launch page and as profiles in the new-study form."""
 
 from __future__ import annotations
 
@@ -23,11 +25,17 @@ ui.require_login("see and upload datasets")
 
 with st.expander("Upload a dataset", expanded=True):
     st.caption(
-        "JSON lines with a `prompt` field (optional `output_len`), CSV with a `prompt` column, "
+        "Prompts: JSON lines with a `prompt` field (optional `output_len`), CSV with a `prompt` column, "
         "a ShareGPT JSON array, or plain text with one prompt per line. "
+        "Multi-turn sessions (agentic traces): JSON lines with one conversation per line, "
+        '`[turn, …]` or `{"turns": [...]}`, each turn `{"messages": [...], "output_len": …}` holding the '
+        "system, user or tool messages it adds (the server writes the assistant's), or SGLang's JSON "
+        '`{"conversations": [...]}` (docs/workloads.md). '
         f"Up to {format_bytes(MAX_UPLOAD_BYTES)}, UTF-8."
     )
-    upload = st.file_uploader("Prompt file", type=["jsonl", "csv", "json", "txt"], key="dataset_file")
+    upload = st.file_uploader(
+        "Prompt or session file", type=["jsonl", "csv", "json", "txt"], key="dataset_file"
+    )
     name_col, tokenizer_col = st.columns(2)
     name = name_col.text_input("Name", placeholder="defaults to the file name", key="dataset_name")
     tokenizer_path = tokenizer_col.text_input(
@@ -58,8 +66,13 @@ with st.expander("Upload a dataset", expanded=True):
                 )
             ui.clear_cached_reads()
             counted = "counted with the tokenizer" if parsed.lengths_source == "tokenizer" else "estimated"
+            held = (
+                f"{parsed.num_prompts} sessions of {len(parsed.prompts)} turns"
+                if parsed.sessions
+                else f"{parsed.num_prompts} prompts"
+            )
             if created:
-                st.success(f"Stored '{dataset.name}': {parsed.num_prompts} prompts, lengths {counted}.")
+                st.success(f"Stored '{dataset.name}': {held}, lengths {counted}.")
             else:
                 st.info(
                     f"This content is already stored as '{dataset.name}' (#{dataset.id}); nothing was added."
@@ -127,17 +140,24 @@ if preview is None:
     st.warning("This dataset was just deleted.")
     st.stop()
 
+sessions = dataset_views.holds_sessions(chosen)
+unit = "tokens per turn" if sessions else "tokens"
+sessions_line = dataset_views.sessions_summary(chosen)
+if sessions_line:
+    st.markdown(sessions_line)
 summary = dataset_views.length_summary(chosen.prompt_token_lengths)
 columns = st.columns(len(summary) or 1)
 for column, (statistic, value) in zip(columns, summary.items(), strict=False):
-    column.metric(f"{statistic} tokens", format_number(value, decimals=0 if statistic != "mean" else 1))
+    column.metric(f"{statistic} {unit}", format_number(value, decimals=0 if statistic != "mean" else 1))
 if summary:
     ui.chart(
-        length_histogram(dataset_views.lengths_frame(chosen.prompt_token_lengths)),
+        length_histogram(
+            dataset_views.lengths_frame(chosen.prompt_token_lengths), per="Turn" if sessions else "Prompt"
+        ),
         key="lengths",
         file_name=f"dataset-{chosen.id}-lengths.png",
     )
-st.caption("Preview")
+st.caption("Preview: the first sessions, turn by turn" if sessions else "Preview")
 st.dataframe(
     preview,
     hide_index=True,
@@ -145,12 +165,16 @@ st.dataframe(
     column_config={
         "Output len": st.column_config.NumberColumn(
             help="the prompt's own output length; — : none, the profile's output tokens apply"
-        )
+        ),
+        **{
+            column: st.column_config.Column(help=text)
+            for column, text in dataset_views.SESSION_COLUMNS.items()
+        },
     },
 )
 st.caption(
-    f"Use it on the Launch page: Custom profile → Dataset → {dataset_views.dataset_choice_label(chosen)} "
-    f"(reference `{chosen.content_hash[:12]}…`)."
+    f"Use it on the Launch page (Custom profile → Dataset → {dataset_views.dataset_choice_label(chosen)}) "
+    f"or as a profile of a new study (reference `{chosen.content_hash[:12]}…`)."
 )
 
 with st.expander("Delete this dataset"):

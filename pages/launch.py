@@ -14,9 +14,9 @@ from perflab.datasets import profile_dataset
 from perflab.engines import ENGINE_NAMES, EngineConfigError, get_adapter
 from perflab.engines.preflight import default_cache, host_adapter
 from perflab.probe.cpu import is_cpu_host
-from perflab.views import hosts, launch, preflight, run_detail
+from perflab.views import hosts, launch, preflight, run_progress
 from perflab.views.commands import command_preview
-from perflab.views.datasets import dataset_choice_label
+from perflab.views.datasets import dataset_choice_label, holds_sessions
 from perflab.views.formatting import format_time
 
 ui.ensure_app_shell()
@@ -212,6 +212,7 @@ with st.expander("Custom profile", expanded=False):
         help="Upload your own on the Datasets page.",
     )
     stored_dataset = dataset_options[dataset_label]
+    sessions = stored_dataset is not None and holds_sessions(stored_dataset)
     in_col, out_col, count_col, rate_col, concurrency_col = st.columns(5)
     if stored_dataset is None:
         input_len = int(
@@ -219,19 +220,23 @@ with st.expander("Custom profile", expanded=False):
         )
     else:
         input_len = None
-        in_col.caption("Input lengths: the dataset's own prompts.")
+        in_col.caption(
+            "Input: each turn's messages, after the history (sessions)."
+            if sessions
+            else "Input lengths: the dataset's own prompts."
+        )
     with_lengths, held = (
         ui.dataset_output_length_counts(stored_dataset.id, stored_dataset.content_hash)
-        if stored_dataset is not None
+        if stored_dataset is not None and not sessions
         else (0, 0)
     )
-    lengths_note = launch.output_length_note(with_lengths, held)
+    lengths_note = launch.SESSION_OUTPUT_NOTE if sessions else launch.output_length_note(with_lengths, held)
     own_lengths_only = bool(held) and with_lengths >= held
     output_len = out_col.number_input(
         "Output tokens",
         min_value=1,
-        value=128,
-        key="launch_custom_output_len",
+        value=None if sessions else 128,
+        key=f"launch_custom_output_len{'_sessions' if sessions else ''}",
         disabled=own_lengths_only,
         help=lengths_note,
     )
@@ -240,10 +245,11 @@ with st.expander("Custom profile", expanded=False):
     # Each dataset has its own prompt count, so picking another one starts from its size.
     num_prompts = int(
         count_col.number_input(
-            "Prompts",
+            "Sessions" if sessions else "Prompts",
             min_value=1,
             value=launch.DEFAULT_PROMPTS if stored_dataset is None else stored_dataset.num_prompts,
             key=f"launch_custom_num_prompts_{stored_dataset.id if stored_dataset else 'random'}",
+            help="Sessions sent, each turn after the reply to the last" if sessions else None,
         )
     )
     custom_form = launch.CustomProfileForm(
@@ -251,7 +257,7 @@ with st.expander("Custom profile", expanded=False):
         dataset="random" if stored_dataset is None else "stored",
         dataset_fields=None if stored_dataset is None else profile_dataset(stored_dataset),
         input_len=input_len,
-        output_len=None if own_lengths_only else int(output_len),
+        output_len=None if own_lengths_only or output_len is None else int(output_len),
         num_prompts=num_prompts,
         request_rate=rate_col.number_input(
             "Request rate (req/s)",
@@ -261,10 +267,18 @@ with st.expander("Custom profile", expanded=False):
             key="launch_custom_rate",
         ),
         max_concurrency=concurrency_col.number_input(
-            "Max concurrency", min_value=1, value=None, key="launch_custom_concurrency"
+            "Max concurrency",
+            min_value=1,
+            value=None,
+            key="launch_custom_concurrency",
+            help="Most sessions in flight at once" if sessions else "Most requests in flight at once",
         ),
     )
-    reuse = launch.reuse_note(num_prompts, stored_dataset.num_prompts if stored_dataset else None)
+    reuse = launch.reuse_note(
+        num_prompts,
+        stored_dataset.num_prompts if stored_dataset else None,
+        unit="sessions" if sessions else "prompts",
+    )
     if reuse:
         st.warning(reuse, icon=":material/repeat:")
     if add_custom:
@@ -318,7 +332,7 @@ if (
 def follow(run_id: int) -> None:
     """The queued run's state, live: what it is doing (or how it ended), its progress, its page."""
     with ui.session() as session:
-        progress = run_detail.load_progress(session, run_id)
+        progress = run_progress.load_progress(session, run_id)
     if progress is None:
         st.caption(f"Run {run_id} no longer exists.")
         return

@@ -15,7 +15,16 @@ from perflab.charts import run as run_charts
 from perflab.cost.figures import CostFigures
 from perflab.hub.catalog import used_sample
 from perflab.runner import live
-from perflab.views import budget, cards, distributions, launch, run_delete, run_detail, run_export
+from perflab.views import (
+    budget,
+    cards,
+    distributions,
+    launch,
+    run_delete,
+    run_detail,
+    run_export,
+    run_progress,
+)
 from perflab.views import cost as cost_views
 from perflab.views.formatting import format_time
 
@@ -122,7 +131,7 @@ for warning in detail.result_warnings():
 def live_progress(shown_status: str) -> None:
     """The run's progress, polled while it is queued or in flight; reloads the page when it moves on."""
     with ui.session() as session:
-        progress = run_detail.load_progress(session, run_id)
+        progress = run_progress.load_progress(session, run_id)
     if progress is None or progress.status != shown_status:
         st.rerun()
     st.progress(progress.fraction, text=progress.text())

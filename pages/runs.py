@@ -7,7 +7,6 @@ from __future__ import annotations
 import streamlit as st
 
 from perflab import ui
-from perflab.cost.stored import price_book
 from perflab.importers import AlreadyImported, ImportFileError, import_content
 from perflab.views import run_costs, run_list, urlstate
 from perflab.views.formatting import MISSING
@@ -112,7 +111,7 @@ if shown_query != query:
     st.query_params.from_dict(shown_query)
 st.session_state[LAST_QUERY_KEY] = shown_query
 
-prices = price_book()
+prices = ui.price_book()
 with ui.session() as session:
     page = run_list.load_run_page(
         session,
@@ -141,7 +140,7 @@ selection = st.dataframe(
     selection_mode="multi-row",
     hide_index=True,
     height=ui.table_height(min(len(page.run_ids), RUNS_TABLE_ROWS)),
-    column_order=run_list.COLUMN_SETS[column_set],
+    column_order=run_list.shown_columns(column_set, page.table),
     column_config={
         "Run": st.column_config.LinkColumn(
             "Run", display_text=r"run=(\d+)", help="Open the run page", width=50, pinned=True
@@ -173,6 +172,13 @@ selection = st.dataframe(
         ),
         "Mean TPOT (ms)": st.column_config.NumberColumn(
             "TPOT ms", format="%.2f", width=75, help="mean time per output token, first excluded (ms)"
+        ),
+        run_list.CACHE_HIT_COLUMN: st.column_config.NumberColumn(
+            "Cache hit %",
+            format="%.1f",
+            width=75,
+            help="the engine's prefix-cache hit rate over the first result's window (sessions and shared "
+            "prefixes reuse cached prompts); — : not reported",
         ),
         run_costs.COST_COLUMN: st.column_config.NumberColumn(
             f"{prices.currency}/1M tok",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from db import crud
 from perflab import ui
 from perflab.engines import ENGINE_NAMES
 from perflab.markdown_text import md_text
@@ -11,7 +12,8 @@ from perflab.profiles import PRESETS
 from perflab.study import views
 from perflab.study.coordinator import create_study
 from perflab.study.hosts import StudyHostError
-from perflab.study.spec import OBJECTIVES, StudySpec, StudySpecError
+from perflab.study.spec import OBJECTIVES, StudySpec, StudySpecError, resolve_profile
+from perflab.views import datasets as dataset_views
 from perflab.views.formatting import MISSING
 
 ui.ensure_app_shell()
@@ -63,6 +65,8 @@ def start(spec: StudySpec) -> None:
 
 
 defaults = views.form_defaults(inventory, DEFAULT_MODEL)
+with ui.session() as session:
+    profile_choices = dataset_views.profile_choices(list(PRESETS), crud.list_datasets(session))
 form_tab, upload_tab = st.tabs(["Form", "Upload a spec"])
 
 
@@ -88,11 +92,16 @@ with form_tab, st.form("new_study"):
     model = st.text_input("Model", value=DEFAULT_MODEL, key="study_model")
     hosts = st.multiselect("Hosts", inventory.names(), default=inventory.names()[:1], key="study_hosts")
     engine = st.selectbox("Baseline engine", ENGINE_NAMES, key="study_engine")
-    presets = list(PRESETS)
-    tuning = st.selectbox("Tuning profile", presets, key="study_tuning")
+    tuning = st.selectbox(
+        "Tuning profile",
+        list(profile_choices),
+        key="study_tuning",
+        help="A preset, or a dataset uploaded on the Datasets page (prompts, or multi-turn sessions: "
+        "every session once, at most 64 in flight).",
+    )
     validation = st.multiselect(
         "Validation profiles",
-        presets,
+        list(profile_choices),
         default=[p for p in DEFAULT_VALIDATION if p in PRESETS],
         key="study_validation",
     )
@@ -109,7 +118,8 @@ with form_tab, st.form("new_study"):
         key="study_scale",
         help="Fraction of every profile's prompts (1 = the presets as published). " + views.SCALE_HELP,
     )
-    for warning in views.scale_warnings(scale, [PRESETS[name] for name in [tuning, *validation]]):
+    chosen = [resolve_profile(profile_choices[label]) for label in [tuning, *validation]]
+    for warning in views.scale_warnings(scale, chosen):
         scale_col.warning(md_text(warning))
     min_success = success_col.number_input(
         "Minimum success rate (%)", min_value=1.0, max_value=100.0, value=100.0, key="study_min_success"
@@ -138,8 +148,7 @@ with form_tab, st.form("new_study"):
         max_value=10,
         value=1,
         key="study_relaunches",
-        help="Fresh launches of each configuration (launch-to-launch noise). Above 1 (either), decisions "
-        "are verdicts with a 95 % confidence interval; close calls are measured again (A B A B).",
+        help=views.relaunches_help(),
     )
     stages_yaml = st.text_area(
         "Stages (YAML)",
@@ -156,8 +165,8 @@ if submitted:
             model=model,
             hosts=hosts,
             engine=engine,
-            tuning_profile=tuning,
-            validation_profiles=validation,
+            tuning_profile=profile_choices[tuning],
+            validation_profiles=[profile_choices[label] for label in validation],
             stages_yaml=stages_yaml,
             objective=objective,
             scale=scale,

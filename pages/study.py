@@ -1,12 +1,15 @@
 """Study (``?study=ID``): its result as it stands (:func:`perflab.report.from_study.study_report`, the
 model the report, the JSON and the CSV render too): its stages with candidates, results, failures and
 winners as they arrive, a search's trials and launches, the recommended serve command, the
-optimization summary, baseline vs optimized on every validation profile, charts, every launch, and the
-report download. Every table is plain text (nothing from a user is drawn as HTML). Pause, resume and
-cancel; an incomplete study lists the candidates the infrastructure kept from being measured and offers
-to measure them."""
+predicted figures beside the measured ones, the optimization summary, baseline vs optimized on every
+validation profile, charts, every launch, and the report download. Every table is plain text (nothing
+from a user is drawn as HTML). Pause, resume and cancel; an incomplete study lists the candidates the
+infrastructure kept from being measured and offers to measure them."""
 
 from __future__ import annotations
+
+import functools
+from typing import Any
 
 import streamlit as st
 
@@ -15,11 +18,9 @@ from db.crud.studies import FINISHED_STUDY_STATUSES
 from perflab import ui
 from perflab.hub.catalog import SAMPLE_REPORT_NOTE
 from perflab.markdown_text import md_text
-from perflab.report import charts as report_charts
 from perflab.report.export import report_files, results_csv, results_json, zip_bytes
-from perflab.report.from_study import study_report
-from perflab.report.markdown import per_accelerator_lines, summary_note
-from perflab.report.model import Report, SearchSection
+from perflab.report.markdown import per_accelerator_lines, replicas_note, summary_note
+from perflab.report.model import Report, SearchSection, StageSection
 from perflab.report.predictions import table_rows
 from perflab.report.search_section import launch_text
 from perflab.study import views
@@ -30,14 +31,17 @@ from perflab.study.coordinator import (
     pause_study,
     resume_study,
 )
-from perflab.study.spec import StudySpecError
+from perflab.views import run_progress
 from perflab.views.formatting import MISSING
+from perflab.views.run_list import run_link
 from perflab.views.urlstate import BadParam
 
 ui.ensure_app_shell()
 
 PAGE = "study"
-LIVE_EVERY_S = 2.0
+# The live lines' poll; the result itself is drawn again only when the study moves on.
+LIVE_EVERY_S = 3.0
+LIVE_RUNS_SHOWN = 8
 
 try:
     study_id = views.parse_study_id(ui.query_param("study"))
@@ -89,6 +93,14 @@ except StudyStateError as error:
     st.warning(str(error))
 
 
+RUN_LINK = st.column_config.LinkColumn("Run", display_text=r"run\?run=(\d+)")
+
+
+def helped(helps: dict[str, str]) -> dict[str, Any]:
+    """Column configs that give each named column its tooltip."""
+    return {column: st.column_config.Column(help=text) for column, text in helps.items()}
+
+
 def draw_stages(report: Report) -> None:
     """Every reached stage: its candidates table and their result blocks; a search stage's launches,
     pick and trials."""
@@ -100,22 +112,30 @@ def draw_stages(report: Report) -> None:
         st.dataframe(
             views.candidates_table(stage, unit),
             hide_index=True,
-            column_config={"Run": st.column_config.LinkColumn("Run", display_text=r"run\?run=(\d+)")},
+            column_config={**helped(views.candidate_help(unit)), "Run": RUN_LINK},
             key=f"stage_{stage.index}",
             placeholder=MISSING,  # a candidate still waiting has no value yet
         )
         search = searches.get(stage.index)
         if search is not None:
             draw_search(search)
-        with st.expander("Serving commands and benchmark results"):
-            for candidate in stage.candidates:
-                st.markdown(f"**{md_text(candidate.label)}**")
-                if candidate.serve_command:
-                    st.code(candidate.serve_command, language="bash")
-                for block in candidate.blocks:
-                    st.code(block.text, language=None)
+        ui.lazy_box(
+            "Serving commands and benchmark results",
+            functools.partial(draw_blocks, stage),
+            key=f"stage_{stage.index}_blocks",
+        )
     if report.status in ("queued", "running") and not report.stages:
         st.info("Measuring the baseline; the first stage starts when its tuning result is in.")
+
+
+def draw_blocks(stage: StageSection) -> None:
+    """Each candidate's serve command and benchmark result blocks, as printed."""
+    for candidate in stage.candidates:
+        st.markdown(f"**{md_text(candidate.label)}**")
+        if candidate.serve_command:
+            ui.preformatted(candidate.serve_command, wrap=True)
+        for block in candidate.blocks:
+            ui.preformatted(block.text)
 
 
 def draw_search(search: SearchSection) -> None:
@@ -147,18 +167,36 @@ def draw_predictions(report: Report) -> None:
         st.dataframe(table_rows(section), hide_index=True, key="study_predictions", placeholder=MISSING)
 
 
-@st.fragment(run_every=LIVE_EVERY_S if active else None)
-def study_body(shown_status: str) -> None:
-    """The study's result as it stands; polled while it is active, reloading the page when its status
-    moves on."""
-    with ui.session() as session:
-        try:
-            report = study_report(session, study_id=study_id)
-        except StudySpecError as error:
-            st.error(f"The stored spec of this study cannot be read: {error}")
-            return
-    if report.status != shown_status:
+@st.fragment(run_every=LIVE_EVERY_S)
+def live_runs(shown_version: str) -> None:
+    """What the study's runs are doing now, polled while it is active (two small queries, so a poll
+    never outlasts the next); the page is drawn again once the study or one of its runs moved on."""
+    if ui.study_version(study_id) != shown_version:
         st.rerun()
+    with ui.session() as session:
+        running = [
+            (run_id, run_progress.load_progress(session, run_id))
+            for run_id in views.active_runs(session, study_id)[:LIVE_RUNS_SHOWN]
+        ]
+    for run_id, progress in running:
+        if progress is not None:
+            st.markdown(f"[Run {run_id}]({run_link(run_id)}): {md_text(progress.text())}")
+
+
+def draw_launches(report: Report) -> None:
+    """Every launch of the study, with why it was made."""
+    st.dataframe(
+        views.launches_table(report),
+        hide_index=True,
+        column_config={**helped(views.LAUNCH_HELP), "Run": RUN_LINK},
+        key="study_launches",
+        placeholder=MISSING,
+    )
+
+
+def study_body(report: Report, charts: dict[str, dict[str, Any]], version: str) -> None:
+    """The study's result as it stands (built once per version of the study); while it is active, its
+    runs' progress, live."""
     facts = [
         ui.status_text(report.status or ""),
         report.phase if report.phase != report.status else "",  # a finished study's phase repeats its status
@@ -177,12 +215,18 @@ def study_body(shown_status: str) -> None:
         st.error(md_text(report.failure))
     if report.incomplete:
         st.warning(md_text(report.incomplete))
+    if report.status not in FINISHED_STUDY_STATUSES:
+        live_runs(version)
 
     st.header("Recommended serve command")
     if report.recommended_command:
-        st.code(report.recommended_command, language="bash")
-        if report.recommended_replicas > 1:
-            st.caption(f"Run {report.recommended_replicas} replicas per node (figures are per replica × N).")
+        ui.preformatted(report.recommended_command, wrap=True)
+        ui.copy_button(
+            report.recommended_command, key="study_command", label="Copy command", copied="Command copied"
+        )
+        replicas = replicas_note(report)
+        if replicas is not None:
+            st.caption(replicas)
     elif report.unmeasured:
         st.caption("None over candidates that could not be measured (see above).")
     else:
@@ -193,33 +237,48 @@ def study_body(shown_status: str) -> None:
     for line in per_accelerator_lines(report):
         if line:
             st.caption(line)
+    if report.spread.detectable_gain_pct is not None and report.status not in FINISHED_STUDY_STATUSES:
+        st.caption(views.FIRMING_UP)
+    with st.expander("What the words on this page mean", icon=":material/help:"):
+        st.markdown(views.terms_markdown())
     draw_predictions(report)
     st.header("Summary of Optimization Options")
     if report.summary:
-        st.dataframe(views.summary_table(report), hide_index=True, key="study_summary", placeholder=MISSING)
-        if summary_note(report):
-            st.caption(summary_note(report))
+        st.dataframe(
+            views.summary_table(report),
+            hide_index=True,
+            column_config=helped(views.SUMMARY_HELP),
+            key="study_summary",
+            placeholder=MISSING,
+        )
+        note = summary_note(report)
+        if note:
+            st.caption(note)
     else:
         st.caption("No stage is decided yet.")
 
     st.header("Stages")
     draw_stages(report)
 
-    figures = report_charts.report_charts(report)
-    if figures:
+    if charts:
         st.header("Charts")
-        for name, figure in figures.items():
-            ui.chart(figure, key=f"study_{name}", file_name=f"study-{study_id}-{name}.png")
+        # drawn one at a time: only the open tab's chart is sent to the browser
+        ui.lazy_tabs(
+            {
+                views.chart_title(name): functools.partial(
+                    ui.draw_spec, spec, key=f"study_{name}", file_name=f"study-{study_id}-{name}.png"
+                )
+                for name, spec in charts.items()
+            },
+            key="study_charts",
+        )
 
     if report.launches:
-        with st.expander(f"Launches ({len(report.launches)})"):
-            st.dataframe(
-                views.launches_table(report),
-                hide_index=True,
-                column_config={"Run": st.column_config.LinkColumn("Run", display_text=r"run\?run=(\d+)")},
-                key="study_launches",
-                placeholder=MISSING,
-            )
+        ui.lazy_box(
+            f"Launches ({len(report.launches)})",
+            functools.partial(draw_launches, report),
+            key="study_launches_box",
+        )
 
     st.header("Report")
     stem = f"perflab-study-{study_id}"
@@ -237,4 +296,10 @@ def study_body(shown_status: str) -> None:
         st.caption(md_text(caveat))
 
 
-study_body(study.status)
+loaded = ui.load_study(study_id)
+if loaded is None:
+    st.warning(f"Study {study_id} was just deleted.")
+elif loaded.report is None:
+    st.error(f"The stored spec of this study cannot be read: {loaded.problem}")
+else:
+    study_body(loaded.report, loaded.charts, loaded.version)

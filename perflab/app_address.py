@@ -22,7 +22,7 @@ import tomllib
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from db.session import REPO_ROOT
+from db.home import REPO_ROOT
 
 STREAMLIT_CONFIG = REPO_ROOT / ".streamlit" / "config.toml"
 PORT_ENV = "STREAMLIT_SERVER_PORT"

@@ -3,18 +3,21 @@
 A command that only reads, or changes what is already stored, never creates a database: a SQLite file
 that does not exist is an error that names the file (:func:`missing_database`), so a command started
 in the wrong directory says where it looked instead of reading a new, empty database there.
+
+SQLAlchemy and the models are imported by the functions that use them, so ``--help`` of a command that
+takes ``--url`` stays quick.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Engine, make_url
-
-from db import session as db_session
 from perflab.cli import CommandError
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 URL_HELP = "database URL (default: $PERFLAB_DATABASE_URL or var/perflab.db)"
 
@@ -30,11 +33,15 @@ def add_url_option(parser: argparse.ArgumentParser) -> None:
 
 def command_url(url: str | None) -> str:
     """The database a command uses: ``--url`` when given, else ``PERFLAB_DATABASE_URL`` or var/perflab.db."""
+    from db import session as db_session
+
     return db_session.normalize_url(url) if url else db_session.database_url()
 
 
 def database_problem(url: str, error: BaseException) -> str:
     """``database <url, password masked>: <the first line of what the driver said>``."""
+    from db import session as db_session
+
     reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
     return f"database {db_session.describe(url)}: {reason}"
 
@@ -42,11 +49,16 @@ def database_problem(url: str, error: BaseException) -> str:
 def database_name(url: str | None) -> str:
     """The database a command uses as it prints it: ``SQLite /abs/var/perflab.db``, or the server's
     URL with its password masked."""
+    from db import session as db_session
+
     return db_session.describe(command_url(url))
 
 
 def missing_database(url: str) -> str | None:
     """Why ``url`` names no database yet (a SQLite file that does not exist), else None."""
+    import sqlalchemy as sa
+    from sqlalchemy.engine import make_url
+
     try:
         parsed = make_url(url)
     except sa.exc.ArgumentError:
@@ -66,6 +78,10 @@ def command_engine(url: str | None, *, create: bool = True) -> Engine:
     """The engine for ``url`` (default: ``PERFLAB_DATABASE_URL`` or var/perflab.db), schema upgraded;
     :class:`DatabaseUnavailable` (exit status 1) when it cannot be. ``create=False`` (a command that
     only reads or changes what is stored): a database that does not exist is not created but refused."""
+    import sqlalchemy as sa
+
+    from db import session as db_session
+
     target = command_url(url)
     problem = None if create else missing_database(target)
     if problem is not None:

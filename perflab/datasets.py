@@ -1,27 +1,40 @@
-"""Uploaded prompt sets for the Datasets page: validation, token-length statistics and storage.
+"""Uploaded prompt sets and session files for the Datasets page: validation, token-length statistics
+and storage.
 
 An upload is read with the benchmark's own dataset readers (:mod:`perflab.bench.datasets`), so a file
 accepted here is one the bench can send: JSON lines with a ``prompt`` field, CSV with a ``prompt``
 column, plain text (one prompt per line), or a ShareGPT JSON array (the first human turn of each
-conversation with at least two turns). Problems raise :class:`DatasetUploadError` naming the file,
-line and field, like ``prompts.jsonl:3: field 'prompt': missing``.
+conversation with at least two turns); or multi-turn sessions in the agentic-trace forms
+(docs/workloads.md): JSON lines of one conversation each (``[turn, …]`` or ``{"turns": [...]}``, a
+turn holding the messages it adds and an optional ``output_len``), or SGLang's JSON object
+``{"conversations": [...]}`` — told apart from prompt sets by their first line or character. A session
+file holds at most :data:`MAX_SESSION_TURNS` turns. Problems raise :class:`DatasetUploadError` naming
+the file, line and field, like ``prompts.jsonl:3: field 'prompt': missing``.
 
-Prompt lengths are counted with a tokenizer when one is given (a ``tokenizer.json`` or model
-directory on the app machine), else estimated at four characters per token, and stored with the
-dataset (deduplicated by the sha256 of its content). A stored dataset is used by a benchmark profile
-through :func:`profile_dataset`: ``custom`` (or ``sharegpt``) with the content hash as reference.
+Lengths (of each prompt, or each turn's new messages) are counted with a tokenizer when one is given (a
+``tokenizer.json`` or model directory on the app machine), else estimated at four characters per
+token, and stored with the dataset (deduplicated by the sha256 of its content). A stored dataset is
+used by a benchmark profile through :func:`profile_dataset`: ``custom`` (or ``sharegpt``, or
+``agentic-trace`` for sessions) with the content hash as reference.
 """
 
 from __future__ import annotations
 
+import json
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path, PurePath
+from typing import TypeVar
 
 from sqlmodel import Session
 
 from db import crud
 from db.models import Dataset
+from perflab.bench.datasets.base import DatasetSpec
+from perflab.bench.datasets.base import Session as Conversation
+from perflab.bench.datasets.conversations import read_agentic_sessions
 from perflab.bench.datasets.custom import read_csv, read_jsonl, read_lines
 from perflab.bench.datasets.jsonscan import read_text
 from perflab.bench.datasets.sharegpt import CHARS_PER_TOKEN, read_pairs
@@ -30,10 +43,21 @@ from perflab.bench.tokenizer import Tokenizer, load_local_tokenizer
 from perflab.views.formatting import format_bytes
 
 MAX_UPLOAD_BYTES = 32 * 1024 * 1024
-# File suffix → stored dataset format.
+MAX_SESSION_TURNS = 200_000
+# File suffix → stored dataset format (a session file's, when its content is one).
 FORMATS_BY_SUFFIX: dict[str, str] = {".jsonl": "jsonl", ".csv": "csv", ".txt": "text", ".json": "sharegpt"}
-SUFFIX_BY_FORMAT: dict[str, str] = {fmt: suffix for suffix, fmt in FORMATS_BY_SUFFIX.items()}
+SESSION_FORMATS_BY_SUFFIX: dict[str, str] = {".jsonl": "agentic-jsonl", ".json": "agentic-json"}
+SESSION_FORMATS: frozenset[str] = frozenset(SESSION_FORMATS_BY_SUFFIX.values())
+SUFFIX_BY_FORMAT: dict[str, str] = {
+    fmt: suffix for table in (FORMATS_BY_SUFFIX, SESSION_FORMATS_BY_SUFFIX) for suffix, fmt in table.items()
+}
+T = TypeVar("T")
 _ROW_READERS = {"jsonl": read_jsonl, "csv": read_csv, "text": read_lines}
+# Said under an error in the first line of a JSON lines file: the two forms it may take.
+JSONL_FORMS = (
+    " (a prompt file has a JSON object with a 'prompt' on each line; a session file has one conversation "
+    'per line, [turn, …] or {"turns": [...]}, each turn {"messages": [...]}: see docs/workloads.md)'
+)
 
 
 class DatasetUploadError(ValueError):
@@ -42,7 +66,9 @@ class DatasetUploadError(ValueError):
 
 @dataclass(frozen=True)
 class ParsedDataset:
-    """The prompts of a valid upload and their lengths in tokens."""
+    """The prompts of a valid upload and their lengths in tokens; for a session file, every turn's new
+    messages as one text (in session order) with its output length and tokens, and ``turns`` the
+    number of turns of each session."""
 
     name: str
     format: str
@@ -50,21 +76,54 @@ class ParsedDataset:
     output_lens: list[int | None]
     token_lengths: list[int]
     lengths_source: str
+    turns: tuple[int, ...] = ()
+
+    @property
+    def sessions(self) -> bool:
+        return self.format in SESSION_FORMATS
 
     @property
     def num_prompts(self) -> int:
-        return len(self.prompts)
+        """How many prompts it holds (sessions, for a session file: what a profile's count counts)."""
+        return len(self.turns) if self.sessions else len(self.prompts)
+
+    def by_session(self, items: Sequence[T]) -> list[list[T]]:
+        """A session file's per-turn ``items`` (its ``prompts``, ``token_lengths``…), by session."""
+        starts = [0, *accumulate(self.turns)]
+        return [list(items[start:end]) for start, end in zip(starts, starts[1:], strict=False)]
 
 
-def dataset_format(filename: str) -> str:
-    """The format of an upload from its file name; raises for a suffix no reader handles."""
+def dataset_format(filename: str, content: bytes = b"") -> str:
+    """The format of an upload from its file name and, for JSON, its start (a session file's first line
+    is a conversation, its JSON an object); raises for a suffix no reader handles."""
     suffix = PurePath(filename).suffix.lower()
     if suffix not in FORMATS_BY_SUFFIX:
         raise DatasetUploadError(
             f"{filename}: unsupported file type {suffix or '(none)'}; "
-            "upload .jsonl, .csv, .json (ShareGPT) or .txt"
+            "upload .jsonl, .csv, .json (ShareGPT, or sessions) or .txt"
         )
-    return FORMATS_BY_SUFFIX[suffix]
+    return (
+        SESSION_FORMATS_BY_SUFFIX[suffix] if _holds_sessions(suffix, content) else FORMATS_BY_SUFFIX[suffix]
+    )
+
+
+def _holds_sessions(suffix: str, content: bytes) -> bool:
+    """Whether a JSON upload is a session file: a JSON lines file whose first line is a conversation (a
+    list of turns, or an object with ``turns``), a JSON file that is an object (a ShareGPT dump is an
+    array)."""
+    text = content.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if suffix == ".json":
+        return text.startswith(b"{")
+    if suffix != ".jsonl":
+        return False
+    first = text.split(b"\n", 1)[0].strip()
+    if first.startswith(b"["):
+        return True
+    try:
+        value = json.loads(first)
+    except (ValueError, RecursionError):
+        return False  # the prompt reader names the problem
+    return isinstance(value, dict) and "turns" in value and "prompt" not in value
 
 
 def estimate_tokens(text: str) -> int:
@@ -98,6 +157,38 @@ def _rows(path: Path, fmt: str) -> list[tuple[str, int | None]]:
     return _ROW_READERS[fmt](str(path), read_text(str(path)))
 
 
+def _sessions(path: Path, tokenizer: Tokenizer | None) -> list[Conversation]:
+    """Every conversation of a session file, read as the bench reads an agentic trace."""
+    spec = DatasetSpec(kind="agentic-trace", path=str(path), count=MAX_SESSION_TURNS + 1)
+    return read_agentic_sessions(spec, tokenizer)
+
+
+def _parsed_sessions(
+    name: str, fmt: str, sessions: list[Conversation], tokenizer: Tokenizer | None
+) -> ParsedDataset:
+    """A session file's turns, each its new messages' text, output length and length in tokens."""
+    turns = [turn for session in sessions for turn in session.turns]
+    if len(turns) > MAX_SESSION_TURNS:
+        raise DatasetUploadError(
+            f"{name}: the file holds more than {MAX_SESSION_TURNS:,} turns; split it into smaller files"
+        )
+    texts = ["\n".join(message["content"] for message in turn.messages) for turn in turns]
+    counted = [turn.prompt_tokens for turn in turns]
+    if tokenizer is None or None in counted:
+        lengths, source = token_lengths(texts, None)
+    else:
+        lengths, source = [int(count or 0) for count in counted], "tokenizer"
+    return ParsedDataset(
+        name=name,
+        format=fmt,
+        prompts=texts,
+        output_lens=[turn.output_len for turn in turns],
+        token_lengths=lengths,
+        lengths_source=source,
+        turns=tuple(len(session.turns) for session in sessions),
+    )
+
+
 def parse_upload(
     filename: str,
     content: bytes,
@@ -107,19 +198,23 @@ def parse_upload(
 ) -> ParsedDataset:
     """Validate an uploaded file and count its prompts' tokens; raises :class:`DatasetUploadError`."""
     name = PurePath(filename).name or "upload"
-    fmt = dataset_format(name)
     if len(content) > max_bytes:
         raise DatasetUploadError(
             f"{name}: the file is {format_bytes(len(content))}; "
             f"datasets are limited to {format_bytes(max_bytes)}"
         )
+    fmt = dataset_format(name, content)
     with tempfile.TemporaryDirectory(prefix="perflab-upload-") as folder:
         path = Path(folder) / f"upload{SUFFIX_BY_FORMAT[fmt]}"
         path.write_bytes(content)
         try:
+            if fmt in SESSION_FORMATS:
+                return _parsed_sessions(name, fmt, _sessions(path, tokenizer), tokenizer)
             rows = _rows(path, fmt)
         except DatasetError as error:
-            raise DatasetUploadError(name + str(error)[len(error.path) :]) from None
+            where = str(error)[len(error.path) :]
+            hint = JSONL_FORMS if fmt == "jsonl" and error.line == 1 else ""
+            raise DatasetUploadError(name + where + hint) from None
     if not rows:
         raise DatasetUploadError(f"{name}: the file holds no prompts")
     prompts = [prompt for prompt, _ in rows]
@@ -173,5 +268,8 @@ def dataset_file_name(name: str, fmt: str) -> str:
 
 def profile_dataset(dataset: Dataset) -> dict[str, str]:
     """The ``dataset``/``dataset_ref`` fields of a benchmark profile that sends this dataset."""
-    kind = "sharegpt" if dataset.format == "sharegpt" else "custom"
+    if dataset.format in SESSION_FORMATS:
+        kind = "agentic-trace"
+    else:
+        kind = "sharegpt" if dataset.format == "sharegpt" else "custom"
     return {"dataset": kind, "dataset_ref": dataset.content_hash}

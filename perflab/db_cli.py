@@ -9,10 +9,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-import sqlalchemy as sa
-from alembic.util import CommandError
-
-from db import session as db_session
 from perflab.cli_database import add_url_option, command_url, database_problem, missing_database
 
 
@@ -29,6 +25,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import sqlalchemy as sa
+    from alembic.util import CommandError
+
+    from db import session as db_session
+
     url = command_url(args.url)
     label = db_session.describe(url)
     missing = missing_database(url) if args.action == "current" else None

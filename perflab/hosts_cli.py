@@ -20,11 +20,11 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from perflab.host_files import inventory_file_problems
-from perflab.inventory import HostConfig, Inventory, InventoryError, default_inventory_path, load_inventory
-from perflab.probe.status import HostStatus, host_statuses
+if TYPE_CHECKING:
+    from perflab.inventory import HostConfig, Inventory
+    from perflab.probe.status import HostStatus
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -42,6 +42,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from perflab.inventory import InventoryError, default_inventory_path, load_inventory
+
     try:
         inventory = load_inventory(args.file or default_inventory_path())
         hosts = _select(inventory, getattr(args, "names", None) or [])
@@ -50,12 +52,17 @@ def run(args: argparse.Namespace) -> int:
             print(problem, file=sys.stderr)
         return 2
     if args.action == "list":
+        from perflab.host_files import inventory_file_problems
+
         problems = inventory_file_problems(inventory)
         _print_list(hosts, problems, as_json=args.json, out=sys.stdout)
         for host_problems in problems.values():
             for problem in host_problems:
                 print(problem, file=sys.stderr)
         return 1 if problems else 0
+    # Probing connects (SSH, the transports): imported only when hosts are probed.
+    from perflab.probe.status import host_statuses
+
     statuses = host_statuses(hosts)
     _print_statuses(statuses, as_json=args.json, out=sys.stdout)
     return 0 if all(status.error is None for status in statuses) else 1

@@ -28,7 +28,7 @@ from pydantic import (
     model_validator,
 )
 
-from db.session import REPO_ROOT
+from db.home import REPO_ROOT
 from perflab import safe_yaml
 from perflab.bench.user_files import UserFileError
 from perflab.containers.runtime import parse_mount

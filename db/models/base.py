@@ -58,7 +58,7 @@ IN_FLIGHT_RUN_STATUSES: frozenset[str] = frozenset({"launching", "ready", "bench
 RUN_SOURCES: tuple[str, ...] = ("perflab", "imported")
 BENCH_MODES: tuple[str, ...] = ("on-host", "forwarded")
 SAMPLE_SOURCES: tuple[str, ...] = ("engine", "accelerator", "bench", "rapl")
-DATASET_FORMATS: tuple[str, ...] = ("jsonl", "csv", "sharegpt", "text")
+DATASET_FORMATS: tuple[str, ...] = ("jsonl", "csv", "sharegpt", "text", "agentic-jsonl", "agentic-json")
 
 STUDY_STATUSES: tuple[str, ...] = (
     "queued",

@@ -81,7 +81,9 @@ alone picks its endpoint), ignore_eos sent for every dataset (vLLM: random datas
 gives none (vLLM: 256 for every row). Input tokens and peak concurrency follow vLLM's definitions
 (--input-tokens usage, --peak-concurrency per-second); the result records which were used and keeps
 both values (total_prompt_input_tokens, total_usage_input_tokens, max_overlapping_requests,
-max_requests_per_second_bucket).
+max_requests_per_second_bucket). Against perflab's simulated engines (model mode) every figure comes
+from the simulator's own clock (timing_source "simulated"), so the machine's load does not change it;
+--wall-clock times them as a real engine instead.
 
 Workloads vLLM 0.32's bench lacks follow SGLang 0.5.23's bench_serving (--dataset-name
 generated-shared-prefix with --gsp-*, agentic-trace with --agentic-max-turns, mooncake with
@@ -408,6 +410,12 @@ def _add_results(parser: argparse.ArgumentParser) -> None:
         help="what max_concurrent_requests counts: per-second = requests active in the fullest 1-second "
         "bucket (vLLM's, the default), exact = the most requests in flight at one instant",
     )
+    group.add_argument(
+        "--wall-clock",
+        action="store_true",
+        help="time a simulated engine by when its tokens arrive, as a real one, not by its simulated "
+        "clock (the figures then include the load of the machines)",
+    )
     group.add_argument("--label", default=None)
     group.add_argument(
         "--save-result",
@@ -505,6 +513,7 @@ def options_from_args(args: argparse.Namespace) -> BenchOptions:
         request_id_prefix=args.request_id_prefix,
         input_tokens=args.input_tokens,
         peak_concurrency=args.peak_concurrency,
+        wall_clock=args.wall_clock,
         label=args.label,
         progress=progress,
         shared_prefix=SharedPrefixSpec(

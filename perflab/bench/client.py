@@ -11,7 +11,9 @@ SGLang's ``delta.reasoning_content``), ``delta.tool_calls`` or ``delta.function_
 ``content`` without a ``role`` (a token that decodes to nothing); for completions, ``text``. A stream
 of only tool calls therefore has a first token. The per-request timings some servers put on the
 final usage chunk (vLLM 0.33 ``--enable-per-request-metrics``: ``metrics.queue_time_ms`` and
-``metrics.time_to_first_token_ms``) are kept as the server's queue time and TTFT, in seconds. Token
+``metrics.time_to_first_token_ms``) are kept as the server's queue time and TTFT, in seconds; a
+simulator's clock (``perflab_sim_t`` on each token chunk, ``perflab_sim_arrival`` and
+``perflab_sim_late`` on the first: ``perflab.bench.simclock``) is kept beside the arrival times. Token
 chunks that came in one read with a later token chunk of the same response share that read's time,
 which may be later than their own; they are counted in ``Outcome.coalesced``. Failures never raise:
 they end the outcome with a short reason (``http_500``, ``stream_interrupted``, ``timeout``,
@@ -26,6 +28,7 @@ past a bound the request ends ``invalid_response`` (its message names the bound)
 from __future__ import annotations
 
 import json
+import math
 import time
 from json.decoder import JSONDecoder
 from typing import Any, Dict, List, Optional, Union
@@ -95,6 +98,9 @@ class Outcome:
         "cached_tokens",
         "server_queue_s",
         "server_ttft_s",
+        "sim_times",
+        "sim_arrival",
+        "sim_late",
         "coalesced",
         "error",
         "reason",
@@ -113,6 +119,9 @@ class Outcome:
         self.cached_tokens: Optional[int] = None
         self.server_queue_s: Optional[float] = None
         self.server_ttft_s: Optional[float] = None
+        self.sim_times: List[float] = []
+        self.sim_arrival: Optional[float] = None
+        self.sim_late = 0.0
         self.coalesced = 0
         self.error: Optional[str] = None
         self.reason: Optional[str] = None
@@ -185,6 +194,28 @@ def _read_server_metrics(outcome: Outcome, metrics: Any) -> None:
     if isinstance(metrics, dict):
         outcome.server_queue_s = _milliseconds_as_seconds(metrics.get("queue_time_ms"))
         outcome.server_ttft_s = _milliseconds_as_seconds(metrics.get("time_to_first_token_ms"))
+
+
+def _clock_seconds(event: Dict[str, Any], key: str) -> Optional[float]:
+    """A simulator's clock field of an event (seconds), None when absent; ValueError when it is no
+    finite number."""
+    value = event.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{key} is not a finite number")
+    return float(value)
+
+
+def _read_clock(outcome: Outcome, event: Dict[str, Any]) -> None:
+    """The simulated time of a token chunk, and on the first one the request's simulated send time."""
+    made = _clock_seconds(event, "perflab_sim_t")
+    if made is None:
+        return
+    outcome.sim_times.append(made)
+    if len(outcome.sim_times) == 1:
+        outcome.sim_arrival = _clock_seconds(event, "perflab_sim_arrival")
+        outcome.sim_late = _clock_seconds(event, "perflab_sim_late") or 0.0
 
 
 def _tool_call_text(delta: Dict[str, Any]) -> str:
@@ -270,6 +301,7 @@ class StreamDecoder:
                         chars.append(len(text))
                         if self._keep_text and text:
                             outcome.text_parts.append(text)
+                        _read_clock(outcome, event)
                 elif "error" in event or event.get("object") == "error":
                     outcome.fail("server_error", f"error event in stream: {_error_message(payload)}")
                     raise StreamAborted()

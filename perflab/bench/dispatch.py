@@ -4,7 +4,9 @@
 ``Phase.run`` dispatches each request at its due time (absolute offsets, so lateness never
 accumulates), lets it wait for a concurrency slot, cuts it off after its deadline (``--timeout``, else
 derived from the tokens it asks for) or once it carries more text chunks than those tokens allow, and
-records when it was due and when it was really dispatched (``dispatch_lag_ms``).
+records when it was due and when it was really dispatched (``dispatch_lag_ms``). With a clock run
+(``clock_run``) each request carries its place in the phase's schedule for a simulator's clock
+(``simclock``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from perflab.bench.client import Outcome, build_body, max_text_chunks, stream_re
 from perflab.bench.datasets import Message, Sample
 from perflab.bench.options import BenchOptions
 from perflab.bench.progress import Progress
+from perflab.bench.simclock import HEADER, ClockMarks
 
 
 @dataclass
@@ -139,9 +142,12 @@ class Phase:
         options: BenchOptions,
         keep_text: bool,
         progress: Progress,
+        clock_run: Optional[str] = None,
     ):
         self._transport = transport
         self.options = options
+        self.clock_run = clock_run
+        self.marks: Optional[ClockMarks] = None
         self._chat = options.endpoint_kind == "chat"
         self._keep_text = keep_text
         self.progress = progress
@@ -183,27 +189,37 @@ class Phase:
             if self._slots is not None:
                 self._slots.release()
 
-    def _start(self, item: Prepared, due: float) -> Awaitable[None]:
+    def _start(self, index: int, item: Prepared, due: float) -> Awaitable[None]:
+        if self.marks is not None:
+            item.request.headers[HEADER] = self.marks.first(index)
         dispatch = Dispatch(item, due, time.perf_counter(), Outcome())
         self.dispatches.append(dispatch)
         return self._one(dispatch)
 
     async def dispatch_all(
-        self, items: Sequence[Any], schedule: Sequence[float], start: Callable[[Any, float], Awaitable[None]]
+        self,
+        items: Sequence[Any],
+        schedule: Sequence[float],
+        start: Callable[[int, Any, float], Awaitable[None]],
+        targets: Sequence[str],
     ) -> List[Dispatch]:
-        """Start ``start(items[i], schedule[i])`` at each due time; return the dispatches once all have
-        ended (cancelling the run cancels what is in flight)."""
+        """Start ``start(i, items[i], schedule[i])`` at each due time; return the dispatches once all have
+        ended (cancelling the run cancels what is in flight). ``targets`` names each item's server."""
+        if self.clock_run is not None:
+            self.marks = ClockMarks(
+                self.clock_run, targets, schedule, self.options.max_concurrency, self.options.base_urls
+            )
         loop = asyncio.get_running_loop()
         origin = loop.time()
         self.started_at = time.perf_counter()
         tasks = []
         self.progress.start()
         try:
-            for item, due in zip(items, schedule):
+            for index, (item, due) in enumerate(zip(items, schedule)):
                 delay = origin + due - loop.time()
                 if delay > 0:
                     await asyncio.sleep(delay)
-                tasks.append(loop.create_task(start(item, due)))
+                tasks.append(loop.create_task(start(index, item, due)))
                 if not delay > 0:
                     await asyncio.sleep(0)
             await asyncio.gather(*tasks)
@@ -218,7 +234,7 @@ class Phase:
     async def run(self, prepared: Sequence[Prepared], schedule: Sequence[float]) -> List[Dispatch]:
         """Dispatch each request at ``start + schedule[i]``; return when all have ended (cancelling
         the run cancels the requests in flight)."""
-        return await self.dispatch_all(prepared, schedule, self._start)
+        return await self.dispatch_all(prepared, schedule, self._start, [item.base_url for item in prepared])
 
 
 def dispatch_lag_ms(phases: Sequence[Tuple[Sequence[Dispatch], float]]) -> Dict[str, float]:

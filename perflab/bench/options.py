@@ -233,6 +233,7 @@ class BenchOptions:
     request_id_prefix: Optional[str] = None
     input_tokens: str = "usage"
     peak_concurrency: str = "per-second"
+    wall_clock: bool = False
     label: Optional[str] = None
     progress: str = "bar"
     shared_prefix: SharedPrefixSpec = field(default_factory=SharedPrefixSpec)
@@ -468,6 +469,8 @@ class BenchOptions:
         if self.request_id_prefix is not None:
             argv += ["--request-id-prefix", self.request_id_prefix]
         argv += ["--input-tokens", self.input_tokens, "--peak-concurrency", self.peak_concurrency]
+        if self.wall_clock:
+            argv.append("--wall-clock")
         argv += self._workload_argv()
         if self.label is not None:
             argv += ["--label", self.label]

@@ -2,15 +2,29 @@
 
 JSON mode writes one line per second (and a last one at the end)::
 
-    PERFLAB_PROGRESS {"done": n, "failed": f, "total": N, "elapsed_s": s, "in_flight": k,
-                      "e2el_sum_s": l, "e2el_n": m, "clock_s": c}
+    PERFLAB_PROGRESS {"phase": "warmup"|"benchmark", "done": n, "failed": f, "total": N, "elapsed_s": s,
+                      "in_flight": k, "e2el_sum_s": l, "e2el_n": m, "clock_s": c}
 
-``done`` counts every request that ended, ``failed`` those of them that failed; ``e2el_sum_s`` is the
+``phase`` says which requests the line counts (the warm-up's, or the measured ones); ``done`` counts
+every request that ended, ``failed`` those of them that failed; ``e2el_sum_s`` is the
 sum of the end-to-end latencies of the ``e2el_n`` successful requests so far (sent → last token, as
 the per-request records measure it), so a reader gets the mean latency of the requests that ended
 between two lines from measured values. ``clock_s`` is when the line was written on the bench process's
 ``perf_counter`` clock, the clock of the result's ``bench_clock_window_s``: a reader that stamps each
 line when it arrives places that window on its own clock (the smallest arrival − ``clock_s``).
+
+A benchmark sized to a floor (``--perflab-min-duration``/``--perflab-min-requests``,
+:mod:`perflab.bench.rounds`) counts its rounds in one line: ``total`` grows by each round's requests as
+the round begins, and the line carries ``rounds``::
+
+    "rounds": {"number": k, "first": d, "started_s": t, "measured_s": m, "completed": c,
+               "paused_s": p, "min_duration_s": D, "min_requests": R, "next": false}
+
+``number`` is the round being sent (from 1), ``first`` the requests that had ended before it and
+``started_s`` the ``elapsed_s`` it began at; ``measured_s``, ``completed`` and ``paused_s`` are the
+measured seconds, successful requests and pauses between rounds of the rounds that ended; ``D`` and
+``R`` the floor. A round's first line is written as it begins; once it has ended, one line says what
+follows: ``next`` true while the next round is being prepared, else it is the last line.
 
 The bar redraws in place on a terminal and prints a plain line every few seconds otherwise.
 """
@@ -22,7 +36,7 @@ import contextlib
 import json
 import sys
 import time
-from typing import Optional, TextIO
+from typing import Any, Dict, Optional, TextIO
 
 PROGRESS_PREFIX = "PERFLAB_PROGRESS "
 CLOCK_KEY = "clock_s"
@@ -34,8 +48,15 @@ class Progress:
     """Counters updated by the request tasks and a ticker task that reports them."""
 
     def __init__(
-        self, total: int, mode: str, stream: Optional[TextIO] = None, phase: str = "benchmark"
+        self,
+        total: int,
+        mode: str,
+        stream: Optional[TextIO] = None,
+        phase: str = "benchmark",
+        floor: Optional[Dict[str, float]] = None,
     ) -> None:
+        """``floor``: ``{"min_duration_s": D, "min_requests": R}`` when the requests are sent in rounds
+        (see the module), counted from :meth:`begin_round` on."""
         self.total = total
         self.mode = mode
         self.phase = phase
@@ -49,6 +70,37 @@ class Progress:
         self._task: Optional["asyncio.Task[None]"] = None
         self._last_plain = 0.0
         self._began = False
+        self.rounds: Optional[Dict[str, Any]] = (
+            None
+            if floor is None
+            else {
+                "number": 0,
+                "first": 0,
+                "started_s": 0.0,
+                "measured_s": 0.0,
+                "completed": 0,
+                "paused_s": 0.0,
+                **floor,
+                "next": False,
+            }
+        )
+
+    def begin_round(self, number: int, requests: int) -> None:
+        """Round ``number`` (from 1) of ``requests`` more requests is about to be sent."""
+        self.total += requests
+        if self.rounds is not None:
+            self.rounds.update(number=number, first=self.done, next=False)
+
+    def end_round(self, another: bool, measured_s: float, completed: int, paused_s: float) -> None:
+        """The round ended; ``another``: whether another follows. Reports it at once, with the
+        ``measured_s`` seconds, ``completed`` requests and ``paused_s`` pauses of the rounds so far
+        (nothing without a floor: :meth:`stop` wrote the last line)."""
+        if self.rounds is None:
+            return
+        self.rounds.update(
+            measured_s=round(measured_s, 6), completed=completed, paused_s=round(paused_s, 6), next=another
+        )
+        self.report(final=not another)
 
     def sent(self) -> None:
         self.in_flight += 1
@@ -69,6 +121,7 @@ class Progress:
 
     def snapshot(self) -> dict:
         return {
+            "phase": self.phase,
             "done": self.done,
             "failed": self.failed,
             "total": self.total,
@@ -77,6 +130,7 @@ class Progress:
             "e2el_sum_s": round(self.e2el_sum_s, 6),
             "e2el_n": self.e2el_n,
             CLOCK_KEY: round(time.perf_counter(), 6),
+            **({"rounds": dict(self.rounds)} if self.rounds is not None else {}),
         }
 
     def render(self) -> str:
@@ -84,8 +138,10 @@ class Progress:
         fraction = self.done / self.total if self.total else 1.0
         filled = int(fraction * BAR_WIDTH)
         bar = "=" * filled + (">" if filled < BAR_WIDTH else "") + " " * max(BAR_WIDTH - filled - 1, 0)
+        number = self.rounds["number"] if self.rounds is not None else 0
         return (
-            f"{self.phase} {self.done:>6}/{self.total} [{bar}] {fraction * 100:3.0f}%"
+            f"{self.phase}{f' round {number}' if number > 1 else ''} {self.done:>6}/{self.total} [{bar}] "
+            f"{fraction * 100:3.0f}%"
             f"  failed {self.failed}  in flight {self.in_flight}  {self.elapsed_s:6.1f} s"
         )
 
@@ -119,13 +175,19 @@ class Progress:
         if not self._began:
             self._started = time.perf_counter()
             self._began = True
+        if self.rounds is not None:
+            self.rounds["started_s"] = round(self.elapsed_s, 3)
+            self.report()  # a round's first line as it begins: its requests are in the total
         if self.mode != "none":
             self._task = asyncio.get_running_loop().create_task(self._tick())
 
     async def stop(self) -> None:
+        """Stop reporting, with a last line; a round's last line is :meth:`end_round`'s, which says
+        whether another round follows."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-        self.report(final=True)
+        if self.rounds is None:
+            self.report(final=True)

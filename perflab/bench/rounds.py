@@ -10,10 +10,11 @@ fresh draw of prompts each time (:func:`round_spec`). Every round samples the sa
 server measures the same quantity as a slower one, over more rounds.
 
 The measured time is the sum of the rounds' own times (each from its first dispatch to its last
-completion); the pauses between rounds, while the next draw is prepared and the prefix cache emptied,
-are left out of every figure and reported beside them (``rounds`` in the result). Rounds stop at the
-floor, when a round completes no request (another would not either), or when another would pass
-:data:`MAX_MEASURED_REQUESTS` requests in all.
+completion, by the clock the run is timed by: a simulator's own, :mod:`perflab.bench.simclock`, else
+the wall clock); the pauses between rounds, while the next draw is prepared and the prefix cache
+emptied, are left out of every figure and reported beside them (``rounds`` in the result). Rounds
+stop at the floor, when a round completes no request (another would not either), or when another would
+pass :data:`MAX_MEASURED_REQUESTS` requests in all.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from perflab.bench.client import Outcome
 from perflab.bench.datasets import DatasetSpec
 from perflab.bench.dispatch import Dispatch
 from perflab.bench.records import RequestRecord
-from perflab.bench.tally import to_record
+from perflab.bench.simclock import clock_timing
+from perflab.bench.tally import request_times, to_record
 from perflab.bench.tokenizer import Tokenizer
 
 # The most requests one benchmark measures over all its rounds (the bound of --num-prompts).
@@ -108,27 +111,35 @@ def round_items(items: Sequence[Any], count: int, round_index: int, pool: bool) 
     return list(items[-count:] if pool and round_index else items)
 
 
-def _ended_at(dispatch: Dispatch) -> float:
-    return max(dispatch.outcome.ended_at, dispatch.sent_at)
+def _span(dispatches: Sequence[Dispatch], simulated: bool, default: float) -> Tuple[float, float]:
+    """``(first send, last end)`` of a round's requests by the wall clock or the ``simulated`` one
+    (``(default, default)`` for a round that sent none)."""
+    times = [request_times(dispatch, simulated) for dispatch in dispatches]
+    first = min((sent for sent, _, _, _ in times), default=default)
+    return first, max([first, *(ended for _, _, ended, _ in times)])
 
 
 @dataclass
 class _Round:
     dispatches: List[Dispatch]
-    origin: float
     first_session: int
     dataset_source: str
+    wall: Tuple[float, float]
+    simulated: Tuple[float, float]
 
 
 @dataclass
 class MeasuredRounds:
     """The rounds a run has measured so far: their dispatches, measured time and counts, and how each
-    round's times are placed on the measured time (right after the round before it)."""
+    round's times are placed on the measured time (right after the round before it).
+
+    A run against a simulator that answers with its clock (:mod:`perflab.bench.simclock`) is timed by
+    it: each round's time, the floor's sum and the records are the simulator's (each round on its own
+    timeline, from its first send to its last end); otherwise by the wall clock. The pauses between
+    rounds, and the energy window (:meth:`clock_window`), are always the wall clock's."""
 
     rounds: List[_Round] = field(default_factory=list)
     phases: List[Tuple[List[Dispatch], float]] = field(default_factory=list)
-    measured_s: float = 0.0
-    round_s: List[float] = field(default_factory=list)
     paused_s: float = 0.0
     completed: int = 0
     last_completed: int = 0
@@ -139,7 +150,6 @@ class MeasuredRounds:
     reads: Dict[str, int] = field(default_factory=dict)
     coalesced_chunks: int = 0
     resets_done: int = 0
-    _last_end: Optional[float] = None
 
     @property
     def count(self) -> int:
@@ -160,15 +170,12 @@ class MeasuredRounds:
         """One more round: its ended ``dispatches`` (``sent`` were started), its phase's start, the
         sessions it planned, how its prompts were counted, its connections, its reads by timing
         source, and its cache reset."""
-        first = min((dispatch.dispatched_at for dispatch in dispatches), default=started_at)
-        last = max((_ended_at(dispatch) for dispatch in dispatches), default=first)
-        if self._last_end is not None:
-            self.paused_s += max(first - self._last_end, 0.0)
-        self._last_end = last
-        self.rounds.append(_Round(dispatches, first - self.measured_s, self.sessions, dataset_source))
+        wall = _span(dispatches, False, started_at)
+        if self.rounds:
+            self.paused_s += max(wall[0] - self.rounds[-1].wall[1], 0.0)
+        simulated = _span(dispatches, True, 0.0)
+        self.rounds.append(_Round(dispatches, self.sessions, dataset_source, wall, simulated))
         self.phases.append((dispatches, started_at))
-        self.round_s.append(last - first)
-        self.measured_s += last - first
         self.last_completed = sum(1 for dispatch in dispatches if dispatch.outcome.success)
         self.completed += self.last_completed
         self.sent += sent
@@ -181,6 +188,34 @@ class MeasuredRounds:
         self.coalesced_chunks += sum(dispatch.outcome.coalesced for dispatch in dispatches)
         self.resets_done += 1 if reset.get("done") else 0
 
+    def _outcomes(self) -> List[Outcome]:
+        return [dispatch.outcome for measured in self.rounds for dispatch in measured.dispatches]
+
+    @property
+    def simulated(self) -> bool:
+        """Whether the run is timed by the simulator's clock (:func:`~perflab.bench.simclock.clock_timing`
+        over every round's requests)."""
+        return clock_timing(self._outcomes())[0]
+
+    def clock_notes(self) -> List[str]:
+        """The notes that go with the clock the run is timed by."""
+        return clock_timing(self._outcomes())[1]
+
+    def _spans(self) -> List[Tuple[float, float]]:
+        """Each round's ``(first send, last end)`` by the clock the run is timed by."""
+        simulated = self.simulated
+        return [measured.simulated if simulated else measured.wall for measured in self.rounds]
+
+    @property
+    def round_s(self) -> List[float]:
+        """Each round's measured time."""
+        return [last - first for first, last in self._spans()]
+
+    @property
+    def measured_s(self) -> float:
+        """The rounds' measured time in all (the pauses between them left out)."""
+        return sum(self.round_s)
+
     def another(self, floor: Floor, per_round: int) -> bool:
         """Whether ``floor`` asks for another round of ``per_round`` requests (:func:`another_round`)."""
         return another_round(
@@ -190,23 +225,26 @@ class MeasuredRounds:
     def clock_window(self) -> List[float]:
         """``[first send, last receive]`` over every round on the ``perf_counter`` clock (the pauses
         between rounds inside it): the span the engine served this result in, where its energy is read."""
-        dispatches = [dispatch for measured in self.rounds for dispatch in measured.dispatches]
-        first = min(dispatch.dispatched_at for dispatch in dispatches)
-        last = max((_ended_at(dispatch) for dispatch in dispatches), default=first)
+        spans = [measured.wall for measured in self.rounds if measured.dispatches]
+        first = min(first for first, _ in spans)
+        last = max(last for _, last in spans)
         return [round(first, 6), round(max(last, first), 6)]
 
     def records(self, tokenizer: Optional[Tokenizer]) -> List[RequestRecord]:
         """Every round's records, numbered in order, times on the measured time, sessions numbered
         after the earlier rounds'."""
+        simulated = self.simulated
         records: List[RequestRecord] = []
-        for measured in self.rounds:
+        before = 0.0
+        for measured, (first, last) in zip(self.rounds, self._spans()):
             for dispatch in measured.dispatches:
                 record = to_record(
-                    len(records), dispatch, measured.origin, measured.dataset_source, tokenizer
+                    len(records), dispatch, first - before, measured.dataset_source, tokenizer, simulated
                 )
                 if record.session is not None:
                     record.session += measured.first_session
                 records.append(record)
+            before += last - first
         return records
 
     def prompts(self) -> List[str]:

@@ -18,7 +18,9 @@ server as requests can be in flight there (the concurrency limit, else the reque
 for accepting them — while it is being timed (``preconnected`` in the result). The run's
 ``timing_source`` says how the reads of the measured requests were stamped: ``kernel`` (the
 kernel's receive time), ``poll`` (when the event loop's poll returned) or ``read`` (when the read was
-processed), ``+``-joined when several occurred.
+processed), ``+``-joined when several occurred — or ``simulated``: every request of both phases tells
+a simulator its place in the schedule, and when every successful measured response carried the
+simulator's clock the figures come from that clock (``simclock``; not with ``--wall-clock``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import contextlib
 import dataclasses
 import gc
 import resource
+import secrets
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -49,6 +52,7 @@ from perflab.bench.rounds import POOL_DATASETS, Floor, MeasuredRounds, round_ite
 from perflab.bench.rxstamp import SOURCE_KERNEL
 from perflab.bench.session_metrics import session_summary, ttft_by_turn
 from perflab.bench.sessions import SessionPhase, session_turns
+from perflab.bench.simclock import SOURCE_SIMULATED
 from perflab.bench.stopping import (
     BenchStopped,
     EarlyStop,
@@ -280,16 +284,25 @@ def sending_phase(
     phase: str = "benchmark",
     progress: Optional[Progress] = None,
     first_session: int = 0,
+    clock_run: Optional[str] = None,
 ) -> Phase:
     """The phase that sends ``items``: sessions (counted by their turns; the measured ones numbered after
     the warm-up's and the earlier rounds', from ``first_session``), or prepared requests; counted in
-    ``progress`` when given (the rounds of one run share it)."""
+    ``progress`` when given (the rounds of one run share it); ``clock_run`` names its timeline for a
+    simulator's clock."""
     if ready.dataset.sessions is not None:
         first = len(ready.warmup) + first_session if phase == "benchmark" else 0
         counted = progress or Progress(session_turns(items), options.progress, phase=phase)
-        return SessionPhase(transport, options, counted, first_session=first)
+        return SessionPhase(transport, options, counted, first_session=first, clock_run=clock_run)
     counted = progress or Progress(len(items), options.progress, phase=phase)
-    return Phase(transport, options, keep_text, counted)
+    return Phase(transport, options, keep_text, counted, clock_run=clock_run)
+
+
+def _progress_floor(floor: Floor) -> Optional[Dict[str, float]]:
+    """The floor the progress lines count rounds against (None without one: a single round)."""
+    if not floor.min_duration_s and not floor.min_requests:
+        return None
+    return {"min_duration_s": floor.min_duration_s, "min_requests": floor.min_requests}
 
 
 def _reset_or_not(options: BenchOptions) -> Dict[str, Any]:
@@ -348,6 +361,7 @@ async def run_benchmark_async(
     raise_open_file_limit()
     ready = await unless_stopped(stop, in_thread(lambda: prepare(options)), "while preparing the dataset")
     tokenizers, dataset = ready.tokenizers, ready.dataset
+    bench = None if options.wall_clock else secrets.token_hex(8)
     notes = dataset.notes
     floor = Floor(options.min_duration_s, options.min_requests)
     measured = MeasuredRounds()
@@ -356,21 +370,30 @@ async def run_benchmark_async(
             transport = StreamingTransport()
         try:
             if ready.warmup:
-                warmup_phase = sending_phase(transport, options, ready, ready.warmup, False, phase="warmup")
+                warmup_phase = sending_phase(
+                    transport,
+                    options,
+                    ready,
+                    ready.warmup,
+                    False,
+                    phase="warmup",
+                    clock_run=bench and f"{bench}/warmup",
+                )
                 await unless_stopped(
                     stop, warmup_phase.run(ready.warmup, [0.0] * len(ready.warmup)), "during the warm-up"
                 )
-            progress = Progress(0, options.progress)
+            progress = Progress(0, options.progress, floor=_progress_floor(floor))
             window = EngineWindow(options.base_urls, options.headers())
             current: Optional[Preparation] = ready
             cache_reset: Dict[str, Any] = {}
             while current is not None:
                 index = measured.count
                 ahead = round_options(options, index)
-                progress.total += (
+                progress.begin_round(
+                    index + 1,
                     session_turns(current.measured)
                     if current.dataset.sessions is not None
-                    else len(current.measured)
+                    else len(current.measured),
                 )
                 phase = sending_phase(
                     transport,
@@ -380,6 +403,7 @@ async def run_benchmark_async(
                     tokenizers.best is not None,
                     progress=progress,
                     first_session=measured.sessions,
+                    clock_run=bench and f"{bench}/measured-{index}",
                 )
                 reset = _reset_or_not(options)
                 cache_reset = cache_reset or reset
@@ -404,7 +428,9 @@ async def run_benchmark_async(
                     reset=reset,
                 )
                 notes.extend(note for note in current.dataset.notes if note not in notes)
-                if stop.cut or not measured.another(floor, len(current.measured)):
+                another = not stop.cut and measured.another(floor, len(current.measured))
+                progress.end_round(another, measured.measured_s, measured.completed, measured.paused_s)
+                if not another:
                     break
                 current = await _next_round(stop, options, ready, index + 1)
             engine_fields = window.fields()
@@ -427,11 +453,11 @@ async def run_benchmark_async(
         input_tokens_check=ready.length_check,
         dispatch_lag=dispatch_lag_ms(measured.phases),
         timing={
-            "timing_source": timing_source(measured.reads),
+            "timing_source": SOURCE_SIMULATED if measured.simulated else timing_source(measured.reads),
             "preconnected": measured.preconnected or 0,
             "coalesced_chunks": measured.coalesced_chunks,
         },
-        notes=notes,
+        notes=notes + measured.clock_notes(),
     )
     result.update(engine_fields)
     result[CLOCK_WINDOW_KEY] = measured.clock_window()

@@ -7,7 +7,9 @@ history is cached): each is sent with the messages of every earlier turn, the se
 each (the text it streamed, reasoning and tool-call text included), and the turn's own messages. After
 a reply the session waits a think time drawn from a normal distribution
 (``--conversation-turn-delay-mean``/``-stddev`` in ms, AIPerf's names, never below 0; seeded per
-session) before its next turn. A turn that fails ends its session: its later turns need its reply.
+session, drawn when the session starts) before its next turn; against a simulator's clock each turn
+declares that think time, so the simulator knows when the next turn is sent (``simclock``). A turn
+that fails ends its session: its later turns need its reply.
 
 Each turn is one ``Dispatch`` (its ``Prepared`` names the session and turn); it is due when the
 session reached it, so ``dispatch_lag_ms`` measures the client's own lateness. A turn's prompt length
@@ -20,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from typing import Awaitable, List, Optional, Sequence, Tuple
+from typing import Awaitable, List, Optional, Sequence
 
 import httpx
 
@@ -29,6 +31,7 @@ from perflab.bench.datasets import Message, Sample, Session
 from perflab.bench.dispatch import Dispatch, Phase, RequestBuilder
 from perflab.bench.options import BenchOptions
 from perflab.bench.progress import Progress
+from perflab.bench.simclock import HEADER
 
 
 def think_time_s(rng: random.Random, mean_ms: float, stddev_ms: float) -> float:
@@ -52,17 +55,28 @@ class SessionPhase(Phase):
         options: BenchOptions,
         progress: Progress,
         first_session: int = 0,
+        clock_run: Optional[str] = None,
     ) -> None:
-        super().__init__(transport, options, True, progress)
+        super().__init__(transport, options, True, progress, clock_run)
         self._builder = RequestBuilder(options)
         self._session_slots = asyncio.Semaphore(options.max_concurrency) if options.max_concurrency else None
         self._first_session = first_session
 
     def _turn(
-        self, number: int, index: int, messages: List[Message], own_tokens: Optional[int], output_len: int
+        self,
+        number: int,
+        index: int,
+        messages: List[Message],
+        own_tokens: Optional[int],
+        output_len: int,
+        then: Optional[float],
     ) -> Dispatch:
+        """Turn ``number`` of session ``index``; ``then``: the think time before the next turn, if any."""
         prepared = self._builder.build(messages, Sample("", own_tokens, output_len), index)
         prepared.session, prepared.turn = index, number
+        if self.marks is not None:
+            mark = self.marks.turn(index, number, then) if number else self.marks.first(index, then)
+            prepared.request.headers[HEADER] = mark
         now = time.perf_counter()
         dispatch = Dispatch(prepared, now - self.started_at, now, Outcome())
         self.dispatches.append(dispatch)
@@ -72,21 +86,22 @@ class SessionPhase(Phase):
         rng = random.Random(f"{self.options.seed}:{self._first_session + index}")
         if self._session_slots is not None:
             await self._session_slots.acquire()
+        pauses = [
+            think_time_s(rng, self.options.turn_delay_mean_ms, self.options.turn_delay_stddev_ms)
+            for _ in item.turns[1:]
+        ]
         try:
             history: List[Message] = []
             counted: Optional[int] = 0
             for number, turn in enumerate(item.turns):
-                if number:
-                    pause = think_time_s(
-                        rng, self.options.turn_delay_mean_ms, self.options.turn_delay_stddev_ms
-                    )
-                    if pause:
-                        await asyncio.sleep(pause)
+                if number and pauses[number - 1]:
+                    await asyncio.sleep(pauses[number - 1])
                 messages = history + turn.messages
                 counted = (
                     None if counted is None or turn.prompt_tokens is None else counted + turn.prompt_tokens
                 )
-                dispatch = self._turn(number, index, messages, counted, turn.output_len)
+                then = pauses[number] if number < len(pauses) else None
+                dispatch = self._turn(number, index, messages, counted, turn.output_len, then)
                 await self.send(dispatch)
                 outcome = dispatch.outcome
                 if not outcome.success:
@@ -105,10 +120,12 @@ class SessionPhase(Phase):
     async def run(self, sessions: Sequence[Session], schedule: Sequence[float]) -> List[Dispatch]:  # type: ignore[override]
         """Start each session at ``start + schedule[i]``; return when every one has ended."""
 
-        def start(item: Tuple[int, Session], due: float) -> Awaitable[None]:
-            return self._session(item[1], item[0])
+        def start(index: int, session: Session, due: float) -> Awaitable[None]:
+            return self._session(session, index)
 
-        return await self.dispatch_all(list(enumerate(sessions)), schedule, start)
+        servers = self.options.base_urls
+        targets = [servers[index % len(servers)] for index in range(len(sessions))]
+        return await self.dispatch_all(sessions, schedule, start, targets)
 
 
 def session_turns(sessions: Sequence[Session]) -> int:

@@ -3,12 +3,14 @@
 Output tokens come from the server's usage when it reported them, else from a tokenizer over the
 streamed text, else from the number of text chunks; the prompt's own tokens from the dataset's exact
 count, else the server's usage, else the dataset's estimate, and the server's ``usage.prompt_tokens``
-beside them. Each record says which source it used.
+beside them. Each record says which source it used. A run timed by a simulator's clock (``simclock``)
+takes its times from that clock: the request's simulated send time and each chunk's, on the phase's
+timeline (a failed request without them counts from when it was due).
 """
 
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 from perflab.bench.client import Outcome
 from perflab.bench.datasets import Sample
@@ -46,20 +48,46 @@ def input_count(sample: Sample, outcome: Outcome, dataset_source: str) -> Tuple[
     return 0, "unknown"
 
 
-def to_record(
-    index: int, dispatch: Dispatch, origin: float, dataset_source: str, tokenizer: Optional[Tokenizer]
-) -> RequestRecord:
-    """A measured request as a ``RequestRecord``, its times relative to ``origin``."""
+def wall_times(dispatch: Dispatch) -> Tuple[float, float, float, List[float]]:
+    """Dispatched, sent, ended and chunk times of a request by the wall clock (``perf_counter``)."""
     outcome = dispatch.outcome
     sent_at = dispatch.sent_at
+    return dispatch.dispatched_at, sent_at, max(outcome.ended_at, sent_at), list(outcome.chunk_times)
+
+
+def simulated_times(dispatch: Dispatch) -> Tuple[float, float, float, List[float]]:
+    """The same times by the simulator's clock (the phase's timeline)."""
+    outcome = dispatch.outcome
+    sent = outcome.sim_arrival if outcome.sim_arrival is not None else dispatch.scheduled_s
+    chunks = list(outcome.sim_times)
+    return sent, sent, max([sent, *chunks[-1:]]), chunks
+
+
+def request_times(dispatch: Dispatch, simulated: bool) -> Tuple[float, float, float, List[float]]:
+    """A request's times by the clock its run is timed by: the ``simulated`` one, or the wall clock."""
+    return simulated_times(dispatch) if simulated else wall_times(dispatch)
+
+
+def to_record(
+    index: int,
+    dispatch: Dispatch,
+    origin: float,
+    dataset_source: str,
+    tokenizer: Optional[Tokenizer],
+    simulated: bool = False,
+) -> RequestRecord:
+    """A measured request as a ``RequestRecord``, its times (by the wall clock, or the ``simulated``
+    one) relative to ``origin``."""
+    outcome = dispatch.outcome
+    dispatched, start, end, chunk_times = request_times(dispatch, simulated)
     record = RequestRecord(
         index=index,
         base_url=dispatch.prepared.base_url,
         scheduled_s=dispatch.scheduled_s,
-        dispatched_s=dispatch.dispatched_at - origin,
-        start_s=sent_at - origin,
-        end_s=max(outcome.ended_at, sent_at) - origin,
-        chunk_times_s=[arrival - origin for arrival in outcome.chunk_times],
+        dispatched_s=dispatched - origin,
+        start_s=start - origin,
+        end_s=end - origin,
+        chunk_times_s=[chunk - origin for chunk in chunk_times],
         success=outcome.success,
         error=outcome.error,
         reason=outcome.reason,

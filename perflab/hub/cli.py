@@ -11,11 +11,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from perflab.hub.catalog import hub_file
-from perflab.hub.client import HubError, fetch, hub_endpoint, hub_token
-from perflab.settings import hub_cache_dir
-from perflab.views.formatting import format_bytes
-
 PROGRESS_STEP = 0.05
 
 
@@ -34,6 +29,8 @@ class _Progress:
         self.next_mark = 0.0
 
     def __call__(self, done: int, total: int | None) -> None:
+        from perflab.views.formatting import format_bytes
+
         mark = done / total if total else done / (64 * 1024 * 1024)
         if mark >= self.next_mark:
             shown = f"{format_bytes(done)} of {format_bytes(total)}" if total else format_bytes(done)
@@ -42,6 +39,11 @@ class _Progress:
 
 
 def run(args: argparse.Namespace) -> int:
+    from perflab.hub.catalog import hub_file
+    from perflab.hub.client import HubError, fetch, hub_endpoint, hub_token
+    from perflab.settings import hub_cache_dir
+    from perflab.views.formatting import format_bytes
+
     try:
         file = hub_file(args.name)
     except HubError as problem:

@@ -6,29 +6,22 @@ command above it), :mod:`~perflab.importers.guidellm` (guidellm JSON reports). :
 detects the format from the content; :func:`import_files` / :func:`import_content` store the results.
 """
 
-from perflab.importers.detect import parse_content
-from perflab.importers.model import ImportedResult, ImportFileError
-from perflab.importers.store import (
-    AlreadyImported,
-    ImportFailed,
-    ParsedFile,
-    import_content,
-    import_files,
-    read_file,
-    run_record,
-    store_parsed,
-)
+from perflab.lazy_exports import lazy_exports
 
-__all__ = [
-    "AlreadyImported",
-    "ImportFailed",
-    "ImportFileError",
-    "ImportedResult",
-    "ParsedFile",
-    "import_content",
-    "import_files",
-    "parse_content",
-    "read_file",
-    "run_record",
-    "store_parsed",
-]
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "perflab.importers.detect": ("parse_content",),
+        "perflab.importers.model": ("ImportedResult", "ImportFileError"),
+        "perflab.importers.store": (
+            "AlreadyImported",
+            "ImportFailed",
+            "ParsedFile",
+            "import_content",
+            "import_files",
+            "read_file",
+            "run_record",
+            "store_parsed",
+        ),
+    },
+)

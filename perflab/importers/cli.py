@@ -12,11 +12,7 @@ import argparse
 import json
 import sys
 
-from db import session as db_session
-from perflab.auth import cli_user
 from perflab.cli_database import add_url_option, command_engine
-from perflab.importers.model import ImportFileError
-from perflab.importers.store import AlreadyImported, read_file, run_record, store_parsed
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -30,6 +26,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from db import session as db_session
+    from perflab.auth import cli_user
+    from perflab.importers.model import ImportFileError
+    from perflab.importers.store import AlreadyImported, read_file, run_record, store_parsed
+
     engine = command_engine(args.url)
     records = []
     failed = 0

@@ -9,20 +9,15 @@ rules,
 and :func:`~perflab.report.export.write_report` writes it all to a directory or a zip.
 """
 
-from perflab.report.export import report_files, write_report, zip_bytes
-from perflab.report.from_runs import RunLayoutError, build_report_from_runs
-from perflab.report.from_study import report_of, study_report
-from perflab.report.markdown import render_markdown
-from perflab.report.model import Report
+from perflab.lazy_exports import lazy_exports
 
-__all__ = [
-    "Report",
-    "RunLayoutError",
-    "build_report_from_runs",
-    "render_markdown",
-    "report_files",
-    "report_of",
-    "study_report",
-    "write_report",
-    "zip_bytes",
-]
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "perflab.report.export": ("report_files", "write_report", "zip_bytes"),
+        "perflab.report.from_runs": ("RunLayoutError", "build_report_from_runs"),
+        "perflab.report.from_study": ("report_of", "study_report"),
+        "perflab.report.markdown": ("render_markdown",),
+        "perflab.report.model": ("Report",),
+    },
+)

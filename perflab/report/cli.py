@@ -10,13 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from db import crud
-from db import session as db_session
 from perflab.cli_database import add_url_option, command_engine, database_name
-from perflab.report.export import write_report
-from perflab.report.from_runs import RunLayoutError, build_report_from_runs
-from perflab.report.from_study import study_report
-from perflab.study.spec import StudySpecError
 
 
 def _run_ids(text: str) -> list[int]:
@@ -41,6 +35,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from db import crud
+    from db import session as db_session
+    from perflab.report.export import write_report
+    from perflab.report.from_runs import RunLayoutError, build_report_from_runs
+    from perflab.report.from_study import study_report
+    from perflab.study.spec import StudySpecError
+
     if (args.study_id is None) == (args.runs is None):
         print("error: give either a STUDY_ID or --runs (not both)", file=sys.stderr)
         return 2

@@ -89,7 +89,7 @@ def _parts(side: CostSide) -> tuple[str, str]:
     if side.tokens_per_joule is None:
         why = side.energy_not_measured
         return money, f"energy not measured: {why}" if why else "energy not measured"
-    energy = f"{side.tokens_per_joule:.3g} tok/J"
+    energy = f"{side.tokens_per_joule:.3g} output tokens per joule"
     if side.energy_launches < side.launches:
         energy += (
             f" (mean of the {side.energy_launches} of {side.launches} launches whose energy was measured)"
@@ -100,12 +100,13 @@ def _parts(side: CostSide) -> tuple[str, str]:
 
 
 def cost_text(side: CostSide | None) -> str:
-    """``$0.21 per 1M tokens; 1.25 tok/J`` for a plain table cell, saying what is not known."""
+    """``$0.21 per 1M tokens; 1.25 output tokens per joule`` for a plain table cell, saying what is not
+    known."""
     return "not measured" if side is None else "; ".join(_parts(side))
 
 
 def cost_cell(side: CostSide | None) -> str:
-    """``$0.21 per 1M tokens<br>1.25 tok/J`` for a markdown cell, its texts escaped."""
+    """``$0.21 per 1M tokens<br>1.25 output tokens per joule`` for a markdown cell, its texts escaped."""
     return "not measured" if side is None else "<br>".join(md_text(part) for part in _parts(side))
 
 

@@ -32,6 +32,7 @@ from perflab.profiles import BenchmarkProfile
 from perflab.report.costs import cost_side, priced_result, slo_text
 from perflab.report.launches import (
     Launch,
+    LaunchPolicy,
     config_launches,
     latest_with,
     launch_rows,
@@ -74,7 +75,7 @@ from perflab.study.progress import StudyProgress, load_progress
 from perflab.study.search_stage import SearchState, screening_profile
 from perflab.study.spec import OBJECTIVE_UNITS, OBJECTIVES
 from perflab.study.text import incomplete_text, slo_summary
-from perflab.study.types import UNMEASURED, CandidatePlan, StagePlan, StudyPlan
+from perflab.study.types import UNMEASURED, CandidatePlan, Measurement, StagePlan, StudyPlan
 
 OBJECTIVE_WORDS = {
     "total_token_throughput": "Throughput",
@@ -168,6 +169,7 @@ def candidate_section(study: _Study, candidate: CandidatePlan) -> CandidateSecti
     else:
         blocks = ()
     run = outcome.run if outcome is not None else None
+    figures = study.figures(candidate, tuning)
     return CandidateSection(
         label=candidate.label,
         serve_command=_command(candidate),
@@ -176,15 +178,23 @@ def candidate_section(study: _Study, candidate: CandidatePlan) -> CandidateSecti
         decision=candidate.decision,
         note=candidate.note,
         value=candidate.value,
-        figures=study.figures(candidate, tuning),
+        figures=figures,
         run_id=run.id if run is not None else None,
         status="retrying" if candidate.retrying else run.status if run is not None else None,
         state=_state(study, candidate),
         verdict=candidate.verdict,
-        launches=measurement.launches if measurement is not None and candidate.value is not None else 0,
+        launches=_launches_behind(figures, measurement if candidate.value is not None else None),
         fingerprint=candidate.fingerprint,
         config=candidate.config.model_dump(mode="json") if candidate.config else dict(candidate.changes),
     )
+
+
+def _launches_behind(figures: Figures | None, measurement: Measurement | None) -> int:
+    """How many launches a candidate's row stands on: those its figures are the mean of (a launch that
+    failed after them leaves them shown), else its measured value's."""
+    if figures is not None and figures.runs:
+        return len(figures.runs)
+    return measurement.launches if measurement is not None else 0
 
 
 def stage_section(study: _Study, stage: StagePlan) -> StageSection:
@@ -287,6 +297,27 @@ def _labels(plan: StudyPlan) -> dict[str, tuple[str, str | None]]:
     return labels
 
 
+def _launch_policy(study: _Study) -> LaunchPolicy:
+    """Why the study launches a configuration again, by its rules."""
+    rules, plan = study.progress.rules, study.plan
+    searched = frozenset(
+        candidate.fingerprint
+        for candidate in plan.candidates()
+        if candidate.stage_index in study.searches and candidate.fingerprint is not None
+    )
+    winners = (stage.winner.fingerprint for stage in plan.stages if stage.winner is not None)
+    return LaunchPolicy(
+        baseline=plan.baseline.fingerprint,
+        baseline_launches=rules.baseline_launches,
+        relaunches=rules.relaunches,
+        max_launches=rules.max_launches,
+        references=frozenset(
+            fingerprint for fingerprint in (plan.baseline.fingerprint, *winners) if fingerprint
+        ),
+        searched=searched,
+    )
+
+
 def _launches(study: _Study) -> list[LaunchRow]:
     spec, progress = study.spec, study.progress
     return launch_rows(
@@ -299,6 +330,7 @@ def _launches(study: _Study) -> list[LaunchRow]:
         validation={profile.name for profile in spec.validation()},
         labels=_labels(study.plan),
         scored=study.scorer,
+        policy=_launch_policy(study),
     )
 
 

@@ -11,6 +11,7 @@ why it was launched and its own mean.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from statistics import fmean
@@ -131,6 +132,47 @@ def launch_kind(run: Run, measured_before: bool, validation: set[str]) -> str:
     return "again" if measured_before else "first"
 
 
+@dataclass(frozen=True)
+class LaunchPolicy:
+    """What makes a study launch a configuration more than once: the baseline's launches before any
+    candidate is judged, each configuration's launches before it is first judged (``relaunches``), the
+    most a close call may take, the references a stage compares its candidates with (the baseline, the
+    stages' winners), which are launched again beside the launches they are compared with, and the
+    configurations a search stage measured (its finalists are measured again)."""
+
+    baseline: str | None = None
+    baseline_launches: int = 1
+    relaunches: int = 1
+    max_launches: int = 1
+    references: frozenset[str] = frozenset()
+    searched: frozenset[str] = frozenset()
+
+    def reason(self, kind: str, fingerprint: str | None, number: int) -> str:
+        """The reason for the ``number``-th complete launch of ``fingerprint`` in words."""
+        if kind == "validation":
+            return "the validation profiles alone: its earlier launches ran the tuning profile only"
+        if kind == "first":
+            return "its first measurement"
+        if fingerprint == self.baseline and number <= self.baseline_launches:
+            return (
+                f"launch {number} of the baseline's {self.baseline_launches}: the study measures its own "
+                "spread on the baseline before judging any candidate"
+            )
+        if fingerprint in self.references:
+            return (
+                f"launch {number} of a reference (the baseline or a stage's winner): launched again beside "
+                "the launches it is compared with, so a change of the host's speed does not read as a gain"
+            )
+        if number <= self.relaunches:
+            return f"launch {number} of the {self.relaunches} each configuration gets before it is judged"
+        if fingerprint in self.searched:
+            return "a finalist of the search, measured again for its final pick"
+        return (
+            f"launch {number}: a close call is measured again, up to {self.max_launches} launches, until "
+            "it is decided"
+        )
+
+
 def launch_rows(
     runs: Sequence[Run],
     results: Mapping[int, Sequence[ProfileResult]],
@@ -142,12 +184,14 @@ def launch_rows(
     validation: set[str],
     labels: Mapping[str, tuple[str, str | None]],
     scored: Callable[[Run], ScoredFigures | None] | None = None,
+    policy: LaunchPolicy | None = None,
 ) -> list[LaunchRow]:
     """Every run, oldest first: its configuration (``labels``: fingerprint → label and stage), why it
-    was launched, and its complete runs of the tuning profile with their mean objective value
-    (``scored`` gives the figures a run's results are scored on, for cost and energy objectives)."""
+    was launched (by ``policy``), and its complete runs of the tuning profile with their mean objective
+    value (``scored`` gives the figures a run's results are scored on, for cost and energy objectives)."""
     rows = []
-    measured: set[str] = set()
+    policy = policy or LaunchPolicy()
+    measured: Counter[str] = Counter()
     for run in runs:
         stored = results.get(run.id, ())
         fingerprint = run.config_fingerprint
@@ -156,13 +200,15 @@ def launch_rows(
         complete = (
             launch is not None and launch.value is not None and complete_launch(run, stored, tuning, repeats)
         )
+        kind = launch_kind(run, fingerprint in measured, validation)
         rows.append(
             LaunchRow(
                 run_id=run.id,
                 configuration=label,
                 fingerprint=fingerprint,
                 stage=stage,
-                kind=launch_kind(run, fingerprint in measured, validation),
+                kind=kind,
+                reason=policy.reason(kind, fingerprint, measured[fingerprint or ""] + 1),
                 status=run.status,
                 runs=len({r.profile_name for r in tuning_results(stored, tuning)}) if complete else 0,
                 value=launch.value if complete else None,
@@ -170,5 +216,5 @@ def launch_rows(
             )
         )
         if complete and fingerprint is not None:
-            measured.add(fingerprint)
+            measured[fingerprint] += 1
     return rows

@@ -306,6 +306,21 @@ def _incomplete(report: Report) -> list[str]:
     return _admonition("warning", "Incomplete study", body, open_=True)
 
 
+def replicas_note(report: Report) -> str | None:
+    """How to read a recommendation of N replicas: ``Run 8 replicas of it per node; Total TPS is written
+    per replica ×8 (618.28×8 is 618.28 tok/s per replica, 4946.24 for the node).`` (None for one)."""
+    replicas = report.recommended_replicas
+    if replicas <= 1:
+        return None
+    row = report.comparison[0] if report.comparison else None
+    figures = row.optimized if row is not None else None
+    text = f"Run {replicas} replicas of it per node; Total TPS is written per replica ×{replicas}"
+    if figures is None or figures.total_tps is None or figures.replicas != replicas:
+        return f"{text} (one replica's figure, ×{replicas} for the node)."
+    node = figures.total_tps
+    return f"{text} ({figures.tps_text} is {node / replicas:.2f} tok/s per replica, {node:.2f} for the node)."
+
+
 def per_accelerator_lines(report: Report) -> list[str]:
     """The first case's Total TPS per accelerator beside the node totals, the gain's confidence, the
     candidates no verdict could separate, each stage's choice between aggregated and disaggregated
@@ -401,12 +416,9 @@ def render_markdown(report: Report, charts: Mapping[str, str] | None = None) -> 
         lines += _admonition(
             "tip", "Serving Command", _fenced(report.recommended_command, "bash"), open_=True
         )
-        replicas = report.recommended_replicas
-        if replicas > 1:
-            lines += [
-                f"Run {replicas} replicas of it per node; Total TPS is written per replica x {replicas}.",
-                "",
-            ]
+        note = replicas_note(report)
+        if note is not None:
+            lines += [md_text(note), ""]
     lines += _incomplete(report)
     lines += ["Comparison of benchmark results before and after optimization:", ""]
     lines += [*conclusion_table(report), ""]

@@ -252,8 +252,9 @@ class Unmeasured:
 class LaunchRow:
     """One run of a study: the configuration it launched, why (``first`` measurement, a launch
     ``again`` — a relaunch, a close call's A B A B or a finalist's re-measurement —, or
-    ``validation`` alone), its status, the complete runs of the tuning profile on it and their mean;
-    ``marks`` are what its results were marked with (e.g. too short to judge)."""
+    ``validation`` alone) and ``reason``, the same in words, its status, the complete runs of the tuning
+    profile on it and their mean; ``marks`` are what its results were marked with (e.g. too short to
+    judge)."""
 
     run_id: int
     configuration: str
@@ -261,6 +262,7 @@ class LaunchRow:
     stage: str | None
     kind: str
     status: str
+    reason: str = ""
     runs: int = 0
     value: float | None = None
     marks: tuple[str, ...] = ()

@@ -8,29 +8,21 @@
   and crash recovery's).
 """
 
-from perflab.runner.errors import (
-    INFRASTRUCTURE_FAILURES,
-    RUNNER_FAILURE_CLASSES,
-    GpusBusy,
-    RunCancelled,
-    RunFailed,
-)
-from perflab.runner.execute import EventHandler, RunEvent, execute_run
-from perflab.runner.options import RunnerOptions
-from perflab.runner.stop import stop_recorded
-from perflab.runner.submit import submit_run, wait_for_runs
+from perflab.lazy_exports import lazy_exports
 
-__all__ = [
-    "INFRASTRUCTURE_FAILURES",
-    "RUNNER_FAILURE_CLASSES",
-    "EventHandler",
-    "GpusBusy",
-    "RunCancelled",
-    "RunEvent",
-    "RunFailed",
-    "RunnerOptions",
-    "execute_run",
-    "stop_recorded",
-    "submit_run",
-    "wait_for_runs",
-]
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "perflab.runner.errors": (
+            "INFRASTRUCTURE_FAILURES",
+            "RUNNER_FAILURE_CLASSES",
+            "GpusBusy",
+            "RunCancelled",
+            "RunFailed",
+        ),
+        "perflab.runner.execute": ("EventHandler", "RunEvent", "execute_run"),
+        "perflab.runner.options": ("RunnerOptions",),
+        "perflab.runner.stop": ("stop_recorded",),
+        "perflab.runner.submit": ("submit_run", "wait_for_runs"),
+    },
+)

@@ -86,6 +86,9 @@ class BenchContext:
     # Whether running engines' logs are read after each benchmark for failures that leave them running
     # (a disaggregated decode worker that cannot reach its prefill worker).
     watch_logs: bool = False
+    # Why the benchmarks time simulated engines by the wall clock (``--wall-clock``), None when they may
+    # be timed by the simulator's clock.
+    wall_clock_note: str | None = None
 
     @property
     def bench_targets(self) -> Sequence[Replica]:
@@ -120,27 +123,29 @@ def bench_command(args: Sequence[str], replicas: Sequence[Replica], files: dict[
 def _run_point(
     ctx: BenchContext, point: BenchmarkProfile, point_index: int, label: dict[str, Any]
 ) -> dict[str, Any]:
+    tracked = live.ProfileProgress(point.num_prompts)
+    ctx.on_progress({**label, **tracked.started()})
     notes: list[str] = []
     files = ctx.dataset_files(point, notes)
     args = [
         *without_flags(point.bench_args(base_urls=["-"], model=ctx.model), _ADDED_BY_REMOTE),
         *floor_args(ctx.transport.host.time_scale),
     ]
+    if ctx.wall_clock_note is not None:
+        args.append("--wall-clock")
+        notes.append(ctx.wall_clock_note)
     shown = bench_command(args, ctx.bench_targets, files)
     ctx.store.update(bench_commands=[*ctx.store.load().bench_commands, shown])
     name = f"bench-{label['profile_index']}-{point_index}"
     ctx.record_bench(bench_entry(name, label["profile_index"], point_index))
 
-    history: list[list[float]] = []
     clock = BenchClock(ctx.sample_clock) if ctx.sample_clock else None
 
     def progress(values: dict[str, Any]) -> None:
-        nonlocal history
         if clock is not None:
             clock.seen(values)
         ctx.interrupt()
-        history = live.with_point(history, values)
-        ctx.on_progress({**label, **values, "history": history})
+        ctx.on_progress({**label, **tracked.line(values)})
 
     try:
         bench = run_remote_bench(
@@ -209,7 +214,6 @@ def run_profiles(ctx: BenchContext, profiles: Sequence[BenchmarkProfile], *, fla
             sweep_point = sweep_label(profile, point_index)
             if sweep_point is not None:
                 label["sweep_point"] = sweep_point
-            ctx.on_progress({**label, "done": 0, "failed": 0, "total": point.num_prompts})
             result = _run_point(ctx, point, point_index, label)
             stored += 1
             throughput = result.get("output_throughput")

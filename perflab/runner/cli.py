@@ -15,28 +15,17 @@ import json
 import signal
 import sys
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
-from pydantic import ValidationError
-from sqlalchemy.engine import Engine
-
-from db import crud
-from db.models import FINISHED_RUN_STATUSES
-from db.session import new_session
-from perflab import settings
-from perflab.auth import cli_user
 from perflab.engines import ENGINE_NAMES, EngineConfig, EngineConfigError
 from perflab.engines.flags import shown
-from perflab.inventory import InventoryError, default_inventory_path, load_inventory
-from perflab.profiles import BenchmarkProfile
-from perflab.runner import spool
-from perflab.runner.execute import RunEvent
-from perflab.runner.options import RunnerOptions
-from perflab.runner.profile_spec import ProfileSpecError, parse_profile
-from perflab.runner.report import run_json, run_text
-from perflab.runner.submit import submit_run
-from perflab.worker.worker import RunHandle, Worker, default_worker_id
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from perflab.profiles import BenchmarkProfile
+    from perflab.runner.execute import RunEvent
+    from perflab.worker.worker import RunHandle, Worker
 
 EXIT_STATUS = {"done": 0, "failed": 1, "cancelled": 130}
 EXIT_BAD_INPUT = 2
@@ -172,6 +161,8 @@ def _gpu_ids(text: str | None) -> tuple[int, ...] | None:
 
 def build_config(args: argparse.Namespace) -> EngineConfig:
     """The engine config of the command line; :class:`BadInput` names the offending flag."""
+    from pydantic import ValidationError
+
     fields: dict[str, Any] = {"engine": args.engine, "model": args.model}
     for flag, field, kind in KNOB_FLAGS:
         value = getattr(args, field)
@@ -192,6 +183,8 @@ def build_config(args: argparse.Namespace) -> EngineConfig:
 
 
 def _profiles(specs: list[str]) -> list[BenchmarkProfile]:
+    from perflab.runner.profile_spec import ProfileSpecError, parse_profile
+
     try:
         return [parse_profile(spec) for spec in specs]
     except ProfileSpecError as exc:
@@ -214,7 +207,8 @@ def _print_event(event: RunEvent) -> None:
         at = f" @ {point['kind']}={point['value']:g}" if point else ""
         print(
             f"[run {event.run_id}] {data.get('profile')}{at}: {data.get('done', 0)}/{data['total']} done, "
-            f"{data.get('failed', 0)} failed, {data.get('elapsed_s', 0):.0f} s",
+            f"{data.get('failed', 0)} failed, {data.get('elapsed_s', 0):.0f} s"
+            + (f" ({data['step']})" if data.get("step") else ""),
             file=sys.stderr,
             flush=True,
         )
@@ -222,6 +216,12 @@ def _print_event(event: RunEvent) -> None:
 
 def _wait(engine: Engine, handle: RunHandle, run_id: int) -> None:
     """Wait until the run ends; Ctrl-C asks it to cancel (and the wait goes on until it has)."""
+    import sqlalchemy as sa
+
+    from db import crud
+    from db.session import new_session
+    from perflab.runner import spool
+
     while True:
         try:
             if handle.wait(WAIT_POLL_S):
@@ -240,6 +240,9 @@ def _wait(engine: Engine, handle: RunHandle, run_id: int) -> None:
 def _execute(engine: Engine, worker: Worker, run_id: int) -> tuple[str, bool]:
     """Execute the run in this process until it ends: its final status, and whether SIGTERM stopped
     it (the worker then stops the run's benchmark and engines, the run's message saying why)."""
+    from db import crud
+    from db.session import new_session
+
     terminated = False
     handle: RunHandle | None = None
     try:
@@ -259,6 +262,13 @@ def _execute(engine: Engine, worker: Worker, run_id: int) -> tuple[str, bool]:
 
 def _unstored_end(engine: Engine, run_id: int) -> str | None:
     """Why the run's end is not in the database (it is still in flight there), or None when it is."""
+    import sqlalchemy as sa
+
+    from db import crud
+    from db.models import FINISHED_RUN_STATUSES
+    from db.session import new_session
+    from perflab.runner import spool
+
     try:
         with new_session(engine) as session:
             stored = crud.require_run(session, run_id=run_id).status
@@ -279,6 +289,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from perflab import settings
+    from perflab.auth import cli_user
+    from perflab.inventory import InventoryError, default_inventory_path, load_inventory
+    from perflab.runner import spool
+    from perflab.runner.report import run_json, run_text
+    from perflab.runner.submit import submit_run
+
     try:
         config = build_config(args)
         profiles = _profiles(args.profiles)
@@ -292,17 +309,23 @@ def _run(args: argparse.Namespace) -> int:
     except (BadInput, InventoryError, settings.SettingError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    options = RunnerOptions(ready_timeout_s=ready_timeout, hand_back_when_busy=False)
-    worker = Worker(
-        engine, inventory_path=hosts_file, worker_id=default_worker_id("cli"), runner_options=options
-    )
+    worker = None
+    if not args.queue:
+        # A queued run is left to the workers: only a run executed here needs one (and its imports).
+        from perflab.runner.options import RunnerOptions
+        from perflab.worker.worker import Worker, default_worker_id
+
+        options = RunnerOptions(ready_timeout_s=ready_timeout, hand_back_when_busy=False)
+        worker = Worker(
+            engine, inventory_path=hosts_file, worker_id=default_worker_id("cli"), runner_options=options
+        )
     try:
         stored = submit_run(
             engine,
             host_name=args.host,
             config=config,
             profiles=profiles,
-            worker_id=None if args.queue else worker.worker_id,
+            worker_id=None if worker is None else worker.worker_id,
             queued_by=cli_user(args.queued_by),
             label=args.label,
             host=host,
@@ -311,7 +334,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     link = settings.run_page_url(stored.id)
-    if args.queue:
+    if worker is None:
         print(
             json.dumps({"run_id": stored.id, "status": stored.status, "url": link})
             if args.json

@@ -11,6 +11,10 @@ ready once its log says so (sglang-router: a line per worker it took in; vllm-ro
 worker answered its health check). A router that exits — its program not installed on the
 host, say — fails the run with its log's class (``router_missing``), one of the failures that are no
 result about the configuration.
+
+The routers pass no unknown request header on to the workers, so simulated workers behind one never
+learn the bench's schedule (:mod:`perflab.bench.simclock`): on a simulated host such a configuration is
+benchmarked by the wall clock, with :func:`wall_clock_note` in its results.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from perflab.bench.simclock import HEADER
 from perflab.engines import EngineAdapter, EngineConfig, ReplicaPlan, timeout_failure
 from perflab.engines.disagg import ROUTERS, WorkerPorts, role_args, role_env, router_argv, worker_config
 from perflab.engines.layout import ROLES
@@ -192,3 +197,14 @@ def router_failure(adapter: EngineAdapter, log: str, exit_status: int | None) ->
     if exit_status == 127:
         return RunFailed("router_missing", "router: its program is not installed on the host (exit 127)")
     return RunFailed("crash", f"router exited with status {exit_status} before it took in the workers")
+
+
+def wall_clock_note(engine: str) -> str:
+    """Why the benchmarks of ``engine``'s disaggregated configuration on a simulated host are timed by the
+    wall clock."""
+    router = ROUTERS[engine]
+    return (
+        f"timed by the wall clock: {router.package} {router.version} passes no {HEADER} header on to the "
+        "simulated workers behind it, so they cannot time the requests by their own clocks and these "
+        "figures include the load of the machine"
+    )

@@ -3,14 +3,19 @@
 A figure from a benchmark of a handful of requests, or of a second or two, measures how the engine fills
 its first batch and drains its last requests, not how it serves: one such run can differ from the next by
 more than any knob does. A result is **too short to judge** below :data:`MIN_DURATION_S` seconds of the
-engine's time (on a simulated host with ``time_scale: N``, N × the wall time) or :data:`MIN_COMPLETED`
-completed requests. The shortest benchmark in the write-ups perflab imports lasted 7.8 s with 100
-requests; both bounds stay below that.
+engine's time or :data:`MIN_COMPLETED` completed requests. The benchmark's ``duration`` is in the
+seconds of the clock that timed it: the wall clock, or a simulated engine's own clock
+(:mod:`perflab.bench.simclock`), which the wall clock paces — either way a simulated host with
+``time_scale: N`` runs N times faster than the engine it simulates, so its engine time is N × the
+duration (the simulated clock leaves out only the machine's lag, it does not undo the time scale). The
+shortest benchmark in the write-ups perflab imports lasted 7.8 s with 100 requests; both bounds stay
+below that.
 
 A fixed prompt count would make a faster configuration's benchmark shorter, so the floor would discard
 the largest gains. The runner therefore sizes every benchmark to clear it: the bench sends the profile's
 workload again, in rounds of fresh prompts, until the rounds have measured the floor
-(:func:`floor_args`, :mod:`perflab.bench.rounds`); every round samples the same load, so a configuration
+(:func:`floor_args`, :mod:`perflab.bench.rounds`) by the clock that times the result, so the floor it
+reaches is the one the result is judged by; every round samples the same load, so a configuration
 twice as fast measures the same quantity over twice as many rounds. :func:`sized_benchmark` says how a
 configuration of a given speed is sized, and whether it could still end too short (only past the
 bench's bound on requests in all).
@@ -97,7 +102,8 @@ def unjudged_reason(result: Mapping[str, Any] | None) -> str | None:
 
 def floor_args(time_scale: float = 1.0) -> list[str]:
     """The ``perflab bench`` flags that size a benchmark to clear the floor on a host running
-    ``time_scale`` times faster than real time (the bench counts wall seconds)."""
+    ``time_scale`` times faster than real time (the bench counts the seconds of the clock that times it,
+    the ``duration`` :func:`too_short_reason` multiplies by ``time_scale``)."""
     return [
         "--perflab-min-duration",
         f"{MIN_DURATION_S * MARGIN / time_scale:.6g}",

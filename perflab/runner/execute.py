@@ -530,6 +530,9 @@ class _Execution:
                 replicas=replicas,
                 targets=targets,
                 watch_logs=plan.config.disaggregation is not None,
+                wall_clock_note=disagg.wall_clock_note(plan.config.engine)
+                if plan.config.disaggregation is not None and plan.host.simulated
+                else None,
                 timeout_s=self.options.bench_timeout_s,
                 interrupt=self.interrupt,
                 on_progress=self.progress,

@@ -23,7 +23,7 @@ import time
 import urllib.parse
 import uuid
 import zlib
-from typing import Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 from perflab.sim.disagg import Handoff, Worker
 from perflab.sim.engine import Engine
@@ -39,6 +39,7 @@ from perflab.sim.protocol import (
 )
 from perflab.sim.sequence import Sequence
 from perflab.sim.streaming import CollectSink, ResponseFormat, StreamSink
+from perflab.sim.timelines import HEADER, ClockMark, parse_mark
 
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # SGLang 0.5.23's answer to a flush that was done, and how often a waiting flush looks again.
@@ -316,6 +317,41 @@ class OpenAIApp:
         self._generate("completion", request, responder)
 
     def _generate(self, kind: str, request: HttpRequest, responder: Responder) -> None:
+        mark = self._clock_mark(request)
+        try:
+            seq, sink, handoff = self._prepare(kind, request, responder)
+        except ApiError:
+            if mark is not None:
+                self.engine.refuse(mark)
+            raise
+        seq.on_tokens = sink.on_tokens
+        if handoff is not None and handoff.role == "decode":
+            self._decode(seq, sink, handoff, responder)
+            return
+        if handoff is not None and self.kv is not None and self.kv.prefill is not None:
+            self.kv.prefill.accept(seq, handoff.key, sink.on_tokens)
+        try:
+            self.engine.submit(seq, mark)
+        except ValueError as exc:  # the mark's item was already sent
+            raise ApiError(400, str(exc)) from None
+        responder.on_disconnect = lambda: self.engine.abort(seq)
+        sink.start()
+
+    def _clock_mark(self, request: HttpRequest) -> Optional[ClockMark]:
+        """The client's timeline mark, where a model-mode engine keeps timelines (ignored otherwise)."""
+        text = request.headers.get(HEADER)
+        if text is None or self.engine.timelines is None:
+            return None
+        try:
+            return parse_mark(text)
+        except ValueError as exc:
+            raise ApiError(400, str(exc)) from None
+
+    def _prepare(
+        self, kind: str, request: HttpRequest, responder: Responder
+    ) -> Tuple[Sequence, Union[StreamSink, CollectSink], Optional[Handoff]]:
+        """The sequence of a generation request, the sink that answers it and its part in a
+        disaggregated handoff (None for an ordinary request); ApiError if invalid."""
         data = parse_json_object(request.body)
         params = parse_generation(kind, data)
         model = check_model(params.model, self.config.served_names)
@@ -345,28 +381,14 @@ class OpenAIApp:
         handoff = self.kv.handoff(data, request_id) if self.kv is not None else None
         answer = self.kv.responder(responder, handoff, seq) if self.kv and handoff else responder
         sink = StreamSink(responder, fmt, params.include_usage) if params.stream else CollectSink(answer, fmt)
-        seq.on_tokens = sink.on_tokens
-        if handoff is not None and handoff.role == "decode":
-            self._decode(seq, sink, handoff, responder)
-            return
-        if handoff is not None and self.kv is not None and self.kv.prefill is not None:
-            self.kv.prefill.accept(seq, handoff.key, sink.on_tokens)
-        responder.on_disconnect = lambda: self.engine.abort(seq)
-        sink.start()
-        self.engine.submit(seq)
+        return seq, sink, handoff
 
     def _decode(self, seq: Sequence, sink, handoff: Handoff, responder: Responder) -> None:  # noqa: ANN001
-        """A decode worker's request: its answer starts once the prefill's KV cache is here."""
-
-        def disconnected() -> None:
-            if seq.owner is None:
-                seq.aborted = True
-            else:
-                self.engine.abort(seq)
+        """A decode worker's request: it arrives once the prefill's KV cache is here."""
 
         def fail(message: str) -> None:
             responder.send(500, self._error_body(ApiError(500, message, "InternalServerError")))
 
-        responder.on_disconnect = disconnected
+        responder.on_disconnect = lambda: self.engine.abort(seq)
         assert self.kv is not None and self.kv.decode is not None
-        self.kv.decode.accept(seq, handoff, sink.start, self.engine.submit, self.engine.deliver, fail)
+        self.kv.decode.accept(seq, handoff, sink.start, self.engine.submit_prefilled, fail)

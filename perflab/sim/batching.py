@@ -8,20 +8,23 @@ step's duration comes from :meth:`~perflab.sim.perfmodel.PerfModel.group_step_se
 by the time scale (and the launch's pace, as the front end's time is); at the step's end (an absolute
 deadline) every rank applies its batch: sequences that finished their prefill get their first token
 and decoding sequences their next token(s), all in one pass.
+Time is the engine's simulated clock (:class:`~perflab.sim.clock.SimClock`): ``clock.time()`` is the
+instant of the running event, a step end (or, with no step running, the front end's next request
+taken in) is a timer from ``timer_factory(clock, callback)``, a batch start ``clock.call_soon``.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import List, Optional
 
+from perflab.sim.clock import SchedulerClock
 from perflab.sim.ingress import Ingress
 from perflab.sim.metrics import EngineGauges, MetricsRecorder
 from perflab.sim.noise import Pace
 from perflab.sim.perfmodel import PerfModel
 from perflab.sim.scheduling import Batch, RankScheduler
 from perflab.sim.sequence import Deliver, Sequence
-from perflab.sim.timing import PreciseTimer, TimerFactory
+from perflab.sim.timing import TimerFactory
 
 
 class BatchScheduler:
@@ -29,13 +32,13 @@ class BatchScheduler:
 
     def __init__(
         self,
-        loop: asyncio.AbstractEventLoop,
+        loop: SchedulerClock,
         perf: PerfModel,
         kv_tokens: int,
         time_scale: float,
         deliver: Deliver,
         metrics: MetricsRecorder,
-        timer_factory: TimerFactory = PreciseTimer,
+        timer_factory: TimerFactory,
         pace: Optional[Pace] = None,
     ) -> None:
         dep = perf.dep
@@ -55,7 +58,7 @@ class BatchScheduler:
         self._kick_pending = False
         self._steps = 0
         self._busy_seconds = 0.0
-        self._timer = timer_factory(loop, self._finish_step)
+        self._timer = timer_factory(loop, self._finish_step)  # type: ignore[arg-type]
 
     @property
     def load(self) -> int:

@@ -289,19 +289,18 @@ class DecodeSide:
         seq: Sequence,
         handoff: Handoff,
         start: Callable[[], None],
-        submit: Callable[[Sequence], None],
-        deliver: Callable[[Sequence, int, float], None],
+        admit: Callable[[Sequence], None],
         fail: Callable[[str], None],
     ) -> None:
-        """Fetch the key's KV cache, then ``start`` the response, ``deliver`` the first token and
-        ``submit`` the rest to the scheduler; ``fail`` the request when the prefill cannot be reached."""
-        asyncio.get_running_loop().create_task(self._receive(seq, handoff, start, submit, deliver, fail))
+        """Fetch the key's KV cache, then ``start`` the response and ``admit`` the sequence to the
+        engine (its first token goes out on arrival, the rest is decoded); ``fail`` the request when
+        the prefill cannot be reached."""
+        asyncio.get_running_loop().create_task(self._receive(seq, handoff, start, admit, fail))
 
-    async def _receive(self, seq, handoff, start, submit, deliver, fail) -> None:  # noqa: ANN001
+    async def _receive(self, seq, handoff, start, admit, fail) -> None:  # noqa: ANN001
         assert handoff.source is not None
         host, port = handoff.source
         key = handoff.key
-        loop = asyncio.get_running_loop()
         answer: Optional[dict] = None
         count = 0
         query = urllib.parse.urlencode({"room": key})
@@ -320,13 +319,8 @@ class DecodeSide:
         if seq.aborted:
             return
         self._log(f"KV received {word}={key} from {host}:{port} tokens={answer.get('prompt_tokens')}")
-        seq.computed = seq.prompt_len
-        seq.scheduled_at = loop.time()
         start()
-        seq.generated = 1
-        deliver(seq, 1, loop.time())
-        if not seq.done:
-            submit(seq)
+        admit(seq)
 
 
 class WithTransferParams:

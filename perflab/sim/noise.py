@@ -6,8 +6,10 @@ factor drawn once per benchmark run on that launch (``run_cv_pct``). Both are lo
 so their coefficients of variation are close to the given percentages. Draws are seeded by
 ``(seed, launch, run)``: the ``n``-th launch on a host (counted in the sim home's state directory) and
 the ``k``-th run on it always see the same factors, so tests and benchmarks know the truth they decide
-against. A new run starts when the engine has been idle for :data:`RUN_GAP_S` seconds (a benchmark's
-repetitions are separated by at least that). Without ``noise`` the factors are exactly 1.
+against. A new run starts when the engine has been idle for :data:`RUN_GAP_S` seconds of simulated
+time (a benchmark's repetitions are separated by at least that), and with the first request of a
+benchmark whose requests declare it (:mod:`perflab.sim.timelines`: its warm-up and measured phases are
+one run, however long the wall clock took between them). Without ``noise`` the factors are exactly 1.
 """
 
 from __future__ import annotations
@@ -81,7 +83,8 @@ def next_launch(state_dir: str) -> int:
 
 
 class Pace:
-    """One launch's speed over time: a new run factor after each idle gap of :data:`RUN_GAP_S`."""
+    """One launch's speed over time: a new run factor after each idle gap of :data:`RUN_GAP_S`, or
+    when a new benchmark begins."""
 
     def __init__(self, model: NoiseModel, launch: int) -> None:
         self._model = model
@@ -89,6 +92,11 @@ class Pace:
         self._run = -1
         self._idle_since: Optional[float] = None
         self._speed = 1.0
+        self._new_run = False
+
+    def begin_run(self) -> None:
+        """A new benchmark begins: the next step starts a new run (once, with an idle gap or not)."""
+        self._new_run = True
 
     def idle(self, now: float) -> None:
         """The engine has nothing to do from ``now``."""
@@ -97,8 +105,10 @@ class Pace:
 
     def factor(self, now: float) -> float:
         """The divisor of step durations for a step starting at ``now``."""
-        if self._run < 0 or (self._idle_since is not None and now - self._idle_since >= RUN_GAP_S):
+        gap = self._idle_since is not None and now - self._idle_since >= RUN_GAP_S
+        if self._run < 0 or gap or self._new_run:
             self._run += 1
             self._speed = self._model.speed(self._launch, self._run)
         self._idle_since = None
+        self._new_run = False
         return self._speed

@@ -7,7 +7,10 @@ tokens through a :data:`Deliver` callback; the API layer turns them into SSE chu
 
 from __future__ import annotations
 
-from typing import Callable, List, Optional
+from typing import TYPE_CHECKING, Callable, List, Optional
+
+if TYPE_CHECKING:
+    from perflab.sim.timelines import Ticket
 
 
 class Sequence:
@@ -36,6 +39,7 @@ class Sequence:
         "block_hashes",
         "held_blocks",
         "cache_key",
+        "ticket",
     )
 
     def __init__(
@@ -70,6 +74,7 @@ class Sequence:
         self.block_hashes: Optional[List[int]] = None
         self.held_blocks = 0
         self.cache_key = -1
+        self.ticket: Optional["Ticket"] = None  # its place on its client's timeline, if it declared one
 
     @property
     def remaining(self) -> int:

@@ -14,6 +14,7 @@ import sys
 from typing import Optional
 
 from perflab.sim.api import ApiConfig, OpenAIApp, vllm_dev_mode
+from perflab.sim.clock import SimClock
 from perflab.sim.deployment import Knobs, describe, resolve_deployment, speculative_from_json
 from perflab.sim.engine import Engine, fixed_engine, model_engine
 from perflab.sim.failures import EngineFailure
@@ -59,6 +60,7 @@ async def _serve(args: argparse.Namespace, knobs: Optional[Knobs], tokenizer, co
     served = list(args.served_model_name or [args.model])
     if knobs is None:
         engine: Engine = fixed_engine(loop, args.fixed_ttft_ms / 1000.0, args.fixed_itl_ms / 1000.0)
+        now = loop.time
         config = ApiConfig(
             served,
             args.model,
@@ -77,7 +79,9 @@ async def _serve(args: argparse.Namespace, knobs: Optional[Knobs], tokenizer, co
             return 2
         dep = resolve_deployment(args.engine, knobs, accel)
         plan = plan_memory(dep)
-        engine = model_engine(loop, dep, plan, args.time_scale)
+        clock = SimClock(loop)
+        engine = model_engine(clock, dep, plan, args.time_scale)
+        now = clock.present
         config = ApiConfig(
             dep.served_names,
             args.model,
@@ -96,7 +100,7 @@ async def _serve(args: argparse.Namespace, knobs: Optional[Knobs], tokenizer, co
         config,
         engine,
         tokenizer,
-        loop.time,
+        now,
         access_log=(lambda text: console.line(f"INFO:     {text}")) if args.access_log else None,
     )
     await serve_until_stopped(app, args.host, args.port, console, stop)

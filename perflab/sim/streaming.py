@@ -6,6 +6,12 @@ first token, the last token's chunk carries ``finish_reason``. With
 ``stream_options.include_usage`` a final chunk with empty ``choices`` and the ``usage`` follows, then
 ``data: [DONE]``. Completion chunks carry ``choices[0].text``. One chunk holds the tokens of one
 engine step (one token, or several with speculative decoding).
+
+A request that declared its client's timeline (:mod:`perflab.sim.timelines`) is told the simulated
+clock: every chunk that carries output has ``"perflab_sim_t"``, the simulated time of the step that
+produced it, in seconds on the client's timeline; the first also ``"perflab_sim_arrival"``, when the
+request was sent on that timeline, and ``"perflab_sim_late"`` (seconds) when it reached the server
+after the clock had passed that time and started when it came instead. Real engines send none of these.
 """
 
 from __future__ import annotations
@@ -47,9 +53,17 @@ class ResponseFormat:
         self._first_size = len(self.first_head) + len(self.plain_tail)
         self._plain_size = len(self.plain_head) + len(self.plain_tail)
 
-    def token_frame(self, first: bool, piece: bytes) -> bytes:
-        """One token's chunk framed for ``Transfer-Encoding: chunked``, built in one step."""
+    def token_frame(self, first: bool, piece: bytes, fields: bytes = b"") -> bytes:
+        """One token's chunk framed for ``Transfer-Encoding: chunked``, built in one step; ``fields``
+        (``,"name":value…``) are added to its object."""
         head, size = (self.first_head, self._first_size) if first else (self.plain_head, self._plain_size)
+        if fields:
+            return b"%x\r\n%s%s%s\r\n" % (
+                size + len(piece) + len(fields),
+                head,
+                piece,
+                with_fields(self.plain_tail, fields),
+            )
         return b"%x\r\n%s%s%s" % (size + len(piece), head, piece, self._framed_tail)
 
     def delta_chunk(self, first: bool, key: str, text: str, finish_reason: Optional[str]) -> bytes:
@@ -107,6 +121,24 @@ class ResponseFormat:
         return json.dumps(body, separators=(",", ":")).encode()
 
 
+def with_fields(event: bytes, fields: bytes) -> bytes:
+    """One SSE event of a JSON object (``…}\\n\\n``) with ``fields`` added to the object."""
+    return event[:-3] + fields + b"}\n\n"
+
+
+def clock_fields(seq: Sequence, first: bool) -> bytes:
+    """The simulated times of a chunk of ``seq`` (nothing when it declared no timeline)."""
+    ticket = seq.ticket
+    if ticket is None:
+        return b""
+    fields = b',"perflab_sim_t":%.9f' % (seq.last_token_at - ticket.origin)
+    if first:
+        fields += b',"perflab_sim_arrival":%.9f' % (seq.arrival - ticket.origin)
+        if ticket.late > 0:
+            fields += b',"perflab_sim_late":%.9f' % ticket.late
+    return fields
+
+
 def _usage(prompt_tokens: int, completion_tokens: int) -> str:
     return (
         f'{{"prompt_tokens":{prompt_tokens},"total_tokens":{prompt_tokens + completion_tokens},'
@@ -144,17 +176,17 @@ class StreamSink:
         sent = self._sent
         if count == 1 and not finished and not fmt.reasoning_tokens:
             self._sent = sent + 1
-            self._responder.write_frame(fmt.token_frame(sent == 0, output_piece_bytes(seq.seed, sent)))
+            piece = output_piece_bytes(seq.seed, sent)
+            self._responder.write_frame(fmt.token_frame(sent == 0, piece, clock_fields(seq, sent == 0)))
             return
         parts = _split_pieces(seq, self._sent, seq.generated, fmt.reasoning_tokens)
         chunks = []
         for index, (key, text) in enumerate(parts):
             last = finished and index == len(parts) - 1
-            chunks.append(
-                fmt.delta_chunk(
-                    self._sent == 0 and index == 0, key, text, seq.finish_reason if last else None
-                )
-            )
+            first = self._sent == 0 and index == 0
+            chunk = fmt.delta_chunk(first, key, text, seq.finish_reason if last else None)
+            fields = clock_fields(seq, first)
+            chunks.append(with_fields(chunk, fields) if fields else chunk)
         self._sent = seq.generated
         if not finished:
             self._responder.write_chunk(b"".join(chunks))

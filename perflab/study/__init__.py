@@ -11,35 +11,23 @@ objective live in :mod:`~perflab.study.loadcurve` and :mod:`~perflab.study.objec
 ``python -m perflab study …`` is :mod:`~perflab.study.cli`. docs/studies.md describes it all.
 """
 
-from perflab.study.coordinator import (
-    advance,
-    advance_studies,
-    cancel_study,
-    create_study,
-    measure_missing,
-    pause_study,
-    resume_study,
-)
-from perflab.study.progress import load_progress
-from perflab.study.spec import StudySpec, StudySpecError, load_spec, parse_spec
-from perflab.study.study_plan import plan_study
-from perflab.study.types import Measurement, Rules, StudyPlan
+from perflab.lazy_exports import lazy_exports
 
-__all__ = [
-    "Measurement",
-    "Rules",
-    "StudyPlan",
-    "StudySpec",
-    "StudySpecError",
-    "advance",
-    "advance_studies",
-    "cancel_study",
-    "create_study",
-    "load_progress",
-    "load_spec",
-    "measure_missing",
-    "parse_spec",
-    "pause_study",
-    "plan_study",
-    "resume_study",
-]
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "perflab.study.coordinator": (
+            "advance",
+            "advance_studies",
+            "cancel_study",
+            "create_study",
+            "measure_missing",
+            "pause_study",
+            "resume_study",
+        ),
+        "perflab.study.progress": ("load_progress",),
+        "perflab.study.spec": ("StudySpec", "StudySpecError", "load_spec", "parse_spec"),
+        "perflab.study.study_plan": ("plan_study",),
+        "perflab.study.types": ("Measurement", "Rules", "StudyPlan"),
+    },
+)

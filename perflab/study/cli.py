@@ -9,7 +9,8 @@
 - ``measure-missing ID``: an ``incomplete`` study (candidates the infrastructure kept from being
   measured) measures those candidates again and goes on (a worker executes it).
 
-A bad spec or host prints every problem (file, line, field or host) and exits 2.
+A bad spec or host prints every problem (file, line, field or host) and exits 2. The parser and
+``list`` import only the database layer; the other actions import the study machinery when they run.
 """
 
 from __future__ import annotations
@@ -20,39 +21,21 @@ import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from sqlalchemy.engine import Engine
-
-from db import crud
-from db import session as db_session
-from perflab import settings
-from perflab.auth import cli_user
 from perflab.cli_database import add_url_option, command_engine, database_name
-from perflab.inventory import InventoryError, default_inventory_path, load_inventory
-from perflab.report.export import report_json
-from perflab.report.from_study import study_report
-from perflab.study.coordinator import (
-    StudyStateError,
-    cancel_study,
-    create_study,
-    measure_missing,
-    pause_study,
-    resume_study,
-)
-from perflab.study.headless import StudyTimeout, wait_for_study
-from perflab.study.hosts import StudyHostError
-from perflab.study.progress import load_progress
-from perflab.study.spec import StudySpecError, load_spec
-from perflab.study.text import incomplete_text, progress_lines
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 # ``study show`` gives up after this long by default (a study is read, nothing is proposed or run).
 SHOW_TIMEOUT_S = 60.0
 MAX_SHOW_TIMEOUT_S = 24 * 3600.0
 STATUS_CHANGES = {
-    "pause": (pause_study, "pause a study"),
-    "resume": (resume_study, "resume a paused study"),
-    "cancel": (cancel_study, "cancel a study and its runs"),
-    "measure-missing": (measure_missing, "measure again the candidates of an incomplete study"),
+    "pause": "pause a study",
+    "resume": "resume a paused study",
+    "cancel": "cancel a study and its runs",
+    "measure-missing": "measure again the candidates of an incomplete study",
 }
 
 
@@ -76,12 +59,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     show_parser.add_argument(
         "--timeout", type=_seconds, default=SHOW_TIMEOUT_S, help="seconds to give up after (default: 60)"
     )
-    for name, (_change_function, help_text) in STATUS_CHANGES.items():
+    for name, help_text in STATUS_CHANGES.items():
         sub = commands.add_parser(name, help=help_text)
         sub.add_argument("study_id", type=int, metavar="ID")
 
 
 def _create(engine: Engine, args: argparse.Namespace) -> int:
+    from perflab.auth import cli_user
+    from perflab.inventory import default_inventory_path, load_inventory
+    from perflab.study.coordinator import create_study
+    from perflab.study.headless import wait_for_study
+    from perflab.study.spec import load_spec
+    from perflab.study.text import progress_lines
+
     spec = load_spec(args.spec)
     inventory = load_inventory(args.hosts or default_inventory_path())
     study = create_study(engine, spec, inventory=inventory, queued_by=cli_user(args.queued_by))
@@ -108,6 +98,10 @@ def _create(engine: Engine, args: argparse.Namespace) -> int:
 
 def _why_not_done(engine: Engine, study_id: int) -> str:
     """Why a finished study did not end ``done``: its failure, what it left unmeasured, or its status."""
+    from db import session as db_session
+    from perflab.study.progress import load_progress
+    from perflab.study.text import incomplete_text
+
     with db_session.new_session(engine) as session:
         progress = load_progress(session, study_id=study_id)
     plan, status = progress.plan, progress.study.status
@@ -121,6 +115,9 @@ def _why_not_done(engine: Engine, study_id: int) -> str:
 
 
 def _list(engine: Engine, args: argparse.Namespace) -> int:
+    from db import crud
+    from db import session as db_session
+
     with db_session.new_session(engine) as session:
         studies = crud.list_studies(session)
     if args.json:
@@ -162,6 +159,7 @@ def _seconds(text: str) -> float:
 @contextmanager
 def deadline(seconds: float, what: str) -> Iterator[None]:
     """Raise :class:`StudyTimeout` in this (the main) thread once ``seconds`` have passed."""
+    from perflab.study.headless import StudyTimeout
 
     def expired(signum: int, frame: object) -> None:
         raise StudyTimeout(f"{what} took longer than {seconds:g} s (--timeout)")
@@ -176,6 +174,12 @@ def deadline(seconds: float, what: str) -> Iterator[None]:
 
 
 def _show(engine: Engine, args: argparse.Namespace) -> int:
+    from db import session as db_session
+    from perflab.report.export import report_json
+    from perflab.report.from_study import study_report
+    from perflab.study.progress import load_progress
+    from perflab.study.text import progress_lines
+
     with deadline(args.timeout, f"showing study {args.study_id}"), db_session.new_session(engine) as session:
         if args.json:
             text = json.dumps(
@@ -188,18 +192,45 @@ def _show(engine: Engine, args: argparse.Namespace) -> int:
 
 
 def _change(engine: Engine, args: argparse.Namespace) -> int:
-    change, _help_text = STATUS_CHANGES[args.action]
+    from perflab.study.coordinator import cancel_study, measure_missing, pause_study, resume_study
+
+    changes = {
+        "pause": pause_study,
+        "resume": resume_study,
+        "cancel": cancel_study,
+        "measure-missing": measure_missing,
+    }
+    change = changes[args.action]
     study = change(engine, args.study_id)
     print(f"study {study.id}: {study.status}")
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
+    from perflab import settings
+
     # Only create and run store a new study: the other actions never create a database.
     engine = command_engine(args.url, create=args.action in ("create", "run"))
-    handlers = {"create": _create, "run": _create, "list": _list, "show": _show}
     try:
         settings.check()
+    except settings.SettingError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return _list(engine, args) if args.action == "list" else _act(engine, args)
+
+
+def _act(engine: Engine, args: argparse.Namespace) -> int:
+    """Every action but ``list``; a problem of the spec, hosts, study or settings is printed, exit 2."""
+    from db import crud
+    from perflab import settings
+    from perflab.inventory import InventoryError
+    from perflab.study.coordinator import StudyStateError
+    from perflab.study.headless import StudyTimeout
+    from perflab.study.hosts import StudyHostError
+    from perflab.study.spec import StudySpecError
+
+    handlers = {"create": _create, "run": _create, "show": _show}
+    try:
         return handlers.get(args.action, _change)(engine, args)
     except (StudySpecError, InventoryError) as error:
         print("\n".join(f"error: {problem}" for problem in error.problems), file=sys.stderr)

@@ -2,10 +2,11 @@
 
 :func:`predict_study` predicts every configuration of the study not predicted yet — the baseline,
 every candidate its plan has reached (a search's trials as they are proposed), and whatever a search
-asked of :func:`stored_lookup` and found missing — with the process's shared
-:class:`~perflab.predict.predictor.Predictor` (AIConfigurator beside perflab's simulator), writing each
-result into the study's stored predictions as soon as it is made (:mod:`perflab.predict.store`) and,
-before each, the progress ("predicting 3 of 12 configurations (AIConfigurator 0.12.0, ~15 s each)").
+asked of its stored predictor (:mod:`perflab.study.stored_predictions`) and found missing — with the
+process's shared :class:`~perflab.predict.predictor.Predictor` (AIConfigurator beside perflab's
+simulator), writing each result into the study's stored predictions as soon as it is made
+(:mod:`perflab.predict.store`) and, before each, the progress ("predicting 3 of 12 configurations
+(AIConfigurator 0.12.0, ~15 s each)").
 A study AIConfigurator cannot predict at all (not installed, model, accelerator, engine or workload
 not covered) stores the one line that says why and goes on without it.
 
@@ -19,7 +20,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable
 
 from sqlalchemy.engine import Engine
 
@@ -28,12 +28,12 @@ from db.crud.studies import FINISHED_STUDY_STATUSES
 from db.session import new_session
 from perflab.engines import EngineConfig
 from perflab.predict.case import NotCovered, case_of
-from perflab.predict.figures import Prediction
 from perflab.predict.installation import COMMAND_ENV, NotInstalled
 from perflab.predict.predictor import Predictor
 from perflab.predict.store import read_predictions, write_predictions
 from perflab.profiles import BenchmarkProfile
 from perflab.study.progress import load_progress
+from perflab.study.stored_predictions import take_wanted
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +41,6 @@ POLL_S = 2.0
 
 _predictors: dict[str, Predictor] = {}
 _threads: dict[tuple[int, int], threading.Thread] = {}
-_wanted: dict[int, dict[str, EngineConfig]] = {}
 _lock = threading.Lock()
 
 
@@ -54,21 +53,6 @@ def shared_predictor() -> Predictor:
         return _predictors[key]
 
 
-def stored_lookup(study_id: int, state: dict | None) -> Callable[[EngineConfig], Prediction | None]:
-    """A study's stored predictions by configuration (None: not predicted, or not covered); a
-    configuration asked for and not yet predicted is predicted next by the study's background thread."""
-    stored = read_predictions(state)
-
-    def lookup(config: EngineConfig) -> Prediction | None:
-        fingerprint = config.fingerprint()
-        if not stored.known(fingerprint) and stored.unavailable is None:
-            with _lock:
-                _wanted.setdefault(study_id, {})[fingerprint] = config
-        return stored.predictions.get(fingerprint)
-
-    return lookup
-
-
 def _configs(engine: Engine, study_id: int) -> tuple[list[EngineConfig], BenchmarkProfile, dict]:
     """The study's configurations (and those a search wanted), its tuning profile and its state."""
     with new_session(engine) as session:
@@ -77,8 +61,7 @@ def _configs(engine: Engine, study_id: int) -> tuple[list[EngineConfig], Benchma
     for candidate in progress.plan.candidates():
         if candidate.config is not None:
             configs.setdefault(candidate.fingerprint or "", candidate.config)
-    with _lock:
-        configs.update(_wanted.pop(study_id, {}))
+    configs.update(take_wanted(study_id))
     state = dict(progress.study.state or {})
     return list(configs.values()), progress.spec.tuning(), state
 

@@ -26,6 +26,7 @@ from perflab.study.noise import Spread, StudySpread, estimate_spread, study_spre
 from perflab.study.objective import LOWER_IS_BETTER
 from perflab.study.spec import StudySpec, StudySpecError, spec_from_data
 from perflab.study.spread_reuse import reused_spread
+from perflab.study.stored_predictions import stored_predictor
 from perflab.study.strategy import Evidence, StrategyFor
 from perflab.study.study_plan import plan_study, strategy_of
 from perflab.study.types import CandidatePlan, Rules
@@ -90,6 +91,7 @@ class StudyProgress:
             objective=spec.objective,
             slos=spec.slos,
             stored=state.get(STAGE_STATE) or {},
+            predict=stored_predictor(study.id, state) if study.id is not None else None,
         )
         self.plan = plan_study(
             baseline=baseline,

@@ -59,8 +59,10 @@ def progress_lines(progress: StudyProgress) -> list[str]:
     """Status, every reached stage with its candidates, and the recommendation."""
     study, plan = progress.study, progress.plan
     unit = OBJECTIVE_UNITS[progress.spec.objective]
-    phase = (study.state or {}).get("phase", "")
-    lines = [f"study {study.id}: {study.name} [{study.status}] {phase}"]
+    phase = (study.state or {}).get("phase") or ""
+    # the phase says more than the status only while the study is under way ("[running] stage 2 of 4")
+    shown = f" {phase}" if phase and phase != study.status else ""
+    lines = [f"study {study.id}: {study.name} [{study.status}]{shown}"]
     prediction = prediction_line(study.state)
     if prediction:
         lines.append(prediction)

@@ -1,29 +1,34 @@
 """What the studies pages show, computed away from Streamlit: the list of studies, a study's id from
-its URL, the tables of a study's result (its candidates with their states, baseline against optimized,
-the summary, a search's trials, its launches — plain text cells, nothing drawn as HTML), the new-study
-form's stages or search template, and a spec built from the form or an uploaded file."""
+its URL, what its result depends on (its version: the page rebuilds the result only when it changes)
+and its runs in flight, the tables of a study's result (its candidates with their states, baseline
+against optimized, the summary, a search's trials, its launches — plain text cells, nothing drawn as
+HTML) with the words and columns they use explained, the new-study form's stages or search template
+and help, and a spec built from the form or an uploaded file."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+import sqlalchemy as sa
 import yaml
 from sqlmodel import Session
 
 from db import crud
 from db.crud.studies import FINISHED_STUDY_STATUSES
+from db.models import FINISHED_RUN_STATUSES, ProfileResult, Run, Study
 from perflab import safe_yaml
 from perflab.inventory import Inventory
 from perflab.problems import syntax_problem
 from perflab.profiles import BenchmarkProfile, scaled
 from perflab.report.costs import cost_change_text, cost_text
-from perflab.report.model import Figures, Report, SearchSection, StageSection
+from perflab.report.model import Figures, Report, SearchSection, StageSection, SummaryRow
 from perflab.report.published import PublishedGain
 from perflab.runner.evidence import MIN_COMPLETED, MIN_DURATION_S
 from perflab.study.spec import SPEC_FORMATS, StudySpec, StudySpecError, parse_spec, spec_from_data
+from perflab.views.formatting import format_time
 from perflab.views.urlstate import BadParam, parse_id
 
 # The stages the form starts with: the seeds' usual order.
@@ -70,6 +75,20 @@ def search_template(gpus: int | None) -> str:
 def stages_template(method: str, model: str, gpus: int | None) -> str:
     """The text the form's stages box starts with for ``method``."""
     return search_template(gpus) if method == "search" else STAGES_TEMPLATE.format(model=model)
+
+
+def relaunches_help() -> str:
+    """The form's help on launches per configuration, by the planner's rules (the confidence of every
+    verdict, the most launches a close call may take)."""
+    defaults = StudySpec.model_fields
+    confidence = defaults["confidence"].default * 100
+    return (
+        "Launches of each configuration before it is first judged (launch-to-launch noise). Whatever "
+        f"this is, every decision is a verdict with a {confidence:g} % interval: the study measures its "
+        "own spread (its references are launched more than once), and a close call is launched again, "
+        f"up to {defaults['max_launches'].default} launches, until it is decided. More launches cost GPU "
+        "time and catch smaller gains."
+    )
 
 
 # A simulated first host makes the form a demo: a tenth of each preset's prompts (the study takes
@@ -132,11 +151,131 @@ def form_defaults(inventory: Inventory, model: str) -> FormDefaults:
     )
 
 
+# The study page's words, explained where they appear: in its legend and its columns' tooltips.
+TOTAL_TPS_HELP = (
+    "Total token throughput: prompt and generated tokens per second that the whole node served over the "
+    "benchmark (vLLM bench's 'Total token throughput'). 6421.15×8 is 6421.15 per replica on 8 replicas: "
+    "51369.20 for the node."
+)
+TERMS: dict[str, str] = {
+    "Total TPS": TOTAL_TPS_HELP,
+    "launch": "one start of the engine with a configuration (a run of the study); a configuration launched "
+    "several times shows how much a fresh start changes its figures.",
+    "run": "one benchmark of the tuning profile on a launch (Runs per launch); a launch's value is the mean "
+    "of its runs, a configuration's the mean of its launches.",
+    "CV": "coefficient of variation: the standard deviation as a percentage of the mean. 'CV 3 % per "
+    "launch' means one launch's value typically lands within about 3 % of the configuration's mean.",
+    "df": "degrees of freedom: how many independent launch-to-launch differences a spread rests on. On 1 "
+    "df it is a rough guess and the intervals are very wide; they narrow as launches accumulate.",
+    "spread of the verdicts": "the launch-to-launch CV every verdict uses, pooled over every configuration "
+    "measured on two launches or more (and over an earlier study's, while today's launches agree with it).",
+    "look": "a candidate is judged after each of its launches: each judgement is a look ('look 1 of 4' is "
+    "the first of at most 4). The bar a gain must clear is set so that judging it several times keeps no "
+    "more no-gain candidates than judging once would.",
+    "± interval": "'+4.1 % ± 1.3 %, 95 %, 3 vs 2' is the gain over the configuration it is judged against, "
+    "its 95 % confidence interval, and how many launches of each side it rests on.",
+    "within noise": "neither kept nor beaten: the interval still straddles the smallest gain kept when the "
+    "candidate's launches ran out or its estimate was too weak to ever reach the bar.",
+    "detectable gain": "the smallest gain this study keeps 80 % of the time at its spread. It is "
+    "re-estimated after every launch, so it moves while the study runs and firms up as launches accumulate.",
+}
+FIRMING_UP = (
+    "While the study runs, the spread and the smallest detectable gain are re-estimated after every launch: "
+    "they move as launches accumulate and settle as the spread's degrees of freedom grow."
+)
+
+
+CHART_TITLES = {
+    "comparison": "Baseline vs optimized",
+    "stages": "Per stage",
+    "load_curve": "Load curve",
+    "search_convergence": "Search convergence",
+    "search_pareto": "Search Pareto front",
+    "search_importance": "Which knobs mattered",
+}
+
+
+def chart_title(name: str) -> str:
+    """A study chart's tab title by its name (:func:`perflab.report.charts.report_charts`):
+    ``comparison`` → ``Baseline vs optimized``, ``load_curve_2`` → ``Load curve 2``, ``search_pareto_3`` →
+    ``Search Pareto front (stage 3)``."""
+    stem, _, number = name.rpartition("_")
+    if stem in CHART_TITLES and number.isdigit():
+        return f"{CHART_TITLES[stem]} ({'stage ' if stem.startswith('search') else ''}{number})"
+    return CHART_TITLES.get(name, name.replace("_", " ").capitalize())
+
+
+def terms_markdown() -> str:
+    """The legend of the study page: each term in bold, then what it means."""
+    return "\n".join(f"- **{term}**: {meaning}" for term, meaning in TERMS.items())
+
+
+def candidate_help(unit: str) -> dict[str, str]:
+    """Tooltips of a stage's candidates table, by column."""
+    return {
+        "Decision": "What the stage decided about the candidate (winner, not better, within noise, …).",
+        f"Mean ({unit})" if unit else "Mean": "The study's objective averaged over the candidate's launches "
+        "(each launch the mean of its runs), for the whole node: the figure its verdict compares.",
+        "Launches": "How many launches the figures of this row are the mean of.",
+        "Total TPS": TOTAL_TPS_HELP,
+        "Note": "Why: the verdict against the best configuration before the stage (gain, 95 % interval, "
+        "launches compared) and how it was reached (see 'What the words on this page mean').",
+    }
+
+
+SUMMARY_HELP: dict[str, str] = {
+    "Best candidate against the baseline": "The stage's best measured candidate against the baseline, "
+    "whether or not the stage kept it ('not kept': the stage kept nothing).",
+    "Not kept (against the best before it)": "Why the stage kept nothing: its best candidate's verdict "
+    "against the best configuration before the stage.",
+}
+LAUNCH_HELP: dict[str, str] = {
+    "Launch": "first: a configuration's first measurement; again: a further launch of it; validation: the "
+    "validation profiles alone.",
+    "Why": "Why the study launched it (again).",
+    "Runs": "Complete runs of the tuning profile on this launch.",
+    "Mean": "The launch's own value of the objective (the mean of its runs).",
+}
+
+
 def parse_study_id(raw: str | None) -> int:
     """The study id of ``?study=ID``; raises BadParam with a sentence a user can act on."""
     if raw is None or not raw.strip():
         raise BadParam("No study given: open one on the Studies page, or add ?study=ID to the address.")
     return parse_id(raw, "study", "study", 3)
+
+
+def study_version(session: Session, study_id: int) -> str | None:
+    """What a study's result depends on, in one small query's worth of text: its status and last
+    change, and each of its runs' status, profiles and stored results (None for an unknown study). The
+    study page rebuilds the result only when this changes."""
+    study = session.execute(sa.select(Study.status, Study.updated_at).where(Study.id == study_id)).first()
+    if study is None:
+        return None
+    results = (
+        sa.select(ProfileResult.run_id, sa.func.count().label("results"))
+        .group_by(ProfileResult.run_id)
+        .subquery()
+    )
+    runs = session.execute(
+        sa.select(Run.id, Run.status, sa.func.coalesce(results.c.results, 0))
+        .outerjoin(results, results.c.run_id == Run.id)
+        .where(Run.study_id == study_id)
+        .order_by(Run.id)
+    ).all()
+    return "|".join(
+        [study.status, str(study.updated_at), *(f"{run}:{status}:{count}" for run, status, count in runs)]
+    )
+
+
+def active_runs(session: Session, study_id: int) -> list[int]:
+    """The study's runs a worker holds or will (queued, launching, ready, benchmarking), oldest first."""
+    query = (
+        sa.select(Run.id)
+        .where(Run.study_id == study_id, Run.status.not_in(FINISHED_RUN_STATUSES))
+        .order_by(Run.id)
+    )
+    return list(session.execute(query).scalars())
 
 
 def studies_table(session: Session) -> pd.DataFrame:
@@ -153,7 +292,7 @@ def studies_table(session: Session) -> pd.DataFrame:
                 "Model": (study.spec or {}).get("model"),
                 "Hosts": ", ".join((study.spec or {}).get("hosts") or []),
                 "Best": best_text(state.get("best"), finished=study.status in FINISHED_STUDY_STATUSES),
-                "Created": study.created_at,
+                "Created": format_time(study.created_at),
             }
         )
     columns = ["Study", "Name", "Status", "Phase", "Model", "Hosts", "Best", "Created"]
@@ -230,18 +369,29 @@ def comparison_table(report: Report) -> pd.DataFrame:
 
 
 def summary_table(report: Report) -> pd.DataFrame:
-    """The Summary of Optimization Options: one figure per column, each saying what it is against."""
-    column = "Cost change" if report.lower_is_better else "Throughput improvement"
+    """The Summary of Optimization Options: one figure per column, each saying what it is against; a
+    stage that kept nothing says so, and its best candidate's figure against the baseline says it was
+    not kept."""
+    column = "Cost change kept" if report.lower_is_better else "Throughput improvement kept"
     rows = [
         {
             "Optimization option": row.option,
-            column: _gain_text(row.improvement, report.decimals, "-"),
-            "Against the baseline": _gain_text(row.versus_baseline, report.decimals, "-"),
-            "Not kept (against the best before it)": row.note or "-",
+            column: _gain_text(row.improvement, report.decimals, "nothing kept"),
+            "Best candidate against the baseline": _versus_baseline(row, report.decimals),
+            "Not kept (against the best before it)": row.note,
         }
         for row in report.summary
     ]
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["Optimization option", column, *SUMMARY_HELP])
+
+
+def _versus_baseline(row: SummaryRow, decimals: int) -> str | None:
+    """``+13.7% ± 4.1%`` (its published gain), or ``+13.7% (not kept)`` for the best candidate of a
+    stage that kept nothing."""
+    text = _gain_text(row.versus_baseline, decimals)
+    if text is None or row.improvement is not None:
+        return text
+    return f"{text} (not kept)"
 
 
 def trials_table(search: SearchSection) -> pd.DataFrame:
@@ -268,6 +418,7 @@ def launches_table(report: Report) -> pd.DataFrame:
             "Run": f"/run?run={launch.run_id}",
             "Configuration": launch.configuration,
             "Launch": launch.kind,
+            "Why": launch.reason,
             "Status": launch.status,
             "Runs": launch.runs,
             "Mean": shown_value(launch.value),
@@ -284,8 +435,8 @@ def spec_from_form(
     model: str,
     hosts: Sequence[str],
     engine: str,
-    tuning_profile: str,
-    validation_profiles: Sequence[str],
+    tuning_profile: str | Mapping[str, Any],
+    validation_profiles: Sequence[str | Mapping[str, Any]],
     stages_yaml: str,
     objective: str,
     scale: float,

@@ -12,7 +12,8 @@ change or a colour, and the runs are ranked, coloured and put on the Pareto fron
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 from pandas.io.formats.style import Styler
@@ -178,7 +179,9 @@ class ComparisonTable:
 
     ``values`` holds the numbers (rows: metric keys; columns: run names), ``changes`` the % changes
     (NaN for the baseline, missing values, and node totals of runs whose budgets differ),
-    ``verdicts`` ``better``/``worse``/``""`` per cell.
+    ``verdicts`` ``better``/``worse``/``""`` per cell (``""`` for every cell of a run in ``unjudged``:
+    its result does not measure what the baseline's does, :mod:`perflab.views.comparable`); ``marks``
+    the heading marks of the columns whose results cannot be judged (``(too short to judge)``).
     """
 
     metrics: list[Metric]
@@ -189,6 +192,7 @@ class ComparisonTable:
     changes: pd.DataFrame
     verdicts: pd.DataFrame
     budgets_differ: bool = False
+    marks: Mapping[str, str] = field(default_factory=dict)
 
 
 def verdict(change: float | None, direction: Direction) -> str:
@@ -199,8 +203,16 @@ def verdict(change: float | None, direction: Direction) -> str:
     return "better" if improved else "worse"
 
 
-def comparison_table(compare: CompareSet, *, profile: str, baseline_id: int) -> ComparisonTable:
-    """The metric table of ``profile`` with changes against run ``baseline_id``."""
+def comparison_table(
+    compare: CompareSet,
+    *,
+    profile: str,
+    baseline_id: int,
+    unjudged: frozenset[str] = frozenset(),
+    marks: Mapping[str, str] | None = None,
+) -> ComparisonTable:
+    """The metric table of ``profile`` with changes against run ``baseline_id``; the changes of the runs
+    named in ``unjudged`` are neither better nor worse, the columns named in ``marks`` marked."""
     results = {run.name: run.result_for(profile) for run in compare.runs}
     baseline = compare.run(baseline_id).name
     metrics = result_metrics(result.result for result in results.values() if result is not None)
@@ -229,7 +241,10 @@ def comparison_table(compare: CompareSet, *, profile: str, baseline_id: int) -> 
     )
     verdicts = pd.DataFrame(
         {
-            name: [verdict(_value(changes, metric.key, name), metric.direction) for metric in metrics]
+            name: [
+                "" if name in unjudged else verdict(_value(changes, metric.key, name), metric.direction)
+                for metric in metrics
+            ]
             for name in results
         },
         index=keys,
@@ -244,6 +259,7 @@ def comparison_table(compare: CompareSet, *, profile: str, baseline_id: int) -> 
         changes=changes,
         verdicts=verdicts,
         budgets_differ=compare.budgets_differ,
+        marks=dict(marks or {}),
     )
 
 
@@ -287,9 +303,18 @@ def _cell(table: ComparisonTable, metric: Metric, name: str) -> str:
     return f"{text} ({format_change(change)})" if change is not None else text
 
 
+def column_name(table: ComparisonTable, name: str) -> str:
+    """A run's column heading: its name, marked when it is the baseline and when its result cannot be
+    judged (``(too short to judge)``)."""
+    marks = ["(baseline)"] if name == table.baseline else []
+    if name in table.marks:
+        marks.append(table.marks[name])
+    return " ".join([name, *marks])
+
+
 def display_frame(table: ComparisonTable) -> pd.DataFrame:
     """The table as text cells (``3019.19 ×2 (+59.2%)``), the baseline's column marked."""
-    columns = {name: f"{name} (baseline)" if name == table.baseline else name for name in table.run_names}
+    columns = {name: column_name(table, name) for name in table.run_names}
     rows = {
         metric_heading(metric): {columns[name]: _cell(table, metric, name) for name in table.run_names}
         for metric in table.metrics

@@ -280,14 +280,23 @@ def output_length_note(with_lengths: int, prompts: int) -> str | None:
     )
 
 
-def reuse_note(num_prompts: int, dataset_prompts: int | None) -> str | None:
-    """What asking for more prompts than a dataset holds means, or None when it holds enough."""
+def reuse_note(num_prompts: int, dataset_prompts: int | None, unit: str = "prompts") -> str | None:
+    """What asking for more prompts (or sessions) than a dataset holds means, or None when it holds
+    enough."""
     if dataset_prompts is None or num_prompts <= dataset_prompts:
         return None
+    sent = "requests" if unit == "prompts" else unit
     return (
-        f"The dataset holds {dataset_prompts} prompts: {num_prompts} requests send them again in order "
+        f"The dataset holds {dataset_prompts} {unit}: {num_prompts} {sent} send them again in order "
         f"(each about {num_prompts / dataset_prompts:.1f} times), which a prefix cache may favour."
     )
+
+
+# The custom profile's output tokens on a session file (the bench's agentic-trace reader, SGLang's 220).
+SESSION_OUTPUT_NOTE = (
+    "Empty: each turn asks for its own output_len, else 220 tokens (SGLang's default); a value sets every "
+    "turn's."
+)
 
 
 def dataset_names(datasets: Sequence[Dataset]) -> dict[str, str]:

@@ -27,11 +27,10 @@ from db.models import FINISHED_RUN_STATUSES, Dataset, ProfileResult, RequestReco
 from perflab.bench.report import format_text_block, partial_note
 from perflab.datasets import dataset_file_name
 from perflab.hub.catalog import used_sample
-from perflab.runner import live
 from perflab.runner.evidence import unjudged_reason
 from perflab.views import timeline as timelines
 from perflab.views.commands import CommandPreview, stored_command_preview, vllm_bench_commands
-from perflab.views.formatting import PARTIAL_MARK, format_duration, format_time, host_label
+from perflab.views.formatting import PARTIAL_MARK, format_time, host_label
 
 RECORD_COLUMNS: tuple[str, ...] = (
     "index",
@@ -354,101 +353,3 @@ def _counts(
     """How many rows of ``table`` each of ``run_ids`` has (runs without any are left out)."""
     query = sa.select(table.run_id, sa.func.count()).where(table.run_id.in_(run_ids)).group_by(table.run_id)
     return {run_id: count for run_id, count in session.execute(query)}
-
-
-@dataclass(frozen=True)
-class RunProgress:
-    """A run's live state for the progress panel."""
-
-    status: str
-    done: int
-    failed: int
-    total: int
-    in_flight: int
-    elapsed_s: float | None
-    profile: str | None
-    profile_number: int | None
-    profiles: int | None
-    cancel_requested: bool
-    pulling: str | None = None
-    # The running profile's progress points (see :mod:`perflab.runner.live`).
-    history: list[Any] = dataclasses.field(default_factory=list)
-
-    @property
-    def eta_s(self) -> float | None:
-        """Seconds until the running profile's requests have all ended (see :func:`live.eta_s`)."""
-        return live.eta_s(self.history, self.total)
-
-    @property
-    def fraction(self) -> float:
-        return min(1.0, self.done / self.total) if self.total else 0.0
-
-    def text(self) -> str:
-        """``benchmarking · profile sharegpt (1 of 2) · 412/1000 requests (3 failed), 64 in flight ·
-        41.5 s elapsed · about 1 min 2 s left`` (``done`` counts the failed requests too)."""
-        parts = [self.status]
-        if self.pulling:
-            parts.append(self.pulling)
-        if self.profile:
-            of = (
-                f" ({self.profile_number} of {self.profiles})"
-                if self.profile_number and self.profiles
-                else ""
-            )
-            parts.append(f"profile {self.profile}{of}")
-        if self.total:
-            counted = f"{self.done}/{self.total} requests"
-            if self.failed:
-                counted += f" ({self.failed} failed)"
-            parts.append(f"{counted}, {self.in_flight} in flight")
-        if self.elapsed_s is not None:
-            parts.append(f"{format_duration(self.elapsed_s)} elapsed")
-        if self.total and self.done < self.total and self.history:
-            eta = self.eta_s
-            parts.append(
-                f"about {format_duration(eta)} left" if eta is not None else "estimating the time left"
-            )
-        if self.cancel_requested:
-            parts.append("cancel requested")
-        return " · ".join(parts)
-
-
-def _int(value: Any) -> int:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
-
-
-def load_progress(session: Session, run_id: int) -> RunProgress | None:
-    """The live progress of a run (one small query), or None for an unknown run."""
-    row = session.execute(
-        sa.select(Run.status, Run.progress, Run.cancel_requested).where(Run.id == run_id)
-    ).first()
-    if row is None:
-        return None
-    progress = row.progress if isinstance(row.progress, dict) else {}
-    elapsed = progress.get("elapsed_s")
-    profile = progress.get("profile")
-    index = progress.get("profile_index")
-    return RunProgress(
-        status=row.status,
-        done=_int(progress.get("done")),
-        failed=_int(progress.get("failed")),
-        total=_int(progress.get("total")),
-        in_flight=_int(progress.get("in_flight")),
-        elapsed_s=float(elapsed) if isinstance(elapsed, (int, float)) else None,
-        profile=profile if isinstance(profile, str) else None,
-        profile_number=_int(index) + 1 if isinstance(index, int) else None,
-        profiles=_int(progress.get("profiles")) or None,
-        cancel_requested=bool(row.cancel_requested),
-        pulling=_pull_text(progress),
-        history=progress.get("history") if isinstance(progress.get("history"), list) else [],
-    )
-
-
-def _pull_text(progress: dict[str, Any]) -> str | None:
-    """``pulling IMAGE: last line of the pull`` while a run's image is being pulled, ``downloading
-    DATASET: 120 of 642 MiB`` while its hub dataset is fetched, else None."""
-    for key in ("pulling", "downloading"):
-        what, line = progress.get(key), progress.get("log_line")
-        if isinstance(what, str):
-            return f"{key} {what}: {line}" if isinstance(line, str) and line else f"{key} {what}"
-    return None

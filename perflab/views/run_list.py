@@ -53,6 +53,8 @@ SORT_CHOICES: dict[str, str] = {
     "Cost per 1M tok": COST_SORT,
 }
 PAGE_SIZES: tuple[int, ...] = (25, 50, 100, 200)
+# The engine's prefix-cache hit rate over the first result (%), read from its JSON for the page's runs.
+CACHE_HIT_COLUMN = "Prefix-cache hit (%)"
 # What tells runs apart comes first (the engine, its knobs and the profile, before the model, which
 # runs of one study share), then how fast they were, then where they ran and their bookkeeping.
 TABLE_COLUMNS: tuple[str, ...] = (
@@ -68,6 +70,7 @@ TABLE_COLUMNS: tuple[str, ...] = (
     "Output tok/s",
     "Mean TTFT (ms)",
     "Mean TPOT (ms)",
+    CACHE_HIT_COLUMN,
     COST_COLUMN,
     "Replicas",
     "Host",
@@ -76,7 +79,8 @@ TABLE_COLUMNS: tuple[str, ...] = (
     "Source",
     "Created",
 )
-# The column sets the page offers: the compact one (the default) fits beside the sidebar at 1024 px.
+# The column sets the page offers: the compact one (the default) fits beside the sidebar at 1024 px; it
+# adds the prefix-cache hit rate when a run on the page has one (sessions, shared prefixes).
 COLUMN_SETS: dict[str, tuple[str, ...]] = {"compact": TABLE_COLUMNS[:8], "all": TABLE_COLUMNS}
 DEFAULT_COLUMN_SET = "compact"
 FIGURE_COLUMNS: tuple[str, ...] = (
@@ -84,6 +88,7 @@ FIGURE_COLUMNS: tuple[str, ...] = (
     "Output tok/s",
     "Mean TTFT (ms)",
     "Mean TPOT (ms)",
+    CACHE_HIT_COLUMN,
     COST_COLUMN,
     "Total tok/s per accelerator",
 )
@@ -206,12 +211,21 @@ def runs_table(
     rows: list[RunRow],
     costs: dict[int, float | None] | None = None,
     planned: dict[int, str] | None = None,
+    cache_hits: dict[int, float] | None = None,
 ) -> pd.DataFrame:
     """The runs table of one page, indexed by run id, columns as in :data:`TABLE_COLUMNS` (``costs``:
     each run's cost per 1M tokens, in the currency of hosts.yaml; ``planned``: the first profile of
-    runs without a result yet)."""
-    costs, planned = costs or {}, planned or {}
-    table_rows = [{**_table_row(row, planned.get(row.id)), COST_COLUMN: costs.get(row.id)} for row in rows]
+    runs without a result yet; ``cache_hits``: the engine's prefix-cache hit rate over the first
+    result, %)."""
+    costs, planned, cache_hits = costs or {}, planned or {}, cache_hits or {}
+    table_rows = [
+        {
+            **_table_row(row, planned.get(row.id)),
+            COST_COLUMN: costs.get(row.id),
+            CACHE_HIT_COLUMN: cache_hits.get(row.id),
+        }
+        for row in rows
+    ]
     frame = pd.DataFrame(table_rows, columns=list(TABLE_COLUMNS))
     frame.index = pd.Index([row.id for row in rows], name="id")
     for column in FIGURE_COLUMNS:
@@ -258,11 +272,13 @@ def load_run_page(
         if page > pages:
             page = pages
             result = crud.list_runs(session, offset=(page - 1) * page_size, **query)
+    shown_ids = [row.id for row in result.rows]
     return RunListPage(
         table=runs_table(
             result.rows,
-            page_costs(session, book, [row.id for row in result.rows]),
+            page_costs(session, book, shown_ids),
             planned_profiles(session, [row.id for row in result.rows if not row.profile_name]),
+            crud.first_result_figures(session, shown_ids, "prefix_cache_hit_rate"),
         ),
         total=result.total,
         page=max(page, 1),
@@ -270,6 +286,15 @@ def load_run_page(
         page_size=page_size,
         run_ids=[row.id for row in result.rows],
     )
+
+
+def shown_columns(column_set: str, table: pd.DataFrame) -> tuple[str, ...]:
+    """The columns of ``column_set``, with the prefix-cache hit rate after the compact ones when a run
+    of the page has one."""
+    columns = COLUMN_SETS[column_set]
+    if CACHE_HIT_COLUMN in columns or table[CACHE_HIT_COLUMN].isna().all():
+        return columns
+    return (*columns, CACHE_HIT_COLUMN)
 
 
 def planned_profiles(session: Session, run_ids: list[int]) -> dict[int, str]:

@@ -3,13 +3,15 @@ are queued or in flight."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import sqlalchemy as sa
 from sqlmodel import Session
 
 from db import crud
-from db.models import IN_FLIGHT_RUN_STATUSES, utcnow
+from db.models import Run, utcnow
 from perflab.views.formatting import host_label
 
 ACTIVE_RUNS_SHOWN = 8
@@ -79,36 +81,44 @@ def _age(moment: datetime, now: datetime) -> float:
 
 
 def app_status(
-    session: Session, *, database: str, stale_after_s: float, now: datetime | None = None
+    session: Session,
+    *,
+    database: str,
+    stale_after_s: float,
+    now: datetime | None = None,
+    simulated_hosts: Collection[str] = (),
 ) -> AppStatus:
-    """The summary for the sidebar (a few small indexed queries); a worker silent for longer than
-    ``stale_after_s`` is shown as not responding."""
+    """The summary for the sidebar (three small indexed queries); a worker silent for longer than
+    ``stale_after_s`` is shown as not responding. A run on one of ``simulated_hosts`` is labelled
+    simulated before it has started too (a run learns it is when it launches)."""
     now = now or utcnow()
     workers = [
         WorkerState(worker.id, worker.hostname, worker.state, _age(worker.heartbeat_at, now), stale_after_s)
         for worker in crud.list_workers(session)
     ]
-    queued = crud.list_runs(session, status="queued", limit=1).total
-    active = crud.list_runs(
-        session,
-        status=[*sorted(IN_FLIGHT_RUN_STATUSES), "queued"],
-        sort="created_at",
-        limit=ACTIVE_RUNS_SHOWN,
+    watched = ["queued", *IN_FLIGHT_ORDER]
+    counts = dict(
+        session.execute(
+            sa.select(Run.status, sa.func.count()).where(Run.status.in_(watched)).group_by(Run.status)
+        ).all()
     )
-    in_flight = active.total - queued
-    by_status = (
-        {name: crud.list_runs(session, status=name, limit=1).total for name in IN_FLIGHT_ORDER}
-        if in_flight
-        else {}
-    )
+    queued = counts.get("queued", 0)
+    in_flight = sum(counts.get(name, 0) for name in IN_FLIGHT_ORDER)
+    by_status = {name: counts.get(name, 0) for name in IN_FLIGHT_ORDER} if in_flight else {}
+    active = session.execute(
+        sa.select(Run.id, Run.status, Run.host_name, Run.simulated, Run.label, Run.engine, Run.model)
+        .where(Run.status.in_(watched))
+        .order_by(Run.created_at.desc(), Run.id.desc())
+        .limit(ACTIVE_RUNS_SHOWN)
+    ).all()
     active_runs = [
         ActiveRun(
             id=row.id,
             status=row.status,
-            host=host_label(row.host_name, row.simulated),
+            host=host_label(row.host_name, row.simulated or row.host_name in simulated_hosts),
             title=row.label or " ".join(part for part in (row.engine, row.model) if part) or f"run {row.id}",
         )
-        for row in active.rows
+        for row in active
     ]
     return AppStatus(
         database=database,

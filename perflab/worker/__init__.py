@@ -2,8 +2,13 @@
 parallel threads and recovers runs that dead workers left in flight; :func:`start_app_worker` gives
 the web app its one in-process worker."""
 
-from perflab.worker.app import start_app_worker
-from perflab.worker.recovery import RESTART_MESSAGE, recover
-from perflab.worker.worker import Worker, default_worker_id
+from perflab.lazy_exports import lazy_exports
 
-__all__ = ["RESTART_MESSAGE", "Worker", "default_worker_id", "recover", "start_app_worker"]
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "perflab.worker.app": ("start_app_worker",),
+        "perflab.worker.recovery": ("RESTART_MESSAGE", "recover"),
+        "perflab.worker.worker": ("Worker", "default_worker_id"),
+    },
+)

@@ -14,10 +14,7 @@ import sys
 import threading
 from types import FrameType
 
-from db.session import DEFAULT_MAX_PARALLEL, POOL_FIXED_CONNECTIONS, configure_pool, describe
-from perflab import settings
-from perflab.redact import install_log_redaction
-from perflab.worker.worker import Worker, default_worker_id
+from db.pool_sizes import DEFAULT_MAX_PARALLEL, POOL_FIXED_CONNECTIONS
 
 
 def _positive_int(text: str) -> int:
@@ -68,6 +65,11 @@ def _wait_for_signal() -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from db.session import configure_pool, describe
+    from perflab import settings
+    from perflab.redact import install_log_redaction
+    from perflab.worker.worker import Worker, default_worker_id
+
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr
     )

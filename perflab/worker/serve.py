@@ -22,10 +22,6 @@ import threading
 import time
 from pathlib import Path
 
-from db import session as db_session
-from perflab import auth, settings
-from perflab.worker.app import start_app_worker
-
 logger = logging.getLogger(__name__)
 APP = Path(__file__).resolve().parents[2] / "app.py"
 # How long the worker waits for the server to load its settings before giving up.
@@ -42,6 +38,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def worker_blocker(address: str | None) -> str | None:
     """Why the app's worker must not start for a server on ``address``, or None when it may."""
+    from perflab import auth, settings
+
     if not settings.app_worker_enabled():
         return f"{settings.APP_WORKER_ENV}=0"
     try:
@@ -58,6 +56,9 @@ def start_with_server() -> None:
     """Once the server in this process has loaded its settings, start the app's worker (or say why
     not)."""
     from streamlit import config, runtime
+
+    from db import session as db_session
+    from perflab.worker.app import start_app_worker
 
     deadline = time.monotonic() + SERVER_START_TIMEOUT_S
     while not runtime.exists():

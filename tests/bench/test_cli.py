@@ -220,6 +220,7 @@ def test_progress_json_lines(scripted_server, capsys):
     snapshots = [json.loads(line.split(" ", 1)[1]) for line in lines]
     assert len(snapshots) >= 1
     assert snapshots[-1] == {
+        "phase": "benchmark",
         "done": 6,
         "failed": 0,
         "total": 6,

@@ -1,6 +1,6 @@
 """Rounds: a benchmark too short for its floor sends its workload again, fresh prompts each round, and
-measures the rounds' own time; how many rounds a configuration of a given speed gets, and that a
-faster one never ends below the floor."""
+measures the rounds' own time (by a simulator's clock when it answers with one); how many rounds a
+configuration of a given speed gets, and that a faster one never ends below the floor."""
 
 from __future__ import annotations
 
@@ -8,12 +8,16 @@ import json
 import math
 from pathlib import Path
 
+import httpx
 import pytest
 
-from perflab.bench.datasets import DatasetSpec
+from perflab.bench.client import Outcome
+from perflab.bench.datasets import DatasetSpec, Sample
+from perflab.bench.dispatch import Dispatch, Prepared
 from perflab.bench.rounds import (
     MAX_MEASURED_REQUESTS,
     Floor,
+    MeasuredRounds,
     another_round,
     derived_seed,
     round_seed,
@@ -117,6 +121,56 @@ def test_rounds_stop_at_the_floor_at_a_round_that_completes_nothing_or_at_the_bo
     assert not another_round(floor, 1.0, 10, 0, 20, 10)  # the last round completed nothing
     assert not another_round(floor, 1.0, 10, 10, MAX_MEASURED_REQUESTS, 10)
     assert sized(floor, 2.0, 100).rounds == 3 and sized(floor, 6.0, 10).rounds == 5
+
+
+def _dispatch(wall: tuple[float, float], simulated: tuple[float, float] | None) -> Dispatch:
+    """One streamed token of a request sent and ended at ``wall`` (``perf_counter`` seconds), and at
+    ``simulated`` on its round's timeline when the simulator answered with its clock."""
+    outcome = Outcome()
+    outcome.sent_at, outcome.ended_at = wall
+    outcome.chunk_times, outcome.chunk_chars = [wall[1]], [4]
+    if simulated is not None:
+        outcome.sim_arrival, outcome.sim_times = simulated[0], [simulated[1]]
+    request = httpx.Request("POST", "http://sim/v1/completions")
+    prepared = Prepared(request, "http://sim", Sample("p", 1, 1), 1)
+    return Dispatch(prepared, 0.0, wall[0], outcome)
+
+
+def _rounds(floor: Floor, simulated: tuple[float, float] | None) -> MeasuredRounds:
+    """Rounds of one request that each take 2 s of wall time, 1 s apart, until ``floor`` is reached."""
+    measured = MeasuredRounds()
+    while True:
+        start = 100.0 + 3.0 * measured.count
+        measured.add(
+            [_dispatch((start, start + 2.0), simulated)],
+            started_at=start,
+            sent=1,
+            planned_turns={},
+            dataset_source="unverified",
+            preconnected=0,
+            reads={},
+            reset={},
+        )
+        if not measured.another(floor, 1):
+            return measured
+
+
+def test_a_run_timed_by_a_simulators_clock_counts_its_floor_in_the_simulators_seconds() -> None:
+    """A loaded machine stretched each round to 2 s of wall time where the simulator's clock says 1 s:
+    the floor counts the simulated seconds the result reports, so the rounds go on until those reach it
+    (the wall clock would have stopped a round earlier, leaving a result shorter than its floor); the
+    pauses between rounds and the energy window stay on the wall clock."""
+    floor = Floor(2.5, 1)
+    simulated = _rounds(floor, (0.0, 1.0))
+    assert simulated.simulated and simulated.count == 3
+    assert simulated.round_s == [1.0, 1.0, 1.0] and simulated.measured_s == 3.0
+    records = simulated.records(None)
+    assert [(record.start_s, record.end_s) for record in records] == [(0.0, 1.0), (1.0, 2.0), (2.0, 3.0)]
+    assert simulated.summary(floor, 1)["paused_s"] == 2.0
+    assert simulated.clock_window() == [100.0, 108.0]
+    wall = _rounds(floor, None)
+    assert not wall.simulated and wall.count == 2 and wall.round_s == [2.0, 2.0]
+    assert [(record.start_s, record.end_s) for record in wall.records(None)] == [(0.0, 2.0), (2.0, 4.0)]
 
 
 def test_the_runner_asks_the_bench_for_the_floor_in_wall_seconds() -> None:

@@ -16,16 +16,17 @@ from db.models import Study
 from db.session import new_session
 from perflab.inventory import load_inventory
 from perflab.predict.installation import COMMAND_ENV
-from perflab.predict.store import prediction_line
+from perflab.predict.store import prediction_line, read_predictions
 from perflab.report.export import report_json, results_csv
 from perflab.report.from_study import study_report
 from perflab.report.markdown import render_markdown
 from perflab.report.model import Report
 from perflab.study.coordinator import create_study
 from perflab.study.headless import wait_for_study
-from perflab.study.predicting import predict_study, stored_lookup
+from perflab.study.predicting import predict_study
 from perflab.study.progress import StudyProgress, load_progress
 from perflab.study.spec import parse_spec
+from perflab.study.stored_predictions import stored_predictor
 from tests.fixtures.runs import SimHostFactory, write_hosts_file
 from tests.fixtures.study_data import FAST
 
@@ -130,10 +131,14 @@ def test_with_aiconfigurator_each_configuration_shows_predicted_beside_measured(
     # answers None and is predicted next
     with new_session(runs_db) as session:
         plan = load_progress(session, study_id=final.id).plan
-    lookup = stored_lookup(final.id, stored.state)
+    lookup = stored_predictor(final.id, stored.state)
     assert plan.baseline.config is not None
     predicted = lookup(plan.baseline.config)
-    assert predicted is not None and predicted.values()["output_throughput"] > 0
+    found = read_predictions(stored.state).predictions[plan.baseline.config.fingerprint()]
+    assert predicted is not None and predicted.source.startswith("AIConfigurator (vLLM ")
+    assert predicted.values["output_throughput"] == pytest.approx(
+        baseline.predicted.output_tps_per_gpu * found.gpus
+    )
     unseen = plan.baseline.config.model_copy(update={"max_num_seqs": 8})
     assert lookup(unseen) is None
     assert predict_study(runs_db, final.id) == 1

@@ -39,8 +39,11 @@ def test_cost_is_priced_at_the_mean_throughput_and_energy_is_a_mean_of_launch_me
     assert side.tokens_per_joule == pytest.approx(3.0)  # launch 1 only
     assert (side.launches, side.energy_launches, side.energy_not_measured) == (2, 1, None)
     assert cost_text(side) == (
-        "$0.043 per 1M tokens; 3 tok/J (mean of the 1 of 2 launches whose energy was measured)"
+        "$0.043 per 1M tokens; 3 output tokens per joule "
+        "(mean of the 1 of 2 launches whose energy was measured)"
     )
+    both = cost_side([[_figures(60_000.0, 2.0)], [_figures(70_000.0, 4.0)]])
+    assert cost_text(both) == "$0.043 per 1M tokens; 3 output tokens per joule (mean of 2 launches)"
 
 
 def test_no_energy_figure_from_windows_too_short_and_why() -> None:

@@ -104,8 +104,8 @@ def test_page_report_json_and_csv_show_one_published_gain_per_decision(
         summary_line = next(line for line in markdown.splitlines() if line.startswith(f"| {stage.name} |"))
         assert f">{text}</span> |" in summary_line
         page_row = summary[summary["Optimization option"] == stage.name].iloc[0]
-        assert page_row["Throughput improvement"] == text
-        assert page_row["Against the baseline"] == summary_row.versus_baseline.text(decimals)
+        assert page_row["Throughput improvement kept"] == text
+        assert page_row["Best candidate against the baseline"] == summary_row.versus_baseline.text(decimals)
         [json_row] = [row for row in payload["summary"] if row["option"] == stage.name]
         assert json_row["improvement"] == decision.to_json()
         assert json_row["versus_baseline"] == summary_row.versus_baseline.to_json()

@@ -141,6 +141,11 @@ def test_seed_000_replicas_and_recommendation(db_session: Session, seed_runs: di
     ) in markdown
     assert "Result: Choosing the Inference Engine" not in markdown
     assert "Result: SGLang (4635.31 tok/s) > vLLM (3792.50 tok/s)" in markdown
+    # how to read "×2", with the report's own figure
+    assert (
+        "Run 2 replicas of it per node; Total TPS is written per replica ×2 (3019.19×2 is 3019.19 tok/s per "
+        "replica, 6038.38 for the node)."
+    ) in markdown
 
 
 def test_seed_001_loss_is_coloured_red_and_keeps_the_write_ups_figure(

@@ -32,7 +32,7 @@ from perflab.study.coordinator import advance
 from perflab.study.finalists import MAX_FINALISTS
 from perflab.study.measure import study_runs
 from tests.study.by_hand import drive, start
-from tests.ui.conftest import app_env, hosts_file, open_page, texts  # noqa: F401  (fixtures reused)
+from tests.ui.conftest import app_env, hosts_file, open_page, preformatted  # noqa: F401  (fixtures reused)
 
 SPEC = """
 name: noisy search
@@ -219,4 +219,4 @@ def test_one_result_four_renderings_and_every_figure_from_the_csv(  # type: igno
     trials = next(frame for columns, frame in frames.items() if columns[0] == "Trial")
     assert list(trials["State"]) == [trial.state for trial in search.trials]
     assert [texts for texts in app.caption if "past it" in str(texts.value)]
-    assert report.recommended_command in texts(app.code)
+    assert report.recommended_command in preformatted(app)

@@ -1,7 +1,8 @@
 """A disaggregated SGLang or vLLM configuration run end to end on a simulated local host: prefill and
 decode workers on their own GPUs, the real ``sglang-router`` or ``vllm-router`` in front, the benchmark
-through the router, every request prefill → decode, every worker sampled and everything stopped; a router
-or transfer library the host lacks fails the run as an infrastructure failure."""
+through the router (by the wall clock: the router passes the simulator's clock marks on to no worker),
+every request prefill → decode, every worker sampled and everything stopped; a router or transfer library
+the host lacks fails the run as an infrastructure failure."""
 
 from __future__ import annotations
 
@@ -63,6 +64,7 @@ ROUTER_COMMAND = {
     "sglang": "sglang_router.launch_router --pd-disaggregation",
     "vllm": "vllm-router --vllm-pd",
 }
+ROUTER_PACKAGE = {"sglang": "sglang-router 0.3.2", "vllm": "vllm-router 0.1.17"}
 
 
 @pytest.mark.timeout(300)
@@ -92,12 +94,17 @@ def test_a_disaggregated_run_benchmarks_through_the_real_router(
     assert ROUTER_COMMAND[name] in run.serve_commands[3]
     router_port = run.remote_state["processes"][3]["port"]
     assert run.bench_commands and f"--base-url http://127.0.0.1:{router_port}" in run.bench_commands[0]
+    # the router passes no clock mark on to the simulated workers: the benchmark goes by the wall clock
+    assert "--wall-clock" in run.bench_commands[0]
     with new_session(runs_db) as session:
         (result,) = crud.list_profile_results(session, run_id=run.id)
         samples = crud.list_samples(session, run_id=run.id)
     measured = sized_count(result.result, 24)  # 24 prompts a round, in as many rounds as the floor asks
     assert result.result["completed"] == measured and result.result["failed"] == 0
     assert result.result["total_output_tokens"] == measured * 8
+    assert result.result["timing_source"] != "simulated"
+    note = f"timed by the wall clock: {ROUTER_PACKAGE[name]} passes no x-perflab-sim-clock header"
+    assert any(text.startswith(note) for text in result.result["notes"])
     # every worker's metrics were sampled (the router has none of the engine's)
     assert {sample.values["replica"] for sample in samples if sample.source == "engine"} == {0, 1, 2}
     # every request went prefill → decode: each room the decode worker received, a prefill worker sent

@@ -1,10 +1,15 @@
 """A run's energy window is the benchmark's own first send and last receive, on the samples' clock.
 
 A run on a simulated local host (its simulated nvidia-smi reports utilization and power that follow the
-engine's work), sampled every 0.3 s: the stored result's window lies within the seconds the engine's own
-gauges show requests, and its tokens per joule are recomputed here from the stored samples (the
-trapezoid rule over the power readings inside the window, each edge's part of its sampling interval at
-that interval's mean power).
+engine's work), sampled every 0.3 s: the stored result's window — the bench's first send and last
+receive on the wall clock, though the figures come from the simulator's clock — holds every second the
+engine's own gauges show requests, and its tokens per joule are recomputed here from the stored samples
+(the trapezoid rule over the power readings inside the window, each edge's part of its sampling interval
+at that interval's mean power).
+
+The simulator's clock runs the engine in bursts when the client is slower than the model (it waits for
+the client's requests, then catches up), so inside the window the engine is busy only part of the time:
+the gauges are read for requests outside the window, never for being busy at every reading inside it.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ def _power_joules(samples: list[tuple[float, float]], start: float, end: float) 
 
 
 @pytest.mark.slow
-def test_the_window_lies_where_the_engine_was_busy_and_its_tokens_per_joule_recompute(
+def test_the_window_holds_every_busy_reading_and_its_tokens_per_joule_recompute(
     runs_db: Engine, sim_host: SimHostFactory
 ) -> None:
     host = sim_host("energy-window", kind="local", count=1, time_scale=20.0)
@@ -57,14 +62,14 @@ def test_the_window_lies_where_the_engine_was_busy_and_its_tokens_per_joule_reco
         samples = crud.list_samples(session, run_id=run.id)
     result = stored.result
     start, end = result["sample_window_s"]
-    assert end - start == pytest.approx(result["duration"], abs=0.01)
-    # the engine's own gauges, read in every round: busy inside the window, idle before and after it
-    # (readings within EDGE_S of an edge are left out: a request reaches the engine's count a moment
-    # after it was sent and leaves it a moment before its last token is read)
+    # the figures come from the simulator's clock; the window is the bench's wall-clock span, which that
+    # clock never runs ahead of
+    assert result["timing_source"] == "simulated"
+    assert end - start >= result["duration"] - 0.01
+    # the engine's own gauges, read in every round: idle before and after the window (readings within
+    # EDGE_S of an edge are left out: a request reaches the engine's count a moment after it was sent
+    # and leaves it a moment before its last token is read)
     engine = [(s.t_s, s.values["running"] + s.values["waiting"] > 0) for s in samples if s.source == "engine"]
-    assert [busy for t_s, busy in engine if start + EDGE_S < t_s < end - EDGE_S] == [True] * sum(
-        start + EDGE_S < t_s < end - EDGE_S for t_s, _ in engine
-    )
     assert not any(busy for t_s, busy in engine if t_s < start - EDGE_S or t_s > end + EDGE_S)
     assert sum(start < t_s < end for t_s, _ in engine) >= 3
     power = [(s.t_s, s.values["power_w"]) for s in samples if s.source == "accelerator"]

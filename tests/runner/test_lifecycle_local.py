@@ -4,6 +4,7 @@ shipped sample)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -15,15 +16,18 @@ from sqlalchemy.engine import Engine
 from db import crud
 from db.models import Run
 from db.session import new_session
+from perflab.datasets import parse_upload, profile_dataset, store_dataset
 from perflab.engines import EngineConfig
 from perflab.hub.catalog import SHAREGPT, used_sample
 from perflab.hub.sample import SAMPLE_NAME, SAMPLE_PATH
 from perflab.inventory import HostConfig
-from perflab.runner import RunnerOptions, execute_run, submit_run
+from perflab.profiles import BenchmarkProfile
+from perflab.runner import RunnerOptions, execute_run, live, submit_run
 from perflab.runner.evidence import MIN_COMPLETED
 from perflab.runner.execute import RunEvent
 from perflab.runner.profile_spec import parse_profile
 from perflab.transport import open_transport
+from perflab.views import run_list
 from tests.fixtures.hub_server import HubServer
 from tests.fixtures.runs import (
     BackgroundRun,
@@ -283,6 +287,88 @@ def test_a_host_whose_nvidia_smi_cannot_reach_the_driver_fails_with_the_probes_r
     message = stored.failure_message or ""
     assert "lists no accelerators: nvidia-smi cannot talk to the NVIDIA driver" in message
     assert "found none" not in message
+
+
+def test_a_benchmark_says_its_step_and_since_when(runs_db: Engine, sim_host: SimHostFactory) -> None:
+    """The runner's progress names the profile's step from the moment it starts the benchmark (before
+    the first request: the agent and the prompts are being prepared) through the warm-up, counted
+    apart from the measured requests, and the rounds that size the benchmark to the floor of evidence
+    (the next one prepared between them), to collecting the result once the last request ended."""
+    host = sim_host("steps", kind="local")
+    events: list[RunEvent] = []
+    run = _submit(runs_db, host, "random:in=64,out=8,n=40,warmup=6")
+    status = execute_run(
+        run.id, engine=runs_db, inventory=inventory_of(host), worker_id=WORKER, on_event=events.append
+    )
+    assert status == "done", stored_run(runs_db, run.id).failure_message
+    stepped = [event.data for event in events if event.kind == "progress" and "step" in event.data]
+    steps = [data["step"] for data in stepped]
+    assert steps[0] == live.STARTING and steps[-1] == live.COLLECTING
+    assert live.WARMUP in steps and steps.index(live.WARMUP) < steps.index(live.COLLECTING)
+    warmup = [data for data in stepped if data["step"] == live.WARMUP]
+    assert (warmup[-1]["warmup_done"], warmup[-1]["warmup_total"]) == (6, 6)
+    assert all((data["done"], data["total"]) == (0, 40) for data in warmup)  # measured: none yet
+    with new_session(runs_db) as session:
+        (result,) = crud.list_profile_results(session, run_id=run.id)
+    sized = sized_count(result.result, 40)
+    assert sized >= MIN_COMPLETED and (stepped[-1]["done"], stepped[-1]["total"]) == (sized, sized)
+    assert steps.count(live.COLLECTING) == 1 and live.PREPARING in steps  # 40 requests a round: 2 or more
+    numbers = [data["rounds"]["number"] for data in stepped if "rounds" in data]
+    assert numbers == sorted(numbers) and numbers[-1] == result.result["rounds"]["count"] >= 2
+    # each step keeps the moment it began while it lasts; a later step began no earlier
+    for before, after in itertools.pairwise(stepped):
+        if before["step"] == after["step"]:
+            assert after["step_since"] == before["step_since"], (before, after)
+        else:
+            assert after["step_since"] >= before["step_since"], (before, after)
+
+
+def test_an_uploaded_session_file_is_replayed_turn_by_turn(runs_db: Engine, sim_host: SimHostFactory) -> None:
+    """A session file stored as the Datasets page stores it runs as an agentic trace: every turn sent
+    after the reply to the last, the later turns hitting the engine's prefix cache, and the Runs list
+    shows that hit rate."""
+    host = sim_host("sessions", kind="local")
+    system = "You are a coding agent working in a large repository. " * 20
+    conversations = [
+        [
+            {
+                "messages": [
+                    {"role": "system", "content": system},
+                    {"role": "user", "content": f"Task {index}."},
+                ]
+            },
+            {"messages": [{"role": "tool", "content": "README.md setup.py"}], "output_len": 8},
+            {"messages": [{"role": "user", "content": "Go on."}], "output_len": 8},
+        ]
+        for index in range(4)
+    ]
+    content = "".join(json.dumps(conversation) + "\n" for conversation in conversations).encode()
+    with new_session(runs_db) as session:
+        dataset, _ = store_dataset(session, parse_upload("agents.jsonl", content), content, name="agents")
+    profile = BenchmarkProfile(
+        name="agents",
+        title="Agents",
+        **profile_dataset(dataset),
+        num_prompts=4,
+        max_concurrency=2,
+        output_len=None,
+    )
+    config = EngineConfig(engine="vllm", model="Qwen/Qwen3-8B", port=free_port_block(1))
+    run = submit_run(runs_db, host_name=host.name, config=config, profiles=[profile], worker_id=WORKER)
+
+    stored = _execute(runs_db, host, run)
+
+    assert stored.status == "done", stored.failure_message
+    with new_session(runs_db) as session:
+        (result,) = crud.list_profile_results(session, run_id=run.id)
+        page = run_list.load_run_page(session, run_list.RunFilters())
+    assert result.completed == sized_count(result.result, 12) >= MIN_COMPLETED
+    assert result.result["sessions"]["completed"] == result.completed // 3  # three turns each
+    assert result.result["dataset"]["name"] == "agentic-trace"
+    hit_rate = result.result["prefix_cache_hit_rate"]
+    assert hit_rate is not None and hit_rate > 0
+    assert page.table.loc[run.id, run_list.CACHE_HIT_COLUMN] == pytest.approx(hit_rate)
+    assert run_list.CACHE_HIT_COLUMN in run_list.shown_columns("compact", page.table)
 
 
 def test_a_local_host_too_slow_for_perflabs_commands_is_named_slow_not_a_lost_connection(

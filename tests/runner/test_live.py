@@ -74,3 +74,55 @@ def test_time_left_counts_from_the_first_completion_once_settled() -> None:
     assert live.eta_s(history[:1], 20) is None
     assert live.eta_s([[0.0, 0.0, 0.0, 5.0], [3.0, 0.0, 0.0, 5.0]], 20) is None  # nothing ended yet
     assert live.eta_s([[0.0, 0.0, 0.0, 5.0], [3.0, 20.0, 0.0, 0.0]], 20) == 0.0
+
+
+def test_once_every_request_is_sent_the_time_left_is_the_rest_of_one_latency() -> None:
+    # A closed loop of 20 in flight, 100 planned: until t=5 five requests end each second, each having
+    # taken 4 s (a slow start), then ten a second, each having taken 2 s. The last request goes out at
+    # t=11 and ends at t=13.
+    done = [0, 0, 5, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90]
+    e2el_sum = [0, 0, 20, 40, 60, 80, 100, 120, 140, 160, 180, 200, 220]
+    history = [
+        [float(t), float(ended), 0.0, float(min(20, 100 - ended)), float(e2el_sum[t]), float(ended)]
+        for t, ended in enumerate(done)
+    ]
+    # t=10: 10 still to send: the requests left at the rate since the first completion (65 in 8 s)
+    assert live.eta_s(history[:11], 100) == pytest.approx(30 / (65 / 8))
+    # t=11: every request sent (at t=10 + 10 ÷ that rate, within the second: t=11); the last latencies
+    # (t=6→11: 50 requests, 100 s) say it ends 2 s later
+    assert live.eta_s(history[:12], 100) == pytest.approx(11.0 + 2.0 - 11.0)
+    assert live.eta_s(history[:13], 100) == pytest.approx(11.0 + 2.0 - 12.0)
+    # without latency sums: the requests left at the rate (here 1.2 s, where 1 s was left)
+    assert live.eta_s([row[:4] for row in history], 100) == pytest.approx(10 / (85 / 10))
+
+
+def test_a_profile_says_its_step_and_since_when() -> None:
+    now = [100.0]
+    tracked = live.ProfileProgress(50, clock=lambda: now[0])
+    assert tracked.started() == {
+        "done": 0, "failed": 0, "total": 50, "step": live.STARTING, "step_since": 100.0,
+    }  # fmt: skip
+    now[0] = 112.0
+    warm = tracked.line(
+        {"phase": "warmup", "done": 2, "failed": 0, "total": 5, "elapsed_s": 1.0, "in_flight": 3}
+    )
+    assert warm == {
+        "done": 0, "failed": 0, "total": 50, "in_flight": 0, "warmup_done": 2, "warmup_total": 5,
+        "step": live.WARMUP, "step_since": 112.0,
+    }  # fmt: skip
+    assert tracked.history == []  # the warm-up is not the profile's measured history
+    now[0] = 115.0
+    line = {"phase": "benchmark", "done": 10, "failed": 1, "total": 50, "elapsed_s": 2.0, "in_flight": 8}
+    measuring = tracked.line(line)
+    assert (
+        "phase" not in measuring and measuring["step"] == live.MEASURING and measuring["step_since"] == 115.0
+    )
+    assert measuring["history"] == [[2.0, 10.0, 1.0, 8.0]]
+    now[0] = 118.0
+    draining = tracked.line({**line, "done": 42, "in_flight": 8, "elapsed_s": 5.0})
+    assert (draining["step"], draining["step_since"]) == (live.DRAINING, 118.0)
+    now[0] = 119.0
+    assert tracked.line({**line, "done": 46, "in_flight": 4, "elapsed_s": 6.0})["step_since"] == 118.0
+    now[0] = 120.0
+    ended = tracked.line({**line, "done": 50, "in_flight": 0, "elapsed_s": 7.0})
+    assert (ended["step"], ended["step_since"]) == (live.COLLECTING, 120.0)

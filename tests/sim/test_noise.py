@@ -1,4 +1,5 @@
-"""The simulator's seeded noise: reproducible factors with the requested spread, off when absent."""
+"""The simulator's seeded noise: reproducible factors with the requested spread, off when absent, and
+the same for a benchmark whatever the machine's load."""
 
 from __future__ import annotations
 
@@ -6,12 +7,15 @@ import statistics
 
 import pytest
 
+from perflab.bench import BenchOptions, run_benchmark
 from perflab.inventory import SimulateSpec
 from perflab.sim.deployment import Knobs, resolve_deployment
 from perflab.sim.hardware import find_accelerator
 from perflab.sim.hostspec import HostSpec
 from perflab.sim.noise import RUN_GAP_S, NoiseModel, Pace, check_noise, next_launch
 from perflab.sim.offline import RequestSpec, simulate
+from tests.fixtures.cpu_load import busy_cpus
+from tests.sim.conftest import SimHost, free_port
 
 
 def test_factors_are_seeded_and_have_the_requested_spread() -> None:
@@ -72,3 +76,45 @@ def test_a_hosts_simulate_block_takes_noise(tmp_path) -> None:
     assert HostSpec(str(tmp_path), SimulateSpec(accelerator="H100").as_spec()).noise is None
     with pytest.raises(ValueError, match="launch_cv_pct"):
         SimulateSpec(accelerator="H100", noise={"launch_cv_pct": 99})
+
+
+def _launch_and_bench(host: SimHost, benchmarks: int) -> list[float]:
+    """Start vLLM on ``host`` and run ``benchmarks`` closed-loop benchmarks (warm-up included) on it;
+    their output throughputs."""
+    port = free_port()
+    engine = host.start(["vllm", "serve", "Qwen/Qwen3-8B", "--host", "127.0.0.1", "--port", str(port)])
+    engine.wait_for(r"Application startup complete\.")
+    options = BenchOptions(
+        base_urls=[f"http://127.0.0.1:{port}"],
+        model="Qwen/Qwen3-8B",
+        input_len=256,
+        output_len=16,
+        num_prompts=16,
+        max_concurrency=4,
+        warmup=2,
+        progress="none",
+    )
+    throughputs = []
+    for _ in range(benchmarks):
+        result = run_benchmark(options)
+        assert result["timing_source"] == "simulated" and result["completed"] == 16
+        throughputs.append(result["output_throughput"])
+    engine.terminate()
+    return throughputs
+
+
+def test_a_noisy_host_measures_its_seeded_draws_whatever_the_load(sim_host) -> None:
+    """Each benchmark on a launch (its warm-up and measured phases one run, however far apart) runs at
+    that launch's and run's seeded speed, with every CPU busy too: its throughput is the noise-free
+    host's times the drawn factor, exactly."""
+    noise = {"run_cv_pct": 5.0, "launch_cv_pct": 3.0, "seed": 7}
+    spec = {"time_scale": 5.0, "startup_scale": 1000.0}
+    clean = _launch_and_bench(sim_host("H100", 1, **spec), 2)  # the second finds the first's prompts cached
+    model = NoiseModel(**noise)
+    expected = [throughput * model.speed(0, run) for run, throughput in enumerate(clean)]
+    assert model.speed(0, 0) != pytest.approx(model.speed(0, 1), rel=1e-3)
+    assert _launch_and_bench(sim_host("H100", 1, noise=noise, **spec), 2) == pytest.approx(expected, rel=1e-6)
+    with busy_cpus() as load:
+        loaded = _launch_and_bench(sim_host("H100", 1, noise=noise, **spec), 2)
+        assert load.cpu_seconds() > 0.5
+    assert loaded == pytest.approx(expected, rel=1e-6)

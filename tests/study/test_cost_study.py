@@ -90,7 +90,7 @@ def test_cost_study_recommends_the_cheapest_configuration_within_its_slos(
     cost_line = next(line for line in lines if line.startswith("| **Concurrency sweep** cost"))
     assert f"{row.change.change * 100:+.1f}% $ per 1M tokens" in cost_line and "lightgreen" in cost_line
     assert "(example price) per 1M tokens" in cost_line
-    assert " tok/J" in cost_line or "energy not measured" in cost_line
+    assert " output tokens per joule" in cost_line or "energy not measured" in cost_line
     assert "| Optimization Option | Cost Change |" in markdown
 
     records = list(csv.DictReader(io.StringIO(results_csv(report))))

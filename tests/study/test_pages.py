@@ -3,15 +3,20 @@ study from the form (and a bad one), pause/resume/cancel, and bad ``?study=`` UR
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from db import crud
 from db import session as db_session
 from perflab import ui
+from perflab.datasets import parse_upload, store_dataset
 from perflab.markdown_text import md_text
-from perflab.study.measure import RetryPolicy
+from perflab.study import views
+from perflab.study.coordinator import advance
+from perflab.study.measure import RetryPolicy, study_runs
 from tests.fixtures.study_data import StudyDatabase, leave_incomplete
-from tests.ui.conftest import app_env, hosts_file, open_page, texts  # noqa: F401  (fixtures reused)
+from tests.ui.conftest import app_env, hosts_file, open_page, preformatted, texts  # noqa: F401  (fixtures reused)
 
 STUDIES_PAGE = "pages/studies.py"
 STUDY_PAGE = "pages/study.py"
@@ -39,15 +44,32 @@ def test_finished_study_shows_command_tables_stages_and_downloads(study_db: Stud
     assert any(
         text.startswith("No prediction: AIConfigurator is not installed") for text in texts(app.caption)
     )
-    assert study.recommended_command in texts(app.code)
+    assert study.recommended_command in preformatted(app)  # drawn without the code highlighter
     markdown = " ".join(texts(app.markdown))
     assert ui.status_text("done") in markdown
     assert f"{ui.status_text('done')} · model **Qwen/Qwen3-8B**" in markdown  # the phase is not repeated
-    comparison, summary, engine_stage, impossible, _launches = (frame.value for frame in app.dataframe)
+    comparison, summary, engine_stage, impossible = (frame.value for frame in app.dataframe)
     assert list(comparison["Case"])[:2] == ["Chat", "Short Prompt"]
     assert comparison["Baseline"].iloc[0].startswith("Total TPS ")
     assert list(summary["Optimization option"]) == ["Engine", "Impossible parallelism"]
-    assert summary["Throughput improvement"].iloc[1] == "-"
+    # a stage that kept nothing says so, and its best candidate's figure says it was not kept
+    assert list(summary.columns) == [
+        "Optimization option",
+        "Throughput improvement kept",
+        "Best candidate against the baseline",
+        "Not kept (against the best before it)",
+    ]
+    assert set(summary["Throughput improvement kept"]) == {"nothing kept"}
+    assert summary["Best candidate against the baseline"].iloc[0].endswith("% (not kept)")
+    # the words of the verdicts are explained on the page, the columns by their tooltips
+    (legend,) = [box for box in app.expander if box.label == "What the words on this page mean"]
+    legend_text = " ".join(texts(legend.markdown))
+    for term in ("**Total TPS**", "**CV**", "**df**", "**look**", "**spread of the verdicts**"):
+        assert term in legend_text
+    assert "firms up as launches accumulate" in legend_text
+    column_help = engine_stage_config(app, 2)
+    assert column_help["Total TPS"].startswith("Total token throughput")
+    assert column_help["Launches"] == "How many launches the figures of this row are the mean of."
     assert [sub.value for sub in app.subheader] == ["1. Engine", "2. Impossible parallelism"]
     assert list(engine_stage["Candidate"]) == ["vLLM", "SGLang"]
     assert engine_stage["Decision"].iloc[0] == "reused"
@@ -55,10 +77,31 @@ def test_finished_study_shows_command_tables_stages_and_downloads(study_db: Stud
         impossible["Decision"].iloc[0] == "failed"
         and "more than the study's budget of 1" in impossible["Note"].iloc[0]
     )
-    assert len(list(app.get("vega_lite_chart"))) == 2
+    # the charts are tabs, each drawn when open; the launches and the stages' blocks when opened
+    assert [tab.label for tab in app.tabs] == ["Baseline vs optimized", "Per stage"]
+    assert len(list(app.get("vega_lite_chart"))) == 1
+    app.session_state["study_charts"] = "Per stage"
+    app.session_state["study_launches_box"] = True
+    app.session_state["stage_1_blocks"] = True
+    app.run()
+    assert not app.exception and len(list(app.get("vega_lite_chart"))) == 1
+    assert any("Serving Benchmark Result" in block for block in preformatted(app))
+    launches = app.dataframe[-1].value
+    # every launch says why it was launched: the baseline's second launch measures the spread
+    assert list(launches["Launch"][:2]) == ["first", "again"]
+    assert launches["Why"].iloc[0] == "its first measurement"
+    assert (
+        launches["Why"].iloc[1].startswith("launch 2 of the baseline's 2: the study measures its own spread")
+    )
     labels = {button.label for button in app.get("download_button")}
     assert {"Download report (zip)", "Download CSV", "Download JSON", "Download PNG"} <= labels
     assert not [button for button in app.button if button.key in ("study_pause", "study_resume")]
+
+
+def engine_stage_config(app, index: int) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """The tooltips of the ``index``-th table's columns, by column."""
+    config = json.loads(app.dataframe[index].proto.columns)
+    return {name: column["help"] for name, column in config.items() if column.get("help")}
 
 
 def test_queued_study_can_be_paused_resumed_and_cancelled(study_db: StudyDatabase, open_page) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
@@ -74,6 +117,44 @@ def test_queued_study_can_be_paused_resumed_and_cancelled(study_db: StudyDatabas
     assert not app.exception
     assert _study(study_db.url, study_db.queued).status == "cancelled"
     assert ui.status_text("cancelled") in " ".join(texts(app.markdown))
+
+
+def test_a_running_study_shows_its_runs_live_and_is_rebuilt_only_when_it_moves_on(  # type: ignore[no-untyped-def]
+    study_db: StudyDatabase,
+    open_page,  # noqa: F811
+) -> None:
+    engine = db_session.get_engine(study_db.url)
+    advance(engine, study_db.queued)  # queues the baseline's launches
+    with db_session.session_scope(engine) as session:
+        run = study_runs(session, study_id=study_db.queued)[0]
+        for status in ("launching", "ready", "benchmarking"):
+            crud.set_run_status(session, run_id=run.id, status=status)
+        before = views.study_version(session, study_db.queued)
+        progress = {
+            "profile": run.profiles[0]["name"],
+            "done": 412,
+            "failed": 0,
+            "total": 1000,
+            "in_flight": 64,
+        }
+        crud.heartbeat_run(session, run_id=run.id, progress=progress)
+        # a run's heartbeat is not the study moving on: the page's poll does not rebuild the result
+        assert views.study_version(session, study_db.queued) == before
+    app = open_page(study_db.url, STUDY_PAGE, {"study": str(study_db.queued)})
+    assert not app.exception
+    live = [text for text in texts(app.markdown) if text.startswith(f"[Run {run.id}](")]
+    assert live and "benchmarking" in live[0] and "412/1000 requests, 64 in flight" in live[0]
+    with db_session.session_scope(engine) as session:
+        result = {"completed": 50, "failed": 0, "total_token_throughput": 1000.0}
+        crud.add_profile_result(
+            session,
+            run_id=run.id,
+            profile=run.profiles[0],
+            result=result,
+            text_block=None,
+            bench_mode="on-host",
+        )
+        assert views.study_version(session, study_db.queued) != before  # a stored result moves it on
 
 
 def test_an_incomplete_study_names_what_is_missing_and_measures_it_again(  # type: ignore[no-untyped-def]
@@ -119,6 +200,7 @@ def test_studies_page_lists_studies(study_db: StudyDatabase, open_page) -> None:
     assert list(table["Name"]) == ["waiting study", "engine choice"]
     assert list(table["Status"]) == ["queued", "done"]
     assert list(table["Open"]) == [f"/study?study={study_db.queued}", f"/study?study={study_db.done}"]
+    assert all(created.endswith(" UTC") for created in table["Created"])  # as every page writes times
 
 
 def test_empty_database_invites_a_first_study(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
@@ -144,6 +226,38 @@ def test_the_form_creates_a_study_and_reports_bad_stages(empty_db: str, open_pag
         (study,) = crud.list_studies(session)
     assert study.spec["hosts"] == ["local-sim"] and study.spec["baseline"] == {"engine": "vllm"}
     assert study.state["gpus_per_node"] == 8 and study.queued_by == "web"
+
+
+def test_the_form_tunes_on_an_uploaded_session_file(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    content = (
+        b'[{"messages": [{"role": "user", "content": "Plan the change."}]}, '
+        b'{"messages": [{"role": "tool", "content": "ok"}]}]\n'
+    )
+    with db_session.session_scope(db_session.get_engine(empty_db)) as session:
+        dataset, _ = store_dataset(session, parse_upload("agents.jsonl", content), content, name="agents")
+    app = open_page(empty_db, STUDIES_PAGE)
+    relaunches = app.number_input(key="study_relaunches")
+    assert (
+        "its references are launched more than once" in relaunches.help and "Above 1" not in relaunches.help
+    )
+    label = f"dataset #{dataset.id} · agents (agentic-jsonl, 1 session, 2 turns)"
+    assert label in app.selectbox(key="study_tuning").options
+    app.selectbox(key="study_tuning").select(label)
+    app.multiselect(key="study_validation").set_value([])
+    app.text_input(key="study_name").input("agents study")
+    app.text_area(key="study_stages").input(
+        "- name: Prefix caching\n  dimension: prefix_cache\n  candidates: [false]\n"
+    )
+    app.button[0].click().run()
+    assert not app.exception and not app.error
+    with db_session.session_scope(db_session.get_engine(empty_db)) as session:
+        (study,) = crud.list_studies(session)
+    tuning = study.spec["tuning_profile"]
+    assert (tuning["dataset"], tuning["dataset_ref"], tuning["num_prompts"]) == (
+        "agentic-trace",
+        dataset.content_hash,
+        1,
+    )
 
 
 def test_the_form_offers_a_search_within_the_hosts_budget(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]  # noqa: F811

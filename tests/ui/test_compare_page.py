@@ -43,6 +43,12 @@ def test_metric_table_against_the_baseline(data_db: SeededDatabase, open_page) -
     assert any(
         text.startswith("These runs used different numbers of accelerators") for text in texts(app.warning)
     )
+    # the seed's run served another model: named, and its changes are not judged
+    (models,) = [
+        text for text in texts(app.warning) if text.startswith("These results are of different models")
+    ]
+    assert f"#{seed} · Choosing the Inference Engine · vLLM: Qwen/" in models
+    assert f"#{replicated}" not in models
     assert any(
         text.startswith("Ranked by total token throughput per accelerator (tok/s): 1. ")
         for text in texts(app.caption)

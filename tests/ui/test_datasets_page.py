@@ -69,6 +69,34 @@ def test_upload_preview_histogram_and_duplicate(empty_db: str, open_page) -> Non
         assert len(crud.list_datasets(session)) == 1
 
 
+SESSIONS = (
+    b'[{"messages": [{"role": "system", "content": "You are a coding agent."}, '
+    b'{"role": "user", "content": "List the files in the repo."}], "output_len": 64}, '
+    b'{"messages": [{"role": "tool", "content": "README.md setup.py src/"}], "output_len": 32}]\n'
+    b'{"turns": [{"messages": [{"role": "user", "content": "Summarise the KV cache in one line."}]}, '
+    b'{"messages": [{"role": "user", "content": "And prefix caching?"}], "output_len": 40}]}\n'
+)
+
+
+def test_a_session_file_is_stored_and_previewed_turn_by_turn(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]
+    """The agentic-trace JSONL form of docs/workloads.md, refused before as 'field prompt: missing'."""
+    app = open_page(empty_db, DATASETS_PAGE)
+    upload(app, "agents.jsonl", SESSIONS)
+    assert not app.exception and not app.error
+    assert "Stored 'agents.jsonl': 2 sessions of 4 turns, lengths estimated." in texts(app.success)
+    listing = app.dataframe[0].value
+    assert list(listing["Format"]) == ["agentic-jsonl"]
+    assert (list(listing["Sessions"]), list(listing["Turns"])) == ([2], [4])
+    assert "2 sessions, 4 turns: 2.0 turns per session on average" in texts(app.markdown)
+    assert {metric.label for metric in app.metric} >= {"min tokens per turn", "max tokens per turn"}
+    preview = app.dataframe[1].value
+    assert list(preview["Turns"]) == [2, 2]
+    assert list(preview["Output tokens per turn"]) == ["64, 32", "220, 40"]
+    assert preview["First turn"].iloc[0] == "You are a coding agent.\nList the files in the repo."
+    (histogram,) = app.get("vega_lite_chart")
+    assert "Turn length (tokens)" in histogram.proto.spec
+
+
 def test_sharegpt_upload_with_a_real_tokenizer(empty_db: str, open_page, tiny_tokenizer_path: Path) -> None:  # type: ignore[no-untyped-def]
     app = open_page(empty_db, DATASETS_PAGE)
     app.text_input(key="dataset_tokenizer").input(str(tiny_tokenizer_path)).run()

@@ -177,6 +177,48 @@ def test_output_tokens_are_disabled_when_every_prompt_carries_its_own(empty_db: 
     assert run.profiles[0]["output_len"] is None
 
 
+def test_a_session_file_is_a_custom_profile_of_sessions(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]
+    content = (
+        b'[{"messages": [{"role": "user", "content": "List the files."}], "output_len": 64}, '
+        b'{"messages": [{"role": "tool", "content": "README.md"}]}]\n'
+        b'{"turns": [{"messages": [{"role": "user", "content": "Summarise the KV cache."}]}]}\n'
+    )
+    with db_session.session_scope(db_session.get_engine(empty_db)) as session:
+        dataset, _ = store_dataset(session, parse_upload("agents.jsonl", content), content, name="agents")
+    app = open_page(empty_db, LAUNCH_PAGE)
+    app.multiselect(key="launch_presets").set_value([]).run()
+    app.checkbox(key="launch_custom_enabled").check().run()
+    app.selectbox(key="launch_custom_dataset").select(
+        f"#{dataset.id} · agents (agentic-jsonl, 2 sessions, 3 turns)"
+    )
+    app.run()
+    assert not app.exception
+    sessions = app.number_input(key=f"launch_custom_num_prompts_{dataset.id}")
+    assert (sessions.label, sessions.value) == ("Sessions", 2)
+    # each turn asks for its own output length unless a value is given
+    output = app.number_input(key="launch_custom_output_len_sessions")
+    assert output.value is None and not output.disabled
+    assert any(
+        text.startswith("Empty: each turn asks for its own output_len, else 220")
+        for text in texts(app.caption)
+    )
+    app.number_input(key="launch_custom_concurrency").set_value(2).run()
+    (command,) = [block for block in preformatted(app) if "--dataset agentic-trace" in block]
+    assert command.startswith("# vllm bench serve (vLLM 0.32.0) has no agentic-trace dataset; perflab bench")
+    assert "--dataset-path agents.jsonl" in command
+    app.button(key="launch_queue").click().run()
+    assert not app.exception
+    [run] = queued_runs(empty_db)
+    [profile] = run.profiles
+    assert (profile["dataset"], profile["dataset_ref"], profile["num_prompts"], profile["output_len"]) == (
+        "agentic-trace",
+        crud.content_hash(content),
+        2,
+        None,
+    )
+    assert profile["endpoint"] == "chat" and profile["max_concurrency"] == 2
+
+
 def test_the_hosts_engine_judges_the_config_before_queueing(empty_db: str, open_page) -> None:  # type: ignore[no-untyped-def]
     """The preflight button asks the simulated host's vLLM (``--help=all``) as the worker does."""
     app = open_page(empty_db, LAUNCH_PAGE)

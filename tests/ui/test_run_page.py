@@ -140,7 +140,7 @@ def test_copy_link_carries_the_absolute_address(data_db: SeededDatabase, app_env
     app.query_params["run"] = str(data_db.runs.done)
     app.run()
     (button,) = [element for element in app.get("html") if "perflab-copy-run" in element.proto.body]
-    assert f'data-link="http://perf.example:8501/run?run={data_db.runs.done}"' in button.proto.body
+    assert f'data-text="http://perf.example:8501/run?run={data_db.runs.done}"' in button.proto.body
 
 
 def test_rerun_queues_a_copy(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]

@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from sqlmodel import Session
 
 from db import crud
+from perflab import datasets as datasets_module
 from perflab.bench.tokenizer import load_local_tokenizer
 from perflab.datasets import (
     DatasetUploadError,
@@ -21,6 +23,7 @@ from perflab.datasets import (
     profile_dataset,
     store_dataset,
 )
+from perflab.profiles import BenchmarkProfile
 from perflab.views import datasets as dataset_views
 
 REPO = Path(__file__).resolve().parents[2]
@@ -69,7 +72,27 @@ def test_rows_keep_output_lengths_and_csv_quoting() -> None:
             "a.jsonl:1: field 'output_len': must be a positive integer",
         ),
         ("a.csv", b"prompt,output_len\nok,many\n", "a.csv:2: field 'output_len': must be a positive integer"),
-        ("a.json", b'{"conversations": []}', "a.json:1: expected a JSON array of conversations"),
+        (
+            "a.json",
+            b'{"conversations": []}',
+            "a.json:1: expected an object with a non-empty list 'conversations'",
+        ),
+        (
+            "a.jsonl",
+            b'{"text": "no prompt"}\n',
+            "a.jsonl:1: field 'prompt': missing (a prompt file has a JSON object with a 'prompt' on each "
+            "line; a session file has one conversation per line",
+        ),
+        (
+            "s.jsonl",
+            b'[{"messages": [{"role": "assistant", "content": "hi"}]}]\n',
+            "s.jsonl:1: field 'conversation[0].messages[0]': role must be one of system, user, tool",
+        ),
+        (
+            "s.jsonl",
+            b'{"turns": [{"messages": [{"role": "user", "content": "q"}], "output_len": 0}]}\n',
+            "s.jsonl:1: field 'conversation.turns[0].output_len': must be a positive integer",
+        ),
         (
             "a.json",
             b'[\n {"conversations": "no"}\n]',
@@ -136,3 +159,89 @@ def test_store_once_with_suffix_and_profile_reference(db_session: Session) -> No
         "max": 10.0,
     }
     assert dataset_views.length_summary([]) == {}
+
+
+SESSIONS_JSONL = (
+    b'[{"messages": [{"role": "system", "content": "You are a coding agent."}, '
+    b'{"role": "user", "content": "List the files."}], "output_len": 64}, '
+    b'{"messages": [{"role": "tool", "content": "README.md setup.py"}], "output_len": 32}]\n'
+    b'{"turns": [{"messages": [{"role": "user", "content": "Summarise the KV cache."}]}, '
+    b'{"messages": [{"role": "user", "content": "And prefix caching?"}], "output_len": 40}, '
+    b'{"messages": [{"role": "user", "content": "Thanks."}]}]}\n'
+)
+
+
+def test_session_files_in_both_documented_forms_are_read_as_the_bench_reads_them(db_session: Session) -> None:
+    parsed = parse_upload("agents.jsonl", SESSIONS_JSONL)
+    assert (parsed.format, parsed.sessions, parsed.num_prompts, parsed.turns) == (
+        "agentic-jsonl",
+        True,
+        2,
+        (2, 3),
+    )
+    assert parsed.by_session(parsed.prompts)[0] == [
+        "You are a coding agent.\nList the files.",
+        "README.md setup.py",
+    ]
+    assert parsed.token_lengths == [estimate_tokens(text) for text in parsed.prompts]
+    # a turn without its own output length asks for SGLang's 220
+    assert parsed.by_session(parsed.output_lens) == [[64, 32], [220, 40, 220]]
+    sglang = json.dumps(
+        {
+            "conversations": [
+                [
+                    {"messages": [{"role": "user", "content": "q1"}]},
+                    {"messages": [{"role": "user", "content": "q2"}]},
+                ]
+            ]
+        }
+    ).encode()
+    as_json = parse_upload("trace.json", sglang)
+    assert (as_json.format, as_json.turns, as_json.prompts) == ("agentic-json", (2,), ["q1", "q2"])
+    assert (
+        dataset_format("x.json", b"  [{}]") == "sharegpt"
+        and dataset_format("x.jsonl", b'{"prompt": "p"}') == "jsonl"
+    )
+
+    dataset, _ = store_dataset(db_session, parsed, SESSIONS_JSONL, name="agents")
+    assert (dataset.num_prompts, len(dataset.prompt_token_lengths or [])) == (2, 5)
+    assert dataset_file_name(dataset.name, dataset.format) == "agents.jsonl"
+    assert profile_dataset(dataset) == {"dataset": "agentic-trace", "dataset_ref": dataset.content_hash}
+    stored = crud.get_dataset(db_session, dataset_id=dataset.id)
+    assert stored is not None
+    assert (
+        dataset_views.dataset_choice_label(stored)
+        == f"#{stored.id} · agents (agentic-jsonl, 2 sessions, 5 turns)"
+    )
+    listing = dataset_views.datasets_table(crud.list_datasets(db_session))
+    assert listing.loc[stored.id, ["Sessions", "Turns"]].tolist() == [2, 5] and pd.isna(
+        listing.loc[stored.id, "Prompts"]
+    )
+    preview = dataset_views.preview_frame(stored)
+    assert list(preview.columns) == list(dataset_views.SESSION_COLUMNS)
+    assert preview.iloc[1].tolist()[:4] == [
+        2,
+        3,
+        ", ".join(str(n) for n in parsed.token_lengths[2:]),
+        "220, 40, 220",
+    ]
+    assert dataset_views.sessions_summary(stored) == "2 sessions, 5 turns: 2.5 turns per session on average"
+    # as a study profile: every session once, a bounded number in flight
+    fields = dataset_views.profile_fields(stored)
+    assert fields == {
+        "name": f"dataset-{stored.id}",
+        "title": "agents",
+        "dataset": "agentic-trace",
+        "dataset_ref": stored.content_hash,
+        "num_prompts": 2,
+        "seed": 42,
+        "max_concurrency": 2,
+    }
+    profile = BenchmarkProfile(**fields)
+    assert profile.sessions and profile.endpoint == "chat"
+
+
+def test_a_session_file_is_bounded_in_turns(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(datasets_module, "MAX_SESSION_TURNS", 4)
+    with pytest.raises(DatasetUploadError, match="agents.jsonl: the file holds more than 4 turns"):
+        parse_upload("agents.jsonl", SESSIONS_JSONL)

@@ -11,7 +11,7 @@ from sqlmodel import Session
 
 from db import crud
 from db import session as db_session
-from perflab.views import cards, run_detail, run_export
+from perflab.views import cards, run_detail, run_export, run_progress
 from tests.fixtures.ui_data import MODEL, SeededDatabase
 
 
@@ -72,8 +72,8 @@ def test_queued_run_plans_its_command_and_versions_change(data_db: SeededDatabas
             samples=[{"t_s": 1.0, "source": "engine", "values": {}}],
         )
         after_sample = run_detail.run_version(session, data_db.runs.benchmarking)
-        progress = run_detail.load_progress(session, data_db.runs.benchmarking)
-        assert run_detail.load_progress(session, 999999) is None
+        progress = run_progress.load_progress(session, data_db.runs.benchmarking)
+        assert run_progress.load_progress(session, 999999) is None
     assert len({before, after_heartbeat, after_sample}) == 3
     assert progress is not None and progress.fraction == 0.5 and progress.profile is None
     assert progress.text() == "benchmarking · 30/60 requests, 0 in flight"
@@ -155,7 +155,7 @@ def test_downloads(seeded_database: SeededDatabase) -> None:
         (
             "launching",
             {"phase": "launching", "pulling": "vllm/vllm-openai:v0.11.0", "log_line": "Copying blob x"},
-            "launching · pulling vllm/vllm-openai:v0.11.0: Copying blob x",
+            "launching for 23.0 s · pulling vllm/vllm-openai:v0.11.0: Copying blob x",
         ),
         (
             "benchmarking",
@@ -170,6 +170,60 @@ def test_progress_names_what_is_fetched_and_its_last_line(
 ) -> None:
     run = crud.create_run(db_session, host_name="h", status=status, profiles=[])
     crud.update_run(db_session, run_id=run.id, progress=progress)
-    shown = run_detail.load_progress(db_session, run.id)
-    assert shown is not None
-    assert shown.text() == expected
+    shown = run_progress.load_progress(db_session, run.id)
+    assert shown is not None and shown.status_since is not None
+    assert shown.text(now_s=shown.status_since.timestamp() + 23) == expected
+
+
+@pytest.mark.parametrize(
+    ("status", "progress", "expected"),
+    [
+        (
+            "launching",
+            {"replicas_ready": 1, "replicas": 2, "log_line": "Loading weights"},
+            "launching for 23.0 s · loading the engine: 1 of 2 replicas ready",
+        ),
+        (
+            "benchmarking",
+            {"profile": "sharegpt", "profile_index": 0, "profiles": 2, "done": 0, "failed": 0, "total": 1000,
+             "step": "starting the benchmark", "step_since": 1000.0},
+            "benchmarking · profile sharegpt (1 of 2) · starting the benchmark for 12.0 s · "
+            "0/1000 requests, 0 in flight",
+        ),
+        (
+            "benchmarking",
+            {"profile": "sharegpt", "done": 0, "failed": 0, "total": 1000, "in_flight": 0, "warmup_done": 3,
+             "warmup_total": 10, "step": "warm-up", "step_since": 1008.0},
+            "benchmarking · profile sharegpt · warm-up 3/10 for 4.0 s · 0/1000 requests, 0 in flight",
+        ),
+        (
+            "benchmarking",
+            {"profile": "sharegpt", "done": 968, "failed": 0, "total": 1000, "in_flight": 32,
+             "elapsed_s": 60.0, "step": "draining", "step_since": 1009.0},
+            "benchmarking · profile sharegpt · draining: every request sent, 32 still in flight for 3.0 s · "
+            "968/1000 requests, 32 in flight · 1 min 0 s elapsed",
+        ),
+        (
+            "benchmarking",
+            {"profile": "sharegpt", "done": 1000, "failed": 0, "total": 1000, "in_flight": 0,
+             "elapsed_s": 61.0, "step": "collecting the result", "step_since": 1002.0},
+            "benchmarking · profile sharegpt · collecting the result for 10.0 s · 1000/1000 requests, "
+            "0 in flight · 1 min 1 s elapsed",
+        ),
+    ],
+    ids=["replicas-coming-up", "starting", "warm-up", "draining", "collecting"],
+)  # fmt: skip
+def test_progress_says_what_the_run_is_doing_and_for_how_long(
+    db_session: Session, status: str, progress: dict[str, object], expected: str
+) -> None:
+    """Before the first request and after the last one the page still says what is going on, and for
+    how long (at 1012 s on the worker's clock; a launching run since it began launching)."""
+    run = crud.create_run(db_session, host_name="h", status="launching", profiles=[])
+    if status == "benchmarking":
+        for step in ("ready", "benchmarking"):
+            crud.set_run_status(db_session, run_id=run.id, status=step)
+    crud.update_run(db_session, run_id=run.id, progress=progress)
+    shown = run_progress.load_progress(db_session, run.id)
+    assert shown is not None and shown.status_since is not None
+    now_s = shown.status_since.timestamp() + 23 if status == "launching" else 1012.0
+    assert shown.text(now_s=now_s) == expected

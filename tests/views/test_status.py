@@ -40,3 +40,17 @@ def test_workers_and_active_runs(db_session: Session) -> None:
         (running.id, "launching", "gpu-a", "tuning"),
         (queued.id, "queued", "local-sim (simulated)", "vllm m"),
     ]
+
+
+def test_a_run_not_yet_started_on_a_simulated_host_is_labelled_simulated(db_session: Session) -> None:
+    """A run learns it is simulated when it launches: the hosts file says so before."""
+    started = crud.create_run(db_session, engine="vllm", model="m", host_name="local-sim", simulated=True)
+    crud.set_run_status(db_session, run_id=started.id, status="launching")
+    queued = crud.create_run(db_session, engine="vllm", model="m", host_name="local-sim")
+    real = crud.create_run(db_session, engine="vllm", model="m", host_name="gpu-a")
+    status = app_status(db_session, database="db", stale_after_s=STALE_AFTER_S, simulated_hosts={"local-sim"})
+    assert {run.id: run.host for run in status.active_runs} == {
+        started.id: "local-sim (simulated)",
+        queued.id: "local-sim (simulated)",
+        real.id: "gpu-a",
+    }

@@ -152,7 +152,9 @@ def _conversations(path: str, text: str) -> List[tuple]:
     return [(1, f"conversations[{index}]", conversation) for index, conversation in enumerate(conversations)]
 
 
-def agentic_trace_dataset(spec: DatasetSpec, tokenizer: Optional[Tokenizer]) -> Dataset:
+def read_agentic_sessions(spec: DatasetSpec, tokenizer: Optional[Tokenizer]) -> List[Session]:
+    """The first ``spec.count`` conversations of the agentic trace ``spec.path``, in file order (the
+    app's uploads are checked with this reader)."""
     path = spec.path or ""
     if not path.lower().endswith((".json", ".jsonl")):
         raise DatasetError(path, "agentic traces must be .json or .jsonl files")
@@ -162,6 +164,12 @@ def agentic_trace_dataset(spec: DatasetSpec, tokenizer: Optional[Tokenizer]) -> 
     ]
     if not sessions:
         raise DatasetError(path, "the file holds no conversations")
+    return sessions
+
+
+def agentic_trace_dataset(spec: DatasetSpec, tokenizer: Optional[Tokenizer]) -> Dataset:
+    path = spec.path or ""
+    sessions = read_agentic_sessions(spec, tokenizer)
     notes: List[str] = []
     chosen = cycle_to(sessions, spec.count, path, notes, unit="conversations", uses="sessions")
     return Dataset([], lengths_source(tokenizer, "unverified"), notes, chosen)

@@ -18,6 +18,7 @@ from typing import List, Optional
 
 from perflab.sim import failures
 from perflab.sim.api import ApiConfig, OpenAIApp, vllm_dev_mode
+from perflab.sim.clock import SimClock
 from perflab.sim.deployment import Deployment, Knobs, resolve_deployment
 from perflab.sim.disagg import MISSING_BACKEND, Worker
 from perflab.sim.engine import Engine, model_engine
@@ -208,7 +209,8 @@ async def _serve(
     log = launch.log
     host = launch.host
     pace = Pace(host.noise, next_launch(host.state_dir)) if host.noise is not None else None
-    engine = model_engine(loop, dep, plan, host.time_scale, pace=pace)
+    clock = SimClock(loop)
+    engine = model_engine(clock, dep, plan, host.time_scale, pace=pace)
     config = ApiConfig(
         dep.served_names,
         dep.knobs.model,
@@ -227,7 +229,7 @@ async def _serve(
         config,
         engine,
         WordTokenizer(),
-        loop.time,
+        clock.present,
         access_log=(lambda text: uvicorn.line(f"INFO:     {text}")) if launch.access_log else None,
     )
     mode = dep.knobs.disaggregation_mode
