@@ -23,10 +23,10 @@ from tests.fixtures.study_data import run_study
 # request then takes about 170 ms, so the few milliseconds the client spends between two requests on a
 # loaded machine stay well inside the 10 % plateau between 2 and 16 concurrent requests, and every
 # point lasts the 5 s of simulated time a result needs to be judged (perflab.runner.evidence).
-# The TTFT SLO lies far from both sides of the verdict: at 16 concurrent requests the P99 TTFT is
-# seconds with 2 sequences a batch (every request queues behind the running two) and a fraction of a
-# second with 16 (one batch of prompts), so a slower or faster engine model or a lagging loaded
-# machine does not move a curve across it.
+# Every figure the bench reports is in the host's scaled time (the model's seconds divided by 16). At 16
+# concurrent requests the P99 TTFT is then 0.8 s with 2 sequences a batch (every request queues behind
+# the running two: 12.8 s of model time) and 31 ms with 16 (one batch of prompts behind the front end:
+# 0.5 s of model time), so the 500 ms TTFT SLO lies between them with room on both sides.
 TIME_SCALE = 16
 STARTUP_SCALE = 20
 SPEC = """
@@ -36,7 +36,7 @@ hosts: [{host}]
 baseline: {{engine: vllm, max_num_seqs: 2}}
 gpus: 1
 objective: max_load_within_slo
-slos: {{p99_ttft_ms: 2000, mean_tpot_ms: 25}}
+slos: {{p99_ttft_ms: 500, mean_tpot_ms: 25}}
 tuning_profile:
   name: curve
   title: Concurrency sweep
@@ -50,7 +50,7 @@ stages:
     dimension: max_num_seqs
     candidates: [16]
 """
-SLOS_SHOWN = "p99_ttft_ms ≤ 2000, mean_tpot_ms ≤ 25"  # as the report names the SPEC's SLOs
+SLOS_SHOWN = "p99_ttft_ms ≤ 500, mean_tpot_ms ≤ 25"  # as the report names the SPEC's SLOs
 
 
 @pytest.mark.slow
