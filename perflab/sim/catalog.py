@@ -41,6 +41,8 @@ class ModelArch:
         vocab: int = 151936,
         estimated: bool = False,
         state_elements: int = 0,
+        conv_state_elements: int = 0,
+        ssm_state_bytes: int = 0,
     ) -> None:
         self.architecture = architecture
         self.params_b = params_b
@@ -60,8 +62,12 @@ class ModelArch:
         self.vocab = vocab
         self.estimated = estimated
         # Fixed recurrent state per sequence (elements, all linear-attention layers): hybrid models
-        # read and rewrite it every decode step and hold it while the sequence runs.
+        # read and rewrite it every decode step and hold it while the sequence runs. The temporal
+        # (SSM) state's element size is the config's ``mamba_ssm_dtype`` (0: the config names none);
+        # the convolution state is kept in 16 bits.
         self.state_elements = state_elements
+        self.conv_state_elements = conv_state_elements
+        self.ssm_state_bytes = ssm_state_bytes
 
     @property
     def is_moe(self) -> bool:
@@ -124,11 +130,16 @@ def _qwen3_moe(
     )
 
 
-def _hybrid_moe(arch: str, params: float, experts: int, per_token: int, vocab: int) -> ModelArch:
+def _hybrid_moe(
+    arch: str, params: float, experts: int, per_token: int, vocab: int, ssm_bytes: int
+) -> ModelArch:
     """Qwen3-Next-style: 48/40 layers, hidden 2048, 3B active, a growing KV cache in one layer of four;
     the other three are Gated DeltaNet layers, each with a 32 value heads × 128 × 128 state per sequence
-    (``linear_num_value_heads``, ``linear_key_head_dim``, ``linear_value_head_dim`` of their configs)."""
+    (``linear_num_value_heads``, ``linear_key_head_dim``, ``linear_value_head_dim`` of their configs) and
+    a convolution state of (``linear_conv_kernel_dim`` − 1 = 3) × 8192 channels (2 × 16 key heads × 128
+    + 32 value heads × 128). ``ssm_bytes``: the config's ``mamba_ssm_dtype`` (Qwen3.5: float32)."""
     layers = 48 if experts == 512 else 40
+    linear_layers = layers - layers // 4
     return ModelArch(
         arch,
         params,
@@ -145,7 +156,9 @@ def _hybrid_moe(arch: str, params: float, experts: int, per_token: int, vocab: i
         attention_every=4,
         max_position=262144,
         vocab=vocab,
-        state_elements=(layers - layers // 4) * 32 * 128 * 128,
+        state_elements=linear_layers * 32 * 128 * 128,
+        conv_state_elements=linear_layers * 3 * 8192,
+        ssm_state_bytes=ssm_bytes,
     )
 
 
@@ -167,8 +180,8 @@ CATALOG: Dict[str, ModelArch] = {
     "qwen3-32b": _qwen3(32.8, 64, 5120, 64, 25600),
     "qwen3-30b-a3b": _qwen3_moe(30.5, 3.3, 48, 2048, 32, 768),
     "qwen3-235b-a22b": _qwen3_moe(235.1, 22.2, 94, 4096, 64, 1536),
-    "qwen3-next-80b-a3b": _hybrid_moe("Qwen3NextForCausalLM", 80.0, 512, 10, 151936),
-    "qwen3.5-35b-a3b": _hybrid_moe("Qwen3_5MoeForConditionalGeneration", 35.0, 256, 8, 248320),
+    "qwen3-next-80b-a3b": _hybrid_moe("Qwen3NextForCausalLM", 80.0, 512, 10, 151936, 0),
+    "qwen3.5-35b-a3b": _hybrid_moe("Qwen3_5MoeForConditionalGeneration", 35.0, 256, 8, 248320, 4),
     "qwen2.5-7b": _qwen2(7.6, 28, 3584, 28, 4, 18944),
     "qwen2.5-14b": _qwen2(14.7, 48, 5120, 40, 8, 13824),
     "qwen2.5-32b": _qwen2(32.8, 64, 5120, 40, 8, 27648),

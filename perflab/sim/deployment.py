@@ -54,6 +54,7 @@ class Knobs:
         self.kv_cache_dtype: Optional[str] = None
         self.max_num_batched_tokens: Optional[int] = None
         self.max_num_seqs: Optional[int] = None
+        self.max_prefill_seqs: Optional[int] = None
         self.prefix_caching: Optional[bool] = None
         self.chunked_prefill: Optional[bool] = None
         self.spec_method: Optional[str] = None
@@ -115,6 +116,9 @@ class Deployment:
         self.kv_bytes = 2
         self.max_num_batched_tokens = 8192
         self.max_num_seqs = 256
+        # Sequences one prefill batch may start (0: no limit) and the tokens it may hold.
+        self.max_prefill_seqs = 0
+        self.prefill_tokens = 8192
         self.prefix_caching = False
         self.chunked_prefill = True
         self.spec_method = knobs.spec_method
@@ -180,6 +184,7 @@ def _apply_engine_defaults(dep: Deployment) -> None:
     else:  # mindie
         dep.max_num_batched_tokens = knobs.max_num_batched_tokens or 8192
         dep.max_num_seqs = knobs.max_num_seqs or 200
+        dep.max_prefill_seqs = knobs.max_prefill_seqs or 50
         dep.prefix_caching = bool(knobs.prefix_caching)
         dep.chunked_prefill = bool(knobs.chunked_prefill)
         dep.mem_fraction = knobs.mem_fraction or 0.8
@@ -187,6 +192,11 @@ def _apply_engine_defaults(dep: Deployment) -> None:
         dep.max_model_len = knobs.max_model_len
     elif dep.engine == "mindie":
         dep.max_model_len = 2560
+    dep.prefill_tokens = dep.max_num_batched_tokens
+    if dep.engine == "mindie":
+        # MindIE-LLM's Scheduler::Schedule budgets a batch at max(maxSeqLen, maxPrefillTokens) tokens,
+        # so any prompt it accepted fits one prefill batch.
+        dep.prefill_tokens = max(dep.max_model_len, dep.max_num_batched_tokens)
 
 
 def _apply_layout(dep: Deployment) -> None:

@@ -37,7 +37,7 @@ plus one token — or ``1 + k`` with speculative decoding — per decoding seque
   all-reduces per layer within a rank's tensor parallelism (one when attention is data parallel on a
   MoE model); with attention data parallelism an all-gather and a reduce-scatter of the group's tokens
   per MoE layer (tensor-parallel experts) or an all-to-all dispatch and combine (expert parallel).
-- host = the engine's fixed step cost plus its set-up cost per request starting its prefill.
+- host = the engine's fixed step cost.
 - front end = the engine's streaming cost per sequence in the busiest rank's batch: the API server works
   in its own process beside the GPU, so it only sets the pace when it is the slower.
 """
@@ -73,13 +73,18 @@ SMALL_KERNELS_S = 6e-6  # per layer: two norms at AIConfigurator's 3 µs per sma
 # 107 GB/s on H100, i.e. 0.34–0.42 of the link after the ring's 2(n−1)/n).
 COLLECTIVE_EFFICIENCY = 0.35
 COLLECTIVE_LATENCY_S = 10e-6
-# Weight-only quantized GEMMs (AWQ/GPTQ int4, FP8 without FP8 tensor cores) dequantize inside the
-# kernel and compute at the 16-bit peak with this efficiency penalty.
-WEIGHT_ONLY_COMPUTE = 0.85
+# Weight-only quantized GEMMs (AWQ/GPTQ int4, FP8 without FP8 tensor cores: vLLM's Marlin kernels, dense
+# and fused-MoE alike) dequantize inside the kernel and compute at the 16-bit peak with this efficiency
+# penalty. No kernel table measures them; fitted on seed 001's vLLM FP8 and AWQ blocks on one A100
+# (ShareGPT bursts: throughput 1.12 and 1.05, TPOT 0.99 and 1.04 of real).
+WEIGHT_ONLY_COMPUTE = 0.6
 CUDA_CONTEXT_BYTES = 0.5 * GIB
 # Memory outside PyTorch's allocator that vLLM's profile counts against the KV cache (cuBLAS and NCCL
 # workspaces): its start-up logs print "non_torch_memory takes 0.09–0.20 GiB" on one node.
 VLLM_NON_TORCH_BYTES = 0.2 * GIB
+# SGLang splits the memory left for caches of a hybrid (linear-attention) model between the recurrent
+# states and the KV cache in this ratio (``--mamba-full-memory-ratio``, default 0.9 in SGLang 0.5.9).
+SGLANG_MAMBA_FULL_MEMORY_RATIO = 0.9
 
 
 class MemoryPlan:
@@ -117,8 +122,25 @@ def kv_bytes_per_token_per_gpu(dep: Deployment) -> float:
 
 
 def state_bytes_per_seq_per_gpu(dep: Deployment) -> float:
-    """Recurrent state one running sequence holds on each GPU (hybrid models; heads split over TP)."""
-    return dep.model.arch.state_elements * 2.0 / (dep.tp * dep.pp)
+    """Recurrent state one running sequence holds on each GPU (hybrid models; heads split over TP).
+    The SSM state takes the model config's ``mamba_ssm_dtype`` (vLLM's Qwen3.5 config hook and SGLang's
+    ``mamba2_state_dtype`` read it); without one, vLLM keeps the model's 16 bits and SGLang float32."""
+    arch = dep.model.arch
+    ssm_bytes = arch.ssm_state_bytes or (4 if dep.engine == "sglang" else 2)
+    return (arch.state_elements * ssm_bytes + arch.conv_state_elements * 2.0) / (dep.tp * dep.pp)
+
+
+def running_limit(dep: Deployment, kv_tokens: int) -> int:
+    """Sequences one attention rank may run at once: ``max_num_seqs``, and for SGLang on a hybrid model
+    a third of its recurrent-state pool (SGLang 0.5.9 ``init_memory_pool``: ``max_mamba_cache_size //
+    MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO`` (3) with the radix cache on; the pool holds
+    ``mamba_full_memory_ratio`` (0.9) times the KV cache's memory, :func:`plan_memory`)."""
+    state = state_bytes_per_seq_per_gpu(dep)
+    if dep.engine != "sglang" or not state:
+        return dep.max_num_seqs
+    pool = kv_tokens * kv_bytes_per_token_per_gpu(dep) * SGLANG_MAMBA_FULL_MEMORY_RATIO
+    slots = int(pool // state) // (3 if dep.prefix_caching else 1)
+    return max(1, min(dep.max_num_seqs, slots))
 
 
 def plan_memory(dep: Deployment, busy_bytes: float = 0.0, device: int = 0) -> MemoryPlan:
@@ -152,6 +174,8 @@ def plan_memory(dep: Deployment, busy_bytes: float = 0.0, device: int = 0) -> Me
         used = min(total, total * dep.mem_fraction + CUDA_CONTEXT_BYTES)
     elif dep.engine == "sglang":
         kv = total * dep.mem_fraction - weights
+        if arch.state_elements:  # the recurrent-state pool takes 0.9 of the KV cache's share
+            kv /= 1.0 + SGLANG_MAMBA_FULL_MEMORY_RATIO
         used = min(total, total * dep.mem_fraction + activations + CUDA_CONTEXT_BYTES)
     elif dep.engine == "trtllm":
         free = min(available, total) - weights - activations - 1.0 * GIB
@@ -177,9 +201,9 @@ def plan_memory(dep: Deployment, busy_bytes: float = 0.0, device: int = 0) -> Me
 class StepLoad:
     """What one attention rank computes in one step: ``tokens`` (prefill chunks plus decode tokens),
     attended query-key ``pairs``, ``kv_read`` cached tokens read, ``sequences`` in the batch, of which
-    ``decoding`` decode and ``admitted`` start their prefill."""
+    ``decoding`` decode."""
 
-    __slots__ = ("tokens", "pairs", "kv_read", "sequences", "decoding", "admitted")
+    __slots__ = ("tokens", "pairs", "kv_read", "sequences", "decoding")
 
     def __init__(
         self,
@@ -188,14 +212,12 @@ class StepLoad:
         kv_read: float = 0.0,
         sequences: int = 0,
         decoding: int = 0,
-        admitted: int = 0,
     ) -> None:
         self.tokens = tokens
         self.pairs = pairs
         self.kv_read = kv_read
         self.sequences = sequences
         self.decoding = decoding
-        self.admitted = admitted
 
 
 class PerfModel:
@@ -209,17 +231,19 @@ class PerfModel:
         speed = dep.profile.efficiency * dep.attention_factor
         bandwidth = accel.bandwidth_gbs * 1e9 * accel.memory_efficiency * speed
         bf16_peak = accel.bf16_tflops * 1e12 * speed * accel.compute_achieved
+        weight_only = (
+            WEIGHT_ONLY_COMPUTE if dep.weight_format != "bf16" and dep.compute_format == "bf16" else 1.0
+        )
         if dep.compute_format == "fp8":
             self._gemm_rate = accel.fp8_tflops * 1e12 * FP8_GEMM_COMPUTE * speed * accel.compute_achieved
         elif dep.compute_format == "int8":
             self._gemm_rate = accel.int8_tops * 1e12 * FP8_GEMM_COMPUTE * speed * accel.compute_achieved
         else:
-            weight_only = dep.weight_format != "bf16"
-            self._gemm_rate = bf16_peak * GEMM_COMPUTE * (WEIGHT_ONLY_COMPUTE if weight_only else 1.0)
+            self._gemm_rate = bf16_peak * GEMM_COMPUTE * weight_only
         self._weight_bandwidth = bandwidth * (FP8_MEMORY if dep.weight_format != "bf16" else 1.0)
         self._attention_rate = bf16_peak * ATTENTION_COMPUTE
         self._kv_bandwidth = accel.bandwidth_gbs * 1e9 * ATTENTION_MEMORY * speed
-        self._moe_rate = bf16_peak * MOE_COMPUTE
+        self._moe_rate = bf16_peak * MOE_COMPUTE * weight_only
         self._moe_bandwidth = accel.bandwidth_gbs * 1e9 * MOE_MEMORY * speed
         self._expert_hit = arch.experts_per_token / arch.experts if arch.is_moe else 0.0
         expert_active = arch.expert_params * self._expert_hit
@@ -245,7 +269,6 @@ class PerfModel:
         overhead = dep.profile.step_overhead_s
         self._overhead = overhead * 0.8 if dep.performance_mode == "throughput" else overhead
         self._per_token = dep.profile.stream_overhead_s
-        self._per_request = dep.profile.request_overhead_s
         self._draft_per_token = 0.0
         if dep.spec_tokens:
             dense_seconds = self._dense_bytes / (dep.tp * self._weight_bandwidth)
@@ -309,11 +332,10 @@ class PerfModel:
         seconds += self.comm_seconds(busiest.tokens, group_tokens)
         if self.dep.spec_tokens and any(load.decoding for load in loads):
             seconds += self.dep.spec_tokens * self._draft_per_token
-        # The host sets up each new request within the step; the front end streaming every sequence's
-        # tokens works beside the GPU in its own process, so a step lasts as long as the slower of the two.
-        host = self._overhead + max(load.admitted for load in loads) * self._per_request
+        # The front end streaming every sequence's tokens works beside the GPU in its own process, so a
+        # step lasts as long as the slower of the two.
         front = max(load.sequences for load in loads) * self._per_token
-        return max(seconds + host, front)
+        return max(seconds + self._overhead, front)
 
     def step_seconds(
         self, tokens: int, attended_pairs: float, kv_read_tokens: float, sequences: int, decoding: int = 0

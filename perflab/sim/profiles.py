@@ -98,15 +98,18 @@ class EngineProfile:
         unmodelled_backends: Tuple[str, ...] = (),
         output_reserve: Tuple[float, float, int] = (0.0, 0.0, 1),
         prefill_first: bool = False,
-        request_overhead_ms: float = 0.0,
+        decode_batch_cap: bool = False,
+        prefill_reserve: float = 0.0,
+        ingress_ms: float = 0.0,
     ) -> None:
         self.name = name
         self.efficiency = efficiency
         self.step_overhead_s = step_overhead_ms / 1000.0
         # Front-end time per sequence and step (detokenizing and streaming its token).
         self.stream_overhead_s = stream_overhead_us / 1e6
-        # Front-end time of a new request (chat template, tokenization, request set-up).
-        self.request_overhead_s = request_overhead_ms / 1000.0
+        # API front-end time of a new request (parsing, chat template, tokenization, hand-over to the
+        # scheduler), shared by the requests it holds (perflab.sim.ingress).
+        self.ingress_s = ingress_ms / 1000.0
         self.block_size = block_size
         self.backends = backends
         self.version = version
@@ -116,6 +119,12 @@ class EngineProfile:
         self.output_reserve, self.output_reserve_floor, self.output_reserve_steps = output_reserve
         # Prefill batches run alone, before any decode step, whenever a prompt can be admitted.
         self.prefill_first = prefill_first
+        # ``max_num_seqs`` bounds each decode batch (the first that many running sequences), not how
+        # many sequences hold KV memory; admission is bounded by the blocks alone (MindIE's maxBatchSize).
+        self.decode_batch_cap = decode_batch_cap
+        # Share of the KV blocks that must be free for a prefill batch to start (MindIE keeps 5 % for
+        # the running sequences' decode).
+        self.prefill_reserve = prefill_reserve
 
     def backend_names(self) -> List[str]:
         """Every attention backend name the engine knows, modelled or not."""
@@ -141,7 +150,7 @@ class EngineProfile:
 
 PROFILES: Dict[str, EngineProfile] = {
     "vllm": EngineProfile(
-        "vllm", 1.0, 0.5, 80.0, 16, _VLLM_BACKENDS, "0.11.0", _VLLM_OTHER_BACKENDS, request_overhead_ms=6.0
+        "vllm", 1.0, 0.5, 80.0, 16, _VLLM_BACKENDS, "0.11.0", _VLLM_OTHER_BACKENDS, ingress_ms=13.0
     ),
     "sglang": EngineProfile(
         "sglang",
@@ -164,8 +173,19 @@ PROFILES: Dict[str, EngineProfile] = {
         "1.0.0",
         output_reserve=(1.0, 1.0, 1),
     ),
-    "mindie": EngineProfile("mindie", 1.0, 4.0, 10.0, 128, {}, "2.1.RC1", prefill_first=True),
-    "vllm-ascend": EngineProfile("vllm-ascend", 0.35, 110.0, 15.0, 128, {}, "0.11.0rc0"),
+    "mindie": EngineProfile(
+        "mindie",
+        1.0,
+        4.0,
+        10.0,
+        128,
+        {},
+        "2.1.RC1",
+        prefill_first=True,
+        decode_batch_cap=True,
+        prefill_reserve=0.05,
+    ),
+    "vllm-ascend": EngineProfile("vllm-ascend", 0.35, 110.0, 15.0, 128, {}, "0.11.0rc0", ingress_ms=13.0),
 }
 
 # Speculative methods → default per-token acceptance rate of the drafts.

@@ -36,7 +36,12 @@ from typing import Deque, List, Optional, Tuple
 
 from perflab.sim.deployment import Deployment
 from perflab.sim.metrics import EngineGauges, MetricsRecorder
-from perflab.sim.perfmodel import StepLoad, kv_bytes_per_token_per_gpu, state_bytes_per_seq_per_gpu
+from perflab.sim.perfmodel import (
+    StepLoad,
+    kv_bytes_per_token_per_gpu,
+    running_limit,
+    state_bytes_per_seq_per_gpu,
+)
 from perflab.sim.prefix import BLOCK_TOKENS, PrefixCache, block_hashes, private_block_hashes
 from perflab.sim.sequence import Deliver, Sequence
 from perflab.sim.tokenizer import output_token_id
@@ -64,12 +69,16 @@ class RankScheduler:
         self._metrics = metrics
         self._block = dep.profile.block_size
         self._capacity_blocks = kv_tokens // self._block
-        # A hybrid model's recurrent state takes KV memory too: blocks' worth per running sequence.
+        # A hybrid model's recurrent state takes KV memory too: blocks' worth per running sequence
+        # (SGLang keeps it in a pool of its own, which bounds the running sequences instead).
         block_bytes = kv_bytes_per_token_per_gpu(dep) * self._block
-        self._state_blocks = -int(-state_bytes_per_seq_per_gpu(dep) // block_bytes)
+        state = 0.0 if dep.engine == "sglang" else state_bytes_per_seq_per_gpu(dep)
+        self._state_blocks = -int(-state // block_bytes)
         self._used_blocks = 0
         self._budget = dep.max_num_batched_tokens
-        self._max_seqs = dep.max_num_seqs
+        self._prefill_budget = dep.prefill_tokens
+        self._max_seqs = running_limit(dep, kv_tokens)
+        self._max_prefill_seqs = dep.max_prefill_seqs
         self._chunked = dep.chunked_prefill
         self._spec_tokens = dep.spec_tokens
         self._acceptance = dep.spec_acceptance
@@ -81,6 +90,8 @@ class RankScheduler:
         ) / profile.output_reserve_steps
         self._output_reserve = profile.output_reserve
         self._prefill_first = profile.prefill_first
+        self._decode_batch_cap = profile.decode_batch_cap
+        self._prefill_reserve_blocks = int(profile.prefill_reserve * self._capacity_blocks)
         self._held = 0
         self._keys = 0
         self._prefix: Optional[PrefixCache] = (
@@ -252,14 +263,16 @@ class RankScheduler:
 
         Mixed steps (vLLM, TensorRT-LLM): running sequences, then admissions. Prefill-first engines
         (SGLang's "run prefill first if possible", MindIE) run a prefill batch whenever one can be
-        formed and decode every running sequence otherwise."""
+        formed (MindIE: while the engine's reserve of free blocks lasts) and decode the running
+        sequences otherwise (MindIE: the first ``max_num_seqs`` of them)."""
         if not self._prefill_first:
             batch, budget, preempted = self._schedule_running(self._budget, prefills=True, decodes=True)
             if not preempted:  # vLLM admits nothing in a step that preempted
                 self._admit(batch, budget, now)
             return batch
-        batch, budget, _ = self._schedule_running(self._budget, prefills=True, decodes=False)
-        self._admit(batch, budget, now)
+        batch, budget, _ = self._schedule_running(self._prefill_budget, prefills=True, decodes=False)
+        if self._capacity_blocks - self._used_blocks >= self._prefill_reserve_blocks:
+            self._admit(batch, budget, now)
         if batch:
             return batch
         batch, _, _ = self._schedule_running(self._budget, prefills=False, decodes=True)
@@ -269,9 +282,11 @@ class RankScheduler:
 
     def _schedule_running(self, budget: int, prefills: bool, decodes: bool) -> Tuple[Batch, int, bool]:
         """Running sequences' chunks and tokens in admission order: (batch, budget left, whether a
-        sequence was preempted for blocks)."""
+        sequence was preempted for blocks). An engine whose ``max_num_seqs`` bounds the decode batch
+        decodes only the first that many."""
         batch: Batch = []
         preempted = False
+        decoded = 0
         index = 0
         while index < len(self.running) and budget > 0:
             seq = self.running[index]
@@ -279,19 +294,29 @@ class RankScheduler:
             if not (prefills if prefilling else decodes):
                 index += 1
                 continue
+            if not prefilling and self._decode_batch_cap and decoded >= self._max_seqs:
+                break
             tokens = min(seq.prefill_target - seq.computed, budget) if prefilling else 1 + self._spec_tokens
             scheduled, preempting = self._reserve_or_preempt(seq, seq.computed + tokens)
             preempted = preempted or preempting
             if not scheduled:
                 break
             batch.append((seq, tokens if prefilling else 0))
+            decoded += 0 if prefilling else 1
             budget -= tokens
             index += 1
         return batch, budget, preempted
 
     def _admit(self, batch: Batch, budget: int, now: float) -> None:
-        """Admit waiting sequences into ``batch`` first-come-first-served (the head blocks the rest)."""
-        while self.waiting and budget > 0 and len(self.running) < self._max_seqs:
+        """Admit waiting sequences into ``batch`` first-come-first-served (the head blocks the rest),
+        within the running-sequence limit (unless it bounds only decode batches) and the engine's
+        limit of sequences per prefill batch."""
+        admitted = 0
+        while self.waiting and budget > 0:
+            if not self._decode_batch_cap and len(self.running) >= self._max_seqs:
+                break
+            if self._max_prefill_seqs and admitted >= self._max_prefill_seqs:
+                break
             seq = self.waiting[0]
             self._cached_prefix(seq)
             remaining = seq.prefill_target - seq.computed
@@ -308,14 +333,13 @@ class RankScheduler:
                 seq.scheduled_at = now
             batch.append((seq, chunk))
             budget -= chunk
+            admitted += 1
 
     def load(self, batch: Batch) -> StepLoad:
         """What ``batch`` computes."""
         work = StepLoad(sequences=len(batch))
         width = 1 + self._spec_tokens
         for seq, chunk in batch:
-            if chunk and seq.computed == seq.cached_tokens and not seq.generated:
-                work.admitted += 1
             if chunk:
                 work.tokens += chunk
                 work.pairs += chunk * (seq.computed + chunk / 2.0)

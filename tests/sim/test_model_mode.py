@@ -68,9 +68,13 @@ def test_requests_queue_when_the_kv_cache_is_full():
 
 
 def test_max_num_seqs_limits_the_running_batch():
-    timings = _run("Qwen/Qwen3-8B", _burst(32, 128, 32), max_num_seqs=4)
+    dep = _deployment("Qwen/Qwen3-8B", max_num_seqs=4)
+    timings = simulate(dep, _burst(32, 128, 32))[0]
     assert peak_running(timings) == 4
-    assert sum(1 for timing in timings if timing.queue > 0) == 28
+    # Queue time counts from arrival: the front end takes the 32 in together, then 28 wait for a slot.
+    taken_in = 32 * dep.profile.ingress_s
+    assert min(timing.queue for timing in timings) == pytest.approx(taken_in)
+    assert sum(1 for timing in timings if timing.queue > taken_in + 0.01) == 28
 
 
 def test_prefix_cache_hits_lower_ttft():

@@ -5,13 +5,14 @@ The configuration is read from ``$MIES_CONFIG_JSON_PATH`` when set, else from
 ``BackendConfig.npuDeviceIds`` (logical ids within ``ASCEND_RT_VISIBLE_DEVICES``);
 ``BackendConfig.ModelDeployConfig.maxSeqLen`` and ``ModelConfig[0]`` (``modelName``,
 ``modelWeightPath``, ``worldSize``, ``tp``, ``dp``, ``moe_ep``, ``plugin_params``);
-``BackendConfig.ScheduleConfig`` (``maxBatchSize``, ``maxPrefillTokens``, ``templateType`` ``Mix``
-or ``enableSplit`` for split-fuse, ``enablePrefixCache``). ``NPU_MEMORY_FRACTION`` (default 0.8)
-sets the memory share; ``MIES_SERVICE_MONITOR_MODE=1`` exposes ``/metrics``. Prefix caching on a
-MoE model crashes at start-up, as the seed studies found. As MindIE-LLM does, the daemon refuses a
-config.json whose permissions exceed 0640 (``FileUtils::ConstrainPermission``) and a ``modelName`` outside
-``^[a-zA-Z0-9_.-]{1,256}$`` or not starting and ending with a letter or digit
-(``CheckModelNameLength``), with MindIE's own messages. The readiness line is ``Daemon start success!``.
+``BackendConfig.ScheduleConfig`` (``maxBatchSize``, ``maxPrefillTokens``, ``maxPrefillBatchSize``,
+``templateType`` ``Mix`` or ``enableSplit`` for split-fuse, ``enablePrefixCache``).
+``NPU_MEMORY_FRACTION`` (default 0.8) sets the memory share; ``MIES_SERVICE_MONITOR_MODE=1`` exposes
+``/metrics``. Prefix caching on a MoE model crashes at start-up, as the seed studies found. As
+MindIE-LLM does, the daemon refuses a config.json whose permissions exceed 0640
+(``FileUtils::ConstrainPermission``) and a ``modelName`` outside ``^[a-zA-Z0-9_.-]{1,256}$`` or not
+starting and ending with a letter or digit (``CheckModelNameLength``), with MindIE's own messages.
+The readiness line is ``Daemon start success!``.
 """
 
 from __future__ import annotations
@@ -123,6 +124,7 @@ def knobs_from_config(config: dict, environ: Dict[str, str]) -> Tuple[Knobs, Lis
     knobs.max_model_len = _int(deploy, "maxSeqLen", "BackendConfig.ModelDeployConfig.", 2560)
     knobs.max_num_seqs = _int(schedule, "maxBatchSize", "BackendConfig.ScheduleConfig.", 200)
     knobs.max_num_batched_tokens = _int(schedule, "maxPrefillTokens", "BackendConfig.ScheduleConfig.", 8192)
+    knobs.max_prefill_seqs = _int(schedule, "maxPrefillBatchSize", "BackendConfig.ScheduleConfig.", 50)
     knobs.prefix_caching = bool(schedule.get("enablePrefixCache")) or plugin_type == "prefix_cache"
     knobs.chunked_prefill = schedule.get("templateType") == "Mix" or bool(schedule.get("enableSplit"))
     if plugin_type == "mtp":
