@@ -92,6 +92,7 @@ def test_benchmark_on_the_real_vllm_runs_in_its_small_mode(
 
 
 @pytest.mark.real_engine
+@pytest.mark.parser_only  # PyTorch in the vLLM venv, no engine server
 @pytest.mark.parametrize("script", _scripts("torch"))
 def test_benchmark_on_pytorch_runs_in_its_small_mode(script: Path) -> None:
     require_real_vllm()
