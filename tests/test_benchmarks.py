@@ -40,13 +40,22 @@ NEEDS = {
 # The scripts that take --base-url of a running tiny vLLM: their smoke runs against the session's server
 # (tests/fixtures/real_vllm.py) rather than starting one more.
 SERVED_BY_THE_SESSION = {"bench_agreement.py", "real_vllm_coalescing.py"}
+# The scripts of the vLLM venv that start no engine server (they read its files, or run its PyTorch):
+# marked parser_only, they stay out of the one-at-a-time real_engine group (tests/fixtures/parallel.py).
+NO_ENGINE_SERVER = {"engine_drift.py", "gpu_disagg_constants.py"}
 SMOKE_TIMEOUT_S = 600.0
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 def _scripts(need: str | None) -> list[pytest.param]:
-    return [pytest.param(path, id=path.stem) for path in SCRIPTS if NEEDS.get(path.name) == need]
+    return [
+        pytest.param(
+            path, id=path.stem, marks=[pytest.mark.parser_only] if path.name in NO_ENGINE_SERVER else []
+        )
+        for path in SCRIPTS
+        if NEEDS.get(path.name) == need
+    ]
 
 
 def _smoke(script: Path, *args: str, env: dict[str, str] | None = None, python: str = sys.executable) -> None:
@@ -72,6 +81,7 @@ def _smoke(script: Path, *args: str, env: dict[str, str] | None = None, python: 
 def test_the_listed_needs_name_scripts_that_exist() -> None:
     assert set(NEEDS) <= {path.name for path in SCRIPTS}
     assert {name for name, need in NEEDS.items() if need == "real_vllm"} >= SERVED_BY_THE_SESSION
+    assert {name for name, need in NEEDS.items() if need in ("real_vllm", "torch")} >= NO_ENGINE_SERVER
 
 
 @pytest.mark.parametrize("script", _scripts(None))

@@ -203,6 +203,7 @@ print(json.dumps({key: getattr(ns, key) for key in keys}))
 
 
 @pytest.mark.real_engine
+@pytest.mark.parser_only
 def test_sglangs_own_parser_reads_each_workers_argv():
     require_sglang_args()
     import os
@@ -241,6 +242,7 @@ print(json.dumps({"tp": ns.tensor_parallel_size, "connector": config.kv_connecto
 
 
 @pytest.mark.real_engine
+@pytest.mark.parser_only
 def test_vllms_own_parser_reads_each_workers_argv():
     require_real_vllm()
     adapter = get_adapter("vllm")
@@ -342,6 +344,7 @@ def test_moe_layouts_attention_dp_with_expert_or_tensor_parallel_moe():
 
 
 @pytest.mark.real_engine
+@pytest.mark.parser_only
 def test_sglangs_own_parser_reads_attention_dp():
     require_sglang_args()
     import os

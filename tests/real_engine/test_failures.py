@@ -5,7 +5,8 @@ classified from the engine run directly."""
 
 from __future__ import annotations
 
-import os
+import json
+import re
 import shutil
 import socket
 import subprocess
@@ -22,7 +23,7 @@ from perflab.engines import EngineConfig, get_adapter
 from perflab.inventory import HostConfig
 from perflab.runner import RunnerOptions, execute_run, submit_run
 from perflab.runner.profile_spec import parse_profile
-from tests.fixtures.real_vllm import free_port, serve_env, tiny_model_dir, vllm_bin
+from tests.fixtures.real_vllm import free_port, serve_env, tiny_model_dir, vllm_python
 from tests.fixtures.runs import inventory_of, run_key_pids
 
 pytestmark = [pytest.mark.real_engine, pytest.mark.timeout(900)]
@@ -55,32 +56,60 @@ def _failed_run(engine: Engine, host: HostConfig, options: RunnerOptions = OPTIO
     return run
 
 
-@pytest.mark.parametrize(
-    ("extra_args", "error_line"),
-    [
-        (("--no-such-flag",), "vllm: error: unrecognized arguments: --no-such-flag"),
-        (("--dtype", "float99"), "vllm serve: error: argument --dtype: invalid choice: 'float99'"),
-    ],
-    ids=["unknown-flag", "invalid-choice"],
-)
-def test_refused_arguments(
-    runs_db: Engine, vllm_cpu_host: HostConfig, extra_args: tuple[str, ...], error_line: str
-) -> None:
-    """perflab's preflight refuses them before the engine starts; the engine's own log says the same."""
+REFUSED = {
+    ("--no-such-flag",): "vllm: error: unrecognized arguments: --no-such-flag",
+    ("--dtype", "float99"): "vllm serve: error: argument --dtype: invalid choice: 'float99'",
+}
+ARGV_DONE = "--- argv done, exit status "
+# vLLM's own CLI (what the ``vllm`` console script runs) given each argv of standard input in turn, in one
+# interpreter: one import of vLLM for all of them; after each, a line with the status it exited with.
+ENGINE_CLI = f"""
+import json, sys
+from vllm.entrypoints.cli.main import main
+for argv in json.loads(sys.stdin.read()):
+    sys.argv = argv
+    try:
+        status = main()
+    except SystemExit as exit:
+        status = exit.code
+    print({ARGV_DONE!r} + str(status), file=sys.stderr, flush=True)
+"""
+
+
+@pytest.mark.parser_only  # refused before the engine starts
+def test_refused_arguments(runs_db: Engine, vllm_cpu_host: HostConfig) -> None:
+    """perflab's preflight refuses an unknown flag and an invalid value before the engine starts, naming
+    each; vLLM's own CLI, given each, exits with the same refusal, and its log is classified as such."""
+    extra_args = tuple(word for words in REFUSED for word in words)
     run = _failed_run(runs_db, vllm_cpu_host, extra_args=extra_args)
     assert run.remote_state is None, "refused before the engine was started"
     assert run.failure_class == "unknown_argument"
-    assert "vLLM 0.32.0+cpu" in run.failure_message and extra_args[-1] in run.failure_message
+    assert "vLLM 0.32.0+cpu" in run.failure_message
+    assert all(words[-1] in run.failure_message for words in REFUSED), run.failure_message
 
     adapter = get_adapter("vllm")
-    config = EngineConfig(engine="vllm", model=str(tiny_model_dir()), extra_args=extra_args)
-    argv = adapter.serve_argv(config, port=free_port())
-    env = serve_env(PATH=f"{vllm_bin().parent}:{os.environ['PATH']}")
-    engine_run = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
-    assert engine_run.returncode != 0
-    failure = adapter.classify_failure(engine_run.stdout + engine_run.stderr)
-    assert failure is not None and failure.failure_class == "unknown_argument"
-    assert error_line in failure.message
+    argvs = [
+        adapter.serve_argv(
+            EngineConfig(engine="vllm", model=str(tiny_model_dir()), extra_args=words), port=free_port()
+        )
+        for words in REFUSED
+    ]
+    engine_run = subprocess.run(
+        [str(vllm_python()), "-c", ENGINE_CLI],
+        input=json.dumps(argvs),
+        capture_output=True,
+        text=True,
+        env=serve_env(),
+        timeout=600,
+    )
+    assert engine_run.returncode == 0, engine_run.stderr[-3000:]
+    parts = re.split(rf"{re.escape(ARGV_DONE)}(\S+)\n", engine_run.stderr)
+    assert len(parts) == 2 * len(REFUSED) + 1, engine_run.stderr[-3000:]
+    for error_line, log, status in zip(REFUSED.values(), parts[0::2], parts[1::2], strict=False):
+        assert status not in ("0", "None"), f"vLLM accepted it:\n{log[-3000:]}"
+        failure = adapter.classify_failure(log)
+        assert failure is not None and failure.failure_class == "unknown_argument", log[-3000:]
+        assert error_line in failure.message
 
 
 def test_missing_model_names_the_error_line(

@@ -23,10 +23,10 @@ from perflab.study.coordinator import create_study
 from perflab.study.spec import StudySpecError, parse_spec
 from perflab.transport.local import LocalTransport
 from tests.fixtures.real_sglang import SGLANG_VERSION, require_sglang_args, sglang_python_bin
-from tests.fixtures.real_vllm import require_real_vllm, vllm_bin
+from tests.fixtures.real_vllm import vllm_bin
 from tests.fixtures.runs import inventory_of
 
-pytestmark = [pytest.mark.real_engine, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.real_engine, pytest.mark.parser_only, pytest.mark.timeout(900)]
 STEP5_SPEC = """
 name: step5 on the CPU build
 model: /models/tiny
@@ -43,10 +43,11 @@ def _host(tmp_path: Path, bin_dir: Path) -> LocalTransport:
     return transport
 
 
-def test_the_installed_vllm_refuses_an_unknown_flag_before_it_starts(tmp_path: Path) -> None:
-    require_real_vllm()
+def test_the_installed_vllm_refuses_an_unknown_flag_before_it_starts(
+    tmp_path: Path, vllm_reported_version: str
+) -> None:
     transport = _host(tmp_path, vllm_bin().parent)
-    version = transport.run(["vllm", "--version"], timeout=300).stdout.strip().splitlines()[-1]
+    version = vllm_reported_version
     adapter = get_adapter("vllm")
     cache = HelpCache(tmp_path / "cache")
     good = EngineConfig(engine="vllm", model="/models/tiny", kv_cache_dtype="bfloat16", max_num_seqs=4)
@@ -128,15 +129,14 @@ def test_sglangs_own_parser_reads_the_argv_and_refuses_what_it_does_not_know(tmp
 
 
 def test_a_study_the_installed_vllm_refuses_is_refused_when_created_in_its_own_words(
-    runs_db: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    runs_db: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, vllm_reported_version: str
 ) -> None:
     """The real vLLM 0.32 CPU build's parser answered the Launch page's check of a step5_mtp baseline (a
     0.33 method); creating a study of it on that host is refused in vLLM's words, naming its version, and
     a candidate on it, which no check asked about, by the registries that vLLM listed."""
-    require_real_vllm()
     monkeypatch.setenv(settings.APP_WORKDIR_ENV, str(tmp_path / "app"))
     transport = _host(tmp_path, vllm_bin().parent)
-    version = transport.run(["vllm", "--version"], timeout=300).stdout.strip().splitlines()[-1]
+    version = vllm_reported_version
     spec = parse_spec(STEP5_SPEC)
     checked = preflight(
         transport,

@@ -37,6 +37,7 @@ print(json.dumps(sorted(flag for action in parser._actions for flag in action.op
 """
 
 
+@pytest.mark.parser_only
 def test_every_vllm_bench_serve_flag_is_accepted_or_named_unsupported() -> None:
     require_real_vllm()
     dumped = subprocess.run(

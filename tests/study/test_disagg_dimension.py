@@ -155,6 +155,7 @@ print(json.dumps(found))
 
 
 @pytest.mark.real_engine
+@pytest.mark.parser_only
 def test_vllms_own_parser_reads_the_moe_layouts_the_search_builds() -> None:
     require_real_vllm()
     configs = _built("vllm", VLLM_MOE)
