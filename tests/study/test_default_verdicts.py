@@ -24,6 +24,7 @@ from tests.ui.conftest import app_env, hosts_file, open_page, texts  # noqa: F40
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # a whole study of the form's defaults, every launch sized to the floor
 def test_a_study_from_the_forms_defaults_decides_with_its_noise_and_shows_it(
     runs_db: Engine,
     sim_host: SimHostFactory,

@@ -23,6 +23,7 @@ from tests.fixtures.study_data import FAST, FORM_VALIDATION, form_defaults_spec
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1500)  # a whole study of the form's defaults, every launch sized to the floor
 def test_a_study_from_the_forms_defaults_judges_every_tuning_and_validation_cell(
     runs_db: Engine, sim_host: SimHostFactory, tmp_path: Path
 ) -> None:
