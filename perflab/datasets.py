@@ -58,6 +58,11 @@ JSONL_FORMS = (
     " (a prompt file has a JSON object with a 'prompt' on each line; a session file has one conversation "
     'per line, [turn, …] or {"turns": [...]}, each turn {"messages": [...]}: see docs/workloads.md)'
 )
+# Said under an error about the whole of a JSON file (its shape, or JSON broken on its first line).
+JSON_FORMS = (
+    " (a ShareGPT file is a JSON array of conversations; a session file is an object "
+    '{"conversations": [conversation, …]}, each a list of turns {"messages": [...]}: see docs/workloads.md)'
+)
 
 
 class DatasetUploadError(ValueError):
@@ -189,6 +194,16 @@ def _parsed_sessions(
     )
 
 
+def _forms_hint(fmt: str, error: DatasetError) -> str:
+    """The forms a file of this suffix may take, said under an error that may come from reading it in the
+    wrong one: on the first line of a JSON lines prompt file, or about a JSON file as a whole."""
+    if fmt == "jsonl" and error.line == 1:
+        return JSONL_FORMS
+    if fmt in ("sharegpt", "agentic-json") and error.line == 1 and error.field is None:
+        return JSON_FORMS
+    return ""
+
+
 def parse_upload(
     filename: str,
     content: bytes,
@@ -212,9 +227,7 @@ def parse_upload(
                 return _parsed_sessions(name, fmt, _sessions(path, tokenizer), tokenizer)
             rows = _rows(path, fmt)
         except DatasetError as error:
-            where = str(error)[len(error.path) :]
-            hint = JSONL_FORMS if fmt == "jsonl" and error.line == 1 else ""
-            raise DatasetUploadError(name + where + hint) from None
+            raise DatasetUploadError(name + str(error)[len(error.path) :] + _forms_hint(fmt, error)) from None
     if not rows:
         raise DatasetUploadError(f"{name}: the file holds no prompts")
     prompts = [prompt for prompt, _ in rows]

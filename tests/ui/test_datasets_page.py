@@ -122,6 +122,13 @@ def test_sharegpt_upload_with_a_real_tokenizer(empty_db: str, open_page, tiny_to
             b'[{"conversations": [{"from": "human"}, {"value": "x"}]}]',
             "bad.json:1: field 'conversations[0].value': missing",
         ),
+        (
+            "object.json",
+            b'{"sessions": []}',
+            "object.json:1: expected an object with a non-empty list 'conversations' (a ShareGPT file is "
+            'a JSON array of conversations; a session file is an object {"conversations": [conversation, '
+            '…]}, each a list of turns {"messages": [...]}: see docs/workloads.md)',
+        ),
         ("empty.txt", b"\n\n", "empty.txt: the file holds no prompts"),
     ],
 )
