@@ -67,7 +67,8 @@ from perflab.study.search import Observation, Trial, promising, step, with_outco
 from perflab.study.search_space import SearchSpec, layout_label  # noqa: E402
 from perflab.study.search_stage import slo_violation  # noqa: E402
 from perflab.study.spec import StageSpec  # noqa: E402
-from perflab.study.study_plan import plan_study  # noqa: E402
+from perflab.study.strategy import Evidence  # noqa: E402
+from perflab.study.study_plan import plan_study, stored_records  # noqa: E402
 from perflab.study.types import Measurement, Rules  # noqa: E402
 
 OBJECTIVES = ("total_token_throughput",)
@@ -450,6 +451,7 @@ def greedy(space: Space, cells: Mapping[str, Cell]) -> tuple[float, int]:
         ),
     ]
     measured: dict[str, Measurement] = {}
+    stored: dict[str, Any] = {}
     launches = 0
     while True:
         spread = study_spread([measurement.values for measurement in measured.values()])
@@ -459,9 +461,11 @@ def greedy(space: Space, cells: Mapping[str, Cell]) -> tuple[float, int]:
             measurements=measured,
             rules=Rules(min_gain=MIN_GAIN, spread=spread),
             gpus_per_node=space.gpus,
+            evidence=Evidence(stored=stored),
         )
         if not plan.wanted:
             return plan.best.value, launches
+        stored = stored_records(plan)  # the decisions stand from one advance to the next, as a study's do
         for config in plan.wanted:
             launches += 1
             cell = cells.get(config.fingerprint())
