@@ -307,8 +307,6 @@ def _launch_policy(study: _Study) -> LaunchPolicy:
     )
     winners = (stage.winner.fingerprint for stage in plan.stages if stage.winner is not None)
     return LaunchPolicy(
-        baseline=plan.baseline.fingerprint,
-        baseline_launches=rules.baseline_launches,
         relaunches=rules.relaunches,
         max_launches=rules.max_launches,
         references=frozenset(

@@ -134,14 +134,13 @@ def launch_kind(run: Run, measured_before: bool, validation: set[str]) -> str:
 
 @dataclass(frozen=True)
 class LaunchPolicy:
-    """What makes a study launch a configuration more than once: the baseline's launches before any
-    candidate is judged, each configuration's launches before it is first judged (``relaunches``), the
-    most a close call may take, the references a stage compares its candidates with (the baseline, the
-    stages' winners), which are launched again beside the launches they are compared with, and the
-    configurations a search stage measured (its finalists are measured again)."""
+    """What makes a study launch a configuration more than once: each configuration's launches before it
+    is first judged (``relaunches``); the most launches one not decided yet may take (a close call, or
+    too few launches for the study's spread to judge it); the references a stage compares its candidates
+    with (the baseline, the stages' winners), launched again after each round of those candidates so
+    that they sit beside the launches they are compared with; and the configurations a search stage
+    measured (its finalists are measured again)."""
 
-    baseline: str | None = None
-    baseline_launches: int = 1
     relaunches: int = 1
     max_launches: int = 1
     references: frozenset[str] = frozenset()
@@ -153,11 +152,6 @@ class LaunchPolicy:
             return "the validation profiles alone: its earlier launches ran the tuning profile only"
         if kind == "first":
             return "its first measurement"
-        if fingerprint == self.baseline and number <= self.baseline_launches:
-            return (
-                f"launch {number} of the baseline's {self.baseline_launches}: the study measures its own "
-                "spread on the baseline before judging any candidate"
-            )
         if fingerprint in self.references:
             return (
                 f"launch {number} of a reference (the baseline or a stage's winner): launched again beside "
@@ -168,8 +162,8 @@ class LaunchPolicy:
         if fingerprint in self.searched:
             return "a finalist of the search, measured again for its final pick"
         return (
-            f"launch {number}: a close call is measured again, up to {self.max_launches} launches, until "
-            "it is decided"
+            f"launch {number}: not decided yet (a close call, or too few launches for the study's spread to "
+            f"judge it), so measured again, up to {self.max_launches} launches"
         )
 
 

@@ -80,12 +80,6 @@ class Rules:
     spread: StudySpread | None = None
     lower_is_better: bool = False
 
-    @property
-    def baseline_launches(self) -> int:
-        """Launches of the baseline before the first stage: one, the launch its first round of
-        candidates is measured after (:mod:`perflab.study.plan` launches it again after them)."""
-        return 1
-
     def better(self, value: float, reference: float) -> bool:
         """Whether ``value`` is on the better side of ``reference`` (not necessarily by ``min_gain``)."""
         return value < reference if self.lower_is_better else value > reference

@@ -97,7 +97,8 @@ def test_a_study_explains_its_words_and_its_launches(  # type: ignore[no-untyped
     page.get_by_text(re.compile(r"^Launches \(\d+\)$")).click()
     settle(page)
     cells = grid_cells(page, "Why")  # the box's table, drawn once it is opened
-    assert "Why" in cells and "launch 2 of the baseline's 2: the study measures its own spread" in cells
+    beside = "launch 2 of a reference (the baseline or a stage's winner): launched again beside the launches"
+    assert "Why" in cells and beside in cells
     screenshot(page, "study-words-and-launches")
 
     page.goto(f"{app.url}/studies")

@@ -1,6 +1,6 @@
 """A study's launches as its page shows them: a candidate's row counts the launches its figures are the
 mean of (a later launch that failed leaves them standing), and every launch says why it was made — the
-baseline's launches that measure the spread, the launches every configuration gets first."""
+baseline's launches beside the candidate's, the launches every configuration gets first."""
 
 from __future__ import annotations
 
@@ -59,21 +59,24 @@ def test_candidate_rows_count_their_launches_and_every_launch_says_why(db_engine
     assert candidate.figures is not None and candidate.figures.total_tps is not None
     assert candidate.launches == len(candidate.figures.runs) == 2
 
+    # balanced rounds: the baseline once, then the candidate and the baseline beside it (R C R C R)
     reasons = [(launch.configuration, launch.kind, launch.reason) for launch in report.launches]
-    assert reasons[0] == ("Baseline", "first", "its first measurement")
-    assert reasons[1][:2] == ("Baseline", "again")
-    assert reasons[1][2].startswith("launch 2 of the baseline's 2: the study measures its own spread")
-    of_candidate = [(kind, reason) for label, kind, reason in reasons if label != "Baseline"]
-    assert of_candidate[:2] == [
-        ("first", "its first measurement"),
-        ("again", "launch 2 of the 2 each configuration gets before it is judged"),
+    label = "Batching · max_num_seqs=512"
+    assert [(configuration, kind) for configuration, kind, _ in reasons[:5]] == [
+        ("Baseline", "first"),
+        (label, "first"),
+        ("Baseline", "again"),
+        (label, "again"),
+        ("Baseline", "again"),
     ]
+    assert reasons[0][2] == reasons[1][2] == "its first measurement"
+    assert reasons[2][2].startswith("launch 2 of a reference (the baseline or a stage's winner): launched")
+    assert reasons[3][2] == "launch 2 of the 2 each configuration gets before it is judged"
+    assert reasons[4][2].startswith("launch 3 of a reference")
 
 
 def test_each_reason_for_another_launch_is_said() -> None:
     policy = LaunchPolicy(
-        baseline="base",
-        baseline_launches=2,
         relaunches=2,
         max_launches=4,
         references=frozenset({"base", "winner"}),
@@ -81,7 +84,7 @@ def test_each_reason_for_another_launch_is_said() -> None:
     )
     assert policy.reason("first", "cand", 1) == "its first measurement"
     assert policy.reason("validation", "base", 3).startswith("the validation profiles alone")
-    assert policy.reason("again", "base", 2).startswith("launch 2 of the baseline's 2: the study measures")
+    assert policy.reason("again", "base", 2).startswith("launch 2 of a reference (the baseline or a stage's")
     assert policy.reason("again", "base", 3).startswith("launch 3 of a reference (the baseline or a stage's")
     assert policy.reason("again", "winner", 2).startswith("launch 2 of a reference")
     assert policy.reason("again", "cand", 2) == (
@@ -89,5 +92,6 @@ def test_each_reason_for_another_launch_is_said() -> None:
     )
     assert policy.reason("again", "trial", 3) == "a finalist of the search, measured again for its final pick"
     assert policy.reason("again", "cand", 3) == (
-        "launch 3: a close call is measured again, up to 4 launches, until it is decided"
+        "launch 3: not decided yet (a close call, or too few launches for the study's spread to judge it), "
+        "so measured again, up to 4 launches"
     )

@@ -87,12 +87,21 @@ def test_finished_study_shows_command_tables_stages_and_downloads(study_db: Stud
     assert not app.exception and len(list(app.get("vega_lite_chart"))) == 1
     assert any("Serving Benchmark Result" in block for block in preformatted(app))
     launches = app.dataframe[-1].value
-    # every launch says why it was launched: the baseline's second launch measures the spread
-    assert list(launches["Launch"][:2]) == ["first", "again"]
-    assert launches["Why"].iloc[0] == "its first measurement"
-    assert (
-        launches["Why"].iloc[1].startswith("launch 2 of the baseline's 2: the study measures its own spread")
-    )
+    # every launch says why it was launched, in balanced rounds: the baseline once, then the candidate,
+    # then the baseline again beside it (R C R C R)
+    assert list(zip(launches["Configuration"], launches["Launch"], strict=True)) == [
+        ("Baseline", "first"),
+        ("Engine · SGLang", "first"),
+        ("Baseline", "again"),
+        ("Engine · SGLang", "again"),
+        ("Baseline", "again"),
+    ]
+    assert list(launches["Why"][:2]) == ["its first measurement"] * 2
+    beside = "of a reference (the baseline or a stage's winner): launched again beside the launches it is"
+    assert launches["Why"].iloc[2].startswith(f"launch 2 {beside}")
+    assert launches["Why"].iloc[4].startswith(f"launch 3 {beside}")
+    # the candidate's second launch: its one launch before the first look left it undecided
+    assert launches["Why"].iloc[3].startswith("launch 2: not decided yet (a close call, or too few launches")
     labels = {button.label for button in app.get("download_button")}
     assert {"Download report (zip)", "Download CSV", "Download JSON", "Download PNG"} <= labels
     assert not [button for button in app.button if button.key in ("study_pause", "study_resume")]
