@@ -24,7 +24,7 @@ from tests.ui.conftest import app_env, hosts_file, open_page, texts  # noqa: F40
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)  # a whole study of the form's defaults, every launch sized to the floor
+@pytest.mark.timeout(1500)  # a whole study of the form's defaults, every launch sized to the floor
 def test_a_study_from_the_forms_defaults_decides_with_its_noise_and_shows_it(
     runs_db: Engine,
     sim_host: SimHostFactory,
@@ -40,7 +40,7 @@ def test_a_study_from_the_forms_defaults_decides_with_its_noise_and_shows_it(
     assert (spec.repeats, spec.relaunches, spec.max_launches) == (1, 1, 4)  # the form's defaults
     study = create_study(runs_db, spec, inventory=load_inventory(hosts))
     final = wait_for_study(
-        runs_db, study.id, hosts_path=hosts, timeout_s=600, poll_s=0.2, runner_options=FAST
+        runs_db, study.id, hosts_path=hosts, timeout_s=1500, poll_s=0.2, runner_options=FAST
     )
     assert final.status == "done", (final.state.get("failure"), final.state.get("phase"))
 
