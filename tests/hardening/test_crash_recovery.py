@@ -160,9 +160,13 @@ def test_a_study_killed_after_its_benchmark_finished_does_not_measure_it_again(
     with new_session(runs_db) as session:
         runs = study_runs(session, study_id=study_id)
         results = crud.list_profile_results(session, run_id=baseline.id)
-    same = [run for run in runs if run.config_fingerprint == baseline.config_fingerprint]
-    # the killed launch counts: the baseline's only other launch is the second its spread needs
-    assert len(same) == 2 and same[0].id == baseline.id, "the baseline was measured again"
+    launches = [(run.id, run.label) for run in runs]
+    # the killed launch counts: the study goes on from it, so the launch after it is the candidate's and
+    # every later launch of the baseline is the reference beside a candidate's (R C R …) or its
+    # confirmation, never a second measurement in its place
+    assert runs[0].id == baseline.id and runs[1].config_fingerprint != baseline.config_fingerprint, (
+        f"the baseline was measured again: {launches}"
+    )
     (result,) = results
     assert stored_run(runs_db, baseline.id).status == "done"
     assert not result.result.get("partial") and result.completed == PROMPTS
