@@ -276,26 +276,17 @@ def _validation_run(progress: StudyProgress, fingerprint: str | None) -> Run | N
     )
 
 
-def _launched_before(progress: StudyProgress, fingerprint: str) -> bool:
-    """Whether the configuration has a launch that has not failed or been cancelled: its first launch
-    carried the validation profiles (or dropped them once it could no longer win)."""
-    return any(
-        run.config_fingerprint == fingerprint and run.status not in ("failed", "cancelled")
-        for run in progress.runs
-    )
-
-
 def _profiles_of(progress: StudyProgress, config: EngineConfig) -> list[BenchmarkProfile]:
     """A run's profiles: the tuning profile, then the validation profiles; a configuration its stage
     screens first starts with the screening profile, one its stage measures again (a search
-    finalist) or launched again (the reference of a round, a confirmation launch) runs the tuning
-    profile only, even when its first launch dropped the validation profiles, and a validation launch
-    (the baseline or winner whose launches dropped them) runs the validation profiles alone."""
+    finalist) or launched again after a launch that carries the validation profiles runs the tuning
+    profile only, and a validation launch (the baseline or winner whose launches dropped them) runs
+    the validation profiles alone."""
     spec, plan = progress.spec, progress.plan
     fingerprint = config.fingerprint()
     if fingerprint in plan.validate:
         return spec.validation()
-    if fingerprint in plan.tuning_only or _launched_before(progress, fingerprint):
+    if fingerprint in plan.tuning_only or _validation_run(progress, fingerprint) is not None:
         return spec.tuning_runs()
     profiles = [*spec.tuning_runs(), *spec.validation()]
     fraction = plan.screen.get(fingerprint)
