@@ -14,6 +14,7 @@ from perflab.report.launches import Launch, mean_figures
 from perflab.report.markdown import comparison_table
 from perflab.report.model import TOO_SHORT_TEXT, ComparisonRow
 from perflab.runner import execute_run, submit_run
+from perflab.runner.bench_record import profile_json
 from perflab.runner.evidence import MIN_COMPLETED, MIN_DURATION_S, TOO_SHORT, marked, too_short_reason
 from perflab.runner.profile_spec import parse_profile
 from perflab.views.run_detail import load_run_detail
@@ -78,7 +79,7 @@ def test_a_result_too_short_is_stored_marked_and_its_figures_are_not_published(r
         crud.add_profile_result(
             session,
             run_id=run.id,
-            profile=profile.model_dump(mode="json"),
+            profile=profile_json(profile),
             result=short,
             text_block="",
             bench_mode=None,
