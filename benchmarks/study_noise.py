@@ -107,17 +107,10 @@ class Scenario:
 
     def noise(self, rng: np.random.Generator) -> float:
         """One launch's noise factor (launch × run, mean about 1)."""
-        run = math.exp(_sigma(self.run_cv) * rng.standard_normal())
-        if self.tails == "t3":
-            launch = max(1.0 + self.launch_cv / 100.0 * rng.standard_t(3) / math.sqrt(3.0), 0.2)
-        else:
-            launch = math.exp(_sigma(self.launch_cv) * rng.standard_normal())
-            if self.tails == "outliers" and rng.random() < 0.05:
-                launch *= 0.85
-        return launch * run
+        return float(self.noises(rng, ()))
 
     def noises(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
-        """Launch noise factors of :meth:`noise`'s law, ``shape`` of them at once."""
+        """Launch noise factors (launch × run, mean about 1), ``shape`` of them at once."""
         run = np.exp(_sigma(self.run_cv) * rng.standard_normal(shape))
         if self.tails == "t3":
             launch = np.maximum(1.0 + self.launch_cv / 100.0 * rng.standard_t(3, shape) / math.sqrt(3.0), 0.2)
