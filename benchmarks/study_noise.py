@@ -76,7 +76,7 @@ from perflab.study.noise import ReusedSpread, StudySpread  # noqa: E402
 from perflab.study.progress import study_rules  # noqa: E402
 from perflab.study.replay import Replay  # noqa: E402
 from perflab.study.spec import StudySpec, spec_from_data  # noqa: E402
-from perflab.study.types import StudyPlan  # noqa: E402
+from perflab.study.types import CandidatePlan, StudyPlan  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -107,13 +107,17 @@ class Scenario:
 
     def noise(self, rng: np.random.Generator) -> float:
         """One launch's noise factor (launch × run, mean about 1)."""
-        run = math.exp(_sigma(self.run_cv) * rng.standard_normal())
+        return float(self.noises(rng, ()))
+
+    def noises(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+        """Launch noise factors (launch × run, mean about 1), ``shape`` of them at once."""
+        run = np.exp(_sigma(self.run_cv) * rng.standard_normal(shape))
         if self.tails == "t3":
-            launch = max(1.0 + self.launch_cv / 100.0 * rng.standard_t(3) / math.sqrt(3.0), 0.2)
+            launch = np.maximum(1.0 + self.launch_cv / 100.0 * rng.standard_t(3, shape) / math.sqrt(3.0), 0.2)
         else:
-            launch = math.exp(_sigma(self.launch_cv) * rng.standard_normal())
-            if self.tails == "outliers" and rng.random() < 0.05:
-                launch *= 0.85
+            launch = np.exp(_sigma(self.launch_cv) * rng.standard_normal(shape))
+            if self.tails == "outliers":
+                launch = np.where(rng.random(shape) < 0.05, launch * 0.85, launch)
         return launch * run
 
 
@@ -285,14 +289,19 @@ def expected_published(
     stage = next(stage for stage in plan.stages if stage.index == stage_index)
     if confirmation is None or not confirmation.measured or stage.winner is None:
         return None
-    winner, reference = stage.winner, stage.reference
-    slot = {fp: host.slots[fp][confirmation.before[fp]] for fp in confirmation.order}
-    ours = true_value(winner.config, host.stages) * scenario.drift_factor(slot[winner.fingerprint])
-    theirs = true_value(reference.config, host.stages) * scenario.drift_factor(slot[reference.fingerprint])
-    total = 0.0
-    for _ in range(draws):
-        total += fresh_gain(ours * scenario.noise(rng), theirs * scenario.noise(rng), cv_pct, True)[1]
-    return total / draws
+
+    def truths(candidate: CandidatePlan) -> list[float]:
+        """The true value × the drift at each of the configuration's confirmation launches."""
+        fingerprint = candidate.fingerprint
+        start = confirmation.before[fingerprint]
+        slots = host.slots[fingerprint][start : start + confirmation.order.count(fingerprint)]
+        return [true_value(candidate.config, host.stages) * scenario.drift_factor(slot) for slot in slots]
+
+    truth_ours, truth_theirs = np.array(truths(stage.winner)), np.array(truths(stage.reference))
+    ours = truth_ours * scenario.noises(rng, (draws, truth_ours.size))
+    theirs = truth_theirs * scenario.noises(rng, (draws, truth_theirs.size))
+    gains = (fresh_gain(mine, others, cv_pct, True)[1] for mine, others in zip(ours, theirs, strict=True))
+    return statistics.fmean(gains)
 
 
 def run_design(
@@ -431,7 +440,7 @@ def main() -> None:
     parser.add_argument("--min-gain-pct", type=float, default=1.0, help="the form's default")
     parser.add_argument("--launch-s", type=float, default=120.0, help="engine start + warm-up, s")
     parser.add_argument("--run-s", type=float, default=60.0, help="one run of the tuning profile, s")
-    parser.add_argument("--draws", type=int, default=100, help="redraws of a confirmation launch's noise")
+    parser.add_argument("--draws", type=int, default=2000, help="redraws of the confirmation launches' noise")
     parser.add_argument("--only", choices=list(SCENARIOS), action="append", help="these scenarios alone")
     parser.add_argument("--jobs", type=int, default=1, help="scenarios run at once (same figures)")
     parser.add_argument(
@@ -441,7 +450,7 @@ def main() -> None:
     args = parser.parse_args()
     names = args.only or list(SCENARIOS)
     if args.smoke:
-        args.studies, args.draws = 2, 10
+        args.studies, args.draws = 2, 100
         names = args.only or ["(2, 1)", "drift", "(5, 3)"]
 
     started = time.monotonic()

@@ -13,7 +13,7 @@ stage's contenders), whose runs keep their validation profiles; every other run 
 A decided stage is an event: its winner (or that it kept nothing) is stored in the plan's record
 (``stored``, kept by the coordinator in ``study.state``) the moment it is decided, and every later plan
 takes the path from there, whatever later launches would suggest. Once every stage is decided, a study
-that kept a change launches its path once more for the confirmation (:mod:`perflab.study.confirm`):
+that kept a change launches its path again for the confirmation (:mod:`perflab.study.confirm`):
 the published gains and the closing test on the recommendation, which falls back to the baseline when
 the kept changes do not hold up. The study is then ``validating`` until every run has ended, then
 ``done``: the baseline and the recommended configuration always run their validation profiles first —

@@ -188,11 +188,11 @@ class StageStep:
 @dataclass(frozen=True)
 class Confirmation:
     """The kept changes measured again on fresh launches after every stage was decided
-    (:mod:`perflab.study.confirm`): ``order`` the configurations (fingerprints, the baseline first in
-    the path) in the order launched, ``before`` each one's launches before the block (its block launch
-    is the next), ``verdicts`` each kept stage's verdict with its confirmed gain (by stage index), the
-    recommendation's ``closing`` verdict against the baseline at one-sided level ``alpha``, whether it
-    ``confirmed`` the path (None until measured) and what that means in words."""
+    (:mod:`perflab.study.confirm`): ``order`` the block's launches (fingerprints, in launch order: the
+    mirrored block ``A B C B A``), ``before`` each configuration's launches before the block (its block
+    launches are the next), ``verdicts`` each kept stage's verdict with its confirmed gain (by stage
+    index), the recommendation's ``closing`` verdict against the baseline at one-sided level ``alpha``,
+    whether it ``confirmed`` the path (None until measured) and what that means in words."""
 
     order: tuple[str, ...]
     before: Mapping[str, int]

@@ -142,7 +142,7 @@ class Verdict:
         )
 
     def published_text(self) -> str:
-        """The published figure and where it comes from: ``+3.9 % ± 2.0 % on fresh launches (1 vs 1),
+        """The published figure and where it comes from: ``+3.9 % ± 2.0 % on fresh launches (1 vs 2),
         kept at +4.1 % ± 1.3 %, 95 %, 3 vs 4``; before confirmation ``+3.8 % adjusted for selection, to
         be confirmed on fresh launches (measured +4.1 % ± 1.3 %, 95 %, 3 vs 4)``; else :meth:`text`."""
         if self.confirmed_gain_pct is not None and self.confirmed_launches is not None:

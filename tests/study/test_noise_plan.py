@@ -118,15 +118,41 @@ def test_a_clear_gain_is_kept_and_published_on_launches_that_did_not_decide_it()
     assert winner.decision == "winner" and plan.best.fingerprint == winner.fingerprint
     verdict = winner.verdict
     assert verdict.outcome == "better" and verdict.gain_pct - verdict.half_width_pct > 1.0
-    # after the stage: one fresh launch of each configuration of the path, and the figure published
+    # after the stage: the path again on fresh launches in a mirrored block (B C0 B or C0 B C0), and the
+    # figure published from their means
     confirmation = plan.confirmation
     assert confirmation is not None and confirmation.measured and confirmation.confirmed
-    assert sorted(order[-2:]) == ["B", "C0"] and confirmation.alpha == 1.0  # one stage: no closing test
-    fresh = {label: replay.values[fp][confirmation.before[fp]] for fp, label in _labels(replay).items()}
-    unbiased = 1 + (replay.spread.cv_pct / 100) ** 2  # one launch over another: E[ratio] is × (1 + CV²)
-    assert verdict.confirmed_gain_pct == pytest.approx((fresh["C0"] / unbiased / fresh["B"] - 1) * 100)
+    assert order[-3:] == order[-3:][::-1] and sorted(set(order[-3:])) == ["B", "C0"]
+    assert confirmation.alpha == 1.0  # one stage: no closing test
+    fresh = {label: replay.values[fp][confirmation.before[fp] :] for fp, label in _labels(replay).items()}
+    assert sorted(len(values) for values in fresh.values()) == [1, 2]
+    # the ratio of means over the reference's n launches: E[ratio] is × (1 + CV²/n)
+    unbiased = 1 + (replay.spread.cv_pct / 100) ** 2 / len(fresh["B"])
+    ratio = (sum(fresh["C0"]) / len(fresh["C0"])) / (sum(fresh["B"]) / len(fresh["B"]))
+    assert verdict.confirmed_gain_pct == pytest.approx((ratio / unbiased - 1) * 100)
+    assert verdict.confirmed_launches == (len(fresh["C0"]), len(fresh["B"]))
     assert verdict.published_gain_pct == verdict.confirmed_gain_pct
     assert winner.note == f"{verdict.published_text()} over Baseline"
+
+
+def test_a_linear_drift_cancels_from_the_published_gain() -> None:
+    # no noise, the host 2 % faster at each launch, a candidate worth +20 %: the confirmation block's
+    # launches have equal mean positions, so the ratio of their means is the truth exactly
+    replay, order = _host(SPEC, [0.20], lambda launch: 1.0 + 0.02 * launch)
+    plan = replay.run()
+    winner = plan.stages[0].candidates[0]
+    confirmation = plan.confirmation
+    assert winner.decision == "winner" and confirmation is not None and confirmation.measured
+    positions: dict[str, list[int]] = {}
+    block = order[len(order) - len(confirmation.order) :]
+    for position, label in enumerate(block):
+        positions.setdefault(label, []).append(position)
+    assert sum(positions["B"]) / len(positions["B"]) == sum(positions["C0"]) / len(positions["C0"])
+    fresh = {label: replay.values[fp][confirmation.before[fp] :] for fp, label in _labels(replay).items()}
+    ratio = (sum(fresh["C0"]) / len(fresh["C0"])) / (sum(fresh["B"]) / len(fresh["B"]))
+    assert ratio == pytest.approx(1.20, abs=1e-12)
+    unbiased = 1 + (replay.spread.cv_pct / 100) ** 2 / len(fresh["B"])
+    assert winner.verdict.confirmed_gain_pct == pytest.approx((1.20 / unbiased - 1) * 100)
 
 
 def _labels(replay: Replay) -> dict[str, str]:

@@ -116,7 +116,7 @@ def test_a_search_study_proposes_screens_and_recommends(
     launched = [trial for trial in search.trials if trial.repeat_of is None]
     # the baseline, then one launch per distinct configuration of the launched trials (the baseline's
     # configuration, if proposed, reuses its runs), then a kept pick's confirmation: the baseline and
-    # the pick once more
+    # the pick again in a mirrored block (B P B or P B P)
     fingerprints = [run.config_fingerprint for run in runs]
     rest, confirming = fingerprints[1 : 1 + len(stage_runs)], fingerprints[1 + len(stage_runs) :]
     assert len(rest) == len(set(rest)) <= len(launched) and fingerprints[0] not in rest
@@ -124,7 +124,8 @@ def test_a_search_study_proposes_screens_and_recommends(
     if study.state["confirmation"] is None:
         assert confirming == []
     else:
-        assert len(confirming) == 2 and fingerprints[0] in confirming and set(confirming) <= set(fingerprints)
+        assert len(confirming) == 3 and confirming == confirming[::-1] and fingerprints[0] in confirming
+        assert len(set(confirming)) == 2 and set(confirming) <= set(fingerprints)
     # the recommendation: the best complete trial when it beats the baseline by the 1% minimum gain
     measured = [trial for trial in search.trials if trial.state in ("measured", "winner")]
     best = max(measured, key=lambda trial: trial.mean)

@@ -186,7 +186,7 @@ def test_the_closing_test_falls_back_to_the_baseline_when_kept_changes_do_not_ho
     assert closing_alpha(1, 0.95) == 1.0  # a study of one stage: its stage's own test is the study's
 
 
-def test_the_confirmation_launches_come_after_every_decision_in_a_seeded_order() -> None:
+def test_the_confirmation_launches_come_after_every_decision_in_a_seeded_mirrored_block() -> None:
     replay = _study(FOUR, {"--seed=1": 0.15, "--seed=3": 0.15}, _noise(3))
     decided_at = []
     replay.run(
@@ -196,10 +196,15 @@ def test_the_confirmation_launches_come_after_every_decision_in_a_seeded_order()
     confirmation = plan.confirmation
     assert confirmation is not None and confirmation.measured and confirmation.confirmed
     block = [config.fingerprint() for config in replay.launched[max(decided_at) :]]
-    assert sorted(block) == sorted(confirmation.order) and len(block) == 3  # the baseline and two winners
+    # the baseline and two winners in a random order, then backwards: every configuration's launches
+    # have the same mean position in the block
+    assert tuple(block) == confirmation.order and len(block) == 5 and block == block[::-1]
     path = [plan.baseline, *(stage.winner for stage in plan.stages if stage.winner)]
+    assert set(block) == {candidate.fingerprint for candidate in path}
     orders = {block_order(path, seed) for seed in range(20)}
-    assert len(orders) > 1 and all(sorted(order) == sorted(confirmation.order) for order in orders)
+    assert len(orders) > 1
+    for order in orders:
+        assert order == order[::-1] and sorted(set(order)) == sorted(set(block)) and len(order) == 5
 
 
 def test_a_family_keeps_no_null_candidate_more_often_than_alpha() -> None:
