@@ -8,11 +8,17 @@ serve with). Printed per block: simulated ÷ real for output throughput, mean TP
 
 The workload of a block is what its tool sent: ``vllm bench serve`` sends every prompt at once
 (request rate inf) unless the block says "Maximum request concurrency"; guidellm (seed 002) sends at
-its profile's constant rate (1000 requests/s) within its stated concurrency. Random datasets send the block's mean prompt and output lengths; ShareGPT blocks
-(the dump is not shipped) get a seeded log-normal spread of lengths within vLLM's ShareGPT filter
-(prompt ≤ 1024, prompt + output ≤ 2048 tokens) scaled to the block's own means. Seed 002's printed TPOT
+its profile's constant rate (1000 requests/s) within its stated concurrency. Random datasets send the
+block's mean prompt and output lengths; ShareGPT blocks (the dump is not shipped) get a seeded
+log-normal spread of lengths within vLLM's ShareGPT filter (prompt ≤ 1024, prompt + output ≤ 2048
+tokens) scaled to the block's own means — for guidellm too, although GPUStack's benchmark-runner
+converts ShareGPT without that filter: the spread was fitted on filtered samples, and unbounded it
+sends outputs of many thousand tokens that the seed's own latencies rule out. Seed 002's printed TPOT
 comes from guidellm through a wrapper and contradicts its own latencies (2.5 ms "mean TPOT" for 2000
-tokens in 57 s); its real TPOT is taken as (mean latency − mean TTFT) / (output tokens − 1).
+tokens in 57 s; ShareGPT: 25.9 ms, while its mean latency 30.19 s, mean TTFT 4.07 s and 281 output
+tokens give 93 ms, and only that figure agrees with its duration by Little's law: 1000 × 30.19 s /
+70.72 s = 427 requests in flight under a limit of 512); its real TPOT is taken as (mean latency − mean
+TTFT) / (output tokens − 1), and the simulated one is read the same way.
 
 Constants were fitted on seeds 001 (Qwen3-32B, one A100: vLLM, SGLang, TensorRT-LLM), 003 (Qwen3-14B
 on one H100: the same three) and 004 (Qwen3-30B-A3B on Ascend 910B: vLLM-Ascend, MindIE); seeds 000
@@ -360,6 +366,10 @@ def main() -> int:
         seeds = [seed for seed in seeds if seed.name in options.seeds.split(",")]
     started = time.monotonic()
     print("simulated ÷ real per block (thr: output throughput, tpot, ttft: their means)")
+    print(
+        "guidellm blocks (seed 002): tpot is (mean latency − mean TTFT) / (mean output − 1), real and "
+        "simulated; the seed's printed mean TPOT contradicts its own latencies"
+    )
     print(
         f"{'seed':5} {'line':>4} {'set':8} {'thr':>6} {'tpot':>6} {'ttft':>6} {'preempt':>7}  block [command]"
     )
