@@ -7,12 +7,18 @@ up on a simulated host of the seed's accelerator and run through the offline sim
 serve with). Printed per block: simulated ÷ real for output throughput, mean TPOT and mean TTFT.
 
 The workload of a block is what its tool sent: ``vllm bench serve`` sends every prompt at once
-(request rate inf) unless the block says "Maximum request concurrency"; guidellm (seed 002) keeps its
-stated concurrency. Random datasets send the block's mean prompt and output lengths; ShareGPT blocks
-(the dump is not shipped) get a seeded log-normal spread of lengths within vLLM's ShareGPT filter
-(prompt ≤ 1024, prompt + output ≤ 2048 tokens) scaled to the block's own means. Seed 002's printed TPOT
+(request rate inf) unless the block says "Maximum request concurrency"; guidellm (seed 002) sends at
+its profile's constant rate (1000 requests/s) within its stated concurrency. Random datasets send the
+block's mean prompt and output lengths; ShareGPT blocks (the dump is not shipped) get a seeded
+log-normal spread of lengths within vLLM's ShareGPT filter (prompt ≤ 1024, prompt + output ≤ 2048
+tokens) scaled to the block's own means — for guidellm too, although GPUStack's benchmark-runner
+converts ShareGPT without that filter: the spread was fitted on filtered samples, and unbounded it
+sends outputs of many thousand tokens that the seed's own latencies rule out. Seed 002's printed TPOT
 comes from guidellm through a wrapper and contradicts its own latencies (2.5 ms "mean TPOT" for 2000
-tokens in 57 s); its real TPOT is taken as (mean latency − mean TTFT) / (output tokens − 1).
+tokens in 57 s; ShareGPT: 25.9 ms, while its mean latency 30.19 s, mean TTFT 4.07 s and 281 output
+tokens give 93 ms, and only that figure agrees with its duration by Little's law: 1000 × 30.19 s /
+70.72 s = 427 requests in flight under a limit of 512); its real TPOT is taken as (mean latency − mean
+TTFT) / (output tokens − 1), and the simulated one is read the same way.
 
 Constants were fitted on seeds 001 (Qwen3-32B, one A100: vLLM, SGLang, TensorRT-LLM), 003 (Qwen3-14B
 on one H100: the same three) and 004 (Qwen3-30B-A3B on Ascend 910B: vLLM-Ascend, MindIE); seeds 000
@@ -63,6 +69,9 @@ HELD_OUT = ("000", "002")
 # figures are the 32B's (912 and 783 tok/s against the 32B default's 988); run as the 32B.
 CORRECTIONS = {("001", "Qwen/Qwen3-14B"): "Qwen/Qwen3-32B"}
 GUIDELLM_SEEDS = ("002",)
+# guidellm's ``--profile constant --rate 1000`` (seed 002's profiles: ``request_rate: 1000``) schedules
+# request i at i / 1000 s; a request due while the concurrency limit is reached waits for a slot.
+GUIDELLM_RATE = 1000.0
 # Prompt counts the seeds' benchmark profiles send; a block that completed another number of requests
 # failed part of its run (seed 002's speculative decoding: 516 of 1000) and is not compared.
 PROFILE_COUNTS = (100, 200, 500, 1000)
@@ -246,12 +255,15 @@ def is_sharegpt(block: Block) -> bool:
 
 
 def workload(block: Block, fraction: float) -> list[RequestSpec]:
+    """The block's requests: all due at once (``vllm bench serve``, request rate inf) or at guidellm's
+    constant rate."""
     count = max(1, round(block.completed * fraction))
     if is_sharegpt(block):
         lengths = sharegpt_lengths(count, block.mean_input, block.mean_output, seed=block.line)
     else:
         lengths = [(round(block.mean_input), max(1, round(block.mean_output)))] * count
-    return [RequestSpec(0.0, prompt, output) for prompt, output in lengths]
+    gap = 1.0 / GUIDELLM_RATE if block.seed in GUIDELLM_SEEDS else 0.0
+    return [RequestSpec(index * gap, prompt, output) for index, (prompt, output) in enumerate(lengths)]
 
 
 @dataclass
@@ -354,6 +366,10 @@ def main() -> int:
         seeds = [seed for seed in seeds if seed.name in options.seeds.split(",")]
     started = time.monotonic()
     print("simulated ÷ real per block (thr: output throughput, tpot, ttft: their means)")
+    print(
+        "guidellm blocks (seed 002): tpot is (mean latency − mean TTFT) / (mean output − 1), real and "
+        "simulated; the seed's printed mean TPOT contradicts its own latencies"
+    )
     print(
         f"{'seed':5} {'line':>4} {'set':8} {'thr':>6} {'tpot':>6} {'ttft':>6} {'preempt':>7}  block [command]"
     )

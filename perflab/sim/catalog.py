@@ -131,9 +131,9 @@ def _qwen3_moe(
 
 
 def _hybrid_moe(
-    arch: str, params: float, experts: int, per_token: int, vocab: int, ssm_bytes: int
+    arch: str, params: float, active: float, experts: int, per_token: int, vocab: int, ssm_bytes: int
 ) -> ModelArch:
-    """Qwen3-Next-style: 48/40 layers, hidden 2048, 3B active, a growing KV cache in one layer of four;
+    """Qwen3-Next-style: 48/40 layers, hidden 2048, ~3B active, a growing KV cache in one layer of four;
     the other three are Gated DeltaNet layers, each with a 32 value heads × 128 × 128 state per sequence
     (``linear_num_value_heads``, ``linear_key_head_dim``, ``linear_value_head_dim`` of their configs) and
     a convolution state of (``linear_conv_kernel_dim`` − 1 = 3) × 8192 channels (2 × 16 key heads × 128
@@ -143,7 +143,7 @@ def _hybrid_moe(
     return ModelArch(
         arch,
         params,
-        3.0,
+        active,
         layers,
         2048,
         16,
@@ -180,8 +180,14 @@ CATALOG: Dict[str, ModelArch] = {
     "qwen3-32b": _qwen3(32.8, 64, 5120, 64, 25600),
     "qwen3-30b-a3b": _qwen3_moe(30.5, 3.3, 48, 2048, 32, 768),
     "qwen3-235b-a22b": _qwen3_moe(235.1, 22.2, 94, 4096, 64, 1536),
-    "qwen3-next-80b-a3b": _hybrid_moe("Qwen3NextForCausalLM", 80.0, 512, 10, 151936, 0),
-    "qwen3.5-35b-a3b": _hybrid_moe("Qwen3_5MoeForConditionalGeneration", 35.0, 256, 8, 248320, 4),
+    "qwen3-next-80b-a3b": _hybrid_moe("Qwen3NextForCausalLM", 80.0, 3.0, 512, 10, 151936, 0),
+    # Counted from its config (as AIConfigurator 0.12.0 ships it, model_configs/
+    # Qwen--Qwen3.5-35B-A3B_config.json): routed experts 32.21B (40 × 256 × 3 × 2048 × 512), untied
+    # embeddings 1.02B, the rest 1.43B (30 Gated DeltaNet layers of 33.7M: in_proj_qkvz 2048 × 12288,
+    # in_proj_ba, out_proj 4096 × 2048; 10 gated-attention layers of 27.3M: q_proj with its output gate
+    # 2048 × 8192, k/v 2048 × 512, o_proj 4096 × 2048; shared experts and routers); active = the rest +
+    # 8 of 256 experts + embeddings. The MTP layer is loaded only for speculative decoding.
+    "qwen3.5-35b-a3b": _hybrid_moe("Qwen3_5MoeForConditionalGeneration", 34.66, 3.46, 256, 8, 248320, 4),
     "qwen2.5-7b": _qwen2(7.6, 28, 3584, 28, 4, 18944),
     "qwen2.5-14b": _qwen2(14.7, 48, 5120, 40, 8, 13824),
     "qwen2.5-32b": _qwen2(32.8, 64, 5120, 40, 8, 27648),

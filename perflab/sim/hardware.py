@@ -6,7 +6,13 @@ FP8 tensor cores (A100 is SM80: engines either refuse FP8 or fall back to weight
 the share of the bandwidth a GEMM streaming its weights reaches: for A100, H100 and H200 the fit of a
 roofline to NVIDIA's measured vLLM BF16 GEMM tables in AIConfigurator 0.12.0
 (``aiconfigurator_core/systems/data/<gpu>/gemm/vllm``: 0.75, 0.90, 0.85); L40S and the 910B have no
-such table and take 0.8. Power, clocks and temperatures are :mod:`perflab.sim.power`'s.
+such table and take 0.8. ``compute_achieved`` is the share of the kernel tables' compute rates the
+seeds' engines reached end to end: 0.45 on the H100, fitted on seed 003 (vLLM, SGLang and TensorRT-LLM
+on one H100; 0.40 / 0.45 / 0.50 / 0.55 / 0.60 give median |error| 0.058 / 0.062 / 0.039 / 0.099 / 0.16
+on throughput and 0.115 / 0.085 / 0.139 / 0.175 / 0.23 on TPOT there, the worst block 1.43 / 1.28 /
+1.27 / 1.37 / 1.47: 0.45 has the smallest sum); the H200 is the same GH100 chip (132 SMs, the same
+clocks and tensor-core peak; only its HBM3e memory differs), so it takes the H100's value; 1.0
+elsewhere. Power, clocks and temperatures are :mod:`perflab.sim.power`'s.
 """
 
 from __future__ import annotations
@@ -94,10 +100,10 @@ ACCELERATORS: Dict[str, Accelerator] = {
         450.0,
         "9.0",
         0.9,
-        0.5,
+        0.45,
     ),
     "H200": Accelerator(
-        "H200", "nvidia", "NVIDIA H200", 143771, 989.0, 1979.0, 1979.0, 4800.0, 450.0, "9.0", 0.85, 0.4
+        "H200", "nvidia", "NVIDIA H200", 143771, 989.0, 1979.0, 1979.0, 4800.0, 450.0, "9.0", 0.85, 0.45
     ),
     "L40S": Accelerator("L40S", "nvidia", "NVIDIA L40S", 46068, 362.0, 733.0, 733.0, 864.0, 32.0, "8.9"),
     "910B": Accelerator("910B", "ascend", "910B3", 65536, 313.0, 0.0, 640.0, 1600.0, 196.0, ""),

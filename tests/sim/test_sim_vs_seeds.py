@@ -34,3 +34,14 @@ def test_the_seed_comparison_runs_and_every_baseline_starts():
         "real 'RuntimeError: Unsupported SM version for FP8 block scaling GEMM'; simulated 'RuntimeError: "
         "Unsupported SM version for FP8 block scaling GEMM'" in result.stdout
     )
+
+
+def test_guidellm_blocks_arrive_at_the_profiles_constant_rate_and_vllm_bench_blocks_at_once():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import sim_vs_seeds
+
+    seeds = {path.name[:3]: sim_vs_seeds.load_seed(path) for path in sorted(sim_vs_seeds.SEEDS.glob("*.txt"))}
+    guidellm = sim_vs_seeds.workload(seeds["002"].blocks[0], 0.1)
+    assert [spec.arrival for spec in guidellm[:3]] == [0.0, 0.001, 0.002]
+    assert guidellm[-1].arrival == (len(guidellm) - 1) / 1000
+    assert {spec.arrival for spec in sim_vs_seeds.workload(seeds["003"].blocks[0], 0.1)} == {0.0}
