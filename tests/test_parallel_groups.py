@@ -1,20 +1,23 @@
 """The parallel run's groups (tests/fixtures/parallel.py): real-engine tests run one after another on one
-worker, except those that start no engine server (``parser_only``), which any free worker takes."""
+worker, except those that start no engine server (``parser_only``), which any free worker takes; the
+slow tests go first, the one with the longest time limit first."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.fixtures.parallel import _group, _rank
+from tests.fixtures.parallel import _group, _rank, pytest_collection_modifyitems
 
 
-def _item(request: pytest.FixtureRequest, *marks: pytest.MarkDecorator) -> pytest.Function:
+def _item(
+    request: pytest.FixtureRequest, *marks: pytest.MarkDecorator, name: str = "check"
+) -> pytest.Function:
     def check() -> None:
         pass
 
     for mark in marks:
         check = mark(check)
-    return pytest.Function.from_parent(request.node.parent, name="check", callobj=check)
+    return pytest.Function.from_parent(request.node.parent, name=name, callobj=check)
 
 
 @pytest.mark.parametrize(
@@ -34,3 +37,22 @@ def test_group_and_rank(
 ) -> None:
     item = _item(request, *marks)
     assert (_group(item), _rank(item)) == (group, rank)
+
+
+def test_the_slow_test_with_the_longest_time_limit_goes_first(request: pytest.FixtureRequest) -> None:
+    quick = _item(request, name="quick")
+    slow = _item(request, pytest.mark.slow, name="slow")  # the ini's limit (pyproject.toml)
+    whole_study = _item(request, pytest.mark.slow, pytest.mark.timeout(1500), name="whole_study")
+    later_quick = _item(request, pytest.mark.timeout(900), name="later_quick")
+    longer_slow = _item(request, pytest.mark.slow, pytest.mark.timeout(timeout=900), name="longer_slow")
+    engine = _item(request, pytest.mark.real_engine, name="engine")
+    items = [quick, slow, whole_study, later_quick, longer_slow, engine]
+    pytest_collection_modifyitems(items)
+    assert [item.name for item in items] == [
+        "engine",
+        "whole_study",
+        "longer_slow",
+        "slow",
+        "quick",
+        "later_quick",
+    ]

@@ -23,6 +23,8 @@ from perflab.bench.serverapi import ServerUnavailable, server_call
 
 # The most of a /tokenize, /detokenize or /v1/models answer read (a 1 M-token prompt is ~8 MiB).
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
+# The most characters of text whose server token count one ServerTokenizer remembers.
+MAX_COUNTED_CHARS = 64 * 1024 * 1024
 
 
 class AnswerTooLarge(ValueError):
@@ -293,7 +295,12 @@ class TokenizeUnavailable(Exception):
 
 
 class ServerTokenizer(Tokenizer):
-    """The server's ``/tokenize`` and ``/detokenize`` endpoints (vLLM's request and response shape)."""
+    """The server's ``/tokenize`` and ``/detokenize`` endpoints (vLLM's request and response shape).
+
+    ``count`` remembers what the server answered for each text (up to :data:`MAX_COUNTED_CHARS`
+    characters in all): a benchmark sized in rounds builds each round of a dataset read from a file
+    from the entries of the rounds before it and the next ones (``perflab.bench.rounds.round_spec``),
+    and a round trip per entry already counted would make the n-th round cost n rounds' worth."""
 
     kind = "server"
 
@@ -308,6 +315,8 @@ class ServerTokenizer(Tokenizer):
         self._headers = dict(headers, **{"Content-Type": "application/json"})
         self._timeout = timeout
         self._conn: Optional[http.client.HTTPConnection] = None
+        self._counts: Dict[str, int] = {}
+        self._counted_chars = 0
 
     def _connection(self) -> http.client.HTTPConnection:
         if self._conn is None:
@@ -356,6 +365,16 @@ class ServerTokenizer(Tokenizer):
         if not all(isinstance(token, int) and 0 <= token < 2**31 for token in tokens):
             raise TokenizeUnavailable("/tokenize answered tokens that are not token ids")
         return tokens
+
+    def count(self, text: str) -> int:
+        known = self._counts.get(text)
+        if known is not None:
+            return known
+        count = len(self.encode(text))
+        if self._counted_chars + len(text) <= MAX_COUNTED_CHARS:
+            self._counts[text] = count
+            self._counted_chars += len(text)
+        return count
 
     def decode(self, ids: Sequence[int]) -> str:
         text = self._post("/detokenize", {"model": self._model, "tokens": list(ids)}).get("prompt")

@@ -206,3 +206,36 @@ def test_only_a_pass_faster_than_the_bench_can_ever_count_is_censored() -> None:
     assert censored.too_short is not None and censored.completed == MAX_MEASURED_REQUESTS
     with pytest.raises(ValueError):
         sized_benchmark(0.0, 10)
+
+
+def test_rounds_of_a_sharegpt_file_ask_the_server_to_count_each_prompt_once(
+    sim_server, tmp_path: Path
+) -> None:
+    entries = [
+        {
+            "conversations": [
+                {"from": "human", "value": f"question {index} " + "word " * 8},
+                {"value": "a reply"},
+            ]
+        }
+        for index in range(30)
+    ]
+    dataset = tmp_path / "sharegpt.json"
+    dataset.write_text(json.dumps(entries))
+    url = sim_server(fixed_ttft_ms=1, fixed_itl_ms=1, access_log=True)
+    result_file = tmp_path / "result.json"
+    status = main(
+        [
+            "bench",
+            *("--base-url", url, "--model", "sim-model", "--endpoint", "chat", "--no-progress"),
+            *("--dataset", "sharegpt", "--dataset-path", str(dataset), "--num-prompts", "10"),
+            *("--output-len", "4", "--perflab-min-requests", "30", "--save-result", str(result_file)),
+        ]
+    )
+    assert status == 0
+    result = json.loads(result_file.read_text())
+    assert result["rounds"]["count"] == 3 and result["completed"] == 30
+    assert result["input_tokens_source"] == "server"
+    # round n reads the file's first 10·n entries: counted again, they would take 10 + 20 + 30 round trips
+    tokenize = sim_server.log(url).count('"POST /tokenize HTTP/1.1" 200')
+    assert 30 <= tokenize <= 32  # each prompt once, and the probe that found the endpoint

@@ -1,6 +1,13 @@
 """A study made from the new-study form's defaults on a simulated local host with seeded noise decides
 with its noise: its page, its report and ``study show --json`` show the spread it used and where it came
-from, every verdict with its interval, and the true gain its host and design keep 4 times in 5."""
+from, every verdict with its interval, and the true gain its host and design keep 4 times in 5.
+
+The spread, the verdicts and the detectable gain come from the tuning launches of the form's design
+(its stages template, its tuning profile at the simulated scale, its launches per configuration): the
+study here leaves out the form's validation profiles, which decide nothing (the study of every default
+end to end, validation included, is tests/study/test_form_defaults_judged.py), on a host running 200
+times faster than the engine it simulates (every figure is timed by the simulated clock, the floor of
+evidence too)."""
 
 from __future__ import annotations
 
@@ -19,7 +26,7 @@ from perflab.study.coordinator import create_study
 from perflab.study.decide import detectable_text
 from perflab.study.headless import wait_for_study
 from tests.fixtures.runs import SimHostFactory, write_hosts_file
-from tests.fixtures.study_data import FAST, form_defaults_spec
+from tests.fixtures.study_data import WHOLE_STUDY, form_defaults_spec
 from tests.ui.conftest import app_env, hosts_file, open_page, texts  # noqa: F401  (fixtures reused)
 
 
@@ -33,14 +40,14 @@ def test_a_study_from_the_forms_defaults_decides_with_its_noise_and_shows_it(
     open_page,  # type: ignore[no-untyped-def]  # noqa: F811
 ) -> None:
     host = sim_host(
-        "local-sim", kind="local", time_scale=20, noise={"run_cv_pct": 2, "launch_cv_pct": 1, "seed": 4}
+        "local-sim", kind="local", time_scale=200, noise={"run_cv_pct": 2, "launch_cv_pct": 1, "seed": 4}
     )
     hosts = write_hosts_file(tmp_path / "hosts.yaml", [host])
-    spec = form_defaults_spec(host.name)
+    spec = form_defaults_spec(host.name).model_copy(update={"validation_profiles": ()})
     assert (spec.repeats, spec.relaunches, spec.max_launches) == (1, 1, 4)  # the form's defaults
     study = create_study(runs_db, spec, inventory=load_inventory(hosts))
     final = wait_for_study(
-        runs_db, study.id, hosts_path=hosts, timeout_s=1500, poll_s=0.2, runner_options=FAST
+        runs_db, study.id, hosts_path=hosts, timeout_s=1500, poll_s=0.2, runner_options=WHOLE_STUDY
     )
     assert final.status == "done", (final.state.get("failure"), final.state.get("phase"))
 
