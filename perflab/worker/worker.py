@@ -279,19 +279,18 @@ class Worker:
     def _start_run(
         self, run_id: int, host_name: str, inventory: Inventory, on_event: EventHandler | None = None
     ) -> RunHandle:
-        thread = threading.Thread(
-            target=self._execute,
-            args=(run_id, inventory, on_event),
-            name=f"{self.worker_id}-run-{run_id}",
-            daemon=True,
-        )
+        def target() -> None:
+            self._execute(handle, inventory, on_event)
+
+        thread = threading.Thread(target=target, name=f"{self.worker_id}-run-{run_id}", daemon=True)
         handle = RunHandle(run_id, host_name, thread, threading.Event())
         with self._lock:
             self._active[run_id] = handle
         thread.start()
         return handle
 
-    def _execute(self, run_id: int, inventory: Inventory, on_event: EventHandler | None) -> None:
+    def _execute(self, handle: RunHandle, inventory: Inventory, on_event: EventHandler | None) -> None:
+        run_id = handle.run_id
         status: str | None = None
         try:
             status = execute_run(
@@ -306,7 +305,7 @@ class Worker:
         except Exception:  # the thread must report, not vanish; execute_run already finished the run
             logger.exception("worker %s: run %s raised", self.worker_id, run_id)
         finally:
-            self._finished(run_id, status)
+            self._finished(handle, status)
 
     def _stop_reason(self) -> str | None:
         """Why this worker's runs must stop now, or None while they may go on."""
@@ -337,10 +336,11 @@ class Worker:
             reason = (run.progress or {}).get("waiting_for_gpus") or "its GPUs were busy"
             logger.info("worker %s: run %s handed back to the queue: %s", self.worker_id, run_id, reason)
 
-    def _finished(self, run_id: int, status: str | None) -> None:
-        self._log_end(run_id, status)
+    def _finished(self, handle: RunHandle, status: str | None) -> None:
+        """End this thread's own handle: a run handed back to the queue may already be claimed again
+        (a newer handle under the same id), which this leaves running."""
+        self._log_end(handle.run_id, status)
         with self._lock:
-            handle = self._active[run_id]
             handle.status = status
             if status == "queued":
                 self._blocked_until[handle.host_name] = time.monotonic() + self.gpu_retry_s

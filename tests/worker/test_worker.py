@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ from db.models import Run
 from db.session import describe, new_session
 from perflab import settings
 from perflab.engines import EngineConfig
-from perflab.inventory import HostConfig, SimulateSpec
+from perflab.inventory import HostConfig, SimulateSpec, load_inventory
 from perflab.remote import process as rp
 from perflab.runner import RunnerOptions, submit_run
 from perflab.runner.profile_spec import parse_profile
@@ -27,6 +28,7 @@ from perflab.simhost import prepare_host
 from perflab.transport import open_transport
 from perflab.transport.local import LocalTransport
 from perflab.worker import RESTART_MESSAGE, Worker
+from perflab.worker import worker as worker_module
 from tests.fixtures.runs import (
     DEFAULT_TIME_SCALE,
     SimHostFactory,
@@ -247,6 +249,36 @@ def test_bad_hosts_fail_runs_with_a_named_reason(
     assert "no host named 'not-in-file'" in stored_run(runs_db, unknown.id).failure_message
     failed = stored_run(runs_db, refused.id)
     assert failed.failure_class == "host_unreachable" and "nowhere" in failed.failure_message
+
+
+def test_a_run_claimed_again_before_its_first_thread_ends_keeps_running(
+    runs_db: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run handed back to the queue can be claimed again before the thread that handed it back has
+    ended; that thread's end must not end (or unregister) the new execution. The two executions are
+    held by events: no real run can be timed into that window."""
+    hosts_file = write_hosts_file(tmp_path / "hosts.yaml", [])
+    run = _queue(runs_db, "a", "short:n=5")
+    releases = [threading.Event(), threading.Event()]
+    endings = iter(["queued", "done"])
+
+    def held_execution(run_id: int, **_: object) -> str:
+        ending = next(endings)
+        releases[0 if ending == "queued" else 1].wait(30)
+        return ending
+
+    monkeypatch.setattr(worker_module, "execute_run", held_execution)
+    worker = _worker(runs_db, hosts_file)
+    inventory = load_inventory(hosts_file)
+    handed_back = worker._start_run(run.id, "a", inventory)
+    claimed_again = worker._start_run(run.id, "a", inventory)
+
+    releases[0].set()
+    assert handed_back.wait(30) and handed_back.status == "queued"
+    worker._reap()
+    assert worker.active_runs() == [run.id] and not claimed_again.done.is_set()
+    releases[1].set()
+    assert claimed_again.wait(30) and claimed_again.status == "done"
 
 
 def test_a_broken_hosts_file_leaves_runs_queued(runs_db: Engine, tmp_path: Path) -> None:
