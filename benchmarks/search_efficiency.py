@@ -31,12 +31,15 @@ greedy staged study is run on it too), the held-out ``moe`` space (Qwen3-235B-A2
 cells; without an SLO and as ``moe-tight`` with one), and ``made-N`` spaces drawn from a seed (model,
 accelerator, node size, knob levels, layouts, feasible share) that nothing was tuned on. ``null``
 measures the false-change rate: every cell as fast as the baseline, so any change it recommends is
-false.
+false; ``null-drift`` measures it on a host whose speed grows by 1 % of its first launch's at every
+launch (warming up, load leaving), where a configuration launched later than the reference reads
+faster. ``--drift-pct`` puts every other line on such a host (0: none).
 
 Run from the repository root: ``python benchmarks/search_efficiency.py [--trials 10] [--made 3]
-[--spaces tight-tpot,null,greedy,…] [--smoke]``. Prints a JSON line per space and noise setting, and
-as its last line one JSON object with the summary. ``--smoke`` runs one small space, two seeds each,
-and the greedy study on it (a test runs it).
+[--spaces tight-tpot,null,null-drift,greedy,…] [--drift-pct 0] [--smoke]``. Prints a JSON line per
+space and noise setting, and as its last line one JSON object with the summary. ``--smoke`` runs one
+small space, two seeds each, one search of ``null`` and of ``null-drift``, and the greedy study on the
+small space (a test runs it).
 """
 
 from __future__ import annotations
@@ -78,6 +81,8 @@ INPUT_TOKENS, OUTPUT_TOKENS = 1024, 256
 SCREENING = 0.25
 LAUNCH_CV_PCT, RUN_CV_PCT = 2.0, 1.0
 FEASIBLE_SHARE = (0.05, 0.15)
+# The drift of the ``null-drift`` space: the host's speed grows by 1 % of its first launch's per launch.
+DRIFT_PCT = 1.0
 # The imperfect predictor's error: each cell's predicted throughput and TPOT are the truth times a
 # log-normal factor with this CV, drawn once per cell (AIConfigurator's median errors against the seeds
 # were 8 % and 14 %).
@@ -190,18 +195,21 @@ class Bench:
     cells: Mapping[str, Cell]
     noise: NoiseModel
     screening_noise: NoiseModel
+    drift_pct: float = 0.0  # the host's speed grows by this share of its first launch's at every launch
     launches: int = 0
     samples: dict[str, list[Figures]] = field(default_factory=dict)
 
     def launch(self, fingerprint: str, screening: bool) -> tuple[Figures | None, Figures | None]:
-        """A launch of the configuration: its screening (when asked) and full figures; None if it fails."""
+        """A launch of the configuration: its screening (when asked) and full figures; None if it fails.
+        The host's drift multiplies both by ``1 + drift_pct/100 × launch``."""
         launch = self.launches
         self.launches += 1
         cell = self.cells[fingerprint]
         if cell.full is None:
             return None, None
-        screened = cell.full.launched(self.screening_noise.speed(launch, 0)) if screening else None
-        return screened, cell.full.launched(self.noise.speed(launch, 1))
+        drift = 1.0 + self.drift_pct / 100.0 * launch
+        screened = cell.full.launched(drift * self.screening_noise.speed(launch, 0)) if screening else None
+        return screened, cell.full.launched(drift * self.noise.speed(launch, 1))
 
     def measured(self, fingerprint: str, figures: Figures) -> None:
         self.samples.setdefault(fingerprint, []).append(figures)
@@ -291,9 +299,11 @@ def search_once(
     seed: int,
     noisy: bool,
     predicted: bool = False,
+    drift_pct: float = 0.0,
 ) -> tuple[FinalPick, Bench, list[Trial], str]:
     """One seeded search on ``space`` (seeded and pre-screened by :func:`imperfect_predictor` when
-    ``predicted``): its final pick, the bench, the trials and the baseline's fingerprint."""
+    ``predicted``, on a host drifting by ``drift_pct`` per launch): its final pick, the bench, the
+    trials and the baseline's fingerprint."""
     predict = imperfect_predictor(cells, seed) if predicted else None
     spec = space.search(seed)
     cvs = (RUN_CV_PCT, LAUNCH_CV_PCT) if noisy else (0.0, 0.0)
@@ -301,6 +311,7 @@ def search_once(
         cells,
         NoiseModel(run_cv_pct=cvs[0], launch_cv_pct=cvs[1], seed=seed),
         NoiseModel(run_cv_pct=2.0 * cvs[0], launch_cv_pct=cvs[1], seed=seed),
+        drift_pct,
     )
     baseline = baseline_point(space, cells).fingerprint()
     for _ in range(2):
@@ -363,7 +374,7 @@ WITH_PREDICTIONS = (*PLAIN, (True, True))
 
 
 def run_space(
-    space: Space, trials: int, settings: Sequence[tuple[bool, bool]] = PLAIN
+    space: Space, trials: int, settings: Sequence[tuple[bool, bool]] = PLAIN, drift_pct: float = 0.0
 ) -> list[dict[str, Any]]:
     """Every setting's ``trials`` seeded searches on ``space``: one JSON line each."""
     started = time.monotonic()
@@ -379,12 +390,15 @@ def run_space(
     for noisy, predicted in settings:
         outcomes = []
         for seed in range(trials):
-            pick, bench, found_trials, baseline = search_once(space, cells, slos, seed, noisy, predicted)
+            pick, bench, found_trials, baseline = search_once(
+                space, cells, slos, seed, noisy, predicted, drift_pct
+            )
             outcomes.append(judge_outcome(space, cells, slos, optimum, pick, bench, found_trials, baseline))
         line = {
             "space": space.name,
             "noise": "on" if noisy else "off",
             "predictions": f"off by {PREDICTOR_ERROR_CV:.0%} per cell" if predicted else None,
+            "drift_pct_per_launch": drift_pct,
             "model": space.model,
             "node": f"{space.gpus} x {space.accelerator}",
             "cells": len(cells),
@@ -406,22 +420,27 @@ def run_space(
     return lines
 
 
-def null_rate(trials: int) -> dict[str, Any]:
-    """The false-change rate: a space whose every cell measures as the baseline (with noise), so any
-    recommended change is false."""
+def null_rate(trials: int, drift_pct: float = 0.0) -> dict[str, Any]:
+    """The false-change rate: a space whose every cell measures as the baseline (with noise, on a host
+    drifting by ``drift_pct`` per launch), so any recommended change is false, and the finalists'
+    mean measured gain over the baseline at their last look (the truth is 0: the mean is its bias)."""
     space = TIGHT
     flat = Figures(10_000.0, 10.0)
     cells = {space.build(p).fingerprint(): Cell(space.build(p), flat) for p in space.points()}
     changed = launches = 0
+    gains: list[float] = []
     for seed in range(trials):
-        pick, bench, found_trials, baseline = search_once(space, cells, {}, seed, True)
+        pick, bench, found_trials, baseline = search_once(space, cells, {}, seed, True, drift_pct=drift_pct)
         changed += pick.trial is not None and pick.decision is not None
         launches += bench.launches
+        gains += [found.verdict.gain_pct for found in pick.kept.values() if found.verdict is not None]
     line = {
         "space": "null",
         "noise": "on",
+        "drift_pct_per_launch": drift_pct,
         "trials": trials,
         "false_change_rate": changed / trials,
+        "mean_finalist_gain_pct": round(statistics.fmean(gains), 2) if gains else None,
         "mean_launches": round(launches / trials, 1),
     }
     print(json.dumps(line), flush=True)
@@ -561,19 +580,25 @@ def main() -> None:
     parser.add_argument("--made", type=int, default=3, help="spaces of the benchmark's own making")
     parser.add_argument("--smoke", action="store_true", help="one small space, two seeds (a quick check)")
     parser.add_argument("--spaces", help="only these, comma-separated (tight-tpot, moe, made-0, null, …)")
+    parser.add_argument(
+        "--drift-pct", type=float, default=0.0, help="the host's speed grows by this %% at every launch"
+    )
     args = parser.parse_args()
     if args.smoke:
         small = replace(TIGHT, name="tight-tpot-small", prompts=64)
-        lines = run_space(small, 2, ((False, False), (True, False), (True, True)))
-        null = null_rate(1)
+        lines = run_space(small, 2, ((False, False), (True, False), (True, True)), args.drift_pct)
+        null = null_rate(1, args.drift_pct)
+        drifting = null_rate(1, DRIFT_PCT)
         small_cells = grid(small)
         greedy_value, greedy_launches = greedy(small, small_cells)
         best = max(cell.full.throughput for cell in small_cells.values() if cell.full is not None)
         summary = {
             "smoke": True,
+            "drift_pct_per_launch": args.drift_pct,
             "tight_slo_within_2pct_rate": lines[0]["within_2pct_rate"],
             "tight_slo_within_2pct_rate_noise": lines[1]["within_2pct_rate"],
             "false_change_rate": null["false_change_rate"],
+            "false_change_rate_drift": drifting["false_change_rate"],
             "greedy_gap_pct": round((1.0 - greedy_value / best) * 100.0, 2),
             "greedy_launches": greedy_launches,
         }
@@ -581,15 +606,17 @@ def main() -> None:
         return
     spaces = [TIGHT, LLAMA_70B, MOE, MOE_TIGHT, *(made_space(index) for index in range(args.made))]
     chosen = (
-        set(args.spaces.split(",")) if args.spaces else {space.name for space in spaces} | {"null", "greedy"}
+        set(args.spaces.split(","))
+        if args.spaces
+        else {space.name for space in spaces} | {"null", "null-drift", "greedy"}
     )
     lines = [
         line
         for space in spaces
         if space.name in chosen
-        for line in run_space(space, args.trials, WITH_PREDICTIONS if space.slo else PLAIN)
+        for line in run_space(space, args.trials, WITH_PREDICTIONS if space.slo else PLAIN, args.drift_pct)
     ]
-    summary: dict[str, Any] = {"trials": args.trials}
+    summary: dict[str, Any] = {"trials": args.trials, "drift_pct_per_launch": args.drift_pct}
     by = {(line["space"], line["noise"]): line for line in lines if line["predictions"] is None}
     if ("tight-tpot", "off") in by:
         summary["tight_slo_within_2pct_rate"] = by[("tight-tpot", "off")]["within_2pct_rate"]
@@ -600,7 +627,11 @@ def main() -> None:
     if lines:
         summary["within_2pct_rate_min"] = min(line["within_2pct_rate"] for line in lines)
     if "null" in chosen:
-        summary["false_change_rate"] = null_rate(max(args.trials * 4, 20))["false_change_rate"]
+        null = null_rate(max(args.trials * 4, 20), args.drift_pct)
+        summary["false_change_rate"] = null["false_change_rate"]
+    if "null-drift" in chosen:
+        drifting = null_rate(max(args.trials * 4, 20), DRIFT_PCT)
+        summary["false_change_rate_drift"] = drifting["false_change_rate"]
     if "greedy" in chosen:
         llama_cells = grid(LLAMA_70B)
         greedy_value, greedy_launches = greedy(LLAMA_70B, llama_cells)

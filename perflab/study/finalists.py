@@ -32,6 +32,11 @@ its finalists on all their launches and needs no confirmation launch. When the r
 SLO, every feasible finalist beats it (:func:`perflab.study.decide.feasibility`) and only step 3
 remains.
 
+**Launch order: not balanced.** Most of the reference's launches precede the search and the
+finalists' confirmation launches follow it, so the bound above holds on a host whose speed does not
+drift through the search; a drift reads as a gain (``null-drift`` in
+``benchmarks/search_efficiency.py`` measures it).
+
 Pure: every advance calls it again with all the launches so far.
 """
 
