@@ -114,6 +114,7 @@ def test_headlines_buttons_and_the_runs_table_at_1024(
     page = context.new_page()
 
     open_page(page, app, f"/run?run={data_db.runs.done}")
+    page.locator('[data-testid="stMetricLabel"]').first.wait_for(timeout=60_000)  # drawn late under load
     labels = page.locator('[data-testid="stMetricLabel"]').all_inner_texts()
     values = page.locator('[data-testid="stMetricValue"]').all_inner_texts()
     expected = metric_cards(measured.results[0])
