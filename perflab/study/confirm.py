@@ -32,6 +32,7 @@ Pure: the plan calls it on every advance with the measurements so far and what i
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -138,17 +139,16 @@ def confirm(
     alpha = closing_alpha(stage_count, rules.confidence)
     pending = Confirmation(order, before, alpha=alpha, note="confirming the kept changes on fresh launches")
     by_fingerprint = {candidate.fingerprint: candidate for candidate in path}
+    block_launches = Counter(order)  # each configuration's launches in the block, in first-launch order
     fresh = {
-        fingerprint: _fresh(
-            measurements.get(fingerprint), before.get(fingerprint, 0), order.count(fingerprint)
-        )
-        for fingerprint in dict.fromkeys(order)
+        fingerprint: _fresh(measurements.get(fingerprint), before.get(fingerprint, 0), wanted)
+        for fingerprint, wanted in block_launches.items()
     }
     missing = _next_launch(order, fresh)
     failed = [
         by_fingerprint[fingerprint]
-        for fingerprint in dict.fromkeys(order)
-        if len(fresh[fingerprint]) < order.count(fingerprint)
+        for fingerprint, wanted in block_launches.items()
+        if len(fresh[fingerprint]) < wanted
         and (found := measurements.get(fingerprint))
         and found.state == "failed"
     ]
