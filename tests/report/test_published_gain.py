@@ -54,7 +54,7 @@ def test_page_report_json_and_csv_show_one_published_gain_per_decision(
         "published",
         kind="local",
         count=1,
-        time_scale=10,
+        time_scale=200,
         noise={"run_cv_pct": 1, "launch_cv_pct": 1, "seed": 3},
         price_per_accelerator_hour=2.5,
     )

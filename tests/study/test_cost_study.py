@@ -20,10 +20,16 @@ from perflab.report.markdown import render_markdown
 from perflab.study.progress import load_progress
 from tests.fixtures.runs import SimHostFactory, write_hosts_file
 from tests.fixtures.study_data import run_study
-from tests.study.test_load_curve_study import SLOS_SHOWN, STARTUP_SCALE, TIME_SCALE
 from tests.study.test_load_curve_study import SPEC as LOAD_CURVE_SPEC
+from tests.study.test_load_curve_study import slos_shown, slos_yaml
 
 PRICE = 2.5
+# Steps run at a sixteenth of their simulated time (start-up at a twentieth), slower than the load-curve
+# study's: energy is measured from the runner's power samples, taken by the wall clock every half second,
+# only over a benchmark window they cover (two at least, spanning half of it: perflab.cost.energy), and at
+# this scale the sweep's points last long enough in wall time for some of them to be.
+TIME_SCALE = 16
+STARTUP_SCALE = 20
 SPEC = LOAD_CURVE_SPEC.replace("name: load within SLO", "name: cheapest within SLO").replace(
     "objective: max_load_within_slo", "objective: cost_per_mtok"
 )
@@ -44,7 +50,7 @@ def test_cost_study_recommends_the_cheapest_configuration_within_its_slos(
     )
     hosts_file = write_hosts_file(tmp_path / "hosts.yaml", [host])
     monkeypatch.setenv(HOSTS_FILE_ENV, str(hosts_file))
-    study = run_study(runs_db, SPEC.format(host=host.name), hosts_file)
+    study = run_study(runs_db, SPEC.format(host=host.name, slos=slos_yaml(TIME_SCALE)), hosts_file)
 
     assert study.status == "done", study.state
     with new_session(runs_db) as session:
@@ -76,7 +82,7 @@ def test_cost_study_recommends_the_cheapest_configuration_within_its_slos(
     assert "--max-num-seqs 16" in report.recommended_command
 
     [row] = report.costs
-    assert row.at == SLOS_SHOWN
+    assert row.at == slos_shown(TIME_SCALE)
     # the cost change is the published gain of the decision on cost (how much cheaper), negated
     assert report.published is not None and report.published.decided
     assert row.change.change == pytest.approx(-report.published.change)

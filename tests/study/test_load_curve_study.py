@@ -19,16 +19,16 @@ from tests.fixtures.study_data import run_study
 
 # With at most 2 sequences in a batch the engine saturates at 2 concurrent requests and queues the
 # rest (TTFT at 16 is many times that at 2); with 16 the curve still rises at 16 and TTFT stays low.
-# Steps run at a sixteenth of their simulated time (start-up at a twentieth) with 256 output tokens: a
-# request then takes about 170 ms, so the few milliseconds the client spends between two requests on a
-# loaded machine stay well inside the 10 % plateau between 2 and 16 concurrent requests, and every
-# point lasts the 5 s of simulated time a result needs to be judged (perflab.runner.evidence).
-# Every figure the bench reports is in the host's scaled time (the model's seconds divided by 16). At 16
-# concurrent requests the P99 TTFT is then 0.8 s with 2 sequences a batch (every request queues behind
-# the running two: 12.8 s of model time) and 31 ms with 16 (one batch of prompts behind the front end:
-# 0.5 s of model time), so the 500 ms TTFT SLO lies between them with room on both sides.
-TIME_SCALE = 16
-STARTUP_SCALE = 20
+# Steps run at a 200th of their simulated time with 256 output tokens. The bench times every request by
+# the simulator's own clock, which sends a closed loop's next request when the one that freed its slot
+# ended, so the time the client spends between two requests on a loaded machine is in no figure, and
+# every point is sized to the 5 s of simulated time a result needs to be judged (perflab.runner.evidence).
+# Every figure the bench reports is in the host's scaled time (the model's seconds divided by the time
+# scale), and so are the SLOs: at 16 concurrent requests the P99 TTFT is 12.8 s of model time with 2
+# sequences a batch (every request queues behind the running two) and 0.5 s with 16 (one batch of prompts
+# behind the front end), so a TTFT SLO of 8 s of model time lies between them with room on both sides.
+TIME_SCALE = 200
+MODEL_SLOS_MS = {"p99_ttft_ms": 8000, "mean_tpot_ms": 400}  # in the model's time, at time scale 1
 SPEC = """
 name: load within SLO
 model: Qwen/Qwen3-8B
@@ -36,7 +36,7 @@ hosts: [{host}]
 baseline: {{engine: vllm, max_num_seqs: 2}}
 gpus: 1
 objective: max_load_within_slo
-slos: {{p99_ttft_ms: 500, mean_tpot_ms: 25}}
+slos: {{{slos}}}
 tuning_profile:
   name: curve
   title: Concurrency sweep
@@ -50,15 +50,30 @@ stages:
     dimension: max_num_seqs
     candidates: [16]
 """
-SLOS_SHOWN = "p99_ttft_ms ≤ 500, mean_tpot_ms ≤ 25"  # as the report names the SPEC's SLOs
+
+
+def scaled_slos(time_scale: float) -> dict[str, float]:
+    """The SLOs in the time of a host running ``time_scale`` times faster than the model."""
+    return {name: limit / time_scale for name, limit in MODEL_SLOS_MS.items()}
+
+
+def slos_yaml(time_scale: float) -> str:
+    """The SPEC's ``slos`` mapping (inside its braces) on a host at ``time_scale``."""
+    return ", ".join(f"{name}: {limit:g}" for name, limit in scaled_slos(time_scale).items())
+
+
+def slos_shown(time_scale: float) -> str:
+    """The SLOs as the report names them, on a host at ``time_scale``."""
+    return ", ".join(f"{name} ≤ {limit:g}" for name, limit in scaled_slos(time_scale).items())
 
 
 @pytest.mark.slow
 def test_sweep_finds_saturation_and_slo_limit_and_the_study_keeps_the_higher_limit(
     runs_db: Engine, sim_host: SimHostFactory, tmp_path: Path
 ) -> None:
-    host = sim_host("curve-sim", kind="local", time_scale=TIME_SCALE, startup_scale=STARTUP_SCALE)
-    study = run_study(runs_db, SPEC.format(host=host.name), write_hosts_file(tmp_path / "hosts.yaml", [host]))
+    host = sim_host("curve-sim", kind="local", time_scale=TIME_SCALE)
+    spec = SPEC.format(host=host.name, slos=slos_yaml(TIME_SCALE))
+    study = run_study(runs_db, spec, write_hosts_file(tmp_path / "hosts.yaml", [host]))
 
     assert study.status == "done", study.state
     with new_session(runs_db) as session:
@@ -93,5 +108,5 @@ def test_sweep_finds_saturation_and_slo_limit_and_the_study_keeps_the_higher_lim
     assert {"load_curve_1", "load_curve_2"} <= set(report_charts(report))
     markdown = render_markdown(report)
     assert "- Saturation: throughput reaches its plateau at 2 concurrent requests" in markdown
-    assert f"- Highest load within the SLOs ({SLOS_SHOWN}): 2 concurrent requests" in markdown
-    assert f"- Highest load within the SLOs ({SLOS_SHOWN}): 16 concurrent requests" in markdown
+    assert f"- Highest load within the SLOs ({slos_shown(TIME_SCALE)}): 2 concurrent requests" in markdown
+    assert f"- Highest load within the SLOs ({slos_shown(TIME_SCALE)}): 16 concurrent requests" in markdown

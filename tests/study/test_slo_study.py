@@ -18,9 +18,10 @@ from perflab.report.markdown import render_markdown
 from tests.fixtures.runs import SimHostFactory, write_hosts_file
 from tests.fixtures.study_data import run_study
 
-TIME_SCALE = 5
-# 35 ms and 98 ms of simulated time per output token are 7 ms and 19.6 ms at time scale 5
-SLO_MS = 12
+# Every figure is in the host's scaled time (the model's seconds divided by the time scale), timed by the
+# simulator's own clock: 35 ms and 98 ms per output token are 0.175 ms and 0.49 ms at time scale 200.
+TIME_SCALE = 200
+SLO_MS = 0.3
 COMMON = """
 model: Qwen/Qwen3-32B
 hosts: [{host}]
