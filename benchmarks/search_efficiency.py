@@ -337,10 +337,8 @@ def search_once(
         )
         if not pick.waiting:
             return pick, bench, trials, baseline
-        again = [trials[number].fingerprint for number in pick.remeasure]
-        if pick.reference_again:
-            again.append(baseline)
-        for fingerprint in again:
+        for number in pick.order:  # the round's launches, in its order
+            fingerprint = baseline if number is None else trials[number].fingerprint
             bench.measured(fingerprint, bench.launch(fingerprint, False)[1])
             if fingerprint != baseline:
                 _complete(bench, fingerprint, seen[fingerprint].screening, seen, slos)

@@ -47,7 +47,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from statistics import fmean
 
-from perflab.study.decide import Decision, decide_family, verdict
+from perflab.study.decide import Decision, decide_family, round_order, verdict
 from perflab.study.noise import StudySpread
 from perflab.study.search import Trial, directions, feasible, pareto_front
 from perflab.study.search_space import SearchSpec
@@ -64,8 +64,8 @@ class FinalPick:
 
     ``trial`` is the pick among the finalists kept over the reference (None: none was, or nothing was
     feasible); ``kept`` each finalist's decision against the reference (by trial number); ``versus``
-    the verdict that separated the pick from ``runner_up``; ``remeasure`` the trial numbers to launch
-    again first, and ``reference_again`` whether the reference is launched with them.
+    the verdict that separated the pick from ``runner_up``; ``order`` the round of launches due first,
+    in launch order (trial numbers, None for the reference).
     """
 
     trial: Trial | None
@@ -73,10 +73,19 @@ class FinalPick:
     kept: Mapping[int, Decision] = field(default_factory=dict)
     runner_up: Trial | None = None
     versus: Verdict | None = None
-    remeasure: tuple[int, ...] = ()
-    reference_again: bool = False
+    order: tuple[int | None, ...] = ()
     reason: str = ""
     front: tuple[int, ...] = ()
+
+    @property
+    def remeasure(self) -> tuple[int, ...]:
+        """The finalists the next round launches, in launch order."""
+        return tuple(number for number in self.order if number is not None)
+
+    @property
+    def reference_again(self) -> bool:
+        """Whether the next round launches the reference."""
+        return None in self.order
 
     @property
     def decision(self) -> Decision | None:
@@ -86,7 +95,7 @@ class FinalPick:
     @property
     def waiting(self) -> bool:
         """Whether launches are still due before the pick stands."""
-        return bool(self.remeasure) or self.reference_again
+        return bool(self.order)
 
 
 def confirmations(trial: Trial, spec: SearchSpec) -> tuple[float, ...]:
@@ -94,6 +103,35 @@ def confirmations(trial: Trial, spec: SearchSpec) -> tuple[float, ...]:
     search states that its launches measure without noise, ``noise_cv_pct: 0``: a launch that cannot
     come out high selects nothing by chance)."""
     return tuple(trial.samples if spec.noise_cv_pct == 0 else trial.samples[1:])
+
+
+def rounds(chosen: Sequence[Trial], spec: SearchSpec) -> int:
+    """The confirmation rounds so far: the most confirmation launches any finalist has (the first round
+    launches every finalist)."""
+    return max((len(confirmations(trial, spec)) for trial in chosen), default=0)
+
+
+def reference_rounds(reference: Measurement, spec: SearchSpec, count: int) -> tuple[float, ...]:
+    """The reference's launches of the ``count`` confirmation rounds so far: its latest ``count`` (a round
+    that takes a finalist to a launch no finalist has had yet launches the reference once); all of them
+    under ``noise_cv_pct: 0``."""
+    samples = tuple(reference.samples)
+    if spec.noise_cv_pct == 0:
+        return samples
+    return samples[max(len(samples) - count, 0) :] if count else ()
+
+
+def _round(
+    members: Sequence[int], chosen: Sequence[Trial], reference: Measurement, spec: SearchSpec
+) -> tuple[int | None, ...]:
+    """The next round's launches in order: the ``members`` (in the finalists' order) and the reference,
+    when the round takes a finalist to a launch no finalist has had yet and the reference's values take
+    part (it meets the SLOs), first in odd rounds and last in even ones (R F1 F2, then F2 F1 R)."""
+    count = rounds(chosen, spec)
+    launches = {trial.number: len(confirmations(trial, spec)) for trial in chosen}
+    ordered = [trial.number for trial in chosen if trial.number in members]
+    beside = not reference.violations and any(launches[number] == count for number in ordered)
+    return tuple(round_order([None, *ordered] if beside else ordered, count + 1))
 
 
 def pick_rules(spec: SearchSpec, rules: Rules, higher: bool) -> Rules:
@@ -133,14 +171,19 @@ def finalists(trials: Sequence[Trial], objectives: Sequence[str]) -> list[Trial]
 def _against_reference(
     chosen: Sequence[Trial], reference: Measurement, label: str, rules: Rules, spec: SearchSpec
 ) -> dict[int, Decision]:
-    """Each finalist's decision against the reference on its confirmation launches: the family decision
-    of :func:`perflab.study.decide.decide_family`, α shared by Holm's step-down rule as among a stage's
-    candidates."""
+    """Each finalist's decision against the reference on its confirmation launches and the reference's
+    launches of the same rounds: the family decision of :func:`perflab.study.decide.decide_family`, α
+    shared by Holm's step-down rule as among a stage's candidates."""
     if reference.violations:
         meets = Decision("better", f"meets the SLOs, which {label} breaks")
         return {trial.number: meets for trial in chosen}
     launches = {trial.number: confirmations(trial, spec) for trial in chosen}
-    return decide_family(launches, reference.samples, rules)
+    beside = reference_rounds(reference, spec, rounds(chosen, spec))
+    paired = {
+        number: beside if spec.noise_cv_pct == 0 else beside[: len(values)]
+        for number, values in launches.items()
+    }
+    return decide_family(launches, beside, rules, references=paired)
 
 
 def _too_little(decision: Decision) -> bool:
@@ -215,7 +258,7 @@ def final_pick(
         return FinalPick(
             None,
             numbers,
-            remeasure=unconfirmed,
+            order=_round(unconfirmed, chosen, reference, spec),
             reason=f"confirming the finalists ({listed}) on launches of their own",
             front=front,
         )
@@ -223,7 +266,6 @@ def final_pick(
     kept = _against_reference(chosen, reference, reference_label, rules, spec)
     undecided = [trial for trial in chosen if kept[trial.number].outcome == "undecided"]
     if undecided:
-        most = max(len(trial.samples) for trial in undecided)
         texts = "; ".join(f"#{trial.number}: {kept[trial.number].gain}" for trial in undecided)
         early = all(_too_little(kept[trial.number]) for trial in undecided)
         why = "no verdict yet" if early else "close calls"
@@ -231,8 +273,7 @@ def final_pick(
             None,
             numbers,
             kept,
-            remeasure=tuple(trial.number for trial in undecided),
-            reference_again=reference.launches < most + 1,
+            order=_round([trial.number for trial in undecided], chosen, reference, spec),
             reason=f"{why} against {reference_label}, measuring again ({texts})",
             front=front,
         )
@@ -248,7 +289,7 @@ def final_pick(
         kept,
         runner_up,
         versus,
-        remeasure=again,
+        order=_round(again, chosen, reference, spec) if again else (),
         reason=why,
         front=front,
     )
