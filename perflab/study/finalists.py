@@ -8,14 +8,14 @@ winner), would keep a no-gain pick far more often than α. :func:`final_pick` th
 
 1. takes as **finalists** the :data:`MAX_FINALISTS` best feasible trials by their first launch (the
    search's own measurement);
-2. launches each finalist again (**confirmation launches**, the tuning profile only), and judges each
-   against the reference on its confirmation launches alone, with
+2. launches each finalist again (**confirmation launches**, the tuning profile only) in **rounds**
+   beside the reference (below), and judges each against the reference on its confirmation launches
+   and the reference's launches of the same rounds alone, with
    :func:`perflab.study.decide.decide_family` (the family decision a stage's candidates get): the
-   group-sequential verdict at the study's confidence and minimum gain, one look per confirmation launch
-   up to ``max_measurements``, α shared among the finalists by Holm's step-down rule. A close call, or
-   no verdict yet while the study's spread rests on too few launches, is launched again, the reference
-   with it whenever it has fewer launches than the finalist, so both end on the same number; no
-   finalist is dropped while launches remain;
+   group-sequential verdict at the study's confidence and minimum gain, one look per round up to
+   ``max_measurements``, α shared among the finalists by Holm's step-down rule. A close call, or no
+   verdict yet while the study's spread rests on too few launches, gets another round; no finalist is
+   dropped while launches remain;
 3. among the finalists kept over the reference, separates the best from the others by the same
    verdict on all their launches: the best stands when it is better, the cheaper (fewer accelerators,
    then the smaller batch) when they are equivalent, the higher mean when the launches allowed could
@@ -28,14 +28,26 @@ most the minimum gain within the one-sided α = (1 − confidence) / 2 (2.5 % at
 trials the search made. The spread the verdicts use is the study's (pooled over every configuration
 measured on two launches or more, the finalists' included), or the search's ``noise_cv_pct`` when the
 spec states one; a search that states ``noise_cv_pct: 0`` (launches that measure without noise) judges
-its finalists on all their launches and needs no confirmation launch. When the reference breaks an
-SLO, every feasible finalist beats it (:func:`perflab.study.decide.feasibility`) and only step 3
-remains.
+its finalists on all their launches, against all the reference's, and needs no confirmation launch.
+When the reference breaks an SLO, every feasible finalist beats it
+(:func:`perflab.study.decide.feasibility`), its rounds launch no reference and only step 3 remains.
 
-**Launch order: not balanced.** Most of the reference's launches precede the search and the
-finalists' confirmation launches follow it, so the bound above holds on a host whose speed does not
-drift through the search; a drift reads as a gain (``null-drift`` in
-``benchmarks/search_efficiency.py`` measures it).
+**Launch order: balanced rounds.** Each round launches the reference beside every finalist still to
+measure, in an order that mirrors from one round to the next (:func:`perflab.study.decide.round_order`,
+the order of a stage's rounds): R F1 F2 F3, then F3 F2 F1 R. Over each pair of rounds every
+configuration's launches then have the same mean position, so a drift of the host's speed that is
+linear over the pair (warming up, load leaving) cancels from each comparison instead of reading as a
+gain, and the reference's launches before the search, which a drift would set apart, take no part. The
+rounds are read from the launches alone: a round that takes a finalist to a launch no finalist has had
+yet launches the reference too, so the reference's launches of the confirmation are its latest ``N``
+(``N`` the most confirmation launches of any finalist) and a finalist with ``n`` is judged on the first
+``n`` of them. A look after an odd round is left the drift of that round (at most a launch's drift per
+finalist, divided by ``N``). A round that only catches up a finalist whose decision reopened after it
+had stopped launches no reference, and compares that finalist's later launches with earlier rounds of
+the reference. The separation of step 3 launches the finalists it compares in the same mirrored rounds
+(the reference with them), on all their launches, the search's included. The search stage looks only
+once every launch of a round is back (:mod:`perflab.study.search_stage`) and queues a round in its
+order; a host takes a study's queued launches oldest first.
 
 Pure: every advance calls it again with all the launches so far.
 """

@@ -8,7 +8,8 @@ configuration's run carries the screening profile (a fraction of the tuning prom
 says which screened runs are not promising (the coordinator drops their remaining profiles), which
 configurations need a run, and which finalists (and the best configuration before the stage, their
 reference) need another launch (tuning only) for the final pick (:mod:`perflab.study.finalists`),
-which also decides whether the pick is kept over that reference.
+which also decides whether the pick is kept over that reference: a round of them at a time, queued in
+the round's order, the pick looked at again once all of the round is back.
 """
 
 from __future__ import annotations

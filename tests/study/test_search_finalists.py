@@ -94,10 +94,11 @@ def test_a_close_call_launches_the_finalist_and_the_reference_to_the_same_count(
         return {-1: 100.0, 0: 104.0}[number] * wobble[launch % len(wobble)]
 
     pick, samples, reference, seen = _conclude({0: 107.0}, truth, (100.0, 97.0))
-    relaunched = [step for step in seen if step.reference_again]
-    # whenever the reference was launched again it had fewer launches than the finalist would have
-    assert relaunched, "a close call against a reference measured twice launches the reference again"
-    assert len(reference) >= len(samples[0]) or len(samples[0]) - 1 == SPEC.max_measurements
+    # every round launches the finalist beside the reference, and it is judged on the reference's
+    # launches of the same rounds: as many as its confirmation launches, not the two before
+    assert all(step.reference_again for step in seen if step.remeasure)
+    judged = pick.kept[0].verdict
+    assert judged.n_candidate == judged.n_reference == len(samples[0]) - 1 == len(reference) - 2
     # it ends decided: kept, or not kept after every confirmation launch allowed
     if pick.trial is None:
         assert len(samples[0]) - 1 == SPEC.max_measurements
