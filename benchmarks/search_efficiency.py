@@ -21,7 +21,8 @@ constrained optimum" a coin toss). The **search** is driven by the code a study 
 :func:`perflab.study.search.step` (screening with the pruner, infeasible cells told as constraint
 violations), then :func:`perflab.study.finalists.final_pick` with the study's spread pooled as the
 coordinator pools it (:func:`perflab.study.noise.study_spread`) and the baseline (launched twice first)
-as the reference: the finalists and the baseline are launched again until the pick is decided. The
+as the reference: the finalists and the baseline are launched again, a round at a time in the order
+the pick gives (:attr:`perflab.study.finalists.FinalPick.order`), until the pick is decided. The
 recommendation is the pick when it is kept, else the baseline; it is **within 2 %** when it meets the
 SLO and its true throughput is within 2 % of the best feasible cell's. Launches count every start:
 the baseline's, the proposals', and the final pick's confirmations.
@@ -337,10 +338,8 @@ def search_once(
         )
         if not pick.waiting:
             return pick, bench, trials, baseline
-        again = [trials[number].fingerprint for number in pick.remeasure]
-        if pick.reference_again:
-            again.append(baseline)
-        for fingerprint in again:
+        for number in pick.order:  # the round's launches, in its order
+            fingerprint = baseline if number is None else trials[number].fingerprint
             bench.measured(fingerprint, bench.launch(fingerprint, False)[1])
             if fingerprint != baseline:
                 _complete(bench, fingerprint, seen[fingerprint].screening, seen, slos)

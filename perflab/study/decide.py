@@ -49,6 +49,14 @@ Outcome = Literal["better", "not_better", "within_noise", "undecided", "noise_un
 Key = TypeVar("Key")
 # The staged plan launches a stage's reference once more than each of its candidates (before and after).
 STAGE_LEAD = 1
+Member = TypeVar("Member")
+
+
+def round_order(members: Sequence[Member], round_number: int) -> list[Member]:
+    """A round's launches (1-based ``round_number``): in the order given in odd rounds, reversed in even
+    ones, so a linear drift of the host's speed gives every member the same mean launch position over
+    each pair of rounds."""
+    return list(members) if round_number % 2 == 1 else list(reversed(members))
 
 
 @dataclass(frozen=True)
@@ -186,6 +194,7 @@ def decide_family(
     final: bool = False,
     first: Mapping[Key, int] | None = None,
     lead: int | None = None,
+    references: Mapping[Key, Sequence[float]] | None = None,
 ) -> dict[Key, Decision]:
     """Each of ``candidates`` (launch values by key) decided against one ``reference``, α shared among
     the family's ``tested`` hypotheses (default: the candidates given) by Holm's step-down rule (Holm
@@ -194,18 +203,25 @@ def decide_family(
     sequential tests as in Maurer & Bretz (2013). The chance that the family keeps any candidate whose
     true gain is at most the minimum gain stays within the one-sided α. ``first`` gives a candidate's
     launch count at its first look (default ``rules.relaunches``); ``lead`` and ``final`` as for
-    :func:`decide`.
+    :func:`decide`; ``references`` a candidate's own launches of the reference (those beside its own),
+    ``reference`` for the others.
 
     The best of N finalists picked with family-wise control: give every finalist's own (fresh) launches;
     the kept ones are those whose decision is ``better``, and the pick among them stands on that."""
     tested = len(candidates) if tested is None else tested
-    first = first or {}
+    first, references = first or {}, references or {}
     now = kept
     while True:
         share = holm_shares(now, tested)
         found = {
             key: decide(
-                values, reference, rules, final=final, alpha_share=share, first=first.get(key), lead=lead
+                values,
+                references.get(key, reference),
+                rules,
+                final=final,
+                alpha_share=share,
+                first=first.get(key),
+                lead=lead,
             )
             for key, values in candidates.items()
         }

@@ -8,14 +8,14 @@ winner), would keep a no-gain pick far more often than α. :func:`final_pick` th
 
 1. takes as **finalists** the :data:`MAX_FINALISTS` best feasible trials by their first launch (the
    search's own measurement);
-2. launches each finalist again (**confirmation launches**, the tuning profile only), and judges each
-   against the reference on its confirmation launches alone, with
+2. launches each finalist again (**confirmation launches**, the tuning profile only) in **rounds**
+   beside the reference (below), and judges each against the reference on its confirmation launches
+   and the reference's launches of the same rounds alone, with
    :func:`perflab.study.decide.decide_family` (the family decision a stage's candidates get): the
-   group-sequential verdict at the study's confidence and minimum gain, one look per confirmation launch
-   up to ``max_measurements``, α shared among the finalists by Holm's step-down rule. A close call, or
-   no verdict yet while the study's spread rests on too few launches, is launched again, the reference
-   with it whenever it has fewer launches than the finalist, so both end on the same number; no
-   finalist is dropped while launches remain;
+   group-sequential verdict at the study's confidence and minimum gain, one look per round up to
+   ``max_measurements``, α shared among the finalists by Holm's step-down rule. A close call, or no
+   verdict yet while the study's spread rests on too few launches, gets another round; no finalist is
+   dropped while launches remain;
 3. among the finalists kept over the reference, separates the best from the others by the same
    verdict on all their launches: the best stands when it is better, the cheaper (fewer accelerators,
    then the smaller batch) when they are equivalent, the higher mean when the launches allowed could
@@ -28,14 +28,26 @@ most the minimum gain within the one-sided α = (1 − confidence) / 2 (2.5 % at
 trials the search made. The spread the verdicts use is the study's (pooled over every configuration
 measured on two launches or more, the finalists' included), or the search's ``noise_cv_pct`` when the
 spec states one; a search that states ``noise_cv_pct: 0`` (launches that measure without noise) judges
-its finalists on all their launches and needs no confirmation launch. When the reference breaks an
-SLO, every feasible finalist beats it (:func:`perflab.study.decide.feasibility`) and only step 3
-remains.
+its finalists on all their launches, against all the reference's, and needs no confirmation launch.
+When the reference breaks an SLO, every feasible finalist beats it
+(:func:`perflab.study.decide.feasibility`), its rounds launch no reference and only step 3 remains.
 
-**Launch order: not balanced.** Most of the reference's launches precede the search and the
-finalists' confirmation launches follow it, so the bound above holds on a host whose speed does not
-drift through the search; a drift reads as a gain (``null-drift`` in
-``benchmarks/search_efficiency.py`` measures it).
+**Launch order: balanced rounds.** Each round launches the reference beside every finalist still to
+measure, in an order that mirrors from one round to the next (:func:`perflab.study.decide.round_order`,
+the order of a stage's rounds): R F1 F2 F3, then F3 F2 F1 R. Over each pair of rounds every
+configuration's launches then have the same mean position, so a drift of the host's speed that is
+linear over the pair (warming up, load leaving) cancels from each comparison instead of reading as a
+gain, and the reference's launches before the search, which a drift would set apart, take no part. The
+rounds are read from the launches alone: a round that takes a finalist to a launch no finalist has had
+yet launches the reference too, so the reference's launches of the confirmation are its latest ``N``
+(``N`` the most confirmation launches of any finalist) and a finalist with ``n`` is judged on the first
+``n`` of them. A look after an odd round is left the drift of that round (at most a launch's drift per
+finalist, divided by ``N``). A round that only catches up a finalist whose decision reopened after it
+had stopped launches no reference, and compares that finalist's later launches with earlier rounds of
+the reference. The separation of step 3 launches the finalists it compares in the same mirrored rounds
+(the reference with them), on all their launches, the search's included. The search stage looks only
+once every launch of a round is back (:mod:`perflab.study.search_stage`) and queues a round in its
+order; a host takes a study's queued launches oldest first.
 
 Pure: every advance calls it again with all the launches so far.
 """
@@ -47,7 +59,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from statistics import fmean
 
-from perflab.study.decide import Decision, decide_family, verdict
+from perflab.study.decide import Decision, decide_family, round_order, verdict
 from perflab.study.noise import StudySpread
 from perflab.study.search import Trial, directions, feasible, pareto_front
 from perflab.study.search_space import SearchSpec
@@ -64,8 +76,8 @@ class FinalPick:
 
     ``trial`` is the pick among the finalists kept over the reference (None: none was, or nothing was
     feasible); ``kept`` each finalist's decision against the reference (by trial number); ``versus``
-    the verdict that separated the pick from ``runner_up``; ``remeasure`` the trial numbers to launch
-    again first, and ``reference_again`` whether the reference is launched with them.
+    the verdict that separated the pick from ``runner_up``; ``order`` the round of launches due first,
+    in launch order (trial numbers, None for the reference).
     """
 
     trial: Trial | None
@@ -73,10 +85,19 @@ class FinalPick:
     kept: Mapping[int, Decision] = field(default_factory=dict)
     runner_up: Trial | None = None
     versus: Verdict | None = None
-    remeasure: tuple[int, ...] = ()
-    reference_again: bool = False
+    order: tuple[int | None, ...] = ()
     reason: str = ""
     front: tuple[int, ...] = ()
+
+    @property
+    def remeasure(self) -> tuple[int, ...]:
+        """The finalists the next round launches, in launch order."""
+        return tuple(number for number in self.order if number is not None)
+
+    @property
+    def reference_again(self) -> bool:
+        """Whether the next round launches the reference."""
+        return None in self.order
 
     @property
     def decision(self) -> Decision | None:
@@ -86,7 +107,7 @@ class FinalPick:
     @property
     def waiting(self) -> bool:
         """Whether launches are still due before the pick stands."""
-        return bool(self.remeasure) or self.reference_again
+        return bool(self.order)
 
 
 def confirmations(trial: Trial, spec: SearchSpec) -> tuple[float, ...]:
@@ -94,6 +115,35 @@ def confirmations(trial: Trial, spec: SearchSpec) -> tuple[float, ...]:
     search states that its launches measure without noise, ``noise_cv_pct: 0``: a launch that cannot
     come out high selects nothing by chance)."""
     return tuple(trial.samples if spec.noise_cv_pct == 0 else trial.samples[1:])
+
+
+def rounds(chosen: Sequence[Trial], spec: SearchSpec) -> int:
+    """The confirmation rounds so far: the most confirmation launches any finalist has (the first round
+    launches every finalist)."""
+    return max((len(confirmations(trial, spec)) for trial in chosen), default=0)
+
+
+def reference_rounds(reference: Measurement, spec: SearchSpec, count: int) -> tuple[float, ...]:
+    """The reference's launches of the ``count`` confirmation rounds so far: its latest ``count`` (a round
+    that takes a finalist to a launch no finalist has had yet launches the reference once); all of them
+    under ``noise_cv_pct: 0``."""
+    samples = tuple(reference.samples)
+    if spec.noise_cv_pct == 0:
+        return samples
+    return samples[max(len(samples) - count, 0) :] if count else ()
+
+
+def _round(
+    members: Sequence[int], chosen: Sequence[Trial], reference: Measurement, spec: SearchSpec
+) -> tuple[int | None, ...]:
+    """The next round's launches in order: the ``members`` (in the finalists' order) and the reference,
+    when the round takes a finalist to a launch no finalist has had yet and the reference's values take
+    part (it meets the SLOs), first in odd rounds and last in even ones (R F1 F2, then F2 F1 R)."""
+    count = rounds(chosen, spec)
+    launches = {trial.number: len(confirmations(trial, spec)) for trial in chosen}
+    ordered = [trial.number for trial in chosen if trial.number in members]
+    beside = not reference.violations and any(launches[number] == count for number in ordered)
+    return tuple(round_order([None, *ordered] if beside else ordered, count + 1))
 
 
 def pick_rules(spec: SearchSpec, rules: Rules, higher: bool) -> Rules:
@@ -133,14 +183,19 @@ def finalists(trials: Sequence[Trial], objectives: Sequence[str]) -> list[Trial]
 def _against_reference(
     chosen: Sequence[Trial], reference: Measurement, label: str, rules: Rules, spec: SearchSpec
 ) -> dict[int, Decision]:
-    """Each finalist's decision against the reference on its confirmation launches: the family decision
-    of :func:`perflab.study.decide.decide_family`, α shared by Holm's step-down rule as among a stage's
-    candidates."""
+    """Each finalist's decision against the reference on its confirmation launches and the reference's
+    launches of the same rounds: the family decision of :func:`perflab.study.decide.decide_family`, α
+    shared by Holm's step-down rule as among a stage's candidates."""
     if reference.violations:
         meets = Decision("better", f"meets the SLOs, which {label} breaks")
         return {trial.number: meets for trial in chosen}
     launches = {trial.number: confirmations(trial, spec) for trial in chosen}
-    return decide_family(launches, reference.samples, rules)
+    beside = reference_rounds(reference, spec, rounds(chosen, spec))
+    paired = {
+        number: beside if spec.noise_cv_pct == 0 else beside[: len(values)]
+        for number, values in launches.items()
+    }
+    return decide_family(launches, beside, rules, references=paired)
 
 
 def _too_little(decision: Decision) -> bool:
@@ -215,7 +270,7 @@ def final_pick(
         return FinalPick(
             None,
             numbers,
-            remeasure=unconfirmed,
+            order=_round(unconfirmed, chosen, reference, spec),
             reason=f"confirming the finalists ({listed}) on launches of their own",
             front=front,
         )
@@ -223,7 +278,6 @@ def final_pick(
     kept = _against_reference(chosen, reference, reference_label, rules, spec)
     undecided = [trial for trial in chosen if kept[trial.number].outcome == "undecided"]
     if undecided:
-        most = max(len(trial.samples) for trial in undecided)
         texts = "; ".join(f"#{trial.number}: {kept[trial.number].gain}" for trial in undecided)
         early = all(_too_little(kept[trial.number]) for trial in undecided)
         why = "no verdict yet" if early else "close calls"
@@ -231,8 +285,7 @@ def final_pick(
             None,
             numbers,
             kept,
-            remeasure=tuple(trial.number for trial in undecided),
-            reference_again=reference.launches < most + 1,
+            order=_round([trial.number for trial in undecided], chosen, reference, spec),
             reason=f"{why} against {reference_label}, measuring again ({texts})",
             front=front,
         )
@@ -248,7 +301,7 @@ def final_pick(
         kept,
         runner_up,
         versus,
-        remeasure=again,
+        order=_round(again, chosen, reference, spec) if again else (),
         reason=why,
         front=front,
     )

@@ -56,7 +56,7 @@ from typing import Any
 
 from perflab.engines.config import EngineConfig
 from perflab.study.configs import CandidateConfigError, build_config, config_fields
-from perflab.study.decide import STAGE_LEAD, Decision, decide_family, feasibility
+from perflab.study.decide import STAGE_LEAD, Decision, decide_family, feasibility, round_order
 from perflab.study.strategy import StageInput
 from perflab.study.types import (
     TOO_SHORT,
@@ -351,11 +351,6 @@ class _Look:
         return replace(candidate, note=f"{why}, measuring both again")
 
 
-def _order(candidates: Sequence[CandidatePlan], round_number: int) -> list[CandidatePlan]:
-    """The round's candidates in stage order in odd rounds, reversed in even ones."""
-    return list(candidates) if round_number % 2 == 1 else list(reversed(candidates))
-
-
 @dataclass(frozen=True)
 class Candidates:
     """The staged strategy: the stage's candidates on top of the best so far, decided together in
@@ -411,7 +406,7 @@ def _launches(
         candidates = look.judged(candidates, rounds - 1, before_reference=False)
         behind = [
             candidate
-            for candidate in _order(candidates, rounds)
+            for candidate in round_order(candidates, rounds)
             if _open(candidate, record) and len(candidate.compared) < rounds
         ]
         again = frozenset(c.fingerprint for c in behind if c.measurement is not None)

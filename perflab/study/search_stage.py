@@ -8,7 +8,8 @@ configuration's run carries the screening profile (a fraction of the tuning prom
 says which screened runs are not promising (the coordinator drops their remaining profiles), which
 configurations need a run, and which finalists (and the best configuration before the stage, their
 reference) need another launch (tuning only) for the final pick (:mod:`perflab.study.finalists`),
-which also decides whether the pick is kept over that reference.
+which also decides whether the pick is kept over that reference: a round of them at a time, queued in
+the round's order, the pick looked at again once all of the round is back.
 """
 
 from __future__ import annotations
@@ -315,13 +316,14 @@ def _search_step(
     pick = final_pick(
         search, objectives, trials, rules=rules, reference=best.measurement, reference_label=best.label
     )
-    detail = SearchState(search, tuple(objectives), tuple(trials), result.stop, pick.reason)
-    if pick.waiting:
-        remeasure = frozenset(trials[n].fingerprint for n in pick.remeasure) - runs.remeasuring
-        again = [configs[n] for n in pick.remeasure if trials[n].fingerprint in remeasure]
-        if pick.reference_again and best.measurement.finished:
-            again.append(best.config)
-            remeasure |= {best.fingerprint}
+    # a round of the final pick still running: the pick is looked at once all its launches are back
+    in_flight = bool(runs.remeasuring) or best.measurement.state == "pending"
+    reason = "measuring the final pick's round of launches" if in_flight else pick.reason
+    detail = SearchState(search, tuple(objectives), tuple(trials), result.stop, reason)
+    if pick.waiting or in_flight:
+        launches = () if in_flight else pick.order
+        again = [best.config if number is None else configs[number] for number in launches]
+        remeasure = frozenset(config.fingerprint() for config in again)
         stage_plan = StagePlan(stage_index, name, tuple(candidates), best)
         return StageStep(
             stage_plan,

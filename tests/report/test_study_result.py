@@ -31,6 +31,8 @@ from perflab.report.markdown import render_markdown
 from perflab.study.coordinator import advance
 from perflab.study.finalists import MAX_FINALISTS
 from perflab.study.measure import study_runs
+from perflab.study.progress import STAGE_STATE
+from perflab.study.study_plan import STUDY_RECORD
 from tests.study.by_hand import drive, start
 from tests.ui.conftest import app_env, hosts_file, open_page, preformatted  # noqa: F401  (fixtures reused)
 
@@ -222,3 +224,43 @@ def test_one_result_four_renderings_and_every_figure_from_the_csv(  # type: igno
     assert list(trials["State"]) == [trial.state for trial in search.trials]
     assert [texts for texts in app.caption if "past it" in str(texts.value)]
     assert report.recommended_command in preformatted(app)
+
+
+def test_the_final_pick_launches_its_rounds_beside_the_baseline_in_mirrored_order(
+    db_engine: Engine, noisy_search: int
+) -> None:
+    with new_session(db_engine) as session:
+        study = crud.get_study(session, study_id=noisy_search)
+        runs = study_runs(session, study_id=noisy_search)
+    baseline = runs[0].config_fingerprint
+    # the final pick's launches: after the search's proposals (screened first), before the study's
+    # confirmation block and any launch of the validation profiles alone
+    last_proposal = max(i for i, run in enumerate(runs) if run.profiles[0]["name"] == "tune-screening")
+    block = len(study.state[STAGE_STATE][STUDY_RECORD]["confirmation"]["order"])
+    tuning = [
+        run.config_fingerprint for run in runs[last_proposal + 1 :] if run.profiles[0]["name"] == "tune"
+    ]
+    pick = tuning[: len(tuning) - block]
+    assert pick and pick[0] == baseline, pick
+    # rounds: the baseline first in odd rounds (B F1 F2 F3), last in even ones (F3 F2 F1 B)
+    rounds: list[list[str]] = []
+    rest = list(pick)
+    while rest:
+        odd = len(rounds) % 2 == 0
+        if odd:  # up to the next baseline, or a finalist launched twice (the mirrored round begins)
+            assert rest[0] == baseline, pick
+            end = next(
+                (i for i, found in enumerate(rest[1:], 1) if found == baseline or found in rest[1:i]),
+                len(rest),
+            )
+        else:
+            end = rest.index(baseline) + 1
+        rounds.append(rest[:end])
+        rest = rest[end:]
+    first = rounds[0][1:]
+    assert len(first) == len(set(first)) >= 1 and baseline not in first
+    for number, launches in enumerate(rounds, 1):
+        finalists = [found for found in launches if found != baseline]
+        assert launches.count(baseline) == 1, rounds
+        ranked = sorted(finalists, key=first.index)
+        assert finalists == (ranked if number % 2 == 1 else ranked[::-1]), rounds

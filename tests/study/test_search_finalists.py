@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from perflab.study.finalists import MAX_FINALISTS, final_pick
 from perflab.study.noise import study_spread
 from perflab.study.search import Trial
@@ -58,10 +60,11 @@ def _conclude(
         if not pick.waiting:
             return pick, samples, reference, seen
         assert len(seen) < 20, "the final pick never ends"
-        for number in pick.remeasure:
-            samples[number] = (*samples[number], truth(number, len(samples[number])))
-        if pick.reference_again:
-            reference = (*reference, truth(-1, len(reference)))
+        for number in pick.order:  # the round's launches, in its order (None: the reference)
+            if number is None:
+                reference = (*reference, truth(-1, len(reference)))
+            else:
+                samples[number] = (*samples[number], truth(number, len(samples[number])))
 
 
 def test_a_pick_on_one_launch_against_a_spread_on_one_df_is_measured_until_decided() -> None:
@@ -91,10 +94,11 @@ def test_a_close_call_launches_the_finalist_and_the_reference_to_the_same_count(
         return {-1: 100.0, 0: 104.0}[number] * wobble[launch % len(wobble)]
 
     pick, samples, reference, seen = _conclude({0: 107.0}, truth, (100.0, 97.0))
-    relaunched = [step for step in seen if step.reference_again]
-    # whenever the reference was launched again it had fewer launches than the finalist would have
-    assert relaunched, "a close call against a reference measured twice launches the reference again"
-    assert len(reference) >= len(samples[0]) or len(samples[0]) - 1 == SPEC.max_measurements
+    # every round launches the finalist beside the reference, and it is judged on the reference's
+    # launches of the same rounds: as many as its confirmation launches, not the two before
+    assert all(step.reference_again for step in seen if step.remeasure)
+    judged = pick.kept[0].verdict
+    assert judged.n_candidate == judged.n_reference == len(samples[0]) - 1 == len(reference) - 2
     # it ends decided: kept, or not kept after every confirmation launch allowed
     if pick.trial is None:
         assert len(samples[0]) - 1 == SPEC.max_measurements
@@ -151,3 +155,60 @@ def test_a_finalist_on_a_spread_of_too_few_launches_has_no_verdict_yet_and_is_me
     assert pick.kept[0].outcome == "undecided"
     assert pick.reason.startswith("no verdict yet against Baseline, measuring again")
     assert "no verdict yet: the spread rests on 4 launches" in pick.reason
+
+
+def _on_a_drifting_host(drift: float) -> tuple[object, list[object]]:
+    """The final pick of three finalists as fast as the reference (a small fixed jitter each launch) on a
+    host whose speed grows by ``drift`` of its first launch's at every launch: the reference's two
+    launches, then the search's twelve, then the pick's rounds in the order it asks for them, under a
+    known spread of 1 % (``noise_cv_pct``)."""
+    spec = SPEC.model_copy(update={"noise_cv_pct": 1.0})
+    jitter = [1.0, 1.004, 0.997, 1.002, 0.999, 1.003, 0.998]
+    clock = iter(range(100))
+
+    def launch() -> float:
+        at = next(clock)
+        return 100.0 * (1.0 + drift * at) * jitter[at % len(jitter)]
+
+    reference = (launch(), launch())
+    search = [launch() for _ in range(12)]
+    samples = {0: (search[-1],), 1: (search[-2],), 2: (search[-4],)}  # the latest read fastest
+    seen = []
+    while True:
+        trials = [_trial(number, values) for number, values in samples.items()]
+        rules = Rules(min_gain=0.01, spread=study_spread([*samples.values(), reference]))
+        pick = final_pick(
+            spec, OBJECTIVES, trials, rules=rules, reference=_reference(reference), reference_label="Baseline"
+        )
+        seen.append(pick)
+        if not pick.waiting:
+            return pick, seen
+        assert len(seen) < 20, "the final pick never ends"
+        for number in pick.order:
+            if number is None:
+                reference = (*reference, launch())
+            else:
+                samples[number] = (*samples[number], launch())
+
+
+def test_each_round_launches_the_reference_beside_the_finalists_in_an_order_that_mirrors() -> None:
+    pick, seen = _on_a_drifting_host(0.01)
+    # R F1 F2 F3, then F3 F2 F1 R: over the two rounds every configuration's mean launch position is
+    # the same, so the drift cancels from each comparison
+    assert seen[0].order == (None, 0, 1, 2)
+    assert seen[1].order == (2, 1, 0, None)
+    # each finalist is judged on the reference's launches of the same rounds, not its launches before
+    for decision in pick.kept.values():
+        assert decision.verdict is not None
+        assert decision.verdict.n_candidate == decision.verdict.n_reference == 2
+
+
+@pytest.mark.parametrize("drift", [0.005, 0.01, 0.02])
+def test_a_drift_alone_is_not_kept_as_a_gain(drift: float) -> None:
+    # every configuration as fast as the reference: the finalists, launched after the search, read
+    # 7-30 % faster than the reference's launches before it; beside it in mirrored rounds, ~0 %
+    pick, _ = _on_a_drifting_host(drift)
+    assert pick.trial is None
+    assert "no finalist beat Baseline" in pick.reason
+    for decision in pick.kept.values():
+        assert abs(decision.verdict.gain_pct) < 1.0
