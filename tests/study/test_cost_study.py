@@ -1,6 +1,7 @@
 """A study whose objective is cost per 1M tokens, on the simulator: it keeps the cheapest configuration
 that meets its SLOs, priced at each curve's SLO limit, and its report carries cost rows (markdown, CSV,
-JSON). The simulator samples no power here, so every result says its energy was not measured."""
+JSON). The simulated GPUs' power is sampled by the wall clock: a result whose benchmark window the
+samples cover carries its energy from them, every other one says why its energy was not measured."""
 
 from __future__ import annotations
 
