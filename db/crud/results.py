@@ -7,6 +7,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.orm import defer
+from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, select
 
 from db.crud.errors import NotFound
@@ -23,6 +25,10 @@ from db.models import (
 )
 from db.session import begin_write
 
+# The bench result's per-request arrays (vLLM's result format, perflab.bench.report): kept in the stored
+# result for its download, read by nothing that decides or reports. The ITLs alone are a list per
+# request, about 1 MB of JSON for 1,000 requests.
+PER_REQUEST_ARRAYS: tuple[str, ...] = ("input_lens", "output_lens", "ttfts", "itls", "errors")
 INTEGER_HEADLINES: frozenset[str] = frozenset({"completed", "failed"})
 REQUEST_FIELDS: tuple[str, ...] = (
     "start_s",
@@ -125,6 +131,52 @@ def list_profile_results(session: Session, *, run_id: int) -> list[ProfileResult
     """A run's profile results in the order they were stored."""
     query = select(ProfileResult).where(ProfileResult.run_id == run_id).order_by(ProfileResult.position)
     return list(session.exec(query))
+
+
+def figures_of_runs(session: Session, *, run_ids: Iterable[int]) -> list[ProfileResult]:
+    """The profile results of these runs, by run and position, each ``result`` without its
+    per-request arrays (:data:`PER_REQUEST_ARRAYS`), which the database leaves out before they cross
+    the wire: a study reads its results on every look. The rows are detached from ``session``, so that
+    a later read of the same results in it gets them whole."""
+    wanted = list(run_ids)
+    if not wanted:
+        return []
+    dialect = session.get_bind().dialect.name
+    try:
+        rows = session.exec(_figures_query(wanted, _without_request_arrays(dialect))).all()
+    except sa.exc.OperationalError:
+        if dialect != "sqlite":
+            raise
+        # SQLite's JSON functions refuse the NaN and Infinity Python's JSON writes: read those whole
+        rows = session.exec(_figures_query(wanted, ProfileResult.result)).all()
+    found = []
+    for profile_result, result in rows:
+        set_committed_value(profile_result, "result", result if isinstance(result, dict) else {})
+        session.expunge(profile_result)
+        found.append(profile_result)
+    return found
+
+
+def _figures_query(run_ids: list[int], result: sa.ColumnElement[Any]) -> Any:
+    """The results of ``run_ids`` in order, each with ``result`` read in place of its stored column."""
+    return (
+        select(ProfileResult, sa.type_coerce(result, sa.JSON))
+        .options(defer(ProfileResult.result))
+        .where(ProfileResult.run_id.in_(run_ids))
+        .order_by(ProfileResult.run_id, ProfileResult.position)
+    )
+
+
+def _without_request_arrays(dialect: str) -> sa.ColumnElement[Any]:
+    """``profileresult.result`` less :data:`PER_REQUEST_ARRAYS`, in this database's JSON functions."""
+    if dialect == "sqlite":
+        return sa.func.json_remove(ProfileResult.result, *(f"$.{key}" for key in PER_REQUEST_ARRAYS))
+    if dialect == "postgresql":
+        # json_each keeps the stored order of the keys, which a cast to jsonb would not
+        entry = sa.func.json_each(ProfileResult.result).table_valued("key", "value").alias("entry")
+        kept = sa.select(sa.func.json_object_agg(entry.c.key, entry.c.value))
+        return kept.where(entry.c.key.not_in(PER_REQUEST_ARRAYS)).scalar_subquery()
+    return ProfileResult.result
 
 
 def first_results(session: Session, *, run_ids: Iterable[int]) -> dict[int, ProfileResult]:

@@ -22,7 +22,9 @@ they end the outcome with a short reason (``http_500``, ``stream_interrupted``, 
 What a server sends is bounded where it enters: an error body is read up to ``ERROR_BODY_BYTES``,
 one SSE event up to ``MAX_EVENT_BYTES`` (``sse``), JSON as deep as Python's parser allows, at most
 ``max_text_chunks(max_tokens)`` token chunks, and ``usage`` counts within ``[0, MAX_USAGE_TOKENS]``;
-past a bound the request ends ``invalid_response`` (its message names the bound).
+past a bound the request ends ``invalid_response`` (its message names the bound). A failure's message is
+kept as text every database stores: a NUL character or a lone surrogate half in it (a hostile server's
+error body) becomes U+FFFD.
 """
 
 from __future__ import annotations
@@ -133,8 +135,13 @@ class Outcome:
     def fail(self, reason: str, message: str) -> None:
         if self.error is None:
             self.reason = reason
-            self.error = message
+            self.error = _storable_text(message)
         self.ended_at = time.perf_counter()
+
+
+def _storable_text(text: str) -> str:
+    """``text`` with each NUL character and lone surrogate half replaced by U+FFFD."""
+    return "".join("\ufffd" if char == "\0" or "\ud800" <= char <= "\udfff" else char for char in text)
 
 
 def _error_message(body: bytes) -> str:

@@ -38,6 +38,7 @@ from typing import Any
 
 from sqlmodel import Session, select
 
+from db import crud
 from db.models import FINISHED_RUN_STATUSES, ProfileResult, Run, utcnow
 from perflab import settings
 from perflab.profiles import BenchmarkProfile
@@ -97,17 +98,11 @@ def study_runs(session: Session, *, study_id: int) -> list[Run]:
 
 
 def results_by_run(session: Session, run_ids: Iterable[int]) -> dict[int, list[ProfileResult]]:
-    """Stored profile results of these runs, in stored order (one query)."""
+    """Stored profile results of these runs, in stored order (one query), without the per-request
+    arrays nothing here reads (:func:`db.crud.figures_of_runs`)."""
     wanted = list(run_ids)
     grouped: dict[int, list[ProfileResult]] = {run_id: [] for run_id in wanted}
-    if not wanted:
-        return grouped
-    query = (
-        select(ProfileResult)
-        .where(ProfileResult.run_id.in_(wanted))
-        .order_by(ProfileResult.run_id, ProfileResult.position)
-    )
-    for result in session.exec(query):
+    for result in crud.figures_of_runs(session, run_ids=wanted):
         grouped[result.run_id].append(result)
     return grouped
 

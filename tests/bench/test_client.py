@@ -121,6 +121,14 @@ def test_http_error_is_a_failure_with_the_servers_message(scripted_server):
     assert "scripted failure" in outcome.error
 
 
+def test_a_hostile_error_message_is_kept_as_text_a_database_stores(scripted_server):
+    server = scripted_server(Script(status=500, error_message="bad \u0000 byte and a lone \ud800 half"))
+    [outcome] = run(send_all(server.base_url, [chat()]))
+    assert outcome.reason == "http_500"
+    assert "\0" not in outcome.error and outcome.error.encode("utf-8")
+    assert outcome.error.endswith(": bad \ufffd byte and a lone \ufffd half")
+
+
 def test_stream_cut_mid_way_is_interrupted(scripted_server):
     server = scripted_server(Script(itl_s=0.002, cut_after=3))
     [outcome] = run(send_all(server.base_url, [chat(tokens=10)]))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from sqlmodel import Session
 
 from db import crud
+from db.session import get_engine, new_session
 
 RESULT = {
     "completed": 3,
@@ -68,6 +71,51 @@ def test_profile_result_headlines_records_and_positions(db_session: Session) -> 
     assert records[0].itl_ms == [5.0, 6.0] and records[0].success
     assert (records[2].success, records[2].error, records[2].ttft_ms) == (False, "HTTP 500", None)
     assert crud.first_results(db_session, run_ids=[run.id])[run.id].id == head.id
+
+
+def test_a_studys_read_leaves_out_the_per_request_arrays_and_keeps_every_figure(db_session: Session) -> None:
+    arrays = {
+        "input_lens": [32, 32],
+        "output_lens": [3, 2],
+        "ttfts": [0.009, 0.011],
+        "itls": [[0.005, 0.006], [0.005]],
+        "errors": ["", ""],
+    }
+    figures = {key: value for key, value in RESULT.items() if key != "requests"}
+    runs = [crud.create_run(db_session, engine="vllm", model="m") for _ in range(2)]
+    for run in reversed(runs):
+        for name in ("tune", "tune-repeat2"):
+            crud.add_profile_result(
+                db_session,
+                run_id=run.id,
+                profile={"name": name},
+                result={**RESULT, **arrays},
+                text_block=None,
+                bench_mode="on-host",
+                sweep_point={"max_concurrency": 4},
+            )
+    read = crud.figures_of_runs(db_session, run_ids=[run.id for run in runs])
+    assert [(result.run_id, result.position) for result in read] == [
+        (runs[0].id, 0), (runs[0].id, 1), (runs[1].id, 0), (runs[1].id, 1)
+    ]  # fmt: skip
+    assert all(result.result == figures and list(result.result) == list(figures) for result in read)
+    assert [result.profile_name for result in read[:2]] == ["tune", "tune-repeat2"]
+    assert (read[0].output_throughput, read[0].sweep_point) == (600.25, {"max_concurrency": 4})
+    # the same session still reads them whole where they are wanted (a download)
+    (whole, _) = crud.list_profile_results(db_session, run_id=runs[0].id)
+    assert whole.result == {**figures, **arrays}
+    assert crud.figures_of_runs(db_session, run_ids=[]) == []
+
+
+def test_a_result_holding_nan_is_read_whole_on_sqlite(sqlite_database_url: str) -> None:
+    with new_session(get_engine(sqlite_database_url)) as session:
+        run = crud.create_run(session, engine="vllm", model="m")
+        result = {"completed": 1, "mean_itl_ms": math.nan, "itls": [[0.005]]}
+        crud.add_profile_result(
+            session, run_id=run.id, profile={"name": "tune"}, result=result, text_block=None, bench_mode=None
+        )
+        (read,) = crud.figures_of_runs(session, run_ids=[run.id])
+    assert read.result["completed"] == 1 and math.isnan(read.result["mean_itl_ms"])
 
 
 def test_bad_result_values_are_refused(db_session: Session) -> None:
