@@ -127,6 +127,7 @@ def detectable_gain(rules: Rules, candidates: int = 1) -> float | None:
         most=rules.max_launches,
         lead=STAGE_LEAD,
         candidates=candidates,
+        lower_is_better=rules.lower_is_better,
     )
 
 

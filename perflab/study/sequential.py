@@ -173,14 +173,22 @@ def keep_boundaries(levels: tuple[float, ...], alpha: float, total: float | None
     return tuple(bounds)
 
 
-def _walk(levels: tuple[float, ...], bounds: tuple[float, ...], effect: float, futility: bool):
+def _walk(
+    levels: tuple[float, ...],
+    bounds: tuple[float, ...],
+    effect: float,
+    futility: bool,
+    lows: tuple[float, ...] | None = None,
+):
     """For each look: (information, the keep level of the score, the density of the paths still going
-    before it, the increment's variance)."""
+    before it, the increment's variance). ``lows``: the z of each interim look's futility stop, where it
+    is not :func:`futility_z`'s."""
     density: _Density | None = None
     previous = 0.0
     last = len(bounds) - 1
     for index, (info, bound) in enumerate(zip(levels, bounds, strict=True)):
-        low = futility_z(index) * math.sqrt(info) if futility and index < last else -math.inf
+        stop = futility_z(index) if lows is None else lows[index]
+        low = stop * math.sqrt(info) if futility and index < last else -math.inf
         high = bound * math.sqrt(info)
         yield info, high, density, info - previous
         step = info - previous
@@ -193,12 +201,18 @@ def _walk(levels: tuple[float, ...], bounds: tuple[float, ...], effect: float, f
 
 
 def keep_probability(
-    levels: tuple[float, ...], bounds: tuple[float, ...], effect: float, *, futility: bool = True
+    levels: tuple[float, ...],
+    bounds: tuple[float, ...],
+    effect: float,
+    *,
+    futility: bool = True,
+    lows: tuple[float, ...] | None = None,
 ) -> float:
     """The probability that the design keeps a candidate whose score grows by ``effect`` per unit of
-    information (the futility stop applied at every interim look unless ``futility`` is False)."""
+    information (the futility stop, at ``lows`` if given, applied at every interim look unless
+    ``futility`` is False)."""
     kept = 0.0
-    for info, high, density, step in _walk(levels, bounds, effect, futility):
+    for info, high, density, step in _walk(levels, bounds, effect, futility, lows):
         if density is None:
             kept += float(stats.norm.sf((high - effect * info) / math.sqrt(info)))
         else:
@@ -241,11 +255,72 @@ def adjusted_z(levels: tuple[float, ...], bounds: tuple[float, ...], look: int, 
     return (effect - bias) * math.sqrt(info) if math.isfinite(bias) else z
 
 
-@lru_cache(maxsize=256)
-def detectable_effect(levels: tuple[float, ...], bounds: tuple[float, ...], power: float = 0.8) -> float:
-    """The effect (per unit of information, in units of σ) the design keeps with probability ``power``."""
+def gain_keep_probability(
+    levels: tuple[float, ...],
+    bounds: tuple[float, ...],
+    *,
+    gain_pct: float,
+    min_gain_pct: float,
+    cv_pct: float,
+    lower_is_better: bool = False,
+) -> float:
+    """The probability that the design keeps a candidate whose true gain is ``gain_pct`` on a launch CV
+    of ``cv_pct``, its statistic being a verdict's: z = (Ĝ − min gain) / (cv · r̂ / √I), r̂ the ratio of
+    the means (:func:`perflab.study.verdict.judge`). The standard error grows with r̂, so each look's
+    keep and futility levels of z are carried over to levels of r̂ (normal, mean r, sd r·cv/√I), then to
+    the standard score of r̂ in the direction of a gain, and walked as a score without drift."""
+    if cv_pct <= 0.0:  # a host without noise keeps every gain above the minimum, and nothing else
+        return 1.0 if gain_pct > min_gain_pct else 0.0
+    sign = -1.0 if lower_is_better else 1.0
+    ratio = 1.0 + sign * gain_pct / 100.0
+    floor = 1.0 + sign * min_gain_pct / 100.0
 
-    def short(effect: float) -> float:
-        return keep_probability(levels, bounds, effect) - power
+    def level(z: float, info: float) -> float:
+        """The standard score of r̂ at which a look's z equals ``z``."""
+        width = cv_pct / 100.0 / math.sqrt(info)  # r̂'s relative sd at this look
+        scale = 1.0 - sign * z * width  # z > level ⟺ sign·(r̂·scale − floor) > 0
+        if scale <= 0.0:
+            return math.inf if sign > 0 else -math.inf
+        return sign * (floor / (ratio * scale) - 1.0) / width
 
-    return float(optimize.brentq(short, 0.0, 20.0 / math.sqrt(levels[0]), xtol=1e-6))
+    highs = tuple(level(bound, info) for bound, info in zip(bounds, levels, strict=True))
+    lows = tuple(level(futility_z(index), info) for index, info in enumerate(levels))
+    return keep_probability(levels, highs, 0.0, lows=lows)
+
+
+@lru_cache(maxsize=1024)
+def detectable_gain(
+    levels: tuple[float, ...],
+    bounds: tuple[float, ...],
+    min_gain_pct: float,
+    cv_pct: float,
+    lower_is_better: bool = False,
+    power: float = 0.8,
+) -> float | None:
+    """The true gain, in %, the design keeps with probability ``power`` at a launch CV of ``cv_pct``
+    (:func:`gain_keep_probability`); None where no gain reaches it (a fall can be at most 100 %)."""
+
+    def short(gain_pct: float) -> float:
+        return (
+            gain_keep_probability(
+                levels,
+                bounds,
+                gain_pct=gain_pct,
+                min_gain_pct=min_gain_pct,
+                cv_pct=cv_pct,
+                lower_is_better=lower_is_better,
+            )
+            - power
+        )
+
+    if cv_pct <= 0.0:
+        return min_gain_pct
+    low = min_gain_pct
+    high = 99.999 if lower_is_better else min_gain_pct + 10.0 * cv_pct + 1.0
+    while short(high) < 0.0:
+        if lower_is_better or high > 1e6:
+            return None
+        high *= 2.0
+    if short(low) >= 0.0:
+        return low
+    return float(optimize.brentq(short, low, high, xtol=1e-6))

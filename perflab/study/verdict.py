@@ -51,7 +51,7 @@ import numpy as np
 
 from perflab.study.sequential import (
     adjusted_z,
-    detectable_effect,
+    detectable_gain,
     futility_z,
     information_levels,
     keep_boundaries,
@@ -350,17 +350,19 @@ def detectable_gain_pct(
     lead: int = 1,
     candidates: int = 1,
     power: float = 0.8,
+    lower_is_better: bool = False,
 ) -> float | None:
     """The smallest true gain the design keeps with probability ``power`` at this spread: a candidate
     measured up to ``most`` launches against a reference launched ``lead`` times more, one of
     ``candidates`` sharing α by Holm's rule (its first share, 1/candidates: the rule's own power
-    without recycling), each look's boundary carried over to t at ``df`` degrees of freedom and the
-    futility stop applied. None without a spread."""
+    without recycling), each look's boundary carried over to t at ``df`` degrees of freedom, the
+    futility stop applied, and the gain's standard error growing with the ratio of the means as
+    :func:`judge` takes it (:func:`perflab.study.sequential.detectable_gain`). None without a spread, or
+    where no gain reaches that power."""
     if cv_pct is None or not math.isfinite(cv_pct) or df <= 0:
         return None
     most = max(most, first)
     levels = information_levels(first, most, lead)
     normal = keep_boundaries(levels, one_sided_alpha(confidence, 1.0 / max(candidates, 1)))
     bounds = tuple(t_boundary(bound, max(df, MIN_DF)) for bound in normal)
-    effect = detectable_effect(levels, bounds, power)
-    return min_gain_pct + effect * cv_pct
+    return detectable_gain(levels, bounds, min_gain_pct, cv_pct, lower_is_better, power)

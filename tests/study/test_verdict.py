@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 from scipy import stats
 
@@ -132,6 +133,33 @@ def test_the_detectable_gain_grows_with_the_spread() -> None:
     loud = detectable_gain_pct(min_gain_pct=1.0, cv_pct=6.0, df=8.0)
     assert 1.0 < quiet < loud
     assert detectable_gain_pct(min_gain_pct=1.0, cv_pct=None, df=0.0) is None
+    assert detectable_gain_pct(min_gain_pct=1.0, cv_pct=0.0, df=8.0) == 1.0  # a host without noise
+
+
+@pytest.mark.parametrize("lower_is_better", [False, True])
+def test_the_detectable_gain_of_a_noisy_host_is_kept_with_the_stated_power(lower_is_better: bool) -> None:
+    # one look at 4 launches against 5 on a known 8 % spread: a gain's error grows with the ratio of the
+    # means (1 + G for throughput, 1 − G for an objective that falls), so the stated gain must allow
+    # for it, or a noisy host keeps it well under (or over) 4 times in 5
+    design = {"min_gain_pct": 1.0, "cv_pct": 8.0, "df": math.inf, "first": 4, "most": 4}
+    stated = detectable_gain_pct(**design, lower_is_better=lower_is_better)
+    assert stated is not None
+    sign = -1.0 if lower_is_better else 1.0
+    first_order = 1.0 + (stated - 1.0) / (1.0 + sign * stated / 100.0)  # the gain at the ratio 1
+    rng = np.random.default_rng(7)
+
+    def keep_rate(gain_pct: float, studies: int = 4000) -> float:
+        kept = 0
+        for _ in range(studies):
+            reference = 100.0 * (1.0 + 0.08 * rng.standard_normal(5))
+            candidate = 100.0 * (1.0 + sign * gain_pct / 100.0) * (1.0 + 0.08 * rng.standard_normal(4))
+            verdict = judge(candidate, reference, higher_is_better=not lower_is_better, **design)
+            kept += verdict.outcome == "better"
+        return kept / studies
+
+    assert keep_rate(stated) == pytest.approx(0.8, abs=0.025)
+    missed = keep_rate(first_order)
+    assert missed < 0.75 if not lower_is_better else missed > 0.85
 
 
 def test_the_study_spread_pools_every_configuration_measured_twice() -> None:
