@@ -14,8 +14,13 @@ proposes, screens, picks) and ``study_report`` (what the page, ``study show --js
 build: the plan read without proposing, the launches, the trials, importances once stopped) after
 every round of runs, and the report once the study is done.
 
-    python benchmarks/study_advance.py [--stages 6] [--candidates 6] [--search 24] [--url postgresql+psycopg://…/db]
-        [--smoke]
+    python benchmarks/study_advance.py [--stages 6] [--candidates 6] [--search 24] [--requests 200]
+        [--output-len 128] [--url postgresql+psycopg://…/db] [--smoke]
+
+Every stored result carries what ``perflab bench`` stores beside its figures: vLLM's per-request
+arrays (``input_lens``, ``output_lens``, ``ttfts``, ``itls``, ``errors``) for ``--requests`` requests of
+``--output-len`` tokens each (200 × 128 by default: about 0.3 MB of JSON a result), which a study's looks
+must not pay to read.
 
 Without ``--url`` a temporary SQLite file is used. The database must be empty (it is migrated).
 """
@@ -62,7 +67,22 @@ def _spec(stages: int, candidates: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _measure_queued(engine, study_id: int, value: float) -> int:  # type: ignore[no-untyped-def]
+def _bench_result(figures: dict[str, float], shape: tuple[int, int]) -> dict[str, object]:
+    """A stored result as the bench writes it: ``figures`` and the per-request arrays of ``shape``
+    (requests, output tokens each)."""
+    requests, output_len = shape
+    rng = random.Random(len(figures) + requests)
+    return {
+        **figures,
+        "input_lens": [512] * requests,
+        "output_lens": [output_len] * requests,
+        "ttfts": [round(rng.uniform(0.05, 0.5), 6) for _ in range(requests)],
+        "itls": [[round(rng.uniform(0.01, 0.03), 6) for _ in range(output_len - 1)] for _ in range(requests)],
+        "errors": [""] * requests,
+    }
+
+
+def _measure_queued(engine, study_id: int, value: float, shape: tuple[int, int]) -> int:  # type: ignore[no-untyped-def]
     measured = 0
     with db_session.new_session(engine) as session:
         for run in study_runs(session, study_id=study_id):
@@ -71,12 +91,12 @@ def _measure_queued(engine, study_id: int, value: float) -> int:  # type: ignore
             for status in ("launching", "ready", "benchmarking"):
                 crud.set_run_status(session, run_id=run.id, status=status)
             for position, profile in enumerate(run.profiles):
-                result = {"completed": 10, "failed": 0, "total_token_throughput": value + run.id + position}
+                figures = {"completed": 10, "failed": 0, "total_token_throughput": value + run.id + position}
                 crud.add_profile_result(
                     session,
                     run_id=run.id,
                     profile=profile,
-                    result=result,
+                    result=_bench_result(figures, shape),
                     text_block=None,
                     bench_mode=None,
                 )
@@ -116,7 +136,7 @@ def _value(config: dict, run_id: int, profile: str) -> float:
     return true * (1.0 + random.Random(f"{run_id}:{profile}").gauss(0.0, 0.03))
 
 
-def _measure_profiles(engine, study_id: int) -> int:  # type: ignore[no-untyped-def]
+def _measure_profiles(engine, study_id: int, shape: tuple[int, int]) -> int:  # type: ignore[no-untyped-def]
     """Store a result for every profile of every queued run, advancing between; how many ran."""
     with db_session.new_session(engine) as session:
         queued = [run for run in study_runs(session, study_id=study_id) if run.status == "queued"]
@@ -137,7 +157,9 @@ def _measure_profiles(engine, study_id: int) -> int:  # type: ignore[no-untyped-
                     session,
                     run_id=run.id,
                     profile=profile,
-                    result={"completed": 9, "failed": 0, "total_token_throughput": value},
+                    result=_bench_result(
+                        {"completed": 9, "failed": 0, "total_token_throughput": value}, shape
+                    ),
                     text_block=None,
                     bench_mode="on-host",
                 )
@@ -155,15 +177,17 @@ def _timed(call: Callable[[], object], repeat: int) -> list[float]:
     return timings
 
 
-def _staged(engine, inventory: Inventory, stages: int, candidates: int, repeat: int) -> None:  # type: ignore[no-untyped-def]
+def _staged(
+    engine, inventory: Inventory, stages: int, candidates: int, repeat: int, shape: tuple[int, int]
+) -> None:  # type: ignore[no-untyped-def]
     study = create_study(engine, parse_spec(_spec(stages, candidates)), inventory=inventory)
     runs = 0
     for step in range(stages):  # the baseline, then every stage but the last
         advance(engine, study.id)
-        runs += _measure_queued(engine, study.id, 1000.0 + step)
+        runs += _measure_queued(engine, study.id, 1000.0 + step, shape)
     advance(engine, study.id)
     timings = _timed(lambda: advance(engine, study.id), repeat)
-    runs += _measure_queued(engine, study.id, 2000.0)
+    runs += _measure_queued(engine, study.id, 2000.0, shape)
     advance(engine, study.id)
     with db_session.new_session(engine) as session:
         started = time.perf_counter()
@@ -178,7 +202,7 @@ def _staged(engine, inventory: Inventory, stages: int, candidates: int, repeat: 
     print(f"report (no charts): {report_s * 1000:.1f} ms")
 
 
-def _searched(engine, inventory: Inventory, launches: int, repeat: int) -> None:  # type: ignore[no-untyped-def]
+def _searched(engine, inventory: Inventory, launches: int, repeat: int, shape: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]
     study = create_study(engine, parse_spec(SEARCH_SPEC.format(launches=launches)), inventory=inventory)
 
     def read() -> None:
@@ -191,7 +215,7 @@ def _searched(engine, inventory: Inventory, launches: int, repeat: int) -> None:
     for _ in range(4 * launches):
         advancing += _timed(lambda: advance(engine, study.id), 1)
         reading += _timed(read, 1)
-        queued = _measure_profiles(engine, study.id)
+        queued = _measure_profiles(engine, study.id, shape)
         runs += queued
         with db_session.new_session(engine) as session:
             status = crud.get_study(session, study_id=study.id).status
@@ -216,23 +240,26 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=6)
     parser.add_argument("--search", type=int, metavar="LAUNCHES", help="time a search study of this budget")
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--requests", type=int, default=200, help="requests of each stored result")
+    parser.add_argument("--output-len", type=int, default=128, help="output tokens of each request")
     parser.add_argument("--url")
     parser.add_argument(
         "--smoke", action="store_true", help="a small run that tests run: 2 stages of 2 candidates, 2 repeats"
     )
     args = parser.parse_args()
     if args.smoke:
-        args.stages, args.candidates, args.repeat = 2, 2, 2
+        args.stages, args.candidates, args.repeat, args.requests = 2, 2, 2, 20
     url = args.url or f"sqlite:///{tempfile.mkdtemp(prefix='perflab-bench-')}/study.db"
     db_session.upgrade(url)
     engine = db_session.get_engine(url)
     host = HostConfig(name="h", transport="local", simulate=SimulateSpec(accelerator="H100", count=8))
     inventory = Inventory(Path("hosts.yaml"), (host,))
-    print(f"database: {db_session.describe(url)}")
+    shape = (args.requests, args.output_len)
+    print(f"database: {db_session.describe(url)}; each result with {args.requests} × {args.output_len} ITLs")
     if args.search:
-        _searched(engine, inventory, args.search, args.repeat)
+        _searched(engine, inventory, args.search, args.repeat, shape)
     else:
-        _staged(engine, inventory, args.stages, args.candidates, args.repeat)
+        _staged(engine, inventory, args.stages, args.candidates, args.repeat, shape)
 
 
 if __name__ == "__main__":
