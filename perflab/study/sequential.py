@@ -289,7 +289,7 @@ def gain_keep_probability(
 
 
 @lru_cache(maxsize=1024)
-def detectable_gain(
+def gain_at_power(
     levels: tuple[float, ...],
     bounds: tuple[float, ...],
     min_gain_pct: float,

@@ -51,8 +51,8 @@ import numpy as np
 
 from perflab.study.sequential import (
     adjusted_z,
-    detectable_gain,
     futility_z,
+    gain_at_power,
     information_levels,
     keep_boundaries,
     t_boundary,
@@ -357,7 +357,7 @@ def detectable_gain_pct(
     ``candidates`` sharing α by Holm's rule (its first share, 1/candidates: the rule's own power
     without recycling), each look's boundary carried over to t at ``df`` degrees of freedom, the
     futility stop applied, and the gain's standard error growing with the ratio of the means as
-    :func:`judge` takes it (:func:`perflab.study.sequential.detectable_gain`). None without a spread, or
+    :func:`judge` takes it (:func:`perflab.study.sequential.gain_at_power`). None without a spread, or
     where no gain reaches that power."""
     if cv_pct is None or not math.isfinite(cv_pct) or df <= 0:
         return None
@@ -365,4 +365,4 @@ def detectable_gain_pct(
     levels = information_levels(first, most, lead)
     normal = keep_boundaries(levels, one_sided_alpha(confidence, 1.0 / max(candidates, 1)))
     bounds = tuple(t_boundary(bound, max(df, MIN_DF)) for bound in normal)
-    return detectable_gain(levels, bounds, min_gain_pct, cv_pct, lower_is_better, power)
+    return gain_at_power(levels, bounds, min_gain_pct, cv_pct, lower_is_better, power)

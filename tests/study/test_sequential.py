@@ -12,8 +12,8 @@ from scipy import optimize, stats
 
 from perflab.study.sequential import (
     adjusted_z,
-    detectable_gain,
     futility_z,
+    gain_at_power,
     gain_keep_probability,
     information_levels,
     keep_boundaries,
@@ -146,7 +146,7 @@ def test_the_detectable_gain_is_kept_with_the_stated_power(cv_pct: float, lower_
     # the gain's error grows with the ratio of the means (1 + G, or 1 − G for a fall): on a noisy host
     # the effect scaled by the spread alone (1 % + effect · cv) would be kept 69 % of the time (a fall 89 %)
     bounds = keep_boundaries(PAIRED, 0.025)
-    gain = detectable_gain(PAIRED, bounds, 1.0, cv_pct, lower_is_better)
+    gain = gain_at_power(PAIRED, bounds, 1.0, cv_pct, lower_is_better)
     assert gain is not None
     stated = gain_keep_probability(
         PAIRED, bounds, gain_pct=gain, min_gain_pct=1.0, cv_pct=cv_pct, lower_is_better=lower_is_better
