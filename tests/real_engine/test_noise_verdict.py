@@ -1,9 +1,6 @@
 """A study made from the defaults on the real vLLM (CPU build) over a real sshd: a candidate that changes
 nothing that matters (``--seed=7``) is not kept, and the study shows the spread it used, every verdict
-with its interval and the smallest gain it could have seen. The study takes at most two launches of the
-candidate (``max_launches: 2``, the form's default is 4): the baseline's three beside them (B C B C B)
-give the verdict its first and only look at 3 degrees of freedom, where four launches of the candidate
-could take nine.
+with its interval and the smallest gain it could have seen.
 
 Whether such a candidate ends "within noise" or "not better" depends on the noise the machine gives (a
 quiet machine can rightly call a no-op "not better" than the 1 % minimum gain), and how many launches it
@@ -29,7 +26,6 @@ def test_a_candidate_that_changes_nothing_is_not_kept_on_real_vllm(
         {
             "name": "a no-op on CPU",
             "gpus": 1,
-            "max_launches": 2,
             "stages": [
                 {"name": "Seed", "candidates": [{"label": "seed 7", "set": {"extra_args": ["--seed=7"]}}]}
             ],
