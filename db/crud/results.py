@@ -25,10 +25,21 @@ from db.models import (
 )
 from db.session import begin_write
 
-# The bench result's per-request arrays (vLLM's result format, perflab.bench.report): kept in the stored
-# result for its download, read by nothing that decides or reports. The ITLs alone are a list per
-# request, about 1 MB of JSON for 1,000 requests.
-PER_REQUEST_ARRAYS: tuple[str, ...] = ("input_lens", "output_lens", "ttfts", "itls", "errors")
+# vLLM's per-request arrays in a bench result (vLLM 0.33's `vllm bench serve --save-result`; perflab's
+# bench writes them too, perflab.bench.report): an import turns them into request records, perflab's bench
+# keeps them in the stored result for its download, and nothing that decides or reports reads them. The
+# ITLs alone are a list per request, about 1 MB of JSON for 1,000 requests.
+PER_REQUEST_ARRAYS: tuple[str, ...] = (
+    "ttfts",
+    "itls",
+    "input_lens",
+    "output_lens",
+    "errors",
+    "generated_texts",
+    "server_queue_times",
+    "server_ttfts",
+    "start_times",
+)
 INTEGER_HEADLINES: frozenset[str] = frozenset({"completed", "failed"})
 REQUEST_FIELDS: tuple[str, ...] = (
     "start_s",

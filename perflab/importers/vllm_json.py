@@ -14,6 +14,7 @@ import shlex
 from collections.abc import Iterable
 from typing import Any
 
+from db.crud.results import PER_REQUEST_ARRAYS
 from perflab.importers.limits import shown
 from perflab.importers.model import ImportedResult, ImportFileError
 
@@ -28,17 +29,6 @@ NUMBER_FIELDS: tuple[str, ...] = (
     "request_goodput",
     "output_throughput",
     "total_token_throughput",
-)
-ARRAY_FIELDS: tuple[str, ...] = (
-    "ttfts",
-    "itls",
-    "input_lens",
-    "output_lens",
-    "errors",
-    "generated_texts",
-    "server_queue_times",
-    "server_ttfts",
-    "start_times",
 )
 PROFILE_FIELDS: tuple[str, ...] = ("num_prompts", "request_rate", "burstiness", "max_concurrency")
 
@@ -64,7 +54,7 @@ def _check(name: str, where: str, line: int, record: Any) -> dict[str, Any]:
             raise ImportFileError(
                 name, f"{where}field {field} is {shown(record[field])}, expected a number", line=line
             )
-    for field in ARRAY_FIELDS:
+    for field in PER_REQUEST_ARRAYS:
         if record.get(field) is not None and not isinstance(record[field], list):
             raise ImportFileError(
                 name, f"{where}field {field} is {shown(record[field])}, expected a list", line=line
@@ -113,7 +103,7 @@ def requests_from_arrays(record: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _imported(line: int, record: dict[str, Any]) -> ImportedResult:
-    result = {key: value for key, value in record.items() if key not in ARRAY_FIELDS}
+    result = {key: value for key, value in record.items() if key not in PER_REQUEST_ARRAYS}
     if "requests" not in result:
         requests = requests_from_arrays(record)
         if requests:

@@ -80,6 +80,8 @@ def test_a_studys_read_leaves_out_the_per_request_arrays_and_keeps_every_figure(
         "ttfts": [0.009, 0.011],
         "itls": [[0.005, 0.006], [0.005]],
         "errors": ["", ""],
+        "server_queue_times": [0.001, None],
+        "server_ttfts": [0.008, 0.010],
     }
     figures = {key: value for key, value in RESULT.items() if key != "requests"}
     runs = [crud.create_run(db_session, engine="vllm", model="m") for _ in range(2)]
