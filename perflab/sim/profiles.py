@@ -8,7 +8,8 @@ their speed factors, and the SM versions they need). Sources and fits are in ``d
 SGLang's prefill-first scheduling and ``new_token_ratio`` reservation follow SGLang 0.5.23's scheduler
 and environment defaults, TensorRT-LLM's full reservation its ``GUARANTEED_NO_EVICT`` capacity policy;
 vLLM's front-end costs were fitted on seeds 001 and 003, SGLang's efficiency on seed 003 and
-vLLM-Ascend's on seed 004 (``benchmarks/sim_vs_seeds.py``).
+vLLM-Ascend's efficiency and step cost and MindIE's step cost on seed 004
+(``benchmarks/sim_vs_seeds.py``).
 """
 
 from __future__ import annotations
@@ -176,7 +177,7 @@ PROFILES: Dict[str, EngineProfile] = {
     "mindie": EngineProfile(
         "mindie",
         1.0,
-        4.0,
+        13.0,
         10.0,
         128,
         {},

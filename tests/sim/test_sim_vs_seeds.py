@@ -45,3 +45,17 @@ def test_guidellm_blocks_arrive_at_the_profiles_constant_rate_and_vllm_bench_blo
     assert [spec.arrival for spec in guidellm[:3]] == [0.0, 0.001, 0.002]
     assert guidellm[-1].arrival == (len(guidellm) - 1) / 1000
     assert {spec.arrival for spec in sim_vs_seeds.workload(seeds["003"].blocks[0], 0.1)} == {0.0}
+
+
+def test_the_ascend_engines_decode_at_the_step_cost_fitted_on_seed_004_at_concurrency_4():
+    """Four requests at a time leave each decode step to the engine's own step cost, which seed 004's two
+    ShareGPT batch-4 blocks measure: vLLM-Ascend (TPOT 122.7 ms) and MindIE (25.4 ms)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import sim_vs_seeds
+
+    seed = sim_vs_seeds.load_seed(next(sim_vs_seeds.SEEDS.glob("004_*.txt")))
+    blocks = [block for block in seed.blocks if block.result.get("max_concurrency") == 4]
+    assert sorted(block.command.split()[0] for block in blocks) == ["mindie", "vllm"]
+    for block in blocks:
+        outcome = sim_vs_seeds.run_block(seed, block, 0.2)
+        assert 0.9 < outcome.tpot < 1.1, (block.command, outcome.tpot)
