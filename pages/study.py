@@ -19,7 +19,7 @@ from perflab import ui
 from perflab.hub.catalog import SAMPLE_REPORT_NOTE
 from perflab.markdown_text import md_text
 from perflab.report.export import report_files, results_csv, results_json, zip_bytes
-from perflab.report.markdown import per_accelerator_lines, replicas_note, summary_note
+from perflab.report.markdown import comparison_note, per_accelerator_lines, replicas_note, summary_note
 from perflab.report.model import Report, SearchSection, StageSection
 from perflab.report.predictions import table_rows
 from perflab.report.search_section import launch_text
@@ -234,6 +234,9 @@ def study_body(report: Report, charts: dict[str, dict[str, Any]], version: str) 
 
     st.header("Baseline vs optimized")
     st.dataframe(views.comparison_table(report), hide_index=True, key="study_comparison", placeholder=MISSING)
+    note = comparison_note(report)
+    if note is not None:
+        st.caption(md_text(note))
     for line in per_accelerator_lines(report):
         if line:
             st.caption(line)

@@ -76,6 +76,30 @@ def comparison_table(rows: Sequence[ComparisonRow], decimals: int) -> list[str]:
     return lines
 
 
+def comparison_note(report: Report) -> str | None:
+    """What a change in the comparison is where no decision made it (a validation case, a stage that kept
+    nothing, an imported write-up's figures), with how many results each side's mean holds."""
+    undecided = [
+        row
+        for row in report.comparison
+        if row.gain is not None and not row.gain.decided and row.baseline and row.optimized
+    ]
+    if not undecided:
+        return None
+    counts = {(row.baseline.count_text, row.optimized.count_text) for row in undecided}
+    if len(counts) == 1:
+        baseline, optimized = counts.pop()
+        measured = f"{baseline} against {optimized}"
+    else:
+        measured = "; ".join(
+            f"{row.case}: {row.baseline.count_text} against {row.optimized.count_text}" for row in undecided
+        )
+    return (
+        "A change without ± is the ratio of the two configurations' means, not a decision: no interval, "
+        f"no verdict ({measured})."
+    )
+
+
 def conclusion_table(report: Report) -> list[str]:
     """The baseline-vs-optimized table with each case's cost row after the throughput rows."""
     decimals = report.decimals
@@ -421,6 +445,9 @@ def render_markdown(report: Report, charts: Mapping[str, str] | None = None) -> 
     lines += _incomplete(report)
     lines += ["Comparison of benchmark results before and after optimization:", ""]
     lines += [*conclusion_table(report), ""]
+    note = comparison_note(report)
+    if note is not None:
+        lines += [md_text(note), ""]
     lines += per_accelerator_lines(report)
     notes = [*report.notes, *report.caveats]
     lines += _admonition(

@@ -33,7 +33,7 @@ from perflab.study.layout_trade import LayoutChoice
 from perflab.study.loadcurve import LoadCurve
 from perflab.study.noise import Spread, StudySpread
 from perflab.study.verdict import Verdict
-from perflab.views.formatting import MISSING
+from perflab.views.formatting import MISSING, counted
 
 # What a figure reads when every result behind it was too short to judge (perflab.runner.evidence).
 TOO_SHORT_TEXT = "too short to judge"
@@ -61,6 +61,13 @@ class Figures:
         launches = len(self.runs)
         runs_word = "run" if runs == "1" else "runs"
         return f"mean of {runs} {runs_word} on {launches} launch{'es' if launches > 1 else ''}"
+
+    @property
+    def count_text(self) -> str:
+        """``1 run``, ``6 runs on 3 launches``: how many results the figures are the mean of."""
+        text = counted(sum(self.runs) or 1, "run")
+        launches = len(self.runs)
+        return text if launches <= 1 else f"{text} on {counted(launches, 'launch', 'launches')}"
 
     @property
     def tps_text(self) -> str:

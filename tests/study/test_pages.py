@@ -51,6 +51,13 @@ def test_finished_study_shows_command_tables_stages_and_downloads(study_db: Stud
     comparison, summary, engine_stage, impossible = (frame.value for frame in app.dataframe)
     assert list(comparison["Case"])[:2] == ["Chat", "Short Prompt"]
     assert comparison["Baseline"].iloc[0].startswith("Total TPS ")
+    # nothing was kept: every change is a ratio of means, and a line under the table says so, with counts
+    assert comparison["Change"].iloc[0].endswith("%") and " ± " not in comparison["Change"].iloc[0]
+    assert (
+        "A change without ± is the ratio of the two configurations' means, not a decision: no interval, no "
+        "verdict (Chat: 3 runs on 3 launches against 3 runs on 3 launches; Short Prompt: 1 run against 1 "
+        "run)."
+    ) in texts(app.caption)
     assert list(summary["Optimization option"]) == ["Engine", "Impossible parallelism"]
     # a stage that kept nothing says so, and its best candidate's figure says it was not kept
     assert list(summary.columns) == [
