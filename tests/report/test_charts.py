@@ -6,6 +6,7 @@ import pytest
 
 from perflab.report import charts
 from perflab.report.model import CandidateSection, ComparisonRow, Figures, Report, StageSection
+from tests.report.reports import bare_report
 
 
 def _report(values: list[float]) -> Report:
@@ -17,16 +18,7 @@ def _report(values: list[float]) -> Report:
         ComparisonRow(f"case {index}", Figures(value / 2), Figures(value))
         for index, value in enumerate(values)
     )
-    return Report(
-        title="t",
-        model="m",
-        objective="Total TPS",
-        objective_unit="tok/s",
-        recommended_command=None,
-        comparison=comparison,
-        stages=(StageSection(1, "Parallelism", candidates),),
-        summary=(),
-    )
+    return bare_report(comparison, (StageSection(1, "Parallelism", candidates),))
 
 
 @pytest.mark.parametrize("values", [[34906.0, 122128.0], [0.8], [99.9, 100.0], [1_000_000.0], [7.0, 19.99]])
