@@ -26,8 +26,9 @@ on one H100: the same three) and 004 (Qwen3-30B-A3B on Ascend 910B: vLLM-Ascend,
 (003, first held out too, joined the fitted seeds before any fit: no other seed measures an H100's or
 H200's host-side costs). Last line: a JSON object with the
 held-out median |error| of throughput and TPOT, ``max_ratio`` (the largest of simulated ÷ real and
-real ÷ simulated over all blocks, throughput and TPOT) and ``baselines_refused`` (seed baseline
-commands the simulated engine refuses to start on the seed's hardware).
+real ÷ simulated over all blocks, throughput and TPOT), ``baselines_refused`` (seed baseline
+commands the simulated engine refuses to start on the seed's hardware) and ``per_seed`` (each seed's
+median |error| of throughput and TPOT and its own ``max_ratio``).
 
 Run from the repository root: ``python benchmarks/sim_vs_seeds.py`` (``--smoke``: two blocks per seed
 at a tenth of their prompts, figures not comparable to the real ones). Prints figures only.
@@ -321,6 +322,12 @@ def spread(ratio: float) -> float:
     return max(ratio, 1.0 / ratio)
 
 
+def worst_ratio(outcomes: list[Outcome]) -> float:
+    """The largest of simulated ÷ real and real ÷ simulated over the blocks' throughput and TPOT."""
+    ratios = [spread(getattr(outcome, name)) for outcome in outcomes for name in ("throughput", "tpot")]
+    return round(max(ratios), 3) if ratios else math.nan
+
+
 def median_error(outcomes: list[Outcome], name: str) -> float:
     errors = [abs(getattr(outcome, name) - 1.0) for outcome in outcomes]
     return round(statistics.median(errors), 3) if errors else math.nan
@@ -386,20 +393,29 @@ def main() -> int:
         print(f"{name:5} baseline refused: [{command}]")
     held = [outcome for outcome in outcomes if outcome.block.seed in HELD_OUT]
     fitted = [outcome for outcome in outcomes if outcome.block.seed in FITTED]
-    ratios = [spread(getattr(outcome, name)) for outcome in outcomes for name in ("throughput", "tpot")]
+    per_seed = {
+        seed.name: {
+            "median_abs_err_throughput": median_error(compared, "throughput"),
+            "median_abs_err_tpot": median_error(compared, "tpot"),
+            "max_ratio": worst_ratio(compared),
+        }
+        for seed in seeds
+        if (compared := [outcome for outcome in outcomes if outcome.block.seed == seed.name])
+    }
     summary = {
         "held_out_median_abs_err_throughput": median_error(held, "throughput"),
         "held_out_median_abs_err_tpot": median_error(held, "tpot"),
         "held_out_median_abs_err_ttft": median_error(held, "ttft"),
         "fitted_median_abs_err_throughput": median_error(fitted, "throughput"),
         "fitted_median_abs_err_tpot": median_error(fitted, "tpot"),
-        "max_ratio": round(max(ratios), 3) if ratios else math.nan,
+        "max_ratio": worst_ratio(outcomes),
         "baselines_refused": len(baselines_refused),
         "blocks_refused": refusals,
         "blocks": len(outcomes),
         "held_out_blocks": len(held),
         "held_out_seeds": list(HELD_OUT),
         "fitted_seeds": list(FITTED),
+        "per_seed": per_seed,
         "smoke": options.smoke,
         "seconds": round(time.monotonic() - started, 1),
     }

@@ -27,6 +27,9 @@ def test_the_seed_comparison_runs_and_every_baseline_starts():
     assert summary["held_out_seeds"] and not set(summary["held_out_seeds"]) & set(summary["fitted_seeds"])
     for name in ("held_out_median_abs_err_throughput", "held_out_median_abs_err_tpot", "max_ratio"):
         assert summary[name] >= 0
+    per_seed = summary["per_seed"]
+    assert sorted(per_seed) == sorted(summary["held_out_seeds"] + summary["fitted_seeds"])
+    assert max(figures["max_ratio"] for figures in per_seed.values()) == summary["max_ratio"]
     rows = [line for line in lines if line[:3].isdigit() and ("held-out" in line or "fitted" in line)]
     assert len(rows) == 10
     # The seeds' recorded launch failures fail on the simulated engines with the real messages.
