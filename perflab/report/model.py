@@ -53,14 +53,12 @@ class Figures:
 
     @property
     def sample_text(self) -> str | None:
-        """``mean of 2 runs on 3 launches`` (``2+2+1 runs`` when the launches differ); None for one run."""
+        """``mean of 6 runs on 3 launches`` (``mean of 5 runs on 3 launches (2+2+1)`` when the launches ran
+        different numbers): :attr:`count_text` as a mean; None for one run."""
         if sum(self.runs) <= 1:
             return None
-        counts = set(self.runs)
-        runs = str(counts.pop()) if len(counts) == 1 else "+".join(str(count) for count in self.runs)
-        launches = len(self.runs)
-        runs_word = "run" if runs == "1" else "runs"
-        return f"mean of {runs} {runs_word} on {launches} launch{'es' if launches > 1 else ''}"
+        uneven = f" ({'+'.join(str(count) for count in self.runs)})" if len(set(self.runs)) > 1 else ""
+        return f"mean of {self.count_text}{uneven}"
 
     @property
     def count_text(self) -> str:

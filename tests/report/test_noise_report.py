@@ -51,10 +51,10 @@ stages:
     [
         ((), None),
         ((1,), None),
-        ((2,), "mean of 2 runs on 1 launch"),
-        ((1, 1), "mean of 1 run on 2 launches"),
-        ((2, 2, 2), "mean of 2 runs on 3 launches"),
-        ((2, 1), "mean of 2+1 runs on 2 launches"),
+        ((2,), "mean of 2 runs"),
+        ((1, 1), "mean of 2 runs on 2 launches"),
+        ((2, 2, 2), "mean of 6 runs on 3 launches"),
+        ((2, 1), "mean of 3 runs on 2 launches (2+1)"),
     ],
 )
 def test_figures_say_what_they_are_the_mean_of(runs: tuple[int, ...], text: str | None) -> None:
@@ -103,7 +103,7 @@ def test_the_report_shows_the_decisions_mean_and_the_first_launchs_validation(
         assert figures.total_tps == pytest.approx(expected)
         assert figures.total_tps == pytest.approx(candidate.value)  # what the decision used
         assert figures.total_tps != pytest.approx(runs[launches[-1].id][0][1]["total_token_throughput"])
-        assert figures.sample_text == f"mean of 2 runs on {len(launches)} launches"
+        assert figures.sample_text == f"mean of {2 * len(launches)} runs on {len(launches)} launches"
         # the validation side comes from the launch that ran it
         validation = getattr(short, side)
         (checked,) = [found for name, found in runs[validated] if name == "short_check"]
@@ -113,13 +113,14 @@ def test_the_report_shows_the_decisions_mean_and_the_first_launchs_validation(
         assert [block.case for block in section.blocks] == ["Short Prompt"]
 
     text = render_markdown(report)
-    assert f"(mean of 2 runs on {len(launches)} launches)" in text
+    assert f"(mean of {2 * len(launches)} runs on {len(launches)} launches)" in text
     # each block says it is one run, and which mean the decision used
     baseline_launches = len(
         [run for run in progress.runs if run.config_fingerprint == plan.baseline.fingerprint]
     )
     assert (
-        f"Judged on the mean of 2 runs on {baseline_launches} launches: Total TPS {chat.baseline.tps_text}. "
+        f"Judged on the mean of {2 * baseline_launches} runs on {baseline_launches} launches: "
+        f"Total TPS {chat.baseline.tps_text}. "
         "Below: the latest launch's first run."
     ) in text
     # the conclusion gives the spread measured and every call no verdict could separate
