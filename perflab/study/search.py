@@ -9,7 +9,10 @@ Pure and deterministic, so the coordinator can call it on every advance and keep
   NSGA-II.
 - Infeasible points (the engine refused or could not start the configuration: OOM, bad value,
   unsupported kernel; or it broke an SLO) are told to the sampler as constraint violations, so it
-  steers away from their region. A trial the infrastructure kept from being measured is never told.
+  steers away from their region; one that broke an SLO was measured, and with one objective its
+  objective's model learns the value (its screening's, when the screening broke it), so the model knows
+  how the objective rises towards the limit. A trial the infrastructure kept from being measured is
+  never told.
 - :func:`step` proposes one configuration at a time: a proposal whose configuration was tried already
   (same :meth:`~perflab.engines.config.EngineConfig.fingerprint`), by the search or before it, is told
   its earlier result and not launched again; one that cannot be built is told as infeasible without a
@@ -186,6 +189,10 @@ def _told(trial: Trial, spec: SearchSpec, worst: list[float]) -> optuna.trial.Fr
     # an infeasible trial's violation is its SLO excess (1, twice the limit, for an engine that failed);
     # a feasible one's is its margin (<= 0), which the constraint's model learns from too
     violation = (trial.violation if trial.violation > 0 else 1.0) if infeasible else trial.violation
+    # a configuration that broke an SLO at its screening was measured there: with one objective, the
+    # objective's model learns that value (where the objective rises beyond the limit); an engine that
+    # failed or a configuration never launched measured nothing and is told a stand-in
+    screened = infeasible and trial.violation > 0 and judged and len(worst) == 1
     if trial.status == "pruned":
         return create_trial(
             state=TrialState.PRUNED,
@@ -195,10 +202,16 @@ def _told(trial: Trial, spec: SearchSpec, worst: list[float]) -> optuna.trial.Fr
             constraints={"violation": violation},
         )
     if infeasible or (trial.status == "complete" and trial.values is not None):
+        if screened:
+            values = [trial.screening]
+        elif infeasible:
+            values = list(worst)
+        else:
+            values = list(trial.values or ())
         return create_trial(
-            values=list(worst) if infeasible else list(trial.values),
+            values=values,
             params=params,
-            user_attrs={MEASURED: not infeasible},
+            user_attrs={MEASURED: screened or not infeasible},
             distributions=distributions,
             intermediate_values=intermediate,
             constraints={"violation": violation},

@@ -39,8 +39,8 @@ from optuna.trial import FrozenTrial, TrialState
 from scipy import optimize, stats
 from threadpoolctl import ThreadpoolController
 
-# A trial's user attribute: whether its objective value was measured (an infeasible trial is told a
-# stand-in value that the objective's model must not learn from).
+# A trial's user attribute: whether its objective value was measured (a configuration that did not run is
+# told a stand-in value that the objective's model must not learn from).
 MEASURED = "measured"
 # Spaces larger than this are searched over this many points drawn from them (seeded).
 MAX_POINTS = 4096
