@@ -119,7 +119,10 @@ class SearchSpec(BaseModel):
     screening: float = Field(0.25, gt=0, le=1, description="fraction of the tuning prompts screened first")
     seed: int = Field(0, ge=0, le=MAX_SEED, description="the sampler's seed (NumPy's range)")
     startup_trials: int = Field(
-        6, ge=1, le=MAX_LAUNCHES, description="random proposals before the model-based ones"
+        2,
+        ge=1,
+        le=MAX_LAUNCHES,
+        description="random (or best-predicted) proposals before the model-based ones",
     )
     patience: int | None = Field(
         None, ge=1, le=MAX_LAUNCHES, description="stop after this many launches without a gain"
