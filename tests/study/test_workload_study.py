@@ -57,7 +57,7 @@ def run_workload_study(
     directory.mkdir()
     host = sim_host(f"sim-{workload}", kind="local", time_scale=TIME_SCALE, noise=NOISE)
     spec = SPEC.format(workload=workload, profile=profile).format(host=host.name)
-    final = run_study(engine, spec, write_hosts_file(directory / "hosts.yaml", [host]), timeout_s=600)
+    final = run_study(engine, spec, write_hosts_file(directory / "hosts.yaml", [host]))
     assert final.status == "done", (final.state.get("failure"), final.state.get("phase"))
     return final
 
@@ -76,6 +76,7 @@ def _results(engine: Engine, study_id: int, candidate: str) -> tuple[list[dict],
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_sessions_keep_prefix_caching_and_independent_prompts_cannot_tell(
     runs_db: Engine, sim_host: SimHostFactory, tmp_path: Path
 ) -> None:
