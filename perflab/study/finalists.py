@@ -6,8 +6,15 @@ is partly the best because its launch came out high (best-of-N selection). Testi
 against the configuration the stage started from (the reference: the baseline, or an earlier stage's
 winner), would keep a no-gain pick far more often than α. :func:`final_pick` therefore:
 
-1. takes as **finalists** the :data:`MAX_FINALISTS` best feasible trials by their first launch (the
-   search's own measurement);
+1. takes as **finalists** the :data:`MAX_FINALISTS` best trials by their first launch (the search's own
+   measurement, or its screening) among the feasible ones and the **borderline** ones: those that broke
+   an SLO by at most :data:`BORDERLINE_SPREADS` launch spreads (the study's CV, as a fraction of the
+   limit) on at most one launch of the full profile. One launch's noise moves an SLO's figure as it
+   moves the objective's, so a configuration whose true figure lies just within its limit breaks it
+   on some launches — a search that took one such launch for the truth would discard a feasible
+   optimum. A borderline finalist is launched (on the full profile) until it has two launches, and its
+   SLOs are then judged on their mean: it stays a finalist only if that mean meets them. Its first
+   launch of the full profile counts as the search's, as every finalist's does;
 2. launches each finalist again (**confirmation launches**, the tuning profile only) in **rounds**
    beside the reference (below), and judges each against the reference on its confirmation launches
    and the reference's launches of the same rounds alone, with
@@ -68,6 +75,8 @@ from perflab.study.verdict import Verdict
 
 # Finalists measured again for the final pick: the best trials by their first launch.
 MAX_FINALISTS = 3
+# A trial that broke an SLO by at most this many launch spreads (the study's CV) is a borderline finalist.
+BORDERLINE_SPREADS = 2.0
 
 
 @dataclass(frozen=True)
@@ -160,6 +169,13 @@ def pick_rules(spec: SearchSpec, rules: Rules, higher: bool) -> Rules:
     )
 
 
+def borderline_margin(rules: Rules) -> float:
+    """How far past an SLO's limit (a fraction of it) a trial is still a borderline finalist:
+    :data:`BORDERLINE_SPREADS` of the pick's launch spread; none while the spread is unknown or zero."""
+    cv_pct = rules.spread.cv_pct if rules.spread is not None else None
+    return BORDERLINE_SPREADS * cv_pct / 100.0 if cv_pct else 0.0
+
+
 def _cost(trial: Trial) -> tuple[int, int]:
     return (trial.accelerators or 0, trial.batch or 0)
 
@@ -168,13 +184,24 @@ def _mean(trial: Trial) -> float:
     return fmean(trial.samples or trial.values[:1])
 
 
-def finalists(trials: Sequence[Trial], objectives: Sequence[str]) -> list[Trial]:
-    """The best feasible launched trials by their first launch, at most :data:`MAX_FINALISTS`."""
+def borderline(trial: Trial, margin: float) -> bool:
+    """Whether ``trial`` broke an SLO by at most ``margin`` (a fraction of the limit) on its screening or
+    on its one launch of the full profile: another launch may find it within its SLOs."""
+    measured = trial.screening is not None or bool(trial.samples)
+    return trial.launched and measured and 0.0 < trial.violation <= margin and len(trial.samples) <= 1
+
+
+def finalists(trials: Sequence[Trial], objectives: Sequence[str], margin: float = 0.0) -> list[Trial]:
+    """The best launched trials by their first launch (or screening), feasible or :func:`borderline`
+    within ``margin``, at most :data:`MAX_FINALISTS`."""
     higher = directions(objectives)[0] == "maximize"
-    launched = [trial for trial in trials if trial.launched and feasible(trial)]
+    launched = [
+        trial for trial in trials if trial.launched and (feasible(trial) or borderline(trial, margin))
+    ]
 
     def first(trial: Trial) -> float:
-        value = (trial.samples or trial.values)[0]
+        value = (*trial.samples, *(trial.values or ()), trial.screening)[0]
+        assert value is not None  # a feasible trial has values, a borderline one a launch or a screening
         return -value if higher else value
 
     return sorted(launched, key=lambda trial: (first(trial), trial.number))[:MAX_FINALISTS]
@@ -260,7 +287,9 @@ def final_pick(
     """The search's recommendation over ``reference`` (see the module); the Pareto front is kept for
     two objectives."""
     front = tuple(trial.number for trial in pareto_front(trials, objectives))
-    chosen = finalists(trials, objectives)
+    higher = directions(objectives)[0] == "maximize"
+    rules = pick_rules(spec, rules, higher)
+    chosen = finalists(trials, objectives, borderline_margin(rules))
     numbers = tuple(trial.number for trial in chosen)
     if not chosen:
         return FinalPick(None, reason="no configuration of the space was feasible", front=front)
@@ -274,7 +303,6 @@ def final_pick(
             reason=f"confirming the finalists ({listed}) on launches of their own",
             front=front,
         )
-    rules = pick_rules(spec, rules, directions(objectives)[0] == "maximize")
     kept = _against_reference(chosen, reference, reference_label, rules, spec)
     undecided = [trial for trial in chosen if kept[trial.number].outcome == "undecided"]
     if undecided:

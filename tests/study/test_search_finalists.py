@@ -4,11 +4,12 @@ reference) until decided, kept over the reference only by those launches, and se
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
 from perflab.study.finalists import MAX_FINALISTS, final_pick
-from perflab.study.noise import study_spread
+from perflab.study.noise import StudySpread, study_spread
 from perflab.study.search import Trial
 from perflab.study.search_space import SearchSpec
 from perflab.study.types import Measurement, Rules
@@ -212,3 +213,74 @@ def test_a_drift_alone_is_not_kept_as_a_gain(drift: float) -> None:
     assert "no finalist beat Baseline" in pick.reason
     for decision in pick.kept.values():
         assert abs(decision.verdict.gain_pct) < 1.0
+
+
+def _screened_out(number: int, screening: float, violation: float) -> Trial:
+    """A trial whose screening broke an SLO by ``violation`` (its full profile never ran)."""
+    return Trial(
+        number,
+        {"max_num_seqs": 64 * 2**number},
+        f"config-{number}",
+        status="infeasible",
+        screening=screening,
+        violation=violation,
+        accelerators=8,
+        batch=64 * 2**number,
+    )
+
+
+def test_a_trial_just_past_an_slo_is_launched_until_two_launches_judge_it_on_their_mean() -> None:
+    # a known 2 % launch spread: a trial that broke an SLO by at most 4 % of its limit is borderline
+    rules = Rules(min_gain=0.01, spread=StudySpread.given(2.0))
+    jitter = [1.0, 1.004, 0.997, 1.002, 0.999, 1.003]
+    throughput = {-1: 100.0, 0: 150.0, 1: 120.0, 3: 152.0}
+    # the true excess over the SLO of each: 0 is within it (its screening was unlucky), 3 is past it
+    excess = {0: -0.01, 1: -0.2, 3: 0.02}
+    samples: dict[int, tuple[float, ...]] = {1: (120.0,), 3: (152.0,)}
+    violations = {1: -0.2, 3: 0.03}
+    reference = (100.0, 100.4)
+    seen = []
+    while True:
+        trials = [
+            _screened_out(0, 150.0, 0.03) if 0 not in samples else _trial(0, samples[0]),
+            _trial(1, samples[1]),
+            _screened_out(2, 200.0, 0.10),  # past the SLO by five spreads: never a finalist
+            _trial(3, samples[3]),
+        ]
+        trials = [replace(trial, violation=violations.get(trial.number, trial.violation)) for trial in trials]
+        pick = final_pick(
+            SPEC, OBJECTIVES, trials, rules=rules, reference=_reference(reference), reference_label="Baseline"
+        )
+        seen.append(pick)
+        if not pick.waiting:
+            break
+        assert len(seen) < 20, "the final pick never ends"
+        for number in pick.order:
+            if number is None:
+                reference = (*reference, 100.0 * jitter[len(reference) % len(jitter)])
+                continue
+            launches = samples.get(number, ())
+            samples[number] = (*launches, throughput[number] * jitter[len(launches) % len(jitter)])
+            violations[number] = excess[number]  # the mean of its launches judges it
+    # the screened-out trial and the one launch past the SLO are finalists beside the feasible one
+    assert seen[0].finalists == (3, 0, 1) and set(seen[0].remeasure) == {0, 1, 3}
+    # each borderline trial is launched twice: 3's mean breaks the SLO and it leaves the finalists
+    assert len(samples[3]) == 2 and 3 not in seen[-1].finalists
+    assert 2 not in samples and all(2 not in pick.finalists for pick in seen)
+    # 0 met the SLO on its launches and is kept like any finalist, on its launch after the first (which
+    # counts as the search's): one confirmation decides a 50 % gain on a known spread
+    assert pick.trial is not None and pick.trial.number == 0 and pick.kept[0].outcome == "better"
+    assert len(samples[0]) == 2
+
+
+def test_without_a_launch_spread_no_trial_past_an_slo_is_a_finalist() -> None:
+    trials = [_screened_out(0, 150.0, 0.01), _trial(1, (120.0,)), _trial(2, (152.0,), violation=0.01)]
+    pick = final_pick(
+        SPEC,
+        OBJECTIVES,
+        trials,
+        rules=Rules(min_gain=0.01, spread=None),
+        reference=_reference((100.0, 100.4)),
+        reference_label="Baseline",
+    )
+    assert pick.finalists == (1,)
