@@ -26,6 +26,7 @@ from perflab.profiles import BenchmarkProfile, scaled
 from perflab.runner.evidence import unjudged_reason
 from perflab.study.budget import fill_budget
 from perflab.study.configs import build_config, config_fields
+from perflab.study.decide import Decision
 from perflab.study.finalists import FinalPick, final_pick
 from perflab.study.measure import RunOutcome, complete_launch, launch_score
 from perflab.study.objective import Score, combined_slos, score
@@ -237,6 +238,12 @@ def _runs_of(stage: StageInput, search: SearchSpec, objectives: Sequence[str]) -
     )
 
 
+def _against(decision: Decision, label: str, measured: str = "") -> str:
+    """A finalist's decision against the reference ``label``: its gain over it (``measured`` says on
+    what), or, when the reference breaks an SLO and no verdict was needed, why it beats it."""
+    return f"{decision.gain} over {label}{measured}" if decision.verdict is not None else decision.gain
+
+
 @dataclass(frozen=True)
 class Search:
     """The search strategy (see the module)."""
@@ -356,10 +363,10 @@ def _decided(
         if candidate.decision is not None or candidate.value is None:
             decided.append(candidate)
         elif candidate is chosen and kept is not None:
-            note = f"{pick.reason}; {kept.gain} over {best.label} on its confirmation launches"
+            note = f"{pick.reason}; {_against(kept, best.label, ' on its confirmation launches')}"
             decided.append(replace(candidate, decision="winner", note=note, verdict=kept.verdict))
         elif decision is not None and decision.outcome == "better":
-            note = f"a finalist, {decision.gain} over {best.label}; trial {chosen.position} is the pick"
+            note = f"a finalist, {_against(decision, best.label)}; trial {chosen.position} is the pick"
             decided.append(replace(candidate, decision="not_better", note=note, verdict=decision.verdict))
         elif decision is not None:
             note = f"a finalist, not kept over {best.label}: {decision.note}"

@@ -130,4 +130,6 @@ def test_a_search_launches_a_configuration_just_past_the_slo_again_before_it_giv
     # 64 broke it far: launched once; 12 met it and is recommended on its confirmation launches
     assert by_seqs[64].violation > 0.04 and launches[64] == 1
     assert by_seqs[12].state == "winner" and launches[12] >= 2
+    # the baseline breaks the SLO, so the pick beats it without a verdict on a gain, and says only that
+    assert by_seqs[12].note.endswith("; meets the SLOs, which Baseline breaks"), by_seqs[12].note
     assert "--max-num-seqs 12" in final.recommended_command
