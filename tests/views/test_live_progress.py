@@ -137,7 +137,7 @@ def test_time_left_of_a_closed_loop_through_its_drain(sim_server, capsys: pytest
             for sent_all, eta, really_left in said
             if sent_all is phase
         ]
-        assert not misses or float(np.median(misses)) <= 0.0, (phase, said)
+        assert misses and float(np.median(misses)) <= 0.0, (phase, said)
 
 
 def test_a_benchmark_in_rounds_says_its_round_and_the_time_left_of_every_round(  # type: ignore[no-untyped-def]
