@@ -4,7 +4,6 @@ reference) until decided, kept over the reference only by those launches, and se
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 import pytest
 
@@ -43,17 +42,24 @@ def _reference(values: tuple[float, ...], *violations: str) -> Measurement:
 
 
 def _conclude(
-    first: dict[int, float], truth: Callable[[int, int], float], reference: tuple[float, ...]
+    first: dict[int, float],
+    truth: Callable[[int, int], float],
+    reference: tuple[float, ...],
+    *,
+    build: Callable[[dict[int, tuple[float, ...]]], list[Trial]] | None = None,
+    spread: StudySpread | None = None,
 ) -> tuple[object, dict[int, tuple[float, ...]], tuple[float, ...], list[object]]:
     """Drive the final pick to its end: each asked launch of trial ``n`` (its ``k``-th) measures
-    ``truth(n, k)``, the reference's ``truth(-1, k)``. Returns the pick, every trial's launches, the
-    reference's launches and every intermediate pick."""
+    ``truth(n, k)``, the reference's ``truth(-1, k)``. ``build`` makes the trials from every trial's
+    launches so far (by default a complete, feasible trial each); ``spread`` is the study's (by default
+    pooled from the launches). Returns the pick, every trial's launches, the reference's launches and
+    every intermediate pick."""
     samples = {number: (value,) for number, value in first.items()}
     seen = []
     while True:
-        trials = [_trial(number, values) for number, values in samples.items()]
+        trials = build(samples) if build else [_trial(number, values) for number, values in samples.items()]
         groups = [*samples.values(), reference]
-        rules = Rules(min_gain=0.01, spread=study_spread(groups))
+        rules = Rules(min_gain=0.01, spread=spread or study_spread(groups))
         pick = final_pick(
             SPEC, OBJECTIVES, trials, rules=rules, reference=_reference(reference), reference_label="Baseline"
         )
@@ -65,7 +71,8 @@ def _conclude(
             if number is None:
                 reference = (*reference, truth(-1, len(reference)))
             else:
-                samples[number] = (*samples[number], truth(number, len(samples[number])))
+                launches = samples.get(number, ())
+                samples[number] = (*launches, truth(number, len(launches)))
 
 
 def test_a_pick_on_one_launch_against_a_spread_on_one_df_is_measured_until_decided() -> None:
@@ -230,38 +237,31 @@ def _screened_out(number: int, screening: float, violation: float) -> Trial:
 
 
 def test_a_trial_just_past_an_slo_is_launched_until_two_launches_judge_it_on_their_mean() -> None:
-    # a known 2 % launch spread: a trial that broke an SLO by at most 4 % of its limit is borderline
-    rules = Rules(min_gain=0.01, spread=StudySpread.given(2.0))
     jitter = [1.0, 1.004, 0.997, 1.002, 0.999, 1.003]
     throughput = {-1: 100.0, 0: 150.0, 1: 120.0, 3: 152.0}
-    # the true excess over the SLO of each: 0 is within it (its screening was unlucky), 3 is past it
+    # how far past the SLO each was on its launch during the search (0 only had a screening, 3 % past)
+    searched = {1: -0.2, 3: 0.03}
+    # and truly: 0 is within it (its screening was unlucky), 3 is past it
     excess = {0: -0.01, 1: -0.2, 3: 0.02}
-    samples: dict[int, tuple[float, ...]] = {1: (120.0,), 3: (152.0,)}
-    violations = {1: -0.2, 3: 0.03}
-    reference = (100.0, 100.4)
-    seen = []
-    while True:
-        trials = [
-            _screened_out(0, 150.0, 0.03) if 0 not in samples else _trial(0, samples[0]),
-            _trial(1, samples[1]),
-            _screened_out(2, 200.0, 0.10),  # past the SLO by five spreads: never a finalist
-            _trial(3, samples[3]),
-        ]
-        trials = [replace(trial, violation=violations.get(trial.number, trial.violation)) for trial in trials]
-        pick = final_pick(
-            SPEC, OBJECTIVES, trials, rules=rules, reference=_reference(reference), reference_label="Baseline"
-        )
-        seen.append(pick)
-        if not pick.waiting:
-            break
-        assert len(seen) < 20, "the final pick never ends"
-        for number in pick.order:
-            if number is None:
-                reference = (*reference, 100.0 * jitter[len(reference) % len(jitter)])
-                continue
-            launches = samples.get(number, ())
-            samples[number] = (*launches, throughput[number] * jitter[len(launches) % len(jitter)])
-            violations[number] = excess[number]  # the mean of its launches judges it
+
+    def truth(number: int, launch: int) -> float:
+        return throughput[number] * jitter[launch % len(jitter)]
+
+    def build(samples: dict[int, tuple[float, ...]]) -> list[Trial]:
+        """The trials, each judged on its search launch until the pick launches it, then on the mean
+        of its launches."""
+        trials = [_screened_out(2, 200.0, 0.10)]  # past the SLO by five spreads: never a finalist
+        if 0 not in samples:
+            trials.append(_screened_out(0, 150.0, 0.03))
+        for number, values in samples.items():
+            violation = searched[number] if len(values) == 1 and number in searched else excess[number]
+            trials.append(_trial(number, values, violation=violation))
+        return trials
+
+    # a known 2 % launch spread: a trial that broke an SLO by at most 4 % of its limit is borderline
+    pick, samples, _, seen = _conclude(
+        {1: 120.0, 3: 152.0}, truth, (100.0, 100.4), build=build, spread=StudySpread.given(2.0)
+    )
     # the screened-out trial and the one launch past the SLO are finalists beside the feasible one
     assert seen[0].finalists == (3, 0, 1) and set(seen[0].remeasure) == {0, 1, 3}
     # each borderline trial is launched twice: 3's mean breaks the SLO and it leaves the finalists
