@@ -13,7 +13,8 @@ of only tool calls therefore has a first token. The per-request timings some ser
 final usage chunk (vLLM 0.33 ``--enable-per-request-metrics``: ``metrics.queue_time_ms`` and
 ``metrics.time_to_first_token_ms``) are kept as the server's queue time and TTFT, in seconds; a
 simulator's clock (``perflab_sim_t`` on each token chunk, ``perflab_sim_arrival`` and
-``perflab_sim_late`` on the first: ``perflab.bench.simclock``) is kept beside the arrival times. Token
+``perflab_sim_late`` on the first, ``perflab_sim_energy_mj`` on the last: ``perflab.bench.simclock``) is
+kept beside the arrival times. Token
 chunks that came in one read with a later token chunk of the same response share that read's time,
 which may be later than their own; they are counted in ``Outcome.coalesced``. Failures never raise:
 they end the outcome with a short reason (``http_500``, ``stream_interrupted``, ``timeout``,
@@ -33,7 +34,7 @@ import json
 import math
 import time
 from json.decoder import JSONDecoder
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import httpx
 
@@ -103,6 +104,7 @@ class Outcome:
         "sim_times",
         "sim_arrival",
         "sim_late",
+        "sim_energy_mj",
         "coalesced",
         "error",
         "reason",
@@ -124,6 +126,7 @@ class Outcome:
         self.sim_times: List[float] = []
         self.sim_arrival: Optional[float] = None
         self.sim_late = 0.0
+        self.sim_energy_mj: Optional[Tuple[float, float]] = None
         self.coalesced = 0
         self.error: Optional[str] = None
         self.reason: Optional[str] = None
@@ -223,6 +226,20 @@ def _read_clock(outcome: Outcome, event: Dict[str, Any]) -> None:
     if len(outcome.sim_times) == 1:
         outcome.sim_arrival = _clock_seconds(event, "perflab_sim_arrival")
         outcome.sim_late = _clock_seconds(event, "perflab_sim_late") or 0.0
+    energy = event.get("perflab_sim_energy_mj")
+    if energy is not None:
+        outcome.sim_energy_mj = _energy_counter(energy)
+
+
+def _energy_counter(value: Any) -> Tuple[float, float]:
+    """The simulator's energy counter at a request's arrival and at its end (mJ); ValueError unless two
+    finite numbers, not negative, that do not go back."""
+    numbers = value if isinstance(value, list) and len(value) == 2 else []
+    if not all(isinstance(n, (int, float)) and not isinstance(n, bool) and math.isfinite(n) for n in numbers):
+        raise ValueError("perflab_sim_energy_mj is not two finite numbers")
+    if not 0 <= numbers[0] <= numbers[1]:
+        raise ValueError("perflab_sim_energy_mj goes back or is negative")
+    return float(numbers[0]), float(numbers[1])
 
 
 def _tool_call_text(delta: Dict[str, Any]) -> str:

@@ -54,6 +54,8 @@ def latency_fields(metrics: Metrics) -> Dict[str, float]:
 # The measured requests' first send and last receive on the bench process's perf_counter clock (the
 # clock of its progress lines' ``clock_s``): the window over which energy is read.
 CLOCK_WINDOW_KEY = "bench_clock_window_s"
+# A simulated engine's energy over the measured rounds, on its own clock (MeasuredRounds.simulated_energy).
+SIM_ENERGY_KEY = "simulated_energy"
 
 
 def server_metric_arrays(records: Sequence[RequestRecord]) -> Dict[str, List[Optional[float]]]:

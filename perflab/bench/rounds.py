@@ -135,8 +135,9 @@ class MeasuredRounds:
 
     A run against a simulator that answers with its clock (:mod:`perflab.bench.simclock`) is timed by
     it: each round's time, the floor's sum and the records are the simulator's (each round on its own
-    timeline, from its first send to its last end); otherwise by the wall clock. The pauses between
-    rounds, and the energy window (:meth:`clock_window`), are always the wall clock's."""
+    timeline, from its first send to its last end), and the engines' own energy count over those spans
+    is kept (:meth:`simulated_energy`); otherwise by the wall clock. The pauses between rounds, and the
+    window the power samples are read over (:meth:`clock_window`), are always the wall clock's."""
 
     rounds: List[_Round] = field(default_factory=list)
     phases: List[Tuple[List[Dispatch], float]] = field(default_factory=list)
@@ -221,6 +222,28 @@ class MeasuredRounds:
         return another_round(
             floor, self.measured_s, self.completed, self.last_completed, self.sent, per_round
         )
+
+    def simulated_energy(self) -> Optional[Dict[str, float]]:
+        """The joules the engines' devices drew over the measured rounds, on their simulated clocks, and
+        the rounds' measured seconds: per round and server, the energy counter from its first arrival to
+        its last end (``perflab_sim_energy_mj``). None unless the run is timed by the simulator's clock
+        and every successful response carried the counter."""
+        if not self.simulated:
+            return None
+        joules = 0.0
+        for measured in self.rounds:
+            spans: Dict[str, Tuple[float, float]] = {}
+            for dispatch in measured.dispatches:
+                outcome = dispatch.outcome
+                if not outcome.success:
+                    continue
+                if outcome.sim_energy_mj is None:
+                    return None
+                first, last = outcome.sim_energy_mj
+                low, high = spans.get(dispatch.prepared.base_url, (first, last))
+                spans[dispatch.prepared.base_url] = (min(low, first), max(high, last))
+            joules += sum(high - low for low, high in spans.values()) / 1000.0
+        return {"joules": joules, "window_s": self.measured_s}
 
     def clock_window(self) -> List[float]:
         """``[first send, last receive]`` over every round on the ``perf_counter`` clock (the pauses

@@ -47,7 +47,7 @@ from perflab.bench.options import BenchOptions
 from perflab.bench.prefix_share import own_prefix_share
 from perflab.bench.progress import Progress
 from perflab.bench.records import RequestRecord
-from perflab.bench.report import CLOCK_WINDOW_KEY, build_result
+from perflab.bench.report import CLOCK_WINDOW_KEY, SIM_ENERGY_KEY, build_result
 from perflab.bench.rounds import POOL_DATASETS, Floor, MeasuredRounds, round_items, round_seed, round_spec
 from perflab.bench.rxstamp import SOURCE_KERNEL
 from perflab.bench.session_metrics import session_summary, ttft_by_turn
@@ -461,6 +461,9 @@ async def run_benchmark_async(
     )
     result.update(engine_fields)
     result[CLOCK_WINDOW_KEY] = measured.clock_window()
+    energy = measured.simulated_energy()
+    if energy is not None:
+        result[SIM_ENERGY_KEY] = energy
     result["cache_reset"] = cache_reset
     if dataset.sessions is None:
         result["own_prefix_share"] = _own_prefix_share(ready, measured, records, cache_reset)

@@ -18,6 +18,12 @@ The node's energy is the sum over its devices: the run's GPUs when accelerators 
 (``run.gpu_ids``; every GPU sampled when the run has none), else every RAPL package of a CPU host (the
 whole package: other processes on it count too).
 
+A result timed by a simulated engine's clock carries that engine's own count instead
+(``simulated_energy``: the joules its devices drew over the measured rounds on its simulated clock,
+:mod:`perflab.sim.energy`): the power samples are taken by the wall clock, and a loaded machine stretches
+the wall-clock window a simulated benchmark runs in, so they would measure the machine.
+:func:`simulated_energy` takes it, within the physical power limit below, before any sample.
+
 Limits, past which a device (and so the node) is not measured rather than published:
 
 - **Enough samples** (:data:`MIN_WINDOW_SAMPLES`, :data:`MIN_SAMPLED_SHARE`): at least 2 samples of
@@ -259,6 +265,23 @@ def _engine_load(
         if source == "engine" and any(count is not None for count in counts):
             found.append((float(t_s), sum(count or 0.0 for count in counts) > 0, None))
     return found
+
+
+SIMULATED_COUNTER = "simulated energy counter"
+
+
+def simulated_energy(value: Any, devices: int | None) -> Energy | NotMeasured | None:
+    """A simulated engine's own energy over its result's measured rounds (``{"joules", "window_s"}``) on
+    ``devices`` accelerators; None when the result carries none."""
+    if value is None:
+        return None
+    joules = _number(value.get("joules")) if isinstance(value, Mapping) else None
+    window_s = _number(value.get("window_s")) if isinstance(value, Mapping) else None
+    if joules is None or window_s is None or joules <= 0 or window_s <= 0 or not devices:
+        return NotMeasured("the simulated engine's energy is not a positive count over a window")
+    if joules > MAX_POWER_W["accelerator"] * devices * window_s:
+        return NotMeasured("the simulated engine's energy implies more power than its devices can draw")
+    return Energy(joules=joules, window_s=window_s, devices=devices, methods=(SIMULATED_COUNTER,))
 
 
 def window_energy(

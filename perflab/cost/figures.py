@@ -6,7 +6,8 @@
 - Energy over the result's benchmark window (:mod:`perflab.cost.energy`): node joules, joules per
   request (÷ completed), joules per output token, output tokens per joule, mean power of the node and per
   accelerator. The window is the result's ``sample_window_s`` (``[start, end]`` on the samples' clock,
-  recorded by the runner); results without one (imported write-ups) say "energy not measured".
+  recorded by the runner); results without one (imported write-ups) say "energy not measured". A result
+  a simulated engine timed carries that engine's own count over its simulated window instead.
 
 Every figure is None when what it needs is unknown; nothing is guessed.
 """
@@ -19,7 +20,8 @@ from typing import Any
 
 from db.models import Run, RunSample
 from perflab.accelerators import accelerators_of, node_total
-from perflab.cost.energy import Energy, NotMeasured, window_energy
+from perflab.bench.report import SIM_ENERGY_KEY
+from perflab.cost.energy import Energy, NotMeasured, simulated_energy, window_energy
 from perflab.cost.prices import Price, PriceBook
 
 WINDOW_KEY = "sample_window_s"
@@ -111,7 +113,11 @@ def sample_window(result: Mapping[str, Any]) -> tuple[float, float] | None:
 
 
 def result_energy(run: Run, result: Mapping[str, Any], samples: Iterable[RunSample]) -> Energy | NotMeasured:
-    """The node's energy over ``result``'s benchmark window, from ``samples`` (the run's rows)."""
+    """The node's energy over ``result``'s benchmark window: a simulated engine's own count where the
+    result carries one, else from ``samples`` (the run's rows)."""
+    counted = simulated_energy(result.get(SIM_ENERGY_KEY), accelerators_of(run))
+    if counted is not None:
+        return counted
     window = sample_window(result)
     if window is None:
         return NotMeasured("no benchmark window recorded (no sampled power)")

@@ -5,7 +5,8 @@ A replica has one :class:`~perflab.sim.scheduling.RankScheduler` per attention r
 engine's API front end where its profile gives that a cost (:mod:`perflab.sim.ingress`), then goes to
 the rank with the fewest running and waiting sequences. Each step every rank plans its batch, the
 step's duration comes from :meth:`~perflab.sim.perfmodel.PerfModel.group_step_seconds` and is divided
-by the time scale (and the launch's pace, as the front end's time is); at the step's end (an absolute
+by the time scale (and the launch's pace, as the front end's time is) and counted busy by the replica's
+energy meter (:mod:`perflab.sim.energy`); at the step's end (an absolute
 deadline) every rank applies its batch: sequences that finished their prefill get their first token
 and decoding sequences their next token(s), all in one pass.
 Time is the engine's simulated clock (:class:`~perflab.sim.clock.SimClock`): ``clock.time()`` is the
@@ -18,6 +19,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 from perflab.sim.clock import SchedulerClock
+from perflab.sim.energy import EnergyMeter
 from perflab.sim.ingress import Ingress
 from perflab.sim.metrics import EngineGauges, MetricsRecorder
 from perflab.sim.noise import Pace
@@ -40,8 +42,10 @@ class BatchScheduler:
         metrics: MetricsRecorder,
         timer_factory: TimerFactory,
         pace: Optional[Pace] = None,
+        meter: Optional[EnergyMeter] = None,
     ) -> None:
         dep = perf.dep
+        self.meter = meter
         self._pace = pace
         self._loop = loop
         self._perf = perf
@@ -57,18 +61,12 @@ class BatchScheduler:
         self._step_end: Optional[float] = None
         self._kick_pending = False
         self._steps = 0
-        self._busy_seconds = 0.0
         self._timer = timer_factory(loop, self._finish_step)  # type: ignore[arg-type]
 
     @property
     def load(self) -> int:
         held = self._ingress.pending if self._ingress is not None else 0
         return held + sum(rank.queued for rank in self.ranks)
-
-    @property
-    def busy_seconds(self) -> float:
-        """Wall time spent in steps so far (for the utilisation the GPU state reports)."""
-        return self._busy_seconds
 
     def submit(self, seq: Sequence) -> None:
         if self._ingress is not None:
@@ -136,7 +134,8 @@ class BatchScheduler:
         )
         duration = seconds / self._time_scale / speed
         self._batches = batches
-        self._busy_seconds += duration
+        if self.meter is not None:
+            self.meter.busy(start, start + duration)
         self._step_end = start + duration
         self._timer.arm(self._step_end)
 

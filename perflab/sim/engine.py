@@ -17,9 +17,11 @@ import asyncio
 import contextlib
 from typing import List, Optional, Protocol, Tuple
 
+from perflab.sim import power
 from perflab.sim.batching import BatchScheduler
 from perflab.sim.clock import ARRIVAL, NO_KEY, SimClock
 from perflab.sim.deployment import Deployment
+from perflab.sim.energy import EnergyMeter
 from perflab.sim.fixed import FixedScheduler
 from perflab.sim.metrics import EngineGauges, MetricsRecorder
 from perflab.sim.noise import Pace
@@ -30,6 +32,8 @@ from perflab.sim.timelines import HOLD_S, ClockMark, Ticket, Timelines
 
 class Scheduler(Protocol):
     """What the engine needs from a scheduler."""
+
+    meter: Optional[EnergyMeter]
 
     @property
     def load(self) -> int: ...
@@ -106,6 +110,7 @@ class Engine:
         if seq.aborted:
             return
         seq.arrival = when
+        self._count_energy(seq, when)
         if prefilled:
             seq.computed = seq.prompt_len
             seq.scheduled_at = when
@@ -148,12 +153,28 @@ class Engine:
         finished = seq.generated >= seq.target_tokens
         if finished:
             seq.done = True
+            self._count_energy(seq, now)
             metrics.finished[seq.finish_reason] += 1
             metrics.e2e.observe(now - seq.arrival)
             if seq.ticket is not None and self.timelines is not None:
                 self.timelines.finished(seq.ticket, now)
         if seq.on_tokens is not None:
             seq.on_tokens(seq, count, finished)
+
+    def _count_energy(self, seq: Sequence, when: float) -> None:
+        """Read the devices' energy counter for a request that declared its client's timeline (the
+        client reads its window's energy from its first arrival and last end)."""
+        meters = [replica.meter for replica in self.replicas]
+        if seq.ticket is not None and all(meters):
+            seq.energy_mj.append(sum(meter.joules(when) for meter in meters if meter) * 1000.0)
+
+    def utilization(self) -> float:
+        """The replicas' mean busy share of the last simulated second (0 for fixed timings)."""
+        meters = [replica.meter for replica in self.replicas]
+        if self.clock is None or not meters or not all(meters):
+            return 0.0
+        present = self.clock.present()
+        return sum(meter.utilization(present) for meter in meters if meter) / len(meters)
 
     @property
     def idle(self) -> bool:
@@ -190,6 +211,7 @@ def model_engine(
     attention ranks in lockstep), on ``clock``; on a live clock requests may declare their clients'
     timelines (each holds the clock ``hold_s`` at most)."""
     engine = Engine(MetricsRecorder(), clock, pace)
+    devices = dep.attention_dp * dep.tp * dep.pp
     if clock.loop is not None:
         engine.timelines = Timelines(clock, clock.loop, hold_s)
     for _ in range(dep.dp):
@@ -203,6 +225,7 @@ def model_engine(
                 engine.metrics,
                 clock.timer,
                 pace,
+                EnergyMeter(power.profile(dep.accel.key), devices),
             )
         )
     return engine

@@ -10,15 +10,18 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
+from perflab.sim.energy import EnergyMeter
 from perflab.sim.metrics import EngineGauges
 from perflab.sim.sequence import Deliver, Sequence
 from perflab.sim.timing import GROUP_S, PreciseTimer
 
 
 class FixedScheduler:
-    """Emits tokens on a fixed schedule per sequence."""
+    """Emits tokens on a fixed schedule per sequence (no power model: it has no energy meter)."""
+
+    meter: Optional[EnergyMeter] = None
 
     def __init__(
         self, loop: asyncio.AbstractEventLoop, ttft_s: float, itl_s: float, deliver: Deliver

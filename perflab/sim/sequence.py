@@ -40,6 +40,7 @@ class Sequence:
         "held_blocks",
         "cache_key",
         "ticket",
+        "energy_mj",
     )
 
     def __init__(
@@ -75,6 +76,8 @@ class Sequence:
         self.held_blocks = 0
         self.cache_key = -1
         self.ticket: Optional["Ticket"] = None  # its place on its client's timeline, if it declared one
+        # The engine's energy counter (mJ, its simulated clock) at its arrival, then at its last token.
+        self.energy_mj: List[float] = []
 
     @property
     def remaining(self) -> int:

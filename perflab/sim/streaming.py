@@ -11,7 +11,9 @@ A request that declared its client's timeline (:mod:`perflab.sim.timelines`) is 
 clock: every chunk that carries output has ``"perflab_sim_t"``, the simulated time of the step that
 produced it, in seconds on the client's timeline; the first also ``"perflab_sim_arrival"``, when the
 request was sent on that timeline, and ``"perflab_sim_late"`` (seconds) when it reached the server
-after the clock had passed that time and started when it came instead. Real engines send none of these.
+after the clock had passed that time and started when it came instead; the last
+``"perflab_sim_energy_mj": [at arrival, at end]``, the engine's devices' energy counter
+(:mod:`perflab.sim.energy`) at those two simulated instants. Real engines send none of these.
 """
 
 from __future__ import annotations
@@ -126,8 +128,9 @@ def with_fields(event: bytes, fields: bytes) -> bytes:
     return event[:-3] + fields + b"}\n\n"
 
 
-def clock_fields(seq: Sequence, first: bool) -> bytes:
-    """The simulated times of a chunk of ``seq`` (nothing when it declared no timeline)."""
+def clock_fields(seq: Sequence, first: bool, last: bool = False) -> bytes:
+    """The simulated times of a chunk of ``seq`` (nothing when it declared no timeline), and on its
+    ``last`` the engine's energy counter at its arrival and at its end."""
     ticket = seq.ticket
     if ticket is None:
         return b""
@@ -136,6 +139,8 @@ def clock_fields(seq: Sequence, first: bool) -> bytes:
         fields += b',"perflab_sim_arrival":%.9f' % (seq.arrival - ticket.origin)
         if ticket.late > 0:
             fields += b',"perflab_sim_late":%.9f' % ticket.late
+    if last and len(seq.energy_mj) == 2:
+        fields += b',"perflab_sim_energy_mj":[%.6f,%.6f]' % tuple(seq.energy_mj)
     return fields
 
 
@@ -185,7 +190,7 @@ class StreamSink:
             last = finished and index == len(parts) - 1
             first = self._sent == 0 and index == 0
             chunk = fmt.delta_chunk(first, key, text, seq.finish_reason if last else None)
-            fields = clock_fields(seq, first)
+            fields = clock_fields(seq, first, last)
             chunks.append(with_fields(chunk, fields) if fields else chunk)
         self._sent = seq.generated
         if not finished:

@@ -285,3 +285,21 @@ def test_a_stream_of_only_tool_calls_succeeds(scripted_server):
     [outcome] = run(send_all(server.base_url, [chat(tokens=4)]))
     assert outcome.success, outcome.error
     assert len(outcome.chunk_times) == 4 and outcome.completion_tokens == 4
+
+
+@pytest.mark.parametrize("bad", [[5.0, 4.0], [-1.0, 2.0], [1.0], "1,2", [1.0, float("inf")], [True, 2]])
+def test_a_simulators_energy_counter_is_two_numbers_that_do_not_go_back(bad):
+    """The last chunk's ``perflab_sim_energy_mj`` (at the request's arrival, at its end) is kept; one that
+    is not two finite numbers, not negative and not going back, fails the request."""
+    clock = {"perflab_sim_t": 0.2, "perflab_sim_arrival": 0.0}
+    kept = Outcome()
+    StreamDecoder(kept, chat=True, keep_text=False)(
+        sse({"choices": [{"delta": {"content": "a"}}], **clock, "perflab_sim_energy_mj": [1.5, 2]}), 1.0
+    )
+    assert kept.success and kept.sim_energy_mj == (1.5, 2.0)
+    refused = Outcome()
+    with pytest.raises(StreamAborted):
+        StreamDecoder(refused, chat=True, keep_text=False)(
+            sse({"choices": [{"delta": {"content": "a"}}], **clock, "perflab_sim_energy_mj": bad}), 1.0
+        )
+    assert refused.reason == "invalid_response" and refused.sim_energy_mj is None

@@ -1,7 +1,7 @@
 """The bench against model-mode simulators measures the model, not the machine: the same benchmark run
 on a quiet machine and with every CPU kept busy gives the same figures — and as many rounds of a sized
-benchmark — timed by the simulator's clock; prefix caching beats no caching at time scale 5 under load by
-what the offline simulator says.
+benchmark, and the same joules by the engines' own energy counters — timed by the simulator's clock;
+prefix caching beats no caching at time scale 5 under load by what the offline simulator says.
 """
 
 from __future__ import annotations
@@ -99,9 +99,12 @@ def test_a_loaded_machine_changes_no_figure(sim_server, scenario: str) -> None:
     for result in (quiet, loaded):
         assert result["timing_source"] == "simulated" and result["failed"] == 0, result["notes"]
         assert not any("simulator" in note for note in result["notes"])
-        # the energy window stays on the bench's wall clock, whichever clock timed the figures
+        # the samples' energy window stays on the bench's wall clock, whichever clock timed the figures;
+        # the engines' own energy count is over the measured simulated time
         first, last = result["bench_clock_window_s"]
         assert before <= first < last <= after
+        assert result["simulated_energy"]["window_s"] == result["duration"]
+        assert result["simulated_energy"]["joules"] > 0
     if "min_duration_s" in options:
         rounds = quiet["rounds"]
         assert loaded["rounds"]["count"] == rounds["count"] >= 3 and rounds["floor_reached"]
@@ -109,6 +112,9 @@ def test_a_loaded_machine_changes_no_figure(sim_server, scenario: str) -> None:
         assert quiet["duration"] == pytest.approx(sum(rounds["measured_s"]), abs=1e-5)
     for name in (*FIGURES, *LATENCIES):
         assert loaded[name] == pytest.approx(quiet[name], rel=1e-6, abs=1e-6), name
+    assert loaded["simulated_energy"]["joules"] == pytest.approx(
+        quiet["simulated_energy"]["joules"], rel=1e-6
+    )
     quiet_requests, loaded_requests = _by_request(quiet), _by_request(loaded)
     assert sorted(loaded_requests) == sorted(quiet_requests)
     for place, figures in quiet_requests.items():

@@ -45,6 +45,32 @@ def test_cost_and_energy_of_a_known_run() -> None:
     assert figures.energy_text == "48.00 kJ over 60.0 s (power samples)"
 
 
+def test_a_simulated_engines_own_count_comes_before_the_samples_and_is_held_to_physics() -> None:
+    """A result a simulated engine timed carries the joules its devices drew over the measured simulated
+    time: that, not the wall-clock power samples, is its energy; a count that is not a positive number
+    over a window, or implies more than 5,000 W a device, is not measured."""
+    run = Run(id=1, host_name="gpu-a", gpu_ids=[0, 1], config={"tp": 2}, accelerator="NVIDIA H100 80GB HBM3")
+    result = {"completed": 100, "total_output_tokens": 60_000, "sample_window_s": [10.0, 70.0]}
+    power = samples({0: 400.0, 1: 400.0}, range(0, 81, 2))
+    counted = cost_figures(
+        run, {**result, "simulated_energy": {"joules": 24_000.0, "window_s": 40.0}}, power, PRICES
+    )
+    assert counted.energy.joules == pytest.approx(
+        24_000
+    ) and counted.output_tokens_per_joule == pytest.approx(2.5)
+    assert counted.mean_power_w_per_accelerator == pytest.approx(300)
+    assert counted.energy_text == "24.00 kJ over 40.0 s (simulated energy counter)"
+    for hostile in (
+        {"joules": -1.0, "window_s": 40.0},
+        {"joules": 1e12, "window_s": 40.0},
+        {"joules": "1"},
+        [1],
+    ):
+        figures = cost_figures(run, {**result, "simulated_energy": hostile}, power, PRICES)
+        assert isinstance(figures.energy, NotMeasured) and figures.output_tokens_per_joule is None, hostile
+        assert "simulated engine's energy" in figures.energy_text
+
+
 def test_imported_result_has_cost_from_its_accelerator_model_and_no_energy() -> None:
     run = Run(id=2, source="imported", accelerator="NVIDIA H100 NVL", config={"tp": 4})
     figures = cost_figures(run, {"output_throughput": 2000.0, "total_token_throughput": 4000.0}, [], PRICES)

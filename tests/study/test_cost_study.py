@@ -1,7 +1,8 @@
 """A study whose objective is cost per 1M tokens, on the simulator: it keeps the cheapest configuration
 that meets its SLOs, priced at each curve's SLO limit, and its report carries cost rows (markdown, CSV,
-JSON). The simulated GPUs' power is sampled by the wall clock: a result whose benchmark window the
-samples cover carries its energy from them, every other one says why its energy was not measured."""
+JSON). Every result carries its energy from the simulated engine's own count over its simulated time,
+however short its wall-clock window (the runner's power samples, taken by the wall clock, cover few of
+the sweep's points at this time scale)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from sqlalchemy.engine import Engine
 
 from db.session import new_session
+from perflab.cost.energy import SIMULATED_COUNTER
 from perflab.inventory import HOSTS_FILE_ENV
 from perflab.report.export import results_csv, results_json
 from perflab.report.from_study import study_report
@@ -22,15 +24,9 @@ from perflab.study.progress import load_progress
 from tests.fixtures.runs import SimHostFactory, write_hosts_file
 from tests.fixtures.study_data import run_study
 from tests.study.test_load_curve_study import SPEC as LOAD_CURVE_SPEC
-from tests.study.test_load_curve_study import slos_shown, slos_yaml
+from tests.study.test_load_curve_study import TIME_SCALE, slos_shown, slos_yaml
 
 PRICE = 2.5
-# Steps run at a sixteenth of their simulated time (start-up at a twentieth), slower than the load-curve
-# study's: energy is measured from the runner's power samples, taken by the wall clock every half second,
-# only over a benchmark window they cover (two at least, spanning half of it: perflab.cost.energy), and at
-# this scale the sweep's points last long enough in wall time for some of them to be.
-TIME_SCALE = 16
-STARTUP_SCALE = 20
 SPEC = LOAD_CURVE_SPEC.replace("name: load within SLO", "name: cheapest within SLO").replace(
     "objective: max_load_within_slo", "objective: cost_per_mtok"
 )
@@ -46,7 +42,6 @@ def test_cost_study_recommends_the_cheapest_configuration_within_its_slos(
         kind="local",
         count=1,
         time_scale=TIME_SCALE,
-        startup_scale=STARTUP_SCALE,
         price_per_accelerator_hour=PRICE,
         price_label="example price",
     )
@@ -101,16 +96,13 @@ def test_cost_study_recommends_the_cheapest_configuration_within_its_slos(
     cost_line = next(line for line in lines if line.startswith("| **Concurrency sweep** cost"))
     assert f"{row.change.change * 100:+.1f}% $ per 1M tokens" in cost_line and "lightgreen" in cost_line
     assert "(example price) per 1M tokens" in cost_line
-    assert " output tokens per joule" in cost_line or "energy not measured" in cost_line
+    assert " output tokens per joule" in cost_line and "energy not measured" not in markdown
     assert "| Optimization Option | Cost Change |" in markdown
 
     records = list(csv.DictReader(io.StringIO(results_csv(report))))
     assert {record["currency"] for record in records} == {"USD"}
-    # the simulated GPU's power is sampled (the simulator's power model); a short benchmark window that
-    # falls between two samples says why its energy is not measured, never a guess
-    measured = [record for record in records if record["energy_method"]]
-    assert measured and {record["energy_method"] for record in measured} == {"power samples"}
-    assert all(float(record["output_tokens_per_joule"]) > 0 for record in measured)
-    assert all(record["energy_not_measured"] for record in records if not record["energy_method"])
+    # every result's energy is the simulated engine's own count (the simulator's power model on its clock)
+    assert {record["energy_method"] for record in records} == {SIMULATED_COUNTER}
+    assert all(float(record["output_tokens_per_joule"]) > 0 for record in records)
     payload = json.loads(results_json(report))
     assert payload["costs"][0]["optimized_cost_per_mtok"] == pytest.approx(row.optimized.cost_per_mtok)

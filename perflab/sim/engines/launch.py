@@ -115,19 +115,11 @@ def _bind(launch: Launch) -> socket.socket:
         raise
 
 
-async def _report_utilization(
-    engine: Engine, registration: Registration, loop: asyncio.AbstractEventLoop
-) -> None:
-    previous_busy = 0.0
-    previous_time = loop.time()
+async def _report_utilization(engine: Engine, registration: Registration) -> None:
+    """Every second, the engine's busy share of its last simulated second (the simulated nvidia-smi)."""
     while True:
         await asyncio.sleep(1.0)
-        now = loop.time()
-        busy = sum(getattr(replica, "busy_seconds", 0.0) for replica in engine.replicas) / len(
-            engine.replicas
-        )
-        registration.set_utilization((busy - previous_busy) / max(now - previous_time, 1e-6))
-        previous_busy, previous_time = busy, now
+        registration.set_utilization(engine.utilization())
 
 
 async def _run(launch: Launch) -> int:
@@ -242,7 +234,7 @@ async def _serve(
             if exc.errno in (98, 48):
                 raise failures.port_in_use(launch.engine, dep.knobs.host, dep.knobs.bootstrap_port) from None
             raise
-    reporter = loop.create_task(_report_utilization(engine, registration, loop))
+    reporter = loop.create_task(_report_utilization(engine, registration))
     try:
         await serve_until_stopped(
             app,
