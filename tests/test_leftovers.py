@@ -28,12 +28,21 @@ def _alive(pid: int) -> bool:
     return state != b"Z"
 
 
+def _wait_for_arguments(pid: int) -> None:
+    """Until the kernel shows the process's arguments: Popen returns once exec closed its pipe, which is
+    before the new program's arguments are placed (``/proc/PID/cmdline`` reads empty meanwhile)."""
+    deadline = time.monotonic() + 10
+    while not Path(f"/proc/{pid}/cmdline").read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def test_a_process_pointing_into_a_directory_is_found_with_its_origin_and_stopped(tmp_path: Path) -> None:
     (tmp_path / "test_one0").mkdir()
     log = tmp_path / "test_one0" / "engine.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(["sleep", "600"], stdout=out, start_new_session=True)
     try:
+        _wait_for_arguments(process.pid)
         (found,) = processes_under(tmp_path)
         assert (found.pid, found.origin, found.command) == (process.pid, "test_one0", "sleep 600")
         assert processes_under(tmp_path / "elsewhere") == []

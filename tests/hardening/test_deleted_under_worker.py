@@ -5,6 +5,8 @@ second worker took the paused one for dead and recovered it, and then a user del
 from __future__ import annotations
 
 import signal
+import sqlite3
+import subprocess
 import time
 from pathlib import Path
 
@@ -38,6 +40,27 @@ def _wait_for_line(log: Path, text: str, timeout_s: float = 60.0) -> str:
     raise AssertionError(f"{text!r} not logged:\n{log.read_text()}")
 
 
+def _pause_outside_a_write(worker: subprocess.Popen[bytes], engine: Engine) -> None:
+    """Stop ``worker`` at a moment it holds no write lock on the SQLite file (a worker stopped inside a
+    write keeps every other writer out, the rescuer too): resumed and stopped again until a write can
+    begin."""
+    for _ in range(50):
+        worker.send_signal(signal.SIGSTOP)
+        if engine.url.get_backend_name() != "sqlite":
+            return
+        connection = sqlite3.connect(str(engine.url.database), timeout=0.5)
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            connection.rollback()
+            return
+        except sqlite3.OperationalError:
+            worker.send_signal(signal.SIGCONT)
+            time.sleep(0.1)
+        finally:
+            connection.close()
+    raise AssertionError("the worker held a write lock at every pause")
+
+
 def test_a_run_deleted_under_a_paused_worker_ends_without_a_traceback(
     runs_db: Engine, sim_host: SimHostFactory, tmp_path: Path
 ) -> None:
@@ -51,7 +74,7 @@ def test_a_run_deleted_under_a_paused_worker_ends_without_a_traceback(
         worker = worker_process(runs_db, hosts_file, "paused", output)
     try:
         run = wait_for_run(runs_db, queued.id, benchmarking_with_progress)
-        worker.send_signal(signal.SIGSTOP)
+        _pause_outside_a_write(worker, runs_db)
         time.sleep(1.5)  # its heartbeat goes stale for a worker that waits 1 s
         rescuer = Worker(runs_db, inventory_path=hosts_file, worker_id="rescuer", stale_after_s=1.0,
                          runner_options=FAST)  # fmt: skip
