@@ -310,6 +310,7 @@ def step(
     earlier: Mapping[str, Observation] | None = None,
     predict: Predictor | None = None,
     slos: Mapping[str, float] | None = None,
+    stopped: str | None = None,
 ) -> SearchStep:
     """Propose the next configuration once every launched trial has its outcome (with ``propose``
     false, only say whether the search has stopped).
@@ -319,7 +320,10 @@ def step(
     measured before the search showed, by fingerprint. Trials must carry their outcomes
     (:func:`with_outcomes`). The loop is bounded: each proposal that launches nothing brings a stop
     (:func:`stop_reason`) closer. With ``predict``, predictions seed the first proposals and pre-screen
-    the others under ``slos`` (:mod:`perflab.study.predictions`)."""
+    the others under ``slos`` (:mod:`perflab.study.predictions`). A search that ``stopped`` before stays
+    stopped for that reason, whatever its trials' outcomes have become since."""
+    if stopped is not None:
+        return SearchStep(tuple(trials), stopped)
     earlier = earlier or {}
     predicted = _predicted(spec, build, predict) if predict is not None else {}
     trials = list(trials)

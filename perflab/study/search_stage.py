@@ -1,7 +1,10 @@
 """The search strategy: a stage's trials as candidates, what to run, and its winner.
 
 :class:`Search` is the :class:`~perflab.study.strategy.StageStrategy` of a stage with ``search:``. The
-trials it stored (``study.state["search_trials"]``, by stage index) are the proposals made so far;
+trials it stored (``study.state["search_trials"]``, by stage index) are the proposals made so far,
+stored with the reason the search stopped once it did (a stop stands: the final pick's launches may
+change a trial's outcome, and with ``patience`` a finalist that comes to meet its SLOs would otherwise
+count as a recent gain and reopen the search);
 their outcomes come from the study's runs every time (:func:`observations`), so the sampler's history
 is rebuilt from the stored measurements on each advance and nothing is kept in memory. A
 configuration's run carries the screening profile (a fraction of the tuning prompts) first; the step
@@ -253,9 +256,17 @@ class Search:
         search = stage.spec.search
         objectives = objectives_of(search, stage.evidence.objective)
         runs = _runs_of(stage, search, objectives)
-        stored = stage.evidence.stored.get(str(stage.index), ())
+        stored, stopped = read_record(stage.evidence.stored.get(str(stage.index), ()))
         gpu_hours = sum(run_gpu_hours(run) for run in stage.evidence.runs)
-        return _search_step(stage, search, objectives, stored, runs, gpu_hours)
+        return _search_step(stage, search, objectives, stored, runs, gpu_hours, stopped)
+
+
+def read_record(record: Any) -> tuple[list[Mapping[str, Any]], str | None]:
+    """The stored trials of a search stage, and why it stopped once it did: ``{"trials", "stop"}``, or
+    the list of trials alone (a record written before stops were kept)."""
+    if isinstance(record, Mapping):
+        return list(record.get("trials") or ()), record.get("stop")
+    return list(record or ()), None
 
 
 def _search_step(
@@ -265,6 +276,7 @@ def _search_step(
     stored: Sequence[Mapping[str, Any]],
     runs: SearchRuns,
     gpu_hours: float,
+    stopped: str | None,
 ) -> StageStep:
     """Where the search stage stands: its trials (a new proposal appended when one is due)."""
     stage_index, name, best, rules = stage.index, stage.spec.name, stage.best, stage.rules
@@ -292,6 +304,7 @@ def _search_step(
         earlier={fp: seen for fp, seen in runs.observations.items() if fp in stage.earlier},
         predict=stage.evidence.predict,
         slos=stage.evidence.slos,
+        stopped=stopped,
     )
     trials = list(result.trials)
     for trial in trials:
@@ -305,7 +318,7 @@ def _search_step(
     )
     candidates = [_candidate(stage_index, name, t, search, configs.get(t.number)) for t in trials]
     screen = {config.fingerprint(): search.screening for config in wanted} if search.screening < 1.0 else {}
-    common = {"stored": [trial.stored() for trial in trials]}
+    common = {"stored": {"trials": [trial.stored() for trial in trials], "stop": result.stop}}
     if result.stop is None:
         return StageStep(
             StagePlan(stage_index, name, tuple(candidates), best),

@@ -77,8 +77,10 @@ def test_a_search_with_no_buildable_point_fails_within_one_advance(
         f"({MAX_WITHOUT_LAUNCH} proposals): needs 3 accelerators (tp×dp×replicas) but a node has 2"
     )
     # every proposal counted: the search stopped after the bound, not after a point was built
-    trials = study.state["stage_state"]["1"]
+    record = study.state["stage_state"]["1"]
+    trials = record["trials"]
     assert len(trials) == MAX_WITHOUT_LAUNCH and all(trial["refused"] for trial in trials)
+    assert record["stop"].startswith(f"the last {MAX_WITHOUT_LAUNCH} proposals launched nothing")
     assert main(["study", "--url", database_url, "show", str(study_id), "--timeout", "30"]) == 0
     assert "failed: stage 1 (Batching): no configuration of its space can be built" in capsys.readouterr().out
 

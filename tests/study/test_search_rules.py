@@ -11,7 +11,7 @@ from perflab.engines.config import EngineConfig
 from perflab.study.budget import fill_budget
 from perflab.study.search import Trial, pareto_front, promising, step, stop_reason, with_outcomes
 from perflab.study.search_space import SearchSpec
-from perflab.study.search_stage import slo_violation
+from perflab.study.search_stage import read_record, slo_violation
 from perflab.study.spec import StudySpecError, parse_spec
 
 SPACE = {
@@ -152,3 +152,34 @@ def test_screening_under_slos_breaks_them_or_is_judged_among_feasible_screenings
         for n in range(4)
     ]
     assert not promising(spec, objectives, [*feasible, slower], 4)
+
+
+def test_a_stop_once_given_stands_when_a_final_pick_launch_turns_a_trial_into_a_gain() -> None:
+    """With ``patience`` 2, three launches without a 1 % gain stop the search. A final-pick launch then
+    brings the mean of the trial that broke its SLO within it, 20 % above the best: counted afresh, the
+    last two launches hold a gain and the search would propose again. The stop it gave stands."""
+    spec = SearchSpec.model_validate({**SPACE, "budget": {"launches": 6}, "patience": 2})
+    objectives = ("total_token_throughput",)
+    points = [{"max_num_seqs": seqs, "parallelism": "TP1"} for seqs in (64, 128, 256)]
+    trials = [
+        Trial(n, p, _build(p).fingerprint(), status="complete", values=(v,), samples=(v,), violation=x)
+        for n, (p, v, x) in enumerate(zip(points, (100.0, 99.0, 105.0), (0.0, 0.0, 0.02), strict=True))
+    ]
+    stopped = step(spec, objectives, trials, _build)
+    assert stopped.stop == "no gain of 1% in the last 2 launches" and stopped.proposed == []
+    feasible_now = [*trials[:2], replace(trials[2], values=(120.0,), samples=(105.0, 135.0), violation=-0.01)]
+    assert stop_reason(spec, objectives, feasible_now) is None
+    assert step(spec, objectives, feasible_now, _build).proposed  # counted afresh, it would search on
+    kept = step(spec, objectives, feasible_now, _build, stopped=stopped.stop)
+    assert kept.stop == stopped.stop and kept.proposed == [] and len(kept.trials) == 3
+
+
+def test_a_search_stages_record_keeps_its_stop_and_reads_a_record_without_one() -> None:
+    trial = {"number": 0, "params": {"max_num_seqs": 64}, "fingerprint": "f"}
+    assert read_record({"trials": [trial], "stop": "budget: 1 launches of 1"}) == (
+        [trial],
+        "budget: 1 launches of 1",
+    )
+    assert read_record({"trials": [trial], "stop": None}) == ([trial], None)
+    assert read_record([trial]) == ([trial], None)
+    assert read_record(()) == ([], None)
