@@ -118,7 +118,8 @@ def observations(
         launches: list[list[Score]] = []
         screened: Score | None = None
         short: str | None = None
-        for run in (run for run in runs if run.config_fingerprint == fingerprint):
+        launched = [run for run in runs if run.config_fingerprint == fingerprint]
+        for run in launched:
             stored = results.get(run.id, ())
             screens = [r for r in stored if r.profile_name == screening.name]
             pairs = [(r.sweep_point, r.result) for r in screens]
@@ -157,6 +158,8 @@ def observations(
             seen[fingerprint] = Observation("unmeasured", note=measurement.error)
         elif outcome.run.status not in FINISHED_RUN_STATUSES or measurement.state == "pending":
             status = "screened" if first is not None else "pending"
+            if len(launched) > 1:  # launched again after its screening: a final pick's round
+                remeasuring.add(fingerprint)
             seen[fingerprint] = Observation(
                 status, first, violation=screen_violation, note=screen_note, screening_short=short
             )
