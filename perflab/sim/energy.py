@@ -40,10 +40,10 @@ class EnergyMeter:
     def busy(self, start: float, end: float) -> None:
         """The replica is busy from ``start`` (the clock's present, never before an earlier call's) to
         ``end``."""
-        self._advance(start)
-        if self._ends and start <= self._ends[-1]:
+        if self._ends and start <= self._ends[-1]:  # back to back: the last span goes on
             self._ends[-1] = max(self._ends[-1], end)
             return
+        self._advance(start)
         before = self._before[-1] + self._ends[-1] - self._starts[-1] if self._starts else self._dropped
         self._starts.append(start)
         self._ends.append(end)
