@@ -24,7 +24,9 @@ the round begins, and the line carries ``rounds``::
 ``started_s`` the ``elapsed_s`` it began at; ``measured_s``, ``completed`` and ``paused_s`` are the
 measured seconds, successful requests and pauses between rounds of the rounds that ended; ``D`` and
 ``R`` the floor. A round's first line is written as it begins; once it has ended, one line says what
-follows: ``next`` true while the next round is being prepared, else it is the last line.
+follows: ``next`` true while the next round is being prepared, else it is the last line. No line is
+written between a round's last request ending and that line (a reader would take ``done`` = ``total``
+with ``next`` false for the end of the benchmark).
 
 The bar redraws in place on a terminal and prints a plain line every few seconds otherwise.
 """
@@ -166,7 +168,9 @@ class Progress:
         interval = 1.0 if self.mode == "json" else 0.25
         while True:
             await asyncio.sleep(interval)
-            self.report()
+            if not (self.rounds is not None and self.done >= self.total):
+                # a round whose requests all ended is next reported by end_round, which says what follows
+                self.report()
 
     def start(self) -> None:
         """Start reporting (again, for a later round of the same run: the clock keeps running)."""
