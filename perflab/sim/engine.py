@@ -225,7 +225,7 @@ def model_engine(
                 engine.metrics,
                 clock.timer,
                 pace,
-                EnergyMeter(power.profile(dep.accel.key), devices),
+                EnergyMeter(power.profile(dep.accel.key), devices, time_scale),
             )
         )
     return engine

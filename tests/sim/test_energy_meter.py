@@ -78,3 +78,23 @@ def test_idle_and_fully_busy_devices_draw_their_profiles_power() -> None:
     assert busy.utilization(10.0) == pytest.approx(1.0)
     assert busy.utilization(10.5) == pytest.approx(0.5)
     assert busy.utilization(11.0) == pytest.approx(0.0)
+
+
+def test_the_busy_share_is_over_one_second_of_the_engines_time() -> None:
+    """At time scale 200 a second of the engine is 5 ms of the clock: a benchmark's energy does not reach
+    back into the idle time before it, however long the wall time between two benchmarks made it; at
+    time scale 1 the second before it counts."""
+    window = (10.0, 10.3)
+
+    def benchmark_energy(time_scale: float, previous_end: float) -> float:
+        meter = EnergyMeter(H100, DEVICES, time_scale)
+        meter.busy(previous_end - 0.2, previous_end)  # the benchmark before
+        meter.busy(*window)
+        before = meter.joules(window[0])
+        return meter.joules(window[1]) - before
+
+    assert benchmark_energy(200.0, 9.5) == pytest.approx(benchmark_energy(200.0, 8.0), rel=1e-12)
+    # fully busy from the first 5 ms on (the ramp's mean √u is 2/3)
+    ramp = 0.005 * (H100.idle_w + (H100.busy_w - H100.idle_w) * 2.0 / 3.0)
+    assert benchmark_energy(200.0, 9.5) == pytest.approx(DEVICES * (ramp + 0.295 * H100.busy_w))
+    assert benchmark_energy(1.0, 9.5) != pytest.approx(benchmark_energy(1.0, 8.0), rel=1e-3)
