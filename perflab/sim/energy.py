@@ -77,9 +77,11 @@ class EnergyMeter:
         if until <= start:
             return
         window = self._window_s
+        # only spans that end within a window before ``start`` have an edge (or one a window on) after it
+        reaching = bisect.bisect_left(self._ends, start - window)
         edges = {
             edge
-            for span in zip(self._starts, self._ends)
+            for span in zip(self._starts[reaching:], self._ends[reaching:])
             for edge in (span[0], span[1], span[0] + window, span[1] + window)
             if start < edge < until
         }

@@ -164,8 +164,10 @@ class Engine:
     def _count_energy(self, seq: Sequence, when: float) -> None:
         """Read the devices' energy counter for a request that declared its client's timeline (the
         client reads its window's energy from its first arrival and last end)."""
+        if seq.ticket is None:
+            return
         meters = [replica.meter for replica in self.replicas]
-        if seq.ticket is not None and all(meters):
+        if all(meters):
             seq.energy_mj.append(sum(meter.joules(when) for meter in meters if meter) * 1000.0)
 
     def utilization(self) -> float:
