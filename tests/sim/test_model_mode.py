@@ -12,6 +12,7 @@ from perflab.sim.failures import EngineFailure
 from perflab.sim.hardware import find_accelerator
 from perflab.sim.offline import RequestSpec, RequestTiming, simulate
 from perflab.sim.perfmodel import PerfModel, plan_memory
+from perflab.sim.timing import GROUP_S
 from tests.sim.overlap import peak_running
 from tests.sim.sse_client import chat_payload, request
 
@@ -115,8 +116,10 @@ def test_engine_profiles_rank_like_the_seeds():
 
 def test_server_follows_the_model_end_to_end(sim_server):
     """A real model-mode server streams at the model's decode pace on its simulated clock (the times its
-    chunks carry for a client that declares its schedule), never faster by the wall clock (a loaded
-    machine may make it slower); TP4 is faster than TP1."""
+    chunks carry for a client that declares its schedule), and no chunk reaches the client before its
+    simulated time (a loaded machine may make a chunk late, and the clock then catches up by running
+    steps back to back, so the wall-clock gaps alone may be shorter than the model's); TP4 is faster
+    than TP1."""
     measured = {}
     mark = {"x-perflab-sim-clock": "run=tpot/measured;item=0;due=0;next=inf"}
     for tp in (1, 4):
@@ -124,17 +127,18 @@ def test_server_follows_the_model_end_to_end(sim_server):
         payload = chat_payload("Qwen/Qwen3-8B", "hello " * 64, 40)
         result = asyncio.run(request(url, "/v1/chat/completions", payload, headers=mark))
         assert result.usage["completion_tokens"] == 40
-        times = [
-            event["perflab_sim_t"]
-            for _, event in result.events
+        chunks = [
+            (wall, event["perflab_sim_t"])
+            for wall, event in result.events
             if isinstance(event, dict) and event.get("choices")
         ]
+        times = [simulated for _, simulated in chunks]
         assert len(times) == 40
+        assert all(wall >= simulated - GROUP_S for wall, simulated in chunks)
         measured[tp] = (times[-1] - times[0]) / 39
         dep = _deployment("Qwen/Qwen3-8B", tp=tp)
         predicted = PerfModel(dep).step_seconds(1, 64 + 20, 64 + 20, 1, 1)
         assert measured[tp] == pytest.approx(predicted, rel=0.15)
-        assert (result.e2el - result.ttft) / 39 > predicted * 0.85
     assert measured[4] < measured[1]
 
 
