@@ -179,13 +179,19 @@ def test_bad_input_is_one_clear_line_and_stores_nothing(
     assert _runs(runs_db) == []
 
 
-def test_ctrl_c_cancels_the_run_and_exits_130(cli_env: dict[str, str], runs_db: Engine) -> None:
+def test_ctrl_c_cancels_the_run_and_exits_130(
+    runs_db: Engine, sim_host: SimHostFactory, tmp_path: Path
+) -> None:
+    # A host on the wall clock (its engine still starts quickly), so that the benchmark lasts its 20 s
+    # and the signal reaches it while it runs (at the usual time scale it is over in 0.1 s).
+    live = sim_host("live", kind="local", time_scale=1, startup_scale=200)
+    env = perflab_env(runs_db, write_hosts_file(tmp_path / "live-hosts.yaml", [live]))
     process = subprocess.Popen(
         [sys.executable, "-m", "perflab"]
-        + f"run --host h100 --engine vllm --model Qwen/Qwen3-8B --port {free_port_block(1)} "
+        + f"run --host live --engine vllm --model Qwen/Qwen3-8B --port {free_port_block(1)} "
         "--profile random:in=64,out=8,n=200,rate=10".split(),
         cwd=REPO_ROOT,
-        env={**os.environ, **cli_env},
+        env={**os.environ, **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -201,7 +207,7 @@ def test_ctrl_c_cancels_the_run_and_exits_130(cli_env: dict[str, str], runs_db: 
     assert process.returncode == 130, (err, run.failure_class, run.failure_message)
     assert run.status == "cancelled"
     assert "cancelling: stopping the engines" in err
-    assert out.startswith(f"run {run.id} cancelled: vLLM Qwen/Qwen3-8B on h100")
+    assert out.startswith(f"run {run.id} cancelled: vLLM Qwen/Qwen3-8B on live")
 
 
 def test_an_unusable_database_is_one_clear_line(
