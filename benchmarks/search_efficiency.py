@@ -26,7 +26,10 @@ as the reference: the finalists and the baseline are launched again, a round at 
 the pick gives (:attr:`perflab.study.finalists.FinalPick.order`), until the pick is decided. The
 recommendation is the pick when it is kept, else the baseline; it is **within 2 %** when it meets the
 SLO and its true throughput is within 2 % of the best feasible cell's. Launches count every start:
-the baseline's, the proposals', and the final pick's confirmations.
+the baseline's, the proposals', and the final pick's confirmations. Beside the search's rate each line
+gives ``random_draws_within_2pct_rate``: the chance that as many distinct cells as the budget, drawn at
+random, include one within 2 % of the optimum — what a search that learned nothing would find, the
+yardstick on spaces so small that the budget is a handful of launches.
 
 Spaces: ``tight-tpot`` (Qwen3-32B, 8 × H200, 48 cells), ``llama-70b`` (8 × H100, 64 cells, no SLO; the
 greedy staged study is run on it too), the held-out ``moe`` space (Qwen3-235B-A22B-FP8 on 8 × H200, 160
@@ -367,6 +370,14 @@ def judge_outcome(space, cells, slos, optimum, pick, bench, trials, baseline) ->
     )
 
 
+def blind_draws_rate(cells: int, near_optimum: int, draws: int) -> float:
+    """The chance that ``draws`` distinct cells drawn uniformly include one of the ``near_optimum`` cells
+    (hypergeometric): what a search that learns nothing from its launches finds with its budget."""
+    if draws >= cells:
+        return 1.0
+    return 1.0 - math.comb(cells - near_optimum, draws) / math.comb(cells, draws)
+
+
 # (launch noise, predictions) settings each space is searched under.
 PLAIN = ((False, False), (True, False))
 WITH_PREDICTIONS = (*PLAIN, (True, True))
@@ -385,6 +396,8 @@ def run_space(
         if cell.full is not None and (not slos or cell.full.tpot_ms <= slos[TPOT])
     ]
     optimum = max(cell.full.throughput for cell in feasible)
+    near_optimum = sum(cell.full.throughput >= optimum * 0.98 for cell in feasible)
+    blind_rate = round(blind_draws_rate(len(cells), near_optimum, space.budget), 3)
     lines = []
     for noisy, predicted in settings:
         outcomes = []
@@ -407,6 +420,7 @@ def run_space(
             "trials": trials,
             "within_2pct_rate": sum(o.within for o in outcomes) / trials,
             "found_within_2pct_rate": sum(o.found >= 0.98 for o in outcomes) / trials,
+            "random_draws_within_2pct_rate": blind_rate,
             "nothing_feasible": sum(o.nothing_feasible for o in outcomes),
             "kept_baseline": sum(not o.changed for o in outcomes),
             "median_gap_pct": round(statistics.median(o.gap_pct for o in outcomes), 2),
