@@ -5,8 +5,9 @@ its Python, installed engines.
 they learn into a :class:`ProbeResult` (``probe_accelerators`` asks nvidia-smi and npu-smi alone, for
 the memory in use at the moment a run is placed); whatever one probe cannot learn (a missing tool, a
 failing driver, an old Python, a tool that hangs, floods its output or prints garbage) becomes a
-:class:`ProbeProblem` with a sentence a user can act on, while the other probes still report.
-Connection-level failures propagate as transport errors.
+:class:`ProbeProblem` with a sentence a user can act on, while the other probes still report. A
+command whose connection dropped while it ran is run again on a new connection (the probes only read);
+a host that cannot be reached propagates as a transport error.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from perflab.engines.registry import ADAPTERS
 from perflab.probe import ascend, containers, cpu, engines, nvidia, system
 from perflab.probe.models import Accelerator, ProbeProblem, ProbeResult, PythonInfo, SystemInfo
 from perflab.transport.base import EXIT_NOT_FOUND, CommandResult, Transport
-from perflab.transport.errors import CommandTimeout, OutputTooLarge
+from perflab.transport.errors import CommandTimeout, ConnectionLost, OutputTooLarge
+from perflab.transport.retry import retrying
 
 __all__ = [
     "Accelerator",
@@ -38,9 +40,11 @@ _Found = tuple[list[Accelerator], ProbeProblem | None, bool]
 
 def _run(transport: Transport, argv: list[str], timeout: float, tool: str) -> CommandResult | ProbeProblem:
     """The command's result, or the problem of a command that hung past ``timeout`` or printed more
-    than the transport keeps (it is stopped either way)."""
+    than the transport keeps (it is stopped either way). Every probe only reads, so a command whose
+    connection dropped is run again on a new one; a hung tool is not (its timeout is its answer), nor
+    is a host that cannot be reached (the connection pool has tried it again already)."""
     try:
-        return transport.run(argv, timeout=timeout)
+        return retrying(lambda: transport.run(argv, timeout=timeout), transient=(ConnectionLost,))
     except CommandTimeout:
         message = f"{tool} did not answer within {timeout:g} s (a hung driver?)."
         return ProbeProblem(tool=tool, message=message)

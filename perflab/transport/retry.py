@@ -20,11 +20,15 @@ RETRY_DELAYS_S = (1.0, 3.0)
 T = TypeVar("T")
 
 
-def retrying(call: Callable[[], T], delays_s: Sequence[float] = RETRY_DELAYS_S) -> T:
-    """``call()``, called again after each of ``delays_s`` while it fails transiently."""
+def retrying(
+    call: Callable[[], T],
+    delays_s: Sequence[float] = RETRY_DELAYS_S,
+    transient: tuple[type[Exception], ...] = TRANSIENT_ERRORS,
+) -> T:
+    """``call()``, called again after each of ``delays_s`` while it fails with one of ``transient``."""
     for delay in delays_s:
         try:
             return call()
-        except TRANSIENT_ERRORS:
+        except transient:
             time.sleep(delay)
     return call()
