@@ -61,7 +61,7 @@ def test_a_connection_dropped_while_nvidia_smi_runs_is_opened_again_and_the_quer
     assert calls.read_text().splitlines() == ["call", "call"]  # the first was cut, the second answered
 
 
-def test_a_host_that_stays_unreachable_is_a_transport_error_after_the_retries(
+def test_a_host_that_cannot_be_reached_is_still_a_transport_error(
     sshd: SshServer, tcp_proxy: TcpProxy, tmp_path: Path
 ) -> None:
     bin_dir = tmp_path / "bin"
