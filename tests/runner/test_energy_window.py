@@ -11,6 +11,10 @@ its simulated time.
 The simulator's clock runs the engine in bursts when the client is slower than the model (it waits for
 the client's requests, then catches up), so inside the window the engine is busy only part of the time:
 the gauges are read for requests outside the window, never for being busy at every reading inside it.
+The host runs at time scale 2 (its engine starts at 1/200): a request's decode then lasts about two
+seconds of the clock, longer than a loaded machine stalls the client, so the engine stays busy through
+most of the window. At time scale 20 such a stall left it idle for seconds, most of a short window's
+power samples read idle, and the samples rightly gave no energy.
 """
 
 from __future__ import annotations
@@ -39,17 +43,21 @@ def _power_joules(samples: list[tuple[float, float]], start: float, end: float) 
     inside = np.flatnonzero((times >= start) & (times <= end))
     first, last = inside[0], inside[-1]
     joules = float(np.sum((watts[first + 1 : last + 1] + watts[first:last]) / 2 * np.diff(times[inside])))
-    joules += (times[first] - start) * (watts[first - 1] + watts[first]) / 2
-    return joules + (end - times[last]) * (watts[last] + watts[last + 1]) / 2
+    # each edge at the mean power of the interval that reaches it, or of the nearest one where no sample
+    # lies beyond it (the sampling may stop with the benchmark)
+    before = first - 1 if first > 0 else first
+    after = last + 1 if last + 1 < len(times) else last
+    joules += (times[first] - start) * (watts[before] + watts[before + 1]) / 2
+    return joules + (end - times[last]) * (watts[after - 1] + watts[after]) / 2
 
 
 @pytest.mark.slow
 def test_the_window_holds_every_busy_reading_and_its_tokens_per_joule_recompute(
     runs_db: Engine, sim_host: SimHostFactory
 ) -> None:
-    host = sim_host("energy-window", kind="local", count=1, time_scale=20.0)
+    host = sim_host("energy-window", kind="local", count=1, time_scale=2.0, startup_scale=200.0)
     config = EngineConfig(engine="vllm", model="Qwen/Qwen3-8B", port=free_port_block(1))
-    profile = parse_profile("random:in=512,out=256,n=480,concurrency=16,name=saturated")
+    profile = parse_profile("random:in=512,out=256,n=96,concurrency=16,name=saturated")
     run = submit_run(runs_db, host_name=host.name, config=config, profiles=[profile], worker_id=WORKER)
     options = RunnerOptions(sample_interval_s=INTERVAL_S, ready_poll_s=0.2, stop_grace_s=5.0)
 
