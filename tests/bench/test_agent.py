@@ -175,8 +175,9 @@ def test_sim_and_bench_from_the_agent_on_python39(agent, bare_python39, tmp_path
         assert match, log_path.read_text()
         result = bench_against(bare_python39, agent, match.group(1), tmp_path, model="sim-model")
         assert (result["completed"], result["failed"]) == (16, 0)
-        # The simulator's injected 100 ms, measured (it may write up to 0.1 ms early).
-        assert 99.0 <= result["mean_ttft_ms"] < 300.0
+        # The simulator's injected 100 ms, measured (it may write up to 0.1 ms early); how much later the
+        # tokens come depends on the machine's load.
+        assert 99.0 <= result["mean_ttft_ms"] <= result["mean_e2el_ms"]
     finally:
         sim.terminate()
         sim.wait(10)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 
 import pytest
 
@@ -70,8 +71,16 @@ def test_run_writes_vllm_fields_and_perflab_extras(scripted_server, tiny_tokeniz
     for name in ("ttft", "tpot", "itl", "e2el"):
         for stat in ("mean", "median", "std", "p50", "p99.9"):
             assert f"{stat}_{name}_ms" in result
-    assert 18.0 < result["mean_ttft_ms"] < 40.0
-    assert 8.0 < result["mean_itl_ms"] < 20.0
+    # The script's timings bound every request from below: its first token 20 ms after the request
+    # arrived, its last 7 x 10 ms later. From above only the load of the machine bounds them, so the
+    # summary is checked against the per-request figures it sums (the timings themselves are compared
+    # with the server's writes on one clock in test_client.py).
+    rows = result["requests"]
+    assert all(row["ttft_ms"] > 18.0 and row["e2el_ms"] > 88.0 for row in rows)
+    assert all(row["ttft_ms"] + sum(row["itl_ms"]) == pytest.approx(row["e2el_ms"], abs=0.001) for row in rows)
+    assert result["mean_ttft_ms"] == pytest.approx(statistics.mean(row["ttft_ms"] for row in rows))
+    itls = [itl for row in rows for itl in row["itl_ms"]]
+    assert result["mean_itl_ms"] == pytest.approx(statistics.mean(itls))
     assert (
         len(result["ttfts"]) == len(result["itls"]) == len(result["errors"]) == len(result["requests"]) == 12
     )
