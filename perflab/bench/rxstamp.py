@@ -4,8 +4,9 @@ With ``SO_TIMESTAMPNS`` on, every ``recvmsg`` on a TCP socket carries, as ancill
 ``CLOCK_REALTIME`` instant at which the kernel received the data it returns. That instant does not
 move when the bench process runs late, so a read stamped this way is timed by the machine, not by
 the client's CPU. ``arrival`` converts it to ``time.perf_counter()`` seconds, the clock of every
-other time the bench records (the conversion uses the age of the data, so it is immune to how the
-two clocks are offset).
+other time the bench records, through the two clocks' offset read as a tight pair: a ``perf_counter``
+on each side of ``time.time()``, read again when the process was preempted between them (the pair
+further apart than ``PAIR_SPREAD_S``), so a loaded machine does not shift the converted instant.
 
 Which instant TCP reports when one read returns bytes that arrived at different times: the kernel
 walks the receive queue and keeps the timestamp of the last segment it copies from, and segments
@@ -38,6 +39,10 @@ _TIMESPEC = struct.Struct("@ll")
 ANCILLARY_SIZE = socket.CMSG_SPACE(_TIMESPEC.size) if sys.platform.startswith("linux") else 0
 
 SOURCE_KERNEL = "kernel"
+
+# Three clock reads take about a microsecond; a pair further apart than this straddled a preemption.
+PAIR_SPREAD_S = 20e-6
+PAIR_TRIES = 5
 
 Ancillary = List[Tuple[int, int, bytes]]
 
@@ -74,6 +79,21 @@ def arrival(ancillary: Ancillary) -> Optional[float]:
     for level, kind, data in ancillary:
         if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= _TIMESPEC.size:
             seconds, nanoseconds = _TIMESPEC.unpack_from(data)
-            age = time.time() - (seconds + nanoseconds * 1e-9)
-            return time.perf_counter() - max(age, 0.0)
+            now, realtime_offset = _clock_pair()
+            return min(seconds + nanoseconds * 1e-9 - realtime_offset, now)
     return None
+
+
+def _clock_pair() -> Tuple[float, float]:
+    """(``perf_counter`` now, ``time.time()`` − ``perf_counter()``) from the tightest of up to
+    ``PAIR_TRIES`` back-to-back readings; the first within ``PAIR_SPREAD_S`` ends the search."""
+    best_spread, best = float("inf"), (0.0, 0.0)
+    for _ in range(PAIR_TRIES):
+        before = time.perf_counter()
+        realtime = time.time()
+        after = time.perf_counter()
+        if after - before < best_spread:
+            best_spread, best = after - before, (after, realtime - (before + after) / 2)
+        if best_spread <= PAIR_SPREAD_S:
+            break
+    return best

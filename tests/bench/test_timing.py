@@ -10,6 +10,7 @@ import ssl
 import subprocess
 import threading
 import time
+from types import SimpleNamespace
 
 import httpx
 import pytest
@@ -88,6 +89,26 @@ def test_a_read_is_stamped_when_the_data_arrived_not_when_the_busy_client_read_i
     assert exchange.sources == {"kernel": 1}
 
 
+def test_a_preemption_between_the_clock_reads_does_not_shift_the_arrival(exchange, monkeypatch):
+    # The kernel's stamp is on the wall clock; converting it reads both clocks. A process preempted
+    # between those reads would add the preemption to the arrival, so the pair is read again.
+    wall_reads: list[float] = []
+
+    def preempted_after_reading() -> float:
+        value = time.time()
+        if not wall_reads:
+            time.sleep(0.03)
+        wall_reads.append(value)
+        return value
+
+    clocks = SimpleNamespace(perf_counter=time.perf_counter, time=preempted_after_reading)
+    monkeypatch.setattr(rxstamp, "time", clocks)
+    before, after = exchange.write(HEAD + frame(b"data: one\n\n"))
+    [(_, arrived)] = exchange.read_pieces(1)
+    assert len(wall_reads) >= 2
+    assert before - 0.001 <= arrived <= after + 0.005
+
+
 def test_a_read_holding_two_writes_carries_the_newer_writes_time(exchange):
     # TCP reports the timestamp of the newest segment a read copies from (and merges queued
     # segments under the newest time), so both events get the second write's arrival.
@@ -119,13 +140,19 @@ def test_reading_pauses_at_the_high_water_mark_and_resumes_as_pieces_are_consume
     writer = threading.Thread(target=exchange.write, args=(HEAD + frame(body) + b"0\r\n\r\n",))
     writer.start()
 
-    async def let_it_read(seconds: float) -> None:
-        await asyncio.sleep(seconds)
+    def buffered() -> int:
+        return sum(len(piece) for piece, _ in exchange.conn.pieces)
 
-    exchange.loop.run_until_complete(let_it_read(0.3))
-    # Unpaused, 0.3 s would have read all 16 MiB; paused, the rest waits in the kernel's buffers.
-    buffered = sum(len(piece) for piece, _ in exchange.conn.pieces)
-    assert HIGH_WATER_BYTES <= buffered <= HIGH_WATER_BYTES + READ_SIZE
+    async def read_to_the_mark_and_on() -> None:
+        deadline = time.monotonic() + 10
+        while buffered() < HIGH_WATER_BYTES:
+            assert time.monotonic() < deadline, buffered()
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.3)
+
+    exchange.loop.run_until_complete(read_to_the_mark_and_on())
+    # Unpaused, 0.3 s past the mark would have read all 16 MiB; paused, the rest waits in the kernel.
+    assert HIGH_WATER_BYTES <= buffered() <= HIGH_WATER_BYTES + READ_SIZE
     received = 0
 
     async def consume() -> None:
