@@ -63,13 +63,17 @@ def test_measured_timings_match_what_the_server_did(kernel_timestamps, scripted_
     assert len(stamps) == len(writes) == 8
     # Same clock on both sides. A read is stamped with the arrival of its newest bytes: a chunk carries
     # the arrival of the last chunk read with it (itself, unless the client was too busy to read in
-    # time), which the server wrote just before — however late the client got to it.
+    # time). On loopback that arrival is stamped while the server's write runs, however late either
+    # side's process ran.
     newest = [max(index for index, other in enumerate(stamps) if other == stamp) for stamp in stamps]
-    lags = [stamp - writes[last] for stamp, last in zip(stamps, newest, strict=True)]
-    assert all(0.0 <= lag < 0.02 for lag in lags), lags
+    spans = [
+        (writes[last], served.written_by[last], stamp) for stamp, last in zip(stamps, newest, strict=True)
+    ]
+    assert all(began - 0.001 <= stamp <= returned + 0.001 for began, returned, stamp in spans), spans
     assert writes[0] - served.received_at >= 0.05
-    client_ttft = stamps[0] - outcome.sent_at
-    assert abs(client_ttft - (writes[newest[0]] - served.received_at)) < 0.02
+    # The request left the client before the server read it, so the client's TTFT spans the server's.
+    assert outcome.sent_at <= served.received_at
+    assert stamps[0] - outcome.sent_at >= writes[newest[0]] - served.received_at - 0.001
 
 
 def test_reasoning_chunks_count_for_ttft_and_itl(scripted_server):

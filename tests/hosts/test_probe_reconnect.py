@@ -32,11 +32,13 @@ def _proxied_host(sshd: SshServer, proxy: TcpProxy, tmp_path: Path, bin_dir: Pat
     )
 
 
-def _cut_once_started(calls: Path, proxy: TcpProxy, done: threading.Event) -> None:
-    """Cut every connection through ``proxy`` as soon as the tool wrote its first call, while it sleeps."""
+def _cut_once_started(calls: Path, cut: Path, proxy: TcpProxy, done: threading.Event) -> None:
+    """Cut every connection through ``proxy`` as soon as the tool wrote its first call (it waits for
+    the cut), then say so in ``cut``."""
     while not done.is_set():
         if calls.exists() and calls.read_text():
             proxy.cut()
+            cut.touch()
             return
         time.sleep(0.01)
 
@@ -44,11 +46,19 @@ def _cut_once_started(calls: Path, proxy: TcpProxy, done: threading.Event) -> No
 def test_a_connection_dropped_while_nvidia_smi_runs_is_opened_again_and_the_query_asked_again(
     sshd: SshServer, tcp_proxy: TcpProxy, tmp_path: Path
 ) -> None:
-    bin_dir, calls = tmp_path / "bin", tmp_path / "calls"
+    bin_dir, calls, cut = tmp_path / "bin", tmp_path / "calls", tmp_path / "cut"
     recorded = shlex.quote(str(DATA / "nvidia-smi" / "h100x8-busy.csv"))
-    tool(bin_dir, "nvidia-smi", f"echo call >> {shlex.quote(str(calls))}\nsleep 1\ncat {recorded}")
+    # The first call answers only once its connection was cut (or after 30 s); the next at once.
+    tool(
+        bin_dir,
+        "nvidia-smi",
+        f"echo call >> {shlex.quote(str(calls))}\n"
+        f'if [ "$(wc -l < {shlex.quote(str(calls))})" -eq 1 ]; then\n'
+        f"  for _ in $(seq 600); do [ -e {shlex.quote(str(cut))} ] && break; sleep 0.05; done\n"
+        f"fi\ncat {recorded}",
+    )
     done = threading.Event()
-    cutter = threading.Thread(target=_cut_once_started, args=(calls, tcp_proxy, done), daemon=True)
+    cutter = threading.Thread(target=_cut_once_started, args=(calls, cut, tcp_proxy, done), daemon=True)
     with open_transport(_proxied_host(sshd, tcp_proxy, tmp_path, bin_dir)) as transport:
         cutter.start()
         try:

@@ -17,6 +17,8 @@ from perflab.transport import CommandTimeout, Transport, open_transport
 from tests.hosts.conftest import HostFactory
 
 PY = sys.executable
+# Long enough for a loaded machine to start the command and let it write its pid (it then sleeps 60 s).
+STOP_AFTER_S = 4.0
 
 
 def pid_alive(pid: int) -> bool:
@@ -67,8 +69,10 @@ def test_missing_program_and_directory_have_shell_statuses(transport: Transport,
 def test_run_timeout_stops_the_command(transport: Transport, tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     with pytest.raises(CommandTimeout) as caught:
-        transport.run(["sh", "-c", 'echo $$ > "$1"; exec sleep 60', "sh", str(pid_file)], timeout=1.0)
-    assert "'sh' on host" in str(caught.value) and "ran longer than 1 s" in str(caught.value)
+        transport.run(
+            ["sh", "-c", 'echo $$ > "$1"; exec sleep 60', "sh", str(pid_file)], timeout=STOP_AFTER_S
+        )
+    assert "'sh' on host" in str(caught.value) and "ran longer than 4 s" in str(caught.value)
     assert wait_gone(int(pid_file.read_text())), "the timed-out command is still running"
 
 
@@ -101,7 +105,7 @@ def test_stream_timeout_stops_the_command(transport: Transport, tmp_path: Path) 
     pid_file = tmp_path / "pid"
     argv = ["sh", "-c", 'echo $$ > "$1"; echo started; exec sleep 60', "sh", str(pid_file)]
     seen: list[str] = []
-    with pytest.raises(CommandTimeout), transport.stream(argv, timeout=1.0) as stream:
+    with pytest.raises(CommandTimeout), transport.stream(argv, timeout=STOP_AFTER_S) as stream:
         for line in stream:
             seen.append(line)
     assert seen == ["started"]

@@ -78,8 +78,9 @@ def test_ports_other_unfinished_runs_recorded_on_the_host_are_avoided(
 def test_a_port_taken_before_the_engine_binds_it_is_chosen_again(
     runs_db: Engine, sim_host: SimHostFactory
 ) -> None:
-    # The simulated SGLang binds its port only once the model is loaded and warmed up (as SGLang does).
-    host = sim_host("racy-ports", kind="local", count=1, startup_scale=8.0)
+    # The simulated SGLang binds its port only once the model is loaded and warmed up (as SGLang does):
+    # at a quarter of its start-up time, seconds in which even a loaded machine takes the port first.
+    host = sim_host("racy-ports", kind="local", count=1, startup_scale=4.0)
     run = _submit(runs_db, host, "sglang")
     background = BackgroundRun(runs_db, run.id, host, WORKER, OPTIONS)
     first = wait_for_run(runs_db, run.id, lambda r: "pid" in str(r.remote_state))

@@ -8,6 +8,7 @@ import asyncio
 import json
 import re
 import threading
+import time
 
 from perflab.sim.deployment import Knobs, resolve_deployment
 from perflab.sim.hardware import find_accelerator
@@ -25,25 +26,22 @@ def _metric(url: str, name: str) -> float:
     return sum(float(value) for value in re.findall(rf"^{re.escape(name)}{{[^}}]*}} (\S+)$", text, re.M))
 
 
+RUNNING_METRICS = ("vllm:num_requests_running", "sglang:num_running_reqs")
+
+
 def _while_streaming(url: str, probe):
-    """``probe()`` called while a long request streams from ``url``."""
-    started, done = threading.Event(), threading.Event()
+    """``probe()`` called while a long request streams from ``url``: once the engine's own gauge
+    counts it running, however long a loaded machine takes to get it there."""
 
     def stream() -> None:
-        async def go() -> None:
-            task = asyncio.ensure_future(
-                request(url, "/v1/chat/completions", chat_payload("sim-model", "hi", 100))
-            )
-            await asyncio.sleep(0.1)
-            started.set()
-            await task
-
-        asyncio.run(go())
-        done.set()
+        asyncio.run(request(url, "/v1/chat/completions", chat_payload("sim-model", "hi", 100)))
 
     thread = threading.Thread(target=stream)
     thread.start()
-    started.wait(10)
+    deadline = time.monotonic() + 30
+    while sum(_metric(url, name) for name in RUNNING_METRICS) < 1:
+        assert thread.is_alive() and time.monotonic() < deadline, "the request never ran"
+        time.sleep(0.02)
     try:
         return probe()
     finally:

@@ -183,14 +183,17 @@ def test_an_abandoned_request_releases_the_clock() -> None:
         engine = _live_engine(20.0)
         client = Client(engine)
         started = time.monotonic()
-        client.send(ClockMark(RUN, 0, due=0.0, next_due=0.0, limit=1), 4096, 512)
-        await asyncio.sleep(0.05)
-        running = [
-            seq
-            for replica in engine.replicas
-            for rank in replica.ranks  # type: ignore[attr-defined]
-            for seq in rank.running
-        ]
+        # 8192 tokens to decode: seconds of the wall clock at time scale 20, however late the test runs
+        client.send(ClockMark(RUN, 0, due=0.0, next_due=0.0, limit=1), 4096, 8192)
+        running: list = []
+        while not running:
+            await asyncio.sleep(0.01)
+            running = [
+                seq
+                for replica in engine.replicas
+                for rank in replica.ranks  # type: ignore[attr-defined]
+                for seq in rank.running
+            ]
         engine.abort(running[0])
         follower = client.send(ClockMark(RUN, 1, due=0.0, next_due=math.inf, limit=1), 64, 8)
         await follower.done.wait()

@@ -2,9 +2,10 @@
 against ``perflab sim serve`` with fixed timings writes its progress lines, the runner's history
 (:func:`perflab.runner.live.with_point`) keeps them, and the page's view of that history
 (:class:`perflab.views.run_progress.RunProgress`, :func:`perflab.runner.live.live_frame`) gives the
-time left and the live latency. The time left said once a tenth of the requests has ended is held
-against the time that really was left, and every live latency point against the latencies the
-requests really had (their records)."""
+time left and the live latency. The time left said from the moment a tenth of the requests has ended
+is held against the time that really was left in the median progress line (a loaded machine can stall
+any one moment, which no estimate made before it can know), and every live latency point against the
+latencies the requests really had (their records)."""
 
 from __future__ import annotations
 
@@ -99,17 +100,16 @@ def test_time_left_and_live_latency_of_a_simulated_run(progress_lines: tuple[lis
     assert result["completed"] == REQUESTS and lines[-1]["done"] == REQUESTS
     ended_at = lines[-1]["elapsed_s"]
     history: list[list[float]] = []
-    said = None
-    for line in lines:
+    said = []
+    for line in lines[:-1]:
         history = live.with_point(history, line)
-        if said is None and line["done"] >= REQUESTS / 10:
+        if line["done"] >= REQUESTS / 10:
             view = _view(line, "paced", history)
-            said = (view.eta_s, ended_at - line["elapsed_s"], view.text())
-    assert said is not None
-    eta, really_left, text = said
-    assert eta is not None, text
-    assert abs(eta - really_left) <= 0.5 * really_left, (eta, really_left, text)
-    assert "left" in text and "estimating" not in text
+            said.append((view.eta_s, ended_at - line["elapsed_s"], view.text()))
+    assert said and all(eta is not None for eta, _, _ in said), said
+    first_text = said[0][2]
+    assert "left" in first_text and "estimating" not in first_text
+    assert _median_line_holds([(eta, really_left) for eta, really_left, _ in said]), said
 
     e2els = [record["e2el_ms"] / 1000 for record in result["requests"] if record["success"]]
     frame = live.live_frame(history)
@@ -149,11 +149,12 @@ def test_a_benchmark_in_rounds_says_its_round_and_the_time_left_of_every_round( 
     """A closed loop sized to a floor of evidence three rounds long (24 requests a round, 16 in flight,
     at least 60 requests): the runner's steps never say the result is being collected before the last
     round ended, say the next round is being prepared between rounds, and the time left covers the
-    rounds still to come: in the first round it is more than that round's own time left, and once a
-    round and a pause between rounds have been seen it is held against the time really left in the
-    median line of each later round (the first round's estimate cannot know the pauses, nor the long
-    requests of a short round's drain; a run on the wall clock of a loaded machine can stall any one
-    moment, which no estimate made before it can know)."""
+    rounds still to come: in the first round it is more than that round's own time left and, in its
+    median line, at most 1.4 × the time really left + 1 s (the first round's estimate cannot know the
+    pauses, nor the long requests of a short round's drain); once a round and a pause between rounds
+    have been seen it is held against the time really left in the median line of each later round (a
+    run on the wall clock of a loaded machine can stall any one moment, which no estimate made before
+    it can know)."""
     per_round = 24
     lines, result = _closed_loop(
         sim_server,
@@ -199,8 +200,10 @@ def test_a_benchmark_in_rounds_says_its_round_and_the_time_left_of_every_round( 
     # the time left: the rounds to come counted from the first round on, held to the truth from the second
     first_round = [entry for entry in said if entry[0] == 1]
     assert first_round and any(entry[0] == 2 for entry in said), said
-    for _, eta, alone, really_left, text in first_round:
-        assert alone is not None and alone + 1.0 < eta <= 1.4 * really_left + 1.0, (eta, alone, text)
+    for _, eta, alone, _, text in first_round:
+        assert alone is not None and alone + 1.0 < eta, (eta, alone, text)
+    overshoot = [eta - (1.4 * really_left + 1.0) for _, eta, _, really_left, _ in first_round]
+    assert np.median(overshoot) <= 0.0, said
     for number in (2, 3):
         held = [(eta, really_left) for round_number, eta, _, really_left, _ in said if round_number == number]
         assert _median_line_holds(held), (number, said)
