@@ -251,7 +251,9 @@ class HTTP1Connection:
         return self._state == _STATE_DONE
 
     def send(self, method: bytes, payload: bytes) -> float:
-        """Write a complete request; return the ``perf_counter()`` just after the write."""
+        """Write a complete request; return the ``perf_counter()`` just before the write: the request's
+        latencies count from there, so a client preempted around its write never makes them shorter
+        than they were (on loopback the server may read the request before the write returns)."""
         assert self.transport is not None
         self.pieces.clear()
         self.head = None
@@ -265,11 +267,12 @@ class HTTP1Connection:
         if self._paused:
             self._paused = False
             self.transport.resume_reading()
+        sent_at = time.perf_counter()
         if self.closed or self.transport.is_closing():
             self._fail(ConnectionDropped("the connection closed before the request was sent"))
         else:
             self.transport.write(payload)
-        return time.perf_counter()
+        return sent_at
 
     async def wait(self, timeout: Optional[float] = None) -> bool:
         """Wait for new pieces, the response head, the end of the body or an error.

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import httpx
 import pytest
 
+from perflab.bench.channel import SocketChannel
 from perflab.bench.client import Outcome, StreamAborted, StreamDecoder, build_body, stream_request
 from perflab.bench.transport import TIMING_EXTENSION, StreamingTransport
 from tests.bench.loops import run
@@ -74,6 +76,25 @@ def test_measured_timings_match_what_the_server_did(kernel_timestamps, scripted_
     # The request left the client before the server read it, so the client's TTFT spans the server's.
     assert outcome.sent_at <= served.received_at
     assert stamps[0] - outcome.sent_at >= writes[newest[0]] - served.received_at - 0.001
+
+
+def test_a_client_preempted_after_its_write_never_measures_less_than_the_server_took(
+    kernel_timestamps, scripted_server, monkeypatch
+):
+    # The request is out on the wire as soon as it is written; a client that then loses the CPU for
+    # 50 ms must still count the request's latencies from the write.
+    server = scripted_server(Script(ttft_s=0.02, itl_s=0.01))
+    write = SocketChannel.write
+
+    def write_then_lose_the_cpu(channel: SocketChannel, data: bytes) -> None:
+        write(channel, data)
+        time.sleep(0.05)
+
+    monkeypatch.setattr(SocketChannel, "write", write_then_lose_the_cpu)
+    [outcome] = run(send_all(server.base_url, [chat(tokens=3)]))
+    served = server.served[0]
+    assert outcome.success and outcome.sent_at <= served.received_at
+    assert outcome.chunk_times[0] - outcome.sent_at >= served.chunk_times[0] - served.received_at >= 0.02
 
 
 def test_reasoning_chunks_count_for_ttft_and_itl(scripted_server):
