@@ -63,6 +63,10 @@ def test_measured_timings_match_what_the_server_did(kernel_timestamps, scripted_
     served = server.served[0]
     writes, stamps = served.chunk_times, outcome.chunk_times
     assert len(stamps) == len(writes) == 8
+    # the server's thread notes that its last write returned after the client may have read it
+    deadline = time.monotonic() + 10
+    while len(served.written_by) < len(writes) and time.monotonic() < deadline:
+        time.sleep(0.01)
     # Same clock on both sides. A read is stamped with the arrival of its newest bytes: a chunk carries
     # the arrival of the last chunk read with it (itself, unless the client was too busy to read in
     # time). On loopback that arrival is stamped while the server's write runs, however late either
