@@ -21,9 +21,14 @@ def _call(url: str, path: str, method: str = "POST", payload: object = None) -> 
     return result.status, result.body
 
 
-def _metric(url: str, name: str) -> float:
+def _metric(url: str, *names: str) -> float:
+    """The sum of every sample of the ``names`` metrics, read from one ``/metrics`` answer."""
     text = _call(url, "/metrics", "GET")[1].decode()
-    return sum(float(value) for value in re.findall(rf"^{re.escape(name)}{{[^}}]*}} (\S+)$", text, re.M))
+    return sum(
+        float(value)
+        for name in names
+        for value in re.findall(rf"^{re.escape(name)}{{[^}}]*}} (\S+)$", text, re.M)
+    )
 
 
 RUNNING_METRICS = ("vllm:num_requests_running", "sglang:num_running_reqs")
@@ -39,7 +44,7 @@ def _while_streaming(url: str, probe):
     thread = threading.Thread(target=stream)
     thread.start()
     deadline = time.monotonic() + 30
-    while sum(_metric(url, name) for name in RUNNING_METRICS) < 1:
+    while _metric(url, *RUNNING_METRICS) < 1:
         assert thread.is_alive() and time.monotonic() < deadline, "the request never ran"
         time.sleep(0.02)
     try:
