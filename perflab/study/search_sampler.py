@@ -6,7 +6,9 @@ Parzen estimators need many trials to find such a region; a Gaussian process sha
 showed with its neighbours from the start. :class:`ConstrainedGPSampler` is an Optuna sampler that
 models, from the trials told so far:
 
-- the objective (its logarithm, so gains are relative) where a trial measured it, and
+- the objective (its logarithm, so gains are relative) where a trial measured it, and where a pruned
+  trial screened it (its screening, times the median ratio of full value to screening over the trials
+  that have both: the model learns where the space is poor, not only where it earned a full run), and
 - the constraint: ``log(1 + violation)`` of every told trial (the worst SLO's excess as a fraction of
   its limit, from :mod:`perflab.study.search`; an engine that could not start the configuration counts
   as 1, twice the limit), negative where every SLO is met,
@@ -197,10 +199,11 @@ class ConstrainedGPSampler(BaseSampler):
             trial for trial in told if trial.user_attrs.get(MEASURED) and trial.values and trial.values[0] > 0
         ]
         feasible = [trial for trial in measured if _violation(trial) <= 0]
-        if not feasible or len(measured) < 2:
+        observed = objective_observations(measured, told)
+        if not feasible or len(observed) < 2:
             return points[int(np.argmax(feasibility + 1e-9 * np.arange(len(points))[::-1]))]
-        x = np.array([_coordinates(distributions, trial.params) for trial in measured])
-        y = np.array([sign * math.log(trial.values[0]) for trial in measured])
+        x = np.array([_coordinates(distributions, params) for params, _ in observed])
+        y = np.array([sign * math.log(value) for _, value in observed])
         mean, sd = _Process(x, y, groups).predict(grid)
         best = max(sign * math.log(trial.values[0]) for trial in feasible)
         gap = (mean - best) / sd
@@ -239,6 +242,30 @@ class ConstrainedGPSampler(BaseSampler):
         self, study: Study, trial: FrozenTrial, state: TrialState, values: Sequence[float] | None
     ) -> None:
         self._random.after_trial(study, trial, state, values)
+
+
+def _screening(trial: FrozenTrial) -> float | None:
+    """The trial's screening value (its first intermediate value), when it has a positive one."""
+    value = trial.intermediate_values.get(0)
+    return value if value is not None and value > 0 else None
+
+
+def objective_observations(
+    measured: Sequence[FrozenTrial], told: Sequence[FrozenTrial]
+) -> list[tuple[dict[str, Any], float]]:
+    """The objective's observations: each measured trial's value, and each pruned trial's screening
+    on the full profile's scale (times the median ratio of full value to screening over the trials
+    that have both; 1 while none has), so the model learns where the screenings were poor."""
+    found = [(trial.params, float(trial.values[0])) for trial in measured]
+    ratios = [
+        trial.values[0] / screening for trial in measured if (screening := _screening(trial)) is not None
+    ]
+    scale = float(np.median(ratios)) if ratios else 1.0
+    for trial in told:
+        screening = _screening(trial)
+        if trial.state == TrialState.PRUNED and screening is not None:
+            found.append((trial.params, screening * scale))
+    return found
 
 
 def _violation(trial: FrozenTrial) -> float:

@@ -11,7 +11,7 @@ from perflab.engines.config import EngineConfig
 from perflab.study.budget import fill_budget
 from perflab.study.predictions import cached, simulator_predictor
 from perflab.study.search import Observation, Trial, rebuild, step, with_outcomes
-from perflab.study.search_sampler import MEASURED
+from perflab.study.search_sampler import MEASURED, objective_observations
 from perflab.study.search_space import SearchSpec
 from perflab.study.search_stage import slo_violation
 
@@ -167,3 +167,57 @@ def test_predicted_infeasible_configurations_are_not_launched() -> None:
     assert {trial.params["parallelism"] for trial in trials if trial.launched} == {"TP2"}
     # the stored trial keeps why it was not launched (a resumed search does not launch it either)
     assert Trial(**screened[0].stored()).prescreened == screened[0].prescreened
+
+
+def test_pruned_screenings_teach_the_objective_model_where_the_space_is_poor() -> None:
+    # one ordered knob: two configurations measured in full, alike, in the middle; a pruned one below
+    # them whose screening was a tenth of theirs. The untried points beside the middle pair are alike
+    # but for the pruned one: the sampler must keep away from its side of the space.
+    seqs = [8, 16, 32, 64, 128, 256, 512]
+    spec = SearchSpec.model_validate(
+        {
+            "knobs": {"max_num_seqs": seqs},
+            "parallelism": [{"tp": 1}],
+            "budget": {"launches": 7},
+            "screening": 0.25,
+            "startup_trials": 2,
+        }
+    )
+    build = _builder("Qwen/Qwen3-8B", 1)
+
+    def trial(number: int, index: int, **fields: Any) -> Trial:
+        params = {"max_num_seqs": seqs[index], "parallelism": "TP1"}
+        return Trial(number, params, build(params).fingerprint(), **fields)
+
+    told = [
+        trial(0, 3, status="complete", screening=100.0, values=(100.0,), samples=(100.0,)),
+        trial(1, 4, status="complete", screening=100.0, values=(100.0,), samples=(100.0,)),
+        trial(2, 1, status="pruned", screening=10.0),
+    ]
+    proposed = step(spec, OBJECTIVES, told, build).proposed
+    assert [trial.params["max_num_seqs"] for trial in proposed] in ([256], [512])
+
+
+def test_a_pruned_screening_is_learned_on_the_full_profiles_scale() -> None:
+    # the screenings of the two configurations measured in full were half their full values: a pruned
+    # configuration's screening of 40 stands for 80 on the full profile
+    spec = SearchSpec.model_validate(
+        {"knobs": {"max_num_seqs": SEQS}, "parallelism": [{"tp": 1}], "budget": {"launches": 7}}
+    )
+
+    def trial(number: int, **fields: Any) -> Trial:
+        return Trial(number, {"max_num_seqs": SEQS[number], "parallelism": "TP1"}, f"f{number}", **fields)
+
+    told = [
+        trial(0, status="complete", screening=50.0, values=(100.0,), samples=(100.0,)),
+        trial(1, status="complete", screening=60.0, values=(120.0,), samples=(120.0,)),
+        trial(2, status="pruned", screening=40.0),
+        trial(3, status="infeasible", note="CUDA out of memory"),  # measured nothing: not learned
+    ]
+    frozen = rebuild(spec, OBJECTIVES, told).get_trials(deepcopy=False)
+    measured = [t for t in frozen if t.user_attrs.get(MEASURED)]
+    found = objective_observations(measured, frozen)
+    assert [(params["max_num_seqs"], value) for params, value in found] == [(0, 100.0), (1, 120.0), (2, 80.0)]
+    # with no trial measured in full yet, a screening is taken as it is
+    alone = objective_observations([], frozen)
+    assert [(params["max_num_seqs"], value) for params, value in alone] == [(2, 40.0)]
