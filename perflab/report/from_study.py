@@ -313,6 +313,7 @@ def _launch_policy(study: _Study) -> LaunchPolicy:
             fingerprint for fingerprint in (plan.baseline.fingerprint, *winners) if fingerprint
         ),
         searched=searched,
+        block=dict(plan.confirmation.before) if plan.confirmation is not None else {},
     )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from statistics import fmean
 
 from db.models import ProfileResult, Run
@@ -124,11 +124,14 @@ def mean_figures(
     return Figures(None, replicas, short=short) if short is not None else None
 
 
-def launch_kind(run: Run, measured_before: bool, validation: set[str]) -> str:
-    """Why a run was launched: ``validation`` when it carries validation profiles only, ``again`` when
-    its configuration had a complete launch before it, else ``first``."""
+def launch_kind(run: Run, measured_before: bool, validation: set[str], in_block: bool = False) -> str:
+    """Why a run was launched: ``validation`` when it carries validation profiles only, ``confirmation``
+    when it is one of the study's confirmation block (``in_block``), ``again`` when its configuration
+    had a complete launch before it, else ``first``."""
     if validation_only(run, validation):
         return "validation"
+    if in_block:
+        return "confirmation"
     return "again" if measured_before else "first"
 
 
@@ -138,18 +141,31 @@ class LaunchPolicy:
     is first judged (``relaunches``); the most launches one not decided yet may take (a close call, or
     too few launches for the study's spread to judge it); the references a stage compares its candidates
     with (the baseline, the stages' winners), launched again after each round of those candidates so
-    that they sit beside the launches they are compared with; and the configurations a search stage
-    measured (its finalists are measured again)."""
+    that they sit beside the launches they are compared with; the configurations a search stage
+    measured (its finalists are measured again); and the study's confirmation block
+    (:mod:`perflab.study.confirm`): ``block`` holds each configuration's complete launches before it,
+    so that its later launches are the block's."""
 
     relaunches: int = 1
     max_launches: int = 1
     references: frozenset[str] = frozenset()
     searched: frozenset[str] = frozenset()
+    block: Mapping[str, int] = field(default_factory=dict)
+
+    def in_block(self, fingerprint: str | None, earlier: int) -> bool:
+        """Whether a launch of ``fingerprint`` after ``earlier`` complete ones belongs to the block."""
+        before = self.block.get(fingerprint or "")
+        return before is not None and earlier >= before
 
     def reason(self, kind: str, fingerprint: str | None, number: int) -> str:
         """The reason for the ``number``-th complete launch of ``fingerprint`` in words."""
         if kind == "validation":
             return "the validation profiles alone: its earlier launches ran the tuning profile only"
+        if kind == "confirmation":
+            return (
+                "the study's confirmation: the kept changes launched again once every stage was decided, "
+                "on launches that took no part in any decision"
+            )
         if kind == "first":
             return "its first measurement"
         if fingerprint in self.references:
@@ -194,7 +210,8 @@ def launch_rows(
         complete = (
             launch is not None and launch.value is not None and complete_launch(run, stored, tuning, repeats)
         )
-        kind = launch_kind(run, fingerprint in measured, validation)
+        earlier = measured[fingerprint or ""]
+        kind = launch_kind(run, fingerprint in measured, validation, policy.in_block(fingerprint, earlier))
         rows.append(
             LaunchRow(
                 run_id=run.id,
@@ -202,7 +219,7 @@ def launch_rows(
                 fingerprint=fingerprint,
                 stage=stage,
                 kind=kind,
-                reason=policy.reason(kind, fingerprint, measured[fingerprint or ""] + 1),
+                reason=policy.reason(kind, fingerprint, earlier + 1),
                 status=run.status,
                 runs=len({r.profile_name for r in tuning_results(stored, tuning)}) if complete else 0,
                 value=launch.value if complete else None,

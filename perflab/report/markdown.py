@@ -30,7 +30,12 @@ from perflab.study.loadcurve import LOAD_TITLES, LoadCurve
 from perflab.views.formatting import counted
 
 INDENT = "    "
-LAUNCH_KINDS = {"first": "first", "again": "again", "validation": "validation only"}
+LAUNCH_KINDS = {
+    "first": "first",
+    "again": "again",
+    "validation": "validation only",
+    "confirmation": "confirmation",
+}
 
 
 def _indented(lines: Sequence[str]) -> list[str]:

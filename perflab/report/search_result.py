@@ -8,7 +8,9 @@ the best so far, the Pareto front and which knobs mattered.
 - **launches** are the stage's runs (every run of a configuration the search launched), counted as
   proposals (a configuration's first launch, retries after an infrastructure failure included),
   re-measurements for the final pick, and validation launches; past the budget, ``over_budget`` says
-  by how much and what went past it;
+  by how much and what went past it. The study's confirmation block, once every stage is decided,
+  launches the search's pick again too: those launches are the study's (``confirmation``), not the
+  search's;
 - each trial has **one state**, the same wherever it is shown ("measured", "screened out", …), and
   its **mean** over its launches with the samples behind it;
 - the knobs' **importances** (Optuna's PED-ANOVA) are given only once the search has stopped with at

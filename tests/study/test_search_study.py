@@ -109,8 +109,16 @@ def test_a_search_study_proposes_screens_and_recommends(
     assert search.stop == "budget: 7 launches of 7"
     # every launch of the stage counted: seven proposals, nothing past the budget
     assert (search.launches.proposals, search.launches.total, search.over_budget) == (7, 7, None)
-    stage_runs = [launch for launch in report.launches if launch.stage == "Batching and parallelism"]
+    stage_runs = [
+        launch
+        for launch in report.launches
+        if launch.stage == "Batching and parallelism" and launch.kind != "confirmation"
+    ]
     assert len(stage_runs) == search.launches.total
+    # the study's confirmation block launches the search's pick again: a launch of the study's, not
+    # one of the search's budget
+    block = [launch for launch in report.launches if launch.kind == "confirmation"]
+    assert len(block) == (3 if study.state["confirmation"] is not None else 0)
     states = {trial.state for trial in search.trials if trial.repeat_of is None}
     assert states <= {"measured", "winner", "screened out", "infeasible", "measured before"}
     launched = [trial for trial in search.trials if trial.repeat_of is None]
@@ -171,7 +179,18 @@ def test_an_interrupted_search_ends_as_an_uninterrupted_one(
     assert [run.failure_class for run in runs].count("worker_restarted") == 1
     assert interrupted.status == whole.status == "done"
     assert interrupted.recommended_command == whole.recommended_command
-    assert interrupted.state["stage_state"] == whole.state["stage_state"]
+    # the same trials, stops and decisions; the confirmation block's order is each study's own (seeded
+    # by the study), over the same configurations
+    states = [dict(study.state["stage_state"]) for study in (whole, interrupted)]
+    blocks = [state["study"].get("confirmation") for state in states]
+    assert (blocks[0] is None) == (blocks[1] is None)
+    if blocks[0] is not None:
+        orders = [block["order"] for block in blocks]
+        assert set(orders[0]) == set(orders[1]) and len(orders[0]) == len(orders[1])
+        assert all(order == order[::-1] for order in orders)
+        assert blocks[0]["before"] == blocks[1]["before"]
+        states = [{**state, "study": {**state["study"], "confirmation": None}} for state in states]
+    assert states[0] == states[1]
     with new_session(db_engine) as session:
         picks = [study_report(session, study_id=study.id).searches[0].pick for study in (whole, interrupted)]
     assert picks[0] == picks[1]
