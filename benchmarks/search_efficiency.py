@@ -17,17 +17,18 @@ reaches its steady state in a screening too.)
 
 A space with an SLO bounds the mean TPOT: the limit is placed in the widest gap between the cells'
 TPOTs that leaves 5–15 % of the cells feasible (a cell within the noise of the limit would make "the
-constrained optimum" a coin toss). The **search** is driven by the code a study uses, with a
-search's default settings (two random proposals first): proposals from
-:func:`perflab.study.search.step` (screening with the pruner, infeasible cells told as constraint
-violations), then :func:`perflab.study.finalists.final_pick` with the study's spread pooled as the
-coordinator pools it (:func:`perflab.study.noise.study_spread`) and the baseline (launched twice first)
-as the reference: the finalists and the baseline are launched again, a round at a time in the order
-the pick gives (:attr:`perflab.study.finalists.FinalPick.order`), until the pick is decided. The
-recommendation is the pick when it is kept, else the baseline; it is **within 2 %** when it meets the
-SLO and its true throughput is within 2 % of the best feasible cell's. Launches count every start:
-the baseline's, the proposals', and the final pick's confirmations. Beside the search's rate each line
-gives ``random_draws_within_2pct_rate``: the chance that as many distinct cells as the budget, drawn at
+constrained optimum" a coin toss). The **search** is driven by the code a study uses, with a search's
+default settings (two random proposals first): proposals from :func:`perflab.study.search.step`
+(screening with the pruner, infeasible cells told as constraint violations), then
+:func:`perflab.study.finalists.final_pick` with the study's spread pooled as the coordinator pools it
+(:func:`perflab.study.noise.study_spread`) and the baseline (launched twice first, and given to the
+search as measured before it, as a study's baseline is) as the reference: the finalists and the
+baseline are launched again, a round at a time in the order the pick gives
+(:attr:`perflab.study.finalists.FinalPick.order`), until the pick is decided. The recommendation is the
+pick when it is kept, else the baseline; it is **within 2 %** when it meets the SLO and its true
+throughput is within 2 % of the best feasible cell's. Launches count every start: the baseline's, the
+proposals', and the final pick's confirmations. Beside the search's rate each line gives
+``random_draws_within_2pct_rate``: the chance that as many distinct cells as the budget, drawn at
 random, include one within 2 % of the optimum — what a search that learned nothing would find, the
 yardstick on spaces so small that the budget is a handful of launches.
 
@@ -322,10 +323,19 @@ def search_once(
         bench.measured(baseline, bench.launch(baseline, False)[1])
     seen: dict[str, Observation] = {}
     trials: list[Trial] = []
+    before: dict[str, Observation] = {}  # the baseline, measured before the search
+    _complete(bench, baseline, None, before, slos)
     while True:
         trials = with_outcomes(trials, seen)
         result = step(
-            spec, OBJECTIVES, trials, space.build, min_gain_pct=MIN_GAIN * 100, predict=predict, slos=slos
+            spec,
+            OBJECTIVES,
+            trials,
+            space.build,
+            min_gain_pct=MIN_GAIN * 100,
+            predict=predict,
+            slos=slos,
+            earlier=before,
         )
         trials = list(result.trials)
         if result.stop:

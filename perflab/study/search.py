@@ -316,12 +316,14 @@ def step(
     false, only say whether the search has stopped).
 
     ``build`` turns a point's parameters into a configuration, raising ``ValueError`` with the reason
-    for one that cannot be launched (told as infeasible). ``earlier`` holds what configurations
-    measured before the search showed, by fingerprint. Trials must carry their outcomes
-    (:func:`with_outcomes`). The loop is bounded: each proposal that launches nothing brings a stop
-    (:func:`stop_reason`) closer. With ``predict``, predictions seed the first proposals and pre-screen
-    the others under ``slos`` (:mod:`perflab.study.predictions`). A search that ``stopped`` before stays
-    stopped for that reason, whatever its trials' outcomes have become since."""
+    for one that cannot be launched (told as infeasible). ``earlier`` holds what configurations measured
+    before the search showed, by fingerprint; at the first step, those that are points of the space
+    become its first trials (not launches), so the sampler learns them before it proposes. Trials must
+    carry their outcomes (:func:`with_outcomes`). The loop is bounded: each proposal that launches
+    nothing brings a stop (:func:`stop_reason`) closer. With ``predict``, predictions seed the first
+    proposals and pre-screen the others under ``slos`` (:mod:`perflab.study.predictions`). A search that
+    ``stopped`` before stays stopped for that reason, whatever its trials' outcomes have become
+    since."""
     if stopped is not None:
         return SearchStep(tuple(trials), stopped)
     earlier = earlier or {}
@@ -329,6 +331,8 @@ def step(
     trials = list(trials)
     if any(trial.status in ("pending", "screened") for trial in trials):
         return SearchStep(tuple(trials))
+    if not trials and earlier and propose:
+        trials = _measured_before(spec, build, earlier)
     by_fingerprint = {trial.fingerprint: trial for trial in trials if trial.launched}
     while True:
         reason = stop_reason(spec, objectives, trials, gpu_hours=gpu_hours, min_gain_pct=min_gain_pct)
@@ -367,6 +371,23 @@ def step(
         )
         trials.append(proposal)
         return SearchStep(tuple(trials))
+
+
+def _measured_before(
+    spec: SearchSpec, build: Callable[[dict[str, Any]], EngineConfig], earlier: Mapping[str, Observation]
+) -> list[Trial]:
+    """The points of the space whose configuration was measured before the search, as its first trials
+    (not launches): the sampler learns from them before it proposes anything."""
+    found: list[Trial] = []
+    for sampled in space_points(spec.distributions(), spec.seed):
+        params = spec.from_sampler(sampled)
+        try:
+            fingerprint = build(params).fingerprint()
+        except ValueError:
+            continue
+        if fingerprint in earlier and all(trial.fingerprint != fingerprint for trial in found):
+            found.append(Trial(len(found), params, fingerprint, earlier=True))
+    return with_outcomes(found, earlier)
 
 
 def _point(params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:

@@ -5,6 +5,7 @@ that reaches a tight space's feasible optimum, and predictions that seed and pre
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from perflab.engines.config import EngineConfig
@@ -221,3 +222,32 @@ def test_a_pruned_screening_is_learned_on_the_full_profiles_scale() -> None:
     # with no trial measured in full yet, a screening is taken as it is
     alone = objective_observations([], frozen)
     assert [(params["max_num_seqs"], value) for params, value in alone] == [(2, 40.0)]
+
+
+def test_configurations_measured_before_the_search_are_told_before_its_first_proposal() -> None:
+    # the baseline is a point of the space: the sampler learns its launches before it proposes, and
+    # it takes the place of one of the random first proposals
+    build = _builder("Qwen/Qwen3-32B", 8)
+    spec = SearchSpec.model_validate(
+        {
+            "knobs": {"max_num_seqs": SEQS},
+            "parallelism": LAYOUTS,
+            "budget": {"launches": 6},
+            "screening": 1.0,
+            "startup_trials": 2,
+        }
+    )
+    baseline = build({"max_num_seqs": 256, "parallelism": "TP1"}).fingerprint()
+    earlier = {baseline: Observation("complete", None, (5000.0,), (5000.0, 5100.0), 0.8)}
+    first = step(spec, OBJECTIVES, [], build, earlier=earlier)
+    reused, proposal = first.trials
+    assert reused.earlier and not reused.launched and reused.fingerprint == baseline
+    assert (reused.status, reused.values, reused.violation) == ("complete", (5000.0,), 0.8)
+    assert proposal.launched and proposal.status == "pending" and proposal.fingerprint != baseline
+    # told to the sampler as a measured trial: with it, one random proposal completes the startup
+    study = rebuild(spec, OBJECTIVES, [reused])
+    assert [t.values for t in study.get_trials(deepcopy=False)] == [[5000.0]]
+    # a search that has trials already (resumed from its stored ones) adds none
+    done = replace(proposal, number=0, status="complete", values=(4000.0,), samples=(4000.0,))
+    again = step(spec, OBJECTIVES, [done], build, earlier=earlier)
+    assert again.trials[0] == done
