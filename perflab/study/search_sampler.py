@@ -257,8 +257,11 @@ def objective_observations(
     on the full profile's scale (times the median ratio of full value to screening over the trials
     that have both; 1 while none has), so the model learns where the screenings were poor."""
     found = [(trial.params, float(trial.values[0])) for trial in measured]
+    # a configuration that broke an SLO at its screening is told that screening as its value: no ratio
     ratios = [
-        trial.values[0] / screening for trial in measured if (screening := _screening(trial)) is not None
+        trial.values[0] / screening
+        for trial in measured
+        if (screening := _screening(trial)) is not None and trial.values[0] != screening
     ]
     scale = float(np.median(ratios)) if ratios else 1.0
     for trial in told:

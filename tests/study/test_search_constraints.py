@@ -214,11 +214,20 @@ def test_a_pruned_screening_is_learned_on_the_full_profiles_scale() -> None:
         trial(1, status="complete", screening=60.0, values=(120.0,), samples=(120.0,)),
         trial(2, status="pruned", screening=40.0),
         trial(3, status="infeasible", note="CUDA out of memory"),  # measured nothing: not learned
+        trial(4, status="infeasible", screening=90.0, violation=0.3),  # broke an SLO at its screening
+        trial(5, status="infeasible", screening=95.0, violation=0.4),
     ]
     frozen = rebuild(spec, OBJECTIVES, told).get_trials(deepcopy=False)
     measured = [t for t in frozen if t.user_attrs.get(MEASURED)]
     found = objective_observations(measured, frozen)
-    assert [(params["max_num_seqs"], value) for params, value in found] == [(0, 100.0), (1, 120.0), (2, 80.0)]
+    # the screening that broke an SLO is learned as it is, and takes no part in the scale
+    assert [(params["max_num_seqs"], value) for params, value in found] == [
+        (0, 100.0),
+        (1, 120.0),
+        (4, 90.0),
+        (5, 95.0),
+        (2, 80.0),
+    ]
     # with no trial measured in full yet, a screening is taken as it is
     alone = objective_observations([], frozen)
     assert [(params["max_num_seqs"], value) for params, value in alone] == [(2, 40.0)]
