@@ -31,6 +31,19 @@ def _builder(model: str, gpus: int) -> Callable[[dict[str, Any]], EngineConfig]:
     return build
 
 
+def _spec(seqs: list[int], layouts: list[dict[str, int]], *, launches: int, startup: int) -> SearchSpec:
+    """A search over max-num-seqs × layouts, measured in full (no screening)."""
+    return SearchSpec.model_validate(
+        {
+            "knobs": {"max_num_seqs": seqs},
+            "parallelism": layouts,
+            "budget": {"launches": launches},
+            "screening": 1.0,
+            "startup_trials": startup,
+        }
+    )
+
+
 def _search(spec: SearchSpec, build, measure, **extra: Any) -> list[Trial]:  # type: ignore[no-untyped-def]
     """Drive ``step`` to its stop, each launch measured by ``measure(config)`` → (throughput, tpot)."""
     seen: dict[str, Observation] = {}
@@ -117,15 +130,7 @@ def test_predictions_seed_the_search_best_predicted_first() -> None:
     predict = cached(simulator_predictor("H100", 512, 128, 64))
     seqs = [16, 64, 256]
     layouts = [{"tp": 1}, {"tp": 2}]
-    spec = SearchSpec.model_validate(
-        {
-            "knobs": {"max_num_seqs": seqs},
-            "parallelism": layouts,
-            "budget": {"launches": 2},
-            "screening": 1.0,
-            "startup_trials": 2,
-        }
-    )
+    spec = _spec(seqs, layouts, launches=2, startup=2)
     points = [{"max_num_seqs": s, "parallelism": f"TP{layout['tp']}"} for s in seqs for layout in layouts]
     predicted = {tuple(sorted(p.items())): predict(build(p)) for p in points}
     # an SLO that two of the six configurations are predicted to meet
@@ -237,15 +242,7 @@ def test_configurations_measured_before_the_search_are_told_before_its_first_pro
     # the baseline is a point of the space: the sampler learns its launches before it proposes, and
     # it takes the place of one of the random first proposals
     build = _builder("Qwen/Qwen3-32B", 8)
-    spec = SearchSpec.model_validate(
-        {
-            "knobs": {"max_num_seqs": SEQS},
-            "parallelism": LAYOUTS,
-            "budget": {"launches": 6},
-            "screening": 1.0,
-            "startup_trials": 2,
-        }
-    )
+    spec = _spec(SEQS, LAYOUTS, launches=6, startup=2)
     baseline = build({"max_num_seqs": 256, "parallelism": "TP1"}).fingerprint()
     earlier = {baseline: Observation("complete", None, (5000.0,), (5000.0, 5100.0), 0.8)}
     first = step(spec, OBJECTIVES, [], build, earlier=earlier)
