@@ -28,7 +28,7 @@ Pure and deterministic, so the coordinator can call it on every advance and keep
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -378,16 +378,26 @@ def _measured_before(
 ) -> list[Trial]:
     """The points of the space whose configuration was measured before the search, as its first trials
     (not launches): the sampler learns from them before it proposes anything."""
-    found: list[Trial] = []
+    found: dict[str, dict[str, Any]] = {}
+    for params, config in _buildable(spec, build):
+        fingerprint = config.fingerprint()
+        if fingerprint in earlier:
+            found.setdefault(fingerprint, params)
+    trials = [Trial(number, params, fp, earlier=True) for number, (fp, params) in enumerate(found.items())]
+    return with_outcomes(trials, earlier)
+
+
+def _buildable(
+    spec: SearchSpec, build: Callable[[dict[str, Any]], EngineConfig]
+) -> Iterator[tuple[dict[str, Any], EngineConfig]]:
+    """Each point of the space (as :func:`space_points` gives them) whose configuration can be built."""
     for sampled in space_points(spec.distributions(), spec.seed):
         params = spec.from_sampler(sampled)
         try:
-            fingerprint = build(params).fingerprint()
+            config = build(params)
         except ValueError:
             continue
-        if fingerprint in earlier and all(trial.fingerprint != fingerprint for trial in found):
-            found.append(Trial(len(found), params, fingerprint, earlier=True))
-    return with_outcomes(found, earlier)
+        yield params, config
 
 
 def _point(params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
@@ -399,12 +409,7 @@ def _predicted(
 ) -> dict[tuple[tuple[str, Any], ...], Prediction]:
     """The predictor's figures for each buildable point of the space it covers."""
     found = {}
-    for sampled in space_points(spec.distributions(), spec.seed):
-        params = spec.from_sampler(sampled)
-        try:
-            config = build(params)
-        except ValueError:
-            continue
+    for params, config in _buildable(spec, build):
         prediction = predict(config)
         if prediction is not None:
             found[_point(params)] = prediction
