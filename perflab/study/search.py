@@ -174,7 +174,9 @@ def _sampler(spec: SearchSpec, objectives: int, seed: int) -> optuna.samplers.Ba
     """Constrained Bayesian optimization for one objective, NSGA-II for two; both read each trial's
     ``constraints`` (Optuna 5)."""
     if objectives == 1:
-        return ConstrainedGPSampler(spec.distributions(), seed=seed, startup=spec.startup_trials)
+        return ConstrainedGPSampler(
+            spec.distributions(), seed=seed, startup=spec.startup_trials, embeddings=spec.embeddings()
+        )
     return NSGAIISampler(seed=seed, population_size=max(4, spec.startup_trials))
 
 

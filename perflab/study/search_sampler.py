@@ -20,6 +20,7 @@ feasibility** (Gardner et al., *Bayesian optimization with inequality constraint
 Welch & Jones 1998); while nothing feasible has been measured, the point most likely to be feasible
 (a random one while every trial failed alike). Knobs enter as coordinates in [0, 1]: an integer or
 ordered knob by its position (a log range on its logarithm), a categorical one as one-hot
+coordinates, an embedded one (the layouts: one axis per degree of parallelism) by its row of
 coordinates. The first ``startup`` trials are drawn at random.
 
 Deterministic: the same told trials and seed give the same proposal, so a search rebuilt from its
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -51,15 +52,22 @@ MAX_POINTS = 4096
 LENGTH_BOUNDS = (math.log(0.05), math.log(20.0))
 NOISE_BOUNDS = (math.log(1e-6), math.log(0.5))
 _ROOT_FIVE = math.sqrt(5.0)
+# Per knob, the coordinates of each of its integer positions, where a knob's values are not points on
+# one line (layouts of several degrees of parallelism: ``SearchSpec.embeddings``).
+Embeddings = Mapping[str, Sequence[Sequence[float]]]
 _THREADS = ThreadpoolController()
 
 
-def _coordinates(distributions: dict[str, BaseDistribution], params: dict[str, Any]) -> list[float]:
-    """A point's coordinates in [0, 1] (one-hot for a categorical knob)."""
+def _coordinates(
+    distributions: dict[str, BaseDistribution], embeddings: Embeddings, params: dict[str, Any]
+) -> list[float]:
+    """A point's coordinates in [0, 1] (one-hot for a categorical knob, its row for an embedded one)."""
     found: list[float] = []
     for name, distribution in distributions.items():
         value = params[name]
-        if isinstance(distribution, IntDistribution):
+        if name in embeddings:
+            found.extend(embeddings[name][value - distribution.low])  # type: ignore[attr-defined]
+        elif isinstance(distribution, IntDistribution):
             low, high = distribution.low, distribution.high
             if distribution.log:
                 low, high, value = math.log(low), math.log(high), math.log(value)
@@ -156,8 +164,16 @@ class _Process:
 class ConstrainedGPSampler(BaseSampler):
     """Constrained expected improvement over a finite space (see the module)."""
 
-    def __init__(self, distributions: dict[str, BaseDistribution], *, seed: int, startup: int) -> None:
+    def __init__(
+        self,
+        distributions: dict[str, BaseDistribution],
+        *,
+        seed: int,
+        startup: int,
+        embeddings: Embeddings | None = None,
+    ) -> None:
         self._distributions = distributions
+        self._embeddings = embeddings or {}
         self._seed = seed
         self._startup = startup
         self._random = RandomSampler(seed=seed)
@@ -190,7 +206,7 @@ class ConstrainedGPSampler(BaseSampler):
         ]
         if not points:
             return {}
-        grid = np.array([_coordinates(distributions, point) for point in points])
+        grid = np.array([self._coordinates(point) for point in points])
         sign = 1.0 if direction == StudyDirection.MAXIMIZE else -1.0
         feasibility = self._feasibility(told, grid, groups)
         if feasibility is None:
@@ -202,7 +218,7 @@ class ConstrainedGPSampler(BaseSampler):
         observed = objective_observations(measured, told)
         if not feasible or len(observed) < 2:
             return points[int(np.argmax(feasibility + 1e-9 * np.arange(len(points))[::-1]))]
-        x = np.array([_coordinates(distributions, params) for params, _ in observed])
+        x = np.array([self._coordinates(params) for params, _ in observed])
         y = np.array([sign * math.log(value) for _, value in observed])
         mean, sd = _Process(x, y, groups).predict(grid)
         best = max(sign * math.log(trial.values[0]) for trial in feasible)
@@ -211,11 +227,19 @@ class ConstrainedGPSampler(BaseSampler):
         score = improvement * feasibility
         return points[int(np.argmax(score + 1e-12 * np.arange(len(points))[::-1]))]
 
+    def _coordinates(self, params: dict[str, Any]) -> list[float]:
+        return _coordinates(self._distributions, self._embeddings, params)
+
     def _groups(self) -> list[slice]:
         """The coordinates of each knob (one length scale each)."""
         groups, start = [], 0
-        for distribution in self._distributions.values():
-            width = 1 if isinstance(distribution, IntDistribution) else len(distribution.choices)  # type: ignore[attr-defined]
+        for name, distribution in self._distributions.items():
+            if name in self._embeddings:
+                width = len(self._embeddings[name][0])
+            elif isinstance(distribution, IntDistribution):
+                width = 1
+            else:
+                width = len(distribution.choices)  # type: ignore[attr-defined]
             groups.append(slice(start, start + width))
             start += width
         return groups
@@ -228,7 +252,7 @@ class ConstrainedGPSampler(BaseSampler):
         violations = np.array([_violation(trial) for trial in told])
         if not np.any(violations > 0):
             return np.ones(len(grid))
-        x = np.array([_coordinates(self._distributions, trial.params) for trial in told])
+        x = np.array([self._coordinates(trial.params) for trial in told])
         target = np.log1p(np.maximum(violations, -0.99))
         if np.ptp(target) == 0:
             return None

@@ -34,7 +34,7 @@ from typing import Any
 from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from perflab.engines.layout import Disaggregation
+from perflab.engines.layout import ROLES, Disaggregation
 
 PARALLELISM = "parallelism"
 # Parallelism fields a layout may set; replicas always fill the study's accelerator budget. A layout may
@@ -230,9 +230,30 @@ class SearchSpec(BaseModel):
 
     def _layout_order(self) -> list[str]:
         """The layouts' labels ordered by accelerators per replica (a split's: its prefill and decode
-        groups together), then expert parallelism."""
+        groups together), then expert parallelism: the sampler's numbering of them (their coordinates
+        are :meth:`embeddings`'s)."""
         ordered = sorted(self.parallelism, key=lambda layout: (*_layout_size(layout), layout_label(layout)))
         return [layout_label(layout) for layout in ordered]
+
+    def embeddings(self) -> dict[str, list[list[float]]]:
+        """The coordinates the sampler gives each layout, in the order it numbers them: every degree of
+        parallelism on its own axis (:func:`layout_features`), each scaled to [0, 1] over the space's
+        layouts, those that never change left out. TP1…TP8 lie evenly on a line as their positions
+        would, while TP2 lies as near TP1 as TP2 EP2 does: no layout stands between two that differ
+        in another degree."""
+        if not self.parallelism:
+            return {}
+        features = {layout_label(layout): layout_features(layout) for layout in self.parallelism}
+        rows = [features[label] for label in self._layout_order()]
+        columns = []
+        for name in sorted({name for row in rows for name in row}):
+            values = [row.get(name, 0.0) for row in rows]
+            low, high = min(values), max(values)
+            if high > low:
+                columns.append([(value - low) / (high - low) for value in values])
+        if not columns:
+            return {PARALLELISM: [[0.0] for _ in rows]}
+        return {PARALLELISM: [list(point) for point in zip(*columns, strict=True)]}
 
     def to_sampler(self, params: dict[str, Any]) -> dict[str, Any]:
         """A point's parameters as the sampler sees them (an ordered knob's value as its position)."""
@@ -286,10 +307,29 @@ def _ordered(values: Any) -> list[int | float] | None:
 
 
 def _layout_size(layout: dict[str, Any]) -> tuple[int, int]:
-    """A layout's accelerators per replica and expert-parallel size, the order the sampler sees."""
+    """A layout's accelerators per replica and expert-parallel size, the order the sampler numbers them in."""
     if SPLIT in layout:
         return Disaggregation.model_validate(layout[SPLIT]).gpus, 1
     return layout.get("tp", 1) * layout.get("dp", 1), layout.get("ep", 1)
+
+
+def layout_features(layout: dict[str, Any]) -> dict[str, float]:
+    """A layout as numbers: log2 of each degree of parallelism (so 1, 2, 4, 8 are evenly spaced), 1 for
+    a switch that is on; a split's degrees per role (``prefill tp``, …) and ``split`` 1."""
+    if SPLIT in layout:
+        split = Disaggregation.model_validate(layout[SPLIT])
+        return {
+            "split": 1.0,
+            **{
+                f"{role} {name}": math.log2(getattr(split.group(role), name))
+                for role in ROLES
+                for name in ("workers", "tp", "dp", "ep")
+            },
+        }
+    return {
+        name: float(bool(layout.get(name))) if name in SWITCHES else math.log2(layout.get(name, 1))
+        for name in LAYOUT_FIELDS
+    }
 
 
 def layout_label(layout: dict[str, Any]) -> str:
