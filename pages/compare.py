@@ -108,13 +108,13 @@ else:
     ui.download_row(
         ui.Download(
             "Download CSV",
-            lambda: compare.comparison_csv(table),
+            compare.comparison_csv(table),
             "perflab-compare.csv",
             "compare_download_csv",
         ),
         ui.Download(
             "Download markdown",
-            lambda: compare.comparison_markdown(table),
+            compare.comparison_markdown(table),
             "perflab-compare.md",
             "compare_download_markdown",
         ),

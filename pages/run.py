@@ -98,12 +98,13 @@ with ui.button_row():
             lambda: run_export.run_json(priced),
             f"perflab-run-{run.id}.json",
             "run_download_json",
+            version=f"{loaded.version} {ui.price_book()!r}",
         )
     )
     ui.download(
         ui.Download(
             "Download CSV",
-            lambda: run_export.run_csv(priced),
+            run_export.run_csv(priced),
             f"perflab-run-{run.id}.csv",
             "run_download_csv",
         )

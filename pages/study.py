@@ -291,9 +291,10 @@ def study_body(report: Report, charts: dict[str, dict[str, Any]], version: str) 
             lambda: zip_bytes(report_files(report)),
             f"{stem}.zip",
             "study_download_zip",
+            version=f"{version} {ui.price_book()!r}",
         ),
-        ui.Download("Download CSV", lambda: results_csv(report), f"{stem}.csv", "study_download_csv"),
-        ui.Download("Download JSON", lambda: results_json(report), f"{stem}.json", "study_download_json"),
+        ui.Download("Download CSV", results_csv(report), f"{stem}.csv", "study_download_csv"),
+        ui.Download("Download JSON", results_json(report), f"{stem}.json", "study_download_json"),
     )
     for caveat in report.caveats:
         st.caption(md_text(caveat))

@@ -34,8 +34,8 @@ from streamlit.runtime.pages_manager import PagesManager
 from db import crud
 from db import session as db_session
 from perflab import app_address, auth, redact, settings
+from perflab.chart_png import chart_png
 from perflab.charts import run_page as run_page_charts
-from perflab.charts.export import chart_png
 from perflab.cost.figures import CostFigures
 from perflab.cost.prices import PriceBook
 from perflab.cost.stored import load_cost_context
@@ -699,21 +699,49 @@ def status_text(status_name: str) -> str:
     return f"{STATUS_ICONS.get(status_name, '•')} {status_name}"
 
 
+# The one file a session prepared for download: its button's key, the version of its content, the file.
+PREPARED_KEY = "download_prepared"
+
+
 class Download(NamedTuple):
-    """A download button: its label, the function building the content, the file name, a widget key."""
+    """A download button: its label (``Download …``), its file's content, the file name, a widget key.
+    A file too costly to build each time the page is drawn (all of a run's requests, a study's charts)
+    is a function building it, with the ``version`` of the content it builds."""
 
     label: str
-    make: Callable[[], str | bytes]
+    data: str | bytes | Callable[[], str | bytes]
     file_name: str
     key: str
+    version: str = ""
 
 
 def download(item: Download, *, place: Any = st) -> None:
-    """A download button whose content is built only when it is clicked (MIME type from the name)."""
+    """A download button holding its file (MIME type from the name), served for as long as the button
+    is shown. A costly file (a function) is built by a "Prepare …" button first; its download button
+    then holds it (one prepared file a session, until its content's version changes).
+
+    Streamlit 1.67's own deferred download (a callable ``data``) is not used: the file it builds on the
+    click is dropped by the second media clean-up after it is built, and every script run of every
+    session ends with one (each sidebar refresh, :data:`SIDEBAR_REFRESH_S`), so a browser that fetched
+    it late (many users, a slow link) was given nothing."""
+    data = item.data
+    if callable(data):
+        prepared = st.session_state.get(PREPARED_KEY)
+        if prepared is None or prepared[:2] != (item.key, item.version):
+            label = item.label.replace("Download", "Prepare", 1)
+            place.button(label, key=f"{item.key}_prepare", on_click=_prepare, args=(item,))
+            return
+        data = prepared[2]
     mime = mimetypes.guess_type(item.file_name)[0] or "application/octet-stream"
     place.download_button(
-        item.label, data=item.make, file_name=item.file_name, mime=mime, key=item.key, on_click="ignore"
+        item.label, data=data, file_name=item.file_name, mime=mime, key=item.key, on_click="ignore"
     )
+
+
+def _prepare(item: Download) -> None:
+    """Build a costly download's file (the click's callback, before the page is drawn again)."""
+    assert callable(item.data)
+    st.session_state[PREPARED_KEY] = (item.key, item.version, item.data())
 
 
 def metric_cards(cards: Sequence[Card], per_row: int = CARDS_PER_ROW) -> None:
@@ -771,15 +799,15 @@ def download_row(*items: Download) -> None:
 
 
 def chart(figure: alt.TopLevelMixin, *, key: str, file_name: str) -> None:
-    """Draw an Altair chart with a "Download PNG" button below it (rendered when clicked)."""
+    """Draw an Altair chart with a "Download PNG" button below it."""
     st.altair_chart(figure, width="stretch")
-    download(Download("Download PNG", lambda: chart_png(figure), file_name, f"png_{key}"))
+    download(Download("Download PNG", chart_png(figure), file_name, f"png_{key}"))
 
 
 def draw_spec(spec: dict[str, Any], *, key: str, file_name: str) -> None:
-    """Draw a Vega-Lite spec with a "Download PNG" button below it (rendered when clicked)."""
+    """Draw a Vega-Lite spec with a "Download PNG" button below it."""
     st.vega_lite_chart(spec, width="stretch")
-    download(Download("Download PNG", lambda: chart_png(spec), file_name, f"png_{key}"))
+    download(Download("Download PNG", chart_png(spec), file_name, f"png_{key}"))
 
 
 def inventory_or_stop() -> Inventory:

@@ -3,5 +3,5 @@
 
 Charts take the tables of :mod:`perflab.views` and return Altair charts with tooltips and, where runs
 or series are overlaid, a legend that selects (click a legend entry to highlight it).
-:func:`~perflab.charts.export.chart_png` renders any of them to PNG for download.
+:func:`perflab.chart_png.chart_png` renders any of them to PNG for download.
 """

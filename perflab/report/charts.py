@@ -1,4 +1,4 @@
-"""The report's charts (Altair), and their PNG files (vl-convert).
+"""The report's charts (Altair; their PNG files are :func:`perflab.chart_png.chart_png`'s).
 
 - ``comparison``: Total TPS of the baseline and the optimized configuration for every benchmark case;
 - ``stages``: every measured candidate of every stage, winners marked, with the best so far;
@@ -15,7 +15,6 @@ from collections.abc import Iterable
 
 import altair as alt
 import pandas as pd
-import vl_convert
 
 from perflab.report.model import Report
 from perflab.report.search_charts import HEIGHT, WIDTH, search_charts
@@ -180,8 +179,3 @@ def report_charts(report: Report) -> dict[str, alt.TopLevelMixin]:
     for entry in report.searches:
         charts.update(search_charts(entry, report.objective_unit))
     return charts
-
-
-def png_bytes(chart: alt.TopLevelMixin, scale: float = 2.0) -> bytes:
-    """The chart rendered to PNG."""
-    return vl_convert.vegalite_to_png(vl_spec=chart.to_json(), scale=scale)

@@ -10,8 +10,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from perflab.chart_png import chart_png
 from perflab.csv_cells import records_csv
-from perflab.report.charts import png_bytes, report_charts
+from perflab.report.charts import report_charts
 from perflab.report.costs import cost_json
 from perflab.report.markdown import render_markdown
 from perflab.report.model import CandidateSection, Figures, Report, SearchSection
@@ -164,7 +165,7 @@ def report_files(report: Report, *, charts: bool = True) -> dict[str, bytes]:
     if charts:
         for name, chart in report_charts(report).items():
             path = f"{CHART_DIR}/{name}.png"
-            files[path] = png_bytes(chart)
+            files[path] = chart_png(chart)
             paths[name] = path
     files[REPORT_FILE] = render_markdown(report, paths).encode()
     files[CSV_FILE] = results_csv(report).encode()

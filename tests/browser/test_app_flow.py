@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from perflab.ui import SIDEBAR_REFRESH_S
 from tests.fixtures.streamlit_app import AppServer, choose, click, fill, new_page, screenshot, settle
 
 pytestmark = pytest.mark.browser
@@ -161,6 +162,12 @@ def test_upload_queue_watch_share_compare_download(app: AppServer, chromium: Bro
     png = tmp_path / "chart.png"
     download_info.value.save_as(png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 2000
+    # the file stays served while its button is shown: a browser that fetches it late (many users, a
+    # slow link) gets it after more than two clean-ups of Streamlit's media files, one of which ends
+    # every script run, as each sidebar refresh does
+    page.wait_for_timeout(1000 * (2 * SIDEBAR_REFRESH_S + 1))
+    late = page.request.get(download_info.value.url)
+    assert late.ok and late.body() == png.read_bytes()
 
     for name in ("launch", "hosts", "studies"):
         visit(page, app, f"/{name}")

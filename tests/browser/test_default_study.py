@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import socket
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -63,7 +64,12 @@ def test_the_default_study_form_runs_to_a_report(app: AppServer, chromium: Brows
     expect(page.get_by_text("ShareGPT profiles ran on perflab's ShareGPT-format sample")).to_be_visible()
     expect(page.get_by_role("heading", name="Recommended serve command")).to_be_visible()
     expect(page.get_by_text("Not decided yet")).to_have_count(0)
-    expect(page.get_by_role("button", name="Download report (zip)")).to_be_visible()
+    click(page, "Prepare report (zip)")
+    with page.expect_download() as download_info:
+        page.get_by_role("button", name="Download report (zip)").click()
+    with zipfile.ZipFile(download_info.value.path()) as report:
+        assert {"report.md", "results.csv", "results.json"} <= set(report.namelist())
+        assert any(name.startswith("charts/") and name.endswith(".png") for name in report.namelist())
     screenshot(page, "study-default-done")
 
     # The baseline (run 1) also ran the validation profiles; the short preset lasts well under a second.

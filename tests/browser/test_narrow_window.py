@@ -122,7 +122,7 @@ def test_headlines_buttons_and_the_runs_table_at_1024(
     assert [value.strip() for value in values[: len(expected)]] == [card.value for card in expected]
     assert cut(page, METRIC_TEXT) == []
     buttons = page.locator('[data-testid="stMain"] button').all_inner_texts()
-    assert {"Copy link", "Re-run", "Download JSON", "Download CSV"} <= {
+    assert {"Copy link", "Re-run", "Prepare JSON", "Download CSV"} <= {
         text.strip().splitlines()[-1] for text in buttons if text.strip()
     }
     page.get_by_role("button", name="Copy link", exact=True).click()

@@ -227,6 +227,7 @@ def test_no_secret_in_pages_downloads_exports_rows_or_logs(
         sources |= page_texts(page, app, path)
     page.goto(f"{app.url}/run?run={first}")
     settle(page)
+    click(page, "Prepare JSON")
     sources["run JSON"] = download(page, "Download JSON")
     sources["run CSV"] = download(page, "Download CSV")
     sources |= page_texts(page, app, f"/compare?compare={first},{second}")

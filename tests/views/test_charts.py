@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 
 from db import session as db_session
+from perflab.chart_png import chart_png
 from perflab.charts import compare as compare_charts
 from perflab.charts import run as run_charts
 from perflab.charts.datasets import length_histogram
-from perflab.charts.export import chart_png
 from perflab.views import compare, timeline
 from perflab.views.datasets import lengths_frame
 from perflab.views.distributions import latency_values
