@@ -110,8 +110,13 @@ def test_finished_study_shows_command_tables_stages_and_downloads(study_db: Stud
     # the candidate's second launch: its one launch before the first look left it undecided
     assert launches["Why"].iloc[3].startswith("launch 2: not decided yet (a close call, or too few launches")
     labels = {button.label for button in app.get("download_button")}
-    assert {"Download report (zip)", "Download CSV", "Download JSON", "Download PNG"} <= labels
+    assert {"Download CSV", "Download JSON", "Download PNG"} <= labels
     assert not [button for button in app.button if button.key in ("study_pause", "study_resume")]
+    # the report zip renders every chart: built when asked for, then its button holds it
+    assert "Download report (zip)" not in labels
+    app.button(key="study_download_zip_prepare").click().run()
+    assert not app.exception
+    assert "Download report (zip)" in {button.label for button in app.get("download_button")}
 
 
 def engine_stage_config(app, index: int) -> dict[str, str]:  # type: ignore[no-untyped-def]
