@@ -6,6 +6,7 @@ stopped, commands fall back to the settings file's port; ``PERFLAB_APP_URL`` ove
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from perflab.cli import main
 from tests.fixtures.streamlit_app import AppServer, local_sim_hosts_file, new_page, settle
 
 pytestmark = pytest.mark.browser
+RECORD_TIMEOUT_S = 60.0
 
 
 def test_commands_print_links_to_the_port_the_app_runs_on(
@@ -36,6 +38,10 @@ def test_commands_print_links_to_the_port_the_app_runs_on(
     page = new_page(chromium)
     page.goto(app.url + "/hosts")
     settle(page)
+    # The first script run records the address; on a loaded machine it may start after the page settled.
+    deadline = time.monotonic() + RECORD_TIMEOUT_S
+    while app_address.recorded(url) is None and time.monotonic() < deadline:
+        time.sleep(0.2)
 
     monkeypatch.setenv("PERFLAB_DATABASE_URL", url)
     monkeypatch.setenv("PERFLAB_HOSTS", str(hosts))

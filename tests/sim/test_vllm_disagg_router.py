@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 import shutil
+import socket
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -25,6 +27,19 @@ from tests.sim.sse_client import post_status
 READY = r"Application startup complete"
 MODEL = "Qwen/Qwen3-8B"
 ROUTER = Path(sys.executable).parent / "vllm-router"
+
+
+def _await_listening(port: int, timeout_s: float = 30.0) -> None:
+    """Wait until ``port`` accepts connections: the router may log that it is ready before it listens."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1.0).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _worker(host, layout: Disaggregation, role: str, ports: WorkerPorts, gpu: int):
@@ -52,6 +67,7 @@ def test_every_request_goes_prefill_then_decode_through_the_real_vllm_router(sim
     )
     router = host.start([str(ROUTER) if ROUTER.exists() else argv[0], *argv[1:]])
     router.wait_for(r"Router ready \| workers:", timeout=90)
+    _await_listening(port)
     # NIXL's side channel is on VLLM_NIXL_SIDE_CHANNEL_HOST (localhost), Mooncake's bootstrap server on
     # the prefill URL's host
     source = rf"(?:localhost|127\.0\.0\.1):{prefill.side}"

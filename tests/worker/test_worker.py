@@ -32,6 +32,7 @@ from perflab.worker import worker as worker_module
 from tests.fixtures.runs import (
     DEFAULT_TIME_SCALE,
     SimHostFactory,
+    await_run_key_pid,
     benchmarking_with_progress,
     cancel,
     free_port_block,
@@ -218,7 +219,7 @@ def test_runs_of_a_worker_with_a_stale_heartbeat_are_stopped_and_failed(
         state = {"host": host.name, "run_key": "run-stale", "processes": [{"name": "engine-0"}]}
     with new_session(runs_db) as session:
         crud.update_run(session, run_id=run.id, remote_state=state)
-    assert sleeper.pid in run_key_pids("run-stale")
+    assert await_run_key_pid("run-stale", sleeper.pid)
     time.sleep(0.3)
 
     assert _worker(runs_db, hosts_file, worker_id="alive", stale_after_s=0.2).run_once() == {}
