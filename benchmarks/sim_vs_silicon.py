@@ -24,9 +24,9 @@ steady state, where requests start and finish at different times, as on a real s
 identical requests would run in lockstep and every prefill would queue behind all the others. One wave
 is measured by default, the one that replaces the spread one (aiperf's workflow measures 20): in a
 simulation without jitter, identical requests drift back into lockstep over later waves, while the real
-runs were not in lockstep (their TTFTs are about one prompt's prefill: 110 ms for Qwen3-32B on 8 × H100,
-vLLM, concurrency 16, 1024/128 tokens, where the simulated TTFT is 0.90 of it over one wave, 1.00 over
-three and 2.03 over ten; TPOT 0.97, 1.10, 1.08).
+runs were not in lockstep (Qwen3-32B on 8 × H100, vLLM, concurrency 16, 1024/128 tokens: a measured TTFT
+of 110 ms, where the simulation gives 658 ms with every wave sent at once, and 0.90 of the measured TTFT
+over one wave after the spread one, 1.00 over three and 2.03 over ten; TPOT 0.97, 1.10, 1.08).
 
 Printed: per group (engine and version, model, GPU) the number of rows and the median of simulated ÷
 real for TPOT and TTFT with their median |error|; ``--rows`` prints every row too. Last line: a JSON
