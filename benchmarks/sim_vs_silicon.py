@@ -7,10 +7,11 @@ workload (input and output lengths, concurrency) and its measured mean TTFT and 
 that file as data (found through the extra's installation, :func:`perflab.predict.installation.
 find_installation`, or given with ``--csv``) and runs every row the simulator can express through the
 offline simulator (:func:`perflab.sim.offline.simulate`) with the engine's defaults. Rows it can
-express: aggregated serving (no prefill/decode split) on one node of A100, H100 or H200 GPUs (tensor
-parallelism up to 8), a model of the simulator's catalogue (not one whose architecture it would estimate
-from its name), no attention data parallelism, and MoE layers split over the same GPUs as attention
-(the MoE group's tensor × expert parallelism is the tensor parallelism, or not given). An FP8 row of a
+express: aggregated serving (no prefill/decode split) on one node of the GPUs perflab predicts for
+(A100, H100, H200, L40S; tensor parallelism up to 8), a model of the simulator's catalogue (not one
+whose architecture it would estimate from its name), no attention data parallelism, and MoE layers
+split over the same GPUs as attention (the MoE group's tensor × expert parallelism is the tensor
+parallelism, or not given). An FP8 row of a
 16-bit model id is served as ``--quantization fp8``. Rows whose configuration the simulated engine
 refuses (out of memory, …) are counted and named. The corpus does not give the serving flags beyond
 parallelism and precision (NVIDIA's runs may set batch limits, CUDA graphs, KV-cache dtype, …), so
@@ -54,6 +55,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+from perflab.predict.case import SYSTEMS as PREDICTED_SYSTEMS  # noqa: E402
 from perflab.predict.installation import NotInstalled, find_installation  # noqa: E402
 from perflab.sim.catalog import resolve_model  # noqa: E402
 from perflab.sim.deployment import Deployment, Knobs, resolve_deployment  # noqa: E402
@@ -63,8 +65,8 @@ from perflab.sim.offline import RequestSpec, RequestTiming, simulate  # noqa: E4
 from perflab.sim.perfmodel import plan_memory  # noqa: E402
 
 CORPUS = Path("systems") / "silicon_sample.csv"
-# AIConfigurator's system names → the simulator's accelerators.
-SYSTEMS = {"a100_sxm": "A100", "h100_sxm": "H100", "h200_sxm": "H200"}
+# AIConfigurator's system names → the simulator's accelerators (the predictions' mapping, read back).
+SYSTEMS = {system: accelerator for accelerator, system in PREDICTED_SYSTEMS.items()}
 ENGINES = ("vllm", "sglang", "trtllm")
 # A simulated host is one node; runs over more GPUs than one node has are left out.
 NODE_GPUS = 8
