@@ -35,6 +35,7 @@ from perflab.views.formatting import (
     format_throughput,
     percent_change,
     shorten,
+    shown_change,
 )
 from perflab.views.metrics import (
     KEY_METRICS,
@@ -196,8 +197,8 @@ class ComparisonTable:
 
 
 def verdict(change: float | None, direction: Direction) -> str:
-    """``better``, ``worse`` or ``""`` (no change, no direction, or nothing to compare)."""
-    if change is None or direction is None or pd.isna(change) or change == 0:
+    """``better``, ``worse`` or ``""`` (no change as printed, no direction, or nothing to compare)."""
+    if change is None or direction is None or pd.isna(change) or shown_change(change) == 0:
         return ""
     improved = change > 0 if direction == "higher" else change < 0
     return "better" if improved else "worse"

@@ -55,11 +55,20 @@ def replicas_mark(replicas: int) -> str:
     return f"×{replicas}" if replicas > 1 else ""
 
 
+CHANGE_DECIMALS = 1
+
+
+def shown_change(change: float) -> float:
+    """A % change at the precision it is printed with (no negative zero): a change that prints as
+    ``+0.0%`` is no change."""
+    return round(change, CHANGE_DECIMALS) + 0.0
+
+
 def format_change(change: float | None) -> str:
     """A relative change in percent as the seeds write it: ``+59.2%``, ``-3.0%``, ``—``."""
     if change is None or math.isnan(change) or math.isinf(change):
         return MISSING
-    return f"{change:+.1f}%"
+    return f"{shown_change(change):+.{CHANGE_DECIMALS}f}%"
 
 
 def percent_change(value: float | None, baseline: float | None) -> float | None:

@@ -17,6 +17,7 @@ from perflab.views.formatting import (
     host_label,
     percent_change,
 )
+from perflab.views.compare import verdict
 from perflab.views.metrics import metric_for, metric_value, result_metrics, with_success_rate
 
 
@@ -81,6 +82,16 @@ def test_seed_000_numbers_format_as_printed() -> None:
     assert format_change(percent_change(90.0, 100.0)) == "-10.0%"
     assert percent_change(1.0, 0.0) is None and percent_change(None, 1.0) is None
     assert format_change(None) == "—"
+
+
+def test_a_change_that_prints_as_zero_is_no_change() -> None:
+    # energy per token 0.4001 J against 0.4002 J: -0.02 %, printed +0.0 %, neither better nor worse
+    change = percent_change(0.4001, 0.4002)
+    assert change is not None and change < 0
+    assert format_change(change) == "+0.0%"
+    assert verdict(change, "lower") == "" and verdict(-change, "higher") == ""
+    assert format_change(-0.06) == "-0.1%" and verdict(-0.06, "lower") == "better"
+    assert verdict(0.06, "lower") == "worse"
 
 
 def test_small_formats() -> None:
