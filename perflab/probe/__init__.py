@@ -38,13 +38,32 @@ DEFAULT_TIMEOUT_S = 30.0
 _Found = tuple[list[Accelerator], ProbeProblem | None, bool]
 
 
+class _Signalled(Exception):
+    """A probe's command ended by a signal instead of exiting (on a host that others share, someone
+    else's kill, the OOM killer)."""
+
+    def __init__(self, result: CommandResult) -> None:
+        super().__init__(f"killed by a signal ({result.exit_status})")
+        self.result = result
+
+
+def _read(transport: Transport, argv: list[str], timeout: float) -> CommandResult:
+    result = transport.run(argv, timeout=timeout)
+    if result.exit_status < 0:
+        raise _Signalled(result)
+    return result
+
+
 def _run(transport: Transport, argv: list[str], timeout: float, tool: str) -> CommandResult | ProbeProblem:
     """The command's result, or the problem of a command that hung past ``timeout`` or printed more
     than the transport keeps (it is stopped either way). Every probe only reads, so a command whose
-    connection dropped is run again on a new one; a hung tool is not (its timeout is its answer), nor
+    connection dropped is run again on a new one, and so is one that a signal ended (the last such
+    result is returned when every try was killed); a hung tool is not (its timeout is its answer), nor
     is a host that cannot be reached (the connection pool has tried it again already)."""
     try:
-        return retrying(lambda: transport.run(argv, timeout=timeout), transient=(ConnectionLost,))
+        return retrying(lambda: _read(transport, argv, timeout), transient=(ConnectionLost, _Signalled))
+    except _Signalled as killed:
+        return killed.result
     except CommandTimeout:
         message = f"{tool} did not answer within {timeout:g} s (a hung driver?)."
         return ProbeProblem(tool=tool, message=message)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from perflab.probe.models import Accelerator
+from perflab.probe.models import Accelerator, tool_failure
 
 INFO_ARGV = ["npu-smi", "info"]
 
@@ -82,5 +82,4 @@ def explain_failure(exit_status: int, output: str) -> str:
             "npu-smi cannot initialise the Ascend driver (dcmi); after a driver or firmware upgrade the host "
             "needs a reboot, or the user lacks access to the NPU devices."
         )
-    last = text.splitlines()[-1] if text else "no output"
-    return f"npu-smi failed with exit status {exit_status}: {last}"
+    return tool_failure("npu-smi", exit_status, text)

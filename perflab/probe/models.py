@@ -1,6 +1,7 @@
 """What a probe learns about a host: accelerators, CPU/RAM, Python, installed engines, and problems.
 
-Plain pydantic models, so the Hosts page, the CLI (``--json``) and the database share one shape.
+Plain pydantic models, so the Hosts page, the CLI (``--json``) and the database share one shape, and the
+sentence for a tool failure no parser explains.
 """
 
 from __future__ import annotations
@@ -91,3 +92,13 @@ class ProbeResult(BaseModel):
     problems: list[ProbeProblem] = Field(default_factory=list)
     probed_at: datetime
     duration_s: float
+
+
+def tool_failure(tool: str, exit_status: int, output: str) -> str:
+    """The sentence for a tool that failed in a way its parser does not know: its exit status, or that a
+    signal ended it (a negative status: SSH reports no status then), and its last line of output."""
+    text = output.strip()
+    last = text.splitlines()[-1] if text else "no output"
+    if exit_status < 0:
+        return f"{tool} was killed by a signal each time it was asked (no exit status): {last}"
+    return f"{tool} failed with exit status {exit_status}: {last}"

@@ -15,7 +15,7 @@ import io
 import math
 import re
 
-from perflab.probe.models import Accelerator
+from perflab.probe.models import Accelerator, tool_failure
 
 QUERY_FIELDS = (
     "index",
@@ -131,5 +131,4 @@ def explain_failure(exit_status: int, output: str) -> str:
         )
     if "No devices were found" in text:
         return "nvidia-smi found no GPUs (the driver is up but no device is visible)."
-    last = text.splitlines()[-1] if text else "no output"
-    return f"nvidia-smi failed with exit status {exit_status}: {last}"
+    return tool_failure("nvidia-smi", exit_status, text)

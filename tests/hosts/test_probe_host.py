@@ -86,6 +86,29 @@ def test_ascend_host_with_mindie(make_host: HostFactory, tmp_path: Path) -> None
     assert result.engines == {"mindie": "2.0.RC1"}
 
 
+def test_a_tool_that_a_signal_ends_is_asked_again(make_host: HostFactory, tmp_path: Path) -> None:
+    """On a shared host a probe's tool can be killed (someone's kill, the OOM killer); SSH then reports
+    no exit status. The probe only reads, so it asks again; killed every time, it says so."""
+    bin_dir = tmp_path / "bin"
+    marker = tmp_path / "killed-once"
+    recorded = shlex.quote(str(DATA / "npu-smi" / "910b1x8.txt"))
+    once = f"if [ ! -e {shlex.quote(str(marker))} ]; then touch {shlex.quote(str(marker))}; kill -KILL $$; fi"
+    tool(bin_dir, "npu-smi", f"{once}\ncat {recorded}")
+    host = make_host(env={"PATH": f"{bin_dir}:{SYSTEM_PATH}"})
+    with open_transport(host) as transport:
+        result = probe_host(transport)
+    assert marker.exists() and len(result.accelerators) == 8
+    assert [problem for problem in result.problems if problem.tool == "npu-smi"] == []
+
+    tool(bin_dir, "npu-smi", "echo 'npu-smi 24.1.rc2 starting'\nkill -KILL $$")
+    with open_transport(host) as transport:
+        result = probe_host(transport)
+    assert result.accelerators == []
+    assert [problem.message for problem in result.problems if problem.tool == "npu-smi"] == [
+        "npu-smi was killed by a signal each time it was asked (no exit status): npu-smi 24.1.rc2 starting"
+    ]
+
+
 def test_mindie_llm_3_is_found_by_its_python_distribution(make_host: HostFactory, tmp_path: Path) -> None:
     """MindIE-LLM 3 is a wheel (``mindie_llm``, console script ``mindie_llm_server``), no version.info."""
     info = tmp_path / "site" / "mindie_llm-3.0.0.dist-info"

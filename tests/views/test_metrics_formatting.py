@@ -6,6 +6,7 @@ from datetime import datetime, timezone
 
 import pytest
 
+from perflab.views.compare import verdict
 from perflab.views.formatting import (
     format_bytes,
     format_change,
@@ -17,7 +18,6 @@ from perflab.views.formatting import (
     host_label,
     percent_change,
 )
-from perflab.views.compare import verdict
 from perflab.views.metrics import metric_for, metric_value, result_metrics, with_success_rate
 
 
