@@ -717,8 +717,9 @@ class Download(NamedTuple):
 
 def download(item: Download, *, place: Any = st) -> None:
     """A download button holding its file (MIME type from the name), served for as long as the button
-    is shown. A costly file (a function) is built by a "Prepare …" button first; its download button
-    then holds it (one prepared file a session, until its content's version changes).
+    is shown. A costly file (a function) is built by a "Prepare …" button first, under a spinner in the
+    button's place; its download button then takes that place and holds the file (one prepared file a
+    session, until its content's version changes).
 
     Streamlit 1.67's own deferred download (a callable ``data``) is not used: the file it builds on the
     click is dropped by the second media clean-up after it is built, and every script run of every
@@ -728,20 +729,18 @@ def download(item: Download, *, place: Any = st) -> None:
     if callable(data):
         prepared = st.session_state.get(PREPARED_KEY)
         if prepared is None or prepared[:2] != (item.key, item.version):
-            label = item.label.replace("Download", "Prepare", 1)
-            place.button(label, key=f"{item.key}_prepare", on_click=_prepare, args=(item,))
-            return
+            slot = place.empty()
+            if not slot.button(item.label.replace("Download", "Prepare", 1), key=f"{item.key}_prepare"):
+                return
+            with slot, st.spinner(f"Preparing {item.file_name} …"):
+                prepared = (item.key, item.version, data())
+            st.session_state[PREPARED_KEY] = prepared
+            place = slot
         data = prepared[2]
     mime = mimetypes.guess_type(item.file_name)[0] or "application/octet-stream"
     place.download_button(
         item.label, data=data, file_name=item.file_name, mime=mime, key=item.key, on_click="ignore"
     )
-
-
-def _prepare(item: Download) -> None:
-    """Build a costly download's file (the click's callback, before the page is drawn again)."""
-    assert callable(item.data)
-    st.session_state[PREPARED_KEY] = (item.key, item.version, item.data())
 
 
 def metric_cards(cards: Sequence[Card], per_row: int = CARDS_PER_ROW) -> None:

@@ -62,6 +62,7 @@ def test_finished_run_shows_results_commands_and_charts(data_db: SeededDatabase,
     assert {button.label for button in app.get("download_button")} == {"Download CSV"}
     app.button(key="run_download_json_prepare").click().run()
     assert {button.label for button in app.get("download_button")} == {"Download JSON", "Download CSV"}
+    assert "Prepare JSON" not in [button.label for button in app.button]  # the download took its place
     assert [expander.label for expander in app.expander] == [
         "Delete this run",
         "Engine and accelerator samples",
