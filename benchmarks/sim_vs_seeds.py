@@ -6,18 +6,19 @@ up on a simulated host of the seed's accelerator and run through the offline sim
 (:func:`perflab.sim.offline.simulate`, the same schedulers and performance model the simulated engines
 serve with). Printed per block: simulated ÷ real for output throughput, mean TPOT and mean TTFT.
 
-The workload of a block is what its tool sent: ``vllm bench serve`` sends every prompt at once
-(request rate inf) unless the block says "Maximum request concurrency"; guidellm (seed 002) sends at
-its profile's constant rate (1000 requests/s) within its stated concurrency. Random datasets send the
+The workload of a block is what its tool sent: ``vllm bench serve`` sends every prompt at once (request
+rate inf) unless the block says "Maximum request concurrency"; guidellm (seed 002) sends at its
+profile's constant rate (1000 requests/s) within its stated concurrency. Random datasets send the
 block's mean prompt and output lengths; ShareGPT blocks (the dump is not shipped) get a seeded
 log-normal spread of lengths within vLLM's ShareGPT filter (prompt ≤ 1024, prompt + output ≤ 2048
 tokens) scaled to the block's own means — for guidellm too, although GPUStack's benchmark-runner
-converts ShareGPT without that filter: the spread was fitted on filtered samples, and unbounded it
-sends outputs of many thousand tokens that the seed's own latencies rule out. Seed 002's printed TPOT
-comes from guidellm through a wrapper and contradicts its own latencies (2.5 ms "mean TPOT" for 2000
-tokens in 57 s; ShareGPT: 25.9 ms, while its mean latency 30.19 s, mean TTFT 4.07 s and 281 output
-tokens give 93 ms, and only that figure agrees with its duration by Little's law: 1000 × 30.19 s /
-70.72 s = 427 requests in flight under a limit of 512); its real TPOT is taken as (mean latency − mean
+converts ShareGPT without that filter (``sharegpt_to_guidellm.py``: the file's first first-turn pairs in
+order, each asking for its reply's token count): the spread was fitted on filtered samples, and
+unbounded it sends outputs of many thousand tokens that the seed's own latencies rule out. Seed 002's
+printed TPOT comes from guidellm through a wrapper and contradicts its own latencies (2.5 ms "mean TPOT"
+for 2000 tokens in 57 s; ShareGPT: 25.9 ms, while its mean latency 30.19 s, mean TTFT 4.07 s and 281
+output tokens give 93 ms, and only that figure agrees with its duration by Little's law: 1000 × 30.19 s
+/ 70.72 s = 427 requests in flight under a limit of 512); its real TPOT is taken as (mean latency − mean
 TTFT) / (output tokens − 1), and the simulated one is read the same way. Its printed output throughput
 is over a window it does not state (its generated tokens ÷ that throughput are 70–100 % of its printed
 duration; printed as a line); the simulated throughput (output tokens ÷ the time from the first send to
