@@ -12,7 +12,15 @@ on one H100; 0.40 / 0.45 / 0.50 / 0.55 / 0.60 give median |error| 0.058 / 0.062 
 on throughput and 0.115 / 0.085 / 0.139 / 0.175 / 0.23 on TPOT there, the worst block 1.43 / 1.28 /
 1.27 / 1.37 / 1.47: 0.45 has the smallest sum); the H200 is the same GH100 chip (132 SMs, the same
 clocks and tensor-core peak; only its HBM3e memory differs), so it takes the H100's value; 1.0
-elsewhere. Power, clocks and temperatures are :mod:`perflab.sim.power`'s.
+elsewhere. ``moe_compute`` is ``(peak, half)`` of the fused-MoE compute curve ``peak × n / (n + half)``
+over each GPU's slice ``n`` of an expert's intermediate size
+(:func:`perflab.sim.perfmodel.moe_compute_efficiency`), fitted to NVIDIA's measured vLLM fused-MoE
+tables in AIConfigurator 0.12.0 (``systems/data/<gpu>/moe/vllm``: BF16 and block-FP8, ``power_law_1.01``
+routing, no expert parallelism, the catalogue's four MoE shapes, 4,096–16,384 tokens): (0.62, 300) on
+the H100 and H200 (vLLM 0.19 and 0.24 tables alike: median error 8–10 % over 435 measurements, where
+the constant 0.28 it replaces was off by 34–45 %), (0.32, 50) on the A100 (vLLM 0.14, 120 measurements:
+11 %, the constant 19 %); elsewhere no table measures it and the constant 0.28 stays. Power, clocks
+and temperatures are :mod:`perflab.sim.power`'s.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ class Accelerator:
         compute_cap: str,
         memory_efficiency: float = 0.8,
         compute_achieved: float = 1.0,
+        moe_compute: tuple[float, float] = (0.28, 0.0),
     ) -> None:
         self.key = key
         self.vendor = vendor
@@ -52,6 +61,7 @@ class Accelerator:
         self.compute_cap = compute_cap
         self.memory_efficiency = memory_efficiency
         self.compute_achieved = compute_achieved
+        self.moe_compute = moe_compute
 
     @property
     def memory_bytes(self) -> int:
@@ -71,9 +81,24 @@ class Accelerator:
         return int(self.compute_cap.replace(".", "")) if self.compute_cap else 0
 
 
+# (peak, half) of the fused-MoE compute curve (the module's docstring)
+AMPERE_MOE = (0.32, 50.0)
+HOPPER_MOE = (0.62, 300.0)
+
 ACCELERATORS: Dict[str, Accelerator] = {
     "A100": Accelerator(
-        "A100", "nvidia", "NVIDIA A100-SXM4-80GB", 81920, 312.0, 0.0, 624.0, 2039.0, 300.0, "8.0", 0.75
+        "A100",
+        "nvidia",
+        "NVIDIA A100-SXM4-80GB",
+        81920,
+        312.0,
+        0.0,
+        624.0,
+        2039.0,
+        300.0,
+        "8.0",
+        0.75,
+        moe_compute=AMPERE_MOE,
     ),
     "A100-40GB": Accelerator(
         "A100-40GB",
@@ -87,6 +112,7 @@ ACCELERATORS: Dict[str, Accelerator] = {
         300.0,
         "8.0",
         0.75,
+        moe_compute=AMPERE_MOE,
     ),
     "H100": Accelerator(
         "H100",
@@ -101,9 +127,22 @@ ACCELERATORS: Dict[str, Accelerator] = {
         "9.0",
         0.9,
         0.45,
+        HOPPER_MOE,
     ),
     "H200": Accelerator(
-        "H200", "nvidia", "NVIDIA H200", 143771, 989.0, 1979.0, 1979.0, 4800.0, 450.0, "9.0", 0.85, 0.45
+        "H200",
+        "nvidia",
+        "NVIDIA H200",
+        143771,
+        989.0,
+        1979.0,
+        1979.0,
+        4800.0,
+        450.0,
+        "9.0",
+        0.85,
+        0.45,
+        HOPPER_MOE,
     ),
     "L40S": Accelerator("L40S", "nvidia", "NVIDIA L40S", 46068, 362.0, 733.0, 733.0, 864.0, 32.0, "8.9"),
     "910B": Accelerator("910B", "ascend", "910B3", 65536, 313.0, 0.0, 640.0, 1600.0, 196.0, ""),

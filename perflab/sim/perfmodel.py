@@ -49,6 +49,7 @@ from typing import Dict, List
 from perflab.sim import failures
 from perflab.sim.catalog import WEIGHT_BYTES
 from perflab.sim.deployment import Deployment
+from perflab.sim.hardware import Accelerator
 from perflab.sim.profiles import LIGHT_DRAFTS
 
 GIB = 1024**3
@@ -62,8 +63,9 @@ GEMM_FLOOR_S = 5e-6  # per GEMM (4–6 µs); four GEMMs a layer (QKV, output, ga
 ATTENTION_COMPUTE = 0.55  # prefill attention (FlashAttention, causal), of the BF16 peak
 ATTENTION_MEMORY = 0.75  # decode attention reading the KV cache
 ATTENTION_FLOOR_S = 10e-6  # per attention layer
-MOE_COMPUTE = 0.28  # fused-MoE grouped GEMMs (Qwen3 MoE shapes, TP1–8): 0.25–0.30 of the BF16 peak;
-# block-FP8 experts reach 0.175–0.20 of the FP8 peak, the same rate, so FP8 only halves their bytes
+# Fused-MoE grouped GEMMs compute at :func:`moe_compute_efficiency` of the BF16 peak (the accelerator's
+# curve over each GPU's slice of an expert); block-FP8 experts compute at the same rate (the tables'
+# FP8 and BF16 curves differ by under 10 %), so FP8 only halves their bytes.
 MOE_MEMORY = 0.78  # and 0.75–0.80 of bandwidth (BF16 and block-FP8 alike)
 MOE_FLOOR_S = 20e-6  # per MoE layer
 SMALL_KERNELS_S = 6e-6  # per layer: two norms at AIConfigurator's 3 µs per small memory-bound kernel
@@ -85,6 +87,17 @@ VLLM_NON_TORCH_BYTES = 0.2 * GIB
 # SGLang splits the memory left for caches of a hybrid (linear-attention) model between the recurrent
 # states and the KV cache in this ratio (``--mamba-full-memory-ratio``, default 0.9 in SGLang 0.5.9).
 SGLANG_MAMBA_FULL_MEMORY_RATIO = 0.9
+
+
+def moe_compute_efficiency(accel: Accelerator, expert_slice: float) -> float:
+    """The share of the BF16 peak a fused-MoE layer's grouped GEMMs reach when every expert has
+    hundreds of tokens (prefill), for experts of ``expert_slice`` intermediate columns per GPU (the
+    expert's intermediate size ÷ its tensor parallelism): ``peak × n / (n + half)`` with the
+    accelerator's :attr:`~perflab.sim.hardware.Accelerator.moe_compute` (a constant where ``half`` is
+    0). Narrow slices leave the tensor cores idle: on an H200 a 192-column slice (Qwen3-235B-A22B at
+    TP8) reaches 0.24 of the peak and a 1,536-column one (TP1) 0.52."""
+    peak, half = accel.moe_compute
+    return peak * expert_slice / (expert_slice + half) if half else peak
 
 
 class MemoryPlan:
@@ -243,7 +256,8 @@ class PerfModel:
         self._weight_bandwidth = bandwidth * (FP8_MEMORY if dep.weight_format != "bf16" else 1.0)
         self._attention_rate = bf16_peak * ATTENTION_COMPUTE
         self._kv_bandwidth = accel.bandwidth_gbs * 1e9 * ATTENTION_MEMORY * speed
-        self._moe_rate = bf16_peak * MOE_COMPUTE * weight_only
+        moe_slice = arch.moe_intermediate / dep.moe_tp if arch.is_moe else 0.0
+        self._moe_rate = bf16_peak * moe_compute_efficiency(accel, moe_slice) * weight_only
         self._moe_bandwidth = accel.bandwidth_gbs * 1e9 * MOE_MEMORY * speed
         self._expert_hit = arch.experts_per_token / arch.experts if arch.is_moe else 0.0
         expert_active = arch.expert_params * self._expert_hit
