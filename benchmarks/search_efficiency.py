@@ -15,15 +15,16 @@ quarter of a burst would measure its ramp instead — a TP1 × 8 node sends each
 and rank layouts by replica count; a tuning profile at a fixed concurrency, as studies run them,
 reaches its steady state in a screening too.)
 
-A space with an SLO bounds the mean TPOT: the limit is placed in the widest gap between the cells'
-TPOTs that leaves 5–15 % of the cells feasible (a cell within the noise of the limit would make "the
-constrained optimum" a coin toss). The **search** is driven by the code a study uses, with a search's
-default settings (two random proposals first): proposals from :func:`perflab.study.search.step`
-(screening with the pruner, infeasible cells told as constraint violations), then
-:func:`perflab.study.finalists.final_pick` with the study's spread pooled as the coordinator pools it
-(:func:`perflab.study.noise.study_spread`) and the baseline (launched twice first, and given to the
-search as measured before it, as a study's baseline is) as the reference: the finalists and the
-baseline are launched again, a round at a time in the order the pick gives
+A space with an SLO bounds the mean TPOT: the limit is placed in the widest gap between the cells' TPOTs
+that leaves 5–15 % of the cells feasible (a cell within the noise of the limit would make "the
+constrained optimum" a coin toss); a space whose widest such gap is narrow still gets it, and its line
+says how narrow (``limit_margin_pct``: the limit's distance to the nearest cell's TPOT). The **search**
+is driven by the code a study uses, with a search's default settings (two random proposals first):
+proposals from :func:`perflab.study.search.step` (screening with the pruner, infeasible cells told as
+constraint violations), then :func:`perflab.study.finalists.final_pick` with the study's spread pooled
+as the coordinator pools it (:func:`perflab.study.noise.study_spread`) and the baseline (launched twice
+first, and given to the search as measured before it, as a study's baseline is) as the reference: the
+finalists and the baseline are launched again, a round at a time in the order the pick gives
 (:attr:`perflab.study.finalists.FinalPick.order`), until the pick is decided. The recommendation is the
 pick when it is kept, else the baseline; it is **within 2 %** when it meets the SLO and its true
 throughput is within 2 % of the best feasible cell's. Launches count every start: the baseline's, the
@@ -177,6 +178,12 @@ def tpot_limit(cells: Mapping[str, Cell]) -> float:
     high = max(low, math.floor(FEASIBLE_SHARE[1] * len(cells)))
     feasible = max(range(low, min(high, len(tpots) - 1) + 1), key=lambda k: tpots[k] / tpots[k - 1])
     return math.sqrt(tpots[feasible - 1] * tpots[feasible])
+
+
+def limit_margin_pct(cells: Mapping[str, Cell], limit: float) -> float:
+    """How far (in %) the TPOT limit lies from the nearest cell's TPOT: under about twice the launch
+    noise's CV, which cells meet the limit is a matter of luck in a noisy search."""
+    return min(abs(cell.full.tpot_ms / limit - 1.0) for cell in cells.values() if cell.full is not None) * 100
 
 
 def baseline_point(space: Space, cells: Mapping[str, Cell]) -> EngineConfig:
@@ -426,6 +433,7 @@ def run_space(
             "cells": len(cells),
             "feasible_cells": len(feasible),
             "tpot_limit_ms": round(slos[TPOT], 2) if slos else None,
+            "limit_margin_pct": round(limit_margin_pct(cells, slos[TPOT]), 2) if slos else None,
             "budget": space.budget,
             "trials": trials,
             "within_2pct_rate": sum(o.within for o in outcomes) / trials,
