@@ -7,6 +7,7 @@ import statistics
 
 import pytest
 
+from perflab.sim.catalog import resolve_model
 from perflab.sim.deployment import Knobs, resolve_deployment
 from perflab.sim.failures import EngineFailure
 from perflab.sim.hardware import find_accelerator
@@ -164,28 +165,29 @@ def test_moe_decode_costs_more_than_its_roofline():
 
 
 # NVIDIA's measured vLLM 0.24 fused-MoE kernels on an H200 (AIConfigurator 0.12.0,
-# systems/data/h200_sxm/moe/vllm/0.24.0): one BF16 layer, 16,384 tokens, top-8 of 128 experts,
+# systems/data/h200_sxm/moe/vllm/0.24.0): one BF16 layer of the model's expert shape, 16,384 tokens,
 # power-law routing, the experts split over TP 1, 2, 4, 8 — milliseconds.
 H200_FUSED_MOE_MS = {
-    ("Qwen3-235B-A22B", 4096, 1536): (9.732, 4.822, 3.076, 2.190),
-    ("Qwen3-30B-A3B", 2048, 768): (2.647, 1.703, 1.219, 1.045),
+    "Qwen/Qwen3-235B-A22B": (9.732, 4.822, 3.076, 2.190),
+    "Qwen/Qwen3-30B-A3B": (2.647, 1.703, 1.219, 1.045),
 }
 
 
-@pytest.mark.parametrize(("model", "hidden", "intermediate"), list(H200_FUSED_MOE_MS))
-def test_moe_prefill_compute_follows_the_expert_slice_each_gpu_holds(
-    model: str, hidden: int, intermediate: int
-):
+@pytest.mark.parametrize("model", list(H200_FUSED_MOE_MS))
+def test_moe_prefill_compute_follows_the_expert_slice_each_gpu_holds(model: str):
     """A GPU holding a narrow slice of each expert keeps its tensor cores less busy: split 8 ways,
     Qwen3-30B-A3B's 768 columns take 1.05 ms a layer, where one constant share of the peak (0.28) gave
     0.56 ms. The simulator's curve comes within 20 % of every measured split; the constant missed by more
     than 1.4× at one end or the other."""
     h200 = find_accelerator("H200")
-    assert h200 is not None
+    spec = resolve_model(model)
+    assert h200 is not None and spec is not None
+    arch = spec.arch
     misses = []
-    for tp, measured_ms in zip((1, 2, 4, 8), H200_FUSED_MOE_MS[(model, hidden, intermediate)], strict=True):
-        expert_slice = intermediate / tp
-        peak_ms = 1e3 * 16384 * 8 * 2 * 3 * hidden * expert_slice / (h200.bf16_tflops * 1e12)
+    for tp, measured_ms in zip((1, 2, 4, 8), H200_FUSED_MOE_MS[model], strict=True):
+        expert_slice = arch.moe_intermediate / tp
+        flops = 16384 * arch.experts_per_token * 2 * 3 * arch.hidden * expert_slice
+        peak_ms = 1e3 * flops / (h200.bf16_tflops * 1e12)
         simulated_ms = peak_ms / moe_compute_efficiency(h200, expert_slice)
         assert simulated_ms == pytest.approx(measured_ms, rel=0.20), tp
         misses.append(max(peak_ms / 0.28 / measured_ms, measured_ms / (peak_ms / 0.28)))
