@@ -21,7 +21,9 @@ second finds the schema current.
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePath
@@ -127,6 +129,27 @@ def is_sqlite(bind: Engine | Connection | Session) -> bool:
     return dialect.name == "sqlite"
 
 
+def _switch_to_wal(cursor: Any) -> None:
+    """Put the SQLite file in WAL mode.
+
+    The switch needs the file's exclusive lock. While another connection writes to a file still in
+    rollback mode (processes racing to create a fresh database), SQLite answers "database is locked"
+    at once instead of waiting for ``busy_timeout``, so the switch is asked again, with a growing
+    pause, until that timeout has passed.
+    """
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    pause_s = 0.005
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() + pause_s > deadline:
+                raise
+        time.sleep(pause_s)
+        pause_s = min(pause_s * 2, 0.25)
+
+
 def _configure_sqlite(engine: Engine, *, in_memory: bool) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -134,7 +157,7 @@ def _configure_sqlite(engine: Engine, *, in_memory: bool) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         if not in_memory:
-            cursor.execute("PRAGMA journal_mode=WAL")
+            _switch_to_wal(cursor)
             cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys=ON")

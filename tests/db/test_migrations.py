@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sqlite3
+import threading
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -74,3 +76,24 @@ def test_processes_racing_to_upgrade_a_fresh_database(
     assert revisions == [db_session.head_revision()] * 3
     assert table_names(fresh) >= TABLES
     db_session.get_engine(fresh).dispose()
+
+
+def test_a_connection_waits_to_switch_a_file_another_process_is_writing_to_wal(tmp_path: Path) -> None:
+    """SQLite refuses the switch to WAL at once, whatever its busy timeout, while another connection
+    writes to the file in rollback mode; the new connection waits for that write instead of failing."""
+    path = tmp_path / "rollback.db"
+    writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    writer.execute("CREATE TABLE t (x INTEGER)")
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO t VALUES (1)")
+    release = threading.Timer(0.5, writer.execute, args=("COMMIT",))
+    release.start()
+    engine = db_session.get_engine(f"sqlite:///{path}")
+    try:
+        with engine.connect() as connection:
+            assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert connection.exec_driver_sql("SELECT count(*) FROM t").scalar() == 1
+    finally:
+        release.join()
+        writer.close()
+        engine.dispose()
