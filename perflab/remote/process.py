@@ -170,14 +170,14 @@ def start_detached(
         if posixpath.basename(file_name) != file_name or file_name.startswith("."):
             raise ValueError(f"run file name {file_name!r} must be a plain file name")
         transport.write_text(posixpath.join(directory, file_name), text)
-    process_env = {
-        **dict(env or {}),
-        **visible_devices_env(gpu_ids, visible_devices),
-        **marker_env(directory, run_key, name),
-    }
+    marker = marker_env(directory, run_key, name)
+    process_env = {**dict(env or {}), **visible_devices_env(gpu_ids, visible_devices), **marker}
     cmd_json = json.dumps({"argv": list(argv), "env": process_env, "cwd": cwd}, ensure_ascii=False)
     exit_file = posixpath.join(directory, f"{name}.exit")
+    # The launcher itself carries the marker, so the child it forks does from the fork on, before that
+    # child has become the command: the process is found from the moment this function returns.
     launch_argv = [
+        "env", f"{PROCESS_ENV}={marker[PROCESS_ENV]}",
         "sh", "-c", scripts.LAUNCH, "perflab-launch", directory, name, cmd_json,
         "--", *(f"{key}={value}" for key, value in process_env.items()),
         "setsid", "sh", "-c", scripts.WRAPPER, "perflab-run", exit_file, *argv,

@@ -70,6 +70,7 @@ unindex() {
 # launch RUN_DIR NAME CMD_JSON ENV_ASSIGNMENT... -- ARGV...
 # Starts ARGV in a new session, stdin from /dev/null, stdout+stderr appended to NAME.log; a wrapper
 # records the exit status in NAME.exit. Writes NAME.pid (pid, then start time) and prints the pid.
+# It runs under the process's marker, so the child it forks carries the marker before it execs.
 LAUNCH = (
     _INDEX
     + r"""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -15,7 +16,7 @@ import pytest
 
 from perflab.remote import process as rp
 from perflab.transport import Transport, open_transport
-from tests.hosts.conftest import HostFactory
+from tests.hosts.conftest import HostFactory, local_host
 from tests.hosts.test_transport_contract import pid_alive
 
 PY = sys.executable
@@ -110,6 +111,24 @@ def test_missing_program_is_reported_through_the_exit_file(transport: Transport)
     process = rp.start_detached(transport, ["perflab-no-such-engine"], run_key="run-4", name="engine")
     state = wait_for(lambda: (s := rp.process_state(transport, process)).exit_status is not None and s)
     assert state.exit_status == 127 and not state.running
+
+
+def test_a_process_is_recognised_the_moment_its_start_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a busy host the launched command may not have become itself yet when its start returns (an
+    ``env`` slow to run stands in for a scheduler that has not run it yet): it is running all the same,
+    not a process that ended without an exit status."""
+    slow_bin = tmp_path / "slow-bin"
+    slow_bin.mkdir()
+    (slow_bin / "env").write_text(f'#!/bin/sh\nsleep 1\nexec {shutil.which("env")} "$@"\n')
+    (slow_bin / "env").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{slow_bin}{os.pathsep}{os.environ['PATH']}")
+    with open_transport(local_host(tmp_path)) as transport:
+        process = rp.start_detached(transport, ["sleep", "30"], run_key="slow-start", name="engine")
+        state = rp.process_state(transport, process)
+        assert state.running and state.exit_status is None
+        assert rp.stop(transport, process, grace_s=2).clean
 
 
 def test_read_log_follows_complete_lines(transport: Transport) -> None:
