@@ -9,12 +9,16 @@ winner), would keep a no-gain pick far more often than α. :func:`final_pick` th
 1. takes as **finalists** the :data:`MAX_FINALISTS` best trials by their first launch (the search's own
    measurement, or its screening) among the feasible ones and the **borderline** ones: those that broke
    an SLO by at most :data:`BORDERLINE_SPREADS` launch spreads (the study's CV, as a fraction of the
-   limit) on at most one launch of the full profile. One launch's noise moves an SLO's figure as it
-   moves the objective's, so a configuration whose true figure lies just within its limit breaks it
-   on some launches — a search that took one such launch for the truth would discard a feasible
-   optimum. A borderline finalist is launched (on the full profile) until it has two launches, and its
-   SLOs are then judged on their mean: it stays a finalist only if that mean meets them. Its first
-   launch of the full profile counts as the search's, as every finalist's does;
+   limit) on their screening or one launch of the full profile, or by at most that many spreads of
+   the mean (the CV ÷ √n) on the mean of their ``n`` launches. One launch's noise moves an SLO's figure
+   as it moves the objective's, so a configuration whose true figure lies just within its limit breaks
+   it on some launches — a search that took one such launch, or the mean of two, for the truth would
+   discard a feasible optimum. A borderline finalist is launched (on the full profile) again in every
+   round until the mean of its launches settles its SLOs: it meets them, or breaks them by more than
+   that band, or its launches (the search's and ``max_measurements`` more) have run out and it breaks
+   them; then it is a finalist like any feasible one, or leaves. No pick is made while a finalist's
+   SLOs are unsettled, so a pick's mean never breaks an SLO. Its first launch of the full profile counts
+   as the search's, as every finalist's does;
 2. launches each finalist again (**confirmation launches**, the tuning profile only) in **rounds**
    beside the reference (below), and judges each against the reference on its confirmation launches
    and the reference's launches of the same rounds alone, with
@@ -184,19 +188,33 @@ def _mean(trial: Trial) -> float:
     return fmean(trial.samples or trial.values[:1])
 
 
-def borderline(trial: Trial, margin: float) -> bool:
-    """Whether ``trial`` broke an SLO by at most ``margin`` (a fraction of the limit) on its screening or
-    on its one launch of the full profile: another launch may find it within its SLOs."""
-    measured = trial.screening is not None or bool(trial.samples)
-    return trial.launched and measured and 0.0 < trial.violation <= margin and len(trial.samples) <= 1
+def most_launches(spec: SearchSpec) -> int:
+    """The most launches of the full profile a finalist gets: the search's and ``max_measurements``
+    confirmations."""
+    return 1 + spec.max_measurements
 
 
-def finalists(trials: Sequence[Trial], objectives: Sequence[str], margin: float = 0.0) -> list[Trial]:
+def borderline(trial: Trial, margin: float, launches_allowed: int) -> bool:
+    """Whether ``trial`` broke an SLO by so little that more launches may find it within its SLOs: by at
+    most ``margin`` (a fraction of the limit) on its screening or its one launch of the full profile, by
+    at most ``margin / √n`` on the mean of its ``n`` launches (the spread of a mean of ``n``), while it
+    has fewer than ``launches_allowed``."""
+    launches = len(trial.samples)
+    measured = trial.screening is not None or launches > 0
+    within = 0.0 < trial.violation <= margin / math.sqrt(max(launches, 1))
+    return trial.launched and measured and within and launches < launches_allowed
+
+
+def finalists(
+    trials: Sequence[Trial], objectives: Sequence[str], margin: float = 0.0, launches_allowed: int = 2
+) -> list[Trial]:
     """The best launched trials by their first launch (or screening), feasible or :func:`borderline`
-    within ``margin``, at most :data:`MAX_FINALISTS`."""
+    within ``margin`` and ``launches_allowed``, at most :data:`MAX_FINALISTS`."""
     higher = directions(objectives)[0] == "maximize"
     launched = [
-        trial for trial in trials if trial.launched and (feasible(trial) or borderline(trial, margin))
+        trial
+        for trial in trials
+        if trial.launched and (feasible(trial) or borderline(trial, margin, launches_allowed))
     ]
 
     def first(trial: Trial) -> float:
@@ -275,6 +293,27 @@ def _separate(
     return cheapest, runner_up, versus, (), "; ".join(reasons)
 
 
+def _measuring_again(
+    undecided: Sequence[Trial], unsettled: Sequence[Trial], kept: Mapping[int, Decision], label: str
+) -> str:
+    """Why the pick launches another round: close calls against the reference, SLOs not yet settled."""
+    reasons = []
+    if undecided:
+        texts = "; ".join(f"#{trial.number}: {kept[trial.number].gain}" for trial in undecided)
+        why = (
+            "no verdict yet" if all(_too_little(kept[trial.number]) for trial in undecided) else "close calls"
+        )
+        reasons.append(f"{why} against {label}, measuring again ({texts})")
+    if unsettled:
+        texts = "; ".join(
+            f"#{trial.number}: {trial.violation * 100:.1f} % past a limit on the mean of "
+            f"{len(trial.samples)} launch{'es' if len(trial.samples) != 1 else ''}"
+            for trial in unsettled
+        )
+        reasons.append(f"SLOs within the noise, measuring again ({texts})")
+    return "; ".join(reasons)
+
+
 def final_pick(
     spec: SearchSpec,
     objectives: Sequence[str],
@@ -289,7 +328,7 @@ def final_pick(
     front = tuple(trial.number for trial in pareto_front(trials, objectives))
     higher = directions(objectives)[0] == "maximize"
     rules = pick_rules(spec, rules, higher)
-    chosen = finalists(trials, objectives, borderline_margin(rules))
+    chosen = finalists(trials, objectives, borderline_margin(rules), most_launches(spec))
     numbers = tuple(trial.number for trial in chosen)
     if not chosen:
         return FinalPick(None, reason="no configuration of the space was feasible", front=front)
@@ -305,16 +344,18 @@ def final_pick(
         )
     kept = _against_reference(chosen, reference, reference_label, rules, spec)
     undecided = [trial for trial in chosen if kept[trial.number].outcome == "undecided"]
-    if undecided:
-        texts = "; ".join(f"#{trial.number}: {kept[trial.number].gain}" for trial in undecided)
-        early = all(_too_little(kept[trial.number]) for trial in undecided)
-        why = "no verdict yet" if early else "close calls"
+    # borderline finalists: their launches' mean breaks an SLO by less than its noise, so far
+    unsettled = [trial for trial in chosen if trial.violation > 0]
+    if undecided or unsettled:
+        again = {trial.number for trial in (*undecided, *unsettled)}
         return FinalPick(
             None,
             numbers,
             kept,
-            order=_round([trial.number for trial in undecided], chosen, reference, spec),
-            reason=f"{why} against {reference_label}, measuring again ({texts})",
+            order=_round(
+                [trial.number for trial in chosen if trial.number in again], chosen, reference, spec
+            ),
+            reason=_measuring_again(undecided, unsettled, kept, reference_label),
             front=front,
         )
     winners = [trial for trial in chosen if kept[trial.number].outcome == "better"]

@@ -8,6 +8,7 @@ it gives up on it."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -110,7 +111,7 @@ def test_a_search_study_screens_under_the_slo_and_recommends_what_meets_it(
 
 # On the full profile max-num-seqs 16 breaks a 0.262 ms TPOT limit (52.4 ms at time scale 1) by about 3 %
 # (its screening meets it), within two of the stated 2 % launch spread: a borderline finalist, launched
-# again, whose two launches break the limit; 12 meets it, 64 breaks it far.
+# again until the mean of its launches settles that it breaks the limit; 12 meets it, 64 breaks it far.
 BORDERLINE = _searched("searched at the edge of an SLO", "[12, 16, 64]", "      noise_cv_pct: 2\n")
 
 
@@ -124,8 +125,10 @@ def test_a_search_launches_a_configuration_just_past_the_slo_again_before_it_giv
     with new_session(runs_db) as session:
         runs = study_runs(session, study_id=final.id)
     launches = {seqs: sum(f"max_num_seqs={seqs}" in (run.label or "") for run in runs) for seqs in by_seqs}
-    # 16 broke the limit by less than two spreads: launched again, and its two launches' mean breaks it
-    assert 0 < by_seqs[16].violation <= 0.04 and launches[16] == 2
+    # 16 broke the limit by less than two spreads: launched again until the mean of its launches broke it
+    # by more than two spreads of that mean (2 % ÷ √n), or its launches (1 + max_measurements) ran out
+    assert 0 < by_seqs[16].violation <= 0.04 and launches[16] >= 2
+    assert by_seqs[16].violation > 0.04 / math.sqrt(launches[16]) or launches[16] == 4
     assert by_seqs[16].state == "breaks an SLO" and "breaks the SLOs: mean_tpot_ms " in by_seqs[16].note
     # 64 broke it far: launched once; 12 met it and is recommended on its confirmation launches
     assert by_seqs[64].violation > 0.04 and launches[64] == 1
