@@ -174,15 +174,15 @@ def start_detached(
     process_env = {**dict(env or {}), **visible_devices_env(gpu_ids, visible_devices), **marker}
     cmd_json = json.dumps({"argv": list(argv), "env": process_env, "cwd": cwd}, ensure_ascii=False)
     exit_file = posixpath.join(directory, f"{name}.exit")
-    # The launcher itself carries the marker, so the child it forks does from the fork on, before that
-    # child has become the command: the process is found from the moment this function returns.
     launch_argv = [
-        "env", f"{PROCESS_ENV}={marker[PROCESS_ENV]}",
         "sh", "-c", scripts.LAUNCH, "perflab-launch", directory, name, cmd_json,
         "--", *(f"{key}={value}" for key, value in process_env.items()),
         "setsid", "sh", "-c", scripts.WRAPPER, "perflab-run", exit_file, *argv,
     ]  # fmt: skip
-    result = transport.run(launch_argv, timeout=_COMMAND_TIMEOUT_S, cwd=cwd, check=True)
+    # The launcher itself carries the marker, so the child it forks does from the fork on, before that
+    # child has become the command: the process is found from the moment this function returns.
+    launcher_env = {PROCESS_ENV: marker[PROCESS_ENV]}
+    result = transport.run(launch_argv, timeout=_COMMAND_TIMEOUT_S, env=launcher_env, cwd=cwd, check=True)
     fields = result.stdout.split()
     pid = int(fields[0])
     start_time = fields[1] if len(fields) > 1 else "-"

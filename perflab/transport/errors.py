@@ -7,15 +7,11 @@ trust it. The Hosts page and the CLI show ``str(error)`` as is.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import dropwhile
 
 
 def command_name(argv: Sequence[str]) -> str:
     """How a message names a command: its program, or the name a ``sh -c SCRIPT NAME …`` script runs
-    under (perflab's own scripts are named so: ``perflab-leftovers``), past an ``env NAME=VALUE …``
-    that runs it."""
-    if argv and argv[0] == "env":
-        argv = list(dropwhile(lambda part: "=" in part, argv[1:]))
+    under (perflab's own scripts are named so: ``perflab-leftovers``)."""
     if len(argv) > 3 and argv[0] == "sh" and argv[1] == "-c":
         return argv[3]
     return argv[0] if argv else "?"
