@@ -206,7 +206,7 @@ def borderline(trial: Trial, margin: float, launches_allowed: int) -> bool:
 
 
 def finalists(
-    trials: Sequence[Trial], objectives: Sequence[str], margin: float = 0.0, launches_allowed: int = 2
+    trials: Sequence[Trial], objectives: Sequence[str], margin: float, launches_allowed: int
 ) -> list[Trial]:
     """The best launched trials by their first launch (or screening), feasible or :func:`borderline`
     within ``margin`` and ``launches_allowed``, at most :data:`MAX_FINALISTS`."""
@@ -347,14 +347,12 @@ def final_pick(
     # borderline finalists: their launches' mean breaks an SLO by less than its noise, so far
     unsettled = [trial for trial in chosen if trial.violation > 0]
     if undecided or unsettled:
-        again = {trial.number for trial in (*undecided, *unsettled)}
+        again = [trial.number for trial in (*undecided, *unsettled)]
         return FinalPick(
             None,
             numbers,
             kept,
-            order=_round(
-                [trial.number for trial in chosen if trial.number in again], chosen, reference, spec
-            ),
+            order=_round(again, chosen, reference, spec),
             reason=_measuring_again(undecided, unsettled, kept, reference_label),
             front=front,
         )
