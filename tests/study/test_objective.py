@@ -88,6 +88,20 @@ def test_slos_constrain_an_unswept_result_too() -> None:
     assert missing.violations == ("p99_tpot_ms not measured",)
 
 
+@pytest.mark.parametrize(
+    ("value", "limit", "shown"),
+    [(303.4, 100.0, "303.4 > 100"), (0.2701, 0.262, "0.270 > 0.262"), (52.41, 52.4, "52.41 > 52.4")],
+)
+def test_a_figure_past_its_slo_reads_above_the_limit(value: float, limit: float, shown: str) -> None:
+    # one decimal rounded 0.2701 to "0.3" and 52.41 to "52.4 > 52.4"
+    found = score(
+        "total_token_throughput",
+        [(None, {"total_token_throughput": 1.0, "mean_tpot_ms": value})],
+        slos={"mean_tpot_ms": limit},
+    )
+    assert found.violations == (f"mean_tpot_ms {shown}",)
+
+
 @pytest.mark.parametrize("field", ["request_throughput", "request_goodput"])
 def test_a_missing_field_has_no_value(field: str) -> None:
     assert score(field, [(None, _point(300, 10))]).value is None
