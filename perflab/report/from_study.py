@@ -230,7 +230,7 @@ def _cases(study: _Study) -> list[tuple[str, BenchmarkProfile]]:
 def _published(study: _Study) -> PublishedGain | None:
     """What the recommendation over the baseline publishes (:func:`recommendation_gain`)."""
     plan = study.plan
-    kept = [stage.winner.verdict for stage in plan.stages if stage.winner and stage.winner.verdict]
+    kept = [stage.winner.verdict for stage in plan.stages if stage.winner]
     return recommendation_gain(recommendation(plan, study.progress.rules), kept)
 
 

@@ -123,13 +123,16 @@ def measured_gain(new: float, old: float) -> PublishedGain:
     return PublishedGain(float(relative_change(new, old)))
 
 
-def recommendation_gain(recommendation: Verdict | None, kept: Sequence[Verdict]) -> PublishedGain | None:
-    """What the recommendation over the baseline publishes. With one stage that kept a change, that
-    stage's decision: its reference was the baseline (nothing had been kept before it) and its winner is
-    the recommendation (nothing was kept after it), so it is the same pair, and one figure stands for it;
-    else the recommendation's own verdict (the product of the kept stages' published gains, with the
-    interval of the two configurations' launches)."""
-    if len(kept) == 1:
+def recommendation_gain(
+    recommendation: Verdict | None, kept: Sequence[Verdict | None]
+) -> PublishedGain | None:
+    """What the recommendation over the baseline publishes; ``kept`` holds each kept stage's decision
+    (None for a winner kept without one, as when it alone met the SLOs). With one stage that kept a
+    change by a decision, that decision: its reference was the baseline (nothing had been kept before
+    it) and its winner is the recommendation (nothing was kept after it), so it is the same pair, and one
+    figure stands for it; else the recommendation's own verdict (the product of the kept stages'
+    published gains, with the interval of the two configurations' launches)."""
+    if len(kept) == 1 and kept[0] is not None:
         return published_gain(kept[0])
     return published_gain(recommendation) if recommendation is not None else None
 

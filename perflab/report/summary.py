@@ -9,7 +9,9 @@
   baseline 3792.50 → +59.2%, though SGLang had been kept in between). A stage that kept nothing shows
   ``-``.
 - **Against the baseline** (seed 002's summary): a kept winner's published gains so far, one after
-  the other (the last one the recommendation's published gain); a stage's best candidate that was not
+  the other; the last kept winner, the recommendation, shows the recommendation's published gain (and
+  so does its own column when it was measured against the baseline itself: a winner kept because it
+  alone met the SLOs publishes no gain of its own); a stage's best candidate that was not
   kept, or a write-up's, measured against the baseline, with its note ("lower than previous",
   "Success rate: 51.6%").
 
@@ -68,7 +70,8 @@ def summary_rows(
     kept: list[CandidateSection] = [baseline]
     published: list[PublishedGain] = []
     rows: list[SummaryRow] = []
-    last_published = last_kept = None
+    last_kept = None
+    on_baseline = False  # the last kept winner was measured against the baseline itself
     for stage in stages:
         if not stage.decided:
             continue
@@ -79,16 +82,20 @@ def summary_rows(
             if best.verdict is not None:
                 improvement = as_change(published_gain(best.verdict), lower_is_better=lower_is_better)
                 published.append(improvement)
-                versus, last_published = chained(published), len(rows)
+                versus, on_baseline = chained(published), False
             else:
                 same_engine = [c for c in kept if c.engine == best.engine and _measured(c)]
                 reference = pick(same_engine, key=lambda c: c.value) if same_engine else baseline
                 improvement = measured_gain(best.value, reference.value)
+                on_baseline = reference is baseline
             kept.append(best)
             last_kept = len(rows)
         note = best.note if best is not None and stage.winner is None else None
         rows.append(SummaryRow(stage.name, improvement, versus, note))
-    if recommendation is not None and last_published is not None and last_published == last_kept:
-        row = rows[last_published]
-        rows[last_published] = SummaryRow(row.option, row.improvement, recommendation, row.note)
+    if recommendation is not None and last_kept is not None:
+        # the last kept winner is the recommendation: against the baseline it is the pair the
+        # recommendation publishes, and so is its own gain where nothing was kept before it
+        row = rows[last_kept]
+        improvement = recommendation if on_baseline else row.improvement
+        rows[last_kept] = SummaryRow(row.option, improvement, recommendation, row.note)
     return rows
