@@ -182,21 +182,22 @@ def test_bad_input_is_one_clear_line_and_stores_nothing(
 def test_ctrl_c_cancels_the_run_and_exits_130(
     runs_db: Engine, sim_host: SimHostFactory, tmp_path: Path
 ) -> None:
-    # A host on the wall clock (its engine still starts quickly), so that the benchmark lasts its 20 s
-    # and the signal reaches it while it runs (at the usual time scale it is over in 0.1 s).
+    # A host on the wall clock (its engine still starts quickly), so that the benchmark lasts its 200 s
+    # and the signal reaches it while it runs however slow the machine (at the usual time scale it is
+    # over in 1 s); cancelled, it ends within a second.
     live = sim_host("live", kind="local", time_scale=1, startup_scale=200)
     env = perflab_env(runs_db, write_hosts_file(tmp_path / "live-hosts.yaml", [live]))
     process = subprocess.Popen(
         [sys.executable, "-m", "perflab"]
         + f"run --host live --engine vllm --model Qwen/Qwen3-8B --port {free_port_block(1)} "
-        "--profile random:in=64,out=8,n=200,rate=10".split(),
+        "--profile random:in=64,out=8,n=2000,rate=10".split(),
         cwd=REPO_ROOT,
         env={**os.environ, **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )  # fmt: skip
-    deadline = time.monotonic() + 300  # a launch on a busy machine; the benchmark then lasts 20 s
+    deadline = time.monotonic() + 300  # a launch on a busy machine; the benchmark then lasts 200 s
     while not (runs := _runs(runs_db)) or runs[0].status != "benchmarking":
         assert process.poll() is None and time.monotonic() < deadline, [run.status for run in runs]
         time.sleep(0.2)
