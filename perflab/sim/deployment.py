@@ -64,6 +64,7 @@ class Knobs:
         self.mem_fraction: Optional[float] = None
         self.attention_backend: Optional[str] = None
         self.reasoning_parser: Optional[str] = None
+        self.enforce_eager = False
         # SGLang's --disaggregation-mode (null, prefill or decode), or the role vLLM's --kv-transfer-config
         # gives (prefill, decode, or both for NixlConnector's kv_both)
         self.disaggregation_mode = "null"
@@ -128,6 +129,9 @@ class Deployment:
         self.max_model_len = model.arch.max_position
         self.mem_fraction = 0.9
         self.attention_factor = 1.0
+        # The most tokens a step may have and still run as a CUDA graph (0: every step runs eagerly);
+        # None where the simulator does not model the engine's graphs.
+        self.graph_tokens: Optional[int] = None
 
     @property
     def gpus_per_replica(self) -> int:
@@ -154,6 +158,16 @@ class Deployment:
     @property
     def served_names(self) -> List[str]:
         return self.knobs.served_names or [self.model.model_id]
+
+
+def vllm_graph_tokens(max_num_seqs: int, spec_tokens: int, enforce_eager: bool) -> int:
+    """The largest step vLLM runs as a CUDA graph: by default ``max_cudagraph_capture_size`` =
+    min(2 × max_num_seqs × (1 + speculative tokens), 512), 0 with ``--enforce-eager`` (vLLM 0.32,
+    ``config/vllm.py``; 1,024 on Blackwell, which the catalogue does not hold). A larger step runs
+    eagerly."""
+    if enforce_eager:
+        return 0
+    return min(2 * max_num_seqs * (1 + spec_tokens), 512)
 
 
 def _apply_engine_defaults(dep: Deployment) -> None:
@@ -274,6 +288,8 @@ def resolve_deployment(engine: str, knobs: Knobs, accel: Accelerator) -> Deploym
         dep.attention_factor *= 1.03
     if not dep.spec_method:
         dep.spec_tokens = 0
+    if engine == "vllm":
+        dep.graph_tokens = vllm_graph_tokens(dep.max_num_seqs, dep.spec_tokens, knobs.enforce_eager)
     return dep
 
 

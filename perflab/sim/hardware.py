@@ -19,8 +19,13 @@ tables in AIConfigurator 0.12.0 (``systems/data/<gpu>/moe/vllm``: BF16 and block
 routing, no expert parallelism, the catalogue's four MoE shapes, 4,096–16,384 tokens): (0.62, 300) on
 the H100 and H200 (vLLM 0.19 and 0.24 tables alike: median error 8–10 % over 435 measurements, where
 the constant 0.28 it replaces was off by 34–45 %), (0.32, 50) on the A100 (vLLM 0.14, 120 measurements:
-11 %, the constant 19 %); elsewhere no table measures it and the constant 0.28 stays. Power, clocks
-and temperatures are :mod:`perflab.sim.power`'s.
+11 %, the constant 19 %); elsewhere no table measures it and the constant 0.28 stays.
+``eager_collective_s`` is what one all-reduce launched outside a CUDA graph takes beyond the same one
+in a graph: the median difference of the ``vllm_eager`` and ``vllm_graph`` rows of NVIDIA's measured vLLM
+custom all-reduce tables in AIConfigurator 0.12.0 (``systems/data/<gpu>/comm/vllm``, 2–8 GPUs, messages
+up to 32 MiB, 57 pairs each): 38 µs on the A100 (vLLM 0.14), 16 µs on the H100 and H200 (vLLM 0.24),
+32 µs on the L40S (vLLM 0.22); 0 where no table measures it (the 910B). Power, clocks and temperatures
+are :mod:`perflab.sim.power`'s.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ class Accelerator:
         memory_efficiency: float = 0.8,
         compute_achieved: float = 1.0,
         moe_compute: tuple[float, float] = (0.28, 0.0),
+        eager_collective_s: float = 0.0,
     ) -> None:
         self.key = key
         self.vendor = vendor
@@ -62,6 +68,7 @@ class Accelerator:
         self.memory_efficiency = memory_efficiency
         self.compute_achieved = compute_achieved
         self.moe_compute = moe_compute
+        self.eager_collective_s = eager_collective_s
 
     @property
     def memory_bytes(self) -> int:
@@ -99,6 +106,7 @@ ACCELERATORS: Dict[str, Accelerator] = {
         "8.0",
         0.75,
         moe_compute=AMPERE_MOE,
+        eager_collective_s=38e-6,
     ),
     "A100-40GB": Accelerator(
         "A100-40GB",
@@ -113,6 +121,7 @@ ACCELERATORS: Dict[str, Accelerator] = {
         "8.0",
         0.75,
         moe_compute=AMPERE_MOE,
+        eager_collective_s=38e-6,
     ),
     "H100": Accelerator(
         "H100",
@@ -128,6 +137,7 @@ ACCELERATORS: Dict[str, Accelerator] = {
         0.9,
         0.45,
         HOPPER_MOE,
+        eager_collective_s=16e-6,
     ),
     "H200": Accelerator(
         "H200",
@@ -143,8 +153,21 @@ ACCELERATORS: Dict[str, Accelerator] = {
         0.85,
         0.45,
         HOPPER_MOE,
+        eager_collective_s=16e-6,
     ),
-    "L40S": Accelerator("L40S", "nvidia", "NVIDIA L40S", 46068, 362.0, 733.0, 733.0, 864.0, 32.0, "8.9"),
+    "L40S": Accelerator(
+        "L40S",
+        "nvidia",
+        "NVIDIA L40S",
+        46068,
+        362.0,
+        733.0,
+        733.0,
+        864.0,
+        32.0,
+        "8.9",
+        eager_collective_s=32e-6,
+    ),
     "910B": Accelerator("910B", "ascend", "910B3", 65536, 313.0, 0.0, 640.0, 1600.0, 196.0, ""),
 }
 _ALIASES = {

@@ -36,7 +36,10 @@ plus one token — or ``1 + k`` with speculative decoding — per decoding seque
 - communication = ring collectives over NVLink/HCCS at :data:`COLLECTIVE_EFFICIENCY` of the link: two
   all-reduces per layer within a rank's tensor parallelism (one when attention is data parallel on a
   MoE model); with attention data parallelism an all-gather and a reduce-scatter of the group's tokens
-  per MoE layer (tensor-parallel experts) or an all-to-all dispatch and combine (expert parallel).
+  per MoE layer (tensor-parallel experts) or an all-to-all dispatch and combine (expert parallel). A
+  vLLM step too large for its CUDA graphs (:attr:`~perflab.sim.deployment.Deployment.graph_tokens`;
+  every step with ``--enforce-eager``) launches each collective eagerly, which adds the accelerator's
+  :attr:`~perflab.sim.hardware.Accelerator.eager_collective_s` to it.
 - host = the engine's fixed step cost.
 - front end = the engine's streaming cost per sequence in the busiest rank's batch: the API server works
   in its own process beside the GPU, so it only sets the pace when it is the slower.
@@ -280,6 +283,7 @@ class PerfModel:
         self._topk = arch.experts_per_token
         self._link = accel.link_gbs * 1e9 * COLLECTIVE_EFFICIENCY
         self._latency = 15e-6 if accel.is_npu else COLLECTIVE_LATENCY_S
+        self._graph_tokens = dep.graph_tokens
         overhead = dep.profile.step_overhead_s
         self._overhead = overhead * 0.8 if dep.performance_mode == "throughput" else overhead
         self._per_token = dep.profile.stream_overhead_s
@@ -291,25 +295,28 @@ class PerfModel:
             elif dep.spec_method != "ngram":
                 self._draft_per_token = 0.1 * (dense_seconds + self._floor)
 
-    def _collective(self, tokens: int, gpus: int) -> float:
-        """One ring all-gather or reduce-scatter of ``tokens`` activations over ``gpus`` GPUs."""
-        return (gpus - 1) / gpus * tokens * self._hidden * 2.0 / self._link + self._latency
+    def _collective(self, tokens: int, gpus: int, extra: float) -> float:
+        """One ring all-gather or reduce-scatter of ``tokens`` activations over ``gpus`` GPUs, and
+        ``extra`` seconds for launching it."""
+        return (gpus - 1) / gpus * tokens * self._hidden * 2.0 / self._link + self._latency + extra
 
     def comm_seconds(self, tokens: int, group_tokens: int = -1) -> float:
         """Communication of one step: ``tokens`` of the busiest attention rank, ``group_tokens`` of
         the whole MoE group (the same without attention data parallelism)."""
         dep = self.dep
         group_tokens = tokens if group_tokens < 0 else group_tokens
+        eager = self._graph_tokens is not None and tokens > self._graph_tokens
+        launch = dep.accel.eager_collective_s if eager else 0.0  # per collective launched eagerly
         seconds = 0.0
-        if dep.tp > 1:  # the all-reduce after attention (and after a dense MLP)
-            per_layer = 2 * self._collective(tokens, dep.tp)
+        if dep.tp > 1:  # the all-reduce after attention (and after a dense MLP): one launch, two halves
+            per_layer = 2 * self._collective(tokens, dep.tp, launch / 2)
             seconds += self._layers * per_layer * (1 if dep.attention_dp > 1 and self._moe_layers else 2)
         if dep.attention_dp > 1 and self._moe_layers:
             if dep.moe_ep > 1:  # all-to-all: each GPU sends its tokens' top-k copies to the experts' owners
                 sent = group_tokens / dep.moe_group * self._topk * (dep.moe_ep - 1) / dep.moe_ep
-                per_layer = 2 * (sent * self._hidden * 2.0 / self._link + self._latency)
+                per_layer = 2 * (sent * self._hidden * 2.0 / self._link + self._latency + launch)
             else:  # tensor-parallel experts: gather the group's tokens, reduce-scatter the results
-                per_layer = 2 * self._collective(group_tokens, dep.moe_group)
+                per_layer = 2 * self._collective(group_tokens, dep.moe_group, launch)
             seconds += self._moe_layers * per_layer
         return seconds
 

@@ -183,6 +183,7 @@ def knobs_from_args(args: argparse.Namespace) -> Knobs:
     knobs.mem_fraction = args.gpu_memory_utilization
     knobs.attention_backend = args.attention_backend or os.environ.get("VLLM_ATTENTION_BACKEND")
     knobs.reasoning_parser = args.reasoning_parser
+    knobs.enforce_eager = args.enforce_eager
     knobs.api_key = args.api_key or os.environ.get("VLLM_API_KEY", "")
     knobs.host, knobs.port = args.host, args.port
     if args.speculative_config:
