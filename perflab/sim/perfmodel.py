@@ -283,7 +283,6 @@ class PerfModel:
         self._topk = arch.experts_per_token
         self._link = accel.link_gbs * 1e9 * COLLECTIVE_EFFICIENCY
         self._latency = 15e-6 if accel.is_npu else COLLECTIVE_LATENCY_S
-        self._graph_tokens = dep.graph_tokens
         overhead = dep.profile.step_overhead_s
         self._overhead = overhead * 0.8 if dep.performance_mode == "throughput" else overhead
         self._per_token = dep.profile.stream_overhead_s
@@ -305,7 +304,7 @@ class PerfModel:
         the whole MoE group (the same without attention data parallelism)."""
         dep = self.dep
         group_tokens = tokens if group_tokens < 0 else group_tokens
-        eager = self._graph_tokens is not None and tokens > self._graph_tokens
+        eager = dep.graph_tokens is not None and tokens > dep.graph_tokens
         launch = dep.accel.eager_collective_s if eager else 0.0  # per collective launched eagerly
         seconds = 0.0
         if dep.tp > 1:  # the all-reduce after attention (and after a dense MLP): one launch, two halves
