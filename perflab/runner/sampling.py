@@ -16,9 +16,10 @@ A :class:`Sampler` thread wakes every ``interval_s`` seconds and stores, as ``ru
 ``t_s`` counts seconds from the sampler's start, taken for each sample when it was read: the middle of
 the scrape or command that read it (a round's queries follow each other, and over SSH each can take a
 second under load, so a time taken once for the round would place later readings too early). An NVML
-counter, read by its own command, carries its own time, ``energy_t_s``. A failed scrape or query skips
-that sample; the sampler never stops the run. A host whose Python has no NVML bindings, or whose RAPL
-counters cannot be read, is asked once and then no more.
+counter, read by its own command, carries its own time, ``energy_t_s``. A failed scrape or query (no
+answer, a command that hangs past its timeout, a connection that drops) skips that reading only: the
+round keeps what the others read, and the sampler never stops the run. A host whose Python has no NVML
+bindings, or whose RAPL counters cannot be read, is asked once and then no more.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ from perflab.transport.base import CommandResult, Transport
 from perflab.transport.errors import CommandTimeout, TransportError
 
 SMI_TIMEOUT_S = 15.0
+# What a reading may raise on a loaded or flaky host: each loses that reading, not the round.
+READ_ERRORS = (TransportError, ValueError, OSError)
 T = TypeVar("T")
 
 
@@ -184,15 +187,19 @@ class Sampler:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            # A round that fails is skipped; the next one samples again.
-            with contextlib.suppress(TransportError, SQLAlchemyError, ValueError, OSError):
+            # A round the database does not take is skipped; the next one samples again.
+            with contextlib.suppress(SQLAlchemyError, *READ_ERRORS):
                 self.store.add_samples(self.take())
             self._stop.wait(self.interval_s)
 
-    def _read(self, read: Callable[[], T]) -> tuple[T, float]:
-        """What ``read`` returns, and when: the middle of the call on the samples' clock."""
+    def _read(self, read: Callable[[], T], failed: T) -> tuple[T, float]:
+        """What ``read`` returns (``failed`` where it raised: that reading alone is lost), and when: the
+        middle of the call on the samples' clock."""
         before = self.elapsed()
-        value = read()
+        try:
+            value = read()
+        except READ_ERRORS:
+            value = failed
         return value, round((before + self.elapsed()) / 2.0, 3)
 
     def take(self) -> list[dict[str, Any]]:
@@ -200,21 +207,21 @@ class Sampler:
         each stamped when it was read."""
         samples: list[dict[str, Any]] = []
         for replica in self.replicas:
-            text, t_s = self._read(lambda replica=replica: self.endpoints.metrics_text(replica))
+            text, t_s = self._read(lambda replica=replica: self.endpoints.metrics_text(replica), None)
             values = engine_values(self.adapter, text) if text is not None else None
             if values is not None:
                 samples.append(
                     {"t_s": t_s, "source": "engine", "values": {"replica": replica.plan.index, **values}}
                 )
-        accelerators, t_s = self._read(self.accelerators)
+        accelerators, t_s = self._read(self.accelerators, [])
         found = [acc for acc in accelerators if acc.index in self.gpu_ids]
-        energy_mj, energy_t_s = self._read(self.counters.gpu_energy_mj) if found else ({}, t_s)
+        energy_mj, energy_t_s = self._read(self.counters.gpu_energy_mj, {}) if found else ({}, t_s)
         for acc in found:
             values = accelerator_values(acc, energy_mj.get(acc.index))
             if "energy_mj" in values:
                 values["energy_t_s"] = energy_t_s
             samples.append({"t_s": t_s, "source": "accelerator", "values": values})
-        packages, t_s = self._read(self.counters.rapl_packages)
+        packages, t_s = self._read(self.counters.rapl_packages, [])
         for package in packages:
             samples.append({"t_s": t_s, "source": "rapl", "values": package})
         return samples

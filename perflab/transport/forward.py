@@ -1,9 +1,11 @@
 """Local port forwarding over an SSH connection (what ``ssh -L`` does).
 
 ``PortForward`` listens on ``127.0.0.1:<free port>`` of the app machine; each accepted connection gets
-a ``direct-tcpip`` channel to ``127.0.0.1:<remote_port>`` on the host and a thread copying bytes both
-ways. Leaving the ``with`` block closes the listener and every open connection; if the SSH connection
-drops, new connections are refused.
+a ``direct-tcpip`` channel to ``127.0.0.1:<remote_port>`` on the host, on the host's live SSH connection
+of the moment (``link()``, which reconnects after a drop), and a thread copying bytes both ways. A
+connection that gets no channel (the port refuses, the host is unreachable) is closed at once, and the
+listener goes on: a forward outlives the SSH connection it began on, as a run's sampling of its engines
+must. Leaving the ``with`` block closes the listener and every open connection.
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ from __future__ import annotations
 import select
 import socket
 import threading
+from collections.abc import Callable
 from types import TracebackType
 
 import paramiko
+
+from perflab.transport.errors import TransportError
 
 _CHUNK = 65536
 _POLL_S = 0.5
@@ -22,7 +27,7 @@ _POLL_S = 0.5
 class PortForward:
     """Context manager: ``with PortForward(link, 8000) as local_port: ...``."""
 
-    def __init__(self, link: paramiko.Transport, remote_port: int) -> None:
+    def __init__(self, link: Callable[[], paramiko.Transport], remote_port: int) -> None:
         self._link = link
         self._remote_port = remote_port
         self._stop = threading.Event()
@@ -62,13 +67,11 @@ class PortForward:
             except OSError:
                 return
             try:
-                chan = self._link.open_channel(
+                chan = self._link().open_channel(
                     "direct-tcpip", ("127.0.0.1", self._remote_port), peer, timeout=10
                 )
-            except (paramiko.SSHException, OSError, EOFError):
+            except (paramiko.SSHException, OSError, EOFError, TransportError):
                 conn.close()
-                if not self._link.is_active():
-                    return
                 continue
             with self._lock:
                 self._open.add(conn)

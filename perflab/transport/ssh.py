@@ -388,6 +388,11 @@ class SSHTransport(Transport):
     # Network --------------------------------------------------------------------------------------
 
     def forward(self, remote_port: int) -> AbstractContextManager[int]:
+        self._live_link()
+        return PortForward(self._live_link, remote_port)
+
+    def _live_link(self) -> paramiko.Transport:
+        """The host's live SSH connection (a new one when the last has dropped)."""
         link = self._pool.client(self.host).get_transport()
         assert link is not None
-        return PortForward(link, remote_port)
+        return link

@@ -15,19 +15,24 @@ from types import SimpleNamespace
 
 import pytest
 
-from perflab.engines import EngineConfig
+from perflab.engines import EngineConfig, ReplicaPlan, get_adapter
 from perflab.probe import ProbeResult, nvidia, probe_host
-from perflab.runner import energy
+from perflab.remote.process import RemoteProcess
+from perflab.runner import energy, sampling
+from perflab.runner.endpoints import Endpoints
 from perflab.runner.errors import RunFailed
+from perflab.runner.launch import Replica
 from perflab.runner.placement import choose_gpus, why_no_accelerators
 from perflab.runner.sampling import Sampler
 from perflab.transport import open_transport
 from tests.fixtures.recorded_smi import RECORDINGS, install_recorded_nvidia_smi
+from tests.fixtures.sim_server import SimServerFactory
 from tests.hosts.conftest import HostFactory
 
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 PROBE_DATA = Path(__file__).resolve().parents[1] / "data" / "probe"
 CONFIG = EngineConfig(engine="vllm", model="m")
+VLLM = get_adapter("vllm")
 # Rows of power-under-load.jsonl's periodic query: idle at 77.78 W; full matmul load at the power cap.
 IDLE_ROW, LOAD_ROW = 2, 9
 # A stand-in for the NVML library, which needs a GPU: the module the nvidia-ml-py package installs,
@@ -61,13 +66,14 @@ def probe(make_host: HostFactory, tmp_path: Path, phase: str) -> ProbeResult:
         return probe_host(transport)
 
 
-def sampler(transport, store_run_id: int = 1) -> Sampler:
-    # Only the accelerator part of a round is exercised: no replicas, so no engine or store is needed.
+def sampler(transport, store_run_id: int = 1, endpoints: Endpoints | None = None, replicas=()) -> Sampler:
+    # Only what a round reads is exercised (no store is needed): the accelerators, and the engines of
+    # ``replicas`` where ``endpoints`` reach them.
     return Sampler(
         transport=transport,
-        adapter=None,  # type: ignore[arg-type]
-        endpoints=None,  # type: ignore[arg-type]
-        replicas=[],
+        adapter=VLLM,
+        endpoints=endpoints,  # type: ignore[arg-type]
+        replicas=replicas,
         gpu_ids=[0],
         vendor="nvidia",
         store=SimpleNamespace(run_id=store_run_id),  # type: ignore[arg-type]
@@ -229,3 +235,22 @@ def test_each_sample_is_stamped_when_its_query_read_it(make_host: HostFactory, t
         ended = taking.elapsed()
     assert sample["values"]["power_w"] == 691.25
     assert began + 0.3 <= sample["t_s"] <= ended - 0.3 + 0.001
+
+
+def test_an_nvidia_smi_that_hangs_loses_its_own_reading_not_the_engines(
+    make_host: HostFactory, tmp_path: Path, sim_server: SimServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wedged driver's nvidia-smi outlives its timeout every round: the engine's gauges, scraped in the
+    same round, are still stored."""
+    monkeypatch.setattr(sampling, "SMI_TIMEOUT_S", 1.0)
+    host = recorded_host(make_host, tmp_path, "load_100", LOAD_ROW)
+    bin_dir = Path(host.env["PATH"].split(":")[0])
+    (bin_dir / "nvidia-smi").write_text("#!/bin/sh\nexec sleep 30\n")
+    url = sim_server(model="Qwen/Qwen3-8B")
+    engine = RemoteProcess("h200", "r1", "engine-0", str(tmp_path), sim_server.pid(url), "")
+    replica = Replica(ReplicaPlan(0, (0,), int(url.rsplit(":", 1)[1])), engine)
+    with open_transport(host) as transport, Endpoints(transport, VLLM) as endpoints:
+        taking = sampler(transport, endpoints=endpoints, replicas=[replica])
+        samples = taking.take()
+    assert [sample["source"] for sample in samples] == ["engine"]
+    assert samples[0]["values"] == {"replica": 0, "running": 0.0, "waiting": 0.0, "kv_cache_usage": 0.0}
