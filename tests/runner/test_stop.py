@@ -16,21 +16,33 @@ from perflab.transport.errors import ConnectionLost
 from tests.fixtures.runs import run_key_pids
 from tests.fixtures.sshd import SshServer, TcpProxy
 
-# A process that ignores TERM, so stopping it takes the whole grace period and then KILL.
-STUBBORN = ["sh", "-c", 'trap "" TERM; while :; do sleep 0.1; done']
+# A process that ignores TERM (it only touches the file named by its argument), so stopping it takes the
+# whole grace period and then KILL.
+STUBBORN = 'trap "touch $0" TERM; while :; do sleep 0.1; done'
 
 
 def _stop_while_cut(
-    transport: Transport, proxy: TcpProxy, run_key: str, retries: tuple[float, ...]
+    transport: Transport, proxy: TcpProxy, run_key: str, retries: tuple[float, ...], marker: Path
 ) -> dict[str, str]:
-    rp.start_detached(transport, STUBBORN, run_key=run_key, name="engine-0")
+    """Stop a stubborn engine and cut the SSH connection once its TERM has come: inside the stop's grace
+    period, however slow the machine is to get there."""
+    rp.start_detached(transport, ["sh", "-c", STUBBORN, str(marker)], run_key=run_key, name="engine-0")
     state = {"run_key": run_key, "processes": [{"name": "engine-0"}, {"name": "engine-1"}]}
-    cut = threading.Timer(0.5, proxy.cut)
-    cut.start()
+    stopped = threading.Event()
+
+    def cut_when_termed() -> None:
+        while not (marker.exists() or stopped.wait(0.02)):
+            pass
+        if marker.exists():
+            proxy.cut()
+
+    cutter = threading.Thread(target=cut_when_termed, daemon=True)
+    cutter.start()
     try:
         return stop_recorded(transport, state, grace_s=1.5, retry_delays_s=retries)
     finally:
-        cut.cancel()
+        stopped.set()
+        cutter.join()
 
 
 def test_a_stop_cut_off_by_a_dropped_connection_is_retried(
@@ -41,10 +53,12 @@ def test_a_stop_cut_off_by_a_dropped_connection_is_retried(
     host = sshd.host_config("flaky", port=tcp_proxy.port, known_hosts=str(known), workdir=str(tmp_path / "w"))
     with open_transport(host) as transport:
         with pytest.raises(ConnectionLost):
-            _stop_while_cut(transport, tcp_proxy, "run-once", retries=())
+            _stop_while_cut(transport, tcp_proxy, "run-once", retries=(), marker=tmp_path / "once.term")
         rp.cleanup_leftovers(transport, rp.find_leftovers(transport), grace_s=0.5)
 
-        outcome = _stop_while_cut(transport, tcp_proxy, "run-retried", retries=(0.2,))
+        outcome = _stop_while_cut(
+            transport, tcp_proxy, "run-retried", retries=(0.2,), marker=tmp_path / "retried.term"
+        )
 
     # The cut-off first attempt may still finish its KILL on the host before the retry looks.
     assert outcome in ({"engine-0": "kill"}, {"engine-0": "term"})
