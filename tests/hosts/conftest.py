@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import http.server
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -50,3 +52,26 @@ def transport(make_host: HostFactory) -> Iterator[Transport]:
     with open_transport(make_host()) as opened:
         yield opened
         rp.cleanup_leftovers(opened, rp.find_leftovers(opened), grace_s=1)
+
+
+@pytest.fixture
+def http_server() -> Iterator[int]:
+    """The port of an HTTP server on loopback answering every GET with "hello from <path>"."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = f"hello from {self.path}".encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield int(server.server_address[1])
+    server.shutdown()
+    server.server_close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import http.server
 import subprocess
 import sys
 import threading
@@ -159,38 +158,19 @@ def test_connection_dropped_mid_command(sshd: SshServer, tcp_proxy: TcpProxy, tm
 
 
 def test_a_forward_outlives_the_connection_it_began_on(
-    sshd: SshServer, tcp_proxy: TcpProxy, tmp_path: Path
+    sshd: SshServer, tcp_proxy: TcpProxy, tmp_path: Path, http_server: int
 ) -> None:
     """A run's forward to its engine (its health and /metrics) stays usable after the SSH connection
     under it drops: the next HTTP connection gets its channel on the host's new connection."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     known = tmp_path / "known_hosts"
     known.write_text(sshd.known_hosts_line(tcp_proxy.port))
     host = sshd.host_config("forwarded", port=tcp_proxy.port, known_hosts=str(known))
-    try:
-        with open_transport(host) as transport, transport.forward(server.server_address[1]) as local_port:
-            url = f"http://127.0.0.1:{local_port}/metrics"
-            assert httpx.get(url, timeout=10).text == "hello from /metrics"
-            tcp_proxy.cut()
-            assert httpx.get(url, timeout=10).text == "hello from /metrics"
-            assert tcp_proxy.accepted == 2  # the second answer came over a new SSH connection
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-class _Hello(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = f"hello from {self.path}".encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        return None
+    with open_transport(host) as transport, transport.forward(http_server) as local_port:
+        url = f"http://127.0.0.1:{local_port}/metrics"
+        assert httpx.get(url, timeout=10).text == "hello from /metrics"
+        tcp_proxy.cut()
+        assert httpx.get(url, timeout=10).text == "hello from /metrics"
+        assert tcp_proxy.accepted == 2  # the second answer came over a new SSH connection
 
 
 def _cut_during_run(transport: SSHTransport, proxy: TcpProxy) -> None:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import http.server
 import os
 import sys
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -143,27 +140,6 @@ def test_paths_resolve_from_home(transport: Transport) -> None:
     assert transport.resolve_path("~/x/y") == f"{home}/x/y"
     assert transport.resolve_path("rel/z") == f"{home}/rel/z"
     assert transport.resolve_path("/abs/./p") == "/abs/p"
-
-
-@pytest.fixture
-def http_server() -> Iterator[int]:
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = f"hello from {self.path}".encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            return None
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield int(server.server_address[1])
-    server.shutdown()
-    server.server_close()
 
 
 def test_forward_reaches_a_port_on_the_host(transport: Transport, http_server: int) -> None:
