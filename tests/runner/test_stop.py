@@ -31,10 +31,10 @@ def _stop_while_cut(
     stopped = threading.Event()
 
     def cut_when_termed() -> None:
-        while not (marker.exists() or stopped.wait(0.02)):
-            pass
-        if marker.exists():
-            proxy.cut()
+        while not stopped.wait(0.02):
+            if marker.exists():
+                proxy.cut()
+                return
 
     cutter = threading.Thread(target=cut_when_termed, daemon=True)
     cutter.start()
