@@ -388,7 +388,7 @@ class SSHTransport(Transport):
     # Network --------------------------------------------------------------------------------------
 
     def forward(self, remote_port: int) -> AbstractContextManager[int]:
-        self._live_link()
+        self._live_link()  # connect now: an unreachable host fails here, not on the forward's first use
         return PortForward(self._live_link, remote_port)
 
     def _live_link(self) -> paramiko.Transport:
