@@ -9,6 +9,7 @@ infrastructure kept from being measured and offers to measure them."""
 from __future__ import annotations
 
 import functools
+import time
 from typing import Any
 
 import streamlit as st
@@ -39,7 +40,8 @@ from perflab.views.urlstate import BadParam
 ui.ensure_app_shell()
 
 PAGE = "study"
-# The live lines' poll; the result itself is drawn again only when the study moves on.
+# The live lines' poll; the result itself is drawn again when the study moves on (while it runs, at most
+# every views.REDRAW_EVERY_S).
 LIVE_EVERY_S = 3.0
 LIVE_RUNS_SHOWN = 8
 
@@ -168,10 +170,11 @@ def draw_predictions(report: Report) -> None:
 
 
 @st.fragment(run_every=LIVE_EVERY_S)
-def live_runs(shown_version: str) -> None:
+def live_runs(shown_version: str, drawn_at: float) -> None:
     """What the study's runs are doing now, polled while it is active (two small queries, so a poll
-    never outlasts the next); the page is drawn again once the study or one of its runs moved on."""
-    if ui.study_version(study_id) != shown_version:
+    never outlasts the next); the page is drawn again once the study or one of its runs moved on
+    (:func:`views.redraw_due`; ``drawn_at`` is the ``time.monotonic()`` of the page's drawing)."""
+    if views.redraw_due(shown_version, ui.study_version(study_id), time.monotonic() - drawn_at):
         st.rerun()
     with ui.session() as session:
         running = [
@@ -216,7 +219,7 @@ def study_body(report: Report, charts: dict[str, dict[str, Any]], version: str) 
     if report.incomplete:
         st.warning(md_text(report.incomplete))
     if report.status not in FINISHED_STUDY_STATUSES:
-        live_runs(version)
+        live_runs(version, time.monotonic())
 
     st.header("Recommended serve command")
     if report.recommended_command:

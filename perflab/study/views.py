@@ -1,9 +1,10 @@
 """What the studies pages show, computed away from Streamlit: the list of studies, a study's id from
-its URL, what its result depends on (its version: the page rebuilds the result only when it changes)
-and its runs in flight, the tables of a study's result (its candidates with their states, baseline
-against optimized, the summary, a search's trials, its launches — plain text cells, nothing drawn as
-HTML) with the words and columns they use explained, the new-study form's stages or search template
-and help, and a spec built from the form or an uploaded file."""
+its URL, what its result depends on (its version: the page rebuilds the result when it changes, at most
+every :data:`REDRAW_EVERY_S` while the study runs) and its runs in flight, the tables of a study's
+result (its candidates with their states, baseline against optimized, the summary, a search's trials,
+its launches — plain text cells, nothing drawn as HTML) with the words and columns they use explained,
+the new-study form's stages or search template and help, and a spec built from the form or an uploaded
+file."""
 
 from __future__ import annotations
 
@@ -30,6 +31,10 @@ from perflab.runner.evidence import MIN_COMPLETED, MIN_DURATION_S
 from perflab.study.spec import SPEC_FORMATS, StudySpec, StudySpecError, parse_spec, spec_from_data
 from perflab.views.formatting import format_time
 from perflab.views.urlstate import BadParam, parse_id
+
+# While a study runs, its page draws its result again at most this often (its runs' live lines are
+# polled more often); a change of the study's status is drawn at once.
+REDRAW_EVERY_S = 15.0
 
 # The stages the form starts with: the seeds' usual order.
 STAGES_TEMPLATE = """\
@@ -266,6 +271,24 @@ def study_version(session: Session, study_id: int) -> str | None:
     return "|".join(
         [study.status, str(study.updated_at), *(f"{run}:{status}:{count}" for run, status, count in runs)]
     )
+
+
+def redraw_due(shown: str, current: str | None, shown_for_s: float) -> bool:
+    """Whether a page that drew a study's result at version ``shown``, ``shown_for_s`` seconds ago,
+    draws it again now that the study stands at ``current`` (None: it was deleted): at once when its
+    status changed (it finished, paused, failed or is gone); when only its runs moved on, once the
+    drawn result is :data:`REDRAW_EVERY_S` old, so a study whose runs end every few seconds (a
+    time-scaled simulated host) does not rebuild its tables and charts at every poll."""
+    if current == shown:
+        return False
+    if current is None or _status_of(current) != _status_of(shown):
+        return True
+    return shown_for_s >= REDRAW_EVERY_S
+
+
+def _status_of(version: str) -> str:
+    """The study's status in a :func:`study_version` text (its first field)."""
+    return version.split("|", 1)[0]
 
 
 def active_runs(session: Session, study_id: int) -> list[int]:

@@ -16,9 +16,12 @@ from playwright.sync_api import Browser, expect
 
 from tests.fixtures.streamlit_app import AppServer, click, new_page, screenshot, settle
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]  # the study itself may take 600 s
+# The study takes about 4 minutes alone on 2 cores, each of its 14 runs spending seconds on launching,
+# prompts and storing around benchmarks shorter than a second; in the whole suite on the same 2 cores,
+# 2.5 times as long. The limit only stops a study that hangs.
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(1500)]
 
-STUDY_DONE_TIMEOUT_MS = 600_000
+STUDY_DONE_TIMEOUT_MS = 1_200_000
 
 
 def closed_endpoint() -> str:

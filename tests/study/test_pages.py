@@ -13,7 +13,7 @@ from perflab import ui
 from perflab.datasets import parse_upload, store_dataset
 from perflab.markdown_text import md_text
 from perflab.study import views
-from perflab.study.coordinator import advance
+from perflab.study.coordinator import advance, pause_study
 from perflab.study.measure import RetryPolicy, study_runs
 from tests.fixtures.study_data import StudyDatabase, leave_incomplete
 from tests.ui.conftest import app_env, hosts_file, open_page, preformatted, texts  # noqa: F401  (fixtures reused)
@@ -140,7 +140,7 @@ def test_queued_study_can_be_paused_resumed_and_cancelled(study_db: StudyDatabas
     assert ui.status_text("cancelled") in " ".join(texts(app.markdown))
 
 
-def test_a_running_study_shows_its_runs_live_and_is_rebuilt_only_when_it_moves_on(  # type: ignore[no-untyped-def]
+def test_a_running_study_shows_its_runs_live_and_is_rebuilt_when_it_moves_on(  # type: ignore[no-untyped-def]
     study_db: StudyDatabase,
     open_page,  # noqa: F811
 ) -> None:
@@ -175,7 +175,18 @@ def test_a_running_study_shows_its_runs_live_and_is_rebuilt_only_when_it_moves_o
             text_block=None,
             bench_mode="on-host",
         )
-        assert views.study_version(session, study_db.queued) != before  # a stored result moves it on
+        moved = views.study_version(session, study_db.queued)
+    assert moved is not None and moved != before  # a stored result moves it on
+    # only a run moved on: the page draws the result again once the drawn one is REDRAW_EVERY_S old
+    assert not views.redraw_due(before, moved, shown_for_s=views.REDRAW_EVERY_S - 1)
+    assert views.redraw_due(before, moved, shown_for_s=views.REDRAW_EVERY_S)
+    assert not views.redraw_due(moved, moved, shown_for_s=10 * views.REDRAW_EVERY_S)
+    # the study's status changed (paused here) or it is gone: at once
+    pause_study(engine, study_db.queued)
+    with db_session.session_scope(engine) as session:
+        paused = views.study_version(session, study_db.queued)
+    assert paused is not None and views.redraw_due(moved, paused, shown_for_s=0.0)
+    assert views.redraw_due(moved, None, shown_for_s=0.0)
 
 
 def test_an_incomplete_study_names_what_is_missing_and_measures_it_again(  # type: ignore[no-untyped-def]
