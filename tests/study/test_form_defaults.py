@@ -1,6 +1,6 @@
 """A study made from the new-study form's defaults (ShareGPT tuning at a tenth of its prompts, the four
-validation profiles, the stages template, one launch per configuration) on a simulated local host with
-seeded noise:
+validation profiles, the stages template, its launches per configuration: one, up to four
+on a close call) on a simulated local host with seeded noise:
 
 - judges every tuning and validation cell: each benchmark is sized to the floor of evidence, whatever
   the configuration's speed, so none is too short and no candidate is left "neither kept nor beaten";
