@@ -24,6 +24,10 @@ import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+from tests.fixtures.cpu_load import process_cpu_seconds  # noqa: E402
+
 OUTPUT_TOKENS = 64
 # (streams, TTFT ms, ITL ms, prompts)
 CASES = [(1, 50.0, 10.0, 16), (256, 50.0, 10.0, 768), (512, 50.0, 10.0, 1536), (1024, 50.0, 50.0, 2048)]
@@ -45,17 +49,12 @@ def start_sim(ttft_ms: float, itl_ms: float, log_path: Path):
     raise RuntimeError(log_path.read_text())
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def run_case(concurrency: int, ttft_ms: float, itl_ms: float, prompts: int, workdir: Path) -> bool:
     """Measure one case and print its figures; False when its bench failed."""
     process, url = start_sim(ttft_ms, itl_ms, workdir / f"sim-{concurrency}.log")
     result_path = workdir / f"result-{concurrency}.json"
     try:
-        cpu_before = cpu_seconds(process.pid)
+        cpu_before = process_cpu_seconds(process.pid)
         started = time.monotonic()
         bench = subprocess.run(
             [
@@ -88,7 +87,7 @@ def run_case(concurrency: int, ttft_ms: float, itl_ms: float, prompts: int, work
             text=True,
         )
         wall = time.monotonic() - started
-        sim_cpu = cpu_seconds(process.pid) - cpu_before
+        sim_cpu = process_cpu_seconds(process.pid) - cpu_before
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -8,7 +8,10 @@ serve with). Printed per block: simulated ÷ real for output throughput, mean TP
 
 The workload of a block is what its tool sent: ``vllm bench serve`` sends every prompt at once (request
 rate inf) unless the block says "Maximum request concurrency"; guidellm (seed 002) sends at its
-profile's constant rate (1000 requests/s) within its stated concurrency. Random datasets send the
+profile's constant rate (1000 requests/s) within its stated concurrency. Every seed's tool sends chat
+requests (``vllm bench serve --backend openai-chat --endpoint /v1/chat/completions`` in seeds 000, 001,
+003 and 004; GPUStack's benchmark-runner through guidellm's chat-completions handler in seed 002), so
+a serve command with a reasoning parser streams through it. Random datasets send the
 block's mean prompt and output lengths; ShareGPT blocks (the dump is not shipped) get a seeded
 log-normal spread of lengths within vLLM's ShareGPT filter (prompt ≤ 1024, prompt + output ≤ 2048
 tokens) scaled to the block's own means — for guidellm too, although GPUStack's benchmark-runner
@@ -268,7 +271,9 @@ def workload(block: Block, fraction: float) -> list[RequestSpec]:
     else:
         lengths = [(round(block.mean_input), max(1, round(block.mean_output)))] * count
     gap = 1.0 / GUIDELLM_RATE if block.seed in GUIDELLM_SEEDS else 0.0
-    return [RequestSpec(index * gap, prompt, output) for index, (prompt, output) in enumerate(lengths)]
+    return [
+        RequestSpec(index * gap, prompt, output, chat=True) for index, (prompt, output) in enumerate(lengths)
+    ]
 
 
 @dataclass

@@ -37,14 +37,17 @@ NEEDS = {
     "gpu_disagg_constants.py": "torch",
     "engine_drift.py": "real_vllm",
     "real_vllm_coalescing.py": "real_vllm",
+    "real_vllm_front_end.py": "real_vllm",
     "container_overhead.py": "podman",
     "fleet.py": "postgres",
     "browser_pages.py": "browser",
     "sim_vs_silicon.py": "aiconfigurator",
 }
 # The scripts that take --base-url of a running tiny vLLM: their smoke runs against the session's server
-# (tests/fixtures/real_vllm.py) rather than starting one more.
-SERVED_BY_THE_SESSION = {"bench_agreement.py", "real_vllm_coalescing.py"}
+# (tests/fixtures/real_vllm.py) rather than starting one more; those that read its API server's CPU time
+# are given its process too (--server-pid).
+SERVED_BY_THE_SESSION = {"bench_agreement.py", "real_vllm_coalescing.py", "real_vllm_front_end.py"}
+GIVEN_THE_SERVER_PID = {"real_vllm_front_end.py"}
 # The scripts of the vLLM venv that start no engine server (they read its files, or run its PyTorch):
 # marked parser_only, they stay out of the one-at-a-time real_engine group (tests/fixtures/parallel.py).
 NO_ENGINE_SERVER = {"engine_drift.py", "gpu_disagg_constants.py"}
@@ -91,6 +94,7 @@ def _smoke(
 def test_the_listed_needs_name_scripts_that_exist() -> None:
     assert set(NEEDS) <= {path.name for path in SCRIPTS}
     assert {name for name, need in NEEDS.items() if need == "real_vllm"} >= SERVED_BY_THE_SESSION
+    assert SERVED_BY_THE_SESSION >= GIVEN_THE_SERVER_PID
     assert {name for name, need in NEEDS.items() if need in ("real_vllm", "torch")} >= NO_ENGINE_SERVER
 
 
@@ -105,10 +109,14 @@ def test_benchmark_on_the_real_vllm_runs_in_its_small_mode(
     script: Path, request: pytest.FixtureRequest
 ) -> None:
     require_real_vllm()
-    if script.name in SERVED_BY_THE_SESSION:
-        _smoke(script, "--base-url", request.getfixturevalue("real_vllm_base_url"))
-    else:
+    if script.name not in SERVED_BY_THE_SESSION:
         _smoke(script)
+        return
+    server = request.getfixturevalue("real_vllm_server")
+    pid = ["--server-pid", str(server.pid)] if script.name in GIVEN_THE_SERVER_PID else []
+    figures = _smoke(script, "--base-url", server.base_url, *pid)
+    if script.name in GIVEN_THE_SERVER_PID:
+        assert figures is not None and figures["chat_us_per_token"] > 0
 
 
 @pytest.mark.real_engine

@@ -376,7 +376,8 @@ class OpenAIApp:
             zlib.crc32(request_id.encode()),
             token_ids,
         )
-        reasoning_tokens = target // 4 if self.config.reasoning and kind == "chat" and target >= 2 else 0
+        seq.parsed_reasoning = self.config.reasoning and kind == "chat"
+        reasoning_tokens = target // 4 if seq.parsed_reasoning and target >= 2 else 0
         fmt = ResponseFormat(kind, request_id, int(time.time()), model, reasoning_tokens)
         handoff = self.kv.handoff(data, request_id) if self.kv is not None else None
         answer = self.kv.responder(responder, handoff, seq) if self.kv and handoff else responder

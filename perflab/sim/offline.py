@@ -24,7 +24,8 @@ from perflab.sim.sequence import Sequence as SimSequence
 
 class RequestSpec:
     """One request of an offline workload; a ``prefilled`` one arrives with its KV cache and first token
-    (a disaggregated decode worker's request, :mod:`perflab.sim.disagg`) and only decodes."""
+    (a disaggregated decode worker's request, :mod:`perflab.sim.disagg`) and only decodes; a ``chat``
+    one goes to the chat endpoint (its output through the deployment's reasoning parser, if any)."""
 
     def __init__(
         self,
@@ -33,12 +34,14 @@ class RequestSpec:
         output_len: int,
         prompt_ids: Optional[List[int]] = None,
         prefilled: bool = False,
+        chat: bool = False,
     ) -> None:
         self.arrival = arrival
         self.prompt_len = prompt_len
         self.output_len = output_len
         self.prompt_ids = prompt_ids
         self.prefilled = prefilled
+        self.chat = chat
 
 
 class RequestTiming:
@@ -78,6 +81,7 @@ def simulate(
             f"offline-{index}", clock.now, spec.prompt_len, spec.output_len, "length", index, spec.prompt_ids
         )
         seq.on_tokens = finished
+        seq.parsed_reasoning = spec.chat and bool(dep.knobs.reasoning_parser)
         sequences[index] = seq
         in_flight[0] += 1
         engine.arrive(seq, clock.now, ("", index, 0), prefilled=spec.prefilled)

@@ -41,8 +41,9 @@ plus one token — or ``1 + k`` with speculative decoding — per decoding seque
   every step with ``--enforce-eager``) launches each collective eagerly, which adds the accelerator's
   :attr:`~perflab.sim.hardware.Accelerator.eager_collective_s` to it.
 - host = the engine's fixed step cost.
-- front end = the engine's streaming cost per sequence in the busiest rank's batch: the API server works
-  in its own process beside the GPU, so it only sets the pace when it is the slower.
+- front end = the engine's streaming cost per sequence in the busiest rank's batch (times the engine's
+  reasoning-parser factor for a sequence whose chat output the server's reasoning parser reads): the API
+  server works in its own process beside the GPU, so it only sets the pace when it is the slower.
 """
 
 from __future__ import annotations
@@ -217,9 +218,9 @@ def plan_memory(dep: Deployment, busy_bytes: float = 0.0, device: int = 0) -> Me
 class StepLoad:
     """What one attention rank computes in one step: ``tokens`` (prefill chunks plus decode tokens),
     attended query-key ``pairs``, ``kv_read`` cached tokens read, ``sequences`` in the batch, of which
-    ``decoding`` decode."""
+    ``decoding`` decode and ``reasoning`` stream through the server's reasoning parser."""
 
-    __slots__ = ("tokens", "pairs", "kv_read", "sequences", "decoding")
+    __slots__ = ("tokens", "pairs", "kv_read", "sequences", "decoding", "reasoning")
 
     def __init__(
         self,
@@ -228,12 +229,14 @@ class StepLoad:
         kv_read: float = 0.0,
         sequences: int = 0,
         decoding: int = 0,
+        reasoning: int = 0,
     ) -> None:
         self.tokens = tokens
         self.pairs = pairs
         self.kv_read = kv_read
         self.sequences = sequences
         self.decoding = decoding
+        self.reasoning = reasoning
 
 
 class PerfModel:
@@ -286,6 +289,7 @@ class PerfModel:
         overhead = dep.profile.step_overhead_s
         self._overhead = overhead * 0.8 if dep.performance_mode == "throughput" else overhead
         self._per_token = dep.profile.stream_overhead_s
+        self._reasoning_extra = dep.profile.reasoning_stream_factor - 1.0
         self._draft_per_token = 0.0
         if dep.spec_tokens:
             dense_seconds = self._dense_bytes / (dep.tp * self._weight_bandwidth)
@@ -353,8 +357,10 @@ class PerfModel:
         if self.dep.spec_tokens and any(load.decoding for load in loads):
             seconds += self.dep.spec_tokens * self._draft_per_token
         # The front end streaming every sequence's tokens works beside the GPU in its own process, so a
-        # step lasts as long as the slower of the two.
-        front = max(load.sequences for load in loads) * self._per_token
+        # step lasts as long as the slower of the two; a token through the reasoning parser costs more.
+        front = (
+            max(load.sequences + load.reasoning * self._reasoning_extra for load in loads) * self._per_token
+        )
         return max(seconds + self._overhead, front)
 
     def step_seconds(

@@ -7,7 +7,8 @@ batches first) and what output room it reserves at admission, the attention back
 their speed factors, and the SM versions they need). Sources and fits are in ``docs/simulator.md``:
 SGLang's prefill-first scheduling and ``new_token_ratio`` reservation follow SGLang 0.5.23's scheduler
 and environment defaults, TensorRT-LLM's full reservation its ``GUARANTEED_NO_EVICT`` capacity policy;
-vLLM's front-end costs were fitted on seeds 001 and 003, SGLang's efficiency on seed 003 and
+vLLM's front-end costs were fitted on seeds 001 and 003 (its reasoning parser's share measured on the
+real vLLM CPU build, ``benchmarks/real_vllm_front_end.py``), SGLang's efficiency on seed 003 and
 vLLM-Ascend's efficiency and step cost and MindIE's step cost on seed 004
 (``benchmarks/sim_vs_seeds.py``).
 """
@@ -102,12 +103,16 @@ class EngineProfile:
         decode_batch_cap: bool = False,
         prefill_reserve: float = 0.0,
         ingress_ms: float = 0.0,
+        reasoning_stream_factor: float = 1.0,
     ) -> None:
         self.name = name
         self.efficiency = efficiency
         self.step_overhead_s = step_overhead_ms / 1000.0
         # Front-end time per sequence and step (detokenizing and streaming its token).
         self.stream_overhead_s = stream_overhead_us / 1e6
+        # That time for a chat token the server's reasoning parser reads, relative to a plain chat
+        # token's (1.0 where no measurement says otherwise).
+        self.reasoning_stream_factor = reasoning_stream_factor
         # API front-end time of a new request (parsing, chat template, tokenization, hand-over to the
         # scheduler), shared by the requests it holds (perflab.sim.ingress).
         self.ingress_s = ingress_ms / 1000.0
@@ -149,9 +154,23 @@ class EngineProfile:
         return factor
 
 
+# vLLM's API server spends this many times a chat token's CPU on one its reasoning parser reads
+# (benchmarks/real_vllm_front_end.py: the real vLLM 0.32 CPU build, --reasoning-parser qwen3 against none);
+# vLLM-Ascend serves through the same API server.
+VLLM_REASONING_STREAM_FACTOR = 1.39
+
 PROFILES: Dict[str, EngineProfile] = {
     "vllm": EngineProfile(
-        "vllm", 1.0, 0.5, 80.0, 16, _VLLM_BACKENDS, "0.11.0", _VLLM_OTHER_BACKENDS, ingress_ms=13.0
+        "vllm",
+        1.0,
+        0.5,
+        80.0,
+        16,
+        _VLLM_BACKENDS,
+        "0.11.0",
+        _VLLM_OTHER_BACKENDS,
+        ingress_ms=13.0,
+        reasoning_stream_factor=VLLM_REASONING_STREAM_FACTOR,
     ),
     "sglang": EngineProfile(
         "sglang",
@@ -186,7 +205,17 @@ PROFILES: Dict[str, EngineProfile] = {
         decode_batch_cap=True,
         prefill_reserve=0.05,
     ),
-    "vllm-ascend": EngineProfile("vllm-ascend", 0.35, 110.0, 15.0, 128, {}, "0.11.0rc0", ingress_ms=13.0),
+    "vllm-ascend": EngineProfile(
+        "vllm-ascend",
+        0.35,
+        110.0,
+        15.0,
+        128,
+        {},
+        "0.11.0rc0",
+        ingress_ms=13.0,
+        reasoning_stream_factor=VLLM_REASONING_STREAM_FACTOR,
+    ),
 }
 
 # Speculative methods → default per-token acceptance rate of the drafts.

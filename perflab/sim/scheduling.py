@@ -340,6 +340,7 @@ class RankScheduler:
         work = StepLoad(sequences=len(batch))
         width = 1 + self._spec_tokens
         for seq, chunk in batch:
+            work.reasoning += seq.parsed_reasoning
             if chunk:
                 work.tokens += chunk
                 work.pairs += chunk * (seq.computed + chunk / 2.0)

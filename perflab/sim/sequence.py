@@ -41,6 +41,7 @@ class Sequence:
         "cache_key",
         "ticket",
         "energy_mj",
+        "parsed_reasoning",
     )
 
     def __init__(
@@ -78,6 +79,9 @@ class Sequence:
         self.ticket: Optional["Ticket"] = None  # its place on its client's timeline, if it declared one
         # The engine's energy counter (mJ, its simulated clock) at its arrival, then at its last token.
         self.energy_mj: List[float] = []
+        # Its streamed output goes through the server's reasoning parser (a chat request to a server
+        # started with one), which costs the API front end more per token.
+        self.parsed_reasoning = False
 
     @property
     def remaining(self) -> int:

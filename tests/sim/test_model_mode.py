@@ -12,7 +12,9 @@ from perflab.sim.deployment import Knobs, resolve_deployment
 from perflab.sim.failures import EngineFailure
 from perflab.sim.hardware import find_accelerator
 from perflab.sim.offline import RequestSpec, RequestTiming, simulate
-from perflab.sim.perfmodel import PerfModel, moe_compute_efficiency, plan_memory
+from perflab.sim.perfmodel import PerfModel, StepLoad, moe_compute_efficiency, plan_memory
+from perflab.sim.profiles import VLLM_REASONING_STREAM_FACTOR
+from perflab.sim.timelines import HEADER
 from perflab.sim.timing import GROUP_S
 from tests.sim.overlap import peak_running
 from tests.sim.sse_client import chat_payload, request
@@ -141,6 +143,70 @@ def test_server_follows_the_model_end_to_end(sim_server):
         predicted = PerfModel(dep).step_seconds(1, 64 + 20, 64 + 20, 1, 1)
         assert measured[tp] == pytest.approx(predicted, rel=0.15)
     assert measured[4] < measured[1]
+
+
+def test_a_reasoning_parser_slows_the_front_end_of_chat_streams_only():
+    """vLLM's API server spends ``VLLM_REASONING_STREAM_FACTOR`` times a chat token's time on one that its
+    reasoning parser reads (benchmarks/real_vllm_front_end.py). Qwen3-8B decoding 512 streams on one H100
+    is paced by that front end (8 streams are paced by the GPU): with ``--reasoning-parser`` its chat
+    streams decode that much slower, while its completions streams, and chat on a server without a
+    parser, stay as they were."""
+    plain = PerfModel(_deployment("Qwen/Qwen3-8B"))
+    for streams, factor in ((8, 1.0), (512, VLLM_REASONING_STREAM_FACTOR)):
+        load = {"tokens": streams, "pairs": 300.0 * streams, "kv_read": 300.0 * streams}
+        without = plain.group_step_seconds([StepLoad(**load, sequences=streams, decoding=streams)])
+        parsed = plain.group_step_seconds(
+            [StepLoad(**load, sequences=streams, decoding=streams, reasoning=streams)]
+        )
+        assert parsed == pytest.approx(factor * without)
+    tpot = {}
+    for parser in (None, "qwen3"):
+        for chat in (False, True):
+            requests = [RequestSpec(0.0, 128, 64, chat=chat) for _ in range(512)]
+            timings = _run("Qwen/Qwen3-8B", requests, reasoning_parser=parser)
+            tpot[parser, chat] = statistics.mean(timing.tpot for timing in timings)
+    assert tpot[None, True] == tpot[None, False] == tpot["qwen3", False]
+    assert tpot["qwen3", True] > 1.15 * tpot["qwen3", False]
+
+
+def test_the_live_server_prices_the_reasoning_parser_on_chat_streams(sim_server):
+    """The same on a running model-mode server: 32 chat streams at once (Qwen3-0.6B, one H100, paced by
+    the front end) decode ``VLLM_REASONING_STREAM_FACTOR`` times slower on the simulated clock with
+    ``--reasoning-parser qwen3`` than without; completions streams on that server do not."""
+
+    async def decode_seconds(url: str, path: str, payload: dict) -> float:
+        """Mean simulated seconds a token of 32 streams sent at once (one timeline per endpoint)."""
+        count = 32
+        run = path.strip("/").replace("/", "-") + "/measured"
+        marks = [
+            {HEADER: f"run={run};item={item};due=0;next={0 if item < count - 1 else 'inf'}"}
+            for item in range(count)
+        ]
+        results = await asyncio.gather(*(request(url, path, payload, headers=mark) for mark in marks))
+        per_token = []
+        for result in results:
+            times = [
+                event["perflab_sim_t"]
+                for _, event in result.events
+                if isinstance(event, dict) and event.get("choices")
+            ]
+            assert len(times) == 16
+            per_token.append((times[-1] - times[0]) / 15)
+        return statistics.mean(per_token)
+
+    chat = chat_payload("Qwen/Qwen3-0.6B", "hello " * 16, 16)
+    completion = {key: value for key, value in chat.items() if key != "messages"} | {"prompt": "hello " * 16}
+    measured = {}
+    for parser in (None, "qwen3"):
+        options = {"reasoning_parser": parser} if parser else {}
+        url = sim_server(model="Qwen/Qwen3-0.6B", accelerator="H100", **options)
+        measured[parser] = (
+            asyncio.run(decode_seconds(url, "/v1/chat/completions", chat)),
+            asyncio.run(decode_seconds(url, "/v1/completions", completion)),
+        )
+    assert measured["qwen3"][0] == pytest.approx(VLLM_REASONING_STREAM_FACTOR * measured[None][0], rel=0.05)
+    assert measured["qwen3"][1] == pytest.approx(measured[None][1], rel=0.05)
+    assert measured[None][0] == pytest.approx(measured[None][1], rel=0.05)
 
 
 def test_small_batch_decode_is_bound_by_reading_the_weights():
