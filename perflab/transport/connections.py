@@ -224,7 +224,8 @@ class ConnectionPool:
             return entry.clients[0]
 
     def open_session(self, host: HostConfig) -> paramiko.Channel:
-        """A new session channel to ``host``, on another connection if the server refuses more sessions."""
+        """A new session channel to ``host``, on another connection if the server refuses more sessions on
+        one or does not open it within the host's connect timeout."""
         entry = self._entry(host)
         tried: list[paramiko.SSHClient] = []
         for _ in range(2 * self.MAX_CONNECTIONS_PER_HOST):
@@ -253,7 +254,10 @@ class ConnectionPool:
                         host.name, f"Host '{host.name}' refused to open a session: {exc.text}"
                     ) from None
             except (paramiko.SSHException, EOFError, OSError, AssertionError):
-                self.discard(host, client)
+                # A connection that is still up but did not open the channel in time (a busy host) keeps
+                # carrying its other sessions and forwards; only a dead one is dropped.
+                if not _is_alive(client):
+                    self.discard(host, client)
         raise ConnectionLost(host.name, f"The connections to host '{host.name}' keep dropping.")
 
     def discard(self, host: HostConfig, client: paramiko.SSHClient) -> None:

@@ -173,6 +173,32 @@ def test_a_forward_outlives_the_connection_it_began_on(
         assert tcp_proxy.accepted == 2  # the second answer came over a new SSH connection
 
 
+def test_a_connection_slow_to_open_a_session_keeps_its_running_commands(
+    sshd: SshServer, tcp_proxy: TcpProxy, tmp_path: Path
+) -> None:
+    """A host too busy to open a channel within the connect timeout is not a dropped connection: the
+    new command runs on another connection, and the command already running on the slow one goes on to
+    its end once the host answers again."""
+    known = tmp_path / "known_hosts"
+    known.write_text(sshd.known_hosts_line(tcp_proxy.port))
+    host = sshd.host_config("busy-host", port=tcp_proxy.port, known_hosts=str(known), connect_timeout_s=2)
+    transport = open_transport(host)
+    with transport.stream(["sh", "-c", "echo started; sleep 4; echo finished"], timeout=60) as stream:
+        lines = iter(stream)
+        assert next(lines) == "started"
+        tcp_proxy.stall()
+        try:
+            assert (
+                transport.run(["echo", "on another connection"], timeout=30).stdout
+                == "on another connection\n"
+            )
+        finally:
+            tcp_proxy.resume()
+        assert list(lines) == ["finished"]
+    assert stream.exit_status == 0
+    assert tcp_proxy.accepted == 2
+
+
 def _cut_during_run(transport: SSHTransport, proxy: TcpProxy) -> None:
     timer = threading.Timer(0.5, proxy.cut)
     timer.start()
