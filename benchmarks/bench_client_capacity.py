@@ -42,7 +42,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import httpx  # noqa: E402
 
-from benchmarks.sim_accuracy import cpu_seconds, start_sim  # noqa: E402
+from benchmarks.sim_accuracy import start_sim  # noqa: E402
 from perflab.bench import BenchOptions  # noqa: E402
 from perflab.bench.client import Outcome, StreamDecoder, build_body, stream_request  # noqa: E402
 from perflab.bench.clock import new_event_loop  # noqa: E402
@@ -55,6 +55,7 @@ from perflab.bench.stopping import EarlyStop  # noqa: E402
 from perflab.bench.tally import to_record  # noqa: E402
 from perflab.bench.traffic import build_schedule  # noqa: E402
 from perflab.bench.transport import StreamingTransport  # noqa: E402
+from tests.fixtures.cpu_load import process_cpu_seconds  # noqa: E402
 from tests.fixtures.realtime import realtime_priority  # noqa: E402
 from tests.fixtures.streaming_server import start_server_process  # noqa: E402
 
@@ -220,7 +221,7 @@ async def measure(url: str, streams: int, kind: str, sim_pid: int) -> dict[str, 
         )
     phase = Phase(transport, options, False, Progress(options.num_prompts, "none"))
     histograms_before = sim_histograms(url)
-    client_before, sim_before, started = own_cpu_seconds(), cpu_seconds(sim_pid), time.perf_counter()
+    client_before, sim_before, started = own_cpu_seconds(), process_cpu_seconds(sim_pid), time.perf_counter()
     try:
         dispatches, preconnected, source = await send_measured(
             transport, phase, prepared, schedule, EarlyStop(), [item.base_url for item in prepared]
@@ -228,7 +229,7 @@ async def measure(url: str, streams: int, kind: str, sim_pid: int) -> dict[str, 
     finally:
         await transport.aclose()
     wall = time.perf_counter() - started
-    client_cpu, sim_cpu = own_cpu_seconds() - client_before, cpu_seconds(sim_pid) - sim_before
+    client_cpu, sim_cpu = own_cpu_seconds() - client_before, process_cpu_seconds(sim_pid) - sim_before
     histograms_after = sim_histograms(url)
     origin = dispatches[0].dispatched_at
     records = [to_record(index, item, origin, "unverified", None) for index, item in enumerate(dispatches)]
