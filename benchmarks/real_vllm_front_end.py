@@ -45,6 +45,7 @@ import httpx
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+from perflab.bench.client import Outcome, StreamDecoder  # noqa: E402
 from tests.fixtures.cpu_load import process_cpu_seconds  # noqa: E402
 from tests.fixtures.real_vllm import (  # noqa: E402
     EAGER,
@@ -100,22 +101,18 @@ def _merge_known(merge: str | list[str], vocab: dict[str, int]) -> bool:
 
 
 async def _stream(client: httpx.AsyncClient, url: str, output_len: int) -> tuple[int, int]:
-    """One streamed chat request: (completion tokens by its usage, events that carried text)."""
+    """One streamed chat request, read by perflab's stream decoder: (completion tokens by its usage,
+    chunks that carried a token)."""
+    outcome = Outcome()
+    decode = StreamDecoder(outcome, chat=True, keep_text=False)
     body = chat_payload(SERVED_MODEL_NAME, PROMPT, output_len)
-    tokens = events = 0
     async with client.stream("POST", url + "/v1/chat/completions", json=body) as response:
         response.raise_for_status()
-        async for line in response.aiter_lines():
-            if not line.startswith("data: ") or line == "data: [DONE]":
-                continue
-            chunk = json.loads(line[len("data: ") :])
-            if chunk.get("usage") and not chunk.get("choices"):
-                tokens = int(chunk["usage"]["completion_tokens"])
-            elif chunk.get("choices"):
-                delta = chunk["choices"][0].get("delta") or {}
-                if any(delta.get(key) for key in ("content", "reasoning", "reasoning_content")):
-                    events += 1
-    return tokens, events
+        async for buffer in response.aiter_bytes():
+            decode(buffer, time.perf_counter())
+    if outcome.completion_tokens is None:
+        raise RuntimeError(f"{url}: a stream without usage ({outcome.error or 'no error'})")
+    return outcome.completion_tokens, len(outcome.chunk_times)
 
 
 async def _round(url: str, pid: int, streams: int, output_len: int) -> dict[str, float]:
