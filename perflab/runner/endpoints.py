@@ -2,6 +2,10 @@
 
 Each replica port gets a forward (:meth:`Transport.forward`: the same port on the app's own machine, an
 SSH ``direct-tcpip`` tunnel otherwise) that stays open for the whole run; one httpx client serves all.
+A health poll gives up after :data:`HEALTH_TIMEOUT_S` (the next poll asks again); a metrics scrape,
+read by the sampler's own thread from an engine that may be busy serving on a loaded host, waits up to
+:data:`METRICS_TIMEOUT_S` (vLLM 0.32's exposition is about 50 kB, rendered by its API server between
+the streams it serves).
 """
 
 from __future__ import annotations
@@ -17,7 +21,12 @@ from perflab.runner.launch import Replica
 from perflab.transport.base import Transport
 from perflab.transport.errors import TransportError
 
-REQUEST_TIMEOUT_S = 3.0
+HEALTH_TIMEOUT_S = 3.0
+METRICS_TIMEOUT_S = 15.0
+
+
+class MetricsUnread(Exception):
+    """A replica's metrics endpoint gave no exposition text; the message says why."""
 
 
 class Endpoints:
@@ -29,7 +38,7 @@ class Endpoints:
         self._stack = ExitStack()
         self._local_ports: dict[int, int] = {}
         self._lock = threading.Lock()
-        self._client = httpx.Client(timeout=REQUEST_TIMEOUT_S, trust_env=False)
+        self._client = httpx.Client(timeout=HEALTH_TIMEOUT_S, trust_env=False)
 
     def __enter__(self) -> Endpoints:
         self._stack.callback(self._client.close)
@@ -48,22 +57,27 @@ class Endpoints:
                 self._local_ports[replica.port] = local
         return f"http://127.0.0.1:{local}{path}"
 
-    def _get(self, replica: Replica, path: str) -> httpx.Response | None:
-        try:
-            return self._client.get(self._url(replica, path))
-        except (httpx.HTTPError, TransportError, OSError):
-            return None
-
     def healthy(self, replica: Replica) -> bool:
         """Whether the replica's health endpoint answers 200 now."""
-        response = self._get(replica, self.adapter.health_path)
-        return response is not None and response.status_code == 200
+        try:
+            response = self._client.get(self._url(replica, self.adapter.health_path))
+        except (httpx.HTTPError, TransportError, OSError):
+            return False
+        return response.status_code == 200
 
     def metrics_text(self, replica: Replica) -> str | None:
-        """The replica's Prometheus exposition text, or None (no metrics, or no answer)."""
+        """The replica's Prometheus exposition text; None when its engine exposes no metrics. Raises
+        :class:`MetricsUnread`, saying why, when the endpoint does not answer with it."""
         if self.adapter.metrics is None:
             return None
-        response = self._get(replica, self.adapter.metrics.path)
-        if response is None or response.status_code != 200:
-            return None
+        try:
+            response = self._client.get(
+                self._url(replica, self.adapter.metrics.path), timeout=METRICS_TIMEOUT_S
+            )
+        except httpx.TimeoutException:
+            raise MetricsUnread(f"no answer within {METRICS_TIMEOUT_S:g} s") from None
+        except (httpx.HTTPError, TransportError, OSError) as exc:
+            raise MetricsUnread(str(exc) or type(exc).__name__) from None
+        if response.status_code != 200:
+            raise MetricsUnread(f"HTTP {response.status_code}")
         return response.text

@@ -18,13 +18,16 @@ the scrape or command that read it (a round's queries follow each other, and ove
 second under load, so a time taken once for the round would place later readings too early). An NVML
 counter, read by its own command, carries its own time, ``energy_t_s``. A failed scrape or query (no
 answer, a command that hangs past its timeout, a connection that drops) skips that reading only: the
-round keeps what the others read, and the sampler never stops the run. A host whose Python has no NVML
-bindings, or whose RAPL counters cannot be read, is asked once and then no more.
+round keeps what the others read, and the sampler never stops the run. The first failure of each kind of
+reading is logged with its reason (a run whose charts stay empty says why in its worker's log). A host
+whose Python has no NVML bindings, or whose RAPL counters cannot be read, is asked once and then no
+more.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -36,7 +39,7 @@ from perflab.engines import EngineAdapter
 from perflab.probe import ascend, nvidia
 from perflab.probe.models import Accelerator
 from perflab.runner import energy
-from perflab.runner.endpoints import Endpoints
+from perflab.runner.endpoints import Endpoints, MetricsUnread
 from perflab.runner.launch import Replica
 from perflab.runner.prometheus import gauge_values
 from perflab.runner.store import RunStore
@@ -45,8 +48,9 @@ from perflab.transport.errors import CommandTimeout, TransportError
 
 SMI_TIMEOUT_S = 15.0
 # What a reading may raise on a loaded or flaky host: each loses that reading, not the round.
-READ_ERRORS = (TransportError, ValueError, OSError)
+READ_ERRORS = (TransportError, ValueError, OSError, MetricsUnread)
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 
 def engine_values(adapter: EngineAdapter, metrics_text: str) -> dict[str, float] | None:
@@ -169,6 +173,7 @@ class Sampler:
         self.accelerators = AcceleratorQuery(transport, vendor)
         self.counters = EnergyCounters(transport, vendor)
         self._stop = threading.Event()
+        self._failed: set[str] = set()
         self._thread = threading.Thread(target=self._loop, name=f"sampler-run-{store.run_id}", daemon=True)
         self._started = 0.0
 
@@ -187,19 +192,31 @@ class Sampler:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            # A round the database does not take is skipped; the next one samples again.
-            with contextlib.suppress(SQLAlchemyError, *READ_ERRORS):
-                self.store.add_samples(self.take())
+            # A round the database does not take is skipped; the next one samples again. Whatever else
+            # a round raises is logged, and sampling goes on: telemetry never ends the run.
+            try:
+                with contextlib.suppress(SQLAlchemyError, *READ_ERRORS):
+                    self.store.add_samples(self.take())
+            except Exception:
+                logger.exception("run %s: a sampling round failed", self.store.run_id)
             self._stop.wait(self.interval_s)
 
-    def _read(self, read: Callable[[], T], failed: T) -> tuple[T, float]:
-        """What ``read`` returns (``failed`` where it raised: that reading alone is lost), and when: the
-        middle of the call on the samples' clock."""
+    def _read(self, what: str, read: Callable[[], T], failed: T) -> tuple[T, float]:
+        """What ``read`` returns (``failed`` where it raised: that reading alone is lost, and the first
+        loss of ``what`` is logged), and when: the middle of the call on the samples' clock."""
         before = self.elapsed()
         try:
             value = read()
-        except READ_ERRORS:
+        except READ_ERRORS as exc:
             value = failed
+            if what not in self._failed:
+                self._failed.add(what)
+                logger.warning(
+                    "run %s: %s not read (%s); the sampler asks again each round",
+                    self.store.run_id,
+                    what,
+                    str(exc) or type(exc).__name__,
+                )
         return value, round((before + self.elapsed()) / 2.0, 3)
 
     def take(self) -> list[dict[str, Any]]:
@@ -207,21 +224,27 @@ class Sampler:
         each stamped when it was read."""
         samples: list[dict[str, Any]] = []
         for replica in self.replicas:
-            text, t_s = self._read(lambda replica=replica: self.endpoints.metrics_text(replica), None)
+            text, t_s = self._read(
+                f"replica {replica.plan.index}'s engine metrics",
+                lambda replica=replica: self.endpoints.metrics_text(replica),
+                None,
+            )
             values = engine_values(self.adapter, text) if text is not None else None
             if values is not None:
                 samples.append(
                     {"t_s": t_s, "source": "engine", "values": {"replica": replica.plan.index, **values}}
                 )
-        accelerators, t_s = self._read(self.accelerators, [])
+        accelerators, t_s = self._read("the accelerators' load", self.accelerators, [])
         found = [acc for acc in accelerators if acc.index in self.gpu_ids]
-        energy_mj, energy_t_s = self._read(self.counters.gpu_energy_mj, {}) if found else ({}, t_s)
+        energy_mj, energy_t_s = (
+            self._read("the GPUs' energy counters", self.counters.gpu_energy_mj, {}) if found else ({}, t_s)
+        )
         for acc in found:
             values = accelerator_values(acc, energy_mj.get(acc.index))
             if "energy_mj" in values:
                 values["energy_t_s"] = energy_t_s
             samples.append({"t_s": t_s, "source": "accelerator", "values": values})
-        packages, t_s = self._read(self.counters.rapl_packages, [])
+        packages, t_s = self._read("the CPU packages' energy counters", self.counters.rapl_packages, [])
         for package in packages:
             samples.append({"t_s": t_s, "source": "rapl", "values": package})
         return samples
