@@ -30,7 +30,6 @@ import contextlib
 import os
 import platform
 import re
-import resource
 import statistics
 import sys
 import tempfile
@@ -192,11 +191,6 @@ def sim_mean_error(before: dict[str, float], after: dict[str, float], name: str,
     return 100.0 * (mean_ms - truth_ms) / truth_ms
 
 
-def own_cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 async def measure(url: str, streams: int, kind: str, sim_pid: int) -> dict[str, float | str]:
     """One measured run of the bench's run path; errors in % of the injected truth."""
     options = BenchOptions(
@@ -221,7 +215,8 @@ async def measure(url: str, streams: int, kind: str, sim_pid: int) -> dict[str, 
         )
     phase = Phase(transport, options, False, Progress(options.num_prompts, "none"))
     histograms_before = sim_histograms(url)
-    client_before, sim_before, started = own_cpu_seconds(), process_cpu_seconds(sim_pid), time.perf_counter()
+    client_before, sim_before = time.process_time(), process_cpu_seconds(sim_pid)
+    started = time.perf_counter()
     try:
         dispatches, preconnected, source = await send_measured(
             transport, phase, prepared, schedule, EarlyStop(), [item.base_url for item in prepared]
@@ -229,7 +224,7 @@ async def measure(url: str, streams: int, kind: str, sim_pid: int) -> dict[str, 
     finally:
         await transport.aclose()
     wall = time.perf_counter() - started
-    client_cpu, sim_cpu = own_cpu_seconds() - client_before, process_cpu_seconds(sim_pid) - sim_before
+    client_cpu, sim_cpu = time.process_time() - client_before, process_cpu_seconds(sim_pid) - sim_before
     histograms_after = sim_histograms(url)
     origin = dispatches[0].dispatched_at
     records = [to_record(index, item, origin, "unverified", None) for index, item in enumerate(dispatches)]
