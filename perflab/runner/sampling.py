@@ -193,13 +193,26 @@ class Sampler:
     def _loop(self) -> None:
         while not self._stop.is_set():
             # A round the database does not take is skipped; the next one samples again. Whatever else
-            # a round raises is logged, and sampling goes on: telemetry never ends the run.
+            # a round raises is logged (the first time), and sampling goes on: telemetry never ends the run.
             try:
                 with contextlib.suppress(SQLAlchemyError, *READ_ERRORS):
                     self.store.add_samples(self.take())
-            except Exception:
-                logger.exception("run %s: a sampling round failed", self.store.run_id)
+            except Exception as exc:
+                self._first_failure("a sampling round", exc, with_traceback=True)
             self._stop.wait(self.interval_s)
+
+    def _first_failure(self, what: str, error: BaseException, *, with_traceback: bool = False) -> None:
+        """Log why ``what`` failed, the first time it does in this run."""
+        if what in self._failed:
+            return
+        self._failed.add(what)
+        logger.warning(
+            "run %s: %s failed (%s); the sampler tries again each round",
+            self.store.run_id,
+            what,
+            str(error) or type(error).__name__,
+            exc_info=error if with_traceback else None,
+        )
 
     def _read(self, what: str, read: Callable[[], T], failed: T) -> tuple[T, float]:
         """What ``read`` returns (``failed`` where it raised: that reading alone is lost, and the first
@@ -209,14 +222,7 @@ class Sampler:
             value = read()
         except READ_ERRORS as exc:
             value = failed
-            if what not in self._failed:
-                self._failed.add(what)
-                logger.warning(
-                    "run %s: %s not read (%s); the sampler asks again each round",
-                    self.store.run_id,
-                    what,
-                    str(exc) or type(exc).__name__,
-                )
+            self._first_failure(what, exc)
         return value, round((before + self.elapsed()) / 2.0, 3)
 
     def take(self) -> list[dict[str, Any]]:
@@ -225,7 +231,7 @@ class Sampler:
         samples: list[dict[str, Any]] = []
         for replica in self.replicas:
             text, t_s = self._read(
-                f"replica {replica.plan.index}'s engine metrics",
+                f"reading replica {replica.plan.index}'s engine metrics",
                 lambda replica=replica: self.endpoints.metrics_text(replica),
                 None,
             )
@@ -234,17 +240,17 @@ class Sampler:
                 samples.append(
                     {"t_s": t_s, "source": "engine", "values": {"replica": replica.plan.index, **values}}
                 )
-        accelerators, t_s = self._read("the accelerators' load", self.accelerators, [])
+        accelerators, t_s = self._read("reading the accelerators' load", self.accelerators, [])
         found = [acc for acc in accelerators if acc.index in self.gpu_ids]
         energy_mj, energy_t_s = (
-            self._read("the GPUs' energy counters", self.counters.gpu_energy_mj, {}) if found else ({}, t_s)
+            self._read("reading the GPUs' energy", self.counters.gpu_energy_mj, {}) if found else ({}, t_s)
         )
         for acc in found:
             values = accelerator_values(acc, energy_mj.get(acc.index))
             if "energy_mj" in values:
                 values["energy_t_s"] = energy_t_s
             samples.append({"t_s": t_s, "source": "accelerator", "values": values})
-        packages, t_s = self._read("the CPU packages' energy counters", self.counters.rapl_packages, [])
+        packages, t_s = self._read("reading the CPU packages' energy", self.counters.rapl_packages, [])
         for package in packages:
             samples.append({"t_s": t_s, "source": "rapl", "values": package})
         return samples

@@ -23,7 +23,6 @@ from perflab.remote.process import RemoteProcess
 from perflab.runner.endpoints import HEALTH_TIMEOUT_S, Endpoints
 from perflab.runner.launch import Replica
 from perflab.runner.sampling import Sampler
-from perflab.runner.store import RunStore
 from perflab.transport import open_transport
 from perflab.transport.base import Transport
 
@@ -39,6 +38,7 @@ class _Engine(BaseHTTPRequestHandler):
     """``/metrics`` after ``server.delay_s`` with ``server.status`` (the gauges when 200)."""
 
     def do_GET(self) -> None:
+        self.server.scrapes += 1  # type: ignore[attr-defined]
         time.sleep(self.server.delay_s)  # type: ignore[attr-defined]
         status = self.server.status  # type: ignore[attr-defined]
         body = (GAUGES if status == 200 else "busy\n").encode()
@@ -57,6 +57,7 @@ def engine_server() -> Iterator[ThreadingHTTPServer]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Engine)
     server.delay_s = 0.0  # type: ignore[attr-defined]
     server.status = 200  # type: ignore[attr-defined]
+    server.scrapes = 0  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server
@@ -68,6 +69,15 @@ def engine_server() -> Iterator[ThreadingHTTPServer]:
 def local(tmp_path: Path) -> Iterator[Transport]:
     with open_transport(HostConfig(name="here", transport="local", workdir=str(tmp_path / "w"))) as opened:
         yield opened
+
+
+class _BrokenStore:
+    """A run's store whose writes fail with an error the sampler does not expect."""
+
+    run_id = 7
+
+    def add_samples(self, samples: object) -> None:
+        raise RuntimeError("the store broke")
 
 
 def _sampler(transport: Transport, endpoints: Endpoints, port: int) -> Sampler:
@@ -84,8 +94,8 @@ def _sampler(transport: Transport, endpoints: Endpoints, port: int) -> Sampler:
         replicas=[replica],
         gpu_ids=[0],
         vendor="cpu",
-        store=RunStore(engine=None, run_id=7),  # type: ignore[arg-type]  # take() stores nothing
-        interval_s=1.0,
+        store=_BrokenStore(),  # type: ignore[arg-type]  # take() stores nothing; a round fails storing
+        interval_s=0.2,
     )
 
 
@@ -114,5 +124,18 @@ def test_an_endpoint_answering_an_error_loses_its_reading_and_says_why_once(
     assert sample["values"]["running"] == 3.0  # type: ignore[index]
     warnings = [record.getMessage() for record in caplog.records if "engine metrics" in record.getMessage()]
     assert warnings == [
-        "run 7: replica 0's engine metrics not read (HTTP 503); the sampler asks again each round"
+        "run 7: reading replica 0's engine metrics failed (HTTP 503); the sampler tries again each round"
     ]
+
+
+def test_a_round_failing_unexpectedly_is_logged_once_and_sampling_goes_on(
+    engine_server: ThreadingHTTPServer, local: Transport, caplog: pytest.LogCaptureFixture
+) -> None:
+    endpoints = Endpoints(local, get_adapter("vllm"))
+    with endpoints, caplog.at_level(logging.WARNING), _sampler(local, endpoints, engine_server.server_port):
+        deadline = time.monotonic() + 60
+        while engine_server.scrapes < 3 and time.monotonic() < deadline:  # type: ignore[attr-defined]
+            time.sleep(0.05)
+    assert engine_server.scrapes >= 3  # type: ignore[attr-defined]
+    failures = [record for record in caplog.records if "a sampling round failed" in record.getMessage()]
+    assert len(failures) == 1 and failures[0].exc_info is not None
