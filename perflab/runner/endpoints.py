@@ -25,8 +25,8 @@ HEALTH_TIMEOUT_S = 3.0
 METRICS_TIMEOUT_S = 15.0
 
 
-class MetricsUnread(Exception):
-    """A replica's metrics endpoint gave no exposition text; the message says why."""
+class NoAnswer(Exception):
+    """A replica's endpoint gave no usable answer; the message says why."""
 
 
 class Endpoints:
@@ -38,7 +38,7 @@ class Endpoints:
         self._stack = ExitStack()
         self._local_ports: dict[int, int] = {}
         self._lock = threading.Lock()
-        self._client = httpx.Client(timeout=HEALTH_TIMEOUT_S, trust_env=False)
+        self._client = httpx.Client(trust_env=False)
 
     def __enter__(self) -> Endpoints:
         self._stack.callback(self._client.close)
@@ -57,27 +57,28 @@ class Endpoints:
                 self._local_ports[replica.port] = local
         return f"http://127.0.0.1:{local}{path}"
 
+    def _get(self, replica: Replica, path: str, timeout: float) -> httpx.Response:
+        """The replica's answer to ``GET path``; :class:`NoAnswer`, saying why, when none came."""
+        try:
+            return self._client.get(self._url(replica, path), timeout=timeout)
+        except httpx.TimeoutException:
+            raise NoAnswer(f"no answer within {timeout:g} s") from None
+        except (httpx.HTTPError, TransportError, OSError) as exc:
+            raise NoAnswer(str(exc) or type(exc).__name__) from None
+
     def healthy(self, replica: Replica) -> bool:
         """Whether the replica's health endpoint answers 200 now."""
         try:
-            response = self._client.get(self._url(replica, self.adapter.health_path))
-        except (httpx.HTTPError, TransportError, OSError):
+            return self._get(replica, self.adapter.health_path, HEALTH_TIMEOUT_S).status_code == 200
+        except NoAnswer:
             return False
-        return response.status_code == 200
 
     def metrics_text(self, replica: Replica) -> str | None:
         """The replica's Prometheus exposition text; None when its engine exposes no metrics. Raises
-        :class:`MetricsUnread`, saying why, when the endpoint does not answer with it."""
+        :class:`NoAnswer`, saying why, when the endpoint does not answer with it."""
         if self.adapter.metrics is None:
             return None
-        try:
-            response = self._client.get(
-                self._url(replica, self.adapter.metrics.path), timeout=METRICS_TIMEOUT_S
-            )
-        except httpx.TimeoutException:
-            raise MetricsUnread(f"no answer within {METRICS_TIMEOUT_S:g} s") from None
-        except (httpx.HTTPError, TransportError, OSError) as exc:
-            raise MetricsUnread(str(exc) or type(exc).__name__) from None
+        response = self._get(replica, self.adapter.metrics.path, METRICS_TIMEOUT_S)
         if response.status_code != 200:
-            raise MetricsUnread(f"HTTP {response.status_code}")
+            raise NoAnswer(f"HTTP {response.status_code}")
         return response.text

@@ -39,7 +39,7 @@ from perflab.engines import EngineAdapter
 from perflab.probe import ascend, nvidia
 from perflab.probe.models import Accelerator
 from perflab.runner import energy
-from perflab.runner.endpoints import Endpoints, MetricsUnread
+from perflab.runner.endpoints import Endpoints, NoAnswer
 from perflab.runner.launch import Replica
 from perflab.runner.prometheus import gauge_values
 from perflab.runner.store import RunStore
@@ -48,7 +48,7 @@ from perflab.transport.errors import CommandTimeout, TransportError
 
 SMI_TIMEOUT_S = 15.0
 # What a reading may raise on a loaded or flaky host: each loses that reading, not the round.
-READ_ERRORS = (TransportError, ValueError, OSError, MetricsUnread)
+READ_ERRORS = (TransportError, ValueError, OSError, NoAnswer)
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
 
