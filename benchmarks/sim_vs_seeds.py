@@ -1,10 +1,11 @@
 """How close the simulator comes to the seeds' real measurements, block by block.
 
 Every benchmark block of the five seed write-ups (``tests/data/seeds``, read with perflab's importer:
-the block's figures, the serve command above it, the document's model, accelerator and node) is set
-up on a simulated host of the seed's accelerator and run through the offline simulator
-(:func:`perflab.sim.offline.simulate`, the same schedulers and performance model the simulated engines
-serve with). Printed per block: simulated ÷ real for output throughput, mean TPOT and mean TTFT.
+the block's figures, the serve command above it, the document's model, accelerator, node and engine
+versions) is set up on a simulated host of the seed's accelerator, the engine at the seed's version,
+and run through the offline simulator (:func:`perflab.sim.offline.simulate`, the same schedulers and
+performance model the simulated engines serve with). Printed per block: simulated ÷ real for output
+throughput, mean TPOT and mean TTFT.
 
 The workload of a block is what its tool sent: ``vllm bench serve`` sends every prompt at once (request
 rate inf) unless the block says "Maximum request concurrency"; guidellm (seed 002) sends at its
@@ -26,6 +27,9 @@ TTFT) / (output tokens − 1), and the simulated one is read the same way. Its p
 is over a window it does not state (its generated tokens ÷ that throughput are 70–100 % of its printed
 duration; printed as a line); the simulated throughput (output tokens ÷ the time from the first send to
 the last token) is compared with that printed figure, as for the other seeds.
+
+A block that reprints an earlier block's measurement (the same command and figures: seed 002 repeats
+its ShareGPT baseline and optimized runs under "Other Benchmark Cases") is compared once.
 
 Constants were fitted on seeds 001 (Qwen3-32B, one A100: vLLM, SGLang, TensorRT-LLM), 003 (Qwen3-14B
 on one H100: the same three) and 004 (Qwen3-30B-A3B on Ascend 910B: vLLM-Ascend, MindIE); seeds 000
@@ -130,6 +134,9 @@ class Seed:
     baselines: list[str]
     failures: list[tuple[str, str]]
     partial: list[Block]
+    # Blocks that reprint an earlier block's measurement (the same command and figures), each with the
+    # line of the one compared: one measurement counts once.
+    repeated: list[tuple[Block, int]]
 
 
 def load_seed(path: Path) -> Seed:
@@ -140,6 +147,7 @@ def load_seed(path: Path) -> Seed:
     baselines: list[str] = []
     failures: list[tuple[str, str]] = []
     partial: list[Block] = []
+    repeated: list[tuple[Block, int]] = []
     for found in parse_content(path.name, text):
         command = found.serve_command or ""
         for (seed, wrong), right in CORRECTIONS.items():
@@ -153,10 +161,14 @@ def load_seed(path: Path) -> Seed:
         if block.completed not in PROFILE_COUNTS:
             partial.append(block)
             continue
-        blocks.append(block)
         if "Baseline" in label and command not in baselines:
             baselines.append(command)
-    return Seed(name, facts, blocks, baselines, failures, partial)
+        same = [seen for seen in blocks if (seen.command, seen.result) == (command, block.result)]
+        if same:
+            repeated.append((block, same[0].line))
+            continue
+        blocks.append(block)
+    return Seed(name, facts, blocks, baselines, failures, partial, repeated)
 
 
 def accelerator_of(facts: DocumentFacts) -> Accelerator:
@@ -211,7 +223,7 @@ def deployment_of(seed: Seed, command: str) -> Deployment:
     sizes = [size for size in (1, 2, 4, 8) if size <= node] if engine == "mindie" else [knobs.tp]
     for size in sizes:
         knobs.tp = size
-        dep = resolve_deployment(engine, knobs, accelerator)
+        dep = resolve_deployment(engine, knobs, accelerator, seed.facts.engine_versions.get(engine))
         if dep.gpus > node:
             raise failures.not_enough_devices(engine, dep.gpus, node)
         try:
@@ -367,6 +379,8 @@ def print_left_out(seed: Seed) -> None:
         print(
             f"{seed.name:5} {block.line:>4} not compared: {block.completed} requests succeeded  {block.label}"
         )
+    for block, line in seed.repeated:
+        print(f"{seed.name:5} {block.line:>4} not compared again: line {line}'s measurement  {block.label}")
     for command, message in seed.failures:
         simulated = refused(seed, command)
         print(f"{seed.name:5} recorded failure [{command}]: real {message!r}; simulated {simulated!r}")

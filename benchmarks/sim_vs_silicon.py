@@ -147,7 +147,7 @@ def deployment_of(run: SiliconRun) -> Deployment:
         knobs.quantization = "fp8"
     accelerator = find_accelerator(SYSTEMS[run.system])
     assert accelerator is not None
-    dep = resolve_deployment(run.engine, knobs, accelerator)
+    dep = resolve_deployment(run.engine, knobs, accelerator, run.version or None)
     plan_memory(dep)
     return dep
 

@@ -9,6 +9,7 @@ what the real engine rejects, raising :class:`~perflab.sim.failures.EngineFailur
 from __future__ import annotations
 
 import json
+import re
 from typing import Dict, List, Optional
 
 from perflab.sim import failures
@@ -30,6 +31,14 @@ QUANTIZATION_FORMATS = {
     "bitsandbytes": "int4",
     "fbgemm_fp8": "fp8",
 }
+
+
+# The first vLLM release that runs the decoding sequences of a step with a prefill through the Gated
+# DeltaNet recurrent kernel rather than the chunk kernel: 0.23.0's ``gdn_attn.py`` builds chunk
+# metadata for the prefills alone (``prefill_query_start_loc``, vLLM PR #44700); 0.22.1's does not, and
+# 0.17.1's ``Qwen3NextGatedDeltaNet._forward_core`` sends every non-speculative token of such a step to
+# ``chunk_gated_delta_rule`` (read in the PyPI wheels).
+VLLM_GDN_SPLIT_RELEASE = (0, 23, 0)
 
 
 class Knobs:
@@ -132,6 +141,9 @@ class Deployment:
         # The most tokens a step may have and still run as a CUDA graph (0: every step runs eagerly);
         # None where the simulator does not model the engine's graphs.
         self.graph_tokens: Optional[int] = None
+        # Whether a step that holds a prefill runs its decoding sequences through the Gated DeltaNet
+        # chunk kernel too (vLLM before :data:`VLLM_GDN_SPLIT_RELEASE` on a hybrid model; perfmodel).
+        self.gdn_mixed_chunks = False
 
     @property
     def gpus_per_replica(self) -> int:
@@ -263,8 +275,17 @@ def _check_quantization(dep: Deployment) -> None:
             raise failures.fp8_block_not_divisible(engine, shard)
 
 
-def resolve_deployment(engine: str, knobs: Knobs, accel: Accelerator) -> Deployment:
-    """Resolve ``knobs`` for ``engine`` on ``accel``; raises EngineFailure like the real engine would."""
+def release_of(version: str) -> tuple:
+    """The numeric release of an engine version string: ``v0.17.1`` and ``0.17.1+cpu`` → (0, 17, 1);
+    () when it names none (``nightly``)."""
+    return tuple(int(part) for part in re.findall(r"\d+", version.lstrip("v").split("+", 1)[0])[:3])
+
+
+def resolve_deployment(
+    engine: str, knobs: Knobs, accel: Accelerator, version: Optional[str] = None
+) -> Deployment:
+    """Resolve ``knobs`` for ``engine`` at ``version`` (None: the simulated engine's own) on ``accel``;
+    raises EngineFailure like the real engine would."""
     model = resolve_model(knobs.model)
     if model is None:
         raise failures.model_not_found(engine, knobs.model)
@@ -290,6 +311,8 @@ def resolve_deployment(engine: str, knobs: Knobs, accel: Accelerator) -> Deploym
         dep.spec_tokens = 0
     if engine == "vllm":
         dep.graph_tokens = vllm_graph_tokens(dep.max_num_seqs, dep.spec_tokens, knobs.enforce_eager)
+        release = release_of(version or dep.profile.version)  # () for a build named without one: the newest
+        dep.gdn_mixed_chunks = bool(model.arch.state_elements) and () < release < VLLM_GDN_SPLIT_RELEASE
     return dep
 
 

@@ -32,7 +32,10 @@ plus one token — or ``1 + k`` with speculative decoding — per decoding seque
   below) are fits to NVIDIA's measured vLLM kernel tables in AIConfigurator 0.12.0, times the engine's
   efficiency, the attention backend's factor and, for compute, what the seeds' engines achieved on the
   accelerator (:attr:`~perflab.sim.hardware.Accelerator.compute_achieved`). Hybrid models read and
-  rewrite each sequence's recurrent state every step.
+  rewrite each sequence's recurrent state every step; on a vLLM before 0.23.0
+  (:attr:`~perflab.sim.deployment.Deployment.gdn_mixed_chunks`) a step that holds a prefill also copies
+  every sequence's state out and back and runs each decoding sequence through the Gated DeltaNet chunk
+  kernel (:data:`GDN_PADDED_CHUNK_FLOPS_PER_HEAD`).
 - communication = ring collectives over NVLink/HCCS at :data:`COLLECTIVE_EFFICIENCY` of the link: two
   all-reduces per layer within a rank's tensor parallelism (one when attention is data parallel on a
   MoE model); with attention data parallelism an all-gather and a reduce-scatter of the group's tokens
@@ -88,6 +91,19 @@ CUDA_CONTEXT_BYTES = 0.5 * GIB
 # Memory outside PyTorch's allocator that vLLM's profile counts against the KV cache (cuBLAS and NCCL
 # workspaces): its start-up logs print "non_torch_memory takes 0.09–0.20 GiB" on one node.
 VLLM_NON_TORCH_BYTES = 0.2 * GIB
+# vLLM before 0.23.0, in a step that holds a prefill, sends every non-speculative sequence through
+# the Gated DeltaNet chunk kernel (0.17.1 ``Qwen3NextGatedDeltaNet._forward_core``): a decoding
+# sequence becomes a one-token chunk, and every sequence's SSM state is gathered into a new tensor and
+# scattered back (``ssm_state[indices].contiguous()``, ``ssm_state[indices] =``), two more reads and
+# writes of it than a decode-only step's recurrent kernel makes. What a one-token chunk costs beyond
+# the recurrent kernel, in FLOPs at the BF16 peak per value head (128 × 128 state) and layer: NVIDIA's
+# measured vLLM kernel table for the H200 in AIConfigurator 0.12.0
+# (``systems/data/h200_sxm/linear_attention/vllm/0.24.0``, Qwen3.5-35B-A3B's 16 key and 32 value
+# heads, TP1): ``chunk_gated_delta_rule_flashinfer`` (the kernel vLLM runs on SM90) takes 2.22 µs more a
+# one-token sequence (79.2 µs for 32, 150.3 µs for 64), ``fused_recurrent_gated_delta_rule_packed_decode``
+# 1.02 µs (267 µs for 256, 528 µs for 512): 1.20 µs for 32 heads at 989 TFLOPS.
+GDN_PADDED_CHUNK_FLOPS_PER_HEAD = 1.20e-6 / 32 * 989e12
+GDN_HEAD_STATE_ELEMENTS = 128 * 128
 # SGLang splits the memory left for caches of a hybrid (linear-attention) model between the recurrent
 # states and the KV cache in this ratio (``--mamba-full-memory-ratio``, default 0.9 in SGLang 0.5.9).
 SGLANG_MAMBA_FULL_MEMORY_RATIO = 0.9
@@ -138,13 +154,19 @@ def kv_bytes_per_token_per_gpu(dep: Deployment) -> float:
     return 2.0 * arch.attention_layers * heads_per_gpu * arch.head_dim * dep.kv_bytes / dep.pp
 
 
-def state_bytes_per_seq_per_gpu(dep: Deployment) -> float:
-    """Recurrent state one running sequence holds on each GPU (hybrid models; heads split over TP).
-    The SSM state takes the model config's ``mamba_ssm_dtype`` (vLLM's Qwen3.5 config hook and SGLang's
+def ssm_bytes_per_seq_per_gpu(dep: Deployment) -> float:
+    """The SSM (temporal) state one running sequence holds on each GPU (hybrid models; heads split over
+    TP). It takes the model config's ``mamba_ssm_dtype`` (vLLM's Qwen3.5 config hook and SGLang's
     ``mamba2_state_dtype`` read it); without one, vLLM keeps the model's 16 bits and SGLang float32."""
     arch = dep.model.arch
-    ssm_bytes = arch.ssm_state_bytes or (4 if dep.engine == "sglang" else 2)
-    return (arch.state_elements * ssm_bytes + arch.conv_state_elements * 2.0) / (dep.tp * dep.pp)
+    element = arch.ssm_state_bytes or (4 if dep.engine == "sglang" else 2)
+    return arch.state_elements * element / (dep.tp * dep.pp)
+
+
+def state_bytes_per_seq_per_gpu(dep: Deployment) -> float:
+    """Recurrent state one running sequence holds on each GPU: the SSM state and the 16-bit
+    convolution state."""
+    return ssm_bytes_per_seq_per_gpu(dep) + dep.model.arch.conv_state_elements * 2.0 / (dep.tp * dep.pp)
 
 
 def running_limit(dep: Deployment, kv_tokens: int) -> int:
@@ -276,6 +298,10 @@ class PerfModel:
         self._expert_bytes = split["experts"]
         self._kv_per_token = kv_bytes_per_token_per_gpu(dep) * dep.tp * dep.pp
         self._state_bytes = state_bytes_per_seq_per_gpu(dep) * dep.tp * dep.pp
+        self._gdn_mixed = dep.gdn_mixed_chunks and not dep.spec_tokens
+        self._ssm_bytes = ssm_bytes_per_seq_per_gpu(dep) * dep.tp * dep.pp
+        gdn_heads = arch.state_elements / GDN_HEAD_STATE_ELEMENTS  # value heads, all linear-attention layers
+        self._padded_chunk_seconds = gdn_heads * GDN_PADDED_CHUNK_FLOPS_PER_HEAD / bf16_peak
         self._layers = arch.layers
         self._moe_layers = arch.layers if arch.is_moe else 0
         self._floor = (
@@ -334,6 +360,11 @@ class PerfModel:
             load.pairs * self._flops_per_pair / self._attention_rate,
             (load.kv_read * self._kv_per_token + 2 * load.sequences * self._state_bytes) / self._kv_bandwidth,
         )
+        if self._gdn_mixed and load.decoding < load.sequences:  # the step holds a prefill
+            attention += (
+                load.decoding * self._padded_chunk_seconds
+                + 4 * load.sequences * self._ssm_bytes / self._kv_bandwidth
+            )
         return (gemms + attention) / tp + self._floor
 
     def expert_seconds(self, tokens: int) -> float:

@@ -62,3 +62,20 @@ def test_the_ascend_engines_decode_at_the_step_cost_fitted_on_seed_004_at_concur
     for block in blocks:
         outcome = sim_vs_seeds.run_block(seed, block, 0.2)
         assert 0.9 < outcome.tpot < 1.1, (block.command, outcome.tpot)
+
+
+def test_a_measurement_reprinted_in_a_seed_is_compared_once_on_the_seeds_engine_version():
+    """Seed 002 prints its ShareGPT baseline and optimized runs twice (under their option and again under
+    "Other Benchmark Cases"); each counts once. Its vLLM v0.17.1 reaches the simulated deployment."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import sim_vs_seeds
+
+    seed = sim_vs_seeds.load_seed(next(sim_vs_seeds.SEEDS.glob("002_*.txt")))
+    measurements = [(block.command, json.dumps(block.result, sort_keys=True)) for block in seed.blocks]
+    assert len(measurements) == len(set(measurements))
+    again = {block.label: line for block, line in seed.repeated}
+    assert again == {"ShareGPT · Baseline": 9, "ShareGPT · Optimized": 9}
+    baseline = "vllm serve Qwen/Qwen3.5-35B-A3B --reasoning-parser=qwen3 --max-model-len=32768"
+    assert baseline in seed.baselines  # a reprinted baseline still names the seed's baseline command
+    assert seed.facts.engine_versions["vllm"] == "v0.17.1"
+    assert sim_vs_seeds.deployment_of(seed, baseline).gdn_mixed_chunks

@@ -139,7 +139,7 @@ async def _run(launch: Launch) -> int:
             raise failures.not_enough_devices(
                 launch.engine, max(needed, max(logical, default=0) + 1), len(visible)
             )
-        dep = resolve_deployment(launch.engine, knobs, host.accelerator)
+        dep = resolve_deployment(launch.engine, knobs, host.accelerator, launch.version)
         _check_disaggregation(launch, dep)
         devices = [visible[index] for index in logical]
         busiest = max(devices, key=lambda device: busy_mib(host.state_dir, device))
