@@ -6,7 +6,8 @@ without them) twice at once: one server plain, one with ``--reasoning-parser qwe
 ``--streams`` chat requests at once to each server in turn (``ignore_eos``, ``--output-len`` tokens each,
 streamed) and reads the API server's CPU time (``/proc/PID/stat`` of the ``vllm serve`` process; the
 engine core runs in a child process of its own) over the round. Printed per row: the server, tokens
-streamed, events per token, and the API server's CPU microseconds per streamed token. The tiny model
+streamed, events per token, the API server's CPU microseconds per streamed token, and the streams the
+server refused or dropped (not counted; a round none of whose streams completes ends the run). The tiny model
 produces no ``</think>``, so the parser files every token as reasoning, as a thinking model's
 reasoning phase does.
 
@@ -100,18 +101,21 @@ def _merge_known(merge: str | list[str], vocab: dict[str, int]) -> bool:
     return left in vocab and right in vocab and left + right in vocab
 
 
-async def _stream(client: httpx.AsyncClient, url: str, output_len: int) -> tuple[int, int]:
+async def _stream(client: httpx.AsyncClient, url: str, output_len: int) -> tuple[int, int] | None:
     """One streamed chat request, read by perflab's stream decoder: (completion tokens by its usage,
-    chunks that carried a token)."""
+    chunks that carried a token); None when the server refused or dropped it, or sent no usage."""
     outcome = Outcome()
     decode = StreamDecoder(outcome, chat=True, keep_text=False)
     body = chat_payload(SERVED_MODEL_NAME, PROMPT, output_len)
-    async with client.stream("POST", url + "/v1/chat/completions", json=body) as response:
-        response.raise_for_status()
-        async for buffer in response.aiter_bytes():
-            decode(buffer, time.perf_counter())
+    try:
+        async with client.stream("POST", url + "/v1/chat/completions", json=body) as response:
+            response.raise_for_status()
+            async for buffer in response.aiter_bytes():
+                decode(buffer, time.perf_counter())
+    except httpx.HTTPError:
+        return None
     if outcome.completion_tokens is None:
-        raise RuntimeError(f"{url}: a stream without usage ({outcome.error or 'no error'})")
+        return None
     return outcome.completion_tokens, len(outcome.chunk_times)
 
 
@@ -122,20 +126,24 @@ async def _round(url: str, pid: int, streams: int, output_len: int) -> dict[str,
         started_cpu, started = process_cpu_seconds(pid), time.monotonic()
         done = await asyncio.gather(*(_stream(client, url, output_len) for _ in range(streams)))
         cpu, wall = process_cpu_seconds(pid) - started_cpu, time.monotonic() - started
-    tokens = sum(count for count, _ in done)
-    events = sum(count for _, count in done)
+    served = [result for result in done if result is not None]
+    if not served:
+        raise SystemExit(f"{url}: the server completed none of the round's {streams} streams")
+    tokens = sum(count for count, _ in served)
+    events = sum(count for _, count in served)
     return {
         "tokens": tokens,
         "events_per_token": events / tokens,
         "us_per_token": 1e6 * cpu / tokens,
         "tok_s": tokens / wall,
+        "failed": len(done) - len(served),
     }
 
 
 def _print(name: str, row: dict[str, float]) -> None:
     print(
         f"{name:<22}{row['tokens']:>8}{row['events_per_token']:>14.2f}{row['us_per_token']:>16.1f}"
-        f"{row['tok_s']:>9.0f}{os.getloadavg()[0]:>6.1f}",
+        f"{row['tok_s']:>9.0f}{os.getloadavg()[0]:>6.1f}{row['failed']:>8}",
         flush=True,
     )
 
@@ -169,7 +177,8 @@ def main() -> None:
         f"real vLLM 0.32.0+cpu, {served}; {args.streams} chat streams × {args.output_len} tokens, "
         f"{args.rounds} rounds; {platform.node()}, {os.cpu_count()} CPUs"
     )
-    print(f"{'server':<22}{'tokens':>8}{'events/token':>14}{'API µs/token':>16}{'tok/s':>9}{'load':>6}")
+    header = f"{'tokens':>8}{'events/token':>14}{'API µs/token':>16}{'tok/s':>9}{'load':>6}{'failed':>8}"
+    print(f"{'server':<22}{header}")
     figures: dict[str, Any]
     if args.base_url:
         costs = _measure({"chat": (args.base_url.rstrip("/"), args.server_pid)}, args)

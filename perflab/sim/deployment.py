@@ -275,7 +275,7 @@ def _check_quantization(dep: Deployment) -> None:
             raise failures.fp8_block_not_divisible(engine, shard)
 
 
-def release_of(version: str) -> tuple:
+def release_of(version: str) -> tuple[int, ...]:
     """The numeric release of an engine version string: ``v0.17.1`` and ``0.17.1+cpu`` → (0, 17, 1);
     () when it names none (``nightly``)."""
     return tuple(int(part) for part in re.findall(r"\d+", version.lstrip("v").split("+", 1)[0])[:3])

@@ -99,9 +99,10 @@ VLLM_NON_TORCH_BYTES = 0.2 * GIB
 # the recurrent kernel, in FLOPs at the BF16 peak per value head (128 × 128 state) and layer: NVIDIA's
 # measured vLLM kernel table for the H200 in AIConfigurator 0.12.0
 # (``systems/data/h200_sxm/linear_attention/vllm/0.24.0``, Qwen3.5-35B-A3B's 16 key and 32 value
-# heads, TP1): ``chunk_gated_delta_rule_flashinfer`` (the kernel vLLM runs on SM90) takes 2.22 µs more a
-# one-token sequence (79.2 µs for 32, 150.3 µs for 64), ``fused_recurrent_gated_delta_rule_packed_decode``
-# 1.02 µs (267 µs for 256, 528 µs for 512): 1.20 µs for 32 heads at 989 TFLOPS.
+# heads, TP1): ``chunk_gated_delta_rule_flashinfer`` (the kernel vLLM runs on SM90) takes 2.22 µs for
+# each one-token sequence more (79.2 µs for 32, 150.3 µs for 64), ``fused_recurrent_gated_delta_rule_
+# packed_decode`` 1.02 µs for each sequence more (267 µs for 256, 528 µs for 512): 1.20 µs for 32 heads
+# at 989 TFLOPS.
 GDN_PADDED_CHUNK_FLOPS_PER_HEAD = 1.20e-6 / 32 * 989e12
 GDN_HEAD_STATE_ELEMENTS = 128 * 128
 # SGLang splits the memory left for caches of a hybrid (linear-attention) model between the recurrent
