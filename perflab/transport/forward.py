@@ -10,6 +10,7 @@ must. Leaving the ``with`` block closes the listener and every open connection.
 
 from __future__ import annotations
 
+import contextlib
 import select
 import socket
 import threading
@@ -96,7 +97,9 @@ class PortForward:
         except (OSError, EOFError, paramiko.SSHException):
             pass
         finally:
-            chan.close()
+            # Closing a channel sends a message: on a connection that already dropped paramiko raises.
+            with contextlib.suppress(OSError, EOFError, paramiko.SSHException):
+                chan.close()
             with self._lock:
                 self._open.discard(conn)
             conn.close()

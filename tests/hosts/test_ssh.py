@@ -157,6 +157,7 @@ def test_connection_dropped_mid_command(sshd: SshServer, tcp_proxy: TcpProxy, tm
     assert transport.run(["echo", "reconnected"], timeout=20).stdout == "reconnected\n"
 
 
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_forward_outlives_the_connection_it_began_on(
     sshd: SshServer, tcp_proxy: TcpProxy, tmp_path: Path, http_server: int
 ) -> None:
