@@ -35,7 +35,8 @@ plus one token — or ``1 + k`` with speculative decoding — per decoding seque
   rewrite each sequence's recurrent state every step; on a vLLM before 0.23.0
   (:attr:`~perflab.sim.deployment.Deployment.gdn_mixed_chunks`) a step that holds a prefill also copies
   every sequence's state out and back and runs each decoding sequence through the Gated DeltaNet chunk
-  kernel (:data:`GDN_PADDED_CHUNK_FLOPS_PER_HEAD`).
+  kernel, more passes over the state (:data:`GDN_GATHER_SCATTER_PASSES`,
+  :data:`GDN_ONE_TOKEN_CHUNK_PASSES`).
 - communication = ring collectives over NVLink/HCCS at :data:`COLLECTIVE_EFFICIENCY` of the link: two
   all-reduces per layer within a rank's tensor parallelism (one when attention is data parallel on a
   MoE model); with attention data parallelism an all-gather and a reduce-scatter of the group's tokens
@@ -92,19 +93,20 @@ CUDA_CONTEXT_BYTES = 0.5 * GIB
 # workspaces): its start-up logs print "non_torch_memory takes 0.09–0.20 GiB" on one node.
 VLLM_NON_TORCH_BYTES = 0.2 * GIB
 # vLLM before 0.23.0, in a step that holds a prefill, sends every non-speculative sequence through
-# the Gated DeltaNet chunk kernel (0.17.1 ``Qwen3NextGatedDeltaNet._forward_core``): a decoding
-# sequence becomes a one-token chunk, and every sequence's SSM state is gathered into a new tensor and
-# scattered back (``ssm_state[indices].contiguous()``, ``ssm_state[indices] =``), two more reads and
-# writes of it than a decode-only step's recurrent kernel makes. What a one-token chunk costs beyond
-# the recurrent kernel, in FLOPs at the BF16 peak per value head (128 × 128 state) and layer: NVIDIA's
-# measured vLLM kernel table for the H200 in AIConfigurator 0.12.0
-# (``systems/data/h200_sxm/linear_attention/vllm/0.24.0``, Qwen3.5-35B-A3B's 16 key and 32 value
-# heads, TP1): ``chunk_gated_delta_rule_flashinfer`` (the kernel vLLM runs on SM90) takes 2.22 µs for
-# each one-token sequence more (79.2 µs for 32, 150.3 µs for 64), ``fused_recurrent_gated_delta_rule_
-# packed_decode`` 1.02 µs for each sequence more (267 µs for 256, 528 µs for 512): 1.20 µs for 32 heads
-# at 989 TFLOPS.
-GDN_PADDED_CHUNK_FLOPS_PER_HEAD = 1.20e-6 / 32 * 989e12
-GDN_HEAD_STATE_ELEMENTS = 128 * 128
+# the Gated DeltaNet chunk kernel (0.17.1 ``Qwen3NextGatedDeltaNet._forward_core``). Every sequence's SSM
+# state is gathered into a new tensor and scattered back (``ssm_state[indices].contiguous()``,
+# ``ssm_state[indices] =``): four more passes over it. A decoding sequence becomes a one-token chunk,
+# which makes two more passes than the recurrent kernel of a decode-only step: the chunk kernel reads the
+# initial state, writes the chunk's starting state out, reads it back and writes the final state, where
+# the recurrent kernel reads and writes it once. NVIDIA's measured vLLM kernel table for the H200 in
+# AIConfigurator 0.12.0 (``systems/data/h200_sxm/linear_attention/vllm/0.24.0``, Qwen3.5-35B-A3B at TP1)
+# agrees: ``chunk_gated_delta_rule_flashinfer`` (the kernel vLLM runs on SM90) takes 2.22 µs for each
+# one-token sequence more (79.2 µs for 32, 150.3 µs for 64), ``fused_recurrent_gated_delta_rule_packed_
+# decode`` 1.02 µs for each sequence more (267 µs for 256, 528 µs for 512): 2.2 times, and the 1.20 µs
+# between them are two passes over a layer's 2.1 MB float32 state at 3.5 TB/s, where the decode
+# attention's bandwidth below (0.75 of 4.8 TB/s) gives 1.17 µs.
+GDN_GATHER_SCATTER_PASSES = 4
+GDN_ONE_TOKEN_CHUNK_PASSES = 2
 # SGLang splits the memory left for caches of a hybrid (linear-attention) model between the recurrent
 # states and the KV cache in this ratio (``--mamba-full-memory-ratio``, default 0.9 in SGLang 0.5.9).
 SGLANG_MAMBA_FULL_MEMORY_RATIO = 0.9
@@ -301,8 +303,6 @@ class PerfModel:
         self._state_bytes = state_bytes_per_seq_per_gpu(dep) * dep.tp * dep.pp
         self._gdn_mixed = dep.gdn_mixed_chunks and not dep.spec_tokens
         self._ssm_bytes = ssm_bytes_per_seq_per_gpu(dep) * dep.tp * dep.pp
-        gdn_heads = arch.state_elements / GDN_HEAD_STATE_ELEMENTS  # value heads, all linear-attention layers
-        self._padded_chunk_seconds = gdn_heads * GDN_PADDED_CHUNK_FLOPS_PER_HEAD / bf16_peak
         self._layers = arch.layers
         self._moe_layers = arch.layers if arch.is_moe else 0
         self._floor = (
@@ -362,10 +362,8 @@ class PerfModel:
             (load.kv_read * self._kv_per_token + 2 * load.sequences * self._state_bytes) / self._kv_bandwidth,
         )
         if self._gdn_mixed and load.decoding < load.sequences:  # the step holds a prefill
-            attention += (
-                load.decoding * self._padded_chunk_seconds
-                + 4 * load.sequences * self._ssm_bytes / self._kv_bandwidth
-            )
+            passes = GDN_GATHER_SCATTER_PASSES * load.sequences + GDN_ONE_TOKEN_CHUNK_PASSES * load.decoding
+            attention += passes * self._ssm_bytes / self._kv_bandwidth
         return (gemms + attention) / tp + self._floor
 
     def expert_seconds(self, tokens: int) -> float:
