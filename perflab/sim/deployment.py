@@ -142,7 +142,8 @@ class Deployment:
         # None where the simulator does not model the engine's graphs.
         self.graph_tokens: Optional[int] = None
         # Whether a step that holds a prefill runs its decoding sequences through the Gated DeltaNet
-        # chunk kernel too (vLLM before :data:`VLLM_GDN_SPLIT_RELEASE` on a hybrid model; perfmodel).
+        # chunk kernel too (vLLM before :data:`VLLM_GDN_SPLIT_RELEASE` on a hybrid model, without
+        # speculative decoding, whose decodes take the recurrent kernel; perfmodel).
         self.gdn_mixed_chunks = False
 
     @property
@@ -275,7 +276,7 @@ def _check_quantization(dep: Deployment) -> None:
             raise failures.fp8_block_not_divisible(engine, shard)
 
 
-def release_of(version: str) -> tuple[int, ...]:
+def release_numbers(version: str) -> tuple[int, ...]:
     """The numeric release of an engine version string: ``v0.17.1`` and ``0.17.1+cpu`` → (0, 17, 1);
     () when it names none (``nightly``)."""
     return tuple(int(part) for part in re.findall(r"\d+", version.lstrip("v").split("+", 1)[0])[:3])
@@ -311,8 +312,9 @@ def resolve_deployment(
         dep.spec_tokens = 0
     if engine == "vllm":
         dep.graph_tokens = vllm_graph_tokens(dep.max_num_seqs, dep.spec_tokens, knobs.enforce_eager)
-        release = release_of(version or dep.profile.version)  # () for a build named without one: the newest
-        dep.gdn_mixed_chunks = bool(model.arch.state_elements) and () < release < VLLM_GDN_SPLIT_RELEASE
+        release = release_numbers(version or dep.profile.version)
+        old_release = () < release < VLLM_GDN_SPLIT_RELEASE  # (): a build named without one, the newest
+        dep.gdn_mixed_chunks = bool(model.arch.state_elements) and not dep.spec_tokens and old_release
     return dep
 
 

@@ -301,7 +301,6 @@ class PerfModel:
         self._expert_bytes = split["experts"]
         self._kv_per_token = kv_bytes_per_token_per_gpu(dep) * dep.tp * dep.pp
         self._state_bytes = state_bytes_per_seq_per_gpu(dep) * dep.tp * dep.pp
-        self._gdn_mixed = dep.gdn_mixed_chunks and not dep.spec_tokens
         self._ssm_bytes = ssm_bytes_per_seq_per_gpu(dep) * dep.tp * dep.pp
         self._layers = arch.layers
         self._moe_layers = arch.layers if arch.is_moe else 0
@@ -361,7 +360,7 @@ class PerfModel:
             load.pairs * self._flops_per_pair / self._attention_rate,
             (load.kv_read * self._kv_per_token + 2 * load.sequences * self._state_bytes) / self._kv_bandwidth,
         )
-        if self._gdn_mixed and load.decoding < load.sequences:  # the step holds a prefill
+        if self.dep.gdn_mixed_chunks and load.decoding < load.sequences:  # the step holds a prefill
             passes = GDN_GATHER_SCATTER_PASSES * load.sequences + GDN_ONE_TOKEN_CHUNK_PASSES * load.decoding
             attention += passes * self._ssm_bytes / self._kv_bandwidth
         return (gemms + attention) / tp + self._floor

@@ -9,7 +9,7 @@ import statistics
 
 import pytest
 
-from perflab.sim.deployment import Deployment, Knobs, release_of, resolve_deployment
+from perflab.sim.deployment import Deployment, Knobs, release_numbers, resolve_deployment
 from perflab.sim.hardware import find_accelerator
 from perflab.sim.offline import RequestSpec, simulate
 from perflab.sim.perfmodel import PerfModel, StepLoad
@@ -35,7 +35,7 @@ def _deployment(version: str, model: str = HYBRID, engine: str = "vllm", **knobs
     [("v0.17.1", (0, 17, 1)), ("0.32.0+cpu", (0, 32, 0)), ("0.11.0rc0", (0, 11, 0)), ("nightly", ())],
 )
 def test_an_engine_version_reads_as_its_release(text: str, release: tuple) -> None:
-    assert release_of(text) == release
+    assert release_numbers(text) == release
 
 
 def test_only_vllm_before_0_23_on_a_hybrid_model_runs_decodes_as_chunks() -> None:
@@ -81,6 +81,7 @@ def test_a_decode_only_step_costs_the_same_in_every_release() -> None:
 
 def test_speculative_decodes_take_the_recurrent_kernel_in_a_mixed_step() -> None:
     knobs = {"spec_method": "mtp", "spec_tokens": 2}
+    assert not _deployment("0.17.1", **knobs).gdn_mixed_chunks
     load = _mixed(100, 450)
     old, new = PerfModel(_deployment("0.17.1", **knobs)), PerfModel(_deployment("0.23.0", **knobs))
     assert old.group_step_seconds([load]) == new.group_step_seconds([load])
