@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from perflab.engines.config import EngineConfig
 from perflab.engines.errors import InvalidKnobValue, UnsupportedKnob
 from perflab.engines.layout import Disaggregation
+from perflab.engines.vocabulary import release_of
 
 DISAGG_ENGINES = ("sglang", "vllm")
 SGLANG_BACKENDS = ("mooncake", "nixl", "ascend", "mori", "mooncake_tcp")
@@ -94,15 +95,11 @@ ROUTER_MISSING = (
 )
 
 
-def _release_version(engine_version: str | None) -> str | None:
-    return engine_version.split("+", 1)[0] if engine_version else None
-
-
 def known_backends(engine: str, engine_version: str | None = None) -> tuple[str, tuple[str, ...]]:
     """The transfer backends of ``engine`` at ``engine_version`` (any release's when unknown or newer than
     perflab's tables), and the words naming which releases that is."""
     releases = TRANSFER_BACKENDS[engine]
-    version = _release_version(engine_version)
+    version = release_of(engine_version) if engine_version else None
     if version in releases:
         return version, releases[version]
     merged = tuple(dict.fromkeys(word for words in releases.values() for word in words))
