@@ -16,7 +16,9 @@ import pytest
 
 from tests.fixtures.real_vllm import StudyOutcome
 
-pytestmark = [pytest.mark.real_engine, pytest.mark.timeout(1500)]
+# A guard against a hang, not a time to meet: its launches depend on the verdicts, and on a loaded 2-core
+# machine the whole suite's run has taken 745–1,330 s.
+pytestmark = [pytest.mark.real_engine, pytest.mark.timeout(2400)]
 
 
 def test_a_candidate_that_changes_nothing_is_not_kept_on_real_vllm(
