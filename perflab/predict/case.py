@@ -7,7 +7,9 @@ tokens per scheduler step. Its batch is the tuning profile's concurrency per rep
 ``max_concurrency``, else all its prompts at once, split among the replicas), capped by the engine's
 ``max_num_seqs``; the engine's effective limits (its defaults where the configuration sets none) come
 from perflab's simulator, which resolves a configuration as the engine would
-(:func:`sim_deployment`), so both predictors see the same limits.
+(:func:`sim_deployment`), so both predictors see the same limits. The simulator resolves it at the
+hosts' engine version where the study knows one (:attr:`Case.engine_version`: a vLLM before 0.23 runs
+a hybrid model's mixed steps another way), else at its simulated engine's own version.
 
 :func:`case_of` raises :class:`NotCovered` with a one-line reason where AIConfigurator has nothing to
 say: an engine it has no tables for (MindIE, vLLM-Ascend; TensorRT-LLM is not mapped by perflab yet),
@@ -74,6 +76,7 @@ class Case:
     gpus: int  # the configuration's accelerators (every replica)
     prompts: int  # the tuning profile's prompts on one replica (perflab's simulator sends them all)
     ignored: tuple[str, ...] = ()
+    engine_version: str | None = None  # the hosts' release of the engine, where the study knows it
 
     @property
     def backend(self) -> str:
@@ -99,9 +102,10 @@ def accelerator_of(name: str) -> Accelerator | None:
     return found
 
 
-def sim_deployment(config: EngineConfig, accelerator: str) -> Deployment:
-    """``config`` as perflab's simulator resolves it on ``accelerator``: the engine's own argv read by the
-    simulated engine's parser (vLLM, SGLang), then its defaults; raises :class:`NotCovered` for another
+def sim_deployment(config: EngineConfig, accelerator: str, version: str | None = None) -> Deployment:
+    """``config`` as perflab's simulator resolves it on ``accelerator`` at the engine's ``version`` (None:
+    the simulated engine's own): the engine's own argv read by the simulated engine's parser (vLLM,
+    SGLang), then its defaults; raises :class:`NotCovered` for another
     engine and :class:`~perflab.sim.failures.EngineFailure` where the engine would refuse it."""
     chip = accelerator_of(accelerator)
     if chip is None:
@@ -117,7 +121,7 @@ def sim_deployment(config: EngineConfig, accelerator: str) -> Deployment:
         knobs = sim_sglang.knobs_from_args(sim_sglang.build_parser().parse_args(argv))
     else:
         raise NotCovered(f"perflab does not predict {ENGINE_TITLES.get(config.engine, config.engine)} yet")
-    return resolve_deployment(config.engine, knobs, chip)
+    return resolve_deployment(config.engine, knobs, chip, version)
 
 
 def check_workload(profile: BenchmarkProfile) -> None:
@@ -136,8 +140,14 @@ def check_workload(profile: BenchmarkProfile) -> None:
         )
 
 
-def case_of(config: EngineConfig, accelerator: str | None, profile: BenchmarkProfile) -> Case:
-    """The prediction case of ``config`` on ``accelerator`` under the tuning ``profile``; raises
+def case_of(
+    config: EngineConfig,
+    accelerator: str | None,
+    profile: BenchmarkProfile,
+    engine_version: str | None = None,
+) -> Case:
+    """The prediction case of ``config`` on ``accelerator`` under the tuning ``profile``, on hosts whose
+    engine is at ``engine_version`` (None where not known); raises
     :class:`NotCovered` (see the module)."""
     engine_title = ENGINE_TITLES.get(config.engine, config.engine)
     if config.engine not in BACKENDS:
@@ -161,7 +171,7 @@ def case_of(config: EngineConfig, accelerator: str | None, profile: BenchmarkPro
     if kv not in ("auto", *FP8_KV_CACHE):
         raise NotCovered(f"KV-cache dtype {config.kv_cache_dtype} is not predicted")
     try:
-        deployment = sim_deployment(config, accelerator)
+        deployment = sim_deployment(config, accelerator, engine_version)
     except EngineFailure as failure:
         raise NotCovered(
             f"perflab cannot resolve the engine's limits: {str(failure).splitlines()[0]}"
@@ -192,4 +202,5 @@ def case_of(config: EngineConfig, accelerator: str | None, profile: BenchmarkPro
         gpus=config.gpus_needed,
         prompts=max(1, math.ceil(profile.num_prompts / replicas)),
         ignored=ignored,
+        engine_version=engine_version,
     )

@@ -54,7 +54,7 @@ def simulated_figures(config: EngineConfig, case: Case) -> PredictedFigures | No
     """The simulator's figures for ``config`` as ``case`` (None when the simulated engine would refuse
     it: then only AIConfigurator's stand)."""
     try:
-        deployment = sim_deployment(config, case.accelerator)
+        deployment = sim_deployment(config, case.accelerator, case.engine_version)
         deployment.max_num_seqs = min(deployment.max_num_seqs, case.batch * max(1, config.dp))
         burst = simulate_burst(deployment, case.prompts, case.isl, case.osl)
     except EngineFailure:

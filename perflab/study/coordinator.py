@@ -53,7 +53,7 @@ from perflab.runner.datasets import dataset_problem
 from perflab.runner.submit import submit_run
 from perflab.study.configs import serve_command
 from perflab.study.decide import recommendation
-from perflab.study.hosts import check_hosts, host_facts, next_host
+from perflab.study.hosts import ENGINE_VERSIONS, check_hosts, host_facts, next_host, shared_versions
 from perflab.study.installed import installed_problems
 from perflab.study.measure import MEASURE_FROM_RUN, RunOutcome, study_runs, unfinished
 from perflab.study.progress import STAGE_STATE, StudyProgress, load_progress
@@ -121,6 +121,7 @@ def create_study(
             study_id=study.id,
             state={
                 "accelerator": accelerator,
+                ENGINE_VERSIONS: shared_versions(facts),
                 "gpus_per_node": gpus_per_node,
                 "gpus": gpus,
                 PRIOR_SPREAD: earlier_spread(session, spec),

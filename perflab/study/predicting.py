@@ -6,7 +6,8 @@ asked of its stored predictor (:mod:`perflab.study.stored_predictions`) and foun
 process's shared :class:`~perflab.predict.predictor.Predictor` (AIConfigurator beside perflab's
 simulator), writing each result into the study's stored predictions as soon as it is made
 (:mod:`perflab.predict.store`) and, before each, the progress ("predicting 3 of 12 configurations
-(AIConfigurator 0.12.0, ~15 s each)").
+(AIConfigurator 0.12.0, ~15 s each)"). perflab's simulator resolves each at the engine version the study's
+hosts share (:func:`~perflab.study.hosts.shared_versions`).
 A study AIConfigurator cannot predict at all (not installed, model, accelerator, engine or workload
 not covered) stores the one line that says why and goes on without it.
 
@@ -32,6 +33,7 @@ from perflab.predict.installation import COMMAND_ENV, NotInstalled
 from perflab.predict.predictor import Predictor
 from perflab.predict.store import read_predictions, write_predictions
 from perflab.profiles import BenchmarkProfile
+from perflab.study.hosts import ENGINE_VERSIONS
 from perflab.study.progress import load_progress
 from perflab.study.stored_predictions import take_wanted
 
@@ -79,9 +81,10 @@ def predict_study(engine: Engine, study_id: int, predictor: Predictor | None = N
         return 0
     todo = [config for config in configs if not stored.known(config.fingerprint())]
     cases, skipped = [], {}
+    versions = state.get(ENGINE_VERSIONS) or {}
     for config in todo:
         try:
-            case = case_of(config, state.get("accelerator"), tuning)
+            case = case_of(config, state.get("accelerator"), tuning, versions.get(config.engine))
             predictor.tables(case)
         except (NotCovered, NotInstalled) as reason:
             skipped[config.fingerprint()] = {"not_covered": str(reason)}

@@ -9,6 +9,7 @@ from perflab.engines import EngineConfig
 from perflab.predict.aiconfigurator import EstimateError, failure_line, parse_estimate
 from perflab.predict.case import NotCovered, case_of
 from perflab.predict.figures import PredictedFigures, Prediction
+from perflab.predict.simulated import simulated_figures
 from perflab.profiles import BenchmarkProfile
 
 BURST = BenchmarkProfile(
@@ -44,6 +45,24 @@ def test_an_moe_configuration_maps_to_attention_dp_and_moe_parallelism() -> None
         EngineConfig(engine="vllm", model="Qwen/Qwen3-32B", enable_prefix_caching=False), "H200", BURST
     )
     assert ignored.ignored == ("enable_prefix_caching",)
+
+
+def test_the_simulator_beside_a_prediction_runs_the_hosts_engine_release() -> None:
+    """vLLM before 0.23 runs a Gated DeltaNet model's decodes as one-token chunks in a step that holds a
+    prefill (perflab.sim.deployment): perflab's figure beside AIConfigurator's follows the hosts' release."""
+    config = EngineConfig(engine="vllm", model="Qwen/Qwen3.5-35B-A3B")
+    clients = BURST.model_copy(update={"max_concurrency": 64})
+    old, new = (case_of(config, "H200", clients, version) for version in ("v0.17.1", "0.24.0"))
+    assert (old.engine_version, new.engine_version) == ("v0.17.1", "0.24.0") and old.key() != new.key()
+    assert case_of(config, "H200", clients).engine_version is None
+    slower, faster = simulated_figures(config, old), simulated_figures(config, new)
+    assert slower is not None and faster is not None
+    # in a burst of equal requests few steps mix a prefill with decodes, so the difference is small
+    assert slower.mean_tpot_ms > faster.mean_tpot_ms and slower.output_tps_per_gpu < faster.output_tps_per_gpu
+    # a dense model takes the same path in both releases
+    dense = EngineConfig(engine="vllm", model="Qwen/Qwen3-32B")
+    figures = [simulated_figures(dense, case_of(dense, "H200", clients, v)) for v in ("0.17.1", "0.24.0")]
+    assert figures[0] == figures[1]
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,7 @@ from perflab.study.coordinator import (
     pause_study,
     resume_study,
 )
-from perflab.study.hosts import StudyHostError
+from perflab.study.hosts import ENGINE_VERSIONS, StudyHostError
 from perflab.study.measure import study_runs
 from perflab.study.spec import StudySpecError, parse_spec
 
@@ -49,8 +49,8 @@ stages:
 """
 
 
-def _host(name: str, accelerator: str = "H100", count: int = 8) -> HostConfig:
-    simulate = SimulateSpec(accelerator=accelerator, count=count)
+def _host(name: str, accelerator: str = "H100", count: int = 8, **versions: str) -> HostConfig:
+    simulate = SimulateSpec(accelerator=accelerator, count=count, versions=versions)
     return HostConfig(name=name, transport="local", workdir=f"/tmp/{name}", simulate=simulate)
 
 
@@ -396,6 +396,31 @@ def test_hosts_are_checked_when_the_study_is_created(db_engine: Engine) -> None:
         create_study(db_engine, wide, inventory=small)
     with new_session(db_engine) as session:
         assert crud.list_studies(session) == []
+
+
+def test_a_study_keeps_the_engine_versions_its_hosts_share(db_engine: Engine) -> None:
+    spec = parse_spec(SPEC)
+    same = Inventory(
+        path=Path("hosts.yaml"), hosts=(_host("gpu-a", vllm="0.17.1"), _host("gpu-b", vllm="0.17.1"))
+    )
+    assert create_study(db_engine, spec, inventory=same).state[ENGINE_VERSIONS] == {"vllm": "0.17.1"}
+    # hosts at different releases (or a simulated host at its engine's own) leave the engine out
+    apart = Inventory(
+        path=Path("hosts.yaml"), hosts=(_host("gpu-a", vllm="0.17.1"), _host("gpu-b", vllm="0.24.0"))
+    )
+    assert create_study(db_engine, spec, inventory=apart).state[ENGINE_VERSIONS] == {}
+    # a real host's versions are those of its last probe
+    probed = HostConfig(name="gpu-b", transport="local", workdir="/tmp/gpu-b")
+    with new_session(db_engine) as session:
+        crud.record_probe(
+            session,
+            name="gpu-b",
+            reachable=True,
+            probe={"accelerators": [{"name": "H100"}] * 8, "engines": {"vllm": "0.17.1", "sglang": "0.5.9"}},
+        )
+    mixed = Inventory(path=Path("hosts.yaml"), hosts=(_host("gpu-a", vllm="0.17.1"), probed))
+    state = create_study(db_engine, spec, inventory=mixed).state
+    assert state[ENGINE_VERSIONS] == {"sglang": "0.5.9", "vllm": "0.17.1"}
 
 
 def test_a_launch_too_short_to_judge_is_measured_again_never_decided_on(
