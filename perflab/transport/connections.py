@@ -20,6 +20,7 @@ from typing import Any
 import paramiko
 
 from perflab.inventory import HostConfig
+from perflab.transport.channel_open import open_within
 from perflab.transport.errors import (
     AuthenticationFailed,
     ConnectionLost,
@@ -92,8 +93,9 @@ def _open_via_jump(host: HostConfig, jump_client: paramiko.SSHClient) -> paramik
     if jump_transport is None or not jump_transport.is_active():
         raise _unreachable(host, "the jump host's connection is closed", host.jump)
     try:
-        return jump_transport.open_channel(
-            "direct-tcpip", (host.address, host.port), ("127.0.0.1", 0), timeout=host.connect_timeout_s
+        return open_within(
+            lambda: jump_transport.open_channel("direct-tcpip", (host.address, host.port), ("127.0.0.1", 0)),
+            host.connect_timeout_s,
         )
     except paramiko.ChannelException as exc:
         raise _unreachable(
@@ -247,7 +249,7 @@ class ConnectionPool:
             link = client.get_transport()
             try:
                 assert link is not None
-                return link.open_session(timeout=host.connect_timeout_s)
+                return open_within(link.open_session, host.connect_timeout_s)
             except paramiko.ChannelException as exc:
                 if fresh:
                     raise ConnectionLost(

@@ -11,6 +11,7 @@ must. Leaving the ``with`` block closes the listener and every open connection.
 from __future__ import annotations
 
 import contextlib
+import functools
 import select
 import socket
 import threading
@@ -19,10 +20,12 @@ from types import TracebackType
 
 import paramiko
 
+from perflab.transport.channel_open import open_within
 from perflab.transport.errors import TransportError
 
 _CHUNK = 65536
 _POLL_S = 0.5
+_OPEN_TIMEOUT_S = 10.0  # for the host to open a forwarded connection's channel
 
 
 class PortForward:
@@ -68,9 +71,10 @@ class PortForward:
             except OSError:
                 return
             try:
-                chan = self._link().open_channel(
-                    "direct-tcpip", ("127.0.0.1", self._remote_port), peer, timeout=10
+                direct = functools.partial(
+                    self._link().open_channel, "direct-tcpip", ("127.0.0.1", self._remote_port), peer
                 )
+                chan = open_within(direct, _OPEN_TIMEOUT_S)
             except (paramiko.SSHException, OSError, EOFError, TransportError):
                 conn.close()
                 continue

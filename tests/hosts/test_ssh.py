@@ -5,9 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import httpx
+import paramiko
 import pytest
 
 from perflab.inventory import AuthConfig
@@ -21,7 +23,7 @@ from perflab.transport import (
 )
 from perflab.transport.connections import POOL
 from perflab.transport.ssh import render_command
-from tests.fixtures.sshd import SshServer, TcpProxy, free_port, keygen
+from tests.fixtures.sshd import MAX_SESSIONS, SshServer, TcpProxy, free_port, keygen
 
 
 def ssh_keygen_fingerprint(public_key: Path) -> str:
@@ -198,6 +200,48 @@ def test_a_connection_slow_to_open_a_session_keeps_its_running_commands(
         assert list(lines) == ["finished"]
     assert stream.exit_status == 0
     assert tcp_proxy.accepted == 2
+
+
+def _sessions_open(link: paramiko.Transport, count: int) -> bool:
+    """Whether the host opens ``count`` more sessions on ``link`` at once (sshd refuses past MaxSessions)."""
+    opened: list[paramiko.Channel] = []
+    try:
+        for _ in range(count):
+            opened.append(link.open_session(timeout=10))
+    except paramiko.ChannelException:
+        return False
+    finally:
+        for chan in opened:
+            chan.close()
+    return True
+
+
+def test_a_session_a_busy_host_opens_after_perflab_stopped_waiting_is_closed(
+    sshd: SshServer, tcp_proxy: TcpProxy, tmp_path: Path
+) -> None:
+    """A host that answers a session request only after the connect timeout: the command runs on another
+    connection, and the session the host opens late on the slow one is closed. paramiko forgets a channel
+    whose opening timed out, so the host would keep that session open on a live connection, one fewer of
+    sshd's MaxSessions for every later command."""
+    known = tmp_path / "known_hosts"
+    known.write_text(sshd.known_hosts_line(tcp_proxy.port))
+    # the connect timeout also bounds the other connection's handshake, which a loaded machine slows
+    host = sshd.host_config("late-session", port=tcp_proxy.port, known_hosts=str(known), connect_timeout_s=5)
+    transport = open_transport(host)
+    assert transport.run(["true"], timeout=30).ok
+    slow = POOL.client(host).get_transport()
+    assert slow is not None
+    tcp_proxy.stall()
+    try:
+        assert transport.run(["echo", "elsewhere"], timeout=30).stdout == "elsewhere\n"
+    finally:
+        tcp_proxy.resume()
+    assert tcp_proxy.accepted == 2 and slow.is_active()
+    # the late session's close (and each check's own closes) reach the host a moment after they are sent
+    deadline = time.monotonic() + 15
+    while not (every_session := _sessions_open(slow, MAX_SESSIONS)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert every_session
 
 
 def _cut_during_run(transport: SSHTransport, proxy: TcpProxy) -> None:

@@ -1,0 +1,63 @@
+"""Opening an SSH channel within a deadline without leaving a channel the server opens later.
+
+paramiko's ``Transport.open_channel(timeout=...)`` gives up waiting after ``timeout`` but keeps the
+channel it asked for registered on the connection (paramiko 5.1): when a busy host answers later, the
+session or forward opens on the server and nothing ever closes it, so a host slow to answer now and
+then gathers idle sessions on a live connection until sshd's ``MaxSessions`` refuses more.
+:func:`open_within` asks in a helper thread that waits for the server's answer however long it takes,
+hands the channel to the caller if it comes within the deadline, and closes it at once if it comes
+after the caller stopped waiting.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import paramiko
+
+TIMEOUT_MESSAGE = "Timeout opening channel."
+
+
+class _Opening:
+    """One channel being opened: what came back, and whether its caller still waits."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.channel: paramiko.Channel | None = None
+        self.error: BaseException | None = None
+        self.abandoned = False
+
+    def open(self, open_channel: Callable[[], paramiko.Channel]) -> None:
+        try:
+            channel = open_channel()
+        except BaseException as error:  # handed to the caller, who raises it
+            with self.lock:
+                self.error = error
+            self.done.set()
+            return
+        with self.lock:
+            late = self.abandoned
+            if not late:
+                self.channel = channel
+        if late:
+            channel.close()
+        self.done.set()
+
+
+def open_within(open_channel: Callable[[], paramiko.Channel], timeout_s: float) -> paramiko.Channel:
+    """The channel ``open_channel()`` opens (it waits for the server as long as it takes), if the server
+    opens it within ``timeout_s``; else raises :class:`paramiko.SSHException` as paramiko's own timeout
+    does, and the channel is closed as soon as the server opens it. What ``open_channel`` raises within
+    the deadline (a refusal, a dropped connection) is raised as it is."""
+    opening = _Opening()
+    threading.Thread(target=opening.open, args=(open_channel,), name="ssh-channel-open", daemon=True).start()
+    opening.done.wait(timeout_s)
+    with opening.lock:
+        if opening.channel is None and opening.error is None:
+            opening.abandoned = True
+            raise paramiko.SSHException(TIMEOUT_MESSAGE)
+        if opening.error is not None:
+            raise opening.error
+        return opening.channel
