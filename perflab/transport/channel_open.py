@@ -1,9 +1,10 @@
 """Opening an SSH channel within a deadline without leaving a channel the server opens later.
 
-paramiko's ``Transport.open_channel(timeout=...)`` gives up waiting after ``timeout`` but keeps the
-channel it asked for registered on the connection (paramiko 5.1): when a busy host answers later, the
-session or forward opens on the server and nothing ever closes it, so a host slow to answer now and
-then gathers idle sessions on a live connection until sshd's ``MaxSessions`` refuses more.
+paramiko's ``Transport.open_channel(timeout=...)`` gives up waiting after ``timeout`` and drops the
+channel it asked for (paramiko 5.1 holds a connection's channels only weakly): when a busy host answers
+later, paramiko logs "Success for unrequested channel" and the session or forward stays open on the
+server with nothing to close it, so a host slow to answer now and then gathers idle sessions on a live
+connection until sshd's ``MaxSessions`` refuses more.
 :func:`open_within` asks in a helper thread that waits for the server's answer however long it takes,
 hands the channel to the caller if it comes within the deadline, and closes it at once if it comes
 after the caller stopped waiting.
