@@ -5,9 +5,10 @@ channel it asked for (paramiko 5.1 holds a connection's channels only weakly): w
 later, paramiko logs "Success for unrequested channel" and the session or forward stays open on the
 server with nothing to close it, so a host slow to answer now and then gathers idle sessions on a live
 connection until sshd's ``MaxSessions`` refuses more.
-:func:`open_within` asks in a helper thread that waits for the server's answer however long it takes,
-hands the channel to the caller if it comes within the deadline, and closes it at once if it comes
-after the caller stopped waiting.
+:func:`open_within` asks in a helper thread that waits for the server's answer up to
+:data:`LATE_WAIT_S`, hands the channel to the caller if it comes within the deadline, and closes it at
+once if it comes after the caller stopped waiting. (An answer later still is paramiko's case again; the
+bound keeps a host that never answers from holding a thread per request.)
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Callable
 import paramiko
 
 TIMEOUT_MESSAGE = "Timeout opening channel."
+LATE_WAIT_S = 300.0
 
 
 class _Opening:
@@ -30,9 +32,9 @@ class _Opening:
         self.error: BaseException | None = None
         self.abandoned = False
 
-    def open(self, open_channel: Callable[[], paramiko.Channel]) -> None:
+    def open(self, open_channel: Callable[..., paramiko.Channel]) -> None:
         try:
-            channel = open_channel()
+            channel = open_channel(timeout=LATE_WAIT_S)
         except BaseException as error:  # handed to the caller, who raises it
             with self.lock:
                 self.error = error
@@ -47,11 +49,12 @@ class _Opening:
         self.done.set()
 
 
-def open_within(open_channel: Callable[[], paramiko.Channel], timeout_s: float) -> paramiko.Channel:
-    """The channel ``open_channel()`` opens (it waits for the server as long as it takes), if the server
-    opens it within ``timeout_s``; else raises :class:`paramiko.SSHException` as paramiko's own timeout
-    does, and the channel is closed as soon as the server opens it. What ``open_channel`` raises within
-    the deadline (a refusal, a dropped connection) is raised as it is."""
+def open_within(open_channel: Callable[..., paramiko.Channel], timeout_s: float) -> paramiko.Channel:
+    """The channel ``open_channel(timeout=LATE_WAIT_S)`` opens (paramiko's ``open_session`` or
+    ``open_channel``, its other arguments bound), if the server opens it within ``timeout_s``; else
+    raises :class:`paramiko.SSHException` as paramiko's own timeout does, and the channel is closed as
+    soon as the server opens it. What ``open_channel`` raises within the deadline (a refusal, a dropped
+    connection) is raised as it is."""
     opening = _Opening()
     threading.Thread(target=opening.open, args=(open_channel,), name="ssh-channel-open", daemon=True).start()
     opening.done.wait(timeout_s)

@@ -9,6 +9,7 @@ Every paramiko/socket failure is turned into a :mod:`perflab.transport.errors` e
 from __future__ import annotations
 
 import atexit
+import functools
 import getpass
 import os
 import socket
@@ -94,7 +95,9 @@ def _open_via_jump(host: HostConfig, jump_client: paramiko.SSHClient) -> paramik
         raise _unreachable(host, "the jump host's connection is closed", host.jump)
     try:
         return open_within(
-            lambda: jump_transport.open_channel("direct-tcpip", (host.address, host.port), ("127.0.0.1", 0)),
+            functools.partial(
+                jump_transport.open_channel, "direct-tcpip", (host.address, host.port), ("127.0.0.1", 0)
+            ),
             host.connect_timeout_s,
         )
     except paramiko.ChannelException as exc:
