@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlmodel import Session
 
@@ -37,6 +38,11 @@ class HostFacts:
     engines: Mapping[str, str] = field(default_factory=dict)
 
 
+def probed_engines(probe: Mapping[str, Any]) -> dict[str, str]:
+    """Engine → version in a stored probe (``engines``; those it found no version of left out)."""
+    return {str(engine): str(version) for engine, version in (probe.get("engines") or {}).items() if version}
+
+
 def host_facts(session: Session, inventory: Inventory, name: str) -> HostFacts:
     """What is known of host ``name``: its ``simulate:`` entry, else its last stored probe."""
     try:
@@ -47,7 +53,7 @@ def host_facts(session: Session, inventory: Inventory, name: str) -> HostFacts:
         return HostFacts(name, host.simulate.accelerator, host.simulate.count, dict(host.simulate.versions))
     stored = crud.get_host(session, name=name)
     probe = (stored.last_probe if stored is not None else None) or {}
-    engines = {str(key): str(value) for key, value in (probe.get("engines") or {}).items() if value}
+    engines = probed_engines(probe)
     accelerators = probe.get("accelerators")
     if accelerators:
         return HostFacts(name, str(accelerators[0].get("name")), len(accelerators), engines)

@@ -10,8 +10,6 @@ cannot even be built on the baseline is left to the study, which records it as t
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlmodel import Session
 
 from db import crud
@@ -19,12 +17,13 @@ from perflab.engines.config import EngineConfig
 from perflab.engines.installed import refusals
 from perflab.engines.preflight import default_cache
 from perflab.study.configs import CandidateConfigError, build_config, config_fields
+from perflab.study.hosts import probed_engines
 from perflab.study.spec import StudySpec
 
 
-def _probed_engines(session: Session, host: str) -> dict[str, Any]:
+def _probed_engines(session: Session, host: str) -> dict[str, str]:
     row = crud.get_host(session, name=host)
-    return dict(((row.last_probe if row is not None else None) or {}).get("engines") or {})
+    return probed_engines((row.last_probe if row is not None else None) or {})
 
 
 def spec_configs(spec: StudySpec, *, gpus_per_node: int | None, gpus: int) -> list[tuple[str, EngineConfig]]:
@@ -61,7 +60,6 @@ def installed_problems(
     for host in spec.hosts:
         engines = _probed_engines(session, host)
         for where, config in configs:
-            version = engines.get(config.engine)
-            for why in refusals(config, host=host, version=str(version) if version else None, cache=cache):
+            for why in refusals(config, host=host, version=engines.get(config.engine), cache=cache):
                 problems.append(f"{where} on host '{host}': {why}")
     return list(dict.fromkeys(problems))
