@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from tests.fixtures.leftovers import processes_under, stop_processes
+from tests.fixtures.polling import wait_until
 
 STARTER = """
 import subprocess, sys
@@ -31,9 +32,9 @@ def _alive(pid: int) -> bool:
 def _wait_for_arguments(pid: int) -> None:
     """Until the kernel shows the process's arguments: Popen returns once exec closed its pipe, which is
     before the new program's arguments are placed (``/proc/PID/cmdline`` reads empty meanwhile)."""
-    deadline = time.monotonic() + 10
-    while not Path(f"/proc/{pid}/cmdline").read_bytes() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(
+        lambda: Path(f"/proc/{pid}/cmdline").read_bytes(), 10, interval_s=0.01, failure="no arguments shown"
+    )
 
 
 def test_a_process_pointing_into_a_directory_is_found_with_its_origin_and_stopped(tmp_path: Path) -> None:

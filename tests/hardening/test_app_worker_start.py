@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from sqlalchemy.engine import Engine
 from perflab.engines import EngineConfig
 from perflab.runner import submit_run
 from perflab.runner.profile_spec import parse_profile
+from tests.fixtures.polling import wait_for_text
 from tests.fixtures.runs import SimHostFactory, perflab_env, stored_run, wait_for_run, write_hosts_file
 from tests.fixtures.sshd import free_port
 
@@ -92,10 +92,7 @@ def test_served_beyond_this_machine_without_a_login_it_starts_no_worker(
 
     _serve(app, log, env, "0.0.0.0")
 
-    deadline = time.monotonic() + 120
-    while "the app's worker is not started" not in log.read_text() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    text = log.read_text()
+    text = wait_for_text(log.read_text, "the app's worker is not started", 120)
     assert "the app's worker is not started: This perflab server listens on the address 0.0.0.0" in text
     assert stored_run(runs_db, run_id).status == "queued"
     assert "Traceback" not in text

@@ -18,6 +18,7 @@ from perflab.engines import EngineConfig
 from perflab.runner import submit_run
 from perflab.runner.profile_spec import parse_profile
 from perflab.worker import Worker
+from tests.fixtures.polling import wait_for_text
 from tests.fixtures.runs import (
     SimHostFactory,
     benchmarking_with_progress,
@@ -28,16 +29,6 @@ from tests.fixtures.runs import (
     write_hosts_file,
 )
 from tests.hardening.conftest import FAST, worker_process
-
-
-def _wait_for_line(log: Path, text: str, timeout_s: float = 60.0) -> str:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        content = log.read_text()
-        if text in content:
-            return content
-        time.sleep(0.2)
-    raise AssertionError(f"{text!r} not logged:\n{log.read_text()}")
 
 
 def _pause_outside_a_write(worker: subprocess.Popen[bytes], engine: Engine) -> None:
@@ -86,7 +77,7 @@ def test_a_run_deleted_under_a_paused_worker_ends_without_a_traceback(
         with new_session(runs_db) as session:
             assert crud.delete_run(session, run_id=queued.id)
         worker.send_signal(signal.SIGCONT)
-        content = _wait_for_line(log, f"run {queued.id} was deleted while in flight")
+        content = wait_for_text(log.read_text, f"run {queued.id} was deleted while in flight", 60)
     finally:
         worker.send_signal(signal.SIGCONT)
         worker.send_signal(signal.SIGTERM)

@@ -4,10 +4,10 @@ log moves on through the line in pieces instead of stalling or flooding the runn
 from __future__ import annotations
 
 import sys
-import time
 
 from perflab.remote import process as rp
 from perflab.transport import Transport
+from tests.fixtures.polling import wait_for_text
 
 # Three MiB on one line, then a last line, then it stays up.
 FLOOD = (
@@ -20,9 +20,7 @@ FLOOD = (
 def test_the_tail_of_an_endless_line_is_bounded(transport: Transport) -> None:
     process = rp.start_detached(transport, [sys.executable, "-c", FLOOD], run_key="run-6", name="engine")
     try:
-        deadline = time.monotonic() + 15
-        while "last line" not in (tail := rp.tail_log(transport, process)) and time.monotonic() < deadline:
-            time.sleep(0.2)
+        tail = wait_for_text(lambda: rp.tail_log(transport, process), "last line")
         assert tail.endswith("x\nlast line\n") and len(tail.encode()) == rp.MAX_TAIL_BYTES
         offset, pieces = 0, []
         while (chunk := rp.read_log(transport, process, offset, max_bytes=1 << 20)).text:

@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
@@ -16,6 +15,7 @@ import pytest
 
 from perflab.remote import process as rp
 from perflab.transport import Transport, open_transport
+from tests.fixtures.polling import wait_until
 from tests.hosts.conftest import HostFactory, local_host
 from tests.hosts.test_transport_contract import pid_alive
 
@@ -39,24 +39,13 @@ STUBBORN = (
 )
 
 
-def wait_for(predicate: Callable[[], T], timeout: float = 15.0) -> T:
-    """The first truthy value of ``predicate()``, polled until ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError("condition not met in time")
-
-
 def log_line(transport: Transport, process: rp.RemoteProcess, prefix: str) -> str:
     def find() -> str:
         return next(
             (line for line in rp.tail_log(transport, process).splitlines() if line.startswith(prefix)), ""
         )
 
-    return wait_for(find)
+    return wait_until(find)
 
 
 def test_start_state_log_and_stop(transport: Transport) -> None:
@@ -99,7 +88,7 @@ def test_failed_start_leaves_nothing_behind(transport: Transport) -> None:
         "print('error: unrecognized arguments: --bogus', flush=True); sys.exit(2)"
     )
     process = rp.start_detached(transport, [PY, "-c", crash, "--bogus"], run_key="run-3", name="engine")
-    state = wait_for(lambda: (s := rp.process_state(transport, process)).exit_status is not None and s)
+    state = wait_until(lambda: (s := rp.process_state(transport, process)).exit_status is not None and s)
     assert state.exit_status == 2
     assert state.running, "the orphaned child still belongs to the run"
     assert "unrecognized arguments" in rp.tail_log(transport, process)
@@ -109,7 +98,7 @@ def test_failed_start_leaves_nothing_behind(transport: Transport) -> None:
 
 def test_missing_program_is_reported_through_the_exit_file(transport: Transport) -> None:
     process = rp.start_detached(transport, ["perflab-no-such-engine"], run_key="run-4", name="engine")
-    state = wait_for(lambda: (s := rp.process_state(transport, process)).exit_status is not None and s)
+    state = wait_until(lambda: (s := rp.process_state(transport, process)).exit_status is not None and s)
     assert state.exit_status == 127 and not state.running
 
 
@@ -156,7 +145,7 @@ def test_files_are_written_into_the_run_dir(transport: Transport) -> None:
         files={"config.json": '{"port": 1025}'},
         cwd=f"{transport.workdir}/runs/run-6",
     )
-    assert wait_for(lambda: rp.tail_log(transport, process)) == '{"port": 1025}'
+    assert wait_until(lambda: rp.tail_log(transport, process)) == '{"port": 1025}'
     with pytest.raises(ValueError):
         rp.start_detached(transport, ["true"], run_key="run-6", name="x", files={"../escape": ""})
     with pytest.raises(ValueError):
@@ -169,7 +158,7 @@ def test_leftovers_are_found_and_cleaned(transport: Transport) -> None:
     finished = rp.start_detached(transport, ["true"], run_key="done-run", name="engine")
     log_line(transport, old, "ready")
     log_line(transport, current, "ready")
-    wait_for(lambda: not rp.is_running(transport, finished))
+    wait_until(lambda: not rp.is_running(transport, finished))
 
     leftovers = rp.find_leftovers(transport, exclude_run_keys=["current-run"])
     assert [(left.process.run_key, left.process.pid) for left in leftovers] == [("old-run", old.pid)]
@@ -252,7 +241,7 @@ def test_a_scan_for_leftovers_looks_only_at_processes_that_may_still_run(transpo
         log_line(transport, process, "ready")
         assert rp.stop(transport, process, grace_s=5).clean
     unstopped = rp.start_detached(transport, ["true"], run_key="died", name="engine-0")
-    wait_for(lambda: not rp.is_running(transport, unstopped))
+    wait_until(lambda: not rp.is_running(transport, unstopped))
     live = rp.start_detached(transport, [PY, "-c", ENGINE], run_key="current", name="engine-0")
     log_line(transport, live, "ready")
     _write_finished_runs(transport, 300)  # written after the index began: never indexed

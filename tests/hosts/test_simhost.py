@@ -15,6 +15,7 @@ from perflab.probe import probe_host
 from perflab.probe.status import host_status
 from perflab.remote import process as rp
 from perflab.transport import Transport, open_transport
+from tests.fixtures.polling import wait_until
 from tests.fixtures.sshd import free_port
 from tests.hosts.conftest import HostFactory
 
@@ -111,10 +112,13 @@ def test_engine_failing_on_a_flag_leaves_nothing(make_host: HostFactory) -> None
         run_key="bad-flag",
         name="engine",
     )
-    deadline = time.monotonic() + 60
-    while (state := rp.process_state(transport, engine)).exit_status is None and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert state.exit_status not in (None, 0)
+    state = wait_until(
+        lambda: (found := rp.process_state(transport, engine)).exit_status is not None and found,
+        60,
+        interval_s=0.2,
+        failure="the engine never exited",
+    )
+    assert state.exit_status != 0
     assert "--no-such-flag" in rp.tail_log(transport, engine)
     assert rp.stop(transport, engine, grace_s=2).clean
     assert rp.find_leftovers(transport) == []

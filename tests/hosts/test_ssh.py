@@ -5,7 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -23,6 +22,7 @@ from perflab.transport import (
 )
 from perflab.transport.connections import POOL
 from perflab.transport.ssh import render_command
+from tests.fixtures.polling import wait_until
 from tests.fixtures.sshd import MAX_SESSIONS, SshServer, TcpProxy, free_port, keygen
 
 
@@ -238,10 +238,11 @@ def test_a_session_a_busy_host_opens_after_perflab_stopped_waiting_is_closed(
         tcp_proxy.resume()
     assert tcp_proxy.accepted == 2 and slow.is_active()
     # the late session's close (and each check's own closes) reach the host a moment after they are sent
-    deadline = time.monotonic() + 15
-    while not (every_session := _sessions_open(slow, MAX_SESSIONS)) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert every_session
+    wait_until(
+        lambda: _sessions_open(slow, MAX_SESSIONS),
+        interval_s=0.5,
+        failure="sshd did not open every session on the slow connection",
+    )
 
 
 def _cut_during_run(transport: SSHTransport, proxy: TcpProxy) -> None:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
 from perflab.transport import CommandTimeout, Transport, open_transport
+from tests.fixtures.polling import wait_until
 from tests.hosts.conftest import HostFactory
 
 PY = sys.executable
@@ -26,13 +26,9 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
-def wait_gone(pid: int, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not pid_alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
+def wait_gone(pid: int, failure: str = "the process is still running") -> None:
+    """Until process ``pid`` is gone (10 s at most: then ``failure``)."""
+    wait_until(lambda: not pid_alive(pid), 10.0, interval_s=0.05, failure=f"{failure} (pid {pid})")
 
 
 def test_run_returns_status_stdout_and_stderr(transport: Transport) -> None:
@@ -70,7 +66,7 @@ def test_run_timeout_stops_the_command(transport: Transport, tmp_path: Path) -> 
             ["sh", "-c", 'echo $$ > "$1"; exec sleep 60', "sh", str(pid_file)], timeout=STOP_AFTER_S
         )
     assert "'sh' on host" in str(caught.value) and "ran longer than 4 s" in str(caught.value)
-    assert wait_gone(int(pid_file.read_text())), "the timed-out command is still running"
+    wait_gone(int(pid_file.read_text()), "the timed-out command is still running")
 
 
 def test_stream_yields_lines_in_order_then_exit_status(transport: Transport) -> None:
@@ -106,7 +102,7 @@ def test_stream_timeout_stops_the_command(transport: Transport, tmp_path: Path) 
         for line in stream:
             seen.append(line)
     assert seen == ["started"]
-    assert wait_gone(int(pid_file.read_text()))
+    wait_gone(int(pid_file.read_text()))
 
 
 def test_closing_a_stream_early_stops_the_command(transport: Transport, tmp_path: Path) -> None:
@@ -117,7 +113,7 @@ def test_closing_a_stream_early_stops_the_command(transport: Transport, tmp_path
     )
     with transport.stream([PY, "-c", script], timeout=30) as stream:
         assert next(stream) == "tick"
-    assert wait_gone(int(pid_file.read_text()))
+    wait_gone(int(pid_file.read_text()))
 
 
 def test_files_round_trip(transport: Transport, tmp_path: Path) -> None:

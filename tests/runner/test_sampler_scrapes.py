@@ -25,6 +25,7 @@ from perflab.runner.launch import Replica
 from perflab.runner.sampling import Sampler
 from perflab.transport import open_transport
 from perflab.transport.base import Transport
+from tests.fixtures.polling import wait_until
 
 GAUGES = (
     'vllm:num_requests_running{engine="0",model_name="m"} 3.0\n'
@@ -133,9 +134,11 @@ def test_a_round_failing_unexpectedly_is_logged_once_and_sampling_goes_on(
 ) -> None:
     endpoints = Endpoints(local, get_adapter("vllm"))
     with endpoints, caplog.at_level(logging.WARNING), _sampler(local, endpoints, engine_server.server_port):
-        deadline = time.monotonic() + 60
-        while engine_server.scrapes < 3 and time.monotonic() < deadline:  # type: ignore[attr-defined]
-            time.sleep(0.05)
-    assert engine_server.scrapes >= 3  # type: ignore[attr-defined]
+        wait_until(
+            lambda: engine_server.scrapes >= 3,  # type: ignore[attr-defined]
+            60,
+            interval_s=0.05,
+            failure="the sampler scraped fewer than three times",
+        )
     failures = [record for record in caplog.records if "a sampling round failed" in record.getMessage()]
     assert len(failures) == 1 and failures[0].exc_info is not None

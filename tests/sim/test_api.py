@@ -8,6 +8,7 @@ import re
 import socket
 import time
 
+from tests.fixtures.polling import wait_until
 from tests.sim.sse_client import chat_payload, request
 
 
@@ -149,10 +150,12 @@ def test_client_disconnect_aborts_the_sequence(sim_server):
             assert chunk, received
             received += chunk
         assert _metric(url, "vllm:num_requests_running") == 1
-    deadline = time.monotonic() + 5
-    while _metric(url, "vllm:num_requests_running") and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _metric(url, "vllm:num_requests_running") == 0
+    wait_until(
+        lambda: _metric(url, "vllm:num_requests_running") == 0,
+        5,
+        interval_s=0.05,
+        failure="the aborted request is still running",
+    )
     assert 'finished_reason="abort"' in asyncio.run(request(url, "/metrics", method="GET")).body.decode()
     assert _metric(url, "vllm:generation_tokens_total") < 100
 

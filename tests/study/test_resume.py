@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from db.session import new_session
 from perflab.study.headless import wait_for_study
 from perflab.study.measure import study_runs
 from perflab.study.progress import load_progress
+from tests.fixtures.polling import wait_until
 from tests.fixtures.runs import SimHostFactory, write_hosts_file
 from tests.fixtures.study_data import FAST
 
@@ -46,15 +46,14 @@ stages:
 
 def _wait_until(engine: Engine, condition, timeout_s: float = 60.0) -> int:  # type: ignore[no-untyped-def]
     """The id of the (one) study once ``condition(its runs)`` holds."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+
+    def study_id() -> int | None:
         with new_session(engine) as session:
             studies = crud.list_studies(session)
             runs = study_runs(session, study_id=studies[0].id) if studies else []
-        if runs and condition(runs):
-            return studies[0].id
-        time.sleep(0.1)
-    raise AssertionError(f"condition not met in {timeout_s} s")
+        return studies[0].id if runs and condition(runs) else None
+
+    return wait_until(study_id, timeout_s, failure="the study's runs never met the condition")
 
 
 @pytest.mark.slow

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from perflab.runner.profile_spec import parse_profile
 from perflab.sim.gpustate import Registration
 from perflab.worker import Worker
 from tests.fixtures.database import PostgresServer, empty_all_tables
+from tests.fixtures.polling import wait_until
 from tests.fixtures.runs import SimHostFactory, stored_run, write_hosts_file
 
 FAST = RunnerOptions(ready_poll_s=0.2, stop_grace_s=5.0, ready_timeout_s=60.0)
@@ -174,12 +174,17 @@ def test_hosts_of_one_machine_never_share_a_port(
     for worker in _workers(fleet, fleet_db, hosts_file, max_parallel=2):
         worker.start()  # both workers launch runs on the one machine at once
     wanted = [run, *more]
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
-        finished = [stored_run(fleet_db, queued.id) for queued in wanted]
-        if all(r.finished_at is not None for r in finished):
-            break
-        time.sleep(0.5)
+
+    def all_finished() -> list[Run]:
+        runs = [stored_run(fleet_db, queued.id) for queued in wanted]
+        return runs if all(run.finished_at is not None for run in runs) else []
+
+    finished = wait_until(
+        all_finished,
+        240,
+        interval_s=0.5,
+        failure=lambda: f"runs not finished: {[stored_run(fleet_db, queued.id).status for queued in wanted]}",
+    )
     assert [r.status for r in finished] == ["done"] * len(finished), [r.failure_message for r in finished]
     ports = {r.id: r.remote_state["processes"][0]["port"] for r in finished}
     assert ports[run.id] != first_choice
