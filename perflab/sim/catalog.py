@@ -335,12 +335,19 @@ def _from_hf_config(path: str, default_name: str) -> Optional[ModelArch]:
     )
 
 
+def catalogued(model_id: str) -> Optional[ModelArch]:
+    """The architecture the catalogue lists for ``model_id`` (a hub id, its quantized variants
+    included), or None: no local directory is read and nothing is estimated from the name."""
+    base, _ = _strip_name(model_id)
+    return CATALOG.get(ALIASES.get(base, base))
+
+
 def resolve_model(model_id: str) -> Optional[ModelSpec]:
     """The :class:`ModelSpec` of an id or path, or None when the simulator cannot know the model."""
     base, weight_format = _strip_name(model_id)
     arch = _from_hf_config(model_id, base) if os.path.isdir(model_id) else None
     if arch is None:
-        arch = CATALOG.get(ALIASES.get(base, base))
+        arch = catalogued(model_id)
     if arch is None:
         matches = list(_SIZE_RE.finditer(base))
         if not matches:

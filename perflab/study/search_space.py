@@ -19,7 +19,9 @@ A stage with ``search:`` instead of ``candidates:`` explores a space of typed kn
 Conditions: a layout with expert parallelism (``ep`` > 1) or attention data parallel (``dp_attention:
 true``, SGLang's MoE layouts: ``{tp: 2, dp: 4, ep: 8, dp_attention: true}`` is attention DP4 over
 ``--tp-size 8`` with expert-parallel MoE layers; vLLM's are ``{tp: 2, dp: 4, ep: 8}``) is only allowed
-when the spec says the model is a mixture of experts (``moe: true``); a choice of ``kv_cache_dtype``,
+for a mixture-of-experts model: the study's model as the simulator's catalogue knows it, or, for a
+model it does not list, as the search says (``moe: true``; checked by the study's spec,
+:meth:`perflab.study.spec.StudySpec`, which knows the model); a choice of ``kv_cache_dtype``,
 ``attention_backend`` or any other knob is checked by the baseline engine's adapter (its vocabulary,
 :mod:`perflab.engines.vocabulary`), so a value the engine does not have is refused when the spec is
 read. SLOs are the study's ``slos``:
@@ -127,7 +129,11 @@ class SearchSpec(BaseModel):
     patience: int | None = Field(
         None, ge=1, le=MAX_LAUNCHES, description="stop after this many launches without a gain"
     )
-    moe: bool = Field(False, description="the model is a mixture of experts (allows ep > 1 layouts)")
+    moe: bool | None = Field(
+        None,
+        description="the model is a mixture of experts (allows ep > 1 layouts); default: what the "
+        "simulator's model catalogue knows of the study's model",
+    )
     max_measurements: int = Field(
         3, ge=1, le=MAX_MEASUREMENTS, description="per finalist, to separate the final pick"
     )
@@ -199,16 +205,15 @@ class SearchSpec(BaseModel):
     def _conditions(self) -> SearchSpec:
         if not self.knobs and not self.parallelism:
             raise ValueError("a search needs 'knobs', 'parallelism' or both")
-        if not self.moe and any(
+        return self
+
+    def moe_layouts(self) -> bool:
+        """Whether a layout (not a split) has expert parallelism or attention data parallel."""
+        return any(
             layout.get("ep", 1) > 1 or layout.get("dp_attention")
             for layout in self.parallelism
             if SPLIT not in layout
-        ):
-            raise ValueError(
-                "expert parallelism (ep > 1) and attention data parallel apply only to mixture-of-experts "
-                "models: set moe: true"
-            )
-        return self
+        )
 
     # ----- the space as Optuna sees it -------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ from perflab.engines.config import EngineConfig, refuse_flag_like
 from perflab.engines.registry import display_name
 from perflab.problems import line_of, plain_message, syntax_problem, yaml_location
 from perflab.profiles import PRESETS, BenchmarkProfile, GoodputSLOs, scaled
+from perflab.sim.catalog import catalogued
 from perflab.study.budget import check_fields
 from perflab.study.configs import FILL, CandidateConfigError, build_config, explain, split_args
 from perflab.study.search_space import SearchSpec
@@ -364,6 +365,7 @@ class StudySpec(BaseModel):
         for index, stage in enumerate(self.stages):
             if stage.search is not None:
                 self._check_choices(index, stage.search)
+                self._check_moe_layouts(index, stage.search)
         if self.objective == "max_load_within_slo" and (self.tuning().sweep is None or not self.slos):
             raise ValueError(
                 "the max_load_within_slo objective needs a tuning profile with a sweep, and 'slos'"
@@ -378,6 +380,26 @@ class StudySpec(BaseModel):
                 build_config({"model": self.model}, {**base, knob: value})
             except CandidateConfigError as error:
                 raise ValueError(f"stages[{index}].search.knobs.{knob}: {value!r}: {error}") from None
+
+    def _check_moe_layouts(self, index: int, search: SearchSpec) -> None:
+        """Expert parallelism and attention data parallel need a mixture-of-experts model: the search's
+        ``moe`` where it says, else the catalogue's architecture of the study's model."""
+        if not search.moe_layouts():
+            return
+        arch = catalogued(self.model)
+        moe = search.moe if search.moe is not None else arch.is_moe if arch is not None else None
+        if moe:
+            return
+        if search.moe is False:
+            reason = "the search says moe: false"
+        elif moe is None:
+            reason = f"set moe: true if {self.model} is one (perflab's model catalogue does not list it)"
+        else:
+            reason = f"{self.model} is a dense model"
+        raise ValueError(
+            f"stages[{index}].search: expert parallelism (ep > 1) and attention data parallel apply only "
+            f"to mixture-of-experts models: {reason}"
+        )
 
     # ----- resolved views ---------------------------------------------------------------------------
 

@@ -21,10 +21,10 @@ SPACE = {
 }
 
 
-def _spec(search: str, baseline: str = "{engine: vllm}") -> str:
+def _spec(search: str, baseline: str = "{engine: vllm}", model: str = "Qwen/Qwen3-8B") -> str:
     return f"""
 name: s
-model: Qwen/Qwen3-8B
+model: {model}
 hosts: [h]
 baseline: {baseline}
 tuning_profile: short
@@ -57,6 +57,25 @@ def test_space_checks_name_the_problem() -> None:
         }
     )
     assert ranged.size() == 4
+
+
+def test_moe_layouts_need_a_model_the_catalogue_or_the_search_calls_a_mixture_of_experts() -> None:
+    """Expert parallelism and attention DP: a catalogued MoE model takes them as it is, a catalogued dense
+    one is refused, a model the catalogue does not list needs ``moe: true``, and ``moe`` said wins."""
+    moe_layouts = "{parallelism: [{tp: 2}, {tp: 2, ep: 2}, {dp: 2}], budget: {launches: 3}%s}"
+    accepted = parse_spec(_spec(moe_layouts % "", model="Qwen/Qwen3-30B-A3B"))
+    assert accepted.stages[0].search.moe is None and accepted.stages[0].search.moe_layouts()
+    refused = {
+        ("Qwen/Qwen3-32B", ""): "mixture-of-experts models: Qwen/Qwen3-32B is a dense model",
+        ("acme/house-model", ""): "set moe: true if acme/house-model is one",
+        ("Qwen/Qwen3-30B-A3B", ", moe: false"): "the search says moe: false",
+    }
+    for (model, said), expected in refused.items():
+        with pytest.raises(StudySpecError, match=expected):
+            parse_spec(_spec(moe_layouts % said, model=model))
+    assert parse_spec(_spec(moe_layouts % ", moe: true", model="acme/house-model")).stages[0].search.moe
+    dense_only = parse_spec(_spec("{parallelism: [{tp: 1}, {tp: 2}], budget: {launches: 2}}", model="acme/m"))
+    assert not dense_only.stages[0].search.moe_layouts()
 
 
 def _build(params: dict) -> EngineConfig:
