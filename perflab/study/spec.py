@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -46,6 +47,7 @@ from perflab.study.configs import FILL, CandidateConfigError, build_config, expl
 from perflab.study.search_space import SearchSpec
 
 SPEC_FORMATS = "YAML or JSON"
+MOE_ONLY = "expert parallelism (ep > 1) and attention data parallel apply only to mixture-of-experts models"
 OBJECTIVES: dict[str, str] = {
     "total_token_throughput": "Total TPS",
     "output_throughput": "Output TPS",
@@ -362,10 +364,19 @@ class StudySpec(BaseModel):
                 raise ValueError("; ".join(refused))
         if self.objective == "request_goodput" and self.goodput is None:
             raise ValueError("the request_goodput objective needs 'goodput' SLOs (ttft_ms, tpot_ms, e2el_ms)")
+        moe = self.moe_model()
         for index, stage in enumerate(self.stages):
             if stage.search is not None:
                 self._check_choices(index, stage.search)
-                self._check_moe_layouts(index, stage.search)
+                self._check_moe_layouts(index, stage.search, moe)
+            for number, candidate in enumerate(stage.candidates):
+                if moe is False and _needs_moe(candidate.changes):
+                    raise ValueError(
+                        f"stages[{index}].candidates[{number}] ({candidate.label}): {MOE_ONLY}: "
+                        f"{self.dense_text()}"
+                    )
+        if moe is False and _needs_moe(self.baseline):
+            raise ValueError(f"baseline: {MOE_ONLY}: {self.dense_text()}")
         if self.objective == "max_load_within_slo" and (self.tuning().sweep is None or not self.slos):
             raise ValueError(
                 "the max_load_within_slo objective needs a tuning profile with a sweep, and 'slos'"
@@ -381,25 +392,47 @@ class StudySpec(BaseModel):
             except CandidateConfigError as error:
                 raise ValueError(f"stages[{index}].search.knobs.{knob}: {value!r}: {error}") from None
 
-    def _check_moe_layouts(self, index: int, search: SearchSpec) -> None:
-        """Expert parallelism and attention data parallel need a mixture-of-experts model: the search's
-        ``moe`` where it says, else the catalogue's architecture of the study's model."""
-        if not search.moe_layouts():
-            return
-        arch = catalogued(self.model)
-        moe = search.moe if search.moe is not None else arch.is_moe if arch is not None else None
-        if moe:
+    def models(self) -> tuple[str, ...]:
+        """The models the study can serve: its own and those a stage's candidates change it to."""
+        changed = [
+            candidate.changes["model"]
+            for stage in self.stages
+            for candidate in stage.candidates
+            if isinstance(candidate.changes.get("model"), str)
+        ]
+        return tuple(dict.fromkeys((self.model, *changed)))
+
+    def moe_model(self) -> bool | None:
+        """Whether the study serves a mixture-of-experts model as the simulator's model catalogue knows
+        its models: True when one of them is, False when every one is a dense model it lists, None when
+        it does not list some."""
+        archs = [catalogued(model) for model in self.models()]
+        if any(arch is not None and arch.is_moe for arch in archs):
+            return True
+        return None if any(arch is None for arch in archs) else False
+
+    def dense_text(self) -> str:
+        """``Qwen/Qwen3-32B is a dense model`` (or ``A and B are dense models``)."""
+        models = self.models()
+        return (
+            f"{models[0]} is a dense model"
+            if len(models) == 1
+            else f"{' and '.join(models)} are dense models"
+        )
+
+    def _check_moe_layouts(self, index: int, search: SearchSpec, moe: bool | None) -> None:
+        """A search's expert-parallel and attention-DP layouts need a mixture-of-experts model: as the
+        search says (its ``moe``), else as the catalogue knows the study's models (``moe``, see
+        :meth:`moe_model`)."""
+        if not search.moe_layouts() or (search.moe if search.moe is not None else moe):
             return
         if search.moe is False:
             reason = "the search says moe: false"
         elif moe is None:
             reason = f"set moe: true if {self.model} is one (perflab's model catalogue does not list it)"
         else:
-            reason = f"{self.model} is a dense model"
-        raise ValueError(
-            f"stages[{index}].search: expert parallelism (ep > 1) and attention data parallel apply only "
-            f"to mixture-of-experts models: {reason}"
-        )
+            reason = self.dense_text()
+        raise ValueError(f"stages[{index}].search: {MOE_ONLY}: {reason}")
 
     # ----- resolved views ---------------------------------------------------------------------------
 
@@ -453,6 +486,14 @@ class StudySpec(BaseModel):
     def stored(self) -> dict[str, Any]:
         """The spec as the JSON stored in the study row."""
         return json.loads(self.model_dump_json())
+
+
+def _needs_moe(changes: Mapping[str, Any]) -> bool:
+    """Whether configuration ``changes`` set expert parallelism or attention data parallel."""
+    ep = changes.get("ep")
+    return (isinstance(ep, int) and not isinstance(ep, bool) and ep > 1) or changes.get(
+        "dp_attention"
+    ) is True
 
 
 def nul_path(data: Any, path: str = "") -> str | None:

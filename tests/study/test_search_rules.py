@@ -78,6 +78,40 @@ def test_moe_layouts_need_a_model_the_catalogue_or_the_search_calls_a_mixture_of
     assert not dense_only.stages[0].search.moe_layouts()
 
 
+def _staged(model: str, stages: str, baseline: str = "{engine: vllm, tp: 2}") -> str:
+    return (
+        f"name: s\nmodel: {model}\nhosts: [h]\nbaseline: {baseline}\ntuning_profile: short\nstages:\n{stages}"
+    )
+
+
+def test_stage_candidates_that_need_a_mixture_of_experts_are_refused_on_a_dense_model() -> None:
+    """An expert-parallel or attention-DP candidate (or baseline) would measure a catalogued dense model
+    twice under two names: refused before anything launches, unless a stage may change the model to one
+    that is not dense."""
+    expert = "  - name: P\n    candidates: [{label: TP2 EP2, set: {tp: 2, ep: 2}}]\n"
+    with pytest.raises(StudySpecError, match=r"stages\[0\]\.candidates\[0\] \(TP2 EP2\): expert parallelism"):
+        parse_spec(_staged("Qwen/Qwen3-32B", expert))
+    with pytest.raises(
+        StudySpecError, match="baseline: expert parallelism .*Qwen/Qwen3-32B is a dense model"
+    ):
+        parse_spec(
+            _staged(
+                "Qwen/Qwen3-32B",
+                "  - name: B\n    dimension: max_num_seqs\n    candidates: [64]\n",
+                "{engine: vllm, tp: 2, ep: 2}",
+            )
+        )
+    assert parse_spec(_staged("Qwen/Qwen3-30B-A3B", expert)).stages[0].candidates[0].changes["ep"] == 2
+    assert parse_spec(
+        _staged("acme/house-model", expert)
+    )  # the catalogue does not know it: the engine decides
+    model_stage = "  - name: M\n    dimension: model\n    candidates: [Qwen/Qwen3-30B-A3B]\n"
+    assert parse_spec(_staged("Qwen/Qwen3-32B", model_stage + expert)).models() == (
+        "Qwen/Qwen3-32B",
+        "Qwen/Qwen3-30B-A3B",
+    )
+
+
 def _build(params: dict) -> EngineConfig:
     return fill_budget(
         EngineConfig(

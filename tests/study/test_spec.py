@@ -16,7 +16,7 @@ from tests.fixtures.study_data import form_spec
 
 GOOD = """\
 name: demo
-model: Qwen/Qwen3-14B
+model: Qwen/Qwen3-30B-A3B
 hosts: [a, b]
 baseline: {engine: vllm, max_model_len: 32768}
 tuning_profile: {preset: sharegpt, num_prompts: 200}
