@@ -54,6 +54,7 @@ from perflab.report.sections import (
     hardware_text,
     record,
     result_block,
+    time_scale_note,
 )
 from perflab.report.summary import summary_rows
 from perflab.study.measure import results_by_run
@@ -269,6 +270,7 @@ def build_report_from_runs(
         ),
         decimals=decimals,
         costs=tuple(CostRow(case, cost_of(before), cost_of(after)) for case, before, after in pairs),
+        notes=tuple(note for note in (time_scale_note(all_runs),) if note),
     )
 
 

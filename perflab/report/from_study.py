@@ -65,6 +65,7 @@ from perflab.report.sections import (
     hardware_text,
     record,
     result_block,
+    time_scale_note,
 )
 from perflab.report.summary import summary_rows
 from perflab.study.configs import serve_command
@@ -479,6 +480,9 @@ def _notes(study: _Study) -> list[str]:
         )
     if any(run.simulated for run in progress.runs):
         notes.append("Measured on simulated hosts: the figures come from perflab's performance model.")
+    scaled = time_scale_note(progress.runs)
+    if scaled:
+        notes.append(scaled)
     if _on_sample(progress):
         notes.append(SAMPLE_REPORT_NOTE)
     if plan.failure:

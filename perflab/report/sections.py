@@ -111,6 +111,26 @@ def hardware_text(runs: Iterable[Run]) -> str | None:
     return None
 
 
+def time_scale_note(runs: Iterable[Run]) -> str | None:
+    """The simulated hosts among ``runs``' whose clock ran faster than the engine they model (their
+    ``time_scale``, stored with each run's environment), and what that does to the figures; None when
+    there is none."""
+    scales: dict[str, float] = {}
+    for run in runs:
+        simulate = (run.environment or {}).get("simulate")
+        scale = simulate.get("time_scale") if isinstance(simulate, dict) else None
+        if run.simulated and isinstance(scale, (int, float)) and not isinstance(scale, bool) and scale != 1:
+            scales[run.host_name or "a simulated host"] = float(scale)
+    if not scales:
+        return None
+    hosts = ", ".join(f"{host} (× {scale:g})" for host, scale in sorted(scales.items()))
+    return (
+        f"Simulated time ran faster than the modelled engines on {hosts}, the hosts' time_scale: their "
+        "latencies are that many times shorter, and their throughputs that many times higher, than the "
+        "modelled accelerators' would be."
+    )
+
+
 def record(run: Run, result: ProfileResult, **facts: Any) -> dict[str, Any]:
     """One row of the report's CSV/JSON: run facts, the case, and every headline figure."""
     point = result.sweep_point or {}
