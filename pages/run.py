@@ -76,8 +76,16 @@ facts = [
 ]
 st.markdown(" · ".join(part for part in facts if part.strip()))
 if run.simulated:
+    scaled = (
+        f" Its clock ran {run.time_scale:g} × faster than the modelled engine (the host's time_scale): "
+        f"latencies read {run.time_scale:g} × shorter and throughputs {run.time_scale:g} × higher than the "
+        "modelled accelerator's."
+        if run.time_scale
+        else ""
+    )
     st.caption(
         "Simulated host: the figures come from perflab's simulated engine, not from real accelerators."
+        + scaled
     )
 
 # The note stays on the queued run's page through its live reruns, until another run is shown.

@@ -9,6 +9,7 @@ from typing import Any
 from db.models import HEADLINE_COLUMNS, ProfileResult, Run
 from perflab.engines.registry import display_name
 from perflab.report.model import BenchBlock
+from perflab.runner.environment import time_scale_of
 from perflab.runner.evidence import unjudged_reason
 from perflab.study.loadcurve import LOAD_UNITS
 
@@ -117,10 +118,9 @@ def time_scale_note(runs: Iterable[Run]) -> str | None:
     there is none."""
     scales: dict[str, float] = {}
     for run in runs:
-        simulate = (run.environment or {}).get("simulate")
-        scale = simulate.get("time_scale") if isinstance(simulate, dict) else None
-        if run.simulated and isinstance(scale, (int, float)) and not isinstance(scale, bool) and scale != 1:
-            scales[run.host_name or "a simulated host"] = float(scale)
+        scale = time_scale_of(run.environment) if run.simulated else None
+        if scale is not None:
+            scales[run.host_name or "a simulated host"] = scale
     if not scales:
         return None
     hosts = ", ".join(f"{host} (× {scale:g})" for host, scale in sorted(scales.items()))

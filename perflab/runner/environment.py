@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perflab.inventory import HostConfig
@@ -14,6 +14,19 @@ def accelerator_label(probe: ProbeResult, gpu_ids: Sequence[int]) -> str | None:
     wanted = set(gpu_ids)
     names = [acc.name for acc in probe.accelerators if not wanted or acc.index in wanted]
     return names[0] if names else None
+
+
+def time_scale_of(snapshot: Mapping[str, Any] | None) -> float | None:
+    """The ``time_scale`` of the simulated host a run's environment ``snapshot`` describes, when its
+    clock ran faster or slower than the engine it models (None at the modelled speed, or not
+    simulated)."""
+    if not isinstance(snapshot, Mapping) or snapshot.get("simulated") is not True:
+        return None
+    simulate = snapshot.get("simulate")
+    scale = simulate.get("time_scale") if isinstance(simulate, Mapping) else None
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or scale == 1 or not scale > 0:
+        return None
+    return float(scale)
 
 
 def snapshot(host: HostConfig, probe: ProbeResult, *, engine: str, gpu_ids: Sequence[int]) -> dict[str, Any]:

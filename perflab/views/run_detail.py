@@ -27,6 +27,7 @@ from db.models import FINISHED_RUN_STATUSES, Dataset, ProfileResult, RequestReco
 from perflab.bench.report import format_text_block, partial_note
 from perflab.datasets import dataset_file_name
 from perflab.hub.catalog import used_sample
+from perflab.runner.environment import time_scale_of
 from perflab.runner.evidence import unjudged_reason
 from perflab.views import timeline as timelines
 from perflab.views.commands import CommandPreview, stored_command_preview, vllm_bench_commands
@@ -74,6 +75,12 @@ class RunView(RunSummary):
     @property
     def host_display(self) -> str:
         return host_label(self.host_name, self.simulated)
+
+    @property
+    def time_scale(self) -> float | None:
+        """How many times faster than the engine it models a simulated host's clock ran (None: at the
+        modelled speed, or not simulated)."""
+        return time_scale_of(self.environment) if self.simulated else None
 
     @property
     def title(self) -> str:

@@ -24,13 +24,16 @@ def test_a_study_on_a_time_scaled_host_says_its_figures_are_that_many_times_off(
 
 
 def _run(simulated: bool, simulate: object) -> Run:
-    return Run(host_name="sim-a", simulated=simulated, environment={"simulate": simulate})
+    return Run(
+        host_name="sim-a", simulated=simulated, environment={"simulated": simulated, "simulate": simulate}
+    )
 
 
 def test_only_simulated_runs_off_the_modelled_speed_are_named() -> None:
     assert time_scale_note([_run(True, {"accelerator": "H200", "time_scale": 1.0})]) is None
     assert time_scale_note([_run(False, {"time_scale": 5})]) is None  # a real host's stale snapshot
     assert time_scale_note([_run(True, "not a mapping"), _run(True, {"time_scale": "fast"})]) is None
+    assert time_scale_note([_run(True, {"time_scale": True}), _run(True, {"time_scale": -2})]) is None
     scaled = [_run(True, {"time_scale": 5}), Run(host_name="sim-b", simulated=True, environment={})]
     assert time_scale_note(scaled) == (
         "Simulated time ran faster than the modelled engines on sim-a (× 5), the hosts' time_scale: their "

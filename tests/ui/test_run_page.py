@@ -33,6 +33,26 @@ def result_ids(data: SeededDatabase, run_id: int) -> list[int]:
         return list(session.exec(query))
 
 
+def test_a_run_on_a_time_scaled_simulated_host_says_how_far_its_figures_are_off(  # type: ignore[no-untyped-def]
+    data_db: SeededDatabase, open_page
+) -> None:
+    """The runner stores the host's simulate block with the run's environment: a clock run 4 × faster
+    than the engine it models is named beside the figures it shortened."""
+    with db_session.session_scope(db_session.get_engine(data_db.url)) as session:
+        run = session.get(Run, data_db.runs.done)
+        assert run is not None
+        simulate = {"accelerator": "H100", "count": 8, "time_scale": 4.0}
+        run.environment = {**run.environment, "simulate": simulate}
+        session.add(run)
+    app = open_page(data_db.url, RUN_PAGE, {"run": str(data_db.runs.done)})
+    assert not app.exception
+    assert any(
+        "Its clock ran 4 × faster than the modelled engine (the host's time_scale): latencies read 4 × "
+        "shorter and throughputs 4 × higher" in text
+        for text in texts(app.caption)
+    )
+
+
 def test_finished_run_shows_results_commands_and_charts(data_db: SeededDatabase, open_page) -> None:  # type: ignore[no-untyped-def]
     app = open_page(data_db.url, RUN_PAGE, {"run": str(data_db.runs.done)})
     assert not app.exception
@@ -44,6 +64,7 @@ def test_finished_run_shows_results_commands_and_charts(data_db: SeededDatabase,
         and ":green[:material/task_alt:] done" in facts
     )
     assert any("Simulated host" in text for text in texts(app.caption))
+    assert not any("faster than the modelled engine" in text for text in texts(app.caption))  # time_scale 1
     # Profiles, then the open profile's notes and charts: tabs drawn only when open.
     assert [tab.label for tab in app.tabs] == ["Paced 256→32", *PROFILE_TABS, "Burst 128→16"]
     cards = {metric.label: metric.value for metric in app.metric}
