@@ -21,7 +21,7 @@ true``, SGLang's MoE layouts: ``{tp: 2, dp: 4, ep: 8, dp_attention: true}`` is a
 ``--tp-size 8`` with expert-parallel MoE layers; vLLM's are ``{tp: 2, dp: 4, ep: 8}``) is only allowed
 for a mixture-of-experts model: the study's model as the simulator's catalogue knows it, or, for a
 model it does not list, as the search says (``moe: true``; checked by the study's spec,
-:meth:`perflab.study.spec.StudySpec`, which knows the model); a choice of ``kv_cache_dtype``,
+:class:`perflab.study.spec.StudySpec`, which knows the model); a choice of ``kv_cache_dtype``,
 ``attention_backend`` or any other knob is checked by the baseline engine's adapter (its vocabulary,
 :mod:`perflab.engines.vocabulary`), so a value the engine does not have is refused when the spec is
 read. SLOs are the study's ``slos``:
@@ -31,6 +31,7 @@ a configuration that breaks one is infeasible for the sampler.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
@@ -68,6 +69,14 @@ MAX_MEASUREMENTS = 20
 MAX_KNOBS = 16
 MAX_CHOICES = 256
 MAX_KNOB_VALUE = 10**9
+
+
+def needs_moe(changes: Mapping[str, Any]) -> bool:
+    """Whether a layout or configuration ``changes`` set expert parallelism (``ep`` > 1) or attention
+    data parallel, which only a mixture-of-experts model has."""
+    ep = changes.get("ep")
+    expert_parallel = isinstance(ep, int) and not isinstance(ep, bool) and ep > 1
+    return expert_parallel or changes.get("dp_attention") is True
 
 
 class IntRange(BaseModel):
@@ -209,11 +218,7 @@ class SearchSpec(BaseModel):
 
     def moe_layouts(self) -> bool:
         """Whether a layout (not a split) has expert parallelism or attention data parallel."""
-        return any(
-            layout.get("ep", 1) > 1 or layout.get("dp_attention")
-            for layout in self.parallelism
-            if SPLIT not in layout
-        )
+        return any(needs_moe(layout) for layout in self.parallelism if SPLIT not in layout)
 
     # ----- the space as Optuna sees it -------------------------------------------------------------------
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import math
 import shlex
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -44,7 +43,7 @@ from perflab.profiles import PRESETS, BenchmarkProfile, GoodputSLOs, scaled
 from perflab.sim.catalog import catalogued
 from perflab.study.budget import check_fields
 from perflab.study.configs import FILL, CandidateConfigError, build_config, explain, split_args
-from perflab.study.search_space import SearchSpec
+from perflab.study.search_space import SearchSpec, needs_moe
 
 SPEC_FORMATS = "YAML or JSON"
 MOE_ONLY = "expert parallelism (ep > 1) and attention data parallel apply only to mixture-of-experts models"
@@ -370,12 +369,12 @@ class StudySpec(BaseModel):
                 self._check_choices(index, stage.search)
                 self._check_moe_layouts(index, stage.search, moe)
             for number, candidate in enumerate(stage.candidates):
-                if moe is False and _needs_moe(candidate.changes):
+                if moe is False and needs_moe(candidate.changes):
                     raise ValueError(
                         f"stages[{index}].candidates[{number}] ({candidate.label}): {MOE_ONLY}: "
                         f"{self.dense_text()}"
                     )
-        if moe is False and _needs_moe(self.baseline):
+        if moe is False and needs_moe(self.baseline):
             raise ValueError(f"baseline: {MOE_ONLY}: {self.dense_text()}")
         if self.objective == "max_load_within_slo" and (self.tuning().sweep is None or not self.slos):
             raise ValueError(
@@ -486,14 +485,6 @@ class StudySpec(BaseModel):
     def stored(self) -> dict[str, Any]:
         """The spec as the JSON stored in the study row."""
         return json.loads(self.model_dump_json())
-
-
-def _needs_moe(changes: Mapping[str, Any]) -> bool:
-    """Whether configuration ``changes`` set expert parallelism or attention data parallel."""
-    ep = changes.get("ep")
-    return (isinstance(ep, int) and not isinstance(ep, bool) and ep > 1) or changes.get(
-        "dp_attention"
-    ) is True
 
 
 def nul_path(data: Any, path: str = "") -> str | None:
