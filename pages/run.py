@@ -78,8 +78,8 @@ st.markdown(" · ".join(part for part in facts if part.strip()))
 if run.simulated:
     scaled = (
         f" Its clock ran {run.time_scale:g} × faster than the modelled engine (the host's time_scale): "
-        f"latencies read {run.time_scale:g} × shorter and throughputs {run.time_scale:g} × higher than the "
-        "modelled accelerator's."
+        f"latencies, energies and costs per token read {run.time_scale:g} × smaller, throughputs (per second "
+        f"and per joule) {run.time_scale:g} × higher than the modelled accelerator's."
         if run.time_scale
         else ""
     )

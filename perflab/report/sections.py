@@ -126,8 +126,8 @@ def time_scale_note(runs: Iterable[Run]) -> str | None:
     hosts = ", ".join(f"{host} (× {scale:g})" for host, scale in sorted(scales.items()))
     return (
         f"Simulated time ran faster than the modelled engines on {hosts}, the hosts' time_scale: their "
-        "latencies are that many times shorter, and their throughputs that many times higher, than the "
-        "modelled accelerators' would be."
+        "latencies, energies and costs per token are that many times smaller, and their throughputs (per "
+        "second and per joule) that many times higher, than the modelled accelerators' would be."
     )
 
 

@@ -37,6 +37,6 @@ def test_only_simulated_runs_off_the_modelled_speed_are_named() -> None:
     scaled = [_run(True, {"time_scale": 5}), Run(host_name="sim-b", simulated=True, environment={})]
     assert time_scale_note(scaled) == (
         "Simulated time ran faster than the modelled engines on sim-a (× 5), the hosts' time_scale: their "
-        "latencies are that many times shorter, and their throughputs that many times higher, than the "
-        "modelled accelerators' would be."
+        "latencies, energies and costs per token are that many times smaller, and their throughputs (per "
+        "second and per joule) that many times higher, than the modelled accelerators' would be."
     )

@@ -47,8 +47,8 @@ def test_a_run_on_a_time_scaled_simulated_host_says_how_far_its_figures_are_off(
     app = open_page(data_db.url, RUN_PAGE, {"run": str(data_db.runs.done)})
     assert not app.exception
     assert any(
-        "Its clock ran 4 × faster than the modelled engine (the host's time_scale): latencies read 4 × "
-        "shorter and throughputs 4 × higher" in text
+        "Its clock ran 4 × faster than the modelled engine (the host's time_scale): latencies, energies and "
+        "costs per token read 4 × smaller, throughputs (per second and per joule) 4 × higher" in text
         for text in texts(app.caption)
     )
 
